@@ -1,0 +1,40 @@
+# kafpy: `make run` starts one broker on the embedded metadata store, `make test` runs the tests.
+# Both install what they need into .venv (and, for the tests, Debian's zookeeper package).
+
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: install system-deps run test lint bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+# ZooKeeper for the metadata-store contract tests and the CLI tests.
+system-deps:
+	@if [ ! -e /usr/share/java/zookeeper.jar ]; then \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq zookeeper >/dev/null; \
+	fi
+
+run: install
+	$(VENV)/bin/kafpy server config/server.properties
+
+test: install system-deps
+	$(PY) -m pytest -q -p no:cacheprovider tests
+
+lint: install
+	$(VENV)/bin/ruff check kafpy tests bench
+	$(VENV)/bin/mypy kafpy
+
+bench: install
+	$(PY) bench/storage_bench.py
+
+clean:
+	rm -rf $(VENV) data .pytest_cache .hypothesis

@@ -1,0 +1,1 @@
+"""Topic administration on the metadata store, as Kafka's AdminUtils and TopicCommand."""

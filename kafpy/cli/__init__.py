@@ -1,0 +1,1 @@
+"""The `kafpy` command line."""

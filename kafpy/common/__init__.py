@@ -1,0 +1,1 @@
+"""Building blocks shared by every layer: time, scheduling, logging, errors, names."""

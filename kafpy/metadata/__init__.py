@@ -1,0 +1,1 @@
+"""The metadata store (ZooKeeper layout, MetadataStore interface and its backends)."""

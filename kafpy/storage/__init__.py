@@ -1,0 +1,1 @@
+"""Kafka's log layer on disk: segments, indexes, Log, LogManager, checkpoints, configs."""
