@@ -22,7 +22,6 @@ import enum
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Union
 
 
 class EventType(enum.Enum):
@@ -42,7 +41,7 @@ class WatchedEvent:
     path: str
 
 
-WatchCallback = Callable[[WatchedEvent], Union[None, Awaitable[None]]]
+WatchCallback = Callable[[WatchedEvent], None | Awaitable[None]]
 
 
 @dataclass(frozen=True)
@@ -90,7 +89,7 @@ class CheckOp:
     version: int
 
 
-Op = Union[CreateOp, SetDataOp, DeleteOp, CheckOp]
+Op = CreateOp | SetDataOp | DeleteOp | CheckOp
 
 
 class MetadataStore(ABC):
