@@ -1,0 +1,1 @@
+"""One broker process: configuration, lifecycle, and (later) the socket server and request handling."""
