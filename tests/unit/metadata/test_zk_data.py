@@ -1,0 +1,229 @@
+"""The ZooKeeper layout: paths and codecs compared against the literal bytes Kafka 2.x writes."""
+
+from __future__ import annotations
+
+import pytest
+
+from kafpy.common.topic_partition import TopicPartition
+from kafpy.metadata.store import Stat
+from kafpy.metadata.zk_data import (
+    PERSISTENT_ZK_PATHS,
+    Broker,
+    BrokerIdsZNode,
+    BrokerIdZNode,
+    BrokerInfo,
+    BrokerSequenceIdZNode,
+    ClusterIdZNode,
+    ConfigEntityChangeNotificationSequenceZNode,
+    ConfigEntityChangeNotificationZNode,
+    ConfigEntityZNode,
+    ControllerEpochZNode,
+    ControllerZNode,
+    DeleteTopicsTopicZNode,
+    DeleteTopicsZNode,
+    EndPoint,
+    IsrChangeNotificationSequenceZNode,
+    LeaderAndIsr,
+    LeaderIsrAndControllerEpoch,
+    LogDirEventNotificationSequenceZNode,
+    PreferredReplicaElectionZNode,
+    ProducerIdBlock,
+    ProducerIdBlockZNode,
+    ReassignPartitionsZNode,
+    TopicPartitionStateZNode,
+    TopicPartitionsZNode,
+    TopicsZNode,
+    TopicZNode,
+    ZkDataError,
+)
+
+PLAINTEXT = EndPoint("host", 9092, "PLAINTEXT", "PLAINTEXT")
+
+
+def _stat(version: int) -> Stat:
+    return Stat(version, 0, 1, 1, 0, 0, 0, 0, 0)
+
+
+def test_paths_are_kafkas() -> None:
+    tp = TopicPartition("t", 3)
+    assert BrokerIdsZNode.path == "/brokers/ids"
+    assert BrokerIdZNode.path(5) == "/brokers/ids/5"
+    assert TopicsZNode.path == "/brokers/topics"
+    assert TopicZNode.path("t") == "/brokers/topics/t"
+    assert TopicPartitionsZNode.path("t") == "/brokers/topics/t/partitions"
+    assert TopicPartitionStateZNode.path(tp) == "/brokers/topics/t/partitions/3/state"
+    assert ConfigEntityZNode.path("topics", "t") == "/config/topics/t"
+    assert ConfigEntityChangeNotificationZNode.path == "/config/changes"
+    assert (
+        ConfigEntityChangeNotificationSequenceZNode.create_path == "/config/changes/config_change_"
+    )
+    assert DeleteTopicsZNode.path == "/admin/delete_topics"
+    assert DeleteTopicsTopicZNode.path("t") == "/admin/delete_topics/t"
+    assert ControllerZNode.path == "/controller"
+    assert ControllerEpochZNode.path == "/controller_epoch"
+    assert BrokerSequenceIdZNode.path == "/brokers/seqid"
+    assert ProducerIdBlockZNode.path == "/latest_producer_id_block"
+    assert IsrChangeNotificationSequenceZNode.path("0000000001") == (
+        "/isr_change_notification/isr_change_0000000001"
+    )
+    assert LogDirEventNotificationSequenceZNode.path("0000000002") == (
+        "/log_dir_event_notification/log_dir_event_0000000002"
+    )
+    assert ReassignPartitionsZNode.path == "/admin/reassign_partitions"
+    assert PreferredReplicaElectionZNode.path == "/admin/preferred_replica_election"
+    assert ClusterIdZNode.path == "/cluster/id"
+    assert "/config/topics" in PERSISTENT_ZK_PATHS and "/admin/delete_topics" in PERSISTENT_ZK_PATHS
+
+
+def test_topic_assignment_is_kafkas_json() -> None:
+    assert TopicZNode.encode({0: [1, 2, 0]}) == b'{"version":1,"partitions":{"0":[1,2,0]}}'
+    worked = {2: [0, 1, 2], 0: [1, 2, 0], 1: [2, 0, 1]}
+    encoded = TopicZNode.encode(worked)
+    assert encoded == b'{"version":1,"partitions":{"0":[1,2,0],"1":[2,0,1],"2":[0,1,2]}}'
+    assert TopicZNode.decode(encoded) == {0: [1, 2, 0], 1: [2, 0, 1], 2: [0, 1, 2]}
+
+
+def test_topic_assignment_decodes_kafkas_own_order_and_version_2() -> None:
+    kafka = b'{"version":1,"partitions":{"2":[0,1,2],"1":[2,0,1],"0":[1,2,0]}}'
+    assert TopicZNode.decode(kafka) == {0: [1, 2, 0], 1: [2, 0, 1], 2: [0, 1, 2]}
+    v2 = b'{"version":2,"partitions":{"0":[1]},"adding_replicas":{},"removing_replicas":{}}'
+    assert TopicZNode.decode(v2) == {0: [1]}
+    assert TopicZNode.decode(b"") == {}
+
+
+def test_partition_state_is_kafkas_json() -> None:
+    state = LeaderIsrAndControllerEpoch(LeaderAndIsr(1, 0, (1, 2, 0)), 1)
+    encoded = TopicPartitionStateZNode.encode(state)
+    assert encoded == (
+        b'{"controller_epoch":1,"leader":1,"version":1,"leader_epoch":0,"isr":[1,2,0]}'
+    )
+    decoded = TopicPartitionStateZNode.decode(encoded, _stat(7))
+    assert decoded == LeaderIsrAndControllerEpoch(LeaderAndIsr(1, 0, (1, 2, 0), 7), 1)
+
+
+def test_partition_state_malformed_is_an_error_naming_the_data() -> None:
+    with pytest.raises(ZkDataError, match="partition state"):
+        TopicPartitionStateZNode.decode(b'{"leader":1}')
+
+
+def test_entity_config_is_kafkas_json() -> None:
+    assert ConfigEntityZNode.encode({}) == b'{"version":1,"config":{}}'
+    encoded = ConfigEntityZNode.encode({"retention.ms": "1000"})
+    assert encoded == b'{"version":1,"config":{"retention.ms":"1000"}}'
+    assert ConfigEntityZNode.decode(encoded) == {"retention.ms": "1000"}
+    assert ConfigEntityZNode.decode(None) == {}
+
+
+def test_config_change_notification_is_kafkas_json() -> None:
+    encoded = ConfigEntityChangeNotificationSequenceZNode.encode("topics/t")
+    assert encoded == b'{"version":2,"entity_path":"topics/t"}'
+    assert ConfigEntityChangeNotificationSequenceZNode.decode(encoded) == "topics/t"
+    v1 = b'{"version":1,"entity_type":"topics","entity_name":"t"}'
+    assert ConfigEntityChangeNotificationSequenceZNode.decode(v1) == "topics/t"
+
+
+def test_broker_registration_version_4_is_kafkas_json() -> None:
+    info = BrokerInfo(Broker(0, (PLAINTEXT,)), 4, -1, 1600000000000)
+    assert BrokerIdZNode.encode(info) == (
+        b'{"listener_security_protocol_map":{"PLAINTEXT":"PLAINTEXT"},'
+        b'"endpoints":["PLAINTEXT://host:9092"],"jmx_port":-1,"host":"host",'
+        b'"timestamp":"1600000000000","port":9092,"version":4}'
+    )
+
+
+def test_broker_registration_with_rack_puts_rack_where_kafka_does() -> None:
+    info = BrokerInfo(Broker(1, (PLAINTEXT,), "rack-a"), 4, 9999, 1600000000000)
+    assert info.to_json_bytes() == (
+        b'{"listener_security_protocol_map":{"PLAINTEXT":"PLAINTEXT"},'
+        b'"endpoints":["PLAINTEXT://host:9092"],"rack":"rack-a","jmx_port":9999,"host":"host",'
+        b'"timestamp":"1600000000000","port":9092,"version":4}'
+    )
+    assert info.path == "/brokers/ids/1"
+
+
+def test_broker_registration_without_plaintext_has_null_host() -> None:
+    ssl = EndPoint("h", 9093, "SSL", "SSL")
+    info = BrokerInfo(Broker(2, (ssl,)), 4, -1, 1)
+    assert BrokerIdZNode.encode(info) == (
+        b'{"listener_security_protocol_map":{"SSL":"SSL"},"endpoints":["SSL://h:9093"],'
+        b'"jmx_port":-1,"host":null,"timestamp":"1","port":-1,"version":4}'
+    )
+
+
+def test_broker_registration_decodes_kafkas_bytes() -> None:
+    kafka = (
+        b'{"listener_security_protocol_map":{"INSIDE":"PLAINTEXT","OUTSIDE":"SSL"},'
+        b'"endpoints":["INSIDE://10.0.0.1:9094","OUTSIDE://localhost:9092"],"rack":"r1",'
+        b'"jmx_port":-1,"host":"10.0.0.1","timestamp":"1673918486526","port":9094,"version":4}'
+    )
+    info = BrokerIdZNode.decode(3, kafka)
+    assert info.broker == Broker(
+        3,
+        (
+            EndPoint("10.0.0.1", 9094, "INSIDE", "PLAINTEXT"),
+            EndPoint("localhost", 9092, "OUTSIDE", "SSL"),
+        ),
+        "r1",
+    )
+    assert info.version == 4 and info.jmx_port == -1 and info.timestamp_ms == 1673918486526
+
+
+def test_broker_registration_version_1_and_roundtrip() -> None:
+    v1 = b'{"version":1,"host":"h","port":9092,"jmx_port":9999,"timestamp":"2233345666"}'
+    assert BrokerIdZNode.decode(0, v1).broker.endpoints == (
+        EndPoint("h", 9092, "PLAINTEXT", "PLAINTEXT"),
+    )
+    info = BrokerInfo(Broker(7, (EndPoint("::1", 9092, "PLAINTEXT", "PLAINTEXT"),), "r"), 4, -1, 5)
+    assert BrokerIdZNode.decode(7, info.to_json_bytes()) == info
+
+
+def test_broker_registration_garbage_is_an_error_naming_the_broker() -> None:
+    with pytest.raises(ZkDataError, match="broker 4"):
+        BrokerIdZNode.decode(4, b"not json")
+
+
+def test_controller_and_epoch() -> None:
+    assert ControllerZNode.encode(0, 1600000000000) == (
+        b'{"version":1,"brokerid":0,"timestamp":"1600000000000"}'
+    )
+    assert ControllerZNode.decode(b'{"version":1,"brokerid":2,"timestamp":"1"}') == 2
+    assert ControllerEpochZNode.encode(3) == b"3"
+    assert ControllerEpochZNode.decode(b"12") == 12
+
+
+def test_notifications_and_admin_requests() -> None:
+    tp = TopicPartition("t", 0)
+    assert IsrChangeNotificationSequenceZNode.encode([tp]) == (
+        b'{"version":1,"partitions":[{"topic":"t","partition":0}]}'
+    )
+    assert IsrChangeNotificationSequenceZNode.decode(
+        b'{"version":1,"partitions":[{"topic":"t","partition":0}]}'
+    ) == {tp}
+    assert (
+        IsrChangeNotificationSequenceZNode.sequence_number(
+            "/isr_change_notification/isr_change_0000000042"
+        )
+        == "0000000042"
+    )
+    assert LogDirEventNotificationSequenceZNode.encode(1) == b'{"version":1,"broker":1,"event":1}'
+    assert ReassignPartitionsZNode.encode({tp: [1, 2]}) == (
+        b'{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1,2]}]}'
+    )
+    assert ReassignPartitionsZNode.decode(ReassignPartitionsZNode.encode({tp: [1, 2]})) == {
+        tp: [1, 2]
+    }
+    assert PreferredReplicaElectionZNode.encode([tp]) == (
+        b'{"version":1,"partitions":[{"topic":"t","partition":0}]}'
+    )
+
+
+def test_cluster_id_and_producer_id_block() -> None:
+    assert ClusterIdZNode.to_json("zIe91t8eRW-4e_je0Yarbw") == (
+        b'{"version":"1","id":"zIe91t8eRW-4e_je0Yarbw"}'
+    )
+    assert ClusterIdZNode.from_json(b'{"version":"1","id":"abc"}') == "abc"
+    block = ProducerIdBlock(0, 8000, 8999)
+    assert ProducerIdBlockZNode.encode(block) == (
+        b'{"version":1,"broker":0,"block_start":"8000","block_end":"8999"}'
+    )
+    assert ProducerIdBlockZNode.decode(ProducerIdBlockZNode.encode(block)) == block
