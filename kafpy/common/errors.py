@@ -153,3 +153,15 @@ class InconsistentBrokerMetadataError(KafkaError):
 
 class AdminCommandFailedError(KafkaError):
     """An admin operation could not be carried out; the message says why."""
+
+
+class BrokerNotAvailableError(KafkaError):
+    code = 8
+
+
+class AdminOperationError(KafkaError):
+    """An admin operation on the metadata store was refused; the message says why."""
+
+
+class TopicAlreadyMarkedForDeletionError(KafkaError):
+    """A deletion marker already exists for the topic."""
