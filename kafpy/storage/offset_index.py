@@ -1,0 +1,128 @@
+"""OffsetIndex: the `.index` file mapping offsets to byte positions in a segment's `.log`.
+
+Each 8-byte entry is (relative offset int32, physical position int32), big-endian, the
+relative offset being `offset - base_offset`. The index is sparse: LogSegment adds an
+entry every `index.interval.bytes` of appended data, for the last offset of the appended
+batches and the position where those batches start. A lookup finds the largest indexed
+offset <= the target; the segment then scans batch headers from that position.
+"""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+from typing import NamedTuple
+
+from kafpy.storage.abstract_index import (
+    AbstractIndex,
+    CorruptIndexError,
+    IndexSearchEntity,
+    InvalidOffsetError,
+)
+
+_ENTRY = struct.Struct(">ii")
+
+
+class OffsetPosition(NamedTuple):
+    """An offset and the byte position in the log where its batch (or an earlier one) starts."""
+
+    offset: int
+    position: int
+
+
+class OffsetIndex(AbstractIndex):
+    """The offset → position index of one segment (Kafka's `OffsetIndex`)."""
+
+    entry_size = 8
+
+    def __init__(
+        self, file: Path, base_offset: int, max_index_size: int = -1, writable: bool = True
+    ) -> None:
+        self._last_offset = base_offset
+        super().__init__(file, base_offset, max_index_size, writable)
+
+    def _after_entries_changed(self) -> None:
+        self._last_offset = self._parse_entry(self._entries - 1)[0] if self._entries else self.base_offset
+
+    def _parse_entry(self, n: int) -> tuple[int, int]:
+        rel, pos = _ENTRY.unpack_from(self._mmap, n * 8)  # type: ignore[arg-type]
+        return self.base_offset + rel, pos
+
+    @property
+    def last_offset(self) -> int:
+        return self._last_offset
+
+    def last_entry(self) -> OffsetPosition:
+        with self._lock:
+            if self._entries == 0:
+                return OffsetPosition(self.base_offset, 0)
+            return OffsetPosition(*self._parse_entry(self._entries - 1))
+
+    def entry(self, n: int) -> OffsetPosition:
+        with self._lock:
+            if n < 0 or n >= self._entries:
+                raise IndexError(
+                    f"Attempt to fetch the {n}th entry from an index of size {self._entries} ({self.file})"
+                )
+            return OffsetPosition(*self._parse_entry(n))
+
+    def lookup(self, target_offset: int) -> OffsetPosition:
+        """The largest indexed offset <= target and its position, else (base_offset, 0)."""
+        with self._lock:
+            slot = self.largest_lower_bound_slot_for(target_offset, IndexSearchEntity.KEY)
+            if slot == -1:
+                return OffsetPosition(self.base_offset, 0)
+            return OffsetPosition(*self._parse_entry(slot))
+
+    def fetch_upper_bound_offset(
+        self, fetch_offset: OffsetPosition, fetch_size: int
+    ) -> OffsetPosition | None:
+        """The first entry whose position is >= fetch position + fetch_size, if any."""
+        with self._lock:
+            slot = self.smallest_upper_bound_slot_for(
+                fetch_offset.position + fetch_size, IndexSearchEntity.VALUE
+            )
+            if slot == -1:
+                return None
+            return OffsetPosition(*self._parse_entry(slot))
+
+    def append(self, offset: int, position: int) -> None:
+        """Add an entry; the offset must be larger than every offset already indexed."""
+        with self._lock:
+            if self._entries >= self._max_entries:
+                raise InvalidOffsetError(
+                    f"Attempt to append to a full index (size = {self._entries}) ({self.file})."
+                )
+            if self._entries == 0 or offset > self._last_offset:
+                _ENTRY.pack_into(self._mmap, self._entries * 8, self.relative_offset(offset), position)  # type: ignore[arg-type]
+                self._entries += 1
+                self._last_offset = offset
+            else:
+                raise InvalidOffsetError(
+                    f"Attempt to append an offset ({offset}) to position {self._entries} no larger "
+                    f"than the last offset appended ({self._last_offset}) to {self.file}."
+                )
+
+    def truncate_to(self, offset: int) -> None:
+        """Remove every entry with an offset >= `offset`."""
+        with self._lock:
+            slot = self.largest_lower_bound_slot_for(offset, IndexSearchEntity.KEY)
+            if slot < 0:
+                new_entries = 0
+            elif self._parse_entry(slot)[0] == offset:
+                new_entries = slot
+            else:
+                new_entries = slot + 1
+            self._truncate_to_entries(new_entries)
+
+    def sanity_check(self) -> None:
+        if self._entries != 0 and self._last_offset < self.base_offset:
+            raise CorruptIndexError(
+                f"Corrupt index found, index file ({self.file}) has non-zero size but the last "
+                f"offset is {self._last_offset} which is less than the base offset {self.base_offset}."
+            )
+        if self._length % self.entry_size != 0:
+            raise CorruptIndexError(
+                f"Index file {self.file} is corrupt, found {self._length} bytes which is neither "
+                f"positive nor a multiple of {self.entry_size}."
+            )

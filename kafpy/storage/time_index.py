@@ -1,0 +1,135 @@
+"""TimeIndex: the `.timeindex` file mapping timestamps to offsets in a segment.
+
+Each 12-byte entry is (timestamp int64, relative offset int32), big-endian. Entries are
+added next to offset index entries, for the largest timestamp seen so far in the segment
+and the offset of the batch holding it, and only when the timestamp grows; so both
+columns are non-decreasing. A lookup gives the offset from which a scan for the first
+record with timestamp >= target may start. One slot is always kept free so that the
+final (largest timestamp) entry can be written when the segment rolls or closes.
+"""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+from typing import NamedTuple
+
+from kafpy.storage.abstract_index import (
+    AbstractIndex,
+    CorruptIndexError,
+    IndexSearchEntity,
+    InvalidOffsetError,
+)
+
+NO_TIMESTAMP = -1
+_ENTRY = struct.Struct(">qi")
+
+
+class TimestampOffset(NamedTuple):
+    """A timestamp and an offset (Kafka's TimestampOffset)."""
+
+    timestamp: int
+    offset: int
+
+
+class TimeIndex(AbstractIndex):
+    """The timestamp → offset index of one segment (Kafka's `TimeIndex`)."""
+
+    entry_size = 12
+
+    def __init__(
+        self, file: Path, base_offset: int, max_index_size: int = -1, writable: bool = True
+    ) -> None:
+        self._last = TimestampOffset(NO_TIMESTAMP, base_offset)
+        super().__init__(file, base_offset, max_index_size, writable)
+
+    def _after_entries_changed(self) -> None:
+        if self._entries == 0:
+            self._last = TimestampOffset(NO_TIMESTAMP, self.base_offset)
+        else:
+            self._last = TimestampOffset(*self._parse_entry(self._entries - 1))
+
+    def _parse_entry(self, n: int) -> tuple[int, int]:
+        ts, rel = _ENTRY.unpack_from(self._mmap, n * 12)  # type: ignore[arg-type]
+        return ts, self.base_offset + rel
+
+    def is_full(self) -> bool:
+        return self._entries >= self._max_entries - 1
+
+    def last_entry(self) -> TimestampOffset:
+        """The last entry, or (-1, base_offset) when the index is empty."""
+        return self._last
+
+    def entry(self, n: int) -> TimestampOffset:
+        with self._lock:
+            if n < 0 or n >= self._entries:
+                raise IndexError(
+                    f"Attempt to fetch the {n}th entry from a time index of size {self._entries} ({self.file})"
+                )
+            return TimestampOffset(*self._parse_entry(n))
+
+    def maybe_append(self, timestamp: int, offset: int, skip_full_check: bool = False) -> None:
+        """Add (timestamp, offset) if the timestamp is larger than the last entry's."""
+        with self._lock:
+            if not skip_full_check and self.is_full():
+                raise InvalidOffsetError(
+                    f"Attempt to append to a full time index (size = {self._entries}) ({self.file})."
+                )
+            last = self._last
+            if self._entries != 0 and offset < last.offset:
+                raise InvalidOffsetError(
+                    f"Attempt to append an offset ({offset}) to slot {self._entries} no larger than "
+                    f"the last offset appended ({last.offset}) to {self.file}."
+                )
+            if self._entries != 0 and timestamp < last.timestamp:
+                raise InvalidOffsetError(
+                    f"Attempt to append a timestamp ({timestamp}) to slot {self._entries} no larger "
+                    f"than the last timestamp appended ({last.timestamp}) to {self.file}."
+                )
+            if timestamp > last.timestamp:
+                if self._entries >= self._max_entries:
+                    return  # nothing to write into (an index trimmed to its entries)
+                _ENTRY.pack_into(self._mmap, self._entries * 12, timestamp, self.relative_offset(offset))  # type: ignore[arg-type]
+                self._entries += 1
+                self._last = TimestampOffset(timestamp, offset)
+
+    def lookup(self, target_timestamp: int) -> TimestampOffset:
+        """The entry with the largest timestamp <= target, else (-1, base_offset)."""
+        with self._lock:
+            slot = self.largest_lower_bound_slot_for(target_timestamp, IndexSearchEntity.KEY)
+            if slot == -1:
+                return TimestampOffset(NO_TIMESTAMP, self.base_offset)
+            return TimestampOffset(*self._parse_entry(slot))
+
+    def truncate_to(self, offset: int) -> None:
+        """Remove every entry whose offset is >= `offset`."""
+        with self._lock:
+            slot = self.largest_lower_bound_slot_for(offset, IndexSearchEntity.VALUE)
+            if slot < 0:
+                new_entries = 0
+            elif self._parse_entry(slot)[1] == offset:
+                new_entries = slot
+            else:
+                new_entries = slot + 1
+            self._truncate_to_entries(new_entries)
+
+    def sanity_check(self) -> None:
+        if self._entries != 0:
+            first_ts = self._parse_entry(0)[0]
+            if self._last.timestamp < first_ts:
+                raise CorruptIndexError(
+                    f"Corrupt time index found, time index file ({self.file}) has non-zero size but "
+                    f"the last timestamp is {self._last.timestamp} which is less than the first "
+                    f"timestamp {first_ts}"
+                )
+            if self._last.offset < self.base_offset:
+                raise CorruptIndexError(
+                    f"Corrupt time index found, time index file ({self.file}) has non-zero size but "
+                    f"the last offset is {self._last.offset} which is less than the first offset "
+                    f"{self.base_offset}"
+                )
+        if self._length % self.entry_size != 0:
+            raise CorruptIndexError(
+                f"Time index file {self.file} is corrupt, found {self._length} bytes which is "
+                f"neither positive nor a multiple of {self.entry_size}."
+            )
