@@ -1,0 +1,563 @@
+"""A zero-copy view over one v2 record batch (magic 2), the unit Kafka stores and ships.
+
+Layout (big-endian), as on the wire and in a segment file::
+
+    0  baseOffset int64            \\ LOG_OVERHEAD (12 bytes): not covered by the CRC
+    8  batchLength int32           /  batchLength counts the bytes after this field
+    12 partitionLeaderEpoch int32     not covered by the CRC either
+    16 magic int8
+    17 crc uint32                     CRC-32C of everything from attributes to the end
+    21 attributes int16               bits 0-2 codec, 3 timestamp type, 4 transactional,
+                                      5 control
+    23 lastOffsetDelta int32
+    27 firstTimestamp int64
+    35 maxTimestamp int64
+    43 producerId int64
+    51 producerEpoch int16
+    53 baseSequence int32
+    57 recordCount int32
+    61 records (compressed as one stream when the codec is not none)
+
+The broker's hot paths use only the header: `RecordBatch` parses it with one
+`struct.unpack_from` on the caller's buffer, checks the CRC over a memoryview slice and
+patches offsets in place. Records are decoded only when `records()` is called.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+from enum import IntEnum
+
+from crc32c import crc32c
+
+from kafpy.common.errors import CorruptRecordError, InvalidRecordError
+from kafpy.records.compression import CompressionType, decompress
+from kafpy.records.record import Header, Record
+
+__all__ = [
+    "LOG_OVERHEAD",
+    "MAGIC_V2",
+    "NO_PARTITION_LEADER_EPOCH",
+    "NO_PRODUCER_EPOCH",
+    "NO_PRODUCER_ID",
+    "NO_SEQUENCE",
+    "NO_TIMESTAMP",
+    "RECORD_BATCH_OVERHEAD",
+    "Record",
+    "RecordBatch",
+    "TimestampType",
+]
+
+LOG_OVERHEAD = 12
+RECORD_BATCH_OVERHEAD = 61
+MAGIC_V2 = 2
+
+NO_PARTITION_LEADER_EPOCH = -1
+NO_PRODUCER_ID = -1
+NO_PRODUCER_EPOCH = -1
+NO_SEQUENCE = -1
+NO_TIMESTAMP = -1
+
+HEADER = struct.Struct(">qiibIhiqqqhii")
+BASE_OFFSET_OFFSET = 0
+LENGTH_OFFSET = 8
+PARTITION_LEADER_EPOCH_OFFSET = 12
+MAGIC_OFFSET = 16
+CRC_OFFSET = 17
+ATTRIBUTES_OFFSET = 21
+MAX_TIMESTAMP_OFFSET = 35
+
+COMPRESSION_CODEC_MASK = 0x07
+TIMESTAMP_TYPE_MASK = 0x08
+TRANSACTIONAL_MASK = 0x10
+CONTROL_MASK = 0x20
+
+# The smallest batchLength that can hold the magic byte (the field that says how to read
+# the rest), and the one a complete magic 2 header needs.
+_MIN_LENGTH_TO_MAGIC = MAGIC_OFFSET + 1 - LOG_OVERHEAD
+_MIN_V2_LENGTH = RECORD_BATCH_OVERHEAD - LOG_OVERHEAD
+
+_INT64 = struct.Struct(">q")
+_INT32 = struct.Struct(">i")
+_UINT32 = struct.Struct(">I")
+_INT16 = struct.Struct(">h")
+_INT32_MAX = (1 << 31) - 1
+
+Buffer = bytes | bytearray | memoryview
+
+
+class TimestampType(IntEnum):
+    """Whether record timestamps were set by the producer or by the broker on append."""
+
+    NO_TIMESTAMP_TYPE = -1
+    CREATE_TIME = 0
+    LOG_APPEND_TIME = 1
+
+    @property
+    def kafka_name(self) -> str:
+        """The name Kafka's `message.timestamp.type` config uses."""
+        return {-1: "NoTimestampType", 0: "CreateTime", 1: "LogAppendTime"}[self.value]
+
+    @classmethod
+    def from_name(cls, name: str) -> TimestampType:
+        """The type for a `message.timestamp.type` value ("CreateTime" / "LogAppendTime")."""
+        for member in cls:
+            if member.kafka_name == name:
+                return member
+        raise ValueError(
+            f"Unknown timestamp type {name!r}; expected CreateTime or LogAppendTime"
+        )
+
+
+def as_byte_view(buffer: object) -> memoryview:
+    """A memoryview of unsigned bytes over any buffer (bytes, bytearray, mmap, memoryview)."""
+    view = buffer if isinstance(buffer, memoryview) else memoryview(buffer)  # type: ignore[arg-type]
+    if view.format != "B" or view.ndim != 1:
+        view = view.cast("B")
+    return view
+
+
+class RecordBatch:
+    """One record batch in a buffer: header fields, validation, in-place patches, records.
+
+    `RecordBatch(buffer, position=0)` reads the batch starting at `position`. The
+    constructor checks only that the whole batch is present (CorruptRecordError naming
+    the needed and available byte counts otherwise); `is_valid()` / `ensure_valid()`
+    check the magic byte and the CRC-32C. The header is parsed once; the `set_*`
+    methods write through to the buffer (which must then be writable, e.g. a bytearray)
+    and keep the parsed header in step. Another view writing the same bytes is not seen.
+
+    The view holds a memoryview of the buffer, so an mmap under it cannot be closed
+    while the batch is referenced.
+    """
+
+    __slots__ = ("_buf", "_pos", "_header")
+
+    def __init__(self, buffer: Buffer, position: int = 0) -> None:
+        buf = as_byte_view(buffer)
+        available = len(buf) - position
+        if position < 0 or available < 0:
+            raise ValueError(f"position {position} is outside the {len(buf)}-byte buffer")
+        if available < LOG_OVERHEAD:
+            raise CorruptRecordError(
+                f"Record batch at position {position} is truncated: needs {LOG_OVERHEAD} "
+                f"bytes to read its offset and length, has {available}"
+            )
+        base_offset, length = struct.unpack_from(">qi", buf, position)
+        if length < _MIN_LENGTH_TO_MAGIC:
+            raise CorruptRecordError(
+                f"Record batch at base offset {base_offset} (position {position}) is "
+                f"corrupt: its length field says {length} bytes, too few to hold even "
+                "the magic byte"
+            )
+        needed = LOG_OVERHEAD + length
+        if needed > available:
+            raise CorruptRecordError(
+                f"Record batch at base offset {base_offset} (position {position}) is "
+                f"truncated: needs {needed} bytes, has {available}"
+            )
+        magic = buf[position + MAGIC_OFFSET]
+        if magic == MAGIC_V2:
+            if length < _MIN_V2_LENGTH:
+                raise CorruptRecordError(
+                    f"Record batch at base offset {base_offset} (position {position}) is "
+                    f"corrupt: its length field says {length} bytes, fewer than the "
+                    f"{_MIN_V2_LENGTH} its own header takes"
+                )
+            header = HEADER.unpack_from(buf, position)
+        else:
+            # Only the magic byte means anything in an older message set; parse the
+            # rest from a padded copy so properties work and ensure_valid() can say why.
+            raw = bytes(buf[position : position + min(needed, RECORD_BATCH_OVERHEAD)])
+            header = HEADER.unpack(raw.ljust(RECORD_BATCH_OVERHEAD, b"\x00"))
+        self._buf = buf
+        self._pos = position
+        self._header = header
+
+    # --- header fields -------------------------------------------------------
+
+    @property
+    def base_offset(self) -> int:
+        return self._header[0]  # type: ignore[no-any-return]
+
+    @property
+    def batch_length(self) -> int:
+        """The length field: bytes after it (size_in_bytes - LOG_OVERHEAD)."""
+        return self._header[1]  # type: ignore[no-any-return]
+
+    @property
+    def size_in_bytes(self) -> int:
+        return self._header[1] + LOG_OVERHEAD  # type: ignore[no-any-return]
+
+    @property
+    def partition_leader_epoch(self) -> int:
+        return self._header[2]  # type: ignore[no-any-return]
+
+    @property
+    def magic(self) -> int:
+        return self._header[3]  # type: ignore[no-any-return]
+
+    @property
+    def crc(self) -> int:
+        """The stored CRC-32C (see compute_crc for the one the bytes have)."""
+        return self._header[4]  # type: ignore[no-any-return]
+
+    @property
+    def attributes(self) -> int:
+        return self._header[5]  # type: ignore[no-any-return]
+
+    @property
+    def compression_type(self) -> CompressionType:
+        """The codec; CorruptRecordError for an id Kafka does not define (5-7)."""
+        return CompressionType.from_id(self._header[5] & COMPRESSION_CODEC_MASK)
+
+    @property
+    def timestamp_type(self) -> TimestampType:
+        if self._header[5] & TIMESTAMP_TYPE_MASK:
+            return TimestampType.LOG_APPEND_TIME
+        return TimestampType.CREATE_TIME
+
+    @property
+    def is_transactional(self) -> bool:
+        return bool(self._header[5] & TRANSACTIONAL_MASK)
+
+    @property
+    def is_control(self) -> bool:
+        return bool(self._header[5] & CONTROL_MASK)
+
+    @property
+    def last_offset_delta(self) -> int:
+        return self._header[6]  # type: ignore[no-any-return]
+
+    @property
+    def first_timestamp(self) -> int:
+        return self._header[7]  # type: ignore[no-any-return]
+
+    @property
+    def max_timestamp(self) -> int:
+        return self._header[8]  # type: ignore[no-any-return]
+
+    @property
+    def producer_id(self) -> int:
+        return self._header[9]  # type: ignore[no-any-return]
+
+    @property
+    def producer_epoch(self) -> int:
+        return self._header[10]  # type: ignore[no-any-return]
+
+    @property
+    def base_sequence(self) -> int:
+        return self._header[11]  # type: ignore[no-any-return]
+
+    @property
+    def last_sequence(self) -> int:
+        """The sequence of the last record (wrapping at int32 max), or -1 if none."""
+        return _sequence_at(self._header[11], self._header[6])
+
+    @property
+    def has_producer_id(self) -> bool:
+        return self._header[9] > NO_PRODUCER_ID  # type: ignore[no-any-return]
+
+    @property
+    def record_count(self) -> int:
+        return self._header[12]  # type: ignore[no-any-return]
+
+    @property
+    def last_offset(self) -> int:
+        return self._header[0] + self._header[6]  # type: ignore[no-any-return]
+
+    @property
+    def next_offset(self) -> int:
+        return self._header[0] + self._header[6] + 1  # type: ignore[no-any-return]
+
+    @property
+    def position(self) -> int:
+        """Where the batch starts in the buffer it was read from."""
+        return self._pos
+
+    def buffer(self) -> memoryview:
+        """Exactly this batch's bytes (a view, no copy)."""
+        return self._buf[self._pos : self._pos + self._header[1] + LOG_OVERHEAD]
+
+    # --- validation ----------------------------------------------------------
+
+    def compute_crc(self) -> int:
+        """The CRC-32C of the bytes from attributes to the end of the batch."""
+        start = self._pos + ATTRIBUTES_OFFSET
+        return crc32c(self._buf[start : self._pos + self._header[1] + LOG_OVERHEAD])
+
+    def is_valid(self) -> bool:
+        """True if the batch is magic 2 and its stored CRC matches its bytes."""
+        return self._header[3] == MAGIC_V2 and self._header[4] == self.compute_crc()
+
+    def ensure_valid(self) -> None:
+        """Raise InvalidRecordError for a magic other than 2, CorruptRecordError for a bad CRC."""
+        self._ensure_magic()
+        computed = self.compute_crc()
+        if computed != self._header[4]:
+            raise CorruptRecordError(
+                f"Record batch at base offset {self._header[0]} is corrupt: stored CRC-32C "
+                f"{self._header[4]:#010x} does not match {computed:#010x} computed over "
+                f"its {self.size_in_bytes} bytes; the producer must resend it"
+            )
+
+    def ensure_offsets_match_count(self) -> None:
+        """Raise InvalidRecordError unless the batch has records and lastOffsetDelta + 1 of them.
+
+        Kafka's LogValidator applies this to batches from producers (not replicas): the
+        broker assigns offsets by the header alone, so the header must agree with itself.
+        """
+        count = self._header[12]
+        if count <= 0:
+            raise InvalidRecordError(
+                f"Record batch at base offset {self._header[0]} declares {count} records; "
+                "a produced batch must hold at least one"
+            )
+        if self._header[6] + 1 != count:
+            raise InvalidRecordError(
+                f"Record batch at base offset {self._header[0]} is inconsistent: "
+                f"lastOffsetDelta {self._header[6]} implies {self._header[6] + 1} records "
+                f"but the record count is {count}"
+            )
+
+    def _ensure_magic(self) -> None:
+        magic = self._header[3]
+        if magic != MAGIC_V2:
+            raise InvalidRecordError(
+                f"Record batch magic byte {magic} is not supported; kafpy stores only "
+                f"magic 2 (Kafka 0.11 and later). The batch at base offset "
+                f"{self._header[0]} comes from an older client: upgrade it or configure "
+                "it for broker version 0.11 or newer"
+            )
+
+    # --- in-place patches (CRC-neutral unless said otherwise) ----------------
+
+    def _writable(self) -> memoryview:
+        if self._buf.readonly:
+            raise TypeError(
+                f"Record batch at base offset {self._header[0]} lives in a read-only "
+                "buffer; copy it into a bytearray before patching it"
+            )
+        return self._buf
+
+    def _reparse(self) -> None:
+        header = HEADER.unpack_from(self._buf, self._pos)
+        if self._header[3] != MAGIC_V2:  # keep the padded fields of a non-v2 batch
+            header = header[:3] + self._header[3:]
+        self._header = header
+
+    def set_base_offset(self, offset: int) -> None:
+        """Write baseOffset (outside the CRC, so the CRC stays valid)."""
+        _INT64.pack_into(self._writable(), self._pos + BASE_OFFSET_OFFSET, offset)
+        self._header = (offset,) + self._header[1:]
+
+    def set_last_offset(self, offset: int) -> None:
+        """Move the batch so that its last record gets `offset`."""
+        self.set_base_offset(offset - self._header[6])
+
+    def set_partition_leader_epoch(self, epoch: int) -> None:
+        """Write partitionLeaderEpoch (outside the CRC, so the CRC stays valid)."""
+        _INT32.pack_into(self._writable(), self._pos + PARTITION_LEADER_EPOCH_OFFSET, epoch)
+        header = self._header
+        self._header = header[:2] + (epoch,) + header[3:]
+
+    def set_max_timestamp(self, timestamp_type: TimestampType | int, timestamp: int) -> None:
+        """Set the timestamp type bit and maxTimestamp, then rewrite the CRC.
+
+        This is how the broker stamps LogAppendTime onto a batch without touching its
+        records. A no-op when both already hold the given values.
+        """
+        timestamp_type = TimestampType(timestamp_type)
+        if timestamp_type is TimestampType.NO_TIMESTAMP_TYPE:
+            raise ValueError(
+                "a magic 2 batch needs a timestamp type: CREATE_TIME or LOG_APPEND_TIME"
+            )
+        self._ensure_magic()
+        if self.timestamp_type is timestamp_type and self._header[8] == timestamp:
+            return
+        buf = self._writable()
+        attributes = self._header[5] & ~TIMESTAMP_TYPE_MASK
+        if timestamp_type is TimestampType.LOG_APPEND_TIME:
+            attributes |= TIMESTAMP_TYPE_MASK
+        _INT16.pack_into(buf, self._pos + ATTRIBUTES_OFFSET, attributes)
+        _INT64.pack_into(buf, self._pos + MAX_TIMESTAMP_OFFSET, timestamp)
+        _UINT32.pack_into(buf, self._pos + CRC_OFFSET, self.compute_crc())
+        self._reparse()
+
+    # --- records -------------------------------------------------------------
+
+    def records(self) -> Iterator[Record]:
+        """Decode (and decompress) the batch's records, in offset order.
+
+        Does not check the CRC (call ensure_valid() for that); raises InvalidRecordError
+        for a magic other than 2 and CorruptRecordError, naming the base offset, for a
+        stream that does not decompress, a record whose length runs past the batch, or a
+        record count that does not match the records present.
+        """
+        self._ensure_magic()
+        header = self._header
+        base_offset = header[0]
+        count = header[12]
+        if count < 0:
+            raise CorruptRecordError(
+                f"Record batch at base offset {base_offset} declares a negative record "
+                f"count ({count})"
+            )
+        start = self._pos + RECORD_BATCH_OVERHEAD
+        payload = self._buf[start : self._pos + header[1] + LOG_OVERHEAD]
+        codec = header[5] & COMPRESSION_CODEC_MASK
+        if codec:
+            try:
+                data = decompress(codec, payload)
+            except CorruptRecordError as exc:
+                raise CorruptRecordError(
+                    f"Record batch at base offset {base_offset} is corrupt: {exc}"
+                ) from exc
+        else:
+            data = bytes(payload)
+        log_append_time = header[8] if header[5] & TIMESTAMP_TYPE_MASK else None
+        return _decode_records(data, count, base_offset, header[7], log_append_time, header[11])
+
+    def __iter__(self) -> Iterator[Record]:
+        return self.records()
+
+    def __repr__(self) -> str:
+        if self._header[3] != MAGIC_V2:
+            return f"RecordBatch(magic={self._header[3]}, size_in_bytes={self.size_in_bytes})"
+        return (
+            f"RecordBatch(base_offset={self.base_offset}, last_offset={self.last_offset}, "
+            f"count={self.record_count}, size_in_bytes={self.size_in_bytes}, "
+            f"codec={(self.attributes & COMPRESSION_CODEC_MASK)}, "
+            f"timestamp_type={self.timestamp_type.kafka_name}, "
+            f"max_timestamp={self.max_timestamp}, producer_id={self.producer_id}, "
+            f"producer_epoch={self.producer_epoch}, base_sequence={self.base_sequence}, "
+            f"transactional={self.is_transactional}, control={self.is_control}, "
+            f"partition_leader_epoch={self.partition_leader_epoch}, crc={self.crc:#010x})"
+        )
+
+
+def _sequence_at(base_sequence: int, delta: int) -> int:
+    if base_sequence == NO_SEQUENCE:
+        return NO_SEQUENCE
+    if base_sequence > _INT32_MAX - delta:
+        return base_sequence + delta - _INT32_MAX - 1
+    return base_sequence + delta
+
+
+def _decode_records(
+    data: bytes,
+    count: int,
+    base_offset: int,
+    first_timestamp: int,
+    log_append_time: int | None,
+    base_sequence: int,
+) -> Iterator[Record]:
+    """Decode `count` records from the uncompressed records section `data`.
+
+    Varints are decoded inline with a one-byte fast path (nearly every length and delta
+    is below 64); this is the per-record loop of tools, compaction and the Spark reader.
+    """
+    end = len(data)
+    pos = 0
+    index = 0
+
+    def varint(p: int) -> tuple[int, int]:
+        b = data[p]
+        if b < 0x80:
+            return (b >> 1) ^ -(b & 1), p + 1
+        raw = b & 0x7F
+        shift = 7
+        start = p
+        p += 1
+        while True:
+            b = data[p]
+            p += 1
+            raw |= (b & 0x7F) << shift
+            if b < 0x80:
+                return (raw >> 1) ^ -(raw & 1), p
+            shift += 7
+            if p - start >= 10:
+                raise ValueError(f"a variable-length integer at byte {start} is over-long")
+
+    def corrupt(what: str) -> CorruptRecordError:
+        return CorruptRecordError(f"Record batch at base offset {base_offset} is corrupt: {what}")
+
+    try:
+        for index in range(count):
+            if pos >= end:
+                raise corrupt(
+                    f"the header declares {count} records but the batch holds only {index}"
+                )
+            length, pos = varint(pos)
+            record_end = pos + length
+            if length < 0 or record_end > end:
+                raise corrupt(
+                    f"record {index} claims {length} bytes but only {end - pos} remain "
+                    "in the batch"
+                )
+            pos += 1  # record attributes: a single byte, unused by every Kafka version
+            timestamp_delta, pos = varint(pos)
+            offset_delta, pos = varint(pos)
+            key_len, pos = varint(pos)
+            if key_len >= 0:
+                if pos + key_len > record_end:
+                    raise corrupt(f"record {index} has a key of {key_len} bytes that runs past it")
+                key: bytes | None = data[pos : pos + key_len]
+                pos += key_len
+            else:
+                key = None
+            value_len, pos = varint(pos)
+            if value_len >= 0:
+                if pos + value_len > record_end:
+                    raise corrupt(
+                        f"record {index} has a value of {value_len} bytes that runs past it"
+                    )
+                value: bytes | None = data[pos : pos + value_len]
+                pos += value_len
+            else:
+                value = None
+            header_count, pos = varint(pos)
+            if header_count < 0:
+                raise corrupt(f"record {index} declares {header_count} headers")
+            headers: list[Header] = []
+            for _ in range(header_count):
+                name_len, pos = varint(pos)
+                if name_len < 0 or pos + name_len > record_end:
+                    raise corrupt(f"record {index} has a header key of length {name_len}")
+                # surrogateescape keeps a key that is not valid UTF-8 byte-exact when a
+                # batch is rebuilt (compaction), instead of failing or altering it.
+                name = data[pos : pos + name_len].decode("utf-8", "surrogateescape")
+                pos += name_len
+                header_len, pos = varint(pos)
+                if header_len >= 0:
+                    if pos + header_len > record_end:
+                        raise corrupt(
+                            f"record {index} has a header value of {header_len} bytes "
+                            "that runs past it"
+                        )
+                    headers.append((name, data[pos : pos + header_len]))
+                    pos += header_len
+                else:
+                    headers.append((name, None))
+            if pos != record_end:
+                raise corrupt(
+                    f"record {index} declares {length} bytes but its fields take "
+                    f"{length + pos - record_end}"
+                )
+            if base_sequence == NO_SEQUENCE:
+                sequence = NO_SEQUENCE
+            else:
+                sequence = _sequence_at(base_sequence, offset_delta)
+            yield Record(
+                base_offset + offset_delta,
+                first_timestamp + timestamp_delta if log_append_time is None else log_append_time,
+                key,
+                value,
+                tuple(headers),
+                sequence,
+            )
+    except (IndexError, ValueError) as exc:
+        raise corrupt(f"record {index} is malformed ({exc})") from exc
+    if pos != end:
+        raise corrupt(f"{end - pos} bytes remain after the {count} records the header declares")

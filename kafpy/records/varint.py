@@ -1,0 +1,102 @@
+"""Zigzag variable-length integers, the encoding of every length and delta inside a v2 record.
+
+Kafka's record format borrows protobuf's scheme: the signed value is zigzag-mapped to an
+unsigned one (0, -1, 1, -2 ... → 0, 1, 2, 3 ...) and written 7 bits per byte, low bits
+first, the high bit of each byte saying "more follows". A varint holds an int32 (at most
+5 bytes), a varlong an int64 (at most 10 bytes).
+
+Decoders take a buffer and a position and return `(value, next_position)`; they raise
+`ValueError` for an over-long encoding and `IndexError` when the buffer ends mid-number,
+which the record decoder turns into a CorruptRecordError naming the batch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+INT32_MIN = -(1 << 31)
+INT32_MAX = (1 << 31) - 1
+INT64_MIN = -(1 << 63)
+INT64_MAX = (1 << 63) - 1
+
+MAX_VARINT_SIZE = 5
+MAX_VARLONG_SIZE = 10
+
+# Encodings of the small values (zigzag 0..127, i.e. -64..63) are single bytes; sharing
+# the objects saves an allocation for nearly every length and delta a record holds.
+_ONE_BYTE = tuple(bytes((i,)) for i in range(128))
+
+
+def zigzag(value: int) -> int:
+    """Map a signed int64 to the unsigned value Kafka writes."""
+    return (value << 1) ^ (value >> 63)
+
+
+def unzigzag(raw: int) -> int:
+    """Map a decoded unsigned value back to the signed one."""
+    return (raw >> 1) ^ -(raw & 1)
+
+
+def _encode_unsigned(raw: int) -> bytes:
+    if raw < 0x80:
+        return _ONE_BYTE[raw]
+    out = bytearray()
+    while raw >= 0x80:
+        out.append((raw & 0x7F) | 0x80)
+        raw >>= 7
+    out.append(raw)
+    return bytes(out)
+
+
+def encode_varint(value: int) -> bytes:
+    """The zigzag varint encoding of an int32 (1 to 5 bytes)."""
+    if not INT32_MIN <= value <= INT32_MAX:
+        raise ValueError(f"varint value {value} is outside the int32 range")
+    return _encode_unsigned((value << 1) ^ (value >> 63))
+
+
+def encode_varlong(value: int) -> bytes:
+    """The zigzag varint encoding of an int64 (1 to 10 bytes)."""
+    if not INT64_MIN <= value <= INT64_MAX:
+        raise ValueError(f"varlong value {value} is outside the int64 range")
+    return _encode_unsigned((value << 1) ^ (value >> 63))
+
+
+def size_of_varint(value: int) -> int:
+    """Bytes `encode_varint(value)` takes (also right for varlongs)."""
+    raw = (value << 1) ^ (value >> 63)
+    return max(1, (raw.bit_length() + 6) // 7)
+
+
+size_of_varlong = size_of_varint
+
+
+def _decode(buf: Sequence[int], pos: int, max_size: int) -> tuple[int, int]:
+    b = buf[pos]
+    if b < 0x80:
+        return (b >> 1) ^ -(b & 1), pos + 1
+    raw = b & 0x7F
+    shift = 7
+    start = pos
+    pos += 1
+    while True:
+        b = buf[pos]
+        pos += 1
+        raw |= (b & 0x7F) << shift
+        if b < 0x80:
+            return (raw >> 1) ^ -(raw & 1), pos
+        shift += 7
+        if pos - start >= max_size:
+            raise ValueError(
+                f"variable-length integer at position {start} is longer than {max_size} bytes"
+            )
+
+
+def decode_varint(buf: Sequence[int], pos: int = 0) -> tuple[int, int]:
+    """Decode the zigzag varint (int32) at `pos`; return (value, position after it)."""
+    return _decode(buf, pos, MAX_VARINT_SIZE)
+
+
+def decode_varlong(buf: Sequence[int], pos: int = 0) -> tuple[int, int]:
+    """Decode the zigzag varlong (int64) at `pos`; return (value, position after it)."""
+    return _decode(buf, pos, MAX_VARLONG_SIZE)
