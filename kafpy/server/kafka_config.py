@@ -1,0 +1,183 @@
+"""KafkaConfig: the broker's configuration (server.properties) with Kafka's keys and defaults.
+
+Log-related keys come from `kafpy.storage.log_config.BROKER_LOG_CONFIG_DEF`, so a key is
+declared once; the broker's own keys are declared here. Code reads values through the
+typed properties, never by raw key strings.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from kafpy.common.config_def import ConfigDef, ConfigType, Importance, Range, Validator
+from kafpy.common.errors import InvalidConfigurationError
+from kafpy.common.properties import load_properties
+from kafpy.storage.log_config import (
+    BROKER_LOG_CONFIG_DEF,
+    LogConfig,
+    log_config_defaults_from_broker,
+)
+
+_LISTENER = re.compile(r"^([A-Za-z0-9_]+)://(\[[0-9a-fA-F:]+\]|[^:]*):(-?\d+)$")
+
+
+class _ListenerList(Validator):
+    """`PLAINTEXT://host:port` entries separated by commas, names unique."""
+
+    def ensure_valid(self, name: str, value: object) -> None:
+        seen: set[str] = set()
+        for entry in str(value).split(","):
+            entry = entry.strip()
+            m = _LISTENER.match(entry)
+            if m is None:
+                raise InvalidConfigurationError(
+                    f"Invalid value {value} for configuration {name}: Unable to parse {entry} "
+                    f"to a broker endpoint (expected LISTENER://host:port)"
+                )
+            if m.group(1) in seen:
+                raise InvalidConfigurationError(
+                    f"Invalid value {value} for configuration {name}: Each listener must have a "
+                    f"different name, listeners: {value}"
+                )
+            seen.add(m.group(1))
+
+    def describe(self) -> str:
+        return "a list of LISTENER://host:port"
+
+
+def _broker_config_def() -> ConfigDef:
+    h, m, lo = Importance.HIGH, Importance.MEDIUM, Importance.LOW
+    t = ConfigType
+    return (
+        ConfigDef(BROKER_LOG_CONFIG_DEF.config_keys)
+        .define("broker.id", t.INT, -1, None, h, "The broker id; -1 generates one from ZooKeeper.")
+        .define("broker.id.generation.enable", t.BOOLEAN, True, None, m)
+        .define("reserved.broker.max.id", t.INT, 1000, Range.at_least(0), m)
+        .define("broker.rack", t.STRING, None, None, m, "Rack of the broker (rack-aware assignment).")
+        .define("listeners", t.STRING, "PLAINTEXT://:9092", _ListenerList(), h)
+        .define("advertised.listeners", t.STRING, None, None, h)
+        .define("log.dir", t.STRING, "/tmp/kafka-logs", None, h)
+        .define("log.dirs", t.STRING, None, None, h)
+        .define("zookeeper.connect", t.STRING, None, None, h,
+                "ZooKeeper connect string; unset runs on the embedded metadata store.")
+        .define("zookeeper.session.timeout.ms", t.INT, 18000, Range.at_least(1), h)
+        .define("zookeeper.connection.timeout.ms", t.INT, None, None, h)
+        .define("metadata.store.dir", t.STRING, None, None, m,
+                "Where the embedded metadata store keeps its SQLite file (default: the first log dir).")
+        .define("num.partitions", t.INT, 1, Range.at_least(1), m)
+        .define("default.replication.factor", t.INT, 1, Range.at_least(1), m)
+        .define("auto.create.topics.enable", t.BOOLEAN, True, None, h)
+        .define("delete.topic.enable", t.BOOLEAN, True, None, h)
+        .define("background.threads", t.INT, 10, Range.at_least(1), h)
+        .define("num.network.threads", t.INT, 3, Range.at_least(1), h)
+        .define("num.io.threads", t.INT, 8, Range.at_least(1), h)
+        .define("offsets.topic.num.partitions", t.INT, 50, Range.at_least(1), h)
+        .define("offsets.topic.replication.factor", t.SHORT, 3, Range.at_least(1), h)
+        .define("controlled.shutdown.enable", t.BOOLEAN, True, None, m)
+    )  # fmt: skip
+
+
+KAFKA_CONFIG_DEF: ConfigDef = _broker_config_def()
+
+
+class KafkaConfig:
+    """A broker's parsed and validated configuration.
+
+    Unknown keys are kept (`originals`) and ignored, as Kafka does; a bad value raises
+    InvalidConfigurationError naming the key and the allowed values.
+    """
+
+    def __init__(self, props: Mapping[str, object]) -> None:
+        self.originals: dict[str, object] = dict(props)
+        self._values: dict[str, Any] = KAFKA_CONFIG_DEF.parse(props)
+        if self.broker_id < -1:
+            raise InvalidConfigurationError(
+                f"Invalid value {self.broker_id} for configuration broker.id: "
+                "broker.id must be -1 (generated) or a non-negative integer"
+            )
+        if self.broker_id > self._values["reserved.broker.max.id"]:
+            raise InvalidConfigurationError(
+                f"broker.id {self.broker_id} must be at most reserved.broker.max.id "
+                f"({self._values['reserved.broker.max.id']})"
+            )
+        if not self.log_dirs:
+            raise InvalidConfigurationError("log.dirs must name at least one directory")
+        # Fails here, not at start-up, when a log key is out of range.
+        self._log_defaults = log_config_defaults_from_broker(
+            {k: v for k, v in props.items() if k in BROKER_LOG_CONFIG_DEF}
+        )
+
+    @classmethod
+    def from_file(cls, path: str | Path, overrides: Mapping[str, str] | None = None) -> KafkaConfig:
+        props: dict[str, object] = dict(load_properties(path))
+        props.update(overrides or {})
+        return cls(props)
+
+    def get(self, key: str) -> Any:
+        return self._values[key]
+
+    @property
+    def broker_id(self) -> int:
+        return int(self._values["broker.id"])
+
+    @property
+    def broker_rack(self) -> str | None:
+        rack: str | None = self._values["broker.rack"]
+        return rack
+
+    @property
+    def listeners(self) -> list[tuple[str, str, int]]:
+        """(listener name, host, port) for each entry of `listeners`."""
+        return _parse_listeners(self._values["listeners"])
+
+    @property
+    def advertised_listeners(self) -> list[tuple[str, str, int]]:
+        value = self._values["advertised.listeners"] or self._values["listeners"]
+        return _parse_listeners(value)
+
+    @property
+    def log_dirs(self) -> list[Path]:
+        raw = self._values["log.dirs"] or self._values["log.dir"]
+        return [Path(p.strip()) for p in str(raw).split(",") if p.strip()]
+
+    @property
+    def zookeeper_connect(self) -> str | None:
+        value: str | None = self._values["zookeeper.connect"]
+        return value or None
+
+    @property
+    def zookeeper_session_timeout_ms(self) -> int:
+        return int(self._values["zookeeper.session.timeout.ms"])
+
+    @property
+    def metadata_store_dir(self) -> Path:
+        value = self._values["metadata.store.dir"]
+        return Path(value) if value else self.log_dirs[0]
+
+    @property
+    def background_threads(self) -> int:
+        return int(self._values["background.threads"])
+
+    @property
+    def num_recovery_threads_per_data_dir(self) -> int:
+        return int(self._values["num.recovery.threads.per.data.dir"])
+
+    @property
+    def log_cleaner_enable(self) -> bool:
+        return bool(self._values["log.cleaner.enable"])
+
+    def log_default_config(self) -> LogConfig:
+        """The LogConfig topics get when they have no overrides."""
+        return LogConfig.from_props(self._log_defaults)
+
+
+def _parse_listeners(value: str) -> list[tuple[str, str, int]]:
+    out = []
+    for entry in value.split(","):
+        m = _LISTENER.match(entry.strip())
+        assert m is not None, "validated at parse time"
+        out.append((m.group(1), m.group(2).strip("[]"), int(m.group(3))))
+    return out

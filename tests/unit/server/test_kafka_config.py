@@ -1,0 +1,68 @@
+"""Tests of KafkaConfig: Kafka's broker keys, defaults and validation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kafpy.common.errors import InvalidConfigurationError
+from kafpy.server.kafka_config import KafkaConfig
+
+
+def test_defaults_are_kafkas() -> None:
+    cfg = KafkaConfig({"broker.id": "0"})
+    assert cfg.broker_id == 0
+    assert cfg.log_dirs == [Path("/tmp/kafka-logs")]
+    assert cfg.listeners == [("PLAINTEXT", "", 9092)]
+    assert cfg.zookeeper_connect is None
+    assert cfg.get("num.partitions") == 1
+    assert cfg.get("auto.create.topics.enable") is True
+    assert cfg.get("offsets.topic.num.partitions") == 50
+    log = cfg.log_default_config()
+    assert log.retention_ms == 7 * 24 * 3600 * 1000
+    assert log.segment_bytes == 1024**3
+
+
+def test_log_dirs_win_over_log_dir_and_broker_keys_map_to_topic_defaults(tmp_path: Path) -> None:
+    cfg = KafkaConfig(
+        {
+            "broker.id": "3",
+            "log.dir": "/ignored",
+            "log.dirs": f"{tmp_path}/a, {tmp_path}/b",
+            "log.retention.minutes": "5",
+            "log.segment.bytes": "1048576",
+            "listeners": "PLAINTEXT://127.0.0.1:9093,INTERNAL://localhost:9094",
+        }
+    )
+    assert cfg.log_dirs == [tmp_path / "a", tmp_path / "b"]
+    assert cfg.listeners == [("PLAINTEXT", "127.0.0.1", 9093), ("INTERNAL", "localhost", 9094)]
+    log = cfg.log_default_config()
+    assert log.retention_ms == 5 * 60 * 1000
+    assert log.segment_bytes == 1048576
+    assert cfg.metadata_store_dir == tmp_path / "a"
+
+
+@pytest.mark.parametrize(
+    ("props", "message"),
+    [
+        ({"broker.id": "x"}, "broker.id"),
+        ({"broker.id": "-5"}, "broker.id must be -1"),
+        ({"broker.id": "0", "num.partitions": "0"}, "num.partitions"),
+        ({"broker.id": "0", "listeners": "localhost:9092"}, "Unable to parse localhost:9092"),
+        ({"broker.id": "0", "listeners": "A://h:1,A://h:2"}, "different name"),
+        ({"broker.id": "0", "log.segment.bytes": "10"}, "log.segment.bytes"),
+    ],
+)
+def test_bad_values_name_the_key(props: dict[str, str], message: str) -> None:
+    with pytest.raises(InvalidConfigurationError, match=message):
+        KafkaConfig(props)
+
+
+def test_from_file(tmp_path: Path) -> None:
+    f = tmp_path / "server.properties"
+    f.write_text("broker.id=7\nzookeeper.connect=127.0.0.1:2181/kafka\n")
+    cfg = KafkaConfig.from_file(f, {"broker.rack": "r1"})
+    assert cfg.broker_id == 7
+    assert cfg.zookeeper_connect == "127.0.0.1:2181/kafka"
+    assert cfg.broker_rack == "r1"
