@@ -49,7 +49,7 @@ class _ListenerList(Validator):
 
 
 def _broker_config_def() -> ConfigDef:
-    h, m, lo = Importance.HIGH, Importance.MEDIUM, Importance.LOW
+    h, m = Importance.HIGH, Importance.MEDIUM
     t = ConfigType
     return (
         ConfigDef(BROKER_LOG_CONFIG_DEF.config_keys)

@@ -240,8 +240,9 @@ class AbstractIndex(ABC):
     def sanity_check(self) -> None:
         """Raise CorruptIndexError if the file cannot be a valid index of this kind."""
 
+    @abstractmethod
     def _after_entries_changed(self) -> None:
-        """Hook for subclasses that cache the last entry."""
+        """Refresh what a subclass caches about the last entry."""
 
     def _compare(self, n: int, target: int, entity: IndexSearchEntity) -> int:
         v = self._parse_entry(n)[entity.value]
