@@ -187,7 +187,11 @@ class _Transaction:
                 path,
             )
         if sequential:
-            path = f"{path}{parent.cversion:010d}"
+            # ZooKeeper numbers from its internal child counter, which counts creations
+            # only; the cversion it reports counts creations and deletions (so
+            # creations = (cversion + children) / 2)
+            counter = (parent.cversion + parent.num_children) // 2
+            path = f"{path}{counter:010d}"
             validate_path(path)
         if self.node(path) is not None:
             raise NodeExistsError(f"Node {path} already exists.", path)
