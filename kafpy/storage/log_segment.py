@@ -1,0 +1,508 @@
+"""LogSegment: one `.log` file of a partition with its offset, time and transaction indexes.
+
+A segment holds the batches whose offsets start at its base offset (the 20-digit number
+in its file names) and end before the next segment's. Only the last (active) segment
+of a log is appended to. This module also names the segment files as Kafka does.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+from crc32c import crc32c
+
+from kafpy.common.errors import CorruptRecordError, InvalidRecordError
+from kafpy.common.time import Time
+from kafpy.records.memory_records import MemoryRecords
+from kafpy.records.record_batch import LOG_OVERHEAD, MAGIC_V2
+from kafpy.storage.abstract_index import INT32_MAX, IndexOffsetOverflowError, InvalidOffsetError
+from kafpy.storage.file_records import (
+    H_BASE_OFFSET,
+    H_CRC,
+    H_LAST_OFFSET_DELTA,
+    H_MAGIC,
+    H_MAX_TIMESTAMP,
+    FileRecords,
+    LogOffsetPosition,
+)
+from kafpy.storage.log_append_info import FetchDataInfo, LogOffsetMetadata
+from kafpy.storage.log_config import LogConfig
+from kafpy.storage.offset_index import OffsetIndex
+from kafpy.storage.time_index import NO_TIMESTAMP, TimeIndex, TimestampOffset
+from kafpy.storage.transaction_index import TransactionIndex
+
+log = logging.getLogger("kafpy.log.LogSegment")
+
+LOG_FILE_SUFFIX = ".log"
+INDEX_FILE_SUFFIX = ".index"
+TIME_INDEX_FILE_SUFFIX = ".timeindex"
+TXN_INDEX_FILE_SUFFIX = ".txnindex"
+DELETED_FILE_SUFFIX = ".deleted"
+CLEANED_FILE_SUFFIX = ".cleaned"
+SWAP_FILE_SUFFIX = ".swap"
+
+_CRC_START = 21  # attributes: the CRC-32C covers the batch from here to its end
+
+
+def filename_prefix_from_offset(offset: int) -> str:
+    """Kafka's 20-digit zero-padded file name of a base offset."""
+    return f"{offset:020d}"
+
+
+def log_file_name(dir: Path, offset: int, suffix: str = "") -> Path:
+    return Path(dir) / f"{filename_prefix_from_offset(offset)}{LOG_FILE_SUFFIX}{suffix}"
+
+
+def offset_index_file_name(dir: Path, offset: int, suffix: str = "") -> Path:
+    return Path(dir) / f"{filename_prefix_from_offset(offset)}{INDEX_FILE_SUFFIX}{suffix}"
+
+
+def time_index_file_name(dir: Path, offset: int, suffix: str = "") -> Path:
+    return Path(dir) / f"{filename_prefix_from_offset(offset)}{TIME_INDEX_FILE_SUFFIX}{suffix}"
+
+
+def transaction_index_file_name(dir: Path, offset: int, suffix: str = "") -> Path:
+    return Path(dir) / f"{filename_prefix_from_offset(offset)}{TXN_INDEX_FILE_SUFFIX}{suffix}"
+
+
+def offset_from_file_name(name: str) -> int:
+    """The base offset in a segment file name (`00000000000000000042.index` → 42)."""
+    prefix = name.split(".", 1)[0]
+    if not prefix.isdigit():
+        raise ValueError(f"'{name}' is not a segment file name (20 digits then a suffix)")
+    return int(prefix)
+
+
+def _replace_suffix(path: Path, old: str, new: str) -> Path:
+    name = path.name
+    if not name.endswith(old):
+        raise ValueError(f"Expected file name {name} to end with {old!r}")
+    return path.with_name(name[: len(name) - len(old)] + new)
+
+
+class LogSegment:
+    """A segment of a log: the `.log` file and its three indexes (Kafka's LogSegment).
+
+    Appends write whole batches and add a sparse index entry every `index.interval.bytes`;
+    reads return stored bytes located through the offset index and a scan of batch
+    headers; `recover()` rebuilds the indexes from the data and cuts off a torn or
+    corrupt tail. `roll_jitter_ms` is subtracted from segment.ms for this segment.
+    """
+
+    def __init__(
+        self,
+        log_file: FileRecords,
+        offset_index: OffsetIndex,
+        time_index: TimeIndex,
+        txn_index: TransactionIndex,
+        base_offset: int,
+        index_interval_bytes: int,
+        roll_jitter_ms: int,
+        time: Time,
+    ) -> None:
+        self.log = log_file
+        self.offset_index = offset_index
+        self.time_index = time_index
+        self.txn_index = txn_index
+        self.base_offset = base_offset
+        self.index_interval_bytes = index_interval_bytes
+        self.roll_jitter_ms = roll_jitter_ms
+        self.time = time
+        self.created = time.milliseconds()
+        self._bytes_since_last_index_entry = 0
+        self._rolling_based_timestamp: int | None = None
+        last = time_index.last_entry()
+        self._max_timestamp_so_far = last.timestamp
+        self._offset_of_max_timestamp_so_far = last.offset
+
+    @classmethod
+    def open(
+        cls,
+        dir: Path,
+        base_offset: int,
+        config: LogConfig,
+        time: Time,
+        file_already_exists: bool = False,
+        file_suffix: str = "",
+    ) -> LogSegment:
+        """Open (or create) the segment files of `base_offset` in `dir`."""
+        max_index_size = config.segment_index_bytes
+        return cls(
+            FileRecords.open(log_file_name(dir, base_offset, file_suffix), file_already_exists),
+            OffsetIndex(offset_index_file_name(dir, base_offset, file_suffix), base_offset, max_index_size),
+            TimeIndex(time_index_file_name(dir, base_offset, file_suffix), base_offset, max_index_size),
+            TransactionIndex(base_offset, transaction_index_file_name(dir, base_offset, file_suffix)),
+            base_offset,
+            config.index_interval_bytes,
+            config.random_segment_jitter(),
+            time,
+        )
+
+    # -- state -----------------------------------------------------------------------------------
+
+    @property
+    def size(self) -> int:
+        return self.log.size
+
+    @property
+    def max_timestamp_so_far(self) -> int:
+        return self._max_timestamp_so_far
+
+    @property
+    def offset_of_max_timestamp_so_far(self) -> int:
+        return self._offset_of_max_timestamp_so_far
+
+    @property
+    def largest_timestamp(self) -> int:
+        """The largest record timestamp, or the file's modification time if none is known."""
+        if self._max_timestamp_so_far >= 0:
+            return self._max_timestamp_so_far
+        return self.last_modified
+
+    @property
+    def last_modified(self) -> int:
+        return self.log.last_modified()
+
+    @last_modified.setter
+    def last_modified(self, ms: int) -> None:
+        self.log.set_last_modified(ms)
+        os.utime(self.offset_index.file, ns=(ms * 1_000_000, ms * 1_000_000))
+        os.utime(self.time_index.file, ns=(ms * 1_000_000, ms * 1_000_000))
+
+    def can_convert_to_relative_offset(self, offset: int) -> bool:
+        return 0 <= offset - self.base_offset <= INT32_MAX
+
+    def _ensure_offset_in_range(self, offset: int) -> None:
+        if not self.can_convert_to_relative_offset(offset):
+            raise IndexOffsetOverflowError(
+                f"Detected offset overflow at offset {offset} in segment {self}"
+            )
+
+    # -- append ----------------------------------------------------------------------------------
+
+    def append(
+        self,
+        largest_offset: int,
+        largest_timestamp: int,
+        shallow_offset_of_max_timestamp: int,
+        records: MemoryRecords,
+    ) -> None:
+        """Write `records` (whole batches, offsets assigned) at the end of the segment.
+
+        `largest_offset` is the last offset in `records`; the timestamps are the largest
+        batch max timestamp and the last offset of that batch. Adds an index entry when
+        more than `index.interval.bytes` were written since the last one.
+        """
+        data = records.buffer()
+        size = len(data)
+        if size == 0:
+            return
+        log_file = self.log
+        physical_position = log_file.size
+        if physical_position == 0:
+            self._rolling_based_timestamp = largest_timestamp
+        if not 0 <= largest_offset - self.base_offset <= INT32_MAX:
+            self._ensure_offset_in_range(largest_offset)
+        log_file.append(data)
+        if largest_timestamp > self._max_timestamp_so_far:
+            self._max_timestamp_so_far = largest_timestamp
+            self._offset_of_max_timestamp_so_far = shallow_offset_of_max_timestamp
+        if self._bytes_since_last_index_entry > self.index_interval_bytes:
+            self.offset_index.append(largest_offset, physical_position)
+            self.time_index.maybe_append(self._max_timestamp_so_far, self._offset_of_max_timestamp_so_far)
+            self._bytes_since_last_index_entry = 0
+        self._bytes_since_last_index_entry += size
+
+    # -- read ------------------------------------------------------------------------------------
+
+    def translate_offset(self, offset: int, starting_file_position: int = 0) -> LogOffsetPosition | None:
+        """The first batch whose last offset is >= `offset` (None past the end of the segment)."""
+        mapping = self.offset_index.lookup(offset)
+        return self.log.search_for_offset_with_size(offset, max(mapping.position, starting_file_position))
+
+    def read(
+        self,
+        start_offset: int,
+        max_offset: int | None,
+        max_size: int,
+        max_position: int | None = None,
+        min_one_message: bool = False,
+    ) -> FetchDataInfo | None:
+        """Read up to `max_size` bytes from the batch holding `start_offset`.
+
+        Stops before the batch holding `max_offset` (exclusive bound, e.g. the high
+        watermark) and at byte `max_position`. With `min_one_message` the first batch is
+        returned whole even if larger than `max_size`. None if `start_offset` is past the
+        last batch of the segment.
+        """
+        if max_size < 0:
+            raise ValueError(f"Invalid max size {max_size} for log read from segment {self.log.file}")
+        log_size = self.log.size
+        if max_position is None:
+            max_position = log_size
+        start = self.translate_offset(start_offset)
+        if start is None:
+            return None
+        start_position = start.position
+        offset_metadata = LogOffsetMetadata(start_offset, self.base_offset, start_position)
+        adjusted_max_size = max(max_size, start.size) if min_one_message else max_size
+        if adjusted_max_size == 0:
+            return FetchDataInfo(offset_metadata, MemoryRecords.empty())
+        if max_offset is None:
+            fetch_size = min(max_position - start_position, adjusted_max_size)
+        else:
+            if max_offset < start_offset:
+                return FetchDataInfo(offset_metadata, MemoryRecords.empty())
+            mapping = self.translate_offset(max_offset, start_position)
+            end_position = log_size if mapping is None else mapping.position
+            fetch_size = min(min(max_position, end_position) - start_position, adjusted_max_size)
+        data = self.log.read(start_position, max(fetch_size, 0))
+        return FetchDataInfo(
+            offset_metadata, MemoryRecords(data), first_entry_incomplete=adjusted_max_size < start.size
+        )
+
+    def read_next_offset(self) -> int:
+        """The offset after the last batch of the segment (base offset when empty)."""
+        last_indexed = self.offset_index.last_entry()
+        next_offset = self.base_offset
+        for _, header in self.log.batch_headers(last_indexed.position):
+            next_offset = header[H_BASE_OFFSET] + header[H_LAST_OFFSET_DELTA] + 1
+        return next_offset
+
+    def find_offset_by_timestamp(self, timestamp: int, starting_offset: int | None = None) -> TimestampOffset | None:
+        """The first record at or after `starting_offset` with a timestamp >= `timestamp`."""
+        if starting_offset is None:
+            starting_offset = self.base_offset
+        ts_offset = self.time_index.lookup(timestamp)
+        position = self.offset_index.lookup(max(ts_offset.offset, starting_offset)).position
+        return self.log.search_for_timestamp(timestamp, position, starting_offset)
+
+    # -- rolling ---------------------------------------------------------------------------------
+
+    def _load_first_batch_timestamp(self) -> None:
+        if self._rolling_based_timestamp is None:
+            for _, header in self.log.batch_headers(0):
+                self._rolling_based_timestamp = header[H_MAX_TIMESTAMP]
+                break
+
+    def time_waited_for_roll(self, now: int, message_timestamp: int) -> int:
+        """Time since the first batch's timestamp (by the new batch's clock), else since creation."""
+        self._load_first_batch_timestamp()
+        t = self._rolling_based_timestamp
+        if t is not None and t >= 0:
+            return message_timestamp - t
+        return now - self.created
+
+    def should_roll(
+        self,
+        max_segment_bytes: int,
+        max_segment_ms: int,
+        messages_size: int,
+        max_timestamp_in_messages: int,
+        max_offset_in_messages: int,
+        now: int,
+    ) -> bool:
+        """Kafka's roll conditions: size, age (with jitter), a full index, offset overflow."""
+        size = self.log.size
+        if size > max_segment_bytes - messages_size:
+            return True
+        if size > 0 and (
+            self.time_waited_for_roll(now, max_timestamp_in_messages) > max_segment_ms - self.roll_jitter_ms
+        ):
+            return True
+        return (
+            self.offset_index.is_full()
+            or self.time_index.is_full()
+            or not 0 <= max_offset_in_messages - self.base_offset <= INT32_MAX
+        )
+
+    def on_become_inactive_segment(self) -> None:
+        """Write the final time index entry and trim the files: the segment is read-only now."""
+        self.time_index.maybe_append(
+            self._max_timestamp_so_far, self._offset_of_max_timestamp_so_far, skip_full_check=True
+        )
+        self.offset_index.trim_to_valid_size()
+        self.time_index.trim_to_valid_size()
+
+    def resize_indexes(self, size: int) -> None:
+        self.offset_index.resize(size)
+        self.time_index.resize(size)
+
+    # -- recovery and truncation -------------------------------------------------------------------
+
+    def recover(self) -> int:
+        """Rebuild the indexes from the log, cutting it at the first invalid or torn batch.
+
+        Each batch must be magic 2 with a matching CRC-32C and offsets that increase from
+        the base offset. Returns the number of bytes cut off the end of the file.
+        """
+        self.offset_index.reset()
+        self.time_index.reset()
+        self.txn_index.reset()
+        valid_bytes = 0
+        last_index_entry = 0
+        self._max_timestamp_so_far = NO_TIMESTAMP
+        self._offset_of_max_timestamp_so_far = -1
+        next_expected = self.base_offset
+        try:
+            for position, header, data in self.log.batches_with_data(0):
+                if header[H_MAGIC] != MAGIC_V2:
+                    raise InvalidRecordError(
+                        f"Record batch magic byte {header[H_MAGIC]} is not supported (only magic 2)"
+                    )
+                computed = crc32c(data[_CRC_START:])
+                if computed != header[H_CRC]:
+                    raise CorruptRecordError(
+                        f"Record batch at base offset {header[H_BASE_OFFSET]} is corrupt: stored "
+                        f"CRC-32C {header[H_CRC]:#010x} does not match {computed:#010x}"
+                    )
+                base = header[H_BASE_OFFSET]
+                last = base + header[H_LAST_OFFSET_DELTA]
+                if base < next_expected or last < base:
+                    raise CorruptRecordError(
+                        f"Record batch at position {position} has offsets [{base}, {last}] but "
+                        f"offsets from {next_expected} were expected"
+                    )
+                self._ensure_offset_in_range(last)
+                next_expected = last + 1
+                if header[H_MAX_TIMESTAMP] > self._max_timestamp_so_far:
+                    self._max_timestamp_so_far = header[H_MAX_TIMESTAMP]
+                    self._offset_of_max_timestamp_so_far = last
+                if valid_bytes - last_index_entry > self.index_interval_bytes:
+                    self.offset_index.append(last, valid_bytes)
+                    self.time_index.maybe_append(
+                        self._max_timestamp_so_far, self._offset_of_max_timestamp_so_far
+                    )
+                    last_index_entry = valid_bytes
+                valid_bytes += len(data)
+        except (CorruptRecordError, InvalidRecordError) as e:
+            log.warning(
+                "Found invalid messages in log segment %s at byte offset %d: %s.",
+                self.log.file, valid_bytes, e,
+            )
+        truncated = self.log.size - valid_bytes
+        if truncated > 0:
+            log.debug(
+                "Truncated %d invalid bytes at the end of segment %s during recovery",
+                truncated, self.log.file,
+            )
+        self.log.truncate_to(valid_bytes)
+        self.offset_index.trim_to_valid_size()
+        self.time_index.maybe_append(
+            self._max_timestamp_so_far, self._offset_of_max_timestamp_so_far, skip_full_check=True
+        )
+        self.time_index.trim_to_valid_size()
+        self._bytes_since_last_index_entry = valid_bytes - last_index_entry
+        return truncated
+
+    def _load_largest_timestamp(self) -> None:
+        last = self.time_index.last_entry()
+        self._max_timestamp_so_far = last.timestamp
+        self._offset_of_max_timestamp_so_far = last.offset
+        position = self.offset_index.lookup(last.offset).position
+        after = self.log.largest_timestamp_after(position)
+        if after.timestamp > self._max_timestamp_so_far:
+            self._max_timestamp_so_far = after.timestamp
+            self._offset_of_max_timestamp_so_far = after.offset
+
+    def truncate_to(self, offset: int) -> int:
+        """Remove every batch whose last offset is >= `offset`; returns the bytes removed.
+
+        A batch holding `offset` goes as a whole (batches are never split).
+        """
+        mapping = self.translate_offset(offset)
+        self.offset_index.truncate_to(offset)
+        self.time_index.truncate_to(offset)
+        self.txn_index.truncate_to(offset)
+        self.offset_index.resize(self.offset_index.max_index_size)
+        self.time_index.resize(self.time_index.max_index_size)
+        bytes_truncated = 0 if mapping is None else self.log.truncate_to(mapping.position)
+        if self.log.size == 0:
+            self.created = self.time.milliseconds()
+            self._rolling_based_timestamp = None
+        self._bytes_since_last_index_entry = 0
+        if self._max_timestamp_so_far >= 0 or bytes_truncated:
+            self._load_largest_timestamp()
+        return bytes_truncated
+
+    # -- files -------------------------------------------------------------------------------------
+
+    def flush(self) -> None:
+        """fsync the log and flush the index mappings."""
+        if self.log.closed:
+            return
+        self.log.flush()
+        self.offset_index.flush()
+        self.time_index.flush()
+        self.txn_index.flush()
+
+    def change_file_suffixes(self, old_suffix: str, new_suffix: str) -> None:
+        """Rename every file of the segment, e.g. from "" to ".deleted"."""
+        self.log.rename_to(_replace_suffix(self.log.file, old_suffix, new_suffix))
+        self.offset_index.rename_to(_replace_suffix(self.offset_index.file, old_suffix, new_suffix))
+        self.time_index.rename_to(_replace_suffix(self.time_index.file, old_suffix, new_suffix))
+        self.txn_index.rename_to(_replace_suffix(self.txn_index.file, old_suffix, new_suffix))
+
+    def update_dir(self, dir: Path) -> None:
+        """Point the segment at its files after the partition directory was renamed."""
+        self.log.update_parent_dir(dir)
+        self.offset_index.update_parent_dir(dir)
+        self.time_index.update_parent_dir(dir)
+        self.txn_index.update_parent_dir(dir)
+
+    def has_suffix(self, suffix: str) -> bool:
+        return self.log.file.name.endswith(LOG_FILE_SUFFIX + suffix)
+
+    def close(self) -> None:
+        """Write the final time index entry, trim the indexes and close every file."""
+        if self.log.closed:
+            return
+        if self._max_timestamp_so_far >= 0 and self.time_index.writable:
+            try:
+                self.time_index.maybe_append(
+                    self._max_timestamp_so_far, self._offset_of_max_timestamp_so_far, skip_full_check=True
+                )
+            except InvalidOffsetError:
+                pass
+        self.offset_index.close()
+        self.time_index.close()
+        self.txn_index.close()
+        self.log.close()
+
+    def close_handlers(self) -> None:
+        """Close the files without trimming or writing anything."""
+        self.offset_index.close_handler()
+        self.time_index.close_handler()
+        self.txn_index.close()
+        self.log.close()
+
+    def delete_if_exists(self) -> None:
+        """Close and delete every file of the segment."""
+        self.log.delete_if_exists()
+        self.offset_index.delete_if_exists()
+        self.time_index.delete_if_exists()
+        self.txn_index.delete_if_exists()
+
+    def __repr__(self) -> str:
+        return f"LogSegment(baseOffset={self.base_offset}, size={self.size}, file={self.log.file})"
+
+
+__all__ = [
+    "CLEANED_FILE_SUFFIX",
+    "DELETED_FILE_SUFFIX",
+    "INDEX_FILE_SUFFIX",
+    "LOG_FILE_SUFFIX",
+    "LOG_OVERHEAD",
+    "SWAP_FILE_SUFFIX",
+    "TIME_INDEX_FILE_SUFFIX",
+    "TXN_INDEX_FILE_SUFFIX",
+    "LogSegment",
+    "filename_prefix_from_offset",
+    "log_file_name",
+    "offset_from_file_name",
+    "offset_index_file_name",
+    "time_index_file_name",
+    "transaction_index_file_name",
+]
