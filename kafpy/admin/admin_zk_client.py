@@ -1,0 +1,269 @@
+"""AdminZkClient: topic administration as writes to the metadata store.
+
+After Kafka's `kafka.zk.AdminZkClient`. Creating a topic writes its config node and its
+replica assignment; adding partitions rewrites the assignment; deleting a topic creates
+its deletion marker; changing configs rewrites the config node and records a change
+notification. The controller and the brokers react to those writes; nothing here talks
+to a broker.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Mapping, Sequence
+
+from kafpy.admin import topic as topic_rules
+from kafpy.admin.replica_assignment import (
+    Assignment,
+    BrokerMetadata,
+    RackAwareMode,
+    assign_replicas_to_brokers,
+    validate_replica_assignment,
+)
+from kafpy.common.errors import (
+    AdminOperationError,
+    InvalidPartitionsError,
+    InvalidReplicaAssignmentError,
+    InvalidTopicError,
+    TopicAlreadyMarkedForDeletionError,
+    TopicExistsError,
+    UnknownTopicOrPartitionError,
+)
+from kafpy.metadata.errors import NodeExistsError
+from kafpy.metadata.kafka_zk_client import KafkaZkClient
+from kafpy.metadata.zk_data import ConfigType
+from kafpy.storage.log_config import validate_topic_config
+
+log = logging.getLogger(__name__)
+
+
+class AdminZkClient:
+    """Admin operations (topics and configs) on Kafka's layout through a KafkaZkClient."""
+
+    def __init__(self, zk_client: KafkaZkClient, rng: random.Random | None = None) -> None:
+        self.zk_client = zk_client
+        self._rng = rng
+
+    # -- brokers ----------------------------------------------------------------------------
+
+    async def get_broker_metadatas(
+        self,
+        rack_aware_mode: RackAwareMode = RackAwareMode.ENFORCED,
+        broker_list: Sequence[int] | None = None,
+    ) -> list[BrokerMetadata]:
+        """The live brokers (optionally only `broker_list`), sorted by id, with racks as the
+        mode allows. Enforced mode refuses a cluster where only some brokers have a rack."""
+        brokers = await self.zk_client.get_all_brokers_in_cluster()
+        if broker_list is not None:
+            wanted = set(broker_list)
+            brokers = [b for b in brokers if b.id in wanted]
+        with_rack = [b for b in brokers if b.rack is not None]
+        partial = 0 < len(with_rack) < len(brokers)
+        if rack_aware_mode is RackAwareMode.ENFORCED and partial:
+            raise AdminOperationError(
+                "Not all brokers have rack information for replica rack aware assignment. "
+                "Add --disable-rack-aware in command line to make replica assignment without "
+                "rack information."
+            )
+        if rack_aware_mode is RackAwareMode.DISABLED or (
+            rack_aware_mode is RackAwareMode.SAFE and partial
+        ):
+            metadatas = [BrokerMetadata(b.id) for b in brokers]
+        else:
+            metadatas = [BrokerMetadata(b.id, b.rack) for b in brokers]
+        return sorted(metadatas, key=lambda b: b.id)
+
+    # -- topics -----------------------------------------------------------------------------
+
+    async def create_topic(
+        self,
+        topic: str,
+        partitions: int,
+        replication_factor: int,
+        topic_config: Mapping[str, str] | None = None,
+        rack_aware_mode: RackAwareMode = RackAwareMode.ENFORCED,
+    ) -> Assignment:
+        """Create a topic with an automatic assignment over the live brokers; returns it."""
+        brokers = await self.get_broker_metadatas(rack_aware_mode)
+        assignment = assign_replicas_to_brokers(
+            brokers, partitions, replication_factor, rng=self._rng
+        )
+        await self.create_or_update_topic_partition_assignment_path_in_zk(
+            topic, assignment, topic_config or {}
+        )
+        return assignment
+
+    async def create_or_update_topic_partition_assignment_path_in_zk(
+        self,
+        topic: str,
+        assignment: Mapping[int, Sequence[int]],
+        config: Mapping[str, str] | None = None,
+        update: bool = False,
+    ) -> None:
+        """Validate, then write the config node (on create) and the assignment."""
+        config = dict(config or {})
+        await self.validate_create_or_update_topic(topic, assignment, config, update)
+        try:
+            if not update:
+                log.info(
+                    "Creating topic %s with configuration %s and initial partition assignment %s",
+                    topic,
+                    config,
+                    dict(assignment),
+                )
+                # not atomic with the assignment, as in Kafka: a leftover config node is
+                # overwritten by the next create
+                await self.zk_client.set_or_create_entity_configs(ConfigType.TOPIC, topic, config)
+                await self.zk_client.create_topic_assignment(topic, assignment)
+            else:
+                log.info("Updating topic %s with new partition assignment %s", topic, assignment)
+                await self.zk_client.set_topic_assignment(topic, assignment)
+        except NodeExistsError:
+            raise TopicExistsError(f"Topic '{topic}' already exists.") from None
+
+    async def validate_create_or_update_topic(
+        self,
+        topic: str,
+        assignment: Mapping[int, Sequence[int]],
+        config: Mapping[str, str],
+        update: bool,
+    ) -> None:
+        topic_rules.validate(topic)
+        if not update:
+            if await self.zk_client.topic_exists(topic):
+                raise TopicExistsError(f"Topic '{topic}' already exists.")
+            if topic_rules.has_collision_chars(topic):
+                all_topics = await self.zk_client.get_all_topics_in_cluster()
+                if topic in all_topics:
+                    raise TopicExistsError(f"Topic '{topic}' already exists.")
+                colliding = [t for t in all_topics if topic_rules.has_collision(topic, t)]
+                if colliding:
+                    raise InvalidTopicError(
+                        f"Topic '{topic}' collides with existing topics: {', '.join(colliding)}"
+                    )
+        if len({len(replicas) for replicas in assignment.values()}) != 1:
+            raise InvalidReplicaAssignmentError(
+                "All partitions should have the same number of replicas"
+            )
+        for partition, replicas in sorted(assignment.items()):
+            if len(set(replicas)) != len(replicas):
+                raise InvalidReplicaAssignmentError(
+                    f"Duplicate replica assignment found for partition {partition}: "
+                    f"{', '.join(map(str, replicas))}"
+                )
+        if not update:
+            validate_topic_config(config)
+
+    async def delete_topic(self, topic: str) -> None:
+        """Mark a topic for deletion (the controller deletes it if delete.topic.enable)."""
+        if not await self.zk_client.topic_exists(topic):
+            raise UnknownTopicOrPartitionError(f"Topic `{topic}` to delete does not exist")
+        try:
+            await self.zk_client.create_delete_topic_path(topic)
+        except NodeExistsError:
+            raise TopicAlreadyMarkedForDeletionError(
+                f"Topic {topic} is already marked for deletion."
+            ) from None
+
+    async def add_partitions(
+        self,
+        topic: str,
+        existing_assignment: Mapping[int, Sequence[int]],
+        all_brokers: Sequence[BrokerMetadata],
+        num_partitions: int = 1,
+        replica_assignment: Mapping[int, Sequence[int]] | None = None,
+        validate_only: bool = False,
+    ) -> Assignment:
+        """Grow a topic to `num_partitions`; returns the whole new assignment.
+
+        New partitions get `replica_assignment` (validated against the live brokers) or an
+        automatic assignment continuing the existing one: start index = position of
+        partition 0's first replica in the broker list, first new id = current count.
+        """
+        if 0 not in existing_assignment:
+            raise AdminOperationError(
+                f"Unexpected existing replica assignment for topic '{topic}', partition id 0 "
+                f"is missing. Assignment: {dict(existing_assignment)}"
+            )
+        if await self.zk_client.is_topic_marked_for_deletion(topic):
+            raise InvalidTopicError(
+                f"Topic {topic} is marked for deletion; its partitions cannot be changed."
+            )
+        partition0 = list(existing_assignment[0])
+        partitions_to_add = num_partitions - len(existing_assignment)
+        if partitions_to_add <= 0:
+            raise InvalidPartitionsError(
+                "The number of partitions for a topic can only be increased. "
+                f"Topic {topic} currently has {len(existing_assignment)} partitions, "
+                f"{num_partitions} would not be an increase."
+            )
+        if replica_assignment is not None:
+            expected = set(range(len(existing_assignment), num_partitions))
+            if set(replica_assignment) != expected:
+                raise InvalidReplicaAssignmentError(
+                    f"The replica assignment gives partitions {sorted(replica_assignment)} but "
+                    f"growing {topic} from {len(existing_assignment)} to {num_partitions} "
+                    f"partitions needs exactly partitions {sorted(expected)}."
+                )
+            validate_replica_assignment(
+                replica_assignment, len(partition0), {b.id for b in all_brokers}
+            )
+            new_partitions = {p: list(r) for p, r in replica_assignment.items()}
+        else:
+            start_index = next((i for i, b in enumerate(all_brokers) if b.id >= partition0[0]), -1)
+            new_partitions = assign_replicas_to_brokers(
+                all_brokers,
+                partitions_to_add,
+                len(partition0),
+                max(0, start_index),
+                len(existing_assignment),
+                rng=self._rng,
+            )
+        proposed = {p: list(r) for p, r in existing_assignment.items()}
+        proposed.update(new_partitions)
+        if not validate_only:
+            log.info(
+                "Creating %d partitions for '%s' with the following replica assignment: %s.",
+                partitions_to_add,
+                topic,
+                new_partitions,
+            )
+            await self.create_or_update_topic_partition_assignment_path_in_zk(
+                topic, proposed, update=True
+            )
+        return proposed
+
+    # -- configs ----------------------------------------------------------------------------
+
+    async def fetch_entity_config(self, entity_type: str, entity_name: str) -> dict[str, str]:
+        return await self.zk_client.get_entity_configs(entity_type, entity_name)
+
+    async def change_configs(
+        self, entity_type: str, entity_name: str, configs: Mapping[str, str]
+    ) -> None:
+        """Replace an entity's overrides with `configs` (the final set, not a delta)."""
+        if entity_type == ConfigType.TOPIC:
+            await self.change_topic_config(entity_name, configs)
+        else:
+            raise AdminOperationError(
+                f"Entity type '{entity_type}' is not supported by kafpy; only "
+                f"'{ConfigType.TOPIC}' configs can be changed."
+            )
+
+    async def validate_topic_config(self, topic: str, configs: Mapping[str, str]) -> None:
+        topic_rules.validate(topic)
+        if not await self.zk_client.topic_exists(topic):
+            raise AdminOperationError(f'Topic "{topic}" does not exist.')
+        validate_topic_config(configs)
+
+    async def change_topic_config(self, topic: str, configs: Mapping[str, str]) -> None:
+        """Write a topic's overrides and notify the brokers through /config/changes."""
+        await self.validate_topic_config(topic, configs)
+        await self._change_entity_config(ConfigType.TOPIC, topic, configs)
+
+    async def _change_entity_config(
+        self, entity_type: str, entity_name: str, configs: Mapping[str, str]
+    ) -> None:
+        await self.zk_client.set_or_create_entity_configs(entity_type, entity_name, configs)
+        await self.zk_client.create_config_change_notification(f"{entity_type}/{entity_name}")

@@ -1,0 +1,118 @@
+"""AdminZkClient on the embedded store: the seed's worked example end to end, configs."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from kafpy.admin.admin_zk_client import AdminZkClient
+from kafpy.admin.replica_assignment import BrokerMetadata, RackAwareMode
+from kafpy.common.errors import (
+    AdminOperationError,
+    InvalidConfigurationError,
+    InvalidReplicaAssignmentError,
+    TopicAlreadyMarkedForDeletionError,
+    UnknownTopicOrPartitionError,
+)
+from kafpy.metadata.kafka_zk_client import KafkaZkClient
+from tests.unit.admin.fixtures import register_brokers, run_with_zk
+
+
+class Draws(random.Random):
+    """A random source returning fixed draws (the seed's start index 1 and shift 2)."""
+
+    def __init__(self, values: list[int]) -> None:
+        super().__init__()
+        self.values = values
+
+    def randrange(self, *args: object, **kwargs: object) -> int:  # type: ignore[override]
+        return self.values.pop(0)
+
+
+def test_seed_worked_example_end_to_end() -> None:
+    async def body(zk: KafkaZkClient) -> None:
+        await register_brokers(zk, [0, 1, 2])
+        admin = AdminZkClient(zk, rng=Draws([1, 2]))
+        assignment = await admin.create_topic("topic_a", 3, 3)
+        assert assignment == {0: [1, 2, 0], 1: [2, 0, 1], 2: [0, 1, 2]}
+        assert (await zk.store.get("/brokers/topics/topic_a"))[0] == (
+            b'{"version":1,"partitions":{"0":[1,2,0],"1":[2,0,1],"2":[0,1,2]}}'
+        )
+        assert (await zk.store.get("/config/topics/topic_a"))[0] == b'{"version":1,"config":{}}'
+        brokers = await admin.get_broker_metadatas()
+        grown = await admin.add_partitions("topic_a", assignment, brokers, 4)
+        assert grown[3] == [1, 2, 0]
+        assert (await zk.get_topic_assignment_and_version("topic_a"))[0] == grown
+
+    run_with_zk(body)
+
+
+def test_broker_metadatas_by_rack_mode() -> None:
+    async def body(zk: KafkaZkClient) -> None:
+        await register_brokers(zk, [2, 0, 1], racks={0: "a", 2: "b"})
+        admin = AdminZkClient(zk)
+        with pytest.raises(AdminOperationError, match="--disable-rack-aware"):
+            await admin.get_broker_metadatas()
+        assert await admin.get_broker_metadatas(RackAwareMode.DISABLED) == [
+            BrokerMetadata(0),
+            BrokerMetadata(1),
+            BrokerMetadata(2),
+        ]
+        assert await admin.get_broker_metadatas(RackAwareMode.SAFE) == [
+            BrokerMetadata(0),
+            BrokerMetadata(1),
+            BrokerMetadata(2),
+        ]
+        assert await admin.get_broker_metadatas(RackAwareMode.DISABLED, [2]) == [BrokerMetadata(2)]
+
+    run_with_zk(body)
+
+
+def test_validate_assignment_on_create() -> None:
+    async def body(zk: KafkaZkClient) -> None:
+        admin = AdminZkClient(zk)
+        with pytest.raises(InvalidReplicaAssignmentError, match="same number of replicas"):
+            await admin.create_or_update_topic_partition_assignment_path_in_zk(
+                "t", {0: [0], 1: [0, 1]}
+            )
+        with pytest.raises(InvalidReplicaAssignmentError, match="Duplicate replica assignment"):
+            await admin.create_or_update_topic_partition_assignment_path_in_zk("t", {0: [0, 0]})
+
+    run_with_zk(body)
+
+
+def test_delete_topic_marker() -> None:
+    async def body(zk: KafkaZkClient) -> None:
+        admin = AdminZkClient(zk)
+        with pytest.raises(UnknownTopicOrPartitionError, match="does not exist"):
+            await admin.delete_topic("t")
+        await admin.create_or_update_topic_partition_assignment_path_in_zk("t", {0: [0]})
+        await admin.delete_topic("t")
+        assert await zk.get_topic_deletions() == ["t"]
+        with pytest.raises(
+            TopicAlreadyMarkedForDeletionError, match="Topic t is already marked for deletion."
+        ):
+            await admin.delete_topic("t")
+
+    run_with_zk(body)
+
+
+def test_change_topic_config_writes_config_and_notification() -> None:
+    async def body(zk: KafkaZkClient) -> None:
+        admin = AdminZkClient(zk)
+        with pytest.raises(AdminOperationError, match='Topic "t" does not exist.'):
+            await admin.change_topic_config("t", {"retention.ms": "1"})
+        await admin.create_or_update_topic_partition_assignment_path_in_zk("t", {0: [0]})
+        with pytest.raises(InvalidConfigurationError, match="segment.bytes"):
+            await admin.change_topic_config("t", {"segment.bytes": "1"})
+        assert await zk.store.get_children("/config/changes") == []
+        await admin.change_topic_config("t", {"retention.ms": "1"})
+        assert await admin.fetch_entity_config("topics", "t") == {"retention.ms": "1"}
+        assert await zk.store.get_children("/config/changes") == ["config_change_0000000000"]
+        data, _ = await zk.store.get("/config/changes/config_change_0000000000")
+        assert data == b'{"version":2,"entity_path":"topics/t"}'
+        with pytest.raises(AdminOperationError, match="not supported"):
+            await admin.change_configs("brokers", "0", {})
+
+    run_with_zk(body)
