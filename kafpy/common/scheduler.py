@@ -141,7 +141,9 @@ class KafkaScheduler(Scheduler):
                     if wait_ms <= 0:
                         heapq.heappop(self._queue)
                         break
-                    self._cond.wait(wait_ms / 1000)
+                    # capped: a delay of Long.MAX ms (Kafka's default for some periods)
+                    # overflows Condition.wait; waking hourly to re-check is harmless
+                    self._cond.wait(min(wait_ms / 1000, 3600.0))
                 else:
                     return
             _run_task(head)
