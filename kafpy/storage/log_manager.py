@@ -1,0 +1,812 @@
+"""LogManager: the entry point to the log management subsystem of one broker.
+
+It owns the broker's log dirs (`log.dirs`): it validates and locks them, loads every
+partition's Log at start-up (recovering after an unclean shutdown), creates, truncates and
+deletes logs, and runs Kafka's background tasks under Kafka's names:
+
+- `kafka-log-retention`: delete old segments of logs whose cleanup.policy has `delete`
+- `kafka-log-flusher`: fsync logs whose `flush.ms` has passed since their last flush
+- `kafka-recovery-point-checkpoint`: write `recovery-point-offset-checkpoint` per dir
+- `kafka-log-start-offset-checkpoint`: write `log-start-offset-checkpoint` per dir
+- `kafka-delete-logs`: remove the files of logs renamed to `-delete`, once
+  `file.delete.delay.ms` has passed since they were queued
+
+Compaction (the LogCleaner) is not built yet; `_start_log_cleaner` is its hook.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import threading
+from collections import deque
+from collections.abc import Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from kafpy.common.config_def import LONG_MAX
+from kafpy.common.errors import KafkaStorageError
+from kafpy.common.logger import component_logger
+from kafpy.common.scheduler import ScheduledTask, Scheduler
+from kafpy.common.time import SYSTEM_TIME, Time
+from kafpy.common.topic_partition import TopicPartition
+from kafpy.storage.log import (
+    CLEAN_SHUTDOWN_FILE,
+    DELETE_DIR_SUFFIX,
+    Log,
+    log_delete_dir_name,
+    parse_topic_partition_name,
+)
+from kafpy.storage.log_config import LogConfig
+from kafpy.storage.offset_checkpoint_file import OffsetCheckpointFile
+
+LOCK_FILE_NAME = ".lock"
+RECOVERY_POINT_CHECKPOINT_FILE = "recovery-point-offset-checkpoint"
+LOG_START_OFFSET_CHECKPOINT_FILE = "log-start-offset-checkpoint"
+
+# Kafka waits this long after start-up before the first run of each periodic task.
+INITIAL_TASK_DELAY_MS = 30 * 1000
+
+# kafka-delete-logs never reschedules itself sooner than this when nothing is due, so
+# file.delete.delay.ms=0 does not turn it into a busy loop.
+_MIN_DELETE_LOGS_POLL_MS = 1000
+
+
+class LogDirLockError(KafkaStorageError):
+    """Another process (or another LogManager in this one) holds a log dir's `.lock`."""
+
+
+@dataclass(frozen=True)
+class CleanerConfig:
+    """Settings of the log cleaner (compaction). Only `enable_cleaner` is used so far."""
+
+    enable_cleaner: bool = True
+    num_threads: int = 1
+    backoff_ms: int = 15 * 1000
+
+
+class _LoadProgress:
+    """Counts the logs of one dir loaded so far, for the progress lines."""
+
+    def __init__(self, dir: Path, total: int) -> None:
+        self.dir = dir
+        self.total = total
+        self._loaded = 0
+        self._lock = threading.Lock()
+
+    def done(self) -> int:
+        with self._lock:
+            self._loaded += 1
+            return self._loaded
+
+
+class FileLock:
+    """An exclusive, non-blocking OS lock (flock) on a file, held until `release()`.
+
+    flock locks belong to the open file description, so a second FileLock on the same
+    file fails even from the same process, which is what keeps two LogManagers apart.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fd: int | None = None
+
+    def try_lock(self) -> bool:
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return False
+        except OSError:
+            os.close(fd)
+            raise
+        self._fd = fd
+        return True
+
+    def release(self) -> None:
+        if self._fd is not None:
+            try:
+                fcntl.flock(self._fd, fcntl.LOCK_UN)
+            finally:
+                os.close(self._fd)
+                self._fd = None
+
+    @property
+    def locked(self) -> bool:
+        return self._fd is not None
+
+
+class LogManager:
+    """The entry point to the log management subsystem: creates, loads, retains,
+    flushes, checkpoints and deletes the logs of one broker.
+
+    Parameters (Kafka's config keys in brackets):
+      log_dirs: the data directories [log.dirs]; missing ones are created.
+      initial_offline_dirs: dirs already known to be unusable (skipped, as Kafka does).
+      topic_configs: topic name -> LogConfig for topics with overrides.
+      initial_default_config: the LogConfig of topics without overrides.
+      cleaner_config: log cleaner settings [log.cleaner.enable, ...].
+      recovery_threads_per_data_dir: threads loading logs per dir [num.recovery.threads.per.data.dir].
+      flush_check_ms: period of kafka-log-flusher [log.flush.scheduler.interval.ms].
+      flush_recovery_offset_checkpoint_ms: [log.flush.offset.checkpoint.interval.ms].
+      flush_start_offset_checkpoint_ms: [log.flush.start.offset.checkpoint.interval.ms].
+      retention_check_ms: period of kafka-log-retention [log.retention.check.interval.ms].
+      scheduler, time: where background tasks run and what clock they use.
+      broker_id: for the `[LogManager id=N]` log prefix.
+
+    Construction validates and locks the dirs and loads all logs (blocking). Raises
+    KafkaStorageError (LogDirLockError for a locked dir) naming the dir at fault.
+    """
+
+    def __init__(
+        self,
+        log_dirs: Sequence[str | Path],
+        *,
+        initial_offline_dirs: Sequence[str | Path] = (),
+        topic_configs: Mapping[str, LogConfig] | None = None,
+        initial_default_config: LogConfig | None = None,
+        cleaner_config: CleanerConfig | None = None,
+        recovery_threads_per_data_dir: int = 1,
+        flush_check_ms: int = LONG_MAX,
+        flush_recovery_offset_checkpoint_ms: int = 60000,
+        flush_start_offset_checkpoint_ms: int = 60000,
+        retention_check_ms: int = 5 * 60 * 1000,
+        scheduler: Scheduler,
+        time: Time = SYSTEM_TIME,
+        broker_id: int | None = None,
+    ) -> None:
+        if recovery_threads_per_data_dir < 1:
+            raise ValueError(
+                f"num.recovery.threads.per.data.dir must be at least 1, got {recovery_threads_per_data_dir}"
+            )
+        self.log = component_logger("kafpy.log.LogManager", "LogManager", broker_id)
+        self.topic_configs: dict[str, LogConfig] = dict(topic_configs or {})
+        self.current_default_config = initial_default_config or LogConfig()
+        self.cleaner_config = cleaner_config or CleanerConfig()
+        self.recovery_threads_per_data_dir = recovery_threads_per_data_dir
+        self.flush_check_ms = flush_check_ms
+        self.flush_recovery_offset_checkpoint_ms = flush_recovery_offset_checkpoint_ms
+        self.flush_start_offset_checkpoint_ms = flush_start_offset_checkpoint_ms
+        self.retention_check_ms = retention_check_ms
+        self.scheduler = scheduler
+        self.time = time
+        self.cleaner: object | None = None  # the LogCleaner, once compaction exists
+
+        # logCreationOrDeletionLock: guards the maps below against the scheduler's threads
+        self._lock = threading.RLock()
+        self._logs: dict[TopicPartition, Log] = {}
+        self._logs_to_be_deleted: deque[tuple[Log, int]] = deque()
+        self._tasks: list[ScheduledTask] = []
+        self._shutting_down = False
+
+        self._offline_dirs: list[Path] = [Path(os.path.realpath(d)) for d in initial_offline_dirs]
+        self._live_log_dirs: list[Path] = self._create_and_validate_log_dirs(log_dirs)
+        self._dir_locks: list[FileLock] = self._lock_log_dirs(self._live_log_dirs)
+        try:
+            self._recovery_point_checkpoints = {
+                d: OffsetCheckpointFile(d / RECOVERY_POINT_CHECKPOINT_FILE)
+                for d in self._live_log_dirs
+            }
+            self._log_start_offset_checkpoints = {
+                d: OffsetCheckpointFile(d / LOG_START_OFFSET_CHECKPOINT_FILE)
+                for d in self._live_log_dirs
+            }
+            self._load_logs()
+        except BaseException:
+            self._close_all_quietly()
+            self._release_locks()
+            raise
+
+    # ------------------------------------------------------------------ dirs and locks
+
+    def _create_and_validate_log_dirs(self, dirs: Sequence[str | Path]) -> list[Path]:
+        if not dirs:
+            raise KafkaStorageError("No log directories configured: set log.dirs (or log.dir).")
+        canonical = [Path(os.path.realpath(d)) for d in dirs]
+        seen: dict[Path, str] = {}
+        for given, path in zip(dirs, canonical, strict=True):
+            if path in seen:
+                raise KafkaStorageError(
+                    f"Duplicate log directory found: {', '.join(str(d) for d in dirs)}. "
+                    f"'{seen[path]}' and '{given}' are the same directory ({path}); "
+                    f"list each directory in log.dirs once."
+                )
+            seen[path] = str(given)
+        live: list[Path] = []
+        for path in canonical:
+            if path in self._offline_dirs:
+                self.log.error("Failed to load %s during broker startup: it is offline.", path)
+                continue
+            if not path.exists():
+                self.log.info("Log directory %s not found, creating it.", path)
+                try:
+                    path.mkdir(parents=True, exist_ok=True)
+                except OSError as e:
+                    raise KafkaStorageError(
+                        f"Failed to create data directory {path}: {e.strerror or e}. "
+                        f"Check the path in log.dirs and the permissions of its parent."
+                    ) from e
+            if not path.is_dir():
+                raise KafkaStorageError(
+                    f"{path} is not a readable log directory: it is not a directory. "
+                    f"Point log.dirs at a directory."
+                )
+            if not os.access(path, os.R_OK | os.W_OK | os.X_OK):
+                raise KafkaStorageError(
+                    f"{path} is not a readable and writable log directory. "
+                    f"Give the broker's user read and write permission on it."
+                )
+            live.append(path)
+        if not live:
+            raise KafkaStorageError(
+                f"None of the specified log dirs from {', '.join(str(d) for d in dirs)} "
+                f"can be created or validated."
+            )
+        return live
+
+    def _lock_log_dirs(self, dirs: Sequence[Path]) -> list[FileLock]:
+        locks: list[FileLock] = []
+        try:
+            for d in dirs:
+                lock = FileLock(d / LOCK_FILE_NAME)
+                if not lock.try_lock():
+                    raise LogDirLockError(
+                        f"Failed to acquire lock on file {LOCK_FILE_NAME} in {d}. A Kafka instance "
+                        f"in another process or thread is using this directory."
+                    )
+                locks.append(lock)
+        except BaseException:
+            for lock in locks:
+                lock.release()
+            raise
+        return locks
+
+    def _release_locks(self) -> None:
+        for lock in self._dir_locks:
+            try:
+                lock.release()
+            except OSError as e:
+                self.log.warning("Failed to release lock %s: %s", lock.path, e)
+        self._dir_locks = []
+
+    @property
+    def live_log_dirs(self) -> list[Path]:
+        """The log dirs in use (canonical paths), in configured order."""
+        return list(self._live_log_dirs)
+
+    @property
+    def offline_log_dirs(self) -> list[Path]:
+        return list(self._offline_dirs)
+
+    # ------------------------------------------------------------------ loading
+
+    def _read_checkpoint(
+        self, checkpoint: OffsetCheckpointFile, kind: str, d: Path
+    ) -> dict[TopicPartition, int]:
+        try:
+            return checkpoint.read()
+        except KafkaStorageError as e:
+            self.log.warning("Error occurred while reading %s file of directory %s: %s", kind, d, e)
+            self.log.warning("Resetting the %s to 0 for all logs in %s", kind.replace("-", " "), d)
+            return {}
+
+    def _load_logs(self) -> None:
+        self.log.info("Loading logs from log dirs %s", [str(d) for d in self._live_log_dirs])
+        start_ms = self.time.milliseconds()
+        pools: list[ThreadPoolExecutor] = []
+        jobs: list[tuple[Path, list[Future[None]]]] = []
+        try:
+            for d in self._live_log_dirs:
+                pool = ThreadPoolExecutor(
+                    max_workers=self.recovery_threads_per_data_dir,
+                    thread_name_prefix=f"log-recovery-{d}",
+                )
+                pools.append(pool)
+                clean_shutdown_file = d / CLEAN_SHUTDOWN_FILE
+                had_clean_shutdown = clean_shutdown_file.exists()
+                if had_clean_shutdown:
+                    self.log.debug(
+                        "Found clean shutdown file. Skipping recovery for all logs in data directory: %s",
+                        d,
+                    )
+                else:
+                    self.log.info(
+                        "Attempting recovery for all logs in %s since no clean shutdown file was found",
+                        d,
+                    )
+                recovery_points = self._read_checkpoint(
+                    self._recovery_point_checkpoints[d], RECOVERY_POINT_CHECKPOINT_FILE, d
+                )
+                log_start_offsets = self._read_checkpoint(
+                    self._log_start_offset_checkpoints[d], LOG_START_OFFSET_CHECKPOINT_FILE, d
+                )
+                log_dirs = sorted(p for p in d.iterdir() if p.is_dir())
+                progress = _LoadProgress(d, len(log_dirs))
+                futures = [
+                    pool.submit(
+                        self._load_log,
+                        p,
+                        recovery_points,
+                        log_start_offsets,
+                        had_clean_shutdown,
+                        progress,
+                    )
+                    for p in log_dirs
+                ]
+                jobs.append((d, futures))
+
+            for d, dir_jobs in jobs:
+                for job in dir_jobs:
+                    job.result()
+                # every log of this dir is loaded: the next start is unclean until shutdown says otherwise
+                (d / CLEAN_SHUTDOWN_FILE).unlink(missing_ok=True)
+        except Exception as e:
+            self.log.error("There was an error in one of the threads during logs loading: %s", e)
+            raise
+        finally:
+            for pool in pools:
+                pool.shutdown(wait=True, cancel_futures=True)
+        self.log.info("Logs loading complete in %d ms.", self.time.milliseconds() - start_ms)
+
+    def _load_log(
+        self,
+        log_dir: Path,
+        recovery_points: Mapping[TopicPartition, int],
+        log_start_offsets: Mapping[TopicPartition, int],
+        had_clean_shutdown: bool,
+        progress: _LoadProgress,
+    ) -> None:
+        self.log.info("Loading log '%s'", log_dir.name)
+        tp = parse_topic_partition_name(log_dir)
+        config = self.topic_configs.get(tp.topic, self.current_default_config)
+        log = Log(
+            log_dir,
+            config,
+            log_start_offsets.get(tp, 0),
+            recovery_points.get(tp, 0),
+            self.scheduler,
+            self.time,
+            had_clean_shutdown,
+        )
+        if log_dir.name.endswith(DELETE_DIR_SUFFIX):
+            self._add_log_to_be_deleted(log)
+        else:
+            with self._lock:
+                previous = self._logs.get(tp)
+                if previous is None:
+                    self._logs[tp] = log
+            if previous is not None:
+                log.close()
+                raise KafkaStorageError(
+                    f"Duplicate log directories for {tp} are found in both {log.dir} and "
+                    f"{previous.dir}. A partition must live in one log dir only: stop the broker "
+                    f"and delete the copy you do not trust."
+                )
+        n = progress.done()
+        self.log.info(
+            "Completed load of log %s with %d segments, log start offset %d and log end offset %d "
+            "(%d/%d loaded in %s)",
+            log_dir.name,
+            log.num_segments,
+            log.log_start_offset,
+            log.log_end_offset,
+            n,
+            progress.total,
+            progress.dir,
+        )
+
+    # ------------------------------------------------------------------ start and stop
+
+    def startup(self) -> None:
+        """Schedule Kafka's background tasks (and start the log cleaner, once it exists)."""
+        self.log.info("Starting log cleanup with a period of %d ms.", self.retention_check_ms)
+        self._tasks.append(
+            self.scheduler.schedule(
+                "kafka-log-retention",
+                self.cleanup_logs,
+                INITIAL_TASK_DELAY_MS,
+                self.retention_check_ms,
+            )
+        )
+        self.log.info("Starting log flusher with a default period of %d ms.", self.flush_check_ms)
+        self._tasks.append(
+            self.scheduler.schedule(
+                "kafka-log-flusher",
+                self.flush_dirty_logs,
+                INITIAL_TASK_DELAY_MS,
+                self.flush_check_ms,
+            )
+        )
+        self._tasks.append(
+            self.scheduler.schedule(
+                "kafka-recovery-point-checkpoint",
+                self.checkpoint_log_recovery_offsets,
+                INITIAL_TASK_DELAY_MS,
+                self.flush_recovery_offset_checkpoint_ms,
+            )
+        )
+        self._tasks.append(
+            self.scheduler.schedule(
+                "kafka-log-start-offset-checkpoint",
+                self.checkpoint_log_start_offsets,
+                INITIAL_TASK_DELAY_MS,
+                self.flush_start_offset_checkpoint_ms,
+            )
+        )
+        # one-shot; it reschedules itself for when the next queued log is due
+        self._schedule_delete_logs(INITIAL_TASK_DELAY_MS)
+        if self.cleaner_config.enable_cleaner:
+            self._start_log_cleaner()
+
+    def _start_log_cleaner(self) -> None:
+        """Hook for the LogCleaner (compaction), which is not built yet."""
+        self.log.warning(
+            "log.cleaner.enable=true but the log cleaner is not implemented yet: "
+            "topics with cleanup.policy=compact will not be compacted."
+        )
+
+    def _stop_log_cleaner(self) -> None:
+        """Hook: stop the LogCleaner's threads, once it exists."""
+
+    def shutdown(self) -> None:
+        """Stop the tasks, flush and close every log, write the checkpoints and the clean
+        shutdown marker in each dir, and release the dir locks."""
+        self.log.info("Shutting down.")
+        with self._lock:
+            self._shutting_down = True
+            tasks, self._tasks = self._tasks, []
+        for task in tasks:
+            task.cancel()
+        self._stop_log_cleaner()
+
+        by_dir = self._logs_by_dir()
+        for d in self._live_log_dirs:
+            logs = by_dir.get(d, {})
+            failed = False
+            with ThreadPoolExecutor(
+                max_workers=self.recovery_threads_per_data_dir,
+                thread_name_prefix=f"log-closing-{d}",
+            ) as pool:
+                futures = {pool.submit(self._flush_and_close, log): tp for tp, log in logs.items()}
+                for future, tp in futures.items():
+                    try:
+                        future.result()
+                    except Exception as e:
+                        failed = True
+                        self.log.error("Error while closing log %s in %s: %s", tp, d, e)
+            try:
+                self.log.debug("Updating recovery points at %s", d)
+                self._checkpoint_recovery_offsets_in_dir(d, logs, raise_errors=True)
+                self.log.debug("Updating log start offsets at %s", d)
+                self._checkpoint_log_start_offsets_in_dir(d, logs, raise_errors=True)
+            except KafkaStorageError as e:
+                failed = True
+                self.log.error("Disk error while writing checkpoints in %s: %s", d, e)
+            if failed:
+                self.log.error(
+                    "Not writing the clean shutdown marker in %s: logs there will be recovered at the next start.",
+                    d,
+                )
+                continue
+            self.log.debug("Writing clean shutdown marker at %s", d)
+            try:
+                (d / CLEAN_SHUTDOWN_FILE).touch()
+            except OSError as e:
+                self.log.error("Failed to write the clean shutdown marker in %s: %s", d, e)
+
+        with self._lock:
+            self._logs.clear()
+            pending = [log for log, _ in self._logs_to_be_deleted]
+            self._logs_to_be_deleted.clear()
+        for log in pending:  # their -delete dirs are deleted at the next start
+            try:
+                log.close()
+            except Exception as e:
+                self.log.debug("Error closing log %s queued for deletion: %s", log.dir, e)
+        self._release_locks()
+        self.log.info("Shutdown complete.")
+
+    @staticmethod
+    def _flush_and_close(log: Log) -> None:
+        log.flush()
+        log.close()
+
+    def _close_all_quietly(self) -> None:
+        with self._lock:
+            logs = list(self._logs.values()) + [log for log, _ in self._logs_to_be_deleted]
+            self._logs.clear()
+            self._logs_to_be_deleted.clear()
+        for log in logs:
+            try:
+                log.close()
+            except Exception:
+                pass
+
+    # ------------------------------------------------------------------ lookups
+
+    def get_log(self, tp: TopicPartition) -> Log | None:
+        with self._lock:
+            return self._logs.get(tp)
+
+    def all_logs(self) -> list[Log]:
+        with self._lock:
+            return list(self._logs.values())
+
+    def logs_by_topic_partition(self) -> dict[TopicPartition, Log]:
+        with self._lock:
+            return dict(self._logs)
+
+    def _logs_by_dir(self) -> dict[Path, dict[TopicPartition, Log]]:
+        by_dir: dict[Path, dict[TopicPartition, Log]] = {}
+        for tp, log in self.logs_by_topic_partition().items():
+            by_dir.setdefault(Path(log.dir).parent, {})[tp] = log
+        return by_dir
+
+    def logs_to_be_deleted(self) -> list[tuple[Log, int]]:
+        """Logs renamed to `-delete` and waiting for kafka-delete-logs, with the time queued."""
+        with self._lock:
+            return list(self._logs_to_be_deleted)
+
+    # ------------------------------------------------------------------ create and delete
+
+    def next_log_dir(self) -> Path:
+        """The live dir holding the fewest partitions (ties: the first in log.dirs order)."""
+        if len(self._live_log_dirs) == 1:
+            return self._live_log_dirs[0]
+        counts = {d: 0 for d in self._live_log_dirs}
+        for log in self.all_logs():
+            parent = Path(log.dir).parent
+            if parent in counts:
+                counts[parent] += 1
+        return min(self._live_log_dirs, key=lambda d: counts[d])
+
+    def create_log(self, tp: TopicPartition, config: LogConfig | None = None) -> Log:
+        """The log of `tp`, created empty in the least-loaded dir if it does not exist yet."""
+        with self._lock:
+            existing = self._logs.get(tp)
+            if existing is not None:
+                return existing
+            if not self._live_log_dirs:
+                raise KafkaStorageError(
+                    f"Can not create log for {tp} because log directories "
+                    f"{', '.join(map(str, self._offline_dirs))} are offline"
+                )
+            cfg = config or self.topic_configs.get(tp.topic, self.current_default_config)
+            data_dir = self.next_log_dir()
+            log_dir = data_dir / f"{tp.topic}-{tp.partition}"
+            try:
+                log_dir.mkdir(parents=True, exist_ok=True)
+            except OSError as e:
+                raise KafkaStorageError(
+                    f"Error while creating log for {tp} in dir {data_dir}: {e.strerror or e}"
+                ) from e
+            log = Log(log_dir, cfg, 0, 0, self.scheduler, self.time, True)
+            self._logs[tp] = log
+        props = ", ".join(f"{k} -> {v}" for k, v in cfg.originals.items())
+        self.log.info(
+            "Created log for partition %s in %s with properties {%s}.", tp, log_dir, props
+        )
+        return log
+
+    def async_delete(self, tp: TopicPartition) -> Log | None:
+        """Take `tp`'s log out of service: rename its dir to `<tp>.<uuid>-delete` and queue it
+        for kafka-delete-logs. Returns the log, or None if this broker has no log for `tp`."""
+        with self._lock:
+            removed = self._logs.pop(tp, None)
+        if removed is None:
+            if self._offline_dirs:
+                raise KafkaStorageError(
+                    f"Failed to delete log for {tp} because it may be in one of the offline "
+                    f"directories {', '.join(map(str, self._offline_dirs))}"
+                )
+            return None
+        # hook: the LogCleaner must abort cleaning tp here, once it exists
+        data_dir = Path(removed.dir).parent
+        try:
+            removed.rename_dir(log_delete_dir_name(tp))
+        except Exception as e:
+            with self._lock:
+                self._logs.setdefault(tp, removed)
+            raise KafkaStorageError(
+                f"Failed to rename log directory {removed.dir} for deletion: {e}"
+            ) from e
+        removed.close()
+        self._checkpoint_recovery_offsets_in_dir(data_dir)
+        self._checkpoint_log_start_offsets_in_dir(data_dir)
+        self._add_log_to_be_deleted(removed)
+        self.log.info(
+            "Log for partition %s is renamed to %s and is scheduled for deletion", tp, removed.dir
+        )
+        return removed
+
+    def _add_log_to_be_deleted(self, log: Log) -> None:
+        with self._lock:
+            self._logs_to_be_deleted.append((log, self.time.milliseconds()))
+
+    def _schedule_delete_logs(self, delay_ms: int) -> None:
+        with self._lock:
+            if self._shutting_down:
+                return
+        task = self.scheduler.schedule("kafka-delete-logs", self.delete_logs, delay_ms)
+        with self._lock:
+            # keep only the latest handle of this one-shot task, for shutdown to cancel
+            self._tasks = [t for t in self._tasks if t.name != "kafka-delete-logs"]
+            self._tasks.append(task)
+            if self._shutting_down:
+                task.cancel()
+
+    def delete_logs(self) -> None:
+        """kafka-delete-logs: delete the files of queued logs whose delay has passed, then
+        reschedule for the next one. A failed deletion is logged and re-queued."""
+        delay_ms = self.current_default_config.file_delete_delay_ms
+        next_delay_ms = max(delay_ms, _MIN_DELETE_LOGS_POLL_MS)
+        failed: list[Log] = []
+        try:
+            while True:
+                with self._lock:
+                    if not self._logs_to_be_deleted:
+                        break
+                    log, queued_ms = self._logs_to_be_deleted[0]
+                    due_in = queued_ms + delay_ms - self.time.milliseconds()
+                    if due_in > 0:
+                        next_delay_ms = due_in
+                        break
+                    self._logs_to_be_deleted.popleft()
+                try:
+                    log.delete()
+                    self.log.info(
+                        "Deleted log for partition %s in %s.", log.topic_partition, log.dir
+                    )
+                except Exception as e:
+                    self.log.error(
+                        "Exception while deleting %s for partition %s: %s. Moving it to the end of the queue.",
+                        log.dir,
+                        log.topic_partition,
+                        e,
+                    )
+                    failed.append(log)
+        except Exception:
+            self.log.exception("Exception in kafka-delete-logs thread.")
+        finally:
+            for log in failed:
+                self._add_log_to_be_deleted(log)
+            if failed:
+                next_delay_ms = min(next_delay_ms, max(delay_ms, _MIN_DELETE_LOGS_POLL_MS))
+            self._schedule_delete_logs(max(next_delay_ms, 1))
+
+    def truncate_to(self, partition_offsets: Mapping[TopicPartition, int]) -> None:
+        """Truncate each partition's log to the given offset (a follower catching up to its
+        leader), then checkpoint the recovery points of the dirs touched."""
+        affected: set[Path] = set()
+        for tp, offset in partition_offsets.items():
+            log = self.get_log(tp)
+            if log is None:
+                continue
+            # hook: the LogCleaner must abort and pause cleaning tp here, once it exists
+            if log.truncate_to(offset):
+                affected.add(Path(log.dir).parent)
+        for d in affected:
+            self._checkpoint_recovery_offsets_in_dir(d)
+
+    def truncate_fully_and_start_at(self, tp: TopicPartition, new_offset: int) -> None:
+        """Delete all of `tp`'s data and restart its log empty at `new_offset`."""
+        log = self.get_log(tp)
+        if log is None:
+            return
+        log.truncate_fully_and_start_at(new_offset)
+        d = Path(log.dir).parent
+        self._checkpoint_recovery_offsets_in_dir(d)
+        self._checkpoint_log_start_offsets_in_dir(d)
+
+    # ------------------------------------------------------------------ configs
+
+    def update_topic_config(self, topic: str, config: LogConfig) -> None:
+        """Apply a topic's new config to its existing logs and to logs created later."""
+        with self._lock:
+            self.topic_configs[topic] = config
+            logs = [log for tp, log in self._logs.items() if tp.topic == topic]
+        for log in logs:
+            log.update_config(config)
+
+    def reconfigure_default_log_config(self, config: LogConfig) -> None:
+        """Apply new broker defaults to every log of a topic without overrides."""
+        with self._lock:
+            self.current_default_config = config
+            logs = [log for tp, log in self._logs.items() if tp.topic not in self.topic_configs]
+        for log in logs:
+            log.update_config(config)
+
+    # ------------------------------------------------------------------ scheduled tasks
+
+    def cleanup_logs(self) -> int:
+        """kafka-log-retention: delete segments beyond retention in logs with cleanup.policy
+        `delete`. Returns the number of segments deleted."""
+        self.log.debug("Beginning log cleanup...")
+        total = 0
+        start_ms = self.time.milliseconds()
+        for tp, log in self.logs_by_topic_partition().items():
+            if not log.config.delete:
+                continue
+            self.log.debug("Garbage collecting '%s'", log.name)
+            try:
+                total += log.delete_old_segments()
+            except Exception as e:
+                self.log.error("Error while deleting old segments of %s: %s", tp, e)
+        self.log.debug(
+            "Log cleanup completed. %d files deleted in %d seconds",
+            total,
+            (self.time.milliseconds() - start_ms) // 1000,
+        )
+        return total
+
+    def flush_dirty_logs(self) -> None:
+        """kafka-log-flusher: flush each log whose flush.ms has passed since its last flush."""
+        self.log.debug("Checking for dirty logs to flush...")
+        for tp, log in self.logs_by_topic_partition().items():
+            try:
+                since = self.time.milliseconds() - log.last_flush_time
+                self.log.debug(
+                    "Checking if flush is needed on %s flush interval %d last flushed %d time since last flush: %d",
+                    tp.topic,
+                    log.config.flush_ms,
+                    log.last_flush_time,
+                    since,
+                )
+                if since >= log.config.flush_ms:
+                    log.flush()
+            except Exception as e:
+                self.log.error("Error flushing topic %s: %s", tp.topic, e)
+
+    def checkpoint_log_recovery_offsets(self) -> None:
+        """kafka-recovery-point-checkpoint: write each dir's recovery-point-offset-checkpoint."""
+        by_dir = self._logs_by_dir()
+        for d in self._live_log_dirs:
+            self._checkpoint_recovery_offsets_in_dir(d, by_dir.get(d, {}))
+
+    def checkpoint_log_start_offsets(self) -> None:
+        """kafka-log-start-offset-checkpoint: write each dir's log-start-offset-checkpoint."""
+        by_dir = self._logs_by_dir()
+        for d in self._live_log_dirs:
+            self._checkpoint_log_start_offsets_in_dir(d, by_dir.get(d, {}))
+
+    def _checkpoint_recovery_offsets_in_dir(
+        self, d: Path, logs: Mapping[TopicPartition, Log] | None = None, raise_errors: bool = False
+    ) -> None:
+        checkpoint = self._recovery_point_checkpoints.get(d)
+        if checkpoint is None:
+            return
+        if logs is None:
+            logs = self._logs_by_dir().get(d, {})
+        try:
+            checkpoint.write({tp: log.recovery_point for tp, log in logs.items()})
+        except KafkaStorageError as e:
+            if raise_errors:
+                raise
+            self.log.error(
+                "Disk error while writing recovery offsets checkpoint in directory %s: %s", d, e
+            )
+
+    def _checkpoint_log_start_offsets_in_dir(
+        self, d: Path, logs: Mapping[TopicPartition, Log] | None = None, raise_errors: bool = False
+    ) -> None:
+        checkpoint = self._log_start_offset_checkpoints.get(d)
+        if checkpoint is None:
+            return
+        if logs is None:
+            logs = self._logs_by_dir().get(d, {})
+        offsets: dict[TopicPartition, int] = {}
+        for tp, log in logs.items():
+            segments = log.log_segments()
+            # as Kafka: only logs whose start offset moved past their first segment's base
+            if segments and log.log_start_offset > segments[0].base_offset:
+                offsets[tp] = log.log_start_offset
+        try:
+            checkpoint.write(offsets)
+        except KafkaStorageError as e:
+            if raise_errors:
+                raise
+            self.log.error(
+                "Disk error while writing log start offsets checkpoint in directory %s: %s", d, e
+            )
