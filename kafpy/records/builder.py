@@ -137,10 +137,11 @@ class RecordBatchBuilder:
             )
         if not isinstance(timestamp, int):
             raise TypeError(f"record timestamp must be an int (ms), not {type(timestamp).__name__}")
-        if self._first_timestamp is None:
-            self._first_timestamp = timestamp
+        first_timestamp = timestamp if self._first_timestamp is None else self._first_timestamp
+        # Nothing changes until the record is fully encoded, so a bad argument leaves
+        # the builder as it was.
         record = bytearray(b"\x00")  # record attributes: always 0
-        record += encode_varlong(timestamp - self._first_timestamp)
+        record += encode_varlong(timestamp - first_timestamp)
         record += encode_varint(offset_delta)
         record += _bytes_field("key", key)
         record += _bytes_field("value", value)
@@ -157,7 +158,9 @@ class RecordBatchBuilder:
         self._body += record
         self._count += 1
         self._last_offset_delta = offset_delta
-        if timestamp > self._max_timestamp:
+        if self._first_timestamp is None:
+            self._first_timestamp = self._max_timestamp = timestamp
+        elif timestamp > self._max_timestamp:
             self._max_timestamp = timestamp
         self._built = None
 
