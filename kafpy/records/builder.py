@@ -183,7 +183,10 @@ class RecordBatchBuilder:
             max_timestamp = self._max_timestamp
         else:
             first_timestamp = max_timestamp = NO_TIMESTAMP
-        if self.timestamp_type is TimestampType.LOG_APPEND_TIME and self.log_append_time is not None:
+        if (
+            self.timestamp_type is TimestampType.LOG_APPEND_TIME
+            and self.log_append_time is not None
+        ):
             max_timestamp = self.log_append_time
         if self.compression is CompressionType.NONE:
             payload: bytes | bytearray = self._body

@@ -82,4 +82,3 @@ class MemoryRecords:
 
     def __repr__(self) -> str:
         return f"MemoryRecords(size_in_bytes={len(self._buf)})"
-

@@ -105,9 +105,7 @@ class TimestampType(IntEnum):
         for member in cls:
             if member.kafka_name == name:
                 return member
-        raise ValueError(
-            f"Unknown timestamp type {name!r}; expected CreateTime or LogAppendTime"
-        )
+        raise ValueError(f"Unknown timestamp type {name!r}; expected CreateTime or LogAppendTime")
 
 
 def as_byte_view(buffer: object) -> memoryview:
@@ -493,8 +491,7 @@ def _decode_records(
             record_end = pos + length
             if length < 0 or record_end > end:
                 raise corrupt(
-                    f"record {index} claims {length} bytes but only {end - pos} remain "
-                    "in the batch"
+                    f"record {index} claims {length} bytes but only {end - pos} remain in the batch"
                 )
             pos += 1  # record attributes: a single byte, unused by every Kafka version
             timestamp_delta, pos = varint(pos)

@@ -47,17 +47,25 @@ CASES: dict[str, list[Input]] = {
 }
 PRODUCERS = {
     "plain": dict(producer_id=-1, producer_epoch=-1, base_sequence=-1, transactional=False),
-    "idempotent": dict(producer_id=123456789012, producer_epoch=7, base_sequence=2000, transactional=False),
-    "transactional": dict(producer_id=42, producer_epoch=0, base_sequence=(1 << 31) - 3, transactional=True),
+    "idempotent": dict(
+        producer_id=123456789012, producer_epoch=7, base_sequence=2000, transactional=False
+    ),
+    "transactional": dict(
+        producer_id=42, producer_epoch=0, base_sequence=(1 << 31) - 3, transactional=True
+    ),
 }
 CODECS = list(CompressionType)
 
 
 def kafka_python_build(codec: int, inputs: list[Input], producer: dict) -> bytes:
     builder = DefaultRecordBatchBuilder(
-        magic=2, compression_type=codec, is_transactional=producer["transactional"],
-        producer_id=producer["producer_id"], producer_epoch=producer["producer_epoch"],
-        base_sequence=producer["base_sequence"], batch_size=1 << 30,
+        magic=2,
+        compression_type=codec,
+        is_transactional=producer["transactional"],
+        producer_id=producer["producer_id"],
+        producer_epoch=producer["producer_epoch"],
+        base_sequence=producer["base_sequence"],
+        batch_size=1 << 30,
     )
     for offset, (ts, key, value, headers) in enumerate(inputs):
         assert builder.append(offset, ts, key, value, headers) is not None
@@ -66,9 +74,12 @@ def kafka_python_build(codec: int, inputs: list[Input], producer: dict) -> bytes
 
 def kafpy_build(codec: int, inputs: list[Input], producer: dict, **kwargs: object) -> bytes:
     builder = RecordBatchBuilder(
-        compression=codec, partition_leader_epoch=0,  # kafka-python writes 0 there
-        producer_id=producer["producer_id"], producer_epoch=producer["producer_epoch"],
-        base_sequence=producer["base_sequence"], is_transactional=producer["transactional"],
+        compression=codec,
+        partition_leader_epoch=0,  # kafka-python writes 0 there
+        producer_id=producer["producer_id"],
+        producer_epoch=producer["producer_epoch"],
+        base_sequence=producer["base_sequence"],
+        is_transactional=producer["transactional"],
         **kwargs,
     )
     for ts, key, value, headers in inputs:
@@ -143,9 +154,15 @@ def test_compressible_batches_are_compressed_by_both(codec: CompressionType) -> 
 
 def test_control_batch_is_read_by_kafka_python_as_a_commit_marker() -> None:
     # key: version int16 0, type int16 1 (commit); value: version 0, coordinator epoch int32
-    data = build_batch([(b"\x00\x00\x00\x01", b"\x00\x00\x00\x00\x00\x05")], timestamp=99,
-                       base_offset=30, producer_id=4, producer_epoch=1, is_transactional=True,
-                       is_control=True)
+    data = build_batch(
+        [(b"\x00\x00\x00\x01", b"\x00\x00\x00\x00\x00\x05")],
+        timestamp=99,
+        base_offset=30,
+        producer_id=4,
+        producer_epoch=1,
+        is_transactional=True,
+        is_control=True,
+    )
     theirs = DefaultRecordBatch(data)
     assert theirs.validate_crc() and theirs.is_control_batch and theirs.is_transactional
     (marker,) = list(theirs)
@@ -173,7 +190,9 @@ def test_explicit_offsets_leave_gaps_like_a_compacted_batch() -> None:
     assert [r.offset for r in batch.records()] == [100, 104, 105]
     assert (batch.last_offset_delta, batch.record_count) == (5, 3)
     assert [r.offset for r in DefaultRecordBatch(builder.build())] == [100, 104, 105]
-    with pytest.raises(ValueError, match="offset 105 must be greater than the last appended offset 105"):
+    with pytest.raises(
+        ValueError, match="offset 105 must be greater than the last appended offset 105"
+    ):
         builder.append(4, None, b"x", offset=105)
     with pytest.raises(ValueError, match="does not fit in a batch"):
         builder.append(4, None, b"x", offset=100 + (1 << 31))
@@ -216,12 +235,18 @@ def test_type_errors_name_the_field() -> None:
 
 def test_build_batch_accepts_values_pairs_and_triples() -> None:
     before = int(time.time() * 1000)
-    data = build_batch([b"v", None, (b"k", b"v2"), (None, b"v3", [("h", None)])],
-                       compression=CompressionType.LZ4, base_offset=5)
+    data = build_batch(
+        [b"v", None, (b"k", b"v2"), (None, b"v3", [("h", None)])],
+        compression=CompressionType.LZ4,
+        base_offset=5,
+    )
     batch = RecordBatch(data)
     records = list(batch.records())
     assert [(r.offset, r.key, r.value, r.headers) for r in records] == [
-        (5, None, b"v", ()), (6, None, None, ()), (7, b"k", b"v2", ()), (8, None, b"v3", (("h", None),)),
+        (5, None, b"v", ()),
+        (6, None, None, ()),
+        (7, b"k", b"v2", ()),
+        (8, None, b"v3", (("h", None),)),
     ]
     assert records[0].timestamp >= before
     assert len({r.timestamp for r in records}) == 1
@@ -230,7 +255,9 @@ def test_build_batch_accepts_values_pairs_and_triples() -> None:
 
 # --- properties ------------------------------------------------------------------
 
-headers_strategy = st.lists(st.tuples(st.text(max_size=8), st.none() | st.binary(max_size=8)), max_size=3)
+headers_strategy = st.lists(
+    st.tuples(st.text(max_size=8), st.none() | st.binary(max_size=8)), max_size=3
+)
 record_strategy = st.tuples(
     st.integers(-(1 << 40), 1 << 42),
     st.none() | st.binary(max_size=40),
@@ -260,8 +287,12 @@ def test_build_then_parse_gives_back_the_records(
     assert list(batch.records()) == expected(inputs, producer["base_sequence"], base_offset)
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.lists(record_strategy, min_size=1, max_size=25), st.sampled_from(CODECS), producer_strategy)
+@settings(
+    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    st.lists(record_strategy, min_size=1, max_size=25), st.sampled_from(CODECS), producer_strategy
+)
 def test_kafka_python_agrees_on_random_batches(
     kafka_python_codecs: None, inputs: list[Input], codec: CompressionType, producer: dict
 ) -> None:

@@ -29,14 +29,18 @@ def test_ids_and_names_are_kafkas() -> None:
 
 
 def test_unknown_names_and_ids_are_explained() -> None:
-    with pytest.raises(ValueError, match="Unknown compression codec 'brotli'; expected one of none"):
+    with pytest.raises(
+        ValueError, match="Unknown compression codec 'brotli'; expected one of none"
+    ):
         CompressionType.from_name("brotli")
     with pytest.raises(CorruptRecordError, match="Unknown compression codec id 6"):
         decompress(6, b"x")
 
 
 @pytest.mark.parametrize("codec", ALL_CODECS)
-@pytest.mark.parametrize("data", [b"", b"a", COMPRESSIBLE, RANDOM], ids=["empty", "one", "text", "random"])
+@pytest.mark.parametrize(
+    "data", [b"", b"a", COMPRESSIBLE, RANDOM], ids=["empty", "one", "text", "random"]
+)
 def test_round_trip(codec: CompressionType, data: bytes) -> None:
     compressed = compress(codec, data)
     assert decompress(codec, compressed) == data

@@ -44,9 +44,21 @@ def raw_batch(
     """A batch written field by field (independently of the builder), with a valid CRC."""
     out = bytearray(61) + body
     HEADER.pack_into(
-        out, 0, base_offset, len(out) - 12, partition_leader_epoch, magic, 0, attributes,
-        last_offset_delta, first_timestamp, max_timestamp, producer_id, producer_epoch,
-        base_sequence, count,
+        out,
+        0,
+        base_offset,
+        len(out) - 12,
+        partition_leader_epoch,
+        magic,
+        0,
+        attributes,
+        last_offset_delta,
+        first_timestamp,
+        max_timestamp,
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        count,
     )
     struct.pack_into(">I", out, 17, crc32c.crc32c(bytes(out[21:])))
     return out
@@ -73,9 +85,13 @@ def raw_record(
 
 def kafka_python_batch(**kwargs: object) -> bytes:
     builder = DefaultRecordBatchBuilder(
-        magic=2, compression_type=0, is_transactional=kwargs.get("transactional", False),
-        producer_id=kwargs.get("producer_id", -1), producer_epoch=kwargs.get("producer_epoch", -1),
-        base_sequence=kwargs.get("base_sequence", -1), batch_size=1 << 20,
+        magic=2,
+        compression_type=0,
+        is_transactional=kwargs.get("transactional", False),
+        producer_id=kwargs.get("producer_id", -1),
+        producer_epoch=kwargs.get("producer_epoch", -1),
+        base_sequence=kwargs.get("base_sequence", -1),
+        batch_size=1 << 20,
     )
     for i in range(3):
         builder.append(i, 5000 + i, b"k%d" % i, b"v%d" % i, [])
@@ -86,7 +102,9 @@ def kafka_python_batch(**kwargs: object) -> bytes:
 
 
 def test_header_fields_of_a_batch_kafka_python_wrote() -> None:
-    data = kafka_python_batch(transactional=True, producer_id=77, producer_epoch=3, base_sequence=10)
+    data = kafka_python_batch(
+        transactional=True, producer_id=77, producer_epoch=3, base_sequence=10
+    )
     batch = RecordBatch(data)
     assert batch.base_offset == 0
     assert batch.batch_length == len(data) - LOG_OVERHEAD
@@ -150,7 +168,9 @@ def test_position_outside_the_buffer_is_refused() -> None:
 @pytest.mark.parametrize("cut", [0, 5, 11])
 def test_torn_before_the_length_field(cut: int) -> None:
     data = build_batch([b"x"], timestamp=0)
-    with pytest.raises(CorruptRecordError, match=rf"at position 0 is truncated: needs 12 bytes .* has {cut}"):
+    with pytest.raises(
+        CorruptRecordError, match=rf"at position 0 is truncated: needs 12 bytes .* has {cut}"
+    ):
         RecordBatch(data[:cut])
 
 
@@ -244,7 +264,9 @@ def test_offsets_must_match_count() -> None:
         RecordBatch(raw_batch(b"", 0, base_offset=5)).ensure_offsets_match_count()
     body = raw_record(0) + raw_record(1)
     bad = RecordBatch(raw_batch(body, 2, base_offset=5, last_offset_delta=4))
-    with pytest.raises(InvalidRecordError, match="lastOffsetDelta 4 implies 5 records but the record count is 2"):
+    with pytest.raises(
+        InvalidRecordError, match="lastOffsetDelta 4 implies 5 records but the record count is 2"
+    ):
         bad.ensure_offsets_match_count()
 
 
@@ -273,8 +295,9 @@ def test_set_base_offset_last_offset_and_leader_epoch_keep_crc_valid() -> None:
 
 @pytest.mark.parametrize("codec", list(CompressionType))
 def test_set_max_timestamp_stamps_log_append_time_and_rewrites_crc(codec: CompressionType) -> None:
-    builder = RecordBatchBuilder(compression=codec, producer_id=5, producer_epoch=1,
-                                 base_sequence=0, is_transactional=True)
+    builder = RecordBatchBuilder(
+        compression=codec, producer_id=5, producer_epoch=1, base_sequence=0, is_transactional=True
+    )
     builder.append(100, None, b"a")
     builder.append(90, b"k", b"b")
     data = bytearray(builder.build())
@@ -304,7 +327,9 @@ def test_set_max_timestamp_is_a_no_op_when_unchanged_and_refuses_no_type() -> No
 
 def test_patching_a_read_only_buffer_explains_the_fix() -> None:
     batch = RecordBatch(build_batch([b"a"], base_offset=3, timestamp=0))
-    with pytest.raises(TypeError, match="base offset 3 lives in a read-only buffer; copy it into a bytearray"):
+    with pytest.raises(
+        TypeError, match="base offset 3 lives in a read-only buffer; copy it into a bytearray"
+    ):
         batch.set_base_offset(10)
 
 
@@ -317,7 +342,9 @@ def test_records_of_a_hand_written_batch() -> None:
         + raw_record(1, -300, b"", b"", [(b"h", None), (b"\xc3\xa9", b"x")])
         + raw_record(5, 70000, b"key", None)
     )
-    batch = RecordBatch(raw_batch(body, 3, base_offset=50, last_offset_delta=5, first_timestamp=10_000))
+    batch = RecordBatch(
+        raw_batch(body, 3, base_offset=50, last_offset_delta=5, first_timestamp=10_000)
+    )
     records = list(batch.records())
     assert [(r.offset, r.timestamp, r.key, r.value) for r in records] == [
         (50, 10_000, None, b"first"),
@@ -331,8 +358,9 @@ def test_records_of_a_hand_written_batch() -> None:
 
 def test_sequences_wrap_at_int32_max() -> None:
     top = (1 << 31) - 1
-    data = build_batch([b"a", b"b", b"c"], timestamp=0, producer_id=1, producer_epoch=0,
-                       base_sequence=top - 1)
+    data = build_batch(
+        [b"a", b"b", b"c"], timestamp=0, producer_id=1, producer_epoch=0, base_sequence=top - 1
+    )
     batch = RecordBatch(data)
     assert [r.sequence for r in batch.records()] == [top - 1, top, 0]
     assert batch.last_sequence == 0
@@ -349,30 +377,68 @@ def test_non_utf8_header_key_survives_a_rebuild() -> None:
 @pytest.mark.parametrize(
     ("body", "count", "message"),
     [
-        (raw_record(0) + encode_varint(100) + b"\x00\x00", 2,
-         "record 1 claims 100 bytes but only 2 remain in the batch"),
-        (raw_record(0) + raw_record(1), 3, "the header declares 3 records but the batch holds only 2"),
-        (raw_record(0) + raw_record(1), 1, r"\d+ bytes remain after the 1 records the header declares"),
-        (raw_record(0, length_adjust=2) + b"\x00\x00", 1, "record 0 declares .* bytes but its fields take"),
-        (encode_varint(7) + b"\x00\x00\x00\x01" + encode_varint(5) + b"v\x00", 1,
-         "record 0 has a value of 5 bytes that runs past it"),
-        (encode_varint(5) + b"\x00\x00\x00" + encode_varint(3) + b"a", 1,
-         "record 0 has a key of 3 bytes that runs past it"),
+        (
+            raw_record(0) + encode_varint(100) + b"\x00\x00",
+            2,
+            "record 1 claims 100 bytes but only 2 remain in the batch",
+        ),
+        (
+            raw_record(0) + raw_record(1),
+            3,
+            "the header declares 3 records but the batch holds only 2",
+        ),
+        (
+            raw_record(0) + raw_record(1),
+            1,
+            r"\d+ bytes remain after the 1 records the header declares",
+        ),
+        (
+            raw_record(0, length_adjust=2) + b"\x00\x00",
+            1,
+            "record 0 declares .* bytes but its fields take",
+        ),
+        (
+            encode_varint(7) + b"\x00\x00\x00\x01" + encode_varint(5) + b"v\x00",
+            1,
+            "record 0 has a value of 5 bytes that runs past it",
+        ),
+        (
+            encode_varint(5) + b"\x00\x00\x00" + encode_varint(3) + b"a",
+            1,
+            "record 0 has a key of 3 bytes that runs past it",
+        ),
         (encode_varint(6) + b"\x00\x00\x00\x01\x01\x01", 1, "record 0 declares -1 headers"),
-        (encode_varint(8) + b"\x00\x00\x00\x01\x01\x02" + encode_varint(9) + b"h", 1,
-         "record 0 has a header key of length 9"),
-        (encode_varint(9) + b"\x00\x00\x00\x01\x01\x02\x02h" + encode_varint(3), 1,
-         "record 0 has a header value of 3 bytes that runs past it"),
+        (
+            encode_varint(8) + b"\x00\x00\x00\x01\x01\x02" + encode_varint(9) + b"h",
+            1,
+            "record 0 has a header key of length 9",
+        ),
+        (
+            encode_varint(9) + b"\x00\x00\x00\x01\x01\x02\x02h" + encode_varint(3),
+            1,
+            "record 0 has a header value of 3 bytes that runs past it",
+        ),
         (encode_varint(3) + b"\x00\x80\x80", 1, "record 0 is malformed"),
     ],
-    ids=["length-past-batch", "too-few-records", "too-many-bytes", "fields-shorter",
-         "value-past-record", "key-past-record", "negative-headers", "header-key-past-record",
-         "header-value-past-record", "torn-varint"],
+    ids=[
+        "length-past-batch",
+        "too-few-records",
+        "too-many-bytes",
+        "fields-shorter",
+        "value-past-record",
+        "key-past-record",
+        "negative-headers",
+        "header-key-past-record",
+        "header-value-past-record",
+        "torn-varint",
+    ],
 )
 def test_malformed_records_are_corrupt(body: bytes, count: int, message: str) -> None:
     batch = RecordBatch(raw_batch(body, count, base_offset=77))
     assert batch.is_valid()  # the CRC is fine: the damage was done before it was computed
-    with pytest.raises(CorruptRecordError, match=r"^Record batch at base offset 77 is corrupt: " + message):
+    with pytest.raises(
+        CorruptRecordError, match=r"^Record batch at base offset 77 is corrupt: " + message
+    ):
         list(batch.records())
 
 
@@ -389,7 +455,13 @@ def test_damaged_compressed_stream_names_the_batch() -> None:
 
 
 def test_control_batch_flags() -> None:
-    data = build_batch([(b"\x00\x00\x00\x01", b"\x00\x00\x00\x00\x00\x05")], timestamp=0,
-                       producer_id=9, producer_epoch=2, is_transactional=True, is_control=True)
+    data = build_batch(
+        [(b"\x00\x00\x00\x01", b"\x00\x00\x00\x00\x00\x05")],
+        timestamp=0,
+        producer_id=9,
+        producer_epoch=2,
+        is_transactional=True,
+        is_control=True,
+    )
     batch = RecordBatch(data)
     assert batch.is_control and batch.is_transactional and batch.attributes == 0x30
