@@ -58,6 +58,15 @@ def free_port() -> int:
         return port
 
 
+def port_in_use(host: str, port: int) -> bool:
+    """Whether something accepts TCP connections on host:port."""
+    try:
+        with socket.create_connection((host, port), timeout=1.0):
+            return True
+    except OSError:
+        return False
+
+
 def four_letter_word(host: str, port: int, word: str, timeout_s: float = 2.0) -> str:
     """Send a four-letter command (`srvr`, `ruok`) and return the server's whole answer."""
     with socket.create_connection((host, port), timeout=timeout_s) as sock:
@@ -75,8 +84,8 @@ class ZooKeeperServer:
     """One standalone ZooKeeper server in a child JVM, listening on 127.0.0.1.
 
     `data_dir` holds zoo.cfg, the snapshots and transaction logs (`data/`) and the
-    server's output (`zookeeper.out`). With `port=None` a free port is picked (and
-    another one tried if it was taken meanwhile). `tick_time_ms` sets how fast sessions
+    server's output (`zookeeper.out`). With `port=None` a free port is picked at the
+    first start (and another one tried if it was taken meanwhile); a restart keeps it. `tick_time_ms` sets how fast sessions
     can expire: ZooKeeper accepts session timeouts from 2 ticks up to
     `max_session_timeout_ms`. `force_sync=False` skips fsync (for tests).
     """
@@ -93,7 +102,6 @@ class ZooKeeperServer:
         java: str = "java",
     ) -> None:
         self.data_dir = Path(data_dir)
-        self._requested_port = port
         self.port = port or 0
         self.tick_time_ms = tick_time_ms
         self.max_session_timeout_ms = max_session_timeout_ms
@@ -133,10 +141,21 @@ class ZooKeeperServer:
         if self.running:
             return
         classpath = zookeeper_classpath()
-        attempts = 1 if self._requested_port else 3
+        # a restarted server keeps its port, so that its clients can reconnect
+        fixed_port = bool(self.port)
+        attempts = 1 if fixed_port else 3
         for attempt in range(attempts):
-            if not self._requested_port:
+            if not fixed_port:
                 self.port = free_port()
+            if port_in_use(self.host, self.port):
+                if attempt + 1 < attempts:
+                    continue
+                # otherwise the server there would answer our `srvr` in place of ours
+                raise ZooKeeperServerError(
+                    f"Cannot start ZooKeeper on {self.connect_string}: the port is already in "
+                    "use (Address already in use). Stop what listens there or choose another "
+                    "port."
+                )
             self._spawn(classpath)
             try:
                 self._wait_until_serving()
@@ -153,6 +172,16 @@ class ZooKeeperServer:
         if self._process is not None:
             self._terminate()
             self._log.info("ZooKeeper %s stopped", self.connect_string)
+
+    def wait(self, timeout_s: float | None = None) -> int | None:
+        """Wait for the server process to exit; its exit code, or None if still running."""
+        process = self._process
+        if process is None:
+            return None
+        try:
+            return process.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            return None
 
     def kill(self) -> None:
         """Kill the server at once (SIGKILL), like a crash."""
@@ -247,7 +276,7 @@ class ZooKeeperServer:
                 last_answer = four_letter_word(self.host, self.port, "srvr", timeout_s=1.0)
             except OSError:
                 pass
-            if "Mode: standalone" in last_answer:
+            if "Mode: standalone" in last_answer and self._process.poll() is None:
                 return
             if time.monotonic() > deadline:
                 raise ZooKeeperServerError(
