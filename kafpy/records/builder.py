@@ -258,7 +258,7 @@ def build_batch(
             if len(item) == 2:
                 builder.append(ts, item[0], item[1])
             else:
-                builder.append(ts, item[0], item[1], item[2])  # type: ignore[misc]
+                builder.append(ts, item[0], item[1], item[2])
         else:
             builder.append(ts, None, item)
     return builder.build()
