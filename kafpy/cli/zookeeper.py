@@ -47,8 +47,7 @@ def command(data_dir: Path, port: int, tick_time_ms: int) -> None:
         except ZooKeeperServerError as e:
             raise click.ClickException(str(e)) from e
         click.echo(
-            f"ZooKeeper serving on {server.connect_string} (data in {data_dir}); "
-            "Ctrl-C to stop.",
+            f"ZooKeeper serving on {server.connect_string} (data in {data_dir}); Ctrl-C to stop.",
             err=True,
         )
         code = server.wait()

@@ -22,7 +22,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, TypeVar
 
 from kafpy.common.logger import component_logger
 from kafpy.common.time import SYSTEM_TIME, Time
@@ -47,6 +47,8 @@ from kafpy.metadata.store import (
     WatchCallback,
     WatchedEvent,
 )
+
+T = TypeVar("T")
 
 DB_FILE_NAME = "metadata.db"
 LOCK_FILE_NAME = "metadata.lock"
@@ -198,8 +200,17 @@ class _Transaction:
         owner = self.session_id if ephemeral else 0
         self.conn.execute(
             f"INSERT INTO nodes ({_COLUMNS}) VALUES (?, ?, ?, 0, 0, ?, ?, ?, ?, ?, ?, 0)",
-            (path, parent_path, bytes(data), self.zxid, self.zxid, self.zxid,
-             self.now_ms, self.now_ms, owner),
+            (
+                path,
+                parent_path,
+                bytes(data),
+                self.zxid,
+                self.zxid,
+                self.zxid,
+                self.now_ms,
+                self.now_ms,
+                owner,
+            ),
         )
         self._children_changed(parent_path, +1)
         self.fired.data.append((path, EventType.CREATED))
@@ -364,9 +375,7 @@ class MetadataDatabase:
                 (now, now),
             )
             # the sessions of a previous run are dead: their ephemeral nodes go
-            dead = self.conn.execute(
-                "SELECT path FROM nodes WHERE ephemeral_owner != 0"
-            ).fetchall()
+            dead = self.conn.execute("SELECT path FROM nodes WHERE ephemeral_owner != 0").fetchall()
             if dead:
                 zxid = self._next_counter("zxid")
                 txn = _Transaction(self.conn, zxid, now, 0)
@@ -446,10 +455,10 @@ class MetadataDatabase:
     def transact(
         self,
         session_id: int,
-        body: Callable[[_Transaction], object],
+        body: Callable[[_Transaction], T],
         *,
         write: bool,
-    ) -> object:
+    ) -> T:
         """Run `body` in one SQLite transaction: all of it or, if it raises, none of it."""
         with self.lock:
             self._check_open()
@@ -560,9 +569,7 @@ class EmbeddedStore(MetadataStore):
         self._session_id = 0
         database.end_session(old_session)
         self._session_id = database.add_session(self)
-        self._log.info(
-            "Session 0x%x expired; new session 0x%x", old_session, self._session_id
-        )
+        self._log.info("Session 0x%x expired; new session 0x%x", old_session, self._session_id)
         assert self._loop is not None
         for callback in list(self._expiry_callbacks):
             self._loop.call_soon_threadsafe(self._run_callback, callback, ())
@@ -584,7 +591,7 @@ class EmbeddedStore(MetadataStore):
             )
         return self._database
 
-    def _transact(self, body: Callable[[_Transaction], object], *, write: bool) -> object:
+    def _transact(self, body: Callable[[_Transaction], T], *, write: bool) -> T:
         database = self._require_database()
         return database.transact(self._session_id, body, write=write)
 
@@ -602,8 +609,7 @@ class EmbeddedStore(MetadataStore):
                 path, data, ephemeral=ephemeral, sequential=sequential, make_parents=make_parents
             )
 
-        created: str = self._transact(body, write=True)  # type: ignore[assignment]
-        return created
+        return self._transact(body, write=True)
 
     async def get(self, path: str, watch: WatchCallback | None = None) -> tuple[bytes, Stat]:
         validate_path(path)
@@ -614,13 +620,12 @@ class EmbeddedStore(MetadataStore):
                 self._add_watch("data", path, watch)
             return node
 
-        node: _Node = self._transact(body, write=False)  # type: ignore[assignment]
+        node = self._transact(body, write=False)
         return node.data, node.stat()
 
     async def set(self, path: str, data: bytes, version: int = -1) -> Stat:
         validate_path(path)
-        stat: Stat = self._transact(lambda txn: txn.set(path, data, version), write=True)  # type: ignore[assignment]
-        return stat
+        return self._transact(lambda txn: txn.set(path, data, version), write=True)
 
     async def delete(self, path: str, version: int = -1, *, recursive: bool = False) -> None:
         self._transact(lambda txn: txn.delete(path, version, recursive), write=True)
@@ -634,8 +639,8 @@ class EmbeddedStore(MetadataStore):
                 self._add_watch("data", path, watch)
             return node
 
-        node: _Node | None = self._transact(body, write=False)  # type: ignore[assignment]
-        return node.stat() if node is not None else None
+        found = self._transact(body, write=False)
+        return found.stat() if found is not None else None
 
     async def get_children(self, path: str, watch: WatchCallback | None = None) -> list[str]:
         validate_path(path)
@@ -647,8 +652,7 @@ class EmbeddedStore(MetadataStore):
                 self._add_watch("child", path, watch)
             return sorted(row[0].rsplit("/", 1)[1] for row in rows)
 
-        children: list[str] = self._transact(body, write=False)  # type: ignore[assignment]
-        return children
+        return self._transact(body, write=False)
 
     async def multi(self, ops: Sequence[Op]) -> list[str | Stat | None]:
         def body(txn: _Transaction) -> list[str | Stat | None]:
@@ -656,7 +660,9 @@ class EmbeddedStore(MetadataStore):
             for op in ops:
                 if isinstance(op, CreateOp):
                     results.append(
-                        txn.create(op.path, op.data, ephemeral=op.ephemeral, sequential=op.sequential)
+                        txn.create(
+                            op.path, op.data, ephemeral=op.ephemeral, sequential=op.sequential
+                        )
                     )
                 elif isinstance(op, SetDataOp):
                     results.append(txn.set(op.path, op.data, op.version))
@@ -670,8 +676,7 @@ class EmbeddedStore(MetadataStore):
                     raise TypeError(f"Unknown metadata operation {op!r}.")
             return results
 
-        results: list[str | Stat | None] = self._transact(body, write=True)  # type: ignore[assignment]
-        return results
+        return self._transact(body, write=True)
 
     # Watch delivery
 

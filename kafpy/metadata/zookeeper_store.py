@@ -94,7 +94,9 @@ def translate_error(error: BaseException, action: str, path: str) -> BaseExcepti
     if isinstance(error, kz.NodeExistsError):
         return NodeExistsError(f"Node {path} already exists.", path)
     if isinstance(error, kz.BadVersionError):
-        return BadVersionError(f"Cannot {action} {path}: its version is not the expected one.", path)
+        return BadVersionError(
+            f"Cannot {action} {path}: its version is not the expected one.", path
+        )
     if isinstance(error, kz.NotEmptyError):
         return NotEmptyError(
             f"Cannot delete {path}: it has children (delete them first or delete recursively).",
@@ -107,17 +109,12 @@ def translate_error(error: BaseException, action: str, path: str) -> BaseExcepti
             path,
         )
     if isinstance(error, kz.SessionExpiredError):
-        return SessionExpiredError(
-            f"Cannot {action} {path}: the ZooKeeper session expired.", path
-        )
+        return SessionExpiredError(f"Cannot {action} {path}: the ZooKeeper session expired.", path)
     if isinstance(error, kz.ConnectionClosedError):
-        return ConnectionLossError(
-            f"Cannot {action} {path}: the ZooKeeper store is closed.", path
-        )
+        return ConnectionLossError(f"Cannot {action} {path}: the ZooKeeper store is closed.", path)
     if isinstance(error, kz.ConnectionLoss | KazooTimeoutError | kz.OperationTimeoutError):
         return ConnectionLossError(
-            f"Lost the connection to ZooKeeper during {action} of {path}; the outcome is "
-            "unknown.",
+            f"Lost the connection to ZooKeeper during {action} of {path}; the outcome is unknown.",
             path,
         )
     if isinstance(error, kz.KazooException):
@@ -151,9 +148,7 @@ class _KazooWatcher:
         # on a kazoo thread; NONE means the connection dropped: re-armed on reconnection
         if event.type == KazooEventType.NONE:
             return
-        self.store._call_on_loop(
-            self.store._trigger, self.kind, self.path, EventType(event.type)
-        )
+        self.store._call_on_loop(self.store._trigger, self.kind, self.path, EventType(event.type))
 
 
 class ZooKeeperStore(MetadataStore):
@@ -210,9 +205,7 @@ class ZooKeeperStore(MetadataStore):
             raise self._connect_error(e) from e
         self._client = client
         self._session_id = self._current_session_id()
-        self._log.info(
-            "Connected to ZooKeeper %s, session 0x%x", self.connect, self._session_id
-        )
+        self._log.info("Connected to ZooKeeper %s, session 0x%x", self.connect, self._session_id)
 
     def _new_client(self, hosts: str) -> KazooClient:
         return KazooClient(
@@ -297,7 +290,6 @@ class ZooKeeperStore(MetadataStore):
     def _on_new_session(self) -> None:
         if self._client is None:
             return
-        self._on_session_lost()
         self._session_id = self._current_session_id()
         self._log.info("New ZooKeeper session 0x%x", self._session_id)
         for callback in list(self._expiry_callbacks):
@@ -502,8 +494,7 @@ class ZooKeeperStore(MetadataStore):
                 raise NoNodeError(f"Node {path} does not exist.", path)
             if version != -1 and stat.version != version:
                 raise BadVersionError(
-                    f"Cannot delete {path}: expected version {version} but it is "
-                    f"{stat.version}.",
+                    f"Cannot delete {path}: expected version {version} but it is {stat.version}.",
                     path,
                 )
             await self._delete_descendants(path)
@@ -543,7 +534,9 @@ class ZooKeeperStore(MetadataStore):
                 raise TypeError(f"Unknown metadata operation {op!r}.")
         if not ops:
             return []
-        results = await self._call("commit a transaction on", ops[0].path, transaction.commit_async())
+        results = await self._call(
+            "commit a transaction on", ops[0].path, transaction.commit_async()
+        )
         failures = [
             (op, result)
             for op, result in zip(ops, results, strict=True)

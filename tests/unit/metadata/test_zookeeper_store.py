@@ -129,7 +129,9 @@ def test_a_missing_chroot_is_created(zookeeper_server: ZooKeeperServer) -> None:
         client.close()
 
 
-def test_nodes_live_under_the_chroot(zookeeper_server: ZooKeeperServer, zookeeper_connect: str) -> None:
+def test_nodes_live_under_the_chroot(
+    zookeeper_server: ZooKeeperServer, zookeeper_connect: str
+) -> None:
     _, chroot = split_connect_string(zookeeper_connect)
 
     async def scenario() -> None:
