@@ -187,7 +187,7 @@ class LogSegment:
         largest_offset: int,
         largest_timestamp: int,
         shallow_offset_of_max_timestamp: int,
-        records: MemoryRecords,
+        records: MemoryRecords | memoryview,
     ) -> None:
         """Write `records` (whole batches, offsets assigned) at the end of the segment.
 
@@ -195,7 +195,7 @@ class LogSegment:
         batch max timestamp and the last offset of that batch. Adds an index entry when
         more than `index.interval.bytes` were written since the last one.
         """
-        data = records.buffer()
+        data = records.buffer() if isinstance(records, MemoryRecords) else records
         size = len(data)
         if size == 0:
             return

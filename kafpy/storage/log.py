@@ -1,0 +1,897 @@
+"""Log: the append-only sequence of segments that stores one partition on disk (Kafka's Log).
+
+A Log owns the directory `<topic>-<partition>`: it loads (and if needed recovers) the
+segments found there, appends batches to the active segment, rolling to a new one by
+size, age or index capacity, serves reads by offset, truncates, flushes up to a recovery
+point, and deletes old segments by retention time, size and log start offset.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import re
+import shutil
+import threading
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+from kafpy.common.errors import (
+    KafkaError,
+    KafkaStorageError,
+    OffsetOutOfRangeError,
+    RecordListTooLargeError,
+)
+from kafpy.common.logger import component_logger
+from kafpy.common.scheduler import Scheduler
+from kafpy.common.time import Time
+from kafpy.common.topic_partition import TopicPartition
+from kafpy.records.memory_records import MemoryRecords
+from kafpy.storage.abstract_index import (
+    CorruptIndexError,
+    IndexOffsetOverflowError,
+    InvalidOffsetError,
+)
+from kafpy.storage.log_append_info import FetchDataInfo, LogAppendInfo, LogOffsetMetadata
+from kafpy.storage.log_config import LogConfig
+from kafpy.storage.log_segment import (
+    CLEANED_FILE_SUFFIX,
+    DELETED_FILE_SUFFIX,
+    INDEX_FILE_SUFFIX,
+    LOG_FILE_SUFFIX,
+    SWAP_FILE_SUFFIX,
+    TIME_INDEX_FILE_SUFFIX,
+    TXN_INDEX_FILE_SUFFIX,
+    LogSegment,
+    filename_prefix_from_offset,
+    log_file_name,
+    offset_from_file_name,
+    offset_index_file_name,
+    time_index_file_name,
+    transaction_index_file_name,
+)
+from kafpy.storage.log_validator import analyze_and_validate, validate_and_assign_offsets
+from kafpy.storage.time_index import NO_TIMESTAMP, TimestampOffset
+
+DELETE_DIR_SUFFIX = "-delete"
+FUTURE_DIR_SUFFIX = "-future"
+CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+EARLIEST_TIMESTAMP = -2
+LATEST_TIMESTAMP = -1
+
+_DELETE_DIR_PATTERN = re.compile(r"^(\S+)-(\S+)\.(\S+)" + re.escape(DELETE_DIR_SUFFIX) + "$")
+_FUTURE_DIR_PATTERN = re.compile(r"^(\S+)-(\S+)\.(\S+)" + re.escape(FUTURE_DIR_SUFFIX) + "$")
+_INDEX_SUFFIXES = (INDEX_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX, TXN_INDEX_FILE_SUFFIX)
+
+__all__ = [
+    "CLEAN_SHUTDOWN_FILE",
+    "DELETE_DIR_SUFFIX",
+    "EARLIEST_TIMESTAMP",
+    "FUTURE_DIR_SUFFIX",
+    "LATEST_TIMESTAMP",
+    "Log",
+    "filename_prefix_from_offset",
+    "log_delete_dir_name",
+    "log_file_name",
+    "offset_index_file_name",
+    "parse_topic_partition_name",
+    "time_index_file_name",
+    "transaction_index_file_name",
+]
+
+
+def log_delete_dir_name(tp: TopicPartition) -> str:
+    """The name a deleted partition's directory is renamed to: `t-0.<uuid hex>-delete`."""
+    return f"{tp.topic}-{tp.partition}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
+
+
+def parse_topic_partition_name(dir: Path) -> TopicPartition:
+    """The partition a log directory holds (`t-0`, or `t-0.<uuid>-delete` when deleted)."""
+    name = Path(dir).name
+
+    def error() -> KafkaStorageError:
+        return KafkaStorageError(
+            f"Found directory {Path(dir).resolve()}, '{name}' is not in the form of "
+            "topic-partition or topic-partition.uniqueId-delete (if marked for deletion). "
+            "Kafka's log directories (and children) should only contain Kafka topic data; "
+            "move anything else out of the log dir."
+        )
+
+    if not name or "-" not in name:
+        raise error()
+    if name.endswith(DELETE_DIR_SUFFIX) or name.endswith(FUTURE_DIR_SUFFIX):
+        pattern = _DELETE_DIR_PATTERN if name.endswith(DELETE_DIR_SUFFIX) else _FUTURE_DIR_PATTERN
+        if not pattern.match(name):
+            raise error()
+        name = name[: name.rindex(".")]
+    topic, _, partition = name.rpartition("-")
+    if not topic or not partition or not partition.isdigit():
+        raise error()
+    return TopicPartition(topic, int(partition))
+
+
+def _is_index_file(name: str) -> bool:
+    return name.endswith(_INDEX_SUFFIXES)
+
+
+def _strip_suffix(path: Path, suffix: str) -> Path:
+    return path.with_name(path.name[: -len(suffix)])
+
+
+class Log:
+    """An append-only log of one partition: ordered segments, the last one active.
+
+    `Log(dir, config, log_start_offset, recovery_point, scheduler, time,
+    had_clean_shutdown)` loads the segments in `dir` (see `_load_segments`) and, after an
+    unclean shutdown, recovers every segment from `recovery_point` on. All state changes
+    happen under one re-entrant lock; `flush` does its fsyncs outside it.
+    """
+
+    def __init__(
+        self,
+        dir: Path,
+        config: LogConfig,
+        log_start_offset: int,
+        recovery_point: int,
+        scheduler: Scheduler,
+        time: Time,
+        had_clean_shutdown: bool = True,
+    ) -> None:
+        self.dir = Path(dir)
+        self.config = config
+        self.scheduler = scheduler
+        self.time = time
+        self.topic_partition = parse_topic_partition_name(self.dir)
+        self.recovery_point = recovery_point
+        self.log_start_offset = log_start_offset
+        self._had_clean_shutdown = had_clean_shutdown
+        self._lock = threading.RLock()
+        self._segments: dict[int, LogSegment] = {}
+        self._base_offsets: list[int] = []  # sorted keys of _segments
+        self._closed = False
+        self.last_flush_time = time.milliseconds()
+        self.log = component_logger(
+            "kafpy.log.Log", f"Log partition={self.topic_partition}, dir={self.dir.parent}"
+        )
+        self.dir.mkdir(parents=True, exist_ok=True)
+        start = time.milliseconds()
+        next_offset = self._load_segments()
+        active = self.active_segment
+        self._leo = next_offset
+        self._leo_segment_base = active.base_offset
+        self._leo_position = active.size
+        self.log_start_offset = max(self.log_start_offset, self._base_offsets[0])
+        self.log.info(
+            "Completed load of log with %d segments, log start offset %d and log end offset %d in %d ms",
+            len(self._segments), self.log_start_offset, self._leo, time.milliseconds() - start,
+        )
+
+    # -- segment map ---------------------------------------------------------------------------
+
+    def _add_segment(self, segment: LogSegment) -> LogSegment:
+        base = segment.base_offset
+        if base not in self._segments:
+            bisect.insort(self._base_offsets, base)
+        self._segments[base] = segment
+        return segment
+
+    def _remove_segment(self, base_offset: int) -> None:
+        if self._segments.pop(base_offset, None) is not None:
+            i = bisect.bisect_left(self._base_offsets, base_offset)
+            del self._base_offsets[i]
+
+    def _floor_index(self, offset: int) -> int:
+        """Index in _base_offsets of the segment that may hold `offset` (-1 if none)."""
+        return bisect.bisect_right(self._base_offsets, offset) - 1
+
+    def _segments_in_range(self, from_offset: int, to_offset: int) -> list[LogSegment]:
+        """Segments that may hold offsets in [from_offset, to_offset)."""
+        with self._lock:
+            start = max(self._floor_index(from_offset), 0)
+            end = bisect.bisect_left(self._base_offsets, to_offset)
+            return [self._segments[b] for b in self._base_offsets[start:end]]
+
+    # -- properties --------------------------------------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        return self.dir.name
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._leo
+
+    @property
+    def log_end_offset_metadata(self) -> LogOffsetMetadata:
+        return LogOffsetMetadata(self._leo, self._leo_segment_base, self._leo_position)
+
+    @property
+    def active_segment(self) -> LogSegment:
+        return self._segments[self._base_offsets[-1]]
+
+    def log_segments(self) -> list[LogSegment]:
+        """The segments, oldest first (a copy)."""
+        with self._lock:
+            return [self._segments[b] for b in self._base_offsets]
+
+    @property
+    def num_segments(self) -> int:
+        return len(self._base_offsets)
+
+    @property
+    def size(self) -> int:
+        """Bytes in all segments."""
+        with self._lock:
+            return sum(s.size for s in self._segments.values())
+
+    @property
+    def unflushed_messages(self) -> int:
+        return self._leo - self.recovery_point
+
+    def update_config(self, config: LogConfig) -> None:
+        with self._lock:
+            self.config = config
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise KafkaStorageError(
+                f"The log of partition {self.topic_partition} in {self.dir} is closed; "
+                "it cannot be read or written until it is loaded again."
+            )
+
+    def _update_log_end_offset(self, offset: int) -> None:
+        active = self.active_segment
+        self._leo = offset
+        self._leo_segment_base = active.base_offset
+        self._leo_position = active.size
+
+    # -- loading -----------------------------------------------------------------------------------
+
+    def _load_segments(self) -> int:
+        swap_files = self._remove_temp_files_and_collect_swap_files()
+        self._load_segment_files()
+        self._complete_swap_operations(swap_files)
+        if not self._segments:
+            self._add_segment(LogSegment.open(self.dir, 0, self.config, self.time))
+            return 0
+        if self.dir.name.endswith(DELETE_DIR_SUFFIX):
+            return self.active_segment.read_next_offset()
+        next_offset = self._recover_log()
+        self.active_segment.resize_indexes(self.config.segment_index_bytes)
+        return next_offset
+
+    def _delete_indices_if_exist(self, base_file: Path, suffix: str = "") -> None:
+        self.log.info("Deleting index files with suffix %s for baseFile %s", suffix, base_file)
+        offset = offset_from_file_name(base_file.name)
+        for path in (
+            offset_index_file_name(self.dir, offset, suffix),
+            time_index_file_name(self.dir, offset, suffix),
+            transaction_index_file_name(self.dir, offset, suffix),
+        ):
+            path.unlink(missing_ok=True)
+
+    def _remove_temp_files_and_collect_swap_files(self) -> list[Path]:
+        swap_files: list[Path] = []
+        clean_files: list[Path] = []
+        min_cleaned_offset: int | None = None
+        for file in sorted(self.dir.iterdir()):
+            if not file.is_file():
+                continue
+            name = file.name
+            if name.endswith(DELETED_FILE_SUFFIX):
+                self.log.debug("Deleting stray temporary file %s", file)
+                file.unlink(missing_ok=True)
+            elif name.endswith(CLEANED_FILE_SUFFIX):
+                offset = offset_from_file_name(name)
+                min_cleaned_offset = offset if min_cleaned_offset is None else min(offset, min_cleaned_offset)
+                clean_files.append(file)
+            elif name.endswith(SWAP_FILE_SUFFIX):
+                # Crashed in the middle of a swap: the indexes are rebuilt; a log swap file
+                # is completed once the other segments are loaded.
+                base_file = _strip_suffix(file, SWAP_FILE_SUFFIX)
+                self.log.info("Found file %s from interrupted swap operation.", file)
+                if _is_index_file(base_file.name):
+                    self._delete_indices_if_exist(base_file)
+                elif base_file.name.endswith(LOG_FILE_SUFFIX):
+                    self._delete_indices_if_exist(base_file)
+                    swap_files.append(file)
+        valid_swaps: list[Path] = []
+        for file in swap_files:
+            # A swap at or after a .cleaned file is part of an unfinished split: drop it.
+            if min_cleaned_offset is not None and offset_from_file_name(file.name) >= min_cleaned_offset:
+                self.log.debug(
+                    "Deleting invalid swap file %s minCleanedFileOffset: %d", file, min_cleaned_offset
+                )
+                self._delete_indices_if_exist(_strip_suffix(file, SWAP_FILE_SUFFIX), SWAP_FILE_SUFFIX)
+                file.unlink(missing_ok=True)
+            else:
+                valid_swaps.append(file)
+        for file in clean_files:
+            self.log.debug("Deleting stray .clean file %s", file)
+            file.unlink(missing_ok=True)
+        return valid_swaps
+
+    def _load_segment_files(self) -> None:
+        for file in sorted(self.dir.iterdir(), key=lambda p: p.name):
+            if not file.is_file():
+                continue
+            name = file.name
+            if _is_index_file(name):
+                offset = offset_from_file_name(name)
+                if not log_file_name(self.dir, offset).exists():
+                    self.log.warning(
+                        "Found an orphaned index file %s, with no corresponding log file.", file
+                    )
+                    file.unlink(missing_ok=True)
+            elif name.endswith(LOG_FILE_SUFFIX):
+                base_offset = offset_from_file_name(name)
+                offset_index_missing = not offset_index_file_name(self.dir, base_offset).exists()
+                time_index_missing = not time_index_file_name(self.dir, base_offset).exists()
+                segment = LogSegment.open(
+                    self.dir, base_offset, self.config, self.time, file_already_exists=True
+                )
+                if offset_index_missing or time_index_missing:
+                    self.log.error(
+                        "Could not find %s file corresponding to log file %s, recovering segment "
+                        "and rebuilding index files...",
+                        "offset index" if offset_index_missing else "time index",
+                        segment.log.file,
+                    )
+                    self._recover_segment(segment)
+                else:
+                    try:
+                        self._sanity_check(segment)
+                    except CorruptIndexError as e:
+                        self.log.warning(
+                            "Found a corrupted index file corresponding to log file %s due to %s}, "
+                            "recovering segment and rebuilding index files...",
+                            segment.log.file, e,
+                        )
+                        self._recover_segment(segment)
+                self._add_segment(segment)
+
+    @staticmethod
+    def _sanity_check(segment: LogSegment) -> None:
+        segment.offset_index.sanity_check()
+        segment.time_index.sanity_check()
+        segment.txn_index.sanity_check()
+        # Beyond Kafka's checks: an index pointing past the end of the log is stale.
+        last = segment.offset_index.last_entry()
+        if segment.offset_index.entries and last.position >= segment.size:
+            raise CorruptIndexError(
+                f"Index file {segment.offset_index.file} points at position {last.position} "
+                f"but the log {segment.log.file} has only {segment.size} bytes"
+            )
+
+    def _recover_segment(self, segment: LogSegment) -> int:
+        return segment.recover()
+
+    def _complete_swap_operations(self, swap_files: list[Path]) -> None:
+        for swap_file in swap_files:
+            log_path = _strip_suffix(swap_file, SWAP_FILE_SUFFIX)
+            base_offset = offset_from_file_name(log_path.name)
+            swap_segment = LogSegment.open(
+                self.dir, base_offset, self.config, self.time,
+                file_already_exists=True, file_suffix=SWAP_FILE_SUFFIX,
+            )
+            self.log.info("Found log file %s from interrupted swap operation, repairing.", swap_file)
+            self._recover_segment(swap_segment)
+            next_offset = swap_segment.read_next_offset()
+            old = [
+                s for s in self._segments_in_range(swap_segment.base_offset, next_offset)
+                if s.read_next_offset() > swap_segment.base_offset
+            ]
+            self._replace_segments([swap_segment], old, is_recovered_swap_file=True)
+
+    def _replace_segments(
+        self, new_segments: list[LogSegment], old_segments: list[LogSegment], is_recovered_swap_file: bool = False
+    ) -> None:
+        """Swap `old_segments` for `new_segments` crash-safely (the cleaner's last step)."""
+        with self._lock:
+            new_sorted = sorted(new_segments, key=lambda s: s.base_offset)
+            if not is_recovered_swap_file:
+                for s in new_sorted:
+                    s.change_file_suffixes(CLEANED_FILE_SUFFIX, SWAP_FILE_SUFFIX)
+            for s in new_sorted:
+                self._add_segment(s)
+            new_bases = {s.base_offset for s in new_sorted}
+            for s in sorted(old_segments, key=lambda s: s.base_offset):
+                if s.base_offset not in new_bases:
+                    self._remove_segment(s.base_offset)
+                self._async_delete_segment(s)
+            for s in new_sorted:
+                s.change_file_suffixes(SWAP_FILE_SUFFIX, "")
+
+    def _recover_log(self) -> int:
+        if not self._had_clean_shutdown:
+            unflushed = self._segments_in_range(self.recovery_point, 2**63 - 1)
+            for i, segment in enumerate(unflushed):
+                self.log.info("Recovering unflushed segment %d", segment.base_offset)
+                try:
+                    truncated = self._recover_segment(segment)
+                except (InvalidOffsetError, IndexOffsetOverflowError):
+                    self.log.warning(
+                        "Found invalid offset during recovery. Deleting the corrupt segment and "
+                        "creating an empty one with starting offset %d", segment.base_offset,
+                    )
+                    truncated = segment.truncate_to(segment.base_offset)
+                if truncated > 0:
+                    self.log.warning(
+                        "Corruption found in segment %d, truncating to offset %d",
+                        segment.base_offset, segment.read_next_offset(),
+                    )
+                    for later in unflushed[i + 1 :]:
+                        self._delete_segment(later)
+                    break
+        if self._segments:
+            log_end_offset = self.active_segment.read_next_offset()
+            if log_end_offset < self.log_start_offset:
+                self.log.warning(
+                    "Deleting all segments because logEndOffset (%d) is smaller than logStartOffset "
+                    "(%d). This could happen if segment files were deleted from the file system.",
+                    log_end_offset, self.log_start_offset,
+                )
+                for segment in self.log_segments():
+                    self._delete_segment(segment)
+                self._add_segment(LogSegment.open(self.dir, self.log_start_offset, self.config, self.time))
+        self.recovery_point = self.active_segment.read_next_offset()
+        return self.recovery_point
+
+    # -- appending ---------------------------------------------------------------------------------
+
+    def append_as_leader(self, records: MemoryRecords, leader_epoch: int, is_from_client: bool = True) -> LogAppendInfo:
+        """Validate `records`, assign them the next offsets and append them.
+
+        Raises MessageTooLargeError (a batch over max.message.bytes), RecordListTooLargeError
+        (the append over segment.bytes), CorruptRecordError (bad CRC or length),
+        InvalidRecordError (bad magic or header) and InvalidTimestampError.
+        """
+        return self._append(records, True, leader_epoch, is_from_client)
+
+    def append_as_follower(self, records: MemoryRecords) -> LogAppendInfo:
+        """Append batches replicated from the leader, keeping their offsets."""
+        return self._append(records, False, -1, False)
+
+    def _append(
+        self, records: MemoryRecords, assign_offsets: bool, leader_epoch: int, is_from_client: bool
+    ) -> LogAppendInfo:
+        buffer = records.buffer()
+        config = self.config
+        with self._lock:
+            if self._closed:
+                self._check_open()
+            now = self.time.milliseconds()
+            if assign_offsets:
+                data, info = validate_and_assign_offsets(
+                    buffer, self._leo, now, config, leader_epoch, is_from_client
+                )
+                if info.shallow_count == 0:
+                    return info
+            else:
+                info = analyze_and_validate(buffer, config, is_from_client)
+                if info.shallow_count == 0:
+                    return info
+                data = buffer if info.valid_bytes == len(buffer) else buffer[: info.valid_bytes]
+                if not info.offsets_monotonic:
+                    raise InvalidOffsetError(
+                        f"Out of order offsets found in append to {self.topic_partition}: the batches "
+                        f"end at offsets that do not increase (last {info.last_offset})"
+                    )
+                if info.first_offset < self._leo:
+                    raise UnexpectedAppendOffsetError(
+                        f"Unexpected offset in append to {self.topic_partition}. First offset "
+                        f"{info.first_offset} is less than the next offset {self._leo}. Last offset "
+                        f"in append: {info.last_offset}. Log start offset = {self.log_start_offset}"
+                    )
+            info.log_start_offset = self.log_start_offset
+            size = len(data)
+            if size > config.segment_bytes:
+                raise RecordListTooLargeError(
+                    f"Message batch size is {size} bytes in append to partition {self.topic_partition}, "
+                    f"which exceeds the maximum configured segment size of {config.segment_bytes} "
+                    "(segment.bytes)."
+                )
+            segment = self._maybe_roll(size, info, now)
+            segment.append(info.last_offset, info.max_timestamp, info.offset_of_max_timestamp, data)
+            self._leo = info.last_offset + 1
+            self._leo_segment_base = segment.base_offset
+            self._leo_position = segment.log.size
+            if self._leo - self.recovery_point >= config.flush_messages:
+                self.flush()
+            return info
+
+    def _maybe_roll(self, messages_size: int, info: LogAppendInfo, now: int) -> LogSegment:
+        segment = self._segments[self._base_offsets[-1]]
+        config = self.config
+        if segment.should_roll(
+            config.segment_bytes, config.max_segment_ms, messages_size,
+            info.max_timestamp, info.last_offset, now,
+        ):
+            self.log.debug(
+                "Rolling new log segment (log_size = %d/%d}, offset_index_size = %d/%d, "
+                "time_index_size = %d/%d, inactive_time_ms = %d/%d).",
+                segment.size, config.segment_bytes,
+                segment.offset_index.entries, segment.offset_index.max_entries,
+                segment.time_index.entries, segment.time_index.max_entries,
+                segment.time_waited_for_roll(now, info.max_timestamp),
+                config.max_segment_ms - segment.roll_jitter_ms,
+            )
+            if info.first_offset >= 0:
+                return self.roll(info.first_offset)
+            return self.roll(info.last_offset - (2**31 - 1))
+        return segment
+
+    def roll(self, expected_next_offset: int | None = None) -> LogSegment:
+        """Start a new active segment at max(expected_next_offset, log end offset)."""
+        start = self.time.hi_res_milliseconds()
+        with self._lock:
+            self._check_open()
+            new_offset = max(expected_next_offset or 0, self._leo)
+            if new_offset in self._segments:
+                active = self.active_segment
+                if active.base_offset == new_offset and active.size == 0:
+                    self.log.warning(
+                        "Trying to roll a new log segment with start offset %d =max(provided offset = "
+                        "%s, LEO = %d) while it already exists and is active with size 0. Size of time "
+                        "index: %d, size of offset index: %d.",
+                        new_offset, expected_next_offset, self._leo,
+                        active.time_index.entries, active.offset_index.entries,
+                    )
+                    self._delete_segment(active)
+                else:
+                    raise KafkaError(
+                        f"Trying to roll a new log segment for topic partition {self.topic_partition} "
+                        f"with start offset {new_offset} =max(provided offset = {expected_next_offset}, "
+                        f"LEO = {self._leo}) while it already exists. Existing segment is "
+                        f"{self._segments[new_offset]}."
+                    )
+            elif self._base_offsets and new_offset < self.active_segment.base_offset:
+                raise KafkaError(
+                    f"Trying to roll a new log segment for topic partition {self.topic_partition} with "
+                    f"start offset {new_offset} =max(provided offset = {expected_next_offset}, LEO = "
+                    f"{self._leo}) lower than start offset of the active segment {self.active_segment}"
+                )
+            else:
+                for path in (
+                    log_file_name(self.dir, new_offset),
+                    offset_index_file_name(self.dir, new_offset),
+                    time_index_file_name(self.dir, new_offset),
+                    transaction_index_file_name(self.dir, new_offset),
+                ):
+                    if path.exists():
+                        self.log.warning(
+                            "Newly rolled segment file %s already exists; deleting it first", path
+                        )
+                        path.unlink()
+                if self._base_offsets:
+                    self.active_segment.on_become_inactive_segment()
+            segment = self._add_segment(LogSegment.open(self.dir, new_offset, self.config, self.time))
+            self._update_log_end_offset(self._leo)
+            self._schedule("flush-log", lambda: self.flush(new_offset), 0)
+            self.log.info(
+                "Rolled new log segment at offset %d in %d ms.",
+                new_offset, self.time.hi_res_milliseconds() - start,
+            )
+            return segment
+
+    def _schedule(self, name: str, fun: Callable[[], object], delay_ms: int) -> None:
+        if self.scheduler.is_started:
+            self.scheduler.schedule(name, fun, delay_ms)
+        else:
+            fun()  # no scheduler running (tools, shutdown): do it now
+
+    # -- flushing ----------------------------------------------------------------------------------
+
+    def flush(self, offset: int | None = None) -> None:
+        """fsync every segment holding offsets below `offset` (default: the log end offset)
+        and move the recovery point there."""
+        if offset is None:
+            offset = self._leo
+        if offset <= self.recovery_point:
+            return
+        self.log.debug(
+            "Flushing log up to offset %d, last flushed: %d,  current time: %d, unflushed: %d",
+            offset, self.last_flush_time, self.time.milliseconds(), self.unflushed_messages,
+        )
+        for segment in self._segments_in_range(self.recovery_point, offset):
+            try:
+                segment.flush()
+            except (OSError, ValueError):
+                if self._segments.get(segment.base_offset) is segment:
+                    raise
+                # the segment was deleted or closed meanwhile: nothing left to flush
+        with self._lock:
+            self._check_open()
+            if offset > self.recovery_point:
+                self.recovery_point = offset
+                self.last_flush_time = self.time.milliseconds()
+
+    # -- reading -----------------------------------------------------------------------------------
+
+    def read(
+        self,
+        start_offset: int,
+        max_length: int,
+        max_offset: int | None = None,
+        min_one_message: bool = True,
+        include_aborted_txns: bool = False,
+    ) -> FetchDataInfo:
+        """Read up to `max_length` bytes of stored batches from the one holding `start_offset`.
+
+        `max_offset` bounds the read (exclusive, e.g. the high watermark); with
+        `min_one_message` the first batch comes whole even if larger than `max_length`.
+        Raises OffsetOutOfRangeError outside [log_start_offset, log_end_offset].
+        """
+        with self._lock:
+            self._check_open()
+            next_offset = self._leo
+            if start_offset == next_offset:
+                return FetchDataInfo(
+                    self.log_end_offset_metadata, MemoryRecords.empty(),
+                    aborted_transactions=[] if include_aborted_txns else None,
+                )
+            i = self._floor_index(start_offset)
+            if start_offset > next_offset or i < 0 or start_offset < self.log_start_offset:
+                raise OffsetOutOfRangeError(
+                    f"Received request for offset {start_offset} for partition {self.topic_partition}, "
+                    f"but we only have log segments in the range {self.log_start_offset} to {next_offset}."
+                )
+            bases = self._base_offsets
+            while i < len(bases):
+                segment = self._segments[bases[i]]
+                max_position = self._leo_position if i == len(bases) - 1 else segment.size
+                info = segment.read(start_offset, max_offset, max_length, max_position, min_one_message)
+                if info is not None:
+                    if include_aborted_txns:
+                        return self._add_aborted_transactions(start_offset, i, info)
+                    return info
+                i += 1
+            return FetchDataInfo(self.log_end_offset_metadata, MemoryRecords.empty())
+
+    def _add_aborted_transactions(self, start_offset: int, index: int, info: FetchDataInfo) -> FetchDataInfo:
+        fetch_size = info.records.size_in_bytes
+        start_position = info.fetch_offset_metadata.relative_position_in_segment
+        segment = self._segments[self._base_offsets[index]]
+        upper = segment.offset_index.fetch_upper_bound_offset(
+            segment.offset_index.lookup(start_offset)._replace(position=start_position), fetch_size
+        )
+        if upper is not None:
+            upper_bound = upper.offset
+        elif index + 1 < len(self._base_offsets):
+            upper_bound = self._base_offsets[index + 1]
+        else:
+            upper_bound = self._leo
+        aborted = []
+        for b in self._base_offsets[index:]:
+            result = self._segments[b].txn_index.collect_aborted_txns(start_offset, upper_bound)
+            aborted.extend(result.aborted_transactions)
+            if result.is_complete:
+                break
+        return FetchDataInfo(info.fetch_offset_metadata, info.records, info.first_entry_incomplete, aborted)
+
+    def fetch_offset_by_timestamp(self, target_timestamp: int) -> TimestampOffset | None:
+        """The first offset whose record timestamp is >= target (-2: earliest, -1: latest)."""
+        with self._lock:
+            segments = self.log_segments()
+            if target_timestamp == EARLIEST_TIMESTAMP:
+                return TimestampOffset(NO_TIMESTAMP, self.log_start_offset)
+            if target_timestamp == LATEST_TIMESTAMP:
+                return TimestampOffset(NO_TIMESTAMP, self._leo)
+            for segment in segments:
+                if segment.largest_timestamp >= target_timestamp:
+                    return segment.find_offset_by_timestamp(target_timestamp, self.log_start_offset)
+            return None
+
+    # -- truncation --------------------------------------------------------------------------------
+
+    def truncate_to(self, target_offset: int) -> bool:
+        """Remove every batch at or after `target_offset`; False if there was nothing to remove.
+
+        Batches are never split: a batch holding `target_offset` goes whole, and the log end
+        offset becomes that batch's base offset.
+        """
+        if target_offset < 0:
+            raise ValueError(
+                f"Cannot truncate partition {self.topic_partition} to a negative offset ({target_offset})."
+            )
+        with self._lock:
+            self._check_open()
+            if target_offset >= self._leo:
+                self.log.info(
+                    "Truncating to %d has no effect as the largest offset in the log is %d",
+                    target_offset, self._leo - 1,
+                )
+                return False
+            self.log.info("Truncating to offset %d", target_offset)
+            if self._base_offsets[0] > target_offset:
+                self.truncate_fully_and_start_at(target_offset)
+            else:
+                for segment in [s for s in self.log_segments() if s.base_offset > target_offset]:
+                    self._delete_segment(segment)
+                active = self.active_segment
+                active.truncate_to(target_offset)
+                self._update_log_end_offset(min(target_offset, active.read_next_offset()))
+                self.recovery_point = min(target_offset, self.recovery_point)
+                self.log_start_offset = min(target_offset, self.log_start_offset)
+            return True
+
+    def truncate_fully_and_start_at(self, new_offset: int) -> None:
+        """Delete every segment and start an empty log at `new_offset`."""
+        with self._lock:
+            self._check_open()
+            self.log.debug("Truncate and start at offset %d", new_offset)
+            for segment in self.log_segments():
+                self._delete_segment(segment)
+            self._add_segment(LogSegment.open(self.dir, new_offset, self.config, self.time))
+            self._update_log_end_offset(new_offset)
+            self.recovery_point = min(new_offset, self.recovery_point)
+            self.log_start_offset = new_offset
+
+    # -- retention ----------------------------------------------------------------------------------
+
+    def maybe_increment_log_start_offset(self, new_log_start_offset: int) -> None:
+        """Move the log start offset forward (DeleteRecords); segments below it go at retention."""
+        with self._lock:
+            if new_log_start_offset > self._leo:
+                raise OffsetOutOfRangeError(
+                    f"Cannot increment the log start offset to {new_log_start_offset} of partition "
+                    f"{self.topic_partition} since it is larger than the log end offset {self._leo}"
+                )
+            self._check_open()
+            if new_log_start_offset > self.log_start_offset:
+                self.log.info("Incrementing log start offset to %d", new_log_start_offset)
+                self.log_start_offset = new_log_start_offset
+
+    def delete_old_segments(
+        self, predicate: Callable[[LogSegment, LogSegment | None], bool] | None = None, reason: str = ""
+    ) -> int:
+        """Delete the segments retention no longer keeps; returns how many.
+
+        Without a predicate: by retention.ms and retention.bytes when cleanup.policy has
+        "delete", and always the segments wholly below the log start offset.
+        """
+        if predicate is not None:
+            return self._delete_old_segments(predicate, reason)
+        if self.config.delete:
+            return (
+                self._delete_retention_ms_breached_segments()
+                + self._delete_retention_size_breached_segments()
+                + self._delete_log_start_offset_breached_segments()
+            )
+        return self._delete_log_start_offset_breached_segments()
+
+    def _delete_retention_ms_breached_segments(self) -> int:
+        retention_ms = self.config.retention_ms
+        if retention_ms < 0:
+            return 0
+        start_ms = self.time.milliseconds()
+        return self._delete_old_segments(
+            lambda segment, _next: start_ms - segment.largest_timestamp > retention_ms,
+            f"retention time {retention_ms}ms breach",
+        )
+
+    def _delete_retention_size_breached_segments(self) -> int:
+        retention_bytes = self.config.retention_bytes
+        size = self.size
+        if retention_bytes < 0 or size < retention_bytes:
+            return 0
+        diff = size - retention_bytes
+
+        def should_delete(segment: LogSegment, _next: LogSegment | None) -> bool:
+            nonlocal diff
+            if diff - segment.size >= 0:
+                diff -= segment.size
+                return True
+            return False
+
+        return self._delete_old_segments(should_delete, f"retention size in bytes {retention_bytes} breach")
+
+    def _delete_log_start_offset_breached_segments(self) -> int:
+        def should_delete(segment: LogSegment, next_segment: LogSegment | None) -> bool:
+            return next_segment is not None and next_segment.base_offset <= self.log_start_offset
+
+        return self._delete_old_segments(should_delete, f"log start offset {self.log_start_offset} breach")
+
+    def _deletable_segments(
+        self, predicate: Callable[[LogSegment, LogSegment | None], bool]
+    ) -> list[LogSegment]:
+        deletable: list[LogSegment] = []
+        segments = self.log_segments()
+        for i, segment in enumerate(segments):
+            next_segment = segments[i + 1] if i + 1 < len(segments) else None
+            is_last_and_empty = next_segment is None and segment.size == 0
+            if predicate(segment, next_segment) and not is_last_and_empty:
+                deletable.append(segment)
+            else:
+                break
+        return deletable
+
+    def _delete_old_segments(
+        self, predicate: Callable[[LogSegment, LogSegment | None], bool], reason: str
+    ) -> int:
+        with self._lock:
+            self._check_open()
+            deletable = self._deletable_segments(predicate)
+            if not deletable:
+                return 0
+            self.log.info(
+                "Found deletable segments with base offsets [%s] due to %s",
+                ",".join(str(s.base_offset) for s in deletable), reason,
+            )
+            if len(deletable) == len(self._segments):
+                # a log always keeps one segment: roll first when every segment goes
+                self.roll()
+            for segment in deletable:
+                self._delete_segment(segment)
+            self.maybe_increment_log_start_offset(self._base_offsets[0])
+            return len(deletable)
+
+    def _delete_segment(self, segment: LogSegment) -> None:
+        self.log.info(
+            "Scheduling log segment [baseOffset %d, size %d] for deletion.", segment.base_offset, segment.size
+        )
+        with self._lock:
+            if self._segments.get(segment.base_offset) is segment:
+                self._remove_segment(segment.base_offset)
+            self._async_delete_segment(segment)
+
+    def _async_delete_segment(self, segment: LogSegment) -> None:
+        """Rename the segment's files to `.deleted`, then delete them after file.delete.delay.ms."""
+        segment.change_file_suffixes("", DELETED_FILE_SUFFIX)
+
+        def delete_seg() -> None:
+            self.log.info("Deleting segment %d", segment.base_offset)
+            segment.delete_if_exists()
+
+        self._schedule("delete-file", delete_seg, self.config.file_delete_delay_ms)
+
+    # -- lifecycle --------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close every segment (trimming the indexes); the files stay."""
+        self.log.debug("Closing log")
+        with self._lock:
+            if self._closed:
+                return
+            for segment in self.log_segments():
+                segment.close()
+            self._closed = True
+
+    def close_handlers(self) -> None:
+        """Close the files without trimming (after a storage error)."""
+        with self._lock:
+            for segment in self.log_segments():
+                segment.close_handlers()
+            self._closed = True
+
+    def delete(self) -> None:
+        """Delete every file of the log and its directory."""
+        with self._lock:
+            for segment in self.log_segments():
+                segment.delete_if_exists()
+            self._segments.clear()
+            self._base_offsets.clear()
+            self._closed = True
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    def rename_dir(self, name: str) -> None:
+        """Move the log directory to `name` in the same parent (e.g. its `-delete` name)."""
+        with self._lock:
+            renamed = self.dir.parent / name
+            os.replace(self.dir, renamed)
+            if renamed != self.dir:
+                self.dir = renamed
+                for segment in self.log_segments():
+                    segment.update_dir(renamed)
+                self.log = component_logger(
+                    "kafpy.log.Log", f"Log partition={self.topic_partition}, dir={self.dir.parent}"
+                )
+
+    def __repr__(self) -> str:
+        return f"Log(dir={self.dir}, topic={self.topic_partition.topic}, partition={self.topic_partition.partition})"
+
+
+class UnexpectedAppendOffsetError(KafkaError):
+    """A follower append starts below the log end offset (Kafka's UnexpectedAppendOffsetException)."""
+
