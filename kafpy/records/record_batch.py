@@ -210,7 +210,12 @@ class RecordBatch:
     @property
     def compression_type(self) -> CompressionType:
         """The codec; CorruptRecordError for an id Kafka does not define (5-7)."""
-        return CompressionType.from_id(self._header[5] & COMPRESSION_CODEC_MASK)
+        try:
+            return CompressionType.from_id(self._header[5] & COMPRESSION_CODEC_MASK)
+        except CorruptRecordError as exc:
+            raise CorruptRecordError(
+                f"Record batch at base offset {self._header[0]} is corrupt: {exc}"
+            ) from None
 
     @property
     def timestamp_type(self) -> TimestampType:

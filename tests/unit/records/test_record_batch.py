@@ -8,6 +8,8 @@ from pathlib import Path
 
 import crc32c
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 from kafka.record.legacy_records import LegacyRecordBatchBuilder
 
@@ -252,7 +254,9 @@ def test_crc_does_not_cover_base_offset_or_leader_epoch(position: int) -> None:
 
 def test_unknown_codec_id_is_corrupt() -> None:
     batch = RecordBatch(raw_batch(b"", 0, attributes=6))
-    with pytest.raises(CorruptRecordError, match="Unknown compression codec id 6"):
+    with pytest.raises(
+        CorruptRecordError, match="base offset 0 is corrupt: Unknown compression codec id 6"
+    ):
         _ = batch.compression_type
     with pytest.raises(CorruptRecordError, match="codec id 6"):
         batch.records()
@@ -465,3 +469,40 @@ def test_control_batch_flags() -> None:
     )
     batch = RecordBatch(data)
     assert batch.is_control and batch.is_transactional and batch.attributes == 0x30
+
+
+# --- robustness ----------------------------------------------------------------
+
+FUZZ_SEEDS = [
+    build_batch(
+        [(b"k%d" % i, b"value %d" % i * 3, [("h", b"x"), ("n", None)]) for i in range(8)],
+        timestamp=1_000_000,
+        compression=codec,
+        producer_id=1,
+        producer_epoch=0,
+        base_sequence=0,
+    )
+    for codec in CompressionType
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.sampled_from(FUZZ_SEEDS),
+    st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 255)), min_size=1, max_size=4),
+    st.integers(0, 10_000),
+)
+def test_damaged_batches_fail_only_with_kafka_errors(
+    seed: bytes, flips: list[tuple[int, int]], cut: int
+) -> None:
+    data = bytearray(seed)
+    for where, byte in flips:
+        data[where % len(data)] = byte
+    if cut % 3 == 0:
+        data = data[: cut % (len(data) + 1)]
+    try:
+        batch = RecordBatch(data)
+        batch.is_valid()
+        list(batch.records())
+    except (CorruptRecordError, InvalidRecordError) as exc:
+        assert str(exc).startswith("Record batch ")
