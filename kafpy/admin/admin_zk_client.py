@@ -32,7 +32,7 @@ from kafpy.common.errors import (
 )
 from kafpy.metadata.errors import NodeExistsError
 from kafpy.metadata.kafka_zk_client import KafkaZkClient
-from kafpy.metadata.zk_data import ConfigType
+from kafpy.metadata.zk_data import ConfigType, TopicZNode
 from kafpy.storage.log_config import validate_topic_config
 
 log = logging.getLogger(__name__)
@@ -115,7 +115,9 @@ class AdminZkClient:
                 # not atomic with the assignment, as in Kafka: a leftover config node is
                 # overwritten by the next create
                 await self.zk_client.set_or_create_entity_configs(ConfigType.TOPIC, topic, config)
-                await self.zk_client.create_topic_assignment(topic, assignment)
+                await self.zk_client.create_topic_assignment(
+                    topic, TopicZNode.creation_order(assignment)
+                )
             else:
                 log.info("Updating topic %s with new partition assignment %s", topic, assignment)
                 await self.zk_client.set_topic_assignment(topic, assignment)
@@ -220,8 +222,9 @@ class AdminZkClient:
                 len(existing_assignment),
                 rng=self._rng,
             )
+        # existing partitions keep their order, the new ones follow in Kafka's order
         proposed = {p: list(r) for p, r in existing_assignment.items()}
-        proposed.update(new_partitions)
+        proposed.update(TopicZNode.creation_order(new_partitions))
         if not validate_only:
             log.info(
                 "Creating %d partitions for '%s' with the following replica assignment: %s.",

@@ -3,12 +3,11 @@
 Named after Kafka's `kafka.zk.ZkData`: one class per kind of node, with `path(...)` and,
 where the node holds data, `encode(...)`/`decode(...)`. The bytes are the ones Kafka
 writes, so a person (or a Kafka tool) browsing ZooKeeper sees what Kafka would write:
-compact JSON (no spaces), with the key order Kafka's Scala maps produce. For nodes with a
-fixed set of keys that order is reproduced exactly (it is a property of Scala's hash
-maps, not of the data, so it is spelled out per node below). Maps whose keys are data
-(partition ids, config names, listener names) are written in ascending partition order
-or in the caller's order; Kafka's own order there depends on hash codes of the topic
-name and every reader parses the JSON, so it is not imitated.
+compact JSON (no spaces), with the key order Kafka's Scala maps produce. That order is
+a property of Scala 2.12's hash maps, not of the data: for nodes with a fixed set of keys
+it is spelled out per node below; for a topic's partitions it is computed (see
+`TopicZNode`). Config maps are written in the caller's order (Kafka's depends on the
+JVM's java.util.Properties), as are listener maps (Kafka's follows the endpoints).
 
 Decoders accept any key order and ignore unknown keys, as Kafka's do.
 """
@@ -50,6 +49,45 @@ def _loads_object(data: bytes | None, what: str) -> dict[str, Any] | None:
     if not isinstance(obj, dict):
         raise ZkDataError(f"{what} is not a JSON object: {data!r}")
     return obj
+
+
+_MASK = 0xFFFFFFFF
+
+
+def _java_string_hash(text: str) -> int:
+    data = text.encode("utf-16-be")  # Java hashes UTF-16 code units
+    h = 0
+    for i in range(0, len(data), 2):
+        h = (31 * h + int.from_bytes(data[i : i + 2], "big")) & _MASK
+    return h
+
+
+def _scala_immutable_hash_order_key(text: str) -> list[int]:
+    """Where a String key sits in a Scala 2.12 immutable HashMap (a hash trie walked by
+    5-bit chunks of the improved hash, lowest bits first)."""
+    h = _java_string_hash(text)
+    h = (h + (~(h << 9) & _MASK)) & _MASK
+    h ^= h >> 14
+    h = (h + (h << 4)) & _MASK
+    h ^= h >> 10
+    return [(h >> (5 * level)) & 0x1F for level in range(7)]
+
+
+def _scala_mutable_int_order(keys: Iterable[int]) -> list[int]:
+    """Iteration order of a Scala 2.12 mutable.HashMap[Int, _] of at most 12 keys (table of
+    16 buckets, walked from the last bucket down, newest entry first in a bucket)."""
+
+    def bucket(key: int) -> int:
+        hc = (key * 0x9E3775CD) & _MASK
+        hc = int.from_bytes(hc.to_bytes(4, "big"), "little")  # Integer.reverseBytes
+        hc = (hc * 0x9E3775CD) & _MASK
+        rotated = ((hc >> 4) | (hc << 28)) & _MASK  # seed 4 = bitCount(16 - 1)
+        return rotated >> 28
+
+    buckets: dict[int, list[int]] = {}
+    for key in keys:
+        buckets.setdefault(bucket(key), []).insert(0, key)
+    return [key for b in sorted(buckets, reverse=True) for key in buckets[b]]
 
 
 class ZkVersion:
@@ -264,8 +302,14 @@ class TopicsZNode:
 class TopicZNode:
     """A topic's replica assignment: {"version":1,"partitions":{"0":[1,2,0],...}}.
 
-    Partitions are written in ascending order. Version 2 (Kafka 2.4+, with
-    adding_replicas/removing_replicas) is read too; only the partitions are kept.
+    Kafka's partition order: with more than 4 partitions, that of a Scala immutable
+    HashMap of the partition strings (10 partitions: "8","4","9","5","6","1","0","2","7","3");
+    with up to 4, the order in which the map was built (Scala's small maps keep it), which
+    for a new topic is that of a mutable HashMap of partition ids (3 partitions: "2","1","0")
+    — `creation_order` gives it — and after adding partitions, the existing order followed
+    by the new partitions. `encode` writes up to 4 partitions in the order given.
+    Version 2 (Kafka 2.4+, with adding_replicas/removing_replicas) is read too; only the
+    partitions are kept.
     """
 
     @staticmethod
@@ -273,12 +317,23 @@ class TopicZNode:
         return f"{TopicsZNode.path}/{topic}"
 
     @staticmethod
+    def creation_order(assignment: Mapping[int, Sequence[int]]) -> dict[int, list[int]]:
+        """The assignment reordered as Kafka orders a new topic's partitions."""
+        if len(assignment) > 4:
+            return {p: list(assignment[p]) for p in assignment}
+        return {p: list(assignment[p]) for p in _scala_mutable_int_order(assignment)}
+
+    @staticmethod
     def encode(assignment: Mapping[int, Sequence[int]]) -> bytes:
-        partitions = {str(p): list(assignment[p]) for p in sorted(assignment)}
+        keys = [str(p) for p in assignment]
+        if len(keys) > 4:
+            keys.sort(key=_scala_immutable_hash_order_key)
+        partitions = {k: list(assignment[int(k)]) for k in keys}
         return _dumps({"version": 1, "partitions": partitions})
 
     @staticmethod
     def decode(data: bytes | None) -> dict[int, list[int]]:
+        """Partition → replicas, in the node's order."""
         obj = _loads_object(data, "topic assignment")
         if obj is None:
             return {}

@@ -52,7 +52,7 @@ def test_create_with_explicit_assignment_writes_kafkas_nodes() -> None:
             'Created topic "topic_a".',
         ]
         assert (await zk.store.get("/brokers/topics/topic_a"))[0] == (
-            b'{"version":1,"partitions":{"0":[1,2,0],"1":[2,0,1],"2":[0,1,2]}}'
+            b'{"version":1,"partitions":{"2":[0,1,2],"1":[2,0,1],"0":[1,2,0]}}'
         )
         assert (await zk.store.get("/config/topics/topic_a"))[0] == b'{"version":1,"config":{}}'
 
@@ -65,14 +65,14 @@ def test_create_automatic_then_grow_continues_the_assignment() -> None:
         out = await run(zk, opts("create", topic="t", partitions=3, replication_factor=3))
         assert out == ['Created topic "t".']
         # make the existing assignment the seed's, then grow it to 4 like the seed
-        await zk.set_topic_assignment("t", {0: [1, 2, 0], 1: [2, 0, 1], 2: [0, 1, 2]})
+        await zk.set_topic_assignment("t", {2: [0, 1, 2], 1: [2, 0, 1], 0: [1, 2, 0]})
         out = await run(zk, opts("alter", topic="t", partitions=4))
         assert out[-1] == "Adding partitions succeeded!"
         assert out[0].startswith("WARNING: If partitions are increased")
         assignment, _ = await zk.get_topic_assignment_and_version("t")
         assert assignment[3] == [1, 2, 0]
         assert (await zk.store.get("/brokers/topics/t"))[0] == (
-            b'{"version":1,"partitions":{"0":[1,2,0],"1":[2,0,1],"2":[0,1,2],"3":[1,2,0]}}'
+            b'{"version":1,"partitions":{"2":[0,1,2],"1":[2,0,1],"0":[1,2,0],"3":[1,2,0]}}'
         )
 
     run_with_zk(body)

@@ -77,10 +77,25 @@ def test_paths_are_kafkas() -> None:
 
 def test_topic_assignment_is_kafkas_json() -> None:
     assert TopicZNode.encode({0: [1, 2, 0]}) == b'{"version":1,"partitions":{"0":[1,2,0]}}'
-    worked = {2: [0, 1, 2], 0: [1, 2, 0], 1: [2, 0, 1]}
-    encoded = TopicZNode.encode(worked)
-    assert encoded == b'{"version":1,"partitions":{"0":[1,2,0],"1":[2,0,1],"2":[0,1,2]}}'
-    assert TopicZNode.decode(encoded) == {0: [1, 2, 0], 1: [2, 0, 1], 2: [0, 1, 2]}
+    worked = {0: [1, 2, 0], 1: [2, 0, 1], 2: [0, 1, 2]}
+    # a new topic's partitions in Kafka's order, as the seed's ZooKeeper browser shows them
+    encoded = TopicZNode.encode(TopicZNode.creation_order(worked))
+    assert encoded == b'{"version":1,"partitions":{"2":[0,1,2],"1":[2,0,1],"0":[1,2,0]}}'
+    assert TopicZNode.decode(encoded) == worked
+    assert list(TopicZNode.decode(encoded)) == [2, 1, 0]  # the node's order is kept
+    assert list(TopicZNode.creation_order({p: [0] for p in range(4)})) == [2, 1, 3, 0]
+    assert list(TopicZNode.creation_order({0: [0], 1: [0]})) == [1, 0]
+
+
+def test_topic_assignment_of_many_partitions_is_in_scala_hash_order() -> None:
+    # a 10-partition topic as a Kafka 2.x broker wrote it to ZooKeeper
+    kafka = (
+        b'{"version":1,"partitions":{"8":[0],"4":[0],"9":[0],"5":[0],"6":[0],"1":[0],'
+        b'"0":[0],"2":[0],"7":[0],"3":[0]}}'
+    )
+    assert TopicZNode.encode({p: [0] for p in range(10)}) == kafka
+    assert TopicZNode.encode(TopicZNode.creation_order({p: [0] for p in range(10)})) == kafka
+    assert TopicZNode.decode(kafka) == {p: [0] for p in range(10)}
 
 
 def test_topic_assignment_decodes_kafkas_own_order_and_version_2() -> None:
