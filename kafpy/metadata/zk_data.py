@@ -6,8 +6,8 @@ writes, so a person (or a Kafka tool) browsing ZooKeeper sees what Kafka would w
 compact JSON (no spaces), with the key order Kafka's Scala maps produce. That order is
 a property of Scala 2.12's hash maps, not of the data: for nodes with a fixed set of keys
 it is spelled out per node below; for a topic's partitions it is computed (see
-`TopicZNode`). Config maps are written in the caller's order (Kafka's depends on the
-JVM's java.util.Properties), as are listener maps (Kafka's follows the endpoints).
+`TopicZNode`) and for a broker's listener map. Config maps are written in the caller's
+order (Kafka's depends on the JVM's java.util.Properties implementation).
 
 Decoders accept any key order and ignore unknown keys, as Kafka's do.
 """
@@ -248,9 +248,11 @@ class BrokerIdZNode:
         timestamp = info.timestamp_ms if info.timestamp_ms is not None else int(time.time() * 1000)
         obj: dict[str, Any] = {}
         if info.version >= 4:
-            obj["listener_security_protocol_map"] = {
-                e.listener_name: e.security_protocol for e in broker.endpoints
-            }
+            names = [e.listener_name for e in broker.endpoints]
+            if len(names) > 4:  # a Scala immutable HashMap beyond 4 entries
+                names.sort(key=_scala_immutable_hash_order_key)
+            protocols = {e.listener_name: e.security_protocol for e in broker.endpoints}
+            obj["listener_security_protocol_map"] = {n: protocols[n] for n in names}
         obj["endpoints"] = [e.connection_string for e in broker.endpoints]
         if broker.rack is not None and info.version >= 3:
             obj["rack"] = broker.rack

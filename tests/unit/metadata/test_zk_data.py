@@ -242,3 +242,14 @@ def test_cluster_id_and_producer_id_block() -> None:
         b'{"version":1,"broker":0,"block_start":"8000","block_end":"8999"}'
     )
     assert ProducerIdBlockZNode.decode(ProducerIdBlockZNode.encode(block)) == block
+
+
+def test_broker_registration_with_two_listeners_matches_kafkas_bytes() -> None:
+    # as a Kafka 2.x broker with INSIDE/OUTSIDE listeners registered itself
+    kafka = (
+        b'{"listener_security_protocol_map":{"INSIDE":"PLAINTEXT","OUTSIDE":"PLAINTEXT"},'
+        b'"endpoints":["INSIDE://8e01bd4ee16c:9094","OUTSIDE://localhost:9092"],"jmx_port":-1,'
+        b'"host":"8e01bd4ee16c","timestamp":"1673918486526","port":9094,"version":4}'
+    )
+    info = BrokerIdZNode.decode(1, kafka)
+    assert BrokerIdZNode.encode(info) == kafka
