@@ -313,6 +313,7 @@ class MetadataDatabase:
         if data_dir is None:
             self.key = f"memory:{id(self)}"
             self.conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+            self._initialize()
         else:
             data_dir.mkdir(parents=True, exist_ok=True)
             self.key = str(data_dir.resolve())
@@ -320,11 +321,19 @@ class MetadataDatabase:
             self.conn = sqlite3.connect(
                 data_dir / DB_FILE_NAME, isolation_level=None, check_same_thread=False
             )
-            self.conn.execute("PRAGMA journal_mode=WAL")
-            # a committed transaction survives a process crash; a power loss may lose the
-            # last ones but never corrupts the database
-            self.conn.execute("PRAGMA synchronous=NORMAL")
-        self._initialize()
+            try:
+                self.conn.execute("PRAGMA journal_mode=WAL")
+                # a committed transaction survives a process crash; a power loss may lose
+                # the last ones but never corrupts the database
+                self.conn.execute("PRAGMA synchronous=NORMAL")
+                self._initialize()
+            except sqlite3.DatabaseError as e:
+                self.conn.close()
+                self._lock_file.close()
+                raise MetadataStoreError(
+                    f"The metadata database {self.describe()} cannot be read ({e}). Restore it "
+                    "from a backup, or move it away to start with empty metadata."
+                ) from e
 
     @classmethod
     def open(cls, data_dir: Path | None, time: Time = SYSTEM_TIME) -> MetadataDatabase:

@@ -196,3 +196,22 @@ def test_operations_need_an_open_session() -> None:
             await store.create("/a")
 
     asyncio.run(scenario())
+
+
+def test_an_unreadable_database_is_reported(tmp_path: Path) -> None:
+    (tmp_path / DB_FILE_NAME).write_bytes(b"this is not a database" * 100)
+
+    async def scenario() -> None:
+        with pytest.raises(MetadataStoreError, match="cannot be read.*move it away"):
+            await EmbeddedStore(tmp_path).start()
+
+    asyncio.run(scenario())
+    # the directory is not left locked
+    (tmp_path / DB_FILE_NAME).unlink()
+
+    async def retry() -> None:
+        store = EmbeddedStore(tmp_path)
+        await store.start()
+        await store.close()
+
+    asyncio.run(retry())
