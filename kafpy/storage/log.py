@@ -51,7 +51,7 @@ from kafpy.storage.log_segment import (
     time_index_file_name,
     transaction_index_file_name,
 )
-from kafpy.storage.log_validator import analyze_and_validate, validate_and_assign_offsets
+from kafpy.storage.log_validator import LogValidator, analyze_and_validate
 from kafpy.storage.time_index import NO_TIMESTAMP, TimestampOffset
 
 DELETE_DIR_SUFFIX = "-delete"
@@ -140,6 +140,7 @@ class Log:
     ) -> None:
         self.dir = Path(dir)
         self.config = config
+        self._validator = LogValidator(config)
         self.scheduler = scheduler
         self.time = time
         self.topic_partition = parse_topic_partition_name(self.dir)
@@ -232,6 +233,7 @@ class Log:
     def update_config(self, config: LogConfig) -> None:
         with self._lock:
             self.config = config
+            self._validator = LogValidator(config)
 
     def _check_open(self) -> None:
         if self._closed:
@@ -440,87 +442,93 @@ class Log:
 
     # -- appending ---------------------------------------------------------------------------------
 
-    def append_as_leader(self, records: MemoryRecords, leader_epoch: int, is_from_client: bool = True) -> LogAppendInfo:
+    def append_as_leader(
+        self, records: MemoryRecords, leader_epoch: int, is_from_client: bool = True
+    ) -> LogAppendInfo:
         """Validate `records`, assign them the next offsets and append them.
 
         Raises MessageTooLargeError (a batch over max.message.bytes), RecordListTooLargeError
         (the append over segment.bytes), CorruptRecordError (bad CRC or length),
         InvalidRecordError (bad magic or header) and InvalidTimestampError.
         """
-        return self._append(records, True, leader_epoch, is_from_client)
-
-    def append_as_follower(self, records: MemoryRecords) -> LogAppendInfo:
-        """Append batches replicated from the leader, keeping their offsets."""
-        return self._append(records, False, -1, False)
-
-    def _append(
-        self, records: MemoryRecords, assign_offsets: bool, leader_epoch: int, is_from_client: bool
-    ) -> LogAppendInfo:
+        # The produce hot path: one header walk (validator), one roll check, one write.
         buffer = records.buffer()
-        config = self.config
         with self._lock:
             if self._closed:
                 self._check_open()
             now = self.time.milliseconds()
-            if assign_offsets:
-                data, info = validate_and_assign_offsets(
-                    buffer, self._leo, now, config, leader_epoch, is_from_client
-                )
-                if info.shallow_count == 0:
-                    return info
-            else:
-                info = analyze_and_validate(buffer, config, is_from_client)
-                if info.shallow_count == 0:
-                    return info
-                data = buffer if info.valid_bytes == len(buffer) else buffer[: info.valid_bytes]
-                if not info.offsets_monotonic:
-                    raise InvalidOffsetError(
-                        f"Out of order offsets found in append to {self.topic_partition}: the batches "
-                        f"end at offsets that do not increase (last {info.last_offset})"
-                    )
-                if info.first_offset < self._leo:
-                    raise UnexpectedAppendOffsetError(
-                        f"Unexpected offset in append to {self.topic_partition}. First offset "
-                        f"{info.first_offset} is less than the next offset {self._leo}. Last offset "
-                        f"in append: {info.last_offset}. Log start offset = {self.log_start_offset}"
-                    )
-            info.log_start_offset = self.log_start_offset
-            size = len(data)
-            if size > config.segment_bytes:
-                raise RecordListTooLargeError(
-                    f"Message batch size is {size} bytes in append to partition {self.topic_partition}, "
-                    f"which exceeds the maximum configured segment size of {config.segment_bytes} "
-                    "(segment.bytes)."
-                )
-            segment = self._maybe_roll(size, info, now)
-            segment.append(info.last_offset, info.max_timestamp, info.offset_of_max_timestamp, data)
-            self._leo = info.last_offset + 1
-            self._leo_segment_base = segment.base_offset
-            self._leo_position = segment.log.size
-            if self._leo - self.recovery_point >= config.flush_messages:
-                self.flush()
+            data, info = self._validator.validate_and_assign_offsets(
+                buffer, self._leo, now, leader_epoch, is_from_client
+            )
+            if info.shallow_count:
+                self._write(data, info, now)
             return info
 
-    def _maybe_roll(self, messages_size: int, info: LogAppendInfo, now: int) -> LogSegment:
-        segment = self._segments[self._base_offsets[-1]]
+    def append_as_follower(self, records: MemoryRecords) -> LogAppendInfo:
+        """Append batches replicated from the leader, keeping their offsets.
+
+        The batches are checked (sizes, magic, CRC) and their offsets must increase from
+        the log end offset (UnexpectedAppendOffsetError otherwise).
+        """
+        buffer = records.buffer()
+        with self._lock:
+            self._check_open()
+            now = self.time.milliseconds()
+            info = analyze_and_validate(buffer, self.config, False)
+            if info.shallow_count == 0:
+                return info
+            data = buffer if info.valid_bytes == len(buffer) else buffer[: info.valid_bytes]
+            if not info.offsets_monotonic:
+                raise InvalidOffsetError(
+                    f"Out of order offsets found in append to {self.topic_partition}: the batches "
+                    f"end at offsets that do not increase (last {info.last_offset})"
+                )
+            if info.first_offset < self._leo:
+                raise UnexpectedAppendOffsetError(
+                    f"Unexpected offset in append to {self.topic_partition}. First offset "
+                    f"{info.first_offset} is less than the next offset {self._leo}. Last offset "
+                    f"in append: {info.last_offset}. Log start offset = {self.log_start_offset}"
+                )
+            self._write(data, info, now)
+            return info
+
+    def _write(self, data: memoryview, info: LogAppendInfo, now: int) -> None:
+        """Append validated batches to the active segment, rolling first if it is due."""
+        info.log_start_offset = self.log_start_offset
         config = self.config
-        if segment.should_roll(
-            config.segment_bytes, config.max_segment_ms, messages_size,
-            info.max_timestamp, info.last_offset, now,
-        ):
-            self.log.debug(
-                "Rolling new log segment (log_size = %d/%d}, offset_index_size = %d/%d, "
-                "time_index_size = %d/%d, inactive_time_ms = %d/%d).",
-                segment.size, config.segment_bytes,
-                segment.offset_index.entries, segment.offset_index.max_entries,
-                segment.time_index.entries, segment.time_index.max_entries,
-                segment.time_waited_for_roll(now, info.max_timestamp),
-                config.max_segment_ms - segment.roll_jitter_ms,
+        size = len(data)
+        if size > config.segment_bytes:
+            raise RecordListTooLargeError(
+                f"Message batch size is {size} bytes in append to partition {self.topic_partition}, "
+                f"which exceeds the maximum configured segment size of {config.segment_bytes} "
+                "(segment.bytes)."
             )
-            if info.first_offset >= 0:
-                return self.roll(info.first_offset)
-            return self.roll(info.last_offset - (2**31 - 1))
-        return segment
+        segment = self._segments[self._base_offsets[-1]]
+        if segment.should_roll(
+            config.segment_bytes, config.max_segment_ms, size, info.max_timestamp, info.last_offset, now
+        ):
+            segment = self._roll_for_append(segment, info, now)
+        segment.append(info.last_offset, info.max_timestamp, info.offset_of_max_timestamp, data)
+        self._leo = info.last_offset + 1
+        self._leo_segment_base = segment.base_offset
+        self._leo_position = segment.log.size
+        if self._leo - self.recovery_point >= config.flush_messages:
+            self.flush()
+
+    def _roll_for_append(self, segment: LogSegment, info: LogAppendInfo, now: int) -> LogSegment:
+        config = self.config
+        self.log.debug(
+            "Rolling new log segment (log_size = %d/%d}, offset_index_size = %d/%d, "
+            "time_index_size = %d/%d, inactive_time_ms = %d/%d).",
+            segment.size, config.segment_bytes,
+            segment.offset_index.entries, segment.offset_index.max_entries,
+            segment.time_index.entries, segment.time_index.max_entries,
+            segment.time_waited_for_roll(now, info.max_timestamp),
+            config.max_segment_ms - segment.roll_jitter_ms,
+        )
+        if info.first_offset >= 0:
+            return self.roll(info.first_offset)
+        return self.roll(info.last_offset - (2**31 - 1))
 
     def roll(self, expected_next_offset: int | None = None) -> LogSegment:
         """Start a new active segment at max(expected_next_offset, log end offset)."""

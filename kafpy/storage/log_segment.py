@@ -304,17 +304,26 @@ class LogSegment:
         max_offset_in_messages: int,
         now: int,
     ) -> bool:
-        """Kafka's roll conditions: size, age (with jitter), a full index, offset overflow."""
-        size = self.log.size
+        """Kafka's roll conditions: size, age (with jitter), a full index, offset overflow.
+
+        Runs on every append, hence the inlined checks.
+        """
+        size = self.log._size
         if size > max_segment_bytes - messages_size:
             return True
-        if size > 0 and (
-            self.time_waited_for_roll(now, max_timestamp_in_messages) > max_segment_ms - self.roll_jitter_ms
-        ):
-            return True
+        if size > 0:
+            t = self._rolling_based_timestamp
+            if t is None:
+                self._load_first_batch_timestamp()
+                t = self._rolling_based_timestamp
+            waited = max_timestamp_in_messages - t if t is not None and t >= 0 else now - self.created
+            if waited > max_segment_ms - self.roll_jitter_ms:
+                return True
+        oi = self.offset_index
+        ti = self.time_index
         return (
-            self.offset_index.is_full()
-            or self.time_index.is_full()
+            oi._entries >= oi._max_entries
+            or ti._entries >= ti._max_entries - 1
             or not 0 <= max_offset_in_messages - self.base_offset <= INT32_MAX
         )
 

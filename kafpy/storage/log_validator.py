@@ -60,13 +60,6 @@ def target_codec(config: LogConfig, source_codec: int) -> int:
     return CompressionType.from_name(name)
 
 
-def writable_view(buffer: memoryview) -> memoryview:
-    """`buffer` itself if it can be patched in place, else a writable copy of it."""
-    if buffer.readonly:
-        return memoryview(bytearray(buffer))
-    return buffer
-
-
 def analyze_and_validate(buffer: memoryview, config: LogConfig, is_from_client: bool) -> LogAppendInfo:
     """Walk the batch headers, checking sizes, magic and CRCs (Kafka's analyzeAndValidateRecords).
 
@@ -123,6 +116,137 @@ def analyze_and_validate(buffer: memoryview, config: LogConfig, is_from_client: 
     )
 
 
+class LogValidator:
+    """The leader's checks and offset assignment for one log's configuration.
+
+    Built once per LogConfig (the Log rebuilds it on update_config) so that the per-append
+    path reads plain attributes instead of deriving them from the config every time.
+    """
+
+    __slots__ = (
+        "config",
+        "max_message_bytes",
+        "log_append_time",
+        "check_timestamps",
+        "diff_max",
+        "producer_codec",
+    )
+
+    def __init__(self, config: LogConfig) -> None:
+        self.config = config
+        self.max_message_bytes = config.max_message_bytes
+        self.log_append_time = config.message_timestamp_type == "LogAppendTime"
+        self.diff_max = config.message_timestamp_difference_max_ms
+        self.check_timestamps = self.diff_max < LONG_MAX and not self.log_append_time
+        self.producer_codec = config.compression_type == "producer"
+
+    def validate_and_assign_offsets(
+        self,
+        buffer: memoryview,
+        next_offset: int,
+        now: int,
+        leader_epoch: int,
+        is_from_client: bool = True,
+    ) -> tuple[memoryview, LogAppendInfo]:
+        """Validate the batches of a leader append and give them offsets from `next_offset`.
+
+        Returns the bytes to write (the same buffer, patched in place, unless it was
+        read-only or had to be re-compressed) and the append info. Raises
+        MessageTooLargeError, CorruptRecordError, InvalidRecordError or
+        InvalidTimestampError naming the batch. A trailing partial batch is left out.
+        """
+        max_message_bytes = self.max_message_bytes
+        log_append_time = self.log_append_time
+        end = len(buffer)
+        pos = 0
+        offset = next_offset
+        max_timestamp = -1
+        offset_of_max_timestamp = -1
+        count = 0
+        num_messages = 0
+        source_codec = 0
+        last_offset_of_first_batch = -1
+        patched = None
+        while end - pos >= LOG_OVERHEAD:
+            if end - pos >= _HEADER_SIZE:
+                header = HEADER.unpack_from(buffer, pos)
+                length = header[1]
+                if length < MIN_BATCH_LENGTH:
+                    raise _too_small(length, pos)
+                size = length + LOG_OVERHEAD
+                if pos + size > end:
+                    break
+            else:
+                _header_at(buffer, pos, end)  # raises for a bad length, else it is partial
+                break
+            if size > max_message_bytes:
+                _check_size(size, max_message_bytes)
+            if header[3] != MAGIC_V2 or crc32c(buffer[pos + _CRC_START : pos + size]) != header[4]:
+                _check_magic_and_crc(buffer, pos, size, header)
+            last_delta = header[6]
+            records_in_batch = header[12]
+            if is_from_client and (
+                records_in_batch <= 0
+                or last_delta + 1 != records_in_batch
+                or (header[9] >= 0 and header[11] < 0)
+                or header[5] & _CONTROL_MASK
+            ):
+                _validate_client_batch(header)
+            attributes = header[5]
+            if attributes & (_CODEC_MASK | _TIMESTAMP_TYPE_MASK):
+                if attributes & _TIMESTAMP_TYPE_MASK:
+                    raise InvalidTimestampError(
+                        f"Invalid timestamp type in the batch at offset {offset}: producers must "
+                        "not set the timestamp type to LogAppendTime"
+                    )
+                source_codec = attributes & _CODEC_MASK
+            if self.check_timestamps:
+                _validate_timestamps(header, offset, now, self.diff_max)
+            if patched is None:
+                patched = memoryview(bytearray(buffer)) if buffer.readonly else buffer
+            last = offset + last_delta
+            HEADER_PATCH.pack_into(patched, pos, offset, length, leader_epoch)
+            if log_append_time:
+                RecordBatch(patched, pos).set_max_timestamp(TimestampType.LOG_APPEND_TIME, now)
+            elif header[8] > max_timestamp:
+                max_timestamp = header[8]
+                offset_of_max_timestamp = last
+            if count == 0:
+                last_offset_of_first_batch = last
+            count += 1
+            num_messages += records_in_batch
+            offset = last + 1
+            pos += size
+        if patched is None:
+            patched = buffer
+        codec = source_codec if self.producer_codec else target_codec(self.config, source_codec)
+        info = LogAppendInfo(
+            next_offset if count else -1,
+            offset - 1,
+            max_timestamp,
+            offset_of_max_timestamp,
+            -1,
+            0,
+            num_messages,
+            count,
+            pos,
+            True,
+            last_offset_of_first_batch,
+            source_codec,
+            codec,
+        )
+        if log_append_time and count:
+            info.max_timestamp = now
+            info.offset_of_max_timestamp = offset - 1
+            info.log_append_time = now
+        if codec != source_codec and count:
+            rebuilt = _recompress(
+                patched[:pos], info, self.config, leader_epoch, now if log_append_time else None
+            )
+            return rebuilt, info
+        return (patched if pos == end else patched[:pos]), info
+
+
 def validate_and_assign_offsets(
     buffer: memoryview,
     next_offset: int,
@@ -131,85 +255,10 @@ def validate_and_assign_offsets(
     leader_epoch: int,
     is_from_client: bool = True,
 ) -> tuple[memoryview, LogAppendInfo]:
-    """Validate the batches of a leader append and give them offsets from `next_offset`.
-
-    Returns the bytes to write (the same buffer, patched in place, unless it was
-    read-only or had to be re-compressed) and the append info. Raises
-    MessageTooLargeError, CorruptRecordError, InvalidRecordError or
-    InvalidTimestampError naming the batch.
-    """
-    max_message_bytes = config.max_message_bytes
-    log_append_time = config.message_timestamp_type == "LogAppendTime"
-    diff_max = config.message_timestamp_difference_max_ms
-    check_timestamps = diff_max < LONG_MAX and not log_append_time
-    end = len(buffer)
-    pos = 0
-    offset = next_offset
-    max_timestamp = -1
-    offset_of_max_timestamp = -1
-    count = 0
-    num_messages = 0
-    source_codec = 0
-    last_offset_of_first_batch = -1
-    patched = None
-    while end - pos >= LOG_OVERHEAD:
-        header = _header_at(buffer, pos, end)
-        if header is None:
-            break
-        size = header[1] + LOG_OVERHEAD
-        if size > max_message_bytes:
-            _check_size(size, max_message_bytes)
-        if header[3] != MAGIC_V2 or crc32c(buffer[pos + _CRC_START : pos + size]) != header[4]:
-            _check_magic_and_crc(buffer, pos, size, header)
-        if is_from_client:
-            _validate_client_batch(header)
-        attributes = header[5]
-        if attributes & _CODEC_MASK:
-            source_codec = attributes & _CODEC_MASK
-        if attributes & _TIMESTAMP_TYPE_MASK:
-            raise InvalidTimestampError(
-                f"Invalid timestamp type in the batch at offset {offset}: producers must not "
-                "set the timestamp type to LogAppendTime"
-            )
-        if check_timestamps:
-            _validate_timestamps(header, offset, now, diff_max)
-        if patched is None:
-            patched = writable_view(buffer)
-        last = offset + header[6]
-        HEADER_PATCH.pack_into(patched, pos, offset, header[1], leader_epoch)
-        if log_append_time:
-            RecordBatch(patched, pos).set_max_timestamp(TimestampType.LOG_APPEND_TIME, now)
-        elif header[8] > max_timestamp:
-            max_timestamp = header[8]
-            offset_of_max_timestamp = last
-        if count == 0:
-            last_offset_of_first_batch = last
-        count += 1
-        num_messages += header[12]
-        offset = last + 1
-        pos += size
-    if patched is None:
-        patched = buffer
-    info = LogAppendInfo(
-        first_offset=next_offset if count else -1,
-        last_offset=offset - 1,
-        max_timestamp=max_timestamp,
-        offset_of_max_timestamp=offset_of_max_timestamp,
-        num_messages=num_messages,
-        shallow_count=count,
-        valid_bytes=pos,
-        last_offset_of_first_batch=last_offset_of_first_batch,
-        source_codec=source_codec,
-        target_codec=target_codec(config, source_codec),
+    """`LogValidator(config).validate_and_assign_offsets(...)` for one-off callers."""
+    return LogValidator(config).validate_and_assign_offsets(
+        buffer, next_offset, now, leader_epoch, is_from_client
     )
-    if log_append_time and count:
-        info.max_timestamp = now
-        info.offset_of_max_timestamp = offset - 1
-        info.log_append_time = now
-    if info.target_codec != source_codec and count:
-        patched = _recompress(patched[:pos], info, config, leader_epoch, now if log_append_time else None)
-        return patched, info
-    return (patched if pos == end else patched[:pos]), info
 
 
 def _header_at(buffer: memoryview, pos: int, end: int) -> tuple[int, ...] | None:

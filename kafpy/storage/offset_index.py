@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from kafpy.storage.abstract_index import (
+    INT32_MAX,
     AbstractIndex,
     CorruptIndexError,
     IndexSearchEntity,
@@ -87,21 +88,27 @@ class OffsetIndex(AbstractIndex):
             return OffsetPosition(*self._parse_entry(slot))
 
     def append(self, offset: int, position: int) -> None:
-        """Add an entry; the offset must be larger than every offset already indexed."""
-        with self._lock:
-            if self._entries >= self._max_entries:
-                raise InvalidOffsetError(
-                    f"Attempt to append to a full index (size = {self._entries}) ({self.file})."
-                )
-            if self._entries == 0 or offset > self._last_offset:
-                _ENTRY.pack_into(self._mmap, self._entries * 8, self.relative_offset(offset), position)  # type: ignore[arg-type]
-                self._entries += 1
-                self._last_offset = offset
-            else:
-                raise InvalidOffsetError(
-                    f"Attempt to append an offset ({offset}) to position {self._entries} no larger "
-                    f"than the last offset appended ({self._last_offset}) to {self.file}."
-                )
+        """Add an entry; the offset must be larger than every offset already indexed.
+
+        Not locked: appends come from the segment's owner (the Log, under its lock), which
+        also serializes them with resizing; taking the index lock here costs a sixth of
+        the index append on the produce path.
+        """
+        n = self._entries
+        if n >= self._max_entries:
+            raise InvalidOffsetError(f"Attempt to append to a full index (size = {n}) ({self.file}).")
+        if n == 0 or offset > self._last_offset:
+            rel = offset - self.base_offset
+            if not 0 <= rel <= INT32_MAX:
+                self.relative_offset(offset)  # raises naming the overflow
+            _ENTRY.pack_into(self._mmap, n * 8, rel, position)  # type: ignore[arg-type]
+            self._entries = n + 1
+            self._last_offset = offset
+        else:
+            raise InvalidOffsetError(
+                f"Attempt to append an offset ({offset}) to position {n} no larger "
+                f"than the last offset appended ({self._last_offset}) to {self.file}."
+            )
 
     def truncate_to(self, offset: int) -> None:
         """Remove every entry with an offset >= `offset`."""

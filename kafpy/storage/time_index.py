@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from kafpy.storage.abstract_index import (
+    INT32_MAX,
     AbstractIndex,
     CorruptIndexError,
     IndexSearchEntity,
@@ -40,14 +41,15 @@ class TimeIndex(AbstractIndex):
     def __init__(
         self, file: Path, base_offset: int, max_index_size: int = -1, writable: bool = True
     ) -> None:
-        self._last = TimestampOffset(NO_TIMESTAMP, base_offset)
+        self._last_ts = NO_TIMESTAMP
+        self._last_off = base_offset
         super().__init__(file, base_offset, max_index_size, writable)
 
     def _after_entries_changed(self) -> None:
         if self._entries == 0:
-            self._last = TimestampOffset(NO_TIMESTAMP, self.base_offset)
+            self._last_ts, self._last_off = NO_TIMESTAMP, self.base_offset
         else:
-            self._last = TimestampOffset(*self._parse_entry(self._entries - 1))
+            self._last_ts, self._last_off = self._parse_entry(self._entries - 1)
 
     def _parse_entry(self, n: int) -> tuple[int, int]:
         ts, rel = _ENTRY.unpack_from(self._mmap, n * 12)  # type: ignore[arg-type]
@@ -58,7 +60,7 @@ class TimeIndex(AbstractIndex):
 
     def last_entry(self) -> TimestampOffset:
         """The last entry, or (-1, base_offset) when the index is empty."""
-        return self._last
+        return TimestampOffset(self._last_ts, self._last_off)
 
     def entry(self, n: int) -> TimestampOffset:
         with self._lock:
@@ -69,29 +71,35 @@ class TimeIndex(AbstractIndex):
             return TimestampOffset(*self._parse_entry(n))
 
     def maybe_append(self, timestamp: int, offset: int, skip_full_check: bool = False) -> None:
-        """Add (timestamp, offset) if the timestamp is larger than the last entry's."""
-        with self._lock:
-            if not skip_full_check and self.is_full():
-                raise InvalidOffsetError(
-                    f"Attempt to append to a full time index (size = {self._entries}) ({self.file})."
-                )
-            last = self._last
-            if self._entries != 0 and offset < last.offset:
-                raise InvalidOffsetError(
-                    f"Attempt to append an offset ({offset}) to slot {self._entries} no larger than "
-                    f"the last offset appended ({last.offset}) to {self.file}."
-                )
-            if self._entries != 0 and timestamp < last.timestamp:
-                raise InvalidOffsetError(
-                    f"Attempt to append a timestamp ({timestamp}) to slot {self._entries} no larger "
-                    f"than the last timestamp appended ({last.timestamp}) to {self.file}."
-                )
-            if timestamp > last.timestamp:
-                if self._entries >= self._max_entries:
-                    return  # nothing to write into (an index trimmed to its entries)
-                _ENTRY.pack_into(self._mmap, self._entries * 12, timestamp, self.relative_offset(offset))  # type: ignore[arg-type]
-                self._entries += 1
-                self._last = TimestampOffset(timestamp, offset)
+        """Add (timestamp, offset) if the timestamp is larger than the last entry's.
+
+        Not locked, like OffsetIndex.append: the Log serializes appends and resizes.
+        """
+        n = self._entries
+        if not skip_full_check and n >= self._max_entries - 1:
+            raise InvalidOffsetError(
+                f"Attempt to append to a full time index (size = {n}) ({self.file})."
+            )
+        if n != 0 and offset < self._last_off:
+            raise InvalidOffsetError(
+                f"Attempt to append an offset ({offset}) to slot {n} no larger than "
+                f"the last offset appended ({self._last_off}) to {self.file}."
+            )
+        if n != 0 and timestamp < self._last_ts:
+            raise InvalidOffsetError(
+                f"Attempt to append a timestamp ({timestamp}) to slot {n} no larger "
+                f"than the last timestamp appended ({self._last_ts}) to {self.file}."
+            )
+        if timestamp > self._last_ts:
+            if n >= self._max_entries:
+                return  # nothing to write into (an index trimmed to its entries)
+            rel = offset - self.base_offset
+            if not 0 <= rel <= INT32_MAX:
+                self.relative_offset(offset)  # raises naming the overflow
+            _ENTRY.pack_into(self._mmap, n * 12, timestamp, rel)  # type: ignore[arg-type]
+            self._entries = n + 1
+            self._last_ts = timestamp
+            self._last_off = offset
 
     def lookup(self, target_timestamp: int) -> TimestampOffset:
         """The entry with the largest timestamp <= target, else (-1, base_offset)."""
@@ -116,16 +124,16 @@ class TimeIndex(AbstractIndex):
     def sanity_check(self) -> None:
         if self._entries != 0:
             first_ts = self._parse_entry(0)[0]
-            if self._last.timestamp < first_ts:
+            if self._last_ts < first_ts:
                 raise CorruptIndexError(
                     f"Corrupt time index found, time index file ({self.file}) has non-zero size but "
-                    f"the last timestamp is {self._last.timestamp} which is less than the first "
+                    f"the last timestamp is {self._last_ts} which is less than the first "
                     f"timestamp {first_ts}"
                 )
-            if self._last.offset < self.base_offset:
+            if self._last_off < self.base_offset:
                 raise CorruptIndexError(
                     f"Corrupt time index found, time index file ({self.file}) has non-zero size but "
-                    f"the last offset is {self._last.offset} which is less than the first offset "
+                    f"the last offset is {self._last_off} which is less than the first offset "
                     f"{self.base_offset}"
                 )
         if self._length % self.entry_size != 0:
