@@ -1,0 +1,56 @@
+"""Helpers for the log-layer tests: batches, records and a MockTime/MockScheduler pair."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from kafpy.common.scheduler import MockScheduler
+from kafpy.common.time import MockTime
+from kafpy.records import MemoryRecords, build_batch
+from kafpy.storage.log import Log
+from kafpy.storage.log_config import LogConfig
+
+T0 = 1_600_000_000_000
+
+
+def batch(values: Sequence[bytes] = (b"v",), base_offset: int = 0, timestamp: int = T0, **kw: object) -> bytes:
+    """One uncompressed batch of `values` (keys k0, k1, ...)."""
+    return build_batch(
+        [(b"k%d" % i, v) for i, v in enumerate(values)], base_offset=base_offset, timestamp=timestamp, **kw
+    )
+
+
+def records(*batches: bytes) -> MemoryRecords:
+    """Writable MemoryRecords over the concatenated batches (the leader patches them in place)."""
+    return MemoryRecords(bytearray(b"".join(batches)))
+
+
+class Clock:
+    """A MockTime with its MockScheduler."""
+
+    def __init__(self, start: int = T0) -> None:
+        self.time = MockTime(start)
+        self.scheduler = MockScheduler(self.time)
+
+
+def open_log(
+    dir: Path,
+    clock: Clock,
+    config: LogConfig | None = None,
+    recovery_point: int = 0,
+    log_start_offset: int = 0,
+    had_clean_shutdown: bool = True,
+) -> Log:
+    return Log(
+        dir, config or LogConfig(), log_start_offset, recovery_point, clock.scheduler, clock.time,
+        had_clean_shutdown,
+    )
+
+
+def offsets_in(data: MemoryRecords) -> list[int]:
+    """Every record offset in `data` (complete batches only)."""
+    out: list[int] = []
+    for b in data.batches_allow_partial():
+        out.extend(range(b.base_offset, b.last_offset + 1))
+    return out
