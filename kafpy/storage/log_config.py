@@ -398,13 +398,13 @@ class LogConfig:
         for props in (defaults or {}, overrides or {}):
             validate_names(props)
             merged.update(props)
-        values = {_attr(k): v for k, v in merged.items()}
+        values: dict[str, Any] = {_attr(k): v for k, v in merged.items()}
         return cls(**values, originals=dict(overrides or {}))
 
     def with_overrides(self, overrides: Mapping[str, object]) -> LogConfig:
         """A copy with some keys (Kafka names) changed; `originals` gains them."""
         validate_names(overrides)
-        changes = {_attr(k): v for k, v in overrides.items()}
+        changes: dict[str, Any] = {_attr(k): v for k, v in overrides.items()}
         return dataclasses.replace(self, **changes, originals={**self.originals, **overrides})
 
     def get(self, key: str) -> Any:

@@ -1,0 +1,673 @@
+"""Tests for LogManager: dirs and locks, loading and recovery inputs, checkpoints, creation,
+deletion, and the scheduled tasks, all on MockTime + MockScheduler (no sleeping)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kafpy.common.errors import KafkaStorageError
+from kafpy.common.scheduler import MockScheduler
+from kafpy.common.time import MockTime
+from kafpy.common.topic_partition import TopicPartition
+from kafpy.records.builder import build_batch
+from kafpy.records.memory_records import MemoryRecords
+from kafpy.storage import log_manager as log_manager_module
+from kafpy.storage.log import CLEAN_SHUTDOWN_FILE, Log, log_delete_dir_name
+from kafpy.storage.log_config import LogConfig
+from kafpy.storage.log_manager import (
+    INITIAL_TASK_DELAY_MS,
+    LOG_START_OFFSET_CHECKPOINT_FILE,
+    RECOVERY_POINT_CHECKPOINT_FILE,
+    CleanerConfig,
+    FileLock,
+    LogDirLockError,
+    LogManager,
+)
+from kafpy.storage.offset_checkpoint_file import OffsetCheckpointFile
+
+LOGGER = "kafpy.log.LogManager"
+TP0 = TopicPartition("t", 0)
+
+# small segments so that tests roll and delete segments cheaply
+SMALL = LogConfig(segment_bytes=1024, segment_index_bytes=4096)
+
+
+@pytest.fixture
+def time() -> MockTime:
+    return MockTime()
+
+
+@pytest.fixture
+def scheduler(time: MockTime) -> MockScheduler:
+    return MockScheduler(time)
+
+
+class Managers:
+    """Makes LogManagers for a test and shuts down the ones still open at the end."""
+
+    def __init__(self, time: MockTime, scheduler: MockScheduler) -> None:
+        self.time = time
+        self.scheduler = scheduler
+        self.open: list[LogManager] = []
+
+    def __call__(self, dirs: list[Path], **kwargs: Any) -> LogManager:
+        kwargs.setdefault("initial_default_config", SMALL)
+        kwargs.setdefault("cleaner_config", CleanerConfig(enable_cleaner=False))
+        kwargs.setdefault("broker_id", 0)
+        m = LogManager(dirs, scheduler=self.scheduler, time=self.time, **kwargs)
+        self.open.append(m)
+        return m
+
+    def shutdown(self, m: LogManager) -> None:
+        self.open.remove(m)
+        m.shutdown()
+
+
+@pytest.fixture
+def managers(time: MockTime, scheduler: MockScheduler) -> Iterator[Managers]:
+    ms = Managers(time, scheduler)
+    yield ms
+    for m in list(ms.open):
+        m.shutdown()
+
+
+def append(log: Log, n: int = 3, timestamp: int = 1_600_000_000_000) -> None:
+    values = [b"value-%d" % i for i in range(n)]
+    log.append_as_leader(MemoryRecords(build_batch(values, timestamp=timestamp)), leader_epoch=0)
+
+
+def read_checkpoint(path: Path) -> dict[TopicPartition, int]:
+    return OffsetCheckpointFile(path).read()
+
+
+class LogSpy:
+    """Records the arguments LogManager constructs each Log with (the real Log still runs)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.calls: dict[str, dict[str, Any]] = {}
+        spy = self
+
+        class SpyLog(Log):
+            def __init__(self, dir: Path, config: LogConfig, log_start_offset: int, recovery_point: int,
+                         scheduler: Any, time: Any, had_clean_shutdown: bool = True) -> None:  # fmt: skip
+                spy.calls[Path(dir).name] = {
+                    "log_start_offset": log_start_offset,
+                    "recovery_point": recovery_point,
+                    "had_clean_shutdown": had_clean_shutdown,
+                    "config": config,
+                }
+                super().__init__(
+                    dir,
+                    config,
+                    log_start_offset,
+                    recovery_point,
+                    scheduler,
+                    time,
+                    had_clean_shutdown,
+                )
+
+        monkeypatch.setattr(log_manager_module, "Log", SpyLog)
+
+
+# ---------------------------------------------------------------------- dirs and locks
+
+
+def test_missing_dirs_are_created_and_locked(tmp_path: Path, managers: Managers) -> None:
+    dirs = [tmp_path / "a" / "deep", tmp_path / "b"]
+    m = managers(dirs)
+    assert m.live_log_dirs == [Path(os.path.realpath(d)) for d in dirs]
+    for d in dirs:
+        assert d.is_dir()
+        assert (d / ".lock").exists()
+
+
+def test_duplicate_dirs_by_canonical_path_rejected(tmp_path: Path, managers: Managers) -> None:
+    (tmp_path / "a").mkdir()
+    os.symlink(tmp_path / "a", tmp_path / "link")
+    with pytest.raises(KafkaStorageError, match="Duplicate log directory found") as e:
+        managers([tmp_path / "a", tmp_path / "link"])
+    assert str(tmp_path / "link") in str(e.value)
+    with pytest.raises(KafkaStorageError, match="Duplicate log directory found"):
+        managers([tmp_path / "a", tmp_path / "x" / ".." / "a"])
+
+
+def test_file_instead_of_dir_rejected(tmp_path: Path, managers: Managers) -> None:
+    f = tmp_path / "afile"
+    f.write_text("x")
+    with pytest.raises(KafkaStorageError, match=f"{f} is not a readable log directory"):
+        managers([f])
+
+
+def test_no_dirs_rejected(managers: Managers) -> None:
+    with pytest.raises(KafkaStorageError, match="No log directories configured"):
+        managers([])
+
+
+def test_second_manager_on_locked_dir_fails_at_once(tmp_path: Path, managers: Managers) -> None:
+    first = managers([tmp_path / "a"])
+    with pytest.raises(LogDirLockError) as e:
+        managers([tmp_path / "b", tmp_path / "a"])
+    assert str(e.value) == (
+        f"Failed to acquire lock on file .lock in {tmp_path / 'a'}. A Kafka instance in another "
+        f"process or thread is using this directory."
+    )
+    assert isinstance(e.value, KafkaStorageError)
+    # the failed manager released the lock it took on b
+    managers([tmp_path / "b"])
+    managers.shutdown(first)
+    managers([tmp_path / "a"])
+
+
+def test_lock_is_an_os_lock_seen_by_other_processes(tmp_path: Path, managers: Managers) -> None:
+    managers([tmp_path / "a"])
+    code = (
+        "import fcntl, os, sys\n"
+        f"fd = os.open({str(tmp_path / 'a' / '.lock')!r}, os.O_RDWR)\n"
+        "try:\n    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)\nexcept BlockingIOError:\n    sys.exit(3)\n"
+    )
+    assert subprocess.run([sys.executable, "-c", code], timeout=30).returncode == 3
+
+
+def test_file_lock_release(tmp_path: Path) -> None:
+    a, b = FileLock(tmp_path / ".lock"), FileLock(tmp_path / ".lock")
+    assert a.try_lock() and a.locked
+    assert not b.try_lock()
+    a.release()
+    assert b.try_lock()
+    b.release()
+
+
+def test_offline_dirs_are_skipped(tmp_path: Path, managers: Managers) -> None:
+    m = managers([tmp_path / "a", tmp_path / "b"], initial_offline_dirs=[tmp_path / "b"])
+    assert m.live_log_dirs == [tmp_path / "a"]
+    assert m.offline_log_dirs == [tmp_path / "b"]
+    with pytest.raises(KafkaStorageError, match="None of the specified log dirs"):
+        managers([tmp_path / "b"], initial_offline_dirs=[tmp_path / "b"])
+
+
+# ---------------------------------------------------------------------- creating logs
+
+
+def test_create_log_is_idempotent(
+    tmp_path: Path, managers: Managers, caplog: pytest.LogCaptureFixture
+) -> None:
+    m = managers([tmp_path / "a"], broker_id=7)
+    cfg = LogConfig.from_props({"segment.bytes": 1024}, {"retention.ms": "1000"})
+    with caplog.at_level(logging.INFO, LOGGER):
+        log = m.create_log(TP0, cfg)
+    assert m.create_log(TP0, SMALL) is log
+    assert m.get_log(TP0) is log
+    assert m.get_log(TopicPartition("t", 1)) is None
+    assert m.all_logs() == [log]
+    assert log.dir == tmp_path / "a" / "t-0"
+    assert log.config.retention_ms == 1000
+    assert (
+        f"[LogManager id=7] Created log for partition t-0 in {tmp_path / 'a' / 't-0'} with properties {{retention.ms -> 1000}}."
+        in caplog.messages
+    )
+
+
+def test_create_log_uses_topic_config(tmp_path: Path, managers: Managers) -> None:
+    topic_cfg = LogConfig(segment_bytes=2048, retention_ms=5)
+    m = managers([tmp_path / "a"], topic_configs={"t": topic_cfg})
+    assert m.create_log(TP0).config == topic_cfg
+    assert m.create_log(TopicPartition("u", 0)).config == SMALL
+
+
+def test_next_log_dir_picks_the_least_loaded(tmp_path: Path, managers: Managers) -> None:
+    # a starts with two partitions on disk
+    seed = managers([tmp_path / "a"])
+    seed.create_log(TopicPartition("old", 0))
+    seed.create_log(TopicPartition("old", 1))
+    managers.shutdown(seed)
+
+    m = managers([tmp_path / "a", tmp_path / "b", tmp_path / "c"])
+    assert m.next_log_dir() == tmp_path / "b"
+    placed = [m.create_log(TopicPartition("t", p)).dir.parent.name for p in range(7)]
+    # b, c fill up to a's two, then round-robin over all three
+    assert placed == ["b", "c", "b", "c", "a", "b", "c"]
+
+
+# ---------------------------------------------------------------------- loading
+
+
+def test_load_after_clean_shutdown(
+    tmp_path: Path, managers: Managers, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    m = managers([tmp_path / "a"])
+    append(m.create_log(TP0), 5)
+    append(m.create_log(TopicPartition("t", 1)), 2)
+    managers.shutdown(m)
+    assert (tmp_path / "a" / CLEAN_SHUTDOWN_FILE).exists()
+
+    spy = LogSpy(monkeypatch)
+    m2 = managers([tmp_path / "a"])
+    assert spy.calls["t-0"]["had_clean_shutdown"] is True
+    assert spy.calls["t-0"]["recovery_point"] == 5
+    assert spy.calls["t-1"]["recovery_point"] == 2
+    log = m2.get_log(TP0)
+    assert log is not None and log.log_end_offset == 5
+    # the marker is consumed by loading: a crash from now on is an unclean shutdown
+    assert not (tmp_path / "a" / CLEAN_SHUTDOWN_FILE).exists()
+
+
+def test_load_without_clean_shutdown_recovers_from_recovery_point(
+    tmp_path: Path,
+    managers: Managers,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    m = managers([tmp_path / "a"])
+    append(m.create_log(TP0), 5)
+    managers.shutdown(m)
+    (tmp_path / "a" / CLEAN_SHUTDOWN_FILE).unlink()
+    OffsetCheckpointFile(tmp_path / "a" / RECOVERY_POINT_CHECKPOINT_FILE).write({TP0: 3})
+
+    spy = LogSpy(monkeypatch)
+    with caplog.at_level(logging.INFO, LOGGER):
+        m2 = managers([tmp_path / "a"])
+    assert spy.calls["t-0"]["had_clean_shutdown"] is False
+    assert spy.calls["t-0"]["recovery_point"] == 3
+    assert any("since no clean shutdown file was found" in msg for msg in caplog.messages)
+    log = m2.get_log(TP0)
+    assert log is not None and log.log_end_offset == 5
+
+
+def test_load_passes_topic_config_and_log_start_offset(
+    tmp_path: Path, managers: Managers, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    m = managers([tmp_path / "a"])
+    append(m.create_log(TP0), 5)
+    managers.shutdown(m)
+    OffsetCheckpointFile(tmp_path / "a" / LOG_START_OFFSET_CHECKPOINT_FILE).write({TP0: 2})
+    topic_cfg = LogConfig(segment_bytes=4096, retention_ms=12345)
+    spy = LogSpy(monkeypatch)
+    managers([tmp_path / "a"], topic_configs={"t": topic_cfg})
+    assert spy.calls["t-0"]["log_start_offset"] == 2
+    assert spy.calls["t-0"]["config"] == topic_cfg
+
+
+def test_malformed_checkpoints_warn_and_reset_to_zero(
+    tmp_path: Path,
+    managers: Managers,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    m = managers([tmp_path / "a"])
+    append(m.create_log(TP0), 5)
+    managers.shutdown(m)
+    (tmp_path / "a" / CLEAN_SHUTDOWN_FILE).unlink()
+    (tmp_path / "a" / RECOVERY_POINT_CHECKPOINT_FILE).write_text("0\n1\nt zero 5\n")
+    (tmp_path / "a" / LOG_START_OFFSET_CHECKPOINT_FILE).write_text("7\n")
+
+    spy = LogSpy(monkeypatch)
+    with caplog.at_level(logging.WARNING, LOGGER):
+        m2 = managers([tmp_path / "a"])
+    assert spy.calls["t-0"]["recovery_point"] == 0
+    assert spy.calls["t-0"]["log_start_offset"] == 0
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert any(
+        f"reading {RECOVERY_POINT_CHECKPOINT_FILE} file of directory {tmp_path / 'a'}" in w
+        and "line 3" in w
+        for w in warnings
+    )
+    assert any(f"reading {LOG_START_OFFSET_CHECKPOINT_FILE} file" in w for w in warnings)
+    assert any("Resetting the recovery point offset checkpoint to 0" in w for w in warnings)
+    log = m2.get_log(TP0)
+    assert log is not None and log.log_end_offset == 5
+
+
+def test_loading_logs_progress(
+    tmp_path: Path, managers: Managers, caplog: pytest.LogCaptureFixture
+) -> None:
+    m = managers([tmp_path / "a"])
+    for p in range(3):
+        m.create_log(TopicPartition("t", p))
+    managers.shutdown(m)
+    with caplog.at_level(logging.INFO, LOGGER):
+        managers([tmp_path / "a"], recovery_threads_per_data_dir=2)
+    assert "[LogManager id=0] Loading log 't-1'" in caplog.messages
+    assert any(
+        msg.startswith("[LogManager id=0] Completed load of log t-") and "(3/3 loaded in" in msg
+        for msg in caplog.messages
+    )
+    assert "[LogManager id=0] Logs loading complete in 0 ms." in caplog.messages
+
+
+def test_same_partition_in_two_dirs_rejected(tmp_path: Path, managers: Managers) -> None:
+    for name in ("a", "b"):
+        m = managers([tmp_path / name])
+        append(m.create_log(TP0))
+        managers.shutdown(m)
+    with pytest.raises(KafkaStorageError, match="Duplicate log directories for t-0") as e:
+        managers([tmp_path / "a", tmp_path / "b"])
+    assert str(tmp_path / "a" / "t-0") in str(e.value)
+    assert str(tmp_path / "b" / "t-0") in str(e.value)
+    # the failed manager let go of both dirs
+    managers([tmp_path / "a"])
+    managers([tmp_path / "b"])
+
+
+def test_unparseable_dir_name_fails_loading(tmp_path: Path, managers: Managers) -> None:
+    (tmp_path / "a" / "not_a_partition").mkdir(parents=True)
+    with pytest.raises(KafkaStorageError, match="not_a_partition"):
+        managers([tmp_path / "a"])
+
+
+# ---------------------------------------------------------------------- shutdown and checkpoints
+
+
+def test_shutdown_writes_checkpoints_and_marker(tmp_path: Path, managers: Managers) -> None:
+    m = managers([tmp_path / "a", tmp_path / "b"])
+    t0, t1 = m.create_log(TP0), m.create_log(TopicPartition("t", 1))
+    append(t0, 4)
+    append(t0, 2)
+    append(t1, 3)
+    t1.maybe_increment_log_start_offset(2)
+    managers.shutdown(m)
+    assert read_checkpoint(tmp_path / "a" / RECOVERY_POINT_CHECKPOINT_FILE) == {TP0: 6}
+    assert read_checkpoint(tmp_path / "b" / RECOVERY_POINT_CHECKPOINT_FILE) == {
+        TopicPartition("t", 1): 3
+    }
+    # only logs whose start offset moved past their first segment are in this checkpoint
+    assert read_checkpoint(tmp_path / "a" / LOG_START_OFFSET_CHECKPOINT_FILE) == {}
+    assert read_checkpoint(tmp_path / "b" / LOG_START_OFFSET_CHECKPOINT_FILE) == {
+        TopicPartition("t", 1): 2
+    }
+    for d in ("a", "b"):
+        assert (tmp_path / d / CLEAN_SHUTDOWN_FILE).exists()
+    assert m.all_logs() == []
+
+    m2 = managers([tmp_path / "a", tmp_path / "b"])
+    t1_again = m2.get_log(TopicPartition("t", 1))
+    assert t1_again is not None and t1_again.log_start_offset == 2
+
+
+def test_periodic_checkpoints(tmp_path: Path, managers: Managers, time: MockTime) -> None:
+    m = managers(
+        [tmp_path / "a"],
+        flush_recovery_offset_checkpoint_ms=1000,
+        flush_start_offset_checkpoint_ms=1000,
+    )
+    log = m.create_log(TP0)
+    append(log, 3)
+    log.flush()
+    m.startup()
+    time.advance(INITIAL_TASK_DELAY_MS)
+    assert read_checkpoint(tmp_path / "a" / RECOVERY_POINT_CHECKPOINT_FILE) == {TP0: 3}
+    append(log, 2)
+    log.flush()
+    log.maybe_increment_log_start_offset(1)
+    time.advance(1000)
+    assert read_checkpoint(tmp_path / "a" / RECOVERY_POINT_CHECKPOINT_FILE) == {TP0: 5}
+    assert read_checkpoint(tmp_path / "a" / LOG_START_OFFSET_CHECKPOINT_FILE) == {TP0: 1}
+
+
+def test_startup_schedules_kafkas_tasks_and_shutdown_cancels_them(
+    tmp_path: Path, managers: Managers, scheduler: MockScheduler
+) -> None:
+    m = managers([tmp_path / "a"])
+    m.startup()
+    assert scheduler.task_names() == [
+        "kafka-delete-logs",
+        "kafka-log-flusher",
+        "kafka-log-retention",
+        "kafka-log-start-offset-checkpoint",
+        "kafka-recovery-point-checkpoint",
+    ]
+    managers.shutdown(m)
+    assert scheduler.task_names() == []
+
+
+def test_log_cleaner_hook_logs_that_it_is_missing(
+    tmp_path: Path, managers: Managers, caplog: pytest.LogCaptureFixture
+) -> None:
+    m = managers([tmp_path / "a"], cleaner_config=CleanerConfig(enable_cleaner=True))
+    with caplog.at_level(logging.WARNING, LOGGER):
+        m.startup()
+    assert any("log cleaner is not implemented yet" in msg for msg in caplog.messages)
+
+
+# ---------------------------------------------------------------------- deletion
+
+
+def test_async_delete_renames_then_deletes_after_delay(
+    tmp_path: Path, managers: Managers, time: MockTime, caplog: pytest.LogCaptureFixture
+) -> None:
+    cfg = LogConfig(segment_bytes=1024, segment_index_bytes=4096, file_delete_delay_ms=60000)
+    m = managers([tmp_path / "a"], initial_default_config=cfg)
+    tp = TopicPartition("t", 2)
+    append(m.create_log(tp), 3)
+    m.create_log(TP0)
+    m.checkpoint_log_recovery_offsets()
+    m.startup()
+    with caplog.at_level(logging.INFO):
+        removed = m.async_delete(tp)
+        assert removed is not None
+        deleted_dir = removed.dir
+        assert deleted_dir.parent == tmp_path / "a"
+        assert deleted_dir.name.startswith("t-2.") and deleted_dir.name.endswith("-delete")
+        assert deleted_dir.is_dir()
+        assert not (tmp_path / "a" / "t-2").exists()
+        assert m.get_log(tp) is None
+        assert m.async_delete(tp) is None
+        assert (
+            f"[LogManager id=0] Log for partition t-2 is renamed to {deleted_dir} and is scheduled for deletion"
+            in caplog.messages
+        )
+        # the dir's checkpoint forgets the partition at once
+        assert tp not in read_checkpoint(tmp_path / "a" / RECOVERY_POINT_CHECKPOINT_FILE)
+
+        time.advance(60000 - 1)
+        assert deleted_dir.exists()
+        time.advance(1)
+        assert not deleted_dir.exists()
+    assert f"[LogManager id=0] Deleted log for partition t-2 in {deleted_dir}." in caplog.messages
+    # the per-file lines ("Deleted log .../00000000000000000000.log.") are LogSegment's in Kafka
+    assert m.logs_to_be_deleted() == []
+    assert m.get_log(TP0) is not None
+
+
+def test_delete_dirs_found_at_startup_are_deleted_after_delay(
+    tmp_path: Path, managers: Managers, time: MockTime
+) -> None:
+    m = managers([tmp_path / "a"])
+    append(m.create_log(TP0), 3)
+    managers.shutdown(m)
+    leftover = tmp_path / "a" / log_delete_dir_name(TP0)
+    os.rename(tmp_path / "a" / "t-0", leftover)
+
+    m2 = managers([tmp_path / "a"])  # SMALL: file.delete.delay.ms = 60000
+    assert m2.get_log(TP0) is None
+    assert [log.dir for log, _ in m2.logs_to_be_deleted()] == [leftover]
+    m2.startup()
+    time.advance(INITIAL_TASK_DELAY_MS)
+    assert leftover.exists()  # queued at load time, not yet 60 s ago
+    time.advance(60000 - INITIAL_TASK_DELAY_MS)
+    assert not leftover.exists()
+    assert m2.logs_to_be_deleted() == []
+
+
+def test_failed_deletion_is_logged_and_requeued(
+    tmp_path: Path,
+    managers: Managers,
+    time: MockTime,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    m = managers([tmp_path / "a"])
+    m.create_log(TP0)
+    m.startup()
+    removed = m.async_delete(TP0)
+    assert removed is not None
+    real_delete = removed.delete
+    attempts = []
+
+    def flaky_delete() -> None:
+        attempts.append(time.milliseconds())
+        if len(attempts) == 1:
+            raise OSError("disk hiccup")
+        real_delete()
+
+    monkeypatch.setattr(removed, "delete", flaky_delete)
+    with caplog.at_level(logging.ERROR, LOGGER):
+        time.advance(60000)
+    assert len(attempts) == 1
+    assert removed.dir.exists()
+    assert any(
+        "disk hiccup" in msg and "Moving it to the end of the queue" in msg
+        for msg in caplog.messages
+    )
+    assert [log for log, _ in m.logs_to_be_deleted()] == [removed]
+    time.advance(60000)
+    assert len(attempts) == 2
+    assert not removed.dir.exists()
+
+
+def test_async_delete_unknown_partition_with_offline_dirs(
+    tmp_path: Path, managers: Managers
+) -> None:
+    m = managers([tmp_path / "a", tmp_path / "b"], initial_offline_dirs=[tmp_path / "b"])
+    with pytest.raises(KafkaStorageError, match="offline"):
+        m.async_delete(TP0)
+
+
+# ---------------------------------------------------------------------- retention and flushing
+
+
+def test_retention_task_deletes_only_for_delete_policy(
+    tmp_path: Path, managers: Managers, time: MockTime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    delete_cfg = LogConfig(
+        segment_bytes=1024, segment_index_bytes=4096, retention_ms=1000, cleanup_policy=["delete"]
+    )
+    compact_cfg = LogConfig(
+        segment_bytes=1024, segment_index_bytes=4096, retention_ms=1000, cleanup_policy=["compact"]
+    )
+    m = managers(
+        [tmp_path / "a"],
+        topic_configs={"deleted": delete_cfg, "compacted": compact_cfg},
+        retention_check_ms=5000,
+    )
+    logs = {}
+    for topic in ("deleted", "compacted"):
+        log = m.create_log(TopicPartition(topic, 0))
+        for _ in range(3):
+            append(log, 2, timestamp=time.milliseconds())
+            log.roll()
+        logs[topic] = log
+    segments_before = {t: log.num_segments for t, log in logs.items()}
+    assert segments_before["deleted"] > 1
+    # the compacted log's segments below its log start offset belong to the cleaner, which
+    # is not built: LogManager must not even ask it
+    monkeypatch.setattr(
+        logs["compacted"], "delete_old_segments", lambda *a, **k: pytest.fail("called")
+    )
+
+    m.startup()
+    time.advance(INITIAL_TASK_DELAY_MS)  # first kafka-log-retention run; data now 30 s old > 1 s
+    assert logs["deleted"].num_segments < segments_before["deleted"]
+    assert logs["deleted"].log_start_offset == 6
+    assert logs["compacted"].num_segments == segments_before["compacted"]
+    assert logs["compacted"].log_start_offset == 0
+
+
+def test_cleanup_logs_counts_and_logs(
+    tmp_path: Path, managers: Managers, time: MockTime, caplog: pytest.LogCaptureFixture
+) -> None:
+    cfg = LogConfig(segment_bytes=1024, segment_index_bytes=4096, retention_ms=10)
+    m = managers([tmp_path / "a"], initial_default_config=cfg)
+    log = m.create_log(TP0)
+    append(log, 2, timestamp=time.milliseconds())
+    log.roll()
+    append(log, 2, timestamp=time.milliseconds())
+    log.roll()
+    time.advance(100)
+    with caplog.at_level(logging.DEBUG, LOGGER):
+        deleted = m.cleanup_logs()
+    assert deleted == 2
+    assert "[LogManager id=0] Beginning log cleanup..." in caplog.messages
+    assert (
+        "[LogManager id=0] Log cleanup completed. 2 files deleted in 0 seconds" in caplog.messages
+    )
+
+
+def test_flusher_honours_flush_ms(
+    tmp_path: Path, managers: Managers, time: MockTime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fast = LogConfig(segment_bytes=1024, segment_index_bytes=4096, flush_ms=1000)
+    m = managers([tmp_path / "a"], topic_configs={"fast": fast}, flush_check_ms=500)
+    flushed: list[str] = []
+    logs = {}
+    for topic in ("fast", "slow"):  # slow: flush.ms = Long.MAX (Kafka's default)
+        log = m.create_log(TopicPartition(topic, 0))
+        append(log, 3)
+        real_flush = log.flush
+
+        def spy(offset: int | None = None, _topic: str = topic, _real: Any = real_flush) -> None:
+            flushed.append(_topic)
+            _real() if offset is None else _real(offset)
+
+        monkeypatch.setattr(log, "flush", spy)
+        logs[topic] = log
+    m.startup()
+    time.advance(INITIAL_TASK_DELAY_MS)
+    assert flushed == ["fast"]
+    assert logs["fast"].recovery_point == 3
+    assert logs["slow"].recovery_point == 0
+    # just flushed: not again until flush.ms has passed since
+    time.advance(500)
+    assert flushed == ["fast"]
+    time.advance(500)
+    assert flushed == ["fast", "fast"]
+
+
+# ---------------------------------------------------------------------- truncation and configs
+
+
+def test_truncate_to_checkpoints_recovery_points(tmp_path: Path, managers: Managers) -> None:
+    m = managers([tmp_path / "a"])
+    log = m.create_log(TP0)
+    append(log, 3)
+    append(log, 3)
+    log.flush()
+    m.truncate_to({TP0: 3, TopicPartition("absent", 0): 5})
+    assert log.log_end_offset == 3
+    assert read_checkpoint(tmp_path / "a" / RECOVERY_POINT_CHECKPOINT_FILE) == {TP0: 3}
+
+
+def test_truncate_fully_and_start_at(tmp_path: Path, managers: Managers) -> None:
+    m = managers([tmp_path / "a"])
+    log = m.create_log(TP0)
+    append(log, 3)
+    log.flush()
+    checkpoint = tmp_path / "a" / RECOVERY_POINT_CHECKPOINT_FILE
+    assert not checkpoint.exists()
+    m.truncate_fully_and_start_at(TP0, 100)
+    assert (log.log_start_offset, log.log_end_offset) == (100, 100)
+    # the dir is checkpointed at once (as Kafka, the recovery point is min(new offset, old))
+    assert read_checkpoint(checkpoint) == {TP0: 3}
+    m.truncate_fully_and_start_at(TopicPartition("absent", 0), 5)  # no log: nothing happens
+
+
+def test_update_topic_config(tmp_path: Path, managers: Managers) -> None:
+    m = managers([tmp_path / "a"])
+    log = m.create_log(TP0)
+    other = m.create_log(TopicPartition("u", 0))
+    new_cfg = SMALL.with_overrides({"retention.ms": "5"})
+    m.update_topic_config("t", new_cfg)
+    assert log.config.retention_ms == 5
+    assert other.config == SMALL
+    assert m.create_log(TopicPartition("t", 1)).config.retention_ms == 5
+    new_default = SMALL.with_overrides({"retention.ms": "7"})
+    m.reconfigure_default_log_config(new_default)
+    assert other.config.retention_ms == 7
+    assert log.config.retention_ms == 5
