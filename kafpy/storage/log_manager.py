@@ -453,9 +453,12 @@ class LogManager:
     def shutdown(self) -> None:
         """Stop the tasks, flush and close every log, write the checkpoints and the clean
         shutdown marker in each dir, and release the dir locks."""
+        with self._lock:
+            if self._shutting_down:
+                return  # a second call must not overwrite the checkpoints with nothing
+            self._shutting_down = True
         self.log.info("Shutting down.")
         with self._lock:
-            self._shutting_down = True
             tasks, self._tasks = self._tasks, []
         for task in tasks:
             task.cancel()

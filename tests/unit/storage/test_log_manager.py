@@ -281,6 +281,31 @@ def test_load_without_clean_shutdown_recovers_from_recovery_point(
     assert log is not None and log.log_end_offset == 5
 
 
+def test_unclean_shutdown_truncates_a_torn_tail(tmp_path: Path, managers: Managers) -> None:
+    m = managers([tmp_path / "a"])
+    append(m.create_log(TP0), 5)
+    managers.shutdown(m)
+    (tmp_path / "a" / CLEAN_SHUTDOWN_FILE).unlink()
+    segment = tmp_path / "a" / "t-0" / "00000000000000000000.log"
+    good_size = segment.stat().st_size
+    whole = build_batch([b"x"], base_offset=5)
+    with open(segment, "ab") as f:
+        f.write(whole[: len(whole) // 2])  # a batch torn by the crash
+    OffsetCheckpointFile(tmp_path / "a" / RECOVERY_POINT_CHECKPOINT_FILE).write({TP0: 0})
+    m2 = managers([tmp_path / "a"])
+    log = m2.get_log(TP0)
+    assert log is not None and log.log_end_offset == 5
+    assert segment.stat().st_size == good_size
+
+
+def test_shutdown_twice_keeps_the_checkpoints(tmp_path: Path, managers: Managers) -> None:
+    m = managers([tmp_path / "a"])
+    append(m.create_log(TP0), 2)
+    managers.shutdown(m)
+    m.shutdown()
+    assert read_checkpoint(tmp_path / "a" / RECOVERY_POINT_CHECKPOINT_FILE) == {TP0: 2}
+
+
 def test_load_passes_topic_config_and_log_start_offset(
     tmp_path: Path, managers: Managers, monkeypatch: pytest.MonkeyPatch
 ) -> None:
