@@ -1,0 +1,144 @@
+"""LogValidator: the leader's batch checks and in-place offset assignment."""
+
+from __future__ import annotations
+
+import pytest
+from crc32c import crc32c
+
+from kafpy.common.errors import (
+    CorruptRecordError,
+    InvalidRecordError,
+    InvalidTimestampError,
+    MessageTooLargeError,
+)
+from kafpy.records import CompressionType, MemoryRecords, RecordBatch, TimestampType
+from kafpy.storage.log_config import LogConfig
+from kafpy.storage.log_validator import LogValidator, analyze_and_validate
+
+from .segment_fixtures import T0, batch
+
+NOW = T0 + 10
+
+
+def validate(data: bytes | bytearray, config: LogConfig | None = None, next_offset: int = 100, epoch: int = 7):
+    buf = memoryview(bytearray(data)) if isinstance(data, bytes) else memoryview(data)
+    return LogValidator(config or LogConfig()).validate_and_assign_offsets(buf, next_offset, NOW, epoch)
+
+
+def test_assigns_offsets_and_leader_epoch_in_place_keeping_the_crc() -> None:
+    raw = bytearray(batch([b"a", b"b"]) + batch([b"c", b"d", b"e"], timestamp=T0 + 5))
+    out, info = validate(raw)
+    assert out.obj is raw  # patched in place, no copy
+    batches = list(MemoryRecords(out).batches())
+    assert [(b.base_offset, b.last_offset) for b in batches] == [(100, 101), (102, 104)]
+    assert all(b.partition_leader_epoch == 7 and b.is_valid() for b in batches)
+    assert [r.offset for r in MemoryRecords(out).records()] == list(range(100, 105))
+    assert (info.first_offset, info.last_offset, info.num_messages, info.shallow_count) == (100, 104, 5, 2)
+    assert (info.max_timestamp, info.offset_of_max_timestamp, info.log_append_time) == (T0 + 5, 104, -1)
+    assert info.valid_bytes == len(raw) and info.last_offset_of_first_batch == 101
+
+
+def test_read_only_buffer_is_copied_once() -> None:
+    raw = batch([b"a"])
+    out, info = validate(memoryview(raw).toreadonly())  # type: ignore[arg-type]
+    assert RecordBatch(out).base_offset == 100 and info.last_offset == 100
+    assert RecordBatch(raw).base_offset == 0
+
+
+def test_producer_base_offset_is_overwritten() -> None:
+    out, info = validate(batch([b"a", b"b"], base_offset=5000))
+    assert RecordBatch(out).base_offset == 100 and info.last_offset == 101
+
+
+def test_log_append_time_stamps_batches_and_rewrites_crc() -> None:
+    config = LogConfig(message_timestamp_type="LogAppendTime")
+    out, info = validate(batch([b"a", b"b"], timestamp=T0 - 99), config)
+    rb = RecordBatch(out)
+    assert rb.timestamp_type is TimestampType.LOG_APPEND_TIME and rb.max_timestamp == NOW
+    assert rb.is_valid()
+    assert [r.timestamp for r in rb.records()] == [NOW, NOW]
+    assert (info.log_append_time, info.max_timestamp, info.offset_of_max_timestamp) == (NOW, NOW, 101)
+
+
+def test_batch_larger_than_max_message_bytes() -> None:
+    data = batch([b"x" * 500])
+    with pytest.raises(MessageTooLargeError, match="max.message.bytes"):
+        validate(data, LogConfig(max_message_bytes=len(data) - 1))
+    validate(data, LogConfig(max_message_bytes=len(data)))
+
+
+def test_crc_mismatch_and_bad_magic() -> None:
+    raw = bytearray(batch([b"a"]))
+    raw[-1] ^= 1
+    with pytest.raises(CorruptRecordError, match="CRC"):
+        validate(raw)
+    raw = bytearray(batch([b"a"]))
+    raw[16] = 1
+    with pytest.raises(InvalidRecordError, match="magic"):
+        validate(raw)
+
+
+def test_length_field_too_small_is_corrupt() -> None:
+    raw = bytearray(batch([b"a"]))
+    raw[8:12] = (10).to_bytes(4, "big")
+    with pytest.raises(CorruptRecordError, match="length"):
+        validate(raw)
+
+
+def test_trailing_partial_batch_is_left_out() -> None:
+    whole = batch([b"a"])
+    out, info = validate(whole + batch([b"b"])[:30])
+    assert len(out) == len(whole) and info.shallow_count == 1 and info.valid_bytes == len(whole)
+    out, info = validate(batch([b"b"])[:40])
+    assert info.shallow_count == 0 and info.first_offset == -1
+
+
+def test_client_batch_header_consistency() -> None:
+    raw = bytearray(batch([b"a", b"b"]))
+    raw[57:61] = (3).to_bytes(4, "big")  # record count disagrees with lastOffsetDelta
+    raw[17:21] = crc32c(bytes(raw[21:])).to_bytes(4, "big")  # with a CRC that matches
+    assert RecordBatch(raw).is_valid() and RecordBatch(raw).record_count == 3
+    with pytest.raises(InvalidRecordError, match="Inconsistent"):
+        validate(raw)
+    with pytest.raises(InvalidRecordError, match="sequence"):
+        validate(batch([b"a"], producer_id=5, producer_epoch=0, base_sequence=-1))
+    with pytest.raises(InvalidRecordError, match="control"):
+        validate(batch([b"a"], is_control=True))
+
+
+def test_timestamp_difference_max_ms() -> None:
+    config = LogConfig(message_timestamp_difference_max_ms=1000)
+    validate(batch([b"a"], timestamp=NOW - 1000), config)
+    with pytest.raises(InvalidTimestampError, match="out of range"):
+        validate(batch([b"a"], timestamp=NOW - 1001), config)
+    with pytest.raises(InvalidTimestampError, match="out of range"):
+        validate(batch([b"a"], timestamp=NOW + 5000), config)
+
+
+def test_producer_must_not_send_log_append_time() -> None:
+    with pytest.raises(InvalidTimestampError, match="LogAppendTime"):
+        validate(batch([b"a"], timestamp_type=TimestampType.LOG_APPEND_TIME, log_append_time=T0))
+
+
+def test_compressed_batches_keep_their_codec_with_compression_type_producer() -> None:
+    data = batch([b"a" * 100, b"b" * 100], compression=CompressionType.GZIP)
+    out, info = validate(data)
+    assert bytes(out[61:]) == data[61:]
+    assert info.source_codec == info.target_codec == CompressionType.GZIP
+
+
+def test_topic_compression_type_recompresses() -> None:
+    out, info = validate(batch([b"a" * 100, b"b" * 100]), LogConfig(compression_type="gzip"))
+    rb = RecordBatch(out)
+    assert rb.compression_type is CompressionType.GZIP and rb.is_valid()
+    assert rb.partition_leader_epoch == 7
+    assert [(r.offset, r.value) for r in rb.records()] == [(100, b"a" * 100), (101, b"b" * 100)]
+    assert info.target_codec == CompressionType.GZIP
+
+
+def test_analyze_for_followers_keeps_offsets_and_reports_order() -> None:
+    data = memoryview(batch([b"a", b"b"], base_offset=10) + batch([b"c"], base_offset=12))
+    info = analyze_and_validate(data, LogConfig(), False)
+    assert (info.first_offset, info.last_offset, info.offsets_monotonic, info.shallow_count) == (10, 12, True, 2)
+    backwards = memoryview(batch([b"a"], base_offset=10) + batch([b"c"], base_offset=5))
+    assert not analyze_and_validate(backwards, LogConfig(), False).offsets_monotonic
