@@ -63,8 +63,9 @@ class BrokerMetadataCheckpoint:
         return BrokerMetadata(broker_id, props.get("cluster.id"))
 
 
-def check_broker_metadata(log_dirs: list[Path], broker_id: int) -> None:
-    """Check every dir's meta.properties against `broker_id`, then write any missing one.
+def check_broker_metadata(log_dirs: list[Path], broker_id: int, cluster_id: str | None = None) -> None:
+    """Check every dir's meta.properties against `broker_id` and `cluster_id`, then write
+    the dirs that have none (or lack the cluster id).
 
     Raises InconsistentBrokerMetadataError naming the dirs when they disagree.
     """
@@ -89,6 +90,14 @@ def check_broker_metadata(log_dirs: list[Path], broker_id: int) -> None:
             f"matches. If you intend to create a new broker, you should remove all data in "
             f"your data directories (log.dirs)."
         )
+    for d, meta in found.items():
+        if cluster_id is not None and meta.cluster_id is not None and meta.cluster_id != cluster_id:
+            raise InconsistentBrokerMetadataError(
+                f"The Cluster ID {cluster_id} doesn't match stored clusterId {meta.cluster_id} in "
+                f"{d / META_PROPERTIES}. The broker is trying to join the wrong cluster. "
+                f"Configured zookeeper.connect may be wrong."
+            )
     for d in log_dirs:
-        if d not in found:
-            BrokerMetadataCheckpoint(d / META_PROPERTIES).write(BrokerMetadata(broker_id))
+        meta = found.get(d)
+        if meta is None or (meta.cluster_id is None and cluster_id is not None):
+            BrokerMetadataCheckpoint(d / META_PROPERTIES).write(BrokerMetadata(broker_id, cluster_id))

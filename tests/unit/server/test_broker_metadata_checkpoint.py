@@ -46,3 +46,11 @@ def test_bad_version_is_a_clear_error(tmp_path: Path) -> None:
     (tmp_path / "meta.properties").write_text("version=7\nbroker.id=1\n")
     with pytest.raises(InconsistentBrokerMetadataError, match="Unrecognized version"):
         BrokerMetadataCheckpoint(tmp_path / "meta.properties").read()
+
+
+def test_cluster_id_written_and_checked(tmp_path: Path) -> None:
+    check_broker_metadata([tmp_path], 0, "cluster-a")
+    assert BrokerMetadataCheckpoint(tmp_path / "meta.properties").read() == BrokerMetadata(0, "cluster-a")
+    check_broker_metadata([tmp_path], 0, "cluster-a")
+    with pytest.raises(InconsistentBrokerMetadataError, match="trying to join the wrong cluster"):
+        check_broker_metadata([tmp_path], 0, "cluster-b")

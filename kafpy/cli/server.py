@@ -1,0 +1,81 @@
+"""`kafpy server [server.properties] [--override key=value ...]`: run one broker.
+
+With no properties file: broker 0 on 127.0.0.1:9092, `log.dirs=./kafpy-data`, on the
+embedded metadata store. SIGTERM and SIGINT shut the broker down cleanly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+from pathlib import Path
+
+import click
+
+from kafpy.common.errors import KafkaError
+from kafpy.common.logger import configure_logging
+from kafpy.common.properties import PropertiesError
+from kafpy.metadata.errors import MetadataStoreError
+from kafpy.server.kafka_config import KafkaConfig
+from kafpy.server.kafka_server import KafkaServer
+
+DEFAULTS = {
+    "broker.id": "0",
+    "listeners": "PLAINTEXT://127.0.0.1:9092",
+    "log.dirs": "./kafpy-data",
+}
+
+
+def _parse_overrides(values: tuple[str, ...]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for v in values:
+        key, sep, value = v.partition("=")
+        if not sep or not key.strip():
+            raise click.BadParameter(f"'{v}' is not of the form key=value", param_hint="--override")
+        out[key.strip()] = value.strip()
+    return out
+
+
+async def _run(config: KafkaConfig) -> None:
+    server = KafkaServer(config)
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, server.request_shutdown)
+    await server.startup()
+    try:
+        await server.serve_forever()
+    finally:
+        await server.shutdown()
+
+
+@click.command("server", context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("properties", required=False, type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--override",
+    "overrides",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Override a property of the file (or of the defaults); may be repeated.",
+)
+def command(properties: Path | None, overrides: tuple[str, ...]) -> None:
+    """Start a broker from PROPERTIES (Kafka's server.properties keys).
+
+    Without PROPERTIES: broker.id=0, listeners=PLAINTEXT://127.0.0.1:9092,
+    log.dirs=./kafpy-data and the embedded metadata store (no zookeeper.connect).
+    """
+    configure_logging()
+    extra = _parse_overrides(overrides)
+    try:
+        if properties is None:
+            config = KafkaConfig({**DEFAULTS, **extra})
+        else:
+            config = KafkaConfig.from_file(properties, extra)
+    except (KafkaError, PropertiesError) as e:
+        click.echo(f"Invalid broker configuration: {e}", err=True)
+        sys.exit(1)
+    try:
+        asyncio.run(_run(config))
+    except (KafkaError, MetadataStoreError, OSError) as e:
+        click.echo(f"kafpy server: {e}", err=True)
+        sys.exit(1)
