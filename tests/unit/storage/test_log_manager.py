@@ -696,3 +696,20 @@ def test_update_topic_config(tmp_path: Path, managers: Managers) -> None:
     m.reconfigure_default_log_config(new_default)
     assert other.config.retention_ms == 7
     assert log.config.retention_ms == 5
+
+
+def test_runs_on_the_real_threaded_scheduler(tmp_path: Path) -> None:
+    from kafpy.common.scheduler import KafkaScheduler
+    from kafpy.common.time import SYSTEM_TIME
+
+    scheduler = KafkaScheduler(threads=2, time=SYSTEM_TIME)
+    scheduler.startup()
+    try:
+        m = LogManager([tmp_path / "a"], scheduler=scheduler, initial_default_config=SMALL, broker_id=0)
+        m.startup()
+        append(m.create_log(TP0), 3)
+        m.shutdown()
+    finally:
+        scheduler.shutdown()
+    assert read_checkpoint(tmp_path / "a" / RECOVERY_POINT_CHECKPOINT_FILE) == {TP0: 3}
+    assert (tmp_path / "a" / CLEAN_SHUTDOWN_FILE).exists()
