@@ -720,8 +720,8 @@ class Log:
                 active = self.active_segment
                 active.truncate_to(target_offset)
                 self._update_log_end_offset(min(target_offset, active.read_next_offset()))
-                self.recovery_point = min(target_offset, self.recovery_point)
-                self.log_start_offset = min(target_offset, self.log_start_offset)
+                self.recovery_point = min(self._leo, self.recovery_point)
+                self.log_start_offset = min(self._leo, self.log_start_offset)
             return True
 
     def truncate_fully_and_start_at(self, new_offset: int) -> None:

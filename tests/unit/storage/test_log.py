@@ -1,0 +1,538 @@
+"""Log: append/read/roll/truncate/flush/retention with MockTime, loading and recovery."""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+import pytest
+
+from kafpy.common.errors import (
+    KafkaStorageError,
+    MessageTooLargeError,
+    OffsetOutOfRangeError,
+    RecordListTooLargeError,
+)
+from kafpy.common.topic_partition import TopicPartition
+from kafpy.records import MemoryRecords, RecordBatch
+from kafpy.storage.log import (
+    Log,
+    UnexpectedAppendOffsetError,
+    log_delete_dir_name,
+    log_file_name,
+    offset_index_file_name,
+    parse_topic_partition_name,
+    time_index_file_name,
+)
+from kafpy.storage.log_config import LogConfig
+
+from .segment_fixtures import T0, Clock, batch, offsets_in, open_log, records
+
+SMALL = LogConfig(segment_bytes=1000, index_interval_bytes=100, segment_index_bytes=1024, file_delete_delay_ms=1000)
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def log_dir(tmp_path: Path) -> Path:
+    return tmp_path / "t-0"
+
+
+def fill(log: Log, n: int, per_batch: int = 2, ts: int | None = None) -> list[int]:
+    """Append n batches; returns their first offsets."""
+    firsts = []
+    for i in range(n):
+        info = log.append_as_leader(
+            records(batch([b"value-%d-%d" % (i, j) for j in range(per_batch)], timestamp=T0 if ts is None else ts)), 0
+        )
+        firsts.append(info.first_offset)
+    return firsts
+
+
+def read_all(log: Log, start: int | None = None) -> list[int]:
+    offset = log.log_start_offset if start is None else start
+    out: list[int] = []
+    while offset < log.log_end_offset:
+        data = log.read(offset, 1 << 20).records
+        got = offsets_in(data)
+        if not got:
+            break
+        out.extend(o for o in got if o >= offset)
+        offset = got[-1] + 1
+    return out
+
+
+def files(dir: Path) -> list[str]:
+    return sorted(p.name for p in dir.iterdir())
+
+
+# -- names -------------------------------------------------------------------------------------
+
+
+def test_parse_topic_partition_name(tmp_path: Path) -> None:
+    assert parse_topic_partition_name(tmp_path / "my-topic-3") == TopicPartition("my-topic", 3)
+    name = log_delete_dir_name(TopicPartition("my-topic", 3))
+    assert name.startswith("my-topic-3.") and name.endswith("-delete") and len(name) == len("my-topic-3.") + 32 + 7
+    assert parse_topic_partition_name(tmp_path / name) == TopicPartition("my-topic", 3)
+    for bad in ("topic", "topic-", "-1", "topic-x", "t-0.-delete", "t-0-delete"):
+        with pytest.raises(KafkaStorageError, match="topic-partition"):
+            parse_topic_partition_name(tmp_path / bad)
+
+
+# -- append and read ----------------------------------------------------------------------------
+
+
+def test_new_log_has_one_empty_segment(log_dir: Path, clock: Clock) -> None:
+    log = open_log(log_dir, clock)
+    assert (log.log_start_offset, log.log_end_offset, log.num_segments, log.size) == (0, 0, 1, 0)
+    assert log.name == "t-0" and log.topic_partition == TopicPartition("t", 0)
+    assert files(log_dir) == ["00000000000000000000.index", "00000000000000000000.log", "00000000000000000000.timeindex"]
+
+
+def test_append_assigns_offsets_and_read_returns_stored_bytes(log_dir: Path, clock: Clock) -> None:
+    log = open_log(log_dir, clock)
+    raw = records(batch([b"a", b"b", b"c"]))
+    info = log.append_as_leader(raw, leader_epoch=3)
+    assert (info.first_offset, info.last_offset, info.num_messages) == (0, 2, 3)
+    info = log.append_as_leader(records(batch([b"d"])), leader_epoch=3)
+    assert (info.first_offset, info.last_offset) == (3, 3)
+    assert log.log_end_offset == 4
+    data = log.read(0, 1 << 20).records
+    assert bytes(data.buffer()) == log_file_name(log_dir, 0).read_bytes()
+    assert [(r.offset, r.value) for r in data.records()] == [(0, b"a"), (1, b"b"), (2, b"c"), (3, b"d")]
+    assert all(b.partition_leader_epoch == 3 and b.is_valid() for b in data.batches())
+
+
+def test_read_at_log_end_is_empty_and_out_of_range_raises(log_dir: Path, clock: Clock) -> None:
+    log = open_log(log_dir, clock)
+    fill(log, 3)
+    end = log.read(6, 1000)
+    assert end.records.size_in_bytes == 0 and end.fetch_offset_metadata.message_offset == 6
+    with pytest.raises(OffsetOutOfRangeError, match="range 0 to 6"):
+        log.read(7, 1000)
+    log.maybe_increment_log_start_offset(2)
+    with pytest.raises(OffsetOutOfRangeError):
+        log.read(1, 1000)
+    assert offsets_in(log.read(2, 1000).records)[0] == 2
+
+
+def test_read_with_max_offset_and_max_length(log_dir: Path, clock: Clock) -> None:
+    log = open_log(log_dir, clock)
+    fill(log, 5)
+    assert offsets_in(log.read(0, 1 << 20, max_offset=4).records) == [0, 1, 2, 3]
+    one = log.read(0, 1, min_one_message=True).records
+    assert offsets_in(one) == [0, 1]
+    none = log.read(0, 1, min_one_message=False)
+    assert none.records.size_in_bytes == 1 and none.first_entry_incomplete
+
+
+def test_read_spans_to_the_next_segment(log_dir: Path, clock: Clock) -> None:
+    log = open_log(log_dir, clock, SMALL)
+    fill(log, 30)
+    assert log.num_segments > 2
+    assert read_all(log) == list(range(60))
+    second = log.log_segments()[1].base_offset
+    assert offsets_in(log.read(second, 1 << 20).records)[0] == second
+
+
+def test_batch_too_large_and_append_over_segment_size(log_dir: Path, clock: Clock) -> None:
+    log = open_log(log_dir, clock, LogConfig(max_message_bytes=200, segment_bytes=300))
+    with pytest.raises(MessageTooLargeError):
+        log.append_as_leader(records(batch([b"x" * 300])), 0)
+    small = batch([b"x" * 50])
+    with pytest.raises(RecordListTooLargeError, match="segment.bytes"):
+        log.append_as_leader(records(small, small, small, small), 0)
+    assert log.log_end_offset == 0
+
+
+def test_append_as_follower_keeps_offsets(log_dir: Path, clock: Clock) -> None:
+    log = open_log(log_dir, clock)
+    info = log.append_as_follower(records(batch([b"a", b"b"], base_offset=0), batch([b"c"], base_offset=5)))
+    assert (info.first_offset, info.last_offset, log.log_end_offset) == (0, 5, 6)
+    with pytest.raises(UnexpectedAppendOffsetError):
+        log.append_as_follower(records(batch([b"z"], base_offset=5)))
+    log.append_as_follower(records(batch([b"d"], base_offset=6)))
+    assert read_all(log) == [0, 1, 5, 6]
+
+
+# -- rolling -------------------------------------------------------------------------------------
+
+
+def test_roll_by_size(log_dir: Path, clock: Clock) -> None:
+    log = open_log(log_dir, clock, SMALL)
+    fill(log, 30)
+    segments = log.log_segments()
+    assert all(s.size <= 1000 for s in segments)
+    assert [s.base_offset for s in segments] == sorted(s.base_offset for s in segments)
+    for prev, nxt in zip(segments, segments[1:], strict=False):
+        assert prev.read_next_offset() == nxt.base_offset
+    # rolled segments are trimmed and flushed (the flush-log task ran at once on the MockScheduler)
+    assert offset_index_file_name(log_dir, 0).stat().st_size == 8 * segments[0].offset_index.entries
+    assert log.recovery_point == segments[-1].base_offset
+
+
+def test_roll_by_time_against_first_batch_timestamp(log_dir: Path, clock: Clock) -> None:
+    log = open_log(log_dir, clock, LogConfig(segment_ms=1000, segment_jitter_ms=0))
+    fill(log, 1, ts=T0)
+    fill(log, 1, ts=T0 + 1000)
+    assert log.num_segments == 1
+    fill(log, 1, ts=T0 + 1001)
+    assert [s.base_offset for s in log.log_segments()] == [0, 4]
+
+
+def test_roll_when_index_is_full(log_dir: Path, clock: Clock) -> None:
+    log = open_log(log_dir, clock, LogConfig(segment_index_bytes=32, index_interval_bytes=1))
+    fill(log, 12)
+    assert log.num_segments > 2
+    assert read_all(log) == list(range(24))
+
+
+def test_explicit_roll_and_roll_of_empty_active_segment(log_dir: Path, clock: Clock) -> None:
+    log = open_log(log_dir, clock)
+    fill(log, 2)
+    seg = log.roll()
+    assert seg.base_offset == 4 and log.num_segments == 2
+    again = log.roll()  # the active segment is empty at the same offset: replaced
+    assert again.base_offset == 4 and log.num_segments == 2
+    fill(log, 1)
+    assert read_all(log) == list(range(6))
+
+
+# -- truncation ----------------------------------------------------------------------------------
+
+
+def test_truncate_to_across_segments(log_dir: Path, clock: Clock) -> None:
+    log = open_log(log_dir, clock, SMALL)
+    fill(log, 30)
+    log.flush()
+    assert log.truncate_to(25)
+    assert log.log_end_offset == 24  # offset 25 is in the batch [24, 25]: the batch goes whole
+    assert log.recovery_point == 24
+    assert read_all(log) == list(range(24))
+    assert not log.truncate_to(100)
+    info = log.append_as_leader(records(batch([b"new"])), 1)
+    assert info.first_offset == 24
+    assert read_all(log) == list(range(25))
+
+
+def test_truncate_fully_and_start_at(log_dir: Path, clock: Clock) -> None:
+    log = open_log(log_dir, clock, SMALL)
+    fill(log, 10)
+    log.truncate_fully_and_start_at(500)
+    assert (log.log_start_offset, log.log_end_offset, log.num_segments) == (500, 500, 1)
+    assert fill(log, 1) == [500]
+    clock.time.advance(1000)  # file.delete.delay.ms
+    assert files(log_dir) == [
+        "00000000000000000500.index", "00000000000000000500.log", "00000000000000000500.timeindex",
+    ]
+
+
+# -- flushing ------------------------------------------------------------------------------------
+
+
+def test_flush_moves_recovery_point(log_dir: Path, clock: Clock) -> None:
+    log = open_log(log_dir, clock)
+    fill(log, 3)
+    assert (log.recovery_point, log.unflushed_messages) == (0, 6)
+    clock.time.advance(5)
+    log.flush(4)
+    assert (log.recovery_point, log.last_flush_time) == (4, T0 + 5)
+    log.flush(2)  # never backwards
+    assert log.recovery_point == 4
+    log.flush()
+    assert log.recovery_point == 6
+
+
+def test_flush_messages_flushes_on_append(log_dir: Path, clock: Clock) -> None:
+    log = open_log(log_dir, clock, LogConfig(flush_messages=5))
+    fill(log, 2)
+    assert log.recovery_point == 0
+    fill(log, 1)
+    assert log.recovery_point == 6
+
+
+# -- retention -----------------------------------------------------------------------------------
+
+
+def test_retention_by_time(log_dir: Path, clock: Clock, caplog: pytest.LogCaptureFixture) -> None:
+    log = open_log(log_dir, clock, SMALL.with_overrides({"retention.ms": 1000}))
+    fill(log, 25, ts=T0)
+    fill(log, 25, ts=T0 + 5000)
+    clock.time.advance(5500)
+    now = clock.time.milliseconds()
+    expected = []
+    for seg in log.log_segments():
+        if now - seg.largest_timestamp <= 1000:
+            break
+        expected.append(seg.base_offset)
+    assert len(expected) >= 2
+    with caplog.at_level(logging.INFO, logger="kafpy.log.Log"):
+        assert log.delete_old_segments() == len(expected)
+    assert log.log_start_offset == log.log_segments()[0].base_offset
+    assert all(now - seg.largest_timestamp <= 1000 for seg in log.log_segments())
+    messages = [r.getMessage() for r in caplog.records]
+    listed = ",".join(map(str, expected))
+    assert any(
+        m.endswith(f"Found deletable segments with base offsets [{listed}] due to retention time 1000ms breach")
+        for m in messages
+    )
+    assert any(m.startswith("[Log partition=t-0, dir=") for m in messages)
+
+
+def test_retention_by_time_keeps_segments_with_recent_timestamps(log_dir: Path, clock: Clock) -> None:
+    log = open_log(log_dir, clock, SMALL.with_overrides({"retention.ms": 1000}))
+    fill(log, 10, ts=T0)
+    n_old = log.num_segments - 1
+    log.roll()
+    fill(log, 10, ts=T0 + 5000)
+    clock.time.advance(5500)
+    assert log.delete_old_segments() == n_old + 1
+    assert log.log_start_offset == 20
+    assert read_all(log) == list(range(20, 40))
+    assert any(name.endswith(".deleted") for name in files(log_dir))
+    clock.time.advance(1000)
+    assert not any(name.endswith(".deleted") for name in files(log_dir))
+
+
+def test_retention_by_time_rolls_when_every_segment_goes(log_dir: Path, clock: Clock) -> None:
+    log = open_log(log_dir, clock, SMALL.with_overrides({"retention.ms": 1000}))
+    fill(log, 10)
+    n = log.num_segments
+    clock.time.advance(2000)
+    assert log.delete_old_segments() == n
+    assert log.num_segments == 1 and log.active_segment.size == 0
+    assert (log.log_start_offset, log.log_end_offset) == (20, 20)
+    assert log.delete_old_segments() == 0  # an empty active segment is never deleted
+
+
+def test_retention_by_size(log_dir: Path, clock: Clock) -> None:
+    log = open_log(log_dir, clock, SMALL)
+    fill(log, 40)
+    sizes = [s.size for s in log.log_segments()]
+    retention = sum(sizes) - sizes[0] - sizes[1] // 2
+    log.update_config(SMALL.with_overrides({"retention.bytes": retention}))
+    assert log.delete_old_segments() == 1  # diff = size0 + size1/2: only the oldest fits in it
+    assert log.size == sum(sizes[1:])
+    log.update_config(SMALL.with_overrides({"retention.bytes": log.size}))
+    assert log.delete_old_segments() == 0
+
+
+def test_retention_respects_cleanup_policy_but_log_start_offset_always_applies(log_dir: Path, clock: Clock) -> None:
+    log = open_log(log_dir, clock, SMALL.with_overrides({"retention.ms": 1, "cleanup.policy": "compact"}))
+    fill(log, 30)
+    clock.time.advance(10_000)
+    assert log.delete_old_segments() == 0
+    third = log.log_segments()[2].base_offset
+    log.maybe_increment_log_start_offset(third + 1)
+    assert log.delete_old_segments() == 2
+    assert log.log_segments()[0].base_offset == third
+    with pytest.raises(OffsetOutOfRangeError):
+        log.maybe_increment_log_start_offset(10_000)
+
+
+def test_delete_old_segments_with_a_predicate(log_dir: Path, clock: Clock) -> None:
+    log = open_log(log_dir, clock, SMALL)
+    fill(log, 30)
+    n = log.num_segments
+    assert log.delete_old_segments(lambda seg, nxt: nxt is not None and seg.base_offset < 20, "test") >= 1
+    assert log.num_segments < n
+
+
+def test_fetch_offset_by_timestamp(log_dir: Path, clock: Clock) -> None:
+    log = open_log(log_dir, clock, SMALL)
+    for i in range(30):
+        log.append_as_leader(records(batch([b"a", b"b"], timestamp=T0 + 10 * i)), 0)
+    assert log.fetch_offset_by_timestamp(T0 + 95).offset == 20  # type: ignore[union-attr]
+    assert log.fetch_offset_by_timestamp(-2).offset == 0  # type: ignore[union-attr]
+    assert log.fetch_offset_by_timestamp(-1).offset == 60  # type: ignore[union-attr]
+    assert log.fetch_offset_by_timestamp(T0 + 10_000) is None
+
+
+# -- lifecycle -------------------------------------------------------------------------------------
+
+
+def test_close_and_reopen_cleanly(log_dir: Path, clock: Clock) -> None:
+    log = open_log(log_dir, clock, SMALL)
+    fill(log, 30)
+    n, end = log.num_segments, log.log_end_offset
+    log.close()
+    with pytest.raises(KafkaStorageError, match="closed"):
+        log.read(0, 100)
+    log = open_log(log_dir, clock, SMALL)
+    assert (log.num_segments, log.log_end_offset, log.recovery_point) == (n, end, end)
+    fill(log, 1)
+    assert read_all(log) == list(range(end + 2))
+    assert not log.active_segment.offset_index.is_full()
+
+
+def test_rename_dir_and_delete(log_dir: Path, clock: Clock) -> None:
+    log = open_log(log_dir, clock, SMALL)
+    fill(log, 20)
+    name = log_delete_dir_name(log.topic_partition)
+    log.rename_dir(name)
+    assert log.dir == log_dir.parent / name and not log_dir.exists()
+    assert read_all(log) == list(range(40))
+    log.delete()
+    assert not (log_dir.parent / name).exists()
+
+
+# -- loading and recovery -----------------------------------------------------------------------
+
+
+def crashed_log(log_dir: Path, clock: Clock, n: int = 30) -> tuple[list[int], list[tuple[int, int]]]:
+    """Fill a log and leave it as a crash would: indexes untrimmed, no close."""
+    log = open_log(log_dir, clock, SMALL)
+    fill(log, n)
+    segments = [(s.base_offset, s.size) for s in log.log_segments()]
+    for s in log.log_segments():
+        s.flush()
+        s.close_handlers()
+    return read_all_offsets(n), segments
+
+
+def read_all_offsets(n: int) -> list[int]:
+    return list(range(2 * n))
+
+
+def reopen_unclean(log_dir: Path, clock: Clock, recovery_point: int = 0) -> Log:
+    return open_log(log_dir, clock, SMALL, recovery_point=recovery_point, had_clean_shutdown=False)
+
+
+def test_unclean_reopen_without_damage_keeps_everything(log_dir: Path, clock: Clock) -> None:
+    expected, segments = crashed_log(log_dir, clock)
+    log = reopen_unclean(log_dir, clock)
+    assert read_all(log) == expected
+    assert [(s.base_offset, s.size) for s in log.log_segments()] == segments
+    assert log.recovery_point == log.log_end_offset == 60
+
+
+def test_recovery_cuts_a_torn_batch_in_the_active_segment(log_dir: Path, clock: Clock) -> None:
+    expected, segments = crashed_log(log_dir, clock)
+    last_base, last_size = segments[-1]
+    path = log_file_name(log_dir, last_base)
+    with open(path, "r+b") as f:
+        f.truncate(last_size - 10)
+    log = reopen_unclean(log_dir, clock)
+    assert read_all(log) == expected[:-2]
+    assert log.log_end_offset == 58
+    assert fill(log, 1) == [58]
+
+
+def test_recovery_truncates_garbage_and_deletes_later_segments(log_dir: Path, clock: Clock) -> None:
+    expected, segments = crashed_log(log_dir, clock)
+    mid_base, mid_size = segments[1]
+    path = log_file_name(log_dir, mid_base)
+    raw = bytearray(path.read_bytes())
+    # corrupt the third batch of the second segment: everything from it on must go
+    pos = 0
+    for _ in range(2):
+        pos += RecordBatch(raw, pos).size_in_bytes
+    cut_offset = RecordBatch(raw, pos).base_offset
+    raw[pos + 70] ^= 0x55
+    path.write_bytes(bytes(raw))
+    log = reopen_unclean(log_dir, clock)
+    assert read_all(log) == list(range(cut_offset))
+    assert log.num_segments == 2 and log.log_end_offset == cut_offset
+    clock.time.advance(1000)
+    assert not any(f.startswith(f"{segments[2][0]:020d}") for f in files(log_dir))
+    assert fill(log, 1) == [cut_offset]
+
+
+def test_recovery_appended_garbage(log_dir: Path, clock: Clock) -> None:
+    expected, segments = crashed_log(log_dir, clock)
+    with open(log_file_name(log_dir, segments[-1][0]), "ab") as f:
+        f.write(os.urandom(300))
+    log = reopen_unclean(log_dir, clock)
+    assert read_all(log) == expected
+
+
+def test_recovery_starts_at_the_recovery_point(log_dir: Path, clock: Clock) -> None:
+    expected, segments = crashed_log(log_dir, clock)
+    # damage below the recovery point is not looked at (Kafka trusts flushed data)
+    first = log_file_name(log_dir, segments[0][0])
+    with open(first, "ab") as f:
+        f.write(b"\x00" * 5)
+    log = reopen_unclean(log_dir, clock, recovery_point=segments[-1][0])
+    assert log.log_segments()[0].size == segments[0][1] + 5
+    assert log.log_end_offset == 60
+
+
+def test_missing_or_corrupt_index_is_rebuilt(log_dir: Path, clock: Clock) -> None:
+    log = open_log(log_dir, clock, SMALL)
+    fill(log, 30)
+    entries = [s.offset_index.entries for s in log.log_segments()]
+    log.close()
+    offset_index_file_name(log_dir, 0).unlink()
+    time_index_file_name(log_dir, log.log_segments()[1].base_offset).unlink()
+    third = log.log_segments()[2].base_offset
+    offset_index_file_name(log_dir, third).write_bytes(b"\xff" * 8 * 3 + b"\x01")
+    log = open_log(log_dir, clock, SMALL)  # clean shutdown: only the broken indexes are rebuilt
+    assert [s.offset_index.entries for s in log.log_segments()] == entries
+    assert read_all(log) == list(range(60))
+    assert log.fetch_offset_by_timestamp(T0).offset == 0  # type: ignore[union-attr]
+
+
+def test_index_pointing_past_the_log_is_rebuilt(log_dir: Path, clock: Clock) -> None:
+    log = open_log(log_dir, clock, SMALL)
+    fill(log, 30)
+    first = log.log_segments()[0]
+    log.close()
+    with open(log_file_name(log_dir, 0), "r+b") as f:
+        f.truncate(first.size // 3)
+    log = open_log(log_dir, clock, SMALL)
+    seg = log.log_segments()[0]
+    assert seg.offset_index.entries == 0 or seg.offset_index.last_entry().position < seg.size
+
+
+def test_leftover_files_from_deletion_cleaning_and_swap(log_dir: Path, clock: Clock) -> None:
+    log = open_log(log_dir, clock, SMALL)
+    fill(log, 30)
+    segs = log.log_segments()
+    log.close()
+    base1 = segs[1].base_offset
+    # a deleted segment that was not removed yet
+    for name in ("00000000000000099999.log.deleted", "00000000000000099999.index.deleted"):
+        (log_dir / name).write_bytes(b"junk")
+    # a cleaner output that never got swapped in
+    (log_dir / "00000000000000000000.log.cleaned").write_bytes(b"junk")
+    (log_dir / "00000000000000000000.index.cleaned").write_bytes(b"junk")
+    # an interrupted swap: the swap holds the same batches as segment 1 (a cleaned copy)
+    (log_dir / f"{base1:020d}.log.swap").write_bytes(log_file_name(log_dir, base1).read_bytes())
+    (log_dir / f"{base1:020d}.index.swap").write_bytes(b"")
+    # an orphan index
+    (log_dir / "00000000000000077777.index").write_bytes(b"")
+    log = open_log(log_dir, clock, SMALL)
+    clock.time.advance(1000)
+    names = files(log_dir)
+    assert not any(n.endswith((".deleted", ".cleaned", ".swap")) for n in names)
+    assert "00000000000000077777.index" not in names
+    assert read_all(log) == list(range(60))
+    assert [s.base_offset for s in log.log_segments()] == [s.base_offset for s in segs]
+
+
+def test_load_deletes_everything_below_log_start_offset_when_files_vanished(log_dir: Path, clock: Clock) -> None:
+    log = open_log(log_dir, clock, SMALL)
+    fill(log, 5)
+    log.close()
+    log = open_log(log_dir, clock, SMALL, log_start_offset=50, had_clean_shutdown=False)
+    assert (log.log_start_offset, log.log_end_offset) == (50, 50)
+    assert fill(log, 1) == [50]
+
+
+def test_log_start_offset_is_at_least_the_first_segment(log_dir: Path, clock: Clock) -> None:
+    log = open_log(log_dir, clock, SMALL)
+    fill(log, 30)
+    log.delete_old_segments(lambda seg, nxt: seg.base_offset == 0, "test")
+    log.close()
+    log = open_log(log_dir, clock, SMALL, log_start_offset=0)
+    assert log.log_start_offset == log.log_segments()[0].base_offset > 0
+
+
+def test_records_are_memory_records(log_dir: Path, clock: Clock) -> None:
+    log = open_log(log_dir, clock)
+    fill(log, 1)
+    assert isinstance(log.read(0, 100).records, MemoryRecords)
