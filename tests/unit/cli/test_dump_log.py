@@ -1,0 +1,165 @@
+"""`kafpy dump-log`: Kafka DumpLogSegments' output for .log, .index, .timeindex and .txnindex."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from kafpy.cli.dump_log import command
+from kafpy.common.scheduler import MockScheduler
+from kafpy.common.time import MockTime
+from kafpy.records import CompressionType, MemoryRecords, RecordBatch, build_batch
+from kafpy.storage.log import Log
+from kafpy.storage.log_config import LogConfig
+from kafpy.storage.offset_index import OffsetIndex
+from kafpy.storage.transaction_index import AbortedTxn, TransactionIndex
+
+T0 = 1_600_000_000_000
+
+
+@pytest.fixture
+def log_dir(tmp_path: Path) -> Path:
+    time = MockTime(T0)
+    log = Log(tmp_path / "t-0", LogConfig(index_interval_bytes=50), 0, 0, MockScheduler(time), time)
+    log.append_as_leader(MemoryRecords(bytearray(build_batch([(b"k", b"v"), (None, b"w")], timestamp=T0))), 0)
+    log.append_as_leader(
+        MemoryRecords(bytearray(build_batch([(b"k2", b"v2")], timestamp=T0 + 1, compression=CompressionType.GZIP))), 3
+    )
+    log.append_as_leader(MemoryRecords(bytearray(build_batch([b"x"], timestamp=T0 + 2))), 3)
+    log.close()
+    return tmp_path / "t-0"
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(command, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_dump_log_batches(log_dir: Path) -> None:
+    path = log_dir / "00000000000000000000.log"
+    code, out, err = run("--files", str(path))
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0] == f"Dumping {path}"
+    assert lines[1] == "Starting offset: 0"
+    first = RecordBatch(path.read_bytes())
+    assert lines[2] == (
+        "baseOffset: 0 lastOffset: 1 count: 2 baseSequence: -1 lastSequence: -1 producerId: -1 "
+        "producerEpoch: -1 partitionLeaderEpoch: 0 isTransactional: false isControl: false "
+        f"position: 0 CreateTime: {T0} size: {first.size_in_bytes} magic: 2 compresscodec: NONE "
+        f"crc: {first.crc} isvalid: true"
+    )
+    assert re.match(
+        rf"baseOffset: 2 lastOffset: 2 count: 1 .* partitionLeaderEpoch: 3 .* position: {first.size_in_bytes} "
+        rf"CreateTime: {T0 + 1} size: \d+ magic: 2 compresscodec: GZIP crc: \d+ isvalid: true$",
+        lines[3],
+    )
+    assert len(lines) == 5 and not any(line.startswith("|") for line in lines)
+
+
+def test_crc_is_the_one_kafka_python_reads(log_dir: Path) -> None:
+    from kafka.record.default_records import DefaultRecordBatch
+
+    raw = (log_dir / "00000000000000000000.log").read_bytes()
+    first = RecordBatch(raw)
+    ref = DefaultRecordBatch(raw[: first.size_in_bytes])
+    code, out, _ = run("--files", str(log_dir / "00000000000000000000.log"))
+    assert f"crc: {ref.crc} isvalid: true" in out.splitlines()[2]
+
+
+def test_print_data_log_prints_records(log_dir: Path) -> None:
+    code, out, err = run("--files", str(log_dir / "00000000000000000000.log"), "--print-data-log")
+    assert code == 0, err
+    records = [line for line in out.splitlines() if line.startswith("|")]
+    assert records == [
+        f"| offset: 0 CreateTime: {T0} keysize: 1 valuesize: 1 sequence: -1 headerKeys: [] key: k payload: v",
+        f"| offset: 1 CreateTime: {T0} keysize: -1 valuesize: 1 sequence: -1 headerKeys: [] payload: w",
+        f"| offset: 2 CreateTime: {T0 + 1} keysize: 2 valuesize: 2 sequence: -1 headerKeys: [] key: k2 payload: v2",
+        f"| offset: 3 CreateTime: {T0 + 2} keysize: -1 valuesize: 1 sequence: -1 headerKeys: [] payload: x",
+    ]
+
+
+def test_deep_iteration_without_data(log_dir: Path) -> None:
+    code, out, _ = run("--files", str(log_dir / "00000000000000000000.log"), "--deep-iteration")
+    records = [line for line in out.splitlines() if line.startswith("|")]
+    assert len(records) == 4 and not any("payload" in r for r in records)
+
+
+def test_trailing_garbage_is_reported(log_dir: Path) -> None:
+    path = log_dir / "00000000000000000000.log"
+    with open(path, "ab") as f:
+        f.write(b"\x00" * 7)
+    code, out, _ = run("--files", str(path))
+    assert code == 0
+    assert out.splitlines()[-1] == "Found 7 invalid bytes at the end of 00000000000000000000.log"
+
+
+def test_dump_index_and_time_index(log_dir: Path) -> None:
+    index = log_dir / "00000000000000000000.index"
+    timeindex = log_dir / "00000000000000000000.timeindex"
+    code, out, err = run("--files", f"{index},{timeindex}")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0] == f"Dumping {index}"
+    entries = [ln for ln in lines if ln.startswith("offset: ")]
+    assert entries and all(re.fullmatch(r"offset: \d+ position: \d+", ln) for ln in entries)
+    assert f"Dumping {timeindex}" in lines
+    assert any(re.fullmatch(rf"timestamp: {T0 + 2} offset: 3", ln) for ln in lines)
+    assert err == ""
+
+
+def test_verify_index_only_reports_mismatches(log_dir: Path) -> None:
+    index_path = log_dir / "00000000000000000000.index"
+    index_path.unlink()
+    index = OffsetIndex(index_path, 0, 80)
+    index.append(1, 0)  # right: the batch at 0 ends at offset 1
+    index.append(5, 0)  # wrong
+    index.close()
+    code, out, err = run("--files", str(index_path), "--verify-index-only")
+    assert code == 0
+    assert out.splitlines() == [f"Dumping {index_path}"]
+    assert err.splitlines() == [f"Mismatches in :{index_path.resolve()}", "  Index offset: 5, log offset: 1"]
+
+
+def test_index_sanity_check(log_dir: Path) -> None:
+    index_path = log_dir / "00000000000000000000.index"
+    code, out, _ = run("--files", str(index_path), "--index-sanity-check")
+    assert code == 0 and out.splitlines()[-1] == f"{index_path} passed sanity check."
+
+
+def test_txn_index(tmp_path: Path) -> None:
+    path = tmp_path / "00000000000000000000.txnindex"
+    idx = TransactionIndex(0, path)
+    idx.append(AbortedTxn(7, 1, 5, 0))
+    idx.close()
+    code, out, _ = run("--files", str(path))
+    assert out.splitlines()[1] == "version: 0 producerId: 7 firstOffset: 1 lastOffset: 5 lastStableOffset: 0"
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "message"),
+    [
+        ("missing.log", None, "does not exist"),
+        ("notes.log", b"hello", "is not a Kafka segment file"),
+        ("00000000000000000000.txt", b"x", "is not a Kafka segment file"),
+        ("00000000000000000000.log", b"hello world, this is text and not batches", "is not a Kafka log segment"),
+        ("00000000000000000005.index", b"", "does not exist"),
+    ],
+)
+def test_bad_input_is_one_line_on_stderr_and_exit_1(tmp_path: Path, name: str, content: bytes | None, message: str) -> None:
+    path = tmp_path / name
+    if content is not None:
+        path.write_bytes(content)
+    code, _, err = run("--files", str(path))
+    assert code == 1
+    assert len(err.splitlines()) == 1 and message in err
+
+
+def test_main_group_dispatches_dump_log(log_dir: Path) -> None:
+    from kafpy.cli.main import main
+
+    result = CliRunner().invoke(main, ["dump-log", "--files", str(log_dir / "00000000000000000000.log")])
+    assert result.exit_code == 0 and "Starting offset: 0" in result.stdout
