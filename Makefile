@@ -16,11 +16,14 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-# ZooKeeper for the metadata-store contract tests and the CLI tests.
+# A real ZooKeeper for the metadata-store and CLI tests; kcat for the client tests.
 system-deps:
-	@if [ ! -e /usr/share/java/zookeeper.jar ]; then \
+	@need=""; \
+	[ -e /usr/share/java/zookeeper.jar ] || need="$$need zookeeper"; \
+	command -v kcat >/dev/null 2>&1 || need="$$need kcat"; \
+	if [ -n "$$need" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
-	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq zookeeper >/dev/null; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$need >/dev/null; \
 	fi
 
 run: install

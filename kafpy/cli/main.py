@@ -17,6 +17,8 @@ COMMANDS: dict[str, str] = {
     "configs": "kafpy.cli.configs",
     "dump-log": "kafpy.cli.dump_log",
     "zookeeper": "kafpy.cli.zookeeper",
+    "console-producer": "kafpy.cli.console_producer",
+    "console-consumer": "kafpy.cli.console_consumer",
 }
 
 

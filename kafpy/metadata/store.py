@@ -6,7 +6,8 @@ and one contract test suite runs against both. The semantics are ZooKeeper's:
 - a node has data (bytes), a data version (starting at 0, +1 per set), a child version
   (cversion, +1 per child created or deleted), a creation zxid and an ephemeral owner;
 - `create` needs the parent to exist unless `make_parents`; sequential nodes get a
-  10-digit, zero-padded counter taken from the parent's cversion appended to their name;
+  10-digit, zero-padded counter appended to their name: the number of children ever
+  created under the parent (ZooKeeper's cversion also counts deletions, the counter not);
 - ephemeral nodes belong to the store's session and vanish when it closes or expires;
 - watches are one-shot: a data watch (set by `get` or `exists`) fires once on the next
   create, change or delete of the node; a child watch (set by `get_children`) fires once
