@@ -205,7 +205,13 @@ class LogSegment:
             self._rolling_based_timestamp = largest_timestamp
         if not 0 <= largest_offset - self.base_offset <= INT32_MAX:
             self._ensure_offset_in_range(largest_offset)
-        log_file.append(data)
+        # FileRecords.append, inlined (the produce path)
+        written = os.write(log_file._fd, data)
+        if written < size:
+            log_file._size += written
+            log_file.append(data[written:])
+        else:
+            log_file._size += size
         if largest_timestamp > self._max_timestamp_so_far:
             self._max_timestamp_so_far = largest_timestamp
             self._offset_of_max_timestamp_so_far = shallow_offset_of_max_timestamp

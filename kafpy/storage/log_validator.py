@@ -157,6 +157,10 @@ class LogValidator:
         """
         max_message_bytes = self.max_message_bytes
         log_append_time = self.log_append_time
+        check_timestamps = self.check_timestamps
+        unpack_header = HEADER.unpack_from
+        patch_header = HEADER_PATCH.pack_into
+        crc = crc32c
         end = len(buffer)
         pos = 0
         offset = next_offset
@@ -167,49 +171,45 @@ class LogValidator:
         source_codec = 0
         last_offset_of_first_batch = -1
         patched = None
-        while end - pos >= LOG_OVERHEAD:
-            if end - pos >= _HEADER_SIZE:
-                header = HEADER.unpack_from(buffer, pos)
-                length = header[1]
-                if length < MIN_BATCH_LENGTH:
-                    raise _too_small(length, pos)
-                size = length + LOG_OVERHEAD
-                if pos + size > end:
-                    break
-            else:
+        while end - pos >= 12:  # LOG_OVERHEAD
+            if end - pos < 61:  # RECORD_BATCH_OVERHEAD
                 _header_at(buffer, pos, end)  # raises for a bad length, else it is partial
+                break
+            (_, length, _, magic, stored_crc, attributes, last_delta, _, batch_max_ts,
+             producer_id, _, base_sequence, records_in_batch) = unpack_header(buffer, pos)
+            if length < MIN_BATCH_LENGTH:
+                raise _too_small(length, pos)
+            size = length + 12
+            if pos + size > end:
                 break
             if size > max_message_bytes:
                 _check_size(size, max_message_bytes)
-            if header[3] != MAGIC_V2 or crc32c(buffer[pos + _CRC_START : pos + size]) != header[4]:
-                _check_magic_and_crc(buffer, pos, size, header)
-            last_delta = header[6]
-            records_in_batch = header[12]
+            if magic != 2 or crc(buffer[pos + 21 : pos + size]) != stored_crc:
+                _check_magic_and_crc(buffer, pos, size, unpack_header(buffer, pos))
             if is_from_client and (
                 records_in_batch <= 0
                 or last_delta + 1 != records_in_batch
-                or (header[9] >= 0 and header[11] < 0)
-                or header[5] & _CONTROL_MASK
+                or (producer_id >= 0 and base_sequence < 0)
+                or attributes & _CONTROL_MASK
             ):
-                _validate_client_batch(header)
-            attributes = header[5]
-            if attributes & (_CODEC_MASK | _TIMESTAMP_TYPE_MASK):
+                _validate_client_batch(unpack_header(buffer, pos))
+            if attributes & 0x0F:  # a codec or the LogAppendTime bit
                 if attributes & _TIMESTAMP_TYPE_MASK:
                     raise InvalidTimestampError(
                         f"Invalid timestamp type in the batch at offset {offset}: producers must "
                         "not set the timestamp type to LogAppendTime"
                     )
                 source_codec = attributes & _CODEC_MASK
-            if self.check_timestamps:
-                _validate_timestamps(header, offset, now, self.diff_max)
+            if check_timestamps:
+                _validate_timestamps(unpack_header(buffer, pos), offset, now, self.diff_max)
             if patched is None:
                 patched = memoryview(bytearray(buffer)) if buffer.readonly else buffer
             last = offset + last_delta
-            HEADER_PATCH.pack_into(patched, pos, offset, length, leader_epoch)
+            patch_header(patched, pos, offset, length, leader_epoch)
             if log_append_time:
                 RecordBatch(patched, pos).set_max_timestamp(TimestampType.LOG_APPEND_TIME, now)
-            elif header[8] > max_timestamp:
-                max_timestamp = header[8]
+            elif batch_max_ts > max_timestamp:
+                max_timestamp = batch_max_ts
                 offset_of_max_timestamp = last
             if count == 0:
                 last_offset_of_first_batch = last
