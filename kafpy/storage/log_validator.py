@@ -273,7 +273,7 @@ def _header_at(buffer: memoryview, pos: int, end: int) -> tuple[int, ...] | None
         raise _too_small(header[1], pos)
     if pos + header[1] + LOG_OVERHEAD > end:
         return None
-    return header  # type: ignore[no-any-return]
+    return header
 
 
 def _too_small(length: int, pos: int) -> CorruptRecordError:
