@@ -57,6 +57,11 @@ class StaleControllerEpochError(KafkaError):
     code = 11
 
 
+class ControllerMovedError(KafkaError):
+    """Another broker became the controller (or the controller epoch moved on) while this
+    one was acting as controller; the work in progress is abandoned and the broker resigns."""
+
+
 class OffsetMetadataTooLargeError(KafkaError):
     code = 12
 

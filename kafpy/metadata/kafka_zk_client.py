@@ -9,11 +9,21 @@ unless a method says otherwise.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
+from kafpy.common.errors import ControllerMovedError
 from kafpy.common.topic_partition import TopicPartition
-from kafpy.metadata.errors import NodeExistsError, NoNodeError
-from kafpy.metadata.store import MetadataStore, SetDataOp, Stat, WatchCallback
+from kafpy.metadata.errors import BadVersionError, NodeExistsError, NoNodeError
+from kafpy.metadata.store import (
+    CheckOp,
+    CreateOp,
+    MetadataStore,
+    SetDataOp,
+    Stat,
+    WatchCallback,
+)
 from kafpy.metadata.zk_data import (
     PERSISTENT_ZK_PATHS,
     Broker,
@@ -28,6 +38,7 @@ from kafpy.metadata.zk_data import (
     ControllerZNode,
     DeleteTopicsTopicZNode,
     DeleteTopicsZNode,
+    LeaderAndIsr,
     LeaderIsrAndControllerEpoch,
     TopicPartitionStateZNode,
     TopicPartitionsZNode,
@@ -36,6 +47,19 @@ from kafpy.metadata.zk_data import (
     TopicZNode,
     ZkVersion,
 )
+
+
+@dataclass
+class UpdateLeaderAndIsrResult:
+    """The outcome of `KafkaZkClient.update_leader_and_isr`, as Kafka's.
+
+    `finished`: partition → the written LeaderAndIsr (with its new znode version) or the
+    exception that stopped it; `partitions_to_retry`: partitions whose state node had moved
+    on (another writer), to be read again and retried.
+    """
+
+    finished: dict[TopicPartition, LeaderAndIsr | Exception] = field(default_factory=dict)
+    partitions_to_retry: list[TopicPartition] = field(default_factory=list)
 
 
 class KafkaZkClient:
@@ -85,6 +109,22 @@ class KafkaZkClient:
             if broker is not None:
                 brokers.append(broker)
         return brokers
+
+    async def get_all_broker_and_epochs_in_cluster(
+        self, watch: WatchCallback | None = None
+    ) -> dict[int, tuple[Broker, int]]:
+        """Registered brokers with their broker epoch (the czxid of their registration).
+
+        `watch` is a child watch on /brokers/ids. Brokers vanishing meanwhile are skipped.
+        """
+        result: dict[int, tuple[Broker, int]] = {}
+        for broker_id in await self.get_all_broker_ids(watch):
+            try:
+                data, stat = await self.store.get(BrokerIdZNode.path(broker_id))
+            except NoNodeError:
+                continue
+            result[broker_id] = (BrokerIdZNode.decode(broker_id, data).broker, stat.czxid)
+        return result
 
     # -- topics -----------------------------------------------------------------------------
 
@@ -200,6 +240,99 @@ class KafkaZkClient:
         await self.store.create(
             TopicPartitionStateZNode.path(tp), TopicPartitionStateZNode.encode(state)
         )
+
+    async def create_topic_partition_states(
+        self,
+        states: Mapping[TopicPartition, LeaderIsrAndControllerEpoch],
+        expected_controller_epoch_zk_version: int,
+    ) -> dict[TopicPartition, Exception | None]:
+        """Create the state nodes of new partitions, each fenced by the controller epoch.
+
+        Each creation is a transaction checking /controller_epoch at
+        `expected_controller_epoch_zk_version`, so a controller that lost its election
+        cannot write. Returns partition → None (created) or the error (NodeExistsError,
+        ControllerMovedError, ...).
+        """
+        for topic in {tp.topic for tp in states}:
+            await self.store.ensure_path(TopicPartitionsZNode.path(topic))
+
+        async def create_one(tp: TopicPartition) -> Exception | None:
+            try:
+                await self.store.create(TopicPartitionZNode.path(tp))
+            except NodeExistsError:
+                pass
+            except Exception as e:  # reported per partition
+                return e
+            try:
+                await self.store.multi(
+                    [
+                        CheckOp(ControllerEpochZNode.path, expected_controller_epoch_zk_version),
+                        CreateOp(
+                            TopicPartitionStateZNode.path(tp),
+                            TopicPartitionStateZNode.encode(states[tp]),
+                        ),
+                    ]
+                )
+            except BadVersionError:
+                return ControllerMovedError(
+                    f"Controller epoch zkVersion {expected_controller_epoch_zk_version} check "
+                    f"failed while creating the state of partition {tp}: another controller "
+                    "was elected."
+                )
+            except Exception as e:  # reported per partition
+                return e
+            return None
+
+        partitions = list(states)
+        results = await asyncio.gather(*(create_one(tp) for tp in partitions))
+        return dict(zip(partitions, results, strict=True))
+
+    async def update_leader_and_isr(
+        self,
+        leader_and_isrs: Mapping[TopicPartition, LeaderAndIsr],
+        controller_epoch: int,
+        expected_controller_epoch_zk_version: int,
+    ) -> UpdateLeaderAndIsrResult:
+        """Write new leaders/ISRs to existing state nodes, each at the LeaderAndIsr's
+        `zk_version` and fenced by the controller epoch's znode version.
+
+        Raises ControllerMovedError when /controller_epoch is no longer at
+        `expected_controller_epoch_zk_version`.
+        """
+        result = UpdateLeaderAndIsrResult()
+
+        async def update_one(tp: TopicPartition) -> None:
+            lai = leader_and_isrs[tp]
+            data = TopicPartitionStateZNode.encode(
+                LeaderIsrAndControllerEpoch(lai, controller_epoch)
+            )
+            try:
+                results = await self.store.multi(
+                    [
+                        CheckOp(ControllerEpochZNode.path, expected_controller_epoch_zk_version),
+                        SetDataOp(TopicPartitionStateZNode.path(tp), data, lai.zk_version),
+                    ]
+                )
+            except BadVersionError:
+                result.partitions_to_retry.append(tp)
+                return
+            except Exception as e:  # reported per partition
+                result.finished[tp] = e
+                return
+            stat = results[1]
+            assert isinstance(stat, Stat)
+            result.finished[tp] = replace(lai, zk_version=stat.version)
+
+        await asyncio.gather(*(update_one(tp) for tp in leader_and_isrs))
+        if result.partitions_to_retry:
+            current = await self.get_controller_epoch()
+            if current is None or current[1].version != expected_controller_epoch_zk_version:
+                raise ControllerMovedError(
+                    f"Controller epoch zkVersion check failed (expected "
+                    f"{expected_controller_epoch_zk_version}) while updating leader and ISR: "
+                    "another controller was elected."
+                )
+        return result
 
     async def set_topic_partition_state(
         self,
@@ -323,6 +456,54 @@ class KafkaZkClient:
         await self.store.create(
             ControllerZNode.path, ControllerZNode.encode(broker_id, timestamp_ms), ephemeral=True
         )
+
+    async def register_controller_and_increment_controller_epoch(
+        self, broker_id: int, timestamp_ms: int
+    ) -> tuple[int, int]:
+        """Become the controller: create the ephemeral /controller and increment
+        /controller_epoch in one transaction (the epoch at the version just read).
+
+        Returns (new epoch, the epoch znode's new version). Raises ControllerMovedError when
+        another broker won (the node exists or the epoch moved meanwhile).
+        """
+        current = await self.get_controller_epoch()
+        if current is None:
+            try:
+                await self.create_controller_epoch(0)
+            except NodeExistsError:
+                pass
+            current = await self.get_controller_epoch()
+            if current is None:
+                raise ControllerMovedError("/controller_epoch vanished during the election.")
+        epoch, stat = current
+        new_epoch = epoch + 1
+        try:
+            results = await self.store.multi(
+                [
+                    CreateOp(
+                        ControllerZNode.path,
+                        ControllerZNode.encode(broker_id, timestamp_ms),
+                        ephemeral=True,
+                    ),
+                    SetDataOp(
+                        ControllerEpochZNode.path,
+                        ControllerEpochZNode.encode(new_epoch),
+                        stat.version,
+                    ),
+                ]
+            )
+        except NodeExistsError as e:
+            raise ControllerMovedError(
+                f"Broker {broker_id} lost the controller election: /controller exists."
+            ) from e
+        except BadVersionError as e:
+            raise ControllerMovedError(
+                f"Broker {broker_id} lost the controller election: /controller_epoch moved "
+                f"past {epoch}."
+            ) from e
+        epoch_stat = results[1]
+        assert isinstance(epoch_stat, Stat)
+        return new_epoch, epoch_stat.version
 
     async def get_controller_epoch(self) -> tuple[int, Stat] | None:
         """The controller epoch and its znode stat, or None before the first election."""
