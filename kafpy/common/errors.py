@@ -170,3 +170,34 @@ class AdminOperationError(KafkaError):
 
 class TopicAlreadyMarkedForDeletionError(KafkaError):
     """A deletion marker already exists for the topic."""
+
+
+class OutOfOrderSequenceError(KafkaError):
+    """An idempotent producer's batch does not follow its last sequence (OUT_OF_ORDER_SEQUENCE_NUMBER)."""
+
+    code = 45
+
+
+class DuplicateSequenceError(KafkaError):
+    """A batch repeats sequence numbers already written (DUPLICATE_SEQUENCE_NUMBER)."""
+
+    code = 46
+
+
+class InvalidProducerEpochError(KafkaError):
+    """A producer wrote with an epoch older than the last one seen (INVALID_PRODUCER_EPOCH)."""
+
+    code = 47
+
+
+class InvalidTxnStateError(KafkaError):
+    """A producer broke the rules of its ongoing transaction (INVALID_TXN_STATE)."""
+
+    code = 48
+
+
+class UnknownProducerIdError(KafkaError):
+    """The partition has no state for the producer id of a batch that does not start at
+    sequence 0 (UNKNOWN_PRODUCER_ID), e.g. because retention removed its batches."""
+
+    code = 59
