@@ -49,6 +49,15 @@ class RequestTimedOutError(KafkaError):
     retriable = True
 
 
+class KafkaConnectionError(KafkaError):
+    """The connection to a broker could not be made or was lost (NETWORK_EXCEPTION).
+
+    Raised by the client for every request that was in flight on the connection."""
+
+    code = 13
+    retriable = True
+
+
 class MessageTooLargeError(KafkaError):
     code = 10
 

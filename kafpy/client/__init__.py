@@ -1,0 +1,1 @@
+"""kafpy's own async Kafka client: connections, cluster metadata, admin operations."""
