@@ -1,0 +1,42 @@
+"""ListOffsets (key 2): offsets by timestamp, earliest or latest."""
+
+from __future__ import annotations
+
+from kafpy.protocol.api_keys import ApiKey
+from kafpy.protocol.schema import Array, Field, Message, Struct
+
+LIST_OFFSETS_REQUEST = Message(
+    ApiKey.LIST_OFFSETS, "ListOffsetsRequest", "request", (0, 11), 6,
+    [
+        Field("replica_id", "int32"),
+        Field("isolation_level", "int8", "2+"),
+        Field("topics", Array(Struct([
+            Field("name", "string"),
+            Field("partitions", Array(Struct([
+                Field("partition_index", "int32"),
+                Field("current_leader_epoch", "int32", "4+", default=-1),
+                Field("timestamp", "int64"),
+                Field("max_num_offsets", "int32", "0", default=1),
+            ]))),
+        ]))),
+        Field("timeout_ms", "int32", "10+"),
+    ],
+)
+
+LIST_OFFSETS_RESPONSE = Message(
+    ApiKey.LIST_OFFSETS, "ListOffsetsResponse", "response", (0, 11), 6,
+    [
+        Field("throttle_time_ms", "int32", "2+"),
+        Field("topics", Array(Struct([
+            Field("name", "string"),
+            Field("partitions", Array(Struct([
+                Field("partition_index", "int32"),
+                Field("error_code", "int16"),
+                Field("old_style_offsets", Array("int64"), "0"),
+                Field("timestamp", "int64", "1+", default=-1),
+                Field("offset", "int64", "1+", default=-1),
+                Field("leader_epoch", "int32", "4+", default=-1),
+            ]))),
+        ]))),
+    ],
+)
