@@ -145,7 +145,9 @@ class BrokerConnection:
         self._log = component_logger(__name__, "BrokerConnection", f"{node_id} {host}:{port}")
 
     def __repr__(self) -> str:
-        return f"BrokerConnection(node {self.node_id} at {self.host}:{self.port}, {self.state.value})"
+        return (
+            f"BrokerConnection(node {self.node_id} at {self.host}:{self.port}, {self.state.value})"
+        )
 
     @property
     def connected(self) -> bool:
@@ -248,7 +250,9 @@ class BrokerConnection:
         message = REQUESTS[ApiKey(api_key)]
         lo, hi = message.valid_versions
         theirs = self.api_versions.get(int(api_key))
-        if not lo <= version <= hi or (theirs is not None and not theirs[0] <= version <= theirs[1]):
+        if not lo <= version <= hi or (
+            theirs is not None and not theirs[0] <= version <= theirs[1]
+        ):
             span = f"{theirs[0]}-{theirs[1]}" if theirs is not None else "none"
             raise UnsupportedVersionError(
                 f"{api_name(api_key)} v{version} cannot be sent to {self._describe()}: the "
@@ -302,7 +306,9 @@ class BrokerConnection:
         )
         return correlation_id
 
-    def _write(self, api_key: int, body: Mapping[str, Any], version: int, correlation_id: int) -> None:
+    def _write(
+        self, api_key: int, body: Mapping[str, Any], version: int, correlation_id: int
+    ) -> None:
         header = RequestHeader(
             api_key=int(api_key),
             api_version=version,
