@@ -181,6 +181,34 @@ class TopicAlreadyMarkedForDeletionError(KafkaError):
     """A deletion marker already exists for the topic."""
 
 
+class ReplicaNotAvailableError(KafkaError):
+    code = 9
+    retriable = True
+
+
+class FencedLeaderEpochError(KafkaError):
+    """The request's leader epoch is older than the partition's (FENCED_LEADER_EPOCH)."""
+
+    code = 74
+    retriable = True
+
+
+class UnknownLeaderEpochError(KafkaError):
+    """The request's leader epoch is newer than the broker knows (UNKNOWN_LEADER_EPOCH)."""
+
+    code = 76
+    retriable = True
+
+
+class StaleBrokerEpochError(KafkaError):
+    code = 77
+
+
+class OffsetNotAvailableError(KafkaError):
+    code = 78
+    retriable = True
+
+
 class OutOfOrderSequenceError(KafkaError):
     """An idempotent producer's batch does not follow its last sequence (OUT_OF_ORDER_SEQUENCE_NUMBER)."""
 

@@ -1,0 +1,77 @@
+"""DelayedFetch: a Fetch that waits in purgatory until enough bytes arrive or its wait runs out.
+
+A fetch asking for `min_bytes` that finds fewer waits up to `max_wait_ms`; appends and
+high-watermark moves on its partitions call `check_and_complete`, and `try_complete`
+decides, from log positions only (no reads), whether the fetch can be answered now.
+Completion re-reads the logs and hands the result to the callback (Kafka's cases A-I:
+leadership lost, partition gone, segment rolled or truncated, enough bytes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from kafpy.common.errors import KafkaError
+from kafpy.common.topic_partition import TopicPartition
+from kafpy.server.delayed_operation import DelayedOperation
+from kafpy.storage.log_append_info import LogOffsetMetadata
+
+if TYPE_CHECKING:
+    from kafpy.server.replica_manager import FetchParams, PartitionFetchInfo
+
+
+@dataclass(slots=True)
+class FetchPartitionStatus:
+    """Where a partition's fetch started (with its segment position) and what it asked for."""
+
+    start_offset_metadata: LogOffsetMetadata
+    fetch_info: PartitionFetchInfo
+
+
+class DelayedFetch(DelayedOperation):
+    """A fetch waiting for `params.min_bytes` over its partitions, or `params.max_wait_ms`."""
+
+    def __init__(
+        self,
+        params: FetchParams,
+        statuses: Sequence[tuple[TopicPartition, FetchPartitionStatus]],
+        end_offset_of: Callable[[TopicPartition, PartitionFetchInfo], LogOffsetMetadata],
+        on_complete: Callable[[], None],
+    ) -> None:
+        super().__init__(params.max_wait_ms)
+        self.params = params
+        self.statuses = statuses
+        self._end_offset_of = end_offset_of
+        self._complete_callback = on_complete
+
+    def try_complete(self) -> bool:
+        accumulated = 0
+        for tp, status in self.statuses:
+            start = status.start_offset_metadata
+            try:
+                end = self._end_offset_of(tp, status.fetch_info)
+            except KafkaError:
+                # not leader any more, partition gone, epoch fenced, storage error: answer now
+                return self.force_complete()
+            if end.message_offset == start.message_offset:
+                continue
+            if end.message_offset_only or start.message_offset_only:
+                if start.message_offset < end.message_offset:
+                    accumulated += status.fetch_info.max_bytes
+                else:
+                    return self.force_complete()
+            elif end.segment_base_offset < start.segment_base_offset:
+                return self.force_complete()  # the log was truncated under the fetch
+            elif start.segment_base_offset < end.segment_base_offset:
+                return self.force_complete()  # a segment rolled: answer from the older one
+            elif start.message_offset < end.message_offset:
+                diff = end.relative_position_in_segment - start.relative_position_in_segment
+                accumulated += min(diff, status.fetch_info.max_bytes)
+        if accumulated >= self.params.min_bytes:
+            return self.force_complete()
+        return False
+
+    def on_complete(self) -> None:
+        self._complete_callback()

@@ -1,0 +1,377 @@
+"""Partition: one partition as this broker hosts it (Kafka's cluster.Partition).
+
+It holds what the controller said about the partition (leader, leader epoch, assigned
+replicas, ISR, controller epoch, zk version), the local log with its leader-epoch
+cache, and, when this broker leads, the high watermark and what it knows of each
+follower's log end offset. Appends and reads by clients go through it so that the
+leadership and epoch checks sit in one place.
+
+Replication (followers fetching, ISR shrink/expand written to ZooKeeper) is not built
+yet: a follower's log end offset is updated only by its Fetch requests, and the high
+watermark is the smallest log end offset over the ISR, so with the ISR = the leader
+alone it follows the leader's log end offset.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kafpy.common.errors import (
+    FencedLeaderEpochError,
+    KafkaStorageError,
+    NotEnoughReplicasError,
+    NotLeaderOrFollowerError,
+    OffsetOutOfRangeError,
+    UnknownLeaderEpochError,
+)
+from kafpy.common.logger import component_logger
+from kafpy.common.time import Time
+from kafpy.common.topic_partition import TopicPartition
+from kafpy.records.memory_records import MemoryRecords
+from kafpy.storage.leader_epoch_file_cache import LeaderEpochFileCache
+from kafpy.storage.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, Log
+from kafpy.storage.log_append_info import FetchDataInfo, LogAppendInfo, LogOffsetMetadata
+from kafpy.storage.log_manager import LogManager
+
+NO_TIMESTAMP = -1
+READ_UNCOMMITTED = 0
+READ_COMMITTED = 1
+
+
+@dataclass(slots=True)
+class RemoteReplica:
+    """What the leader knows of a follower: its log end offset and when it last caught up."""
+
+    broker_id: int
+    log_end_offset: int = -1
+    last_caught_up_time_ms: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class LogReadResult:
+    """One partition's part of a fetch: the stored bytes and the offsets to report with them."""
+
+    info: FetchDataInfo
+    high_watermark: int
+    log_start_offset: int
+    log_end_offset: int
+    last_stable_offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class TimestampAndOffset:
+    timestamp: int
+    offset: int
+    leader_epoch: int
+
+
+class Partition:
+    """One partition hosted on this broker: leadership state, ISR, high watermark and log."""
+
+    def __init__(
+        self,
+        tp: TopicPartition,
+        local_broker_id: int,
+        log_manager: LogManager,
+        time: Time,
+        high_watermark_checkpoint: Callable[[TopicPartition, Log], int | None] = lambda tp, log: None,
+        replica_lag_time_max_ms: int = 30000,
+    ) -> None:
+        self.topic_partition = tp
+        self.local_broker_id = local_broker_id
+        self.log_manager = log_manager
+        self.time = time
+        self._hw_checkpoint = high_watermark_checkpoint
+        self.replica_lag_time_max_ms = replica_lag_time_max_ms
+        self.leader_replica_id: int | None = None
+        self.leader_epoch = -1
+        self.leader_epoch_start_offset: int | None = None
+        self.controller_epoch = -1
+        self.zk_version = -1
+        self.assigned_replicas: list[int] = []
+        self.isr: list[int] = []
+        self.remote_replicas: dict[int, RemoteReplica] = {}
+        self.log: Log | None = None
+        self.leader_epoch_cache: LeaderEpochFileCache | None = None
+        self._hw = LogOffsetMetadata(0)
+        self.log_ident = component_logger(
+            "kafpy.cluster.Partition", f"Partition {tp} broker={local_broker_id}"
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"Partition(topicPartition={self.topic_partition}, leader={self.leader_replica_id}, "
+            f"leaderEpoch={self.leader_epoch}, replicas={self.assigned_replicas}, isr={self.isr})"
+        )
+
+    # -- state ----------------------------------------------------------------------------
+
+    @property
+    def is_leader(self) -> bool:
+        return self.leader_replica_id == self.local_broker_id
+
+    @property
+    def high_watermark(self) -> int:
+        return self._hw.message_offset
+
+    @property
+    def high_watermark_metadata(self) -> LogOffsetMetadata:
+        return self._hw
+
+    @property
+    def in_sync_replica_count(self) -> int:
+        return len(self.isr)
+
+    def create_log_if_not_exists(self) -> Log:
+        """The local log, created through LogManager (least-loaded dir) if missing, with its
+        leader-epoch cache and the high watermark from replication-offset-checkpoint."""
+        if self.log is not None:
+            return self.log
+        log = self.log_manager.get_log(self.topic_partition)
+        if log is None:
+            log = self.log_manager.create_log(self.topic_partition)
+        self.log = log
+        self.leader_epoch_cache = LeaderEpochFileCache(self.topic_partition, lambda: log.dir)
+        checkpointed = self._hw_checkpoint(self.topic_partition, log)
+        if checkpointed is None:
+            self.log_ident.info("No checkpointed highwatermark is found for partition %s", self.topic_partition)
+            checkpointed = 0
+        hw = min(max(checkpointed, log.log_start_offset), log.log_end_offset)
+        self._set_hw(hw)
+        return log
+
+    def _set_hw(self, offset: int) -> None:
+        assert self.log is not None
+        if offset >= self.log.log_end_offset:
+            self._hw = self.log.log_end_offset_metadata
+        else:
+            self._hw = LogOffsetMetadata(offset)
+
+    def _update_assignment_and_isr(self, replicas: list[int], isr: list[int]) -> None:
+        self.assigned_replicas = list(replicas)
+        self.isr = list(isr)
+        remote = {r for r in replicas if r != self.local_broker_id}
+        self.remote_replicas = {
+            r: self.remote_replicas.get(r, RemoteReplica(r)) for r in replicas if r in remote
+        }
+
+    def make_leader(self, state: Mapping[str, Any]) -> tuple[bool, bool]:
+        """Become leader as the LeaderAndIsr partition state says.
+
+        Records the new epoch's start offset (the log end offset) in the leader-epoch
+        cache. Returns (became leader now, high watermark moved).
+        """
+        self.controller_epoch = state["controller_epoch"]
+        self._update_assignment_and_isr(state["replicas"], state["isr"])
+        log = self.create_log_if_not_exists()
+        start = log.log_end_offset
+        self.leader_epoch = state["leader_epoch"]
+        self.leader_epoch_start_offset = start
+        self.zk_version = state["zk_version"]
+        assert self.leader_epoch_cache is not None
+        if self.leader_epoch >= 0:
+            self.leader_epoch_cache.assign(self.leader_epoch, start)
+        is_new_leader = not self.is_leader
+        if is_new_leader:
+            now = self.time.milliseconds()
+            for replica in self.remote_replicas.values():
+                replica.log_end_offset = -1
+                replica.last_caught_up_time_ms = now if replica.broker_id in self.isr else 0
+            self.leader_replica_id = self.local_broker_id
+        self.log_ident.info(
+            "%s starts at leader epoch %d from offset %d with high watermark %d.",
+            self.topic_partition, self.leader_epoch, start, self.high_watermark,
+        )
+        return is_new_leader, self.maybe_increment_leader_hw()
+
+    def make_follower(self, state: Mapping[str, Any]) -> bool:
+        """Become a follower of `state["leader"]`; True if the leader or epoch changed."""
+        new_leader = state["leader"]
+        old_epoch = self.leader_epoch
+        self.controller_epoch = state["controller_epoch"]
+        self._update_assignment_and_isr(state["replicas"], [])
+        self.create_log_if_not_exists()
+        self.leader_epoch = state["leader_epoch"]
+        self.leader_epoch_start_offset = None
+        self.zk_version = state["zk_version"]
+        if self.leader_replica_id == new_leader and self.leader_epoch == old_epoch:
+            return False
+        self.leader_replica_id = new_leader
+        return True
+
+    def maybe_increment_leader_hw(self) -> bool:
+        """Move the high watermark to the smallest log end offset over the ISR (and
+        followers caught up within replica.lag.time.max.ms); True if it moved."""
+        if self.log is None or not self.is_leader:
+            return False
+        now = self.time.milliseconds()
+        new_hw = self.log.log_end_offset
+        for replica in self.remote_replicas.values():
+            if replica.broker_id in self.isr or (
+                now - replica.last_caught_up_time_ms <= self.replica_lag_time_max_ms
+            ):
+                new_hw = min(new_hw, max(replica.log_end_offset, 0))
+        if new_hw > self._hw.message_offset or (
+            new_hw == self._hw.message_offset
+            and new_hw == self.log.log_end_offset
+            and self._hw.message_offset_only
+        ):
+            self._set_hw(new_hw)
+            return True
+        return False
+
+    # -- checks ---------------------------------------------------------------------------
+
+    def _check_current_leader_epoch(self, requested: int) -> None:
+        if requested == -1 or requested == self.leader_epoch:
+            return
+        if requested < self.leader_epoch:
+            raise FencedLeaderEpochError(
+                f"The leader epoch {requested} in the request for {self.topic_partition} is older "
+                f"than the current leader epoch {self.leader_epoch}; refresh metadata and retry."
+            )
+        raise UnknownLeaderEpochError(
+            f"The leader epoch {requested} in the request for {self.topic_partition} is newer than "
+            f"the current leader epoch {self.leader_epoch} this broker knows; retry later."
+        )
+
+    def local_log_or_error(self, current_leader_epoch: int, require_leader: bool) -> Log:
+        """The local log after checking the request's epoch and (if asked) leadership."""
+        self._check_current_leader_epoch(current_leader_epoch)
+        if require_leader and not self.is_leader:
+            raise NotLeaderOrFollowerError(
+                f"Leader not local for partition {self.topic_partition} on broker {self.local_broker_id}"
+            )
+        if self.log is None:
+            raise NotLeaderOrFollowerError(
+                f"Log for partition {self.topic_partition} is not available on broker {self.local_broker_id}"
+            )
+        return self.log
+
+    # -- produce --------------------------------------------------------------------------
+
+    def append_records_to_leader(self, records: MemoryRecords, required_acks: int) -> LogAppendInfo:
+        """Append a producer's batches as leader; raises NotLeaderOrFollowerError when this
+        broker does not lead, NotEnoughReplicasError for acks=-1 below min.insync.replicas,
+        and whatever the log's validation raises."""
+        if not self.is_leader or self.log is None:
+            raise NotLeaderOrFollowerError(
+                f"Leader not local for partition {self.topic_partition} on broker {self.local_broker_id}"
+            )
+        log = self.log
+        min_isr = log.config.min_insync_replicas
+        if required_acks == -1 and len(self.isr) < min_isr:
+            raise NotEnoughReplicasError(
+                f"The size of the current ISR {self.isr} is insufficient to satisfy the min.isr "
+                f"requirement of {min_isr} for partition {self.topic_partition}"
+            )
+        info = log.append_as_leader(records, self.leader_epoch)
+        self.maybe_increment_leader_hw()
+        return info
+
+    # -- fetch ----------------------------------------------------------------------------
+
+    def read_records(
+        self,
+        fetch_offset: int,
+        current_leader_epoch: int,
+        max_bytes: int,
+        fetch_only_from_leader: bool,
+        fetch_only_committed: bool,
+        min_one_message: bool,
+    ) -> LogReadResult:
+        """Read from `fetch_offset`: consumers up to the high watermark, followers to the end.
+
+        Raises OffsetOutOfRangeError outside [log start offset, log end offset].
+        """
+        log = self.local_log_or_error(current_leader_epoch, fetch_only_from_leader)
+        # take the offsets before reading, so that a concurrent append is not reported
+        hw = self.high_watermark
+        leo = log.log_end_offset
+        max_offset = hw if fetch_only_committed else None
+        info = log.read(fetch_offset, max_bytes, max_offset, min_one_message)
+        return LogReadResult(info, hw, log.log_start_offset, leo, hw)
+
+    def update_follower_fetch_state(self, replica_id: int, fetch_offset: int) -> bool:
+        """Record a follower's fetch position (its log end offset); True if the HW moved."""
+        replica = self.remote_replicas.get(replica_id)
+        if replica is None or self.log is None:
+            return False
+        replica.log_end_offset = fetch_offset
+        if fetch_offset >= self.log.log_end_offset:
+            replica.last_caught_up_time_ms = self.time.milliseconds()
+        return self.maybe_increment_leader_hw()
+
+    # -- offsets --------------------------------------------------------------------------
+
+    def fetch_offset_for_timestamp(
+        self,
+        timestamp: int,
+        isolation_level: int | None,
+        current_leader_epoch: int,
+        fetch_only_from_leader: bool,
+    ) -> TimestampAndOffset | None:
+        """ListOffsets: -2 earliest, -1 latest (the high watermark for clients), else the
+        first offset with a timestamp >= `timestamp` below the last fetchable offset."""
+        log = self.local_log_or_error(current_leader_epoch, fetch_only_from_leader)
+        last_fetchable = log.log_end_offset if isolation_level is None else self.high_watermark
+        if timestamp == LATEST_TIMESTAMP:
+            return TimestampAndOffset(NO_TIMESTAMP, last_fetchable, self._epoch_at(last_fetchable))
+        found = log.fetch_offset_by_timestamp(timestamp)
+        if found is None:
+            return None
+        if timestamp != EARLIEST_TIMESTAMP and found.offset >= last_fetchable:
+            return None
+        return TimestampAndOffset(found.timestamp, found.offset, self._epoch_at(found.offset))
+
+    def _epoch_at(self, offset: int) -> int:
+        cache = self.leader_epoch_cache
+        if cache is None:
+            return -1
+        if self.log is not None and offset >= self.log.log_end_offset:
+            latest = cache.latest_epoch
+            return -1 if latest is None else latest
+        epoch = cache.epoch_for_offset(offset)
+        return -1 if epoch is None else epoch
+
+    def last_offset_for_leader_epoch(
+        self, current_leader_epoch: int, leader_epoch: int, fetch_only_from_leader: bool
+    ) -> tuple[int, int]:
+        """(epoch, end offset) of `leader_epoch` from the leader-epoch cache."""
+        log = self.local_log_or_error(current_leader_epoch, fetch_only_from_leader)
+        assert self.leader_epoch_cache is not None
+        return self.leader_epoch_cache.end_offset_for(leader_epoch, log.log_end_offset)
+
+    def delete_records_on_leader(self, offset: int) -> int:
+        """DeleteRecords: move the log start offset to `offset` (-1: the high watermark);
+        returns the new low watermark."""
+        log = self.local_log_or_error(-1, True)
+        hw = self.high_watermark
+        target = hw if offset == -1 else offset
+        if target < 0 or target > hw:
+            raise OffsetOutOfRangeError(
+                f"Cannot increment the log start offset to {target} of partition "
+                f"{self.topic_partition} since it is larger than the high watermark {hw}"
+            )
+        log.maybe_increment_log_start_offset(target)
+        if self.leader_epoch_cache is not None:
+            self.leader_epoch_cache.truncate_from_start(log.log_start_offset)
+        return log.log_start_offset
+
+    # -- removal --------------------------------------------------------------------------
+
+    def delete(self) -> None:
+        """Forget the partition's state and delete its log (renamed `-delete`, removed later)."""
+        self.leader_replica_id = None
+        self.assigned_replicas = []
+        self.isr = []
+        self.remote_replicas = {}
+        self.log = None
+        self.leader_epoch_cache = None
+        try:
+            self.log_manager.async_delete(self.topic_partition)
+        except KafkaStorageError as e:
+            self.log_ident.error("Failed to delete the log of %s: %s", self.topic_partition, e)
+            raise

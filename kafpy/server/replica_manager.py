@@ -1,0 +1,593 @@
+"""ReplicaManager: the partitions this broker hosts, and every read and write of their logs.
+
+It applies the controller's LeaderAndIsr (become leader or follower, creating logs
+through LogManager and recording leader epochs) and StopReplica (stop serving, delete
+the log); appends producers' batches to the partitions it leads; reads for consumers
+(up to the high watermark) and followers (up to the log end); parks fetches that want
+more bytes, and acks=all produces that wait for the ISR, in purgatories woken by appends
+and high-watermark moves; checkpoints the high watermarks of every log dir.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kafpy.common.errors import (
+    InvalidRequiredAcksError,
+    InvalidTopicError,
+    KafkaError,
+    KafkaStorageError,
+    NotLeaderOrFollowerError,
+    UnknownTopicOrPartitionError,
+)
+from kafpy.common.logger import component_logger
+from kafpy.common.scheduler import Scheduler
+from kafpy.common.time import Time
+from kafpy.common.topic_partition import TopicPartition
+from kafpy.records.memory_records import MemoryRecords
+from kafpy.server.delayed_fetch import DelayedFetch, FetchPartitionStatus
+from kafpy.server.delayed_operation import DelayedOperationPurgatory, TimerScheduler
+from kafpy.server.delayed_produce import DelayedProduce, ProducePartitionStatus
+from kafpy.server.metadata_cache import INTERNAL_TOPICS, MetadataCache
+from kafpy.server.partition import Partition, TimestampAndOffset
+from kafpy.storage.log import Log
+from kafpy.storage.log_append_info import LogOffsetMetadata
+from kafpy.storage.log_manager import LogManager
+from kafpy.storage.offset_checkpoint_file import OffsetCheckpointFile
+
+HIGH_WATERMARK_CHECKPOINT_FILE = "replication-offset-checkpoint"
+INITIAL_CONTROLLER_EPOCH = 0
+NONE = 0
+STALE_CONTROLLER_EPOCH = 11
+UNKNOWN_TOPIC_OR_PARTITION = 3
+KAFKA_STORAGE_ERROR = 56
+NOT_LEADER_OR_FOLLOWER = 6
+NOT_ENOUGH_REPLICAS_AFTER_APPEND = 20
+DEBUGGING_CONSUMER_ID = -2
+FUTURE_LOCAL_REPLICA_ID = -3
+
+
+def _code(exc: BaseException) -> int:
+    return exc.code if isinstance(exc, KafkaError) else -1
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionFetchInfo:
+    """One partition of a Fetch request."""
+
+    fetch_offset: int
+    max_bytes: int
+    current_leader_epoch: int = -1
+    log_start_offset: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class FetchParams:
+    """The request-level settings of a fetch."""
+
+    replica_id: int
+    max_wait_ms: int
+    min_bytes: int
+    max_bytes: int
+    isolation_level: int = 0  # 0 read_uncommitted, 1 read_committed
+
+    @property
+    def is_from_follower(self) -> bool:
+        return self.replica_id >= 0
+
+    @property
+    def fetch_only_from_leader(self) -> bool:
+        return self.replica_id != DEBUGGING_CONSUMER_ID
+
+    @property
+    def fetch_only_committed(self) -> bool:
+        return not self.is_from_follower
+
+
+@dataclass(slots=True)
+class FetchPartitionData:
+    """One partition of a fetch's answer; `records` are the stored bytes as they are."""
+
+    error_code: int
+    high_watermark: int = -1
+    last_stable_offset: int = -1
+    log_start_offset: int = -1
+    records: memoryview | None = None
+    aborted_transactions: list[dict[str, int]] | None = None
+    fetch_offset_metadata: LogOffsetMetadata = field(default_factory=lambda: LogOffsetMetadata(-1))
+    error: KafkaError | None = None
+
+
+class ReplicaManager:
+    """Hosts this broker's partitions and serves every produce, fetch and offset lookup on them."""
+
+    def __init__(
+        self,
+        broker_id: int,
+        log_manager: LogManager,
+        metadata_cache: MetadataCache,
+        scheduler: Scheduler,
+        time: Time,
+        *,
+        replica_lag_time_max_ms: int = 30000,
+        high_watermark_checkpoint_interval_ms: int = 5000,
+        fetch_purgatory_purge_interval: int = 1000,
+        producer_purgatory_purge_interval: int = 1000,
+        timer: TimerScheduler | None = None,
+    ) -> None:
+        self.broker_id = broker_id
+        self.log_manager = log_manager
+        self.metadata_cache = metadata_cache
+        self.scheduler = scheduler
+        self.time = time
+        self.replica_lag_time_max_ms = replica_lag_time_max_ms
+        self.hw_checkpoint_interval_ms = high_watermark_checkpoint_interval_ms
+        self.controller_epoch = INITIAL_CONTROLLER_EPOCH
+        self.broker_epoch = -1
+        self.partitions: dict[TopicPartition, Partition] = {}
+        self.delayed_fetch_purgatory: DelayedOperationPurgatory[DelayedFetch] = DelayedOperationPurgatory(
+            "Fetch", broker_id, timer, fetch_purgatory_purge_interval
+        )
+        self.delayed_produce_purgatory: DelayedOperationPurgatory[DelayedProduce] = (
+            DelayedOperationPurgatory("Produce", broker_id, timer, producer_purgatory_purge_interval)
+        )
+        self._hw_checkpoints: dict[Path, dict[TopicPartition, int]] | None = None
+        self._hw_checkpoint_task: Any = None
+        self.log = component_logger("kafpy.server.ReplicaManager", "ReplicaManager", f"broker={broker_id}")
+        self.state_change_log = component_logger("kafpy.state.change.logger", "Broker", broker_id)
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def startup(self) -> None:
+        """Schedule highwatermark-checkpoint (on the scheduler's threads: it fsyncs)."""
+        self._hw_checkpoint_task = self.scheduler.schedule(
+            "highwatermark-checkpoint",
+            self.checkpoint_high_watermarks,
+            self.hw_checkpoint_interval_ms,
+            self.hw_checkpoint_interval_ms,
+        )
+
+    def shutdown(self, checkpoint_hw: bool = True) -> None:
+        """Answer every parked request and write the high watermarks one last time."""
+        self.log.info("Shutting down")
+        if self._hw_checkpoint_task is not None:
+            self._hw_checkpoint_task.cancel()
+        self.delayed_fetch_purgatory.shutdown()
+        self.delayed_produce_purgatory.shutdown()
+        if checkpoint_hw:
+            self.checkpoint_high_watermarks()
+        self.log.info("Shut down completely")
+
+    # -- partitions -----------------------------------------------------------------------
+
+    def get_partition(self, tp: TopicPartition) -> Partition | None:
+        return self.partitions.get(tp)
+
+    def get_partition_or_error(self, tp: TopicPartition, expect_leader: bool = True) -> Partition:
+        """The hosted partition; UnknownTopicOrPartitionError if this broker does not know it
+        at all, NotLeaderOrFollowerError if it is in the cluster but not hosted here."""
+        partition = self.partitions.get(tp)
+        if partition is not None:
+            return partition
+        if self.metadata_cache.get_partition_info(tp) is not None:
+            raise NotLeaderOrFollowerError(
+                f"Broker {self.broker_id} is not a replica of {tp}; refresh metadata and retry."
+            )
+        raise UnknownTopicOrPartitionError(
+            f"This server does not host this topic-partition: {tp}."
+        )
+
+    def _new_partition(self, tp: TopicPartition) -> Partition:
+        return Partition(
+            tp, self.broker_id, self.log_manager, self.time, self._checkpointed_hw,
+            self.replica_lag_time_max_ms,
+        )
+
+    def _checkpointed_hw(self, tp: TopicPartition, log: Log) -> int | None:
+        if self._hw_checkpoints is None:
+            self._hw_checkpoints = {}
+        data_dir = Path(log.dir).parent
+        entries = self._hw_checkpoints.get(data_dir)
+        if entries is None:
+            try:
+                entries = OffsetCheckpointFile(data_dir / HIGH_WATERMARK_CHECKPOINT_FILE).read()
+            except KafkaStorageError as e:
+                self.log.error("Error reading the high watermark checkpoint of %s: %s", data_dir, e)
+                entries = {}
+            self._hw_checkpoints[data_dir] = entries
+        return entries.get(tp)
+
+    def checkpoint_high_watermarks(self) -> None:
+        """Write replication-offset-checkpoint in every log dir (the HW of each hosted log)."""
+        by_dir: dict[Path, dict[TopicPartition, int]] = {d: {} for d in self.log_manager.live_log_dirs}
+        for tp, partition in list(self.partitions.items()):
+            log = partition.log
+            if log is None:
+                continue
+            by_dir.setdefault(Path(log.dir).parent, {})[tp] = partition.high_watermark
+        for data_dir, entries in by_dir.items():
+            try:
+                OffsetCheckpointFile(data_dir / HIGH_WATERMARK_CHECKPOINT_FILE).write(entries)
+            except KafkaStorageError as e:
+                self.log.error("Error while writing to highwatermark file in directory %s: %s", data_dir, e)
+
+    # -- controller requests --------------------------------------------------------------
+
+    def become_leader_or_follower(self, request: Mapping[str, Any], version: int = 0) -> dict[str, Any]:
+        """Apply a LeaderAndIsr request; returns the response body."""
+        states = list(_leader_and_isr_states(request))
+        controller_id = request["controller_id"]
+        controller_epoch = request["controller_epoch"]
+        if controller_epoch < self.controller_epoch:
+            self.state_change_log.warning(
+                "Ignoring LeaderAndIsr request from controller %d with correlation id epoch %d since "
+                "its controller epoch %d is old. Latest known controller epoch is %d",
+                controller_id, controller_epoch, controller_epoch, self.controller_epoch,
+            )
+            return _error_response(states, STALE_CONTROLLER_EPOCH)
+        self.controller_epoch = controller_epoch
+        self._hw_checkpoints = None  # read each dir's checkpoint at most once per request
+        errors: dict[TopicPartition, int] = {}
+        to_apply: list[tuple[Partition, Mapping[str, Any]]] = []
+        for topic, state in states:
+            tp = TopicPartition(topic, state["partition_index"])
+            partition = self.partitions.get(tp)
+            if partition is None:
+                partition = self._new_partition(tp)
+                self.partitions[tp] = partition
+            if state["leader_epoch"] > partition.leader_epoch:
+                if self.broker_id in state["replicas"]:
+                    to_apply.append((partition, state))
+                else:
+                    self.state_change_log.warning(
+                        "Ignoring LeaderAndIsr request from controller %d with correlation id epoch %d "
+                        "for partition %s as itself is not in assigned replica list %s",
+                        controller_id, controller_epoch, tp, state["replicas"],
+                    )
+                    errors[tp] = UNKNOWN_TOPIC_OR_PARTITION
+            else:
+                self.state_change_log.info(
+                    "Ignoring LeaderAndIsr request from controller %d with correlation id epoch %d for "
+                    "partition %s since its associated leader epoch %d is not higher than the current "
+                    "leader epoch %d",
+                    controller_id, controller_epoch, tp, state["leader_epoch"], partition.leader_epoch,
+                )
+                errors[tp] = STALE_CONTROLLER_EPOCH
+        for partition, state in to_apply:
+            tp = partition.topic_partition
+            try:
+                if state["leader"] == self.broker_id:
+                    _, hw_moved = partition.make_leader(state)
+                    self.state_change_log.info(
+                        "Leader %s starts at leader epoch %d with ISR %s (controller %d epoch %d)",
+                        tp, state["leader_epoch"], state["isr"], controller_id, controller_epoch,
+                    )
+                else:
+                    if self.metadata_cache.get_alive_broker(state["leader"]) is None:
+                        self.state_change_log.error(
+                            "Received LeaderAndIsr request from controller %d epoch %d with "
+                            "correlation id for partition %s but cannot become follower since the new "
+                            "leader %d is unavailable.",
+                            controller_id, controller_epoch, tp, state["leader"],
+                        )
+                    partition.make_follower(state)
+                    self.state_change_log.info(
+                        "Follower %s of leader %d at leader epoch %d (controller %d epoch %d)",
+                        tp, state["leader"], state["leader_epoch"], controller_id, controller_epoch,
+                    )
+                errors[tp] = NONE
+            except KafkaError as e:
+                self.state_change_log.error("Error while making %s leader or follower: %s", tp, e)
+                errors[tp] = _code(e)
+            self._complete_delayed_requests(tp)
+        self._hw_checkpoints = None
+        return {
+            "error_code": NONE,
+            "partition_errors": [
+                {"topic_name": topic, "partition_index": state["partition_index"],
+                 "error_code": errors[TopicPartition(topic, state["partition_index"])]}
+                for topic, state in states
+            ],
+        }  # fmt: skip
+
+    def stop_replicas(self, request: Mapping[str, Any], version: int = 0) -> dict[str, Any]:
+        """Apply a StopReplica request (delete_partitions: delete the logs); returns the response."""
+        partitions = list(_stop_replica_partitions(request))
+        if request["controller_epoch"] < self.controller_epoch:
+            self.state_change_log.warning(
+                "Ignoring StopReplica request from controller %d since its controller epoch %d is old. "
+                "Latest known controller epoch is %d",
+                request["controller_id"], request["controller_epoch"], self.controller_epoch,
+            )
+            return _error_response(((tp.topic, {"partition_index": tp.partition}) for tp in partitions),
+                                   STALE_CONTROLLER_EPOCH)  # fmt: skip
+        self.controller_epoch = request["controller_epoch"]
+        delete = bool(request.get("delete_partitions"))
+        out = []
+        for tp in partitions:
+            error = NONE
+            try:
+                self.stop_replica(tp, delete)
+            except KafkaStorageError as e:
+                self.state_change_log.error("Ignoring stop replica (delete=%s) for partition %s: %s", delete, tp, e)
+                error = KAFKA_STORAGE_ERROR
+            out.append({"topic_name": tp.topic, "partition_index": tp.partition, "error_code": error})
+        return {"error_code": NONE, "partition_errors": out}
+
+    def stop_replica(self, tp: TopicPartition, delete: bool) -> None:
+        self.state_change_log.info("Stopping replica %s (delete=%s)", tp, delete)
+        if delete:
+            partition = self.partitions.pop(tp, None)
+            if partition is not None:
+                partition.delete()
+            if self.log_manager.get_log(tp) is not None:
+                self.log_manager.async_delete(tp)
+        self._complete_delayed_requests(tp)
+
+    def _complete_delayed_requests(self, tp: TopicPartition) -> None:
+        self.delayed_fetch_purgatory.check_and_complete(tp)
+        self.delayed_produce_purgatory.check_and_complete(tp)
+
+    # -- produce --------------------------------------------------------------------------
+
+    async def append_records(
+        self,
+        timeout_ms: int,
+        required_acks: int,
+        entries: Mapping[TopicPartition, memoryview | bytes | None],
+        internal_topics_allowed: bool = False,
+    ) -> dict[TopicPartition, dict[str, Any]]:
+        """Append each partition's batches as leader; returns a Produce partition response
+        dict per partition (index, error_code, base_offset, log_append_time_ms,
+        log_start_offset, record_errors, error_message). With acks=-1 it waits until the
+        ISR has the records or `timeout_ms` runs out.
+        """
+        if required_acks not in (0, 1, -1):
+            raise InvalidRequiredAcksError(
+                f"Invalid required acks {required_acks}: acks must be 0, 1 or -1 (all)."
+            )
+        results: dict[TopicPartition, dict[str, Any]] = {}
+        required: dict[TopicPartition, int] = {}
+        for tp, data in entries.items():
+            resp: dict[str, Any] = {
+                "index": tp.partition, "error_code": NONE, "base_offset": -1,
+                "log_append_time_ms": -1, "log_start_offset": -1, "record_errors": [],
+                "error_message": None,
+            }  # fmt: skip
+            results[tp] = resp
+            try:
+                if tp.topic in INTERNAL_TOPICS and not internal_topics_allowed:
+                    raise InvalidTopicError(f"Cannot append to internal topic {tp.topic}")
+                partition = self.get_partition_or_error(tp)
+                records = MemoryRecords(data if data is not None else b"")
+                size = records.size_in_bytes
+                info = partition.append_records_to_leader(records, required_acks)
+                if info.valid_bytes != size:
+                    self.log.debug("Dropped %d bytes of a partial batch appended to %s", size - info.valid_bytes, tp)
+                resp["base_offset"] = info.first_offset
+                resp["log_append_time_ms"] = info.log_append_time
+                resp["log_start_offset"] = info.log_start_offset
+                required[tp] = info.last_offset + 1
+                self.delayed_fetch_purgatory.check_and_complete(tp)
+            except KafkaError as e:
+                resp["error_code"] = _code(e)
+                resp["error_message"] = str(e)
+                if not isinstance(e, (NotLeaderOrFollowerError, UnknownTopicOrPartitionError)):
+                    self.log.debug("Error processing append operation on partition %s: %s", tp, e)
+            except Exception as e:  # a bug or an I/O failure: the partition answers, the broker lives
+                self.log.exception("Error processing append operation on partition %s", tp)
+                resp["error_code"] = -1
+                resp["error_message"] = str(e)
+        if required_acks != -1 or not required or self._isr_has_all(required):
+            return results
+        return await self._wait_for_isr(timeout_ms, results, required)
+
+    def _isr_has_all(self, required: Mapping[TopicPartition, int]) -> bool:
+        for tp, offset in required.items():
+            p = self.partitions.get(tp)
+            if p is None or p.high_watermark < offset:
+                return False
+        return True
+
+    async def _wait_for_isr(
+        self,
+        timeout_ms: int,
+        results: dict[TopicPartition, dict[str, Any]],
+        required: Mapping[TopicPartition, int],
+    ) -> dict[TopicPartition, dict[str, Any]]:
+        future: asyncio.Future[dict[TopicPartition, dict[str, Any]]] = asyncio.get_running_loop().create_future()
+        statuses = {
+            tp: ProducePartitionStatus(required.get(tp, -1), resp) for tp, resp in results.items()
+        }
+
+        def done(answer: dict[TopicPartition, dict[str, Any]]) -> None:
+            if not future.done():
+                future.set_result(answer)
+
+        op = DelayedProduce(timeout_ms, statuses, self._check_replicated, done)
+        self.delayed_produce_purgatory.try_complete_else_watch(op, list(required))
+        return await future
+
+    def _check_replicated(self, tp: TopicPartition, required_offset: int) -> tuple[bool, int]:
+        partition = self.partitions.get(tp)
+        if partition is None or not partition.is_leader or partition.log is None:
+            return True, NOT_LEADER_OR_FOLLOWER
+        if partition.high_watermark >= required_offset:
+            if len(partition.isr) < partition.log.config.min_insync_replicas:
+                return True, NOT_ENOUGH_REPLICAS_AFTER_APPEND
+            return True, NONE
+        return False, NONE
+
+    # -- fetch ----------------------------------------------------------------------------
+
+    async def fetch_messages(
+        self, params: FetchParams, fetch_infos: list[tuple[TopicPartition, PartitionFetchInfo]]
+    ) -> list[tuple[TopicPartition, FetchPartitionData]]:
+        """Read the partitions; if fewer than `min_bytes` came back (and nothing failed), wait
+        in the fetch purgatory until enough arrive or `max_wait_ms` passes, then read again."""
+        results = self._read_from_local_log(params, fetch_infos)
+        if params.is_from_follower:
+            self._update_follower_fetch_state(params.replica_id, fetch_infos)
+        readable = 0
+        errored = False
+        for _, r in results:
+            if r.records is not None:
+                readable += len(r.records)
+            if r.error_code != NONE:
+                errored = True
+        if params.max_wait_ms <= 0 or not fetch_infos or readable >= params.min_bytes or errored:
+            return results
+        statuses = [
+            (tp, FetchPartitionStatus(r.fetch_offset_metadata, info))
+            for (tp, info), (_, r) in zip(fetch_infos, results, strict=True)
+        ]
+        future: asyncio.Future[list[tuple[TopicPartition, FetchPartitionData]]] = (
+            asyncio.get_running_loop().create_future()
+        )
+
+        def complete() -> None:
+            if not future.done():
+                future.set_result(self._read_from_local_log(params, fetch_infos))
+
+        op = DelayedFetch(params, statuses, self._fetch_end_offset(params), complete)
+        self.delayed_fetch_purgatory.try_complete_else_watch(op, [tp for tp, _ in fetch_infos])
+        return await future
+
+    def _fetch_end_offset(
+        self, params: FetchParams
+    ) -> Callable[[TopicPartition, PartitionFetchInfo], LogOffsetMetadata]:
+        def end_offset(tp: TopicPartition, info: PartitionFetchInfo) -> LogOffsetMetadata:
+            partition = self.get_partition_or_error(tp)
+            log = partition.local_log_or_error(info.current_leader_epoch, params.fetch_only_from_leader)
+            if params.fetch_only_committed:
+                return partition.high_watermark_metadata
+            return log.log_end_offset_metadata
+
+        return end_offset
+
+    def _read_from_local_log(
+        self, params: FetchParams, fetch_infos: Iterable[tuple[TopicPartition, PartitionFetchInfo]]
+    ) -> list[tuple[TopicPartition, FetchPartitionData]]:
+        limit = params.max_bytes
+        min_one_message = True
+        out: list[tuple[TopicPartition, FetchPartitionData]] = []
+        for tp, info in fetch_infos:
+            result = self._read_partition(params, tp, info, min(info.max_bytes, limit), min_one_message)
+            size = 0 if result.records is None else len(result.records)
+            if size > 0:
+                min_one_message = False
+            limit = max(0, limit - size)
+            out.append((tp, result))
+        return out
+
+    def _read_partition(
+        self,
+        params: FetchParams,
+        tp: TopicPartition,
+        info: PartitionFetchInfo,
+        max_bytes: int,
+        min_one_message: bool,
+    ) -> FetchPartitionData:
+        try:
+            partition = self.get_partition_or_error(tp)
+            read = partition.read_records(
+                info.fetch_offset, info.current_leader_epoch, max_bytes,
+                params.fetch_only_from_leader, params.fetch_only_committed, min_one_message,
+            )  # fmt: skip
+        except KafkaError as e:
+            hw = lso = lso_start = -1
+            p = self.partitions.get(tp)
+            if p is not None and p.log is not None:
+                hw = lso = p.high_watermark
+                lso_start = p.log.log_start_offset
+            return FetchPartitionData(_code(e), hw, lso, lso_start, None, None, error=e)
+        except Exception as e:
+            self.log.exception("Error processing fetch with max size %d from offset %d on partition %s",
+                               max_bytes, info.fetch_offset, tp)  # fmt: skip
+            return FetchPartitionData(-1, error=KafkaError(str(e)))
+        return FetchPartitionData(
+            NONE,
+            read.high_watermark,
+            read.last_stable_offset,
+            read.log_start_offset,
+            read.info.records.buffer(),
+            [] if params.isolation_level == 1 else None,
+            read.info.fetch_offset_metadata,
+        )
+
+    def _update_follower_fetch_state(
+        self, replica_id: int, fetch_infos: Iterable[tuple[TopicPartition, PartitionFetchInfo]]
+    ) -> None:
+        for tp, info in fetch_infos:
+            partition = self.partitions.get(tp)
+            if partition is not None and partition.update_follower_fetch_state(replica_id, info.fetch_offset):
+                self._complete_delayed_requests(tp)
+
+    # -- offsets --------------------------------------------------------------------------
+
+    def fetch_offset_for_timestamp(
+        self,
+        tp: TopicPartition,
+        timestamp: int,
+        isolation_level: int | None,
+        current_leader_epoch: int,
+        fetch_only_from_leader: bool,
+    ) -> TimestampAndOffset | None:
+        partition = self.get_partition_or_error(tp)
+        return partition.fetch_offset_for_timestamp(
+            timestamp, isolation_level, current_leader_epoch, fetch_only_from_leader
+        )
+
+    def last_offset_for_leader_epoch(
+        self, tp: TopicPartition, current_leader_epoch: int, leader_epoch: int, fetch_only_from_leader: bool = True
+    ) -> tuple[int, int]:
+        """(epoch, end offset) for OffsetForLeaderEpoch."""
+        partition = self.get_partition_or_error(tp)
+        return partition.last_offset_for_leader_epoch(current_leader_epoch, leader_epoch, fetch_only_from_leader)
+
+    def delete_records(self, offsets: Mapping[TopicPartition, int]) -> dict[TopicPartition, tuple[int, int]]:
+        """DeleteRecords on the partitions this broker leads: tp -> (low watermark, error code).
+
+        The leader's log start offset moves at once; with followers this should wait for
+        them (DelayedDeleteRecords), which comes with replication.
+        """
+        out: dict[TopicPartition, tuple[int, int]] = {}
+        for tp, offset in offsets.items():
+            try:
+                partition = self.get_partition_or_error(tp)
+                low = partition.delete_records_on_leader(offset)
+                out[tp] = (low, NONE)
+                self._complete_delayed_requests(tp)
+            except KafkaError as e:
+                out[tp] = (-1, _code(e))
+        return out
+
+
+def _leader_and_isr_states(request: Mapping[str, Any]) -> Iterable[tuple[str, Mapping[str, Any]]]:
+    for state in request.get("ungrouped_partition_states") or ():
+        yield state["topic_name"], state
+    for topic in request.get("topic_states") or ():
+        for state in topic["partition_states"]:
+            yield topic["topic_name"], state
+
+
+def _stop_replica_partitions(request: Mapping[str, Any]) -> Iterable[TopicPartition]:
+    for p in request.get("ungrouped_partitions") or ():
+        yield TopicPartition(p["topic_name"], p["partition_index"])
+    for t in request.get("topics") or ():
+        for index in t["partition_indexes"]:
+            yield TopicPartition(t["name"], index)
+
+
+def _error_response(states: Iterable[tuple[str, Mapping[str, Any]]], error: int) -> dict[str, Any]:
+    return {
+        "error_code": error,
+        "partition_errors": [
+            {"topic_name": topic, "partition_index": s["partition_index"], "error_code": error}
+            for topic, s in states
+        ],
+    }

@@ -1,0 +1,382 @@
+"""Tests of ReplicaManager and Partition: LeaderAndIsr, StopReplica, produce, fetch with the
+purgatory, offsets, leader epochs and high-watermark checkpoints (MockTime, no sleeping)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Coroutine
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+from kafpy.common.errors import (
+    FencedLeaderEpochError,
+    InvalidRequiredAcksError,
+    NotLeaderOrFollowerError,
+    UnknownLeaderEpochError,
+    UnknownTopicOrPartitionError,
+)
+from kafpy.common.topic_partition import TopicPartition
+from kafpy.records.builder import build_batch
+from kafpy.records.memory_records import MemoryRecords
+from kafpy.server.replica_manager import (
+    HIGH_WATERMARK_CHECKPOINT_FILE,
+    FetchParams,
+    PartitionFetchInfo,
+)
+from kafpy.storage.leader_epoch_file_cache import LEADER_EPOCH_CHECKPOINT_FILE
+from kafpy.storage.offset_checkpoint_file import OffsetCheckpointFile
+from tests.unit.server.fixtures import Broker, leader_and_isr, partition_state, update_metadata
+
+T = TypeVar("T")
+TP = TopicPartition("t", 0)
+
+
+def run(coro: Coroutine[Any, Any, T]) -> T:
+    return asyncio.run(coro)
+
+
+def batch(*values: bytes, timestamp: int = 1000) -> memoryview:
+    return memoryview(bytearray(build_batch(list(values), timestamp=timestamp)))
+
+
+def produce(b: Broker, tp: TopicPartition, data: memoryview, acks: int = 1) -> dict[str, Any]:
+    return run(b.replica_manager.append_records(1000, acks, {tp: data}))[tp]
+
+
+def consumer_params(**kw: Any) -> FetchParams:
+    return FetchParams(**{"replica_id": -1, "max_wait_ms": 0, "min_bytes": 1, "max_bytes": 1 << 20, **kw})
+
+
+# -- LeaderAndIsr / StopReplica ------------------------------------------------------------
+
+
+def test_leader_and_isr_creates_logs_and_records_epochs(broker: Broker) -> None:
+    broker.lead("t", 2, leader_epoch=3)
+    for p in (0, 1):
+        tp = TopicPartition("t", p)
+        log = broker.log_manager.get_log(tp)
+        assert log is not None
+        assert (log.dir / LEADER_EPOCH_CHECKPOINT_FILE).read_text() == "0\n1\n3 0\n"
+        partition = broker.replica_manager.get_partition(tp)
+        assert partition is not None and partition.is_leader and partition.leader_epoch == 3
+    # the two logs went to different dirs (least loaded first)
+    dirs = {broker.log_manager.get_log(TopicPartition("t", p)).dir.parent.name for p in (0, 1)}  # type: ignore[union-attr]
+    assert dirs == {"d1", "d2"}
+
+
+def test_stale_controller_epoch_is_refused(broker: Broker) -> None:
+    broker.lead("t", controller_epoch=5)
+    resp = broker.replica_manager.become_leader_or_follower(
+        leader_and_isr([partition_state("t", 0, 0, leader_epoch=9)], controller_epoch=4)
+    )
+    assert resp["error_code"] == 11
+    assert resp["partition_errors"] == [{"topic_name": "t", "partition_index": 0, "error_code": 11}]
+    assert broker.replica_manager.get_partition(TP).leader_epoch == 0  # type: ignore[union-attr]
+
+
+def test_same_or_older_leader_epoch_and_foreign_partition_get_errors(broker: Broker) -> None:
+    broker.lead("t")
+    resp = broker.replica_manager.become_leader_or_follower(leader_and_isr([
+        partition_state("t", 0, 0, leader_epoch=0),
+        partition_state("u", 0, 1, replicas=[1, 2]),
+    ]))  # fmt: skip
+    errors = {(e["topic_name"], e["error_code"]) for e in resp["partition_errors"]}
+    assert errors == {("t", 11), ("u", 3)}
+    assert broker.log_manager.get_log(TopicPartition("u", 0)) is None
+
+
+def test_new_leader_epoch_starts_at_log_end(broker: Broker) -> None:
+    broker.lead("t")
+    produce(broker, TP, batch(b"a", b"b"))
+    resp = broker.replica_manager.become_leader_or_follower(
+        leader_and_isr([partition_state("t", 0, 0, leader_epoch=1)])
+    )
+    assert resp["partition_errors"][0]["error_code"] == 0
+    p = broker.replica_manager.get_partition(TP)
+    assert p is not None and p.leader_epoch_cache is not None
+    assert [tuple(e) for e in p.leader_epoch_cache.entries] == [(0, 0), (1, 2)]
+    assert broker.replica_manager.last_offset_for_leader_epoch(TP, -1, 0) == (0, 2)
+    assert broker.replica_manager.last_offset_for_leader_epoch(TP, -1, 1) == (1, 2)
+
+
+def test_follower_refuses_produce(broker: Broker) -> None:
+    resp = broker.replica_manager.become_leader_or_follower(
+        leader_and_isr([partition_state("t", 0, 1, replicas=[1, 0])])
+    )
+    assert resp["partition_errors"][0]["error_code"] == 0
+    assert broker.log_manager.get_log(TP) is not None
+    r = produce(broker, TP, batch(b"a"))
+    assert r["error_code"] == 6 and r["base_offset"] == -1
+
+
+def test_stop_replica_delete_renames_the_log_for_deletion(broker: Broker) -> None:
+    broker.lead("t")
+    produce(broker, TP, batch(b"a"))
+    log_dir = broker.log_manager.get_log(TP).dir  # type: ignore[union-attr]
+    body = {"controller_id": 0, "controller_epoch": 1, "delete_partitions": False,
+            "topics": [{"name": "t", "partition_indexes": [0]}]}  # fmt: skip
+    resp = broker.replica_manager.stop_replicas(body)
+    assert resp == {"error_code": 0, "partition_errors": [
+        {"topic_name": "t", "partition_index": 0, "error_code": 0}]}  # fmt: skip
+    assert broker.replica_manager.get_partition(TP) is not None  # delete=false keeps serving state
+    resp = broker.replica_manager.stop_replicas({**body, "delete_partitions": True})
+    assert resp["partition_errors"][0]["error_code"] == 0
+    assert broker.replica_manager.get_partition(TP) is None
+    assert broker.log_manager.get_log(TP) is None
+    assert not log_dir.exists()
+    assert [p.name.endswith("-delete") for p in log_dir.parent.iterdir() if p.name.startswith("t-0")] == [True]
+    with pytest.raises(NotLeaderOrFollowerError):  # the metadata cache still lists it
+        broker.replica_manager.get_partition_or_error(TP)
+    broker.metadata_cache.update_metadata(update_metadata([partition_state("t", 0, -2)]))
+    with pytest.raises(UnknownTopicOrPartitionError):
+        broker.replica_manager.get_partition_or_error(TP)
+
+
+def test_stop_replica_with_old_controller_epoch(broker: Broker) -> None:
+    broker.lead("t", controller_epoch=3)
+    resp = broker.replica_manager.stop_replicas({
+        "controller_id": 0, "controller_epoch": 2, "delete_partitions": True,
+        "ungrouped_partitions": [{"topic_name": "t", "partition_index": 0}],
+    })  # fmt: skip
+    assert resp["error_code"] == 11
+    assert broker.log_manager.get_log(TP) is not None
+
+
+# -- produce ---------------------------------------------------------------------------------
+
+
+def test_produce_assigns_offsets_and_moves_the_high_watermark(broker: Broker) -> None:
+    broker.lead("t")
+    r1 = produce(broker, TP, batch(b"a", b"b"))
+    r2 = produce(broker, TP, batch(b"c"), acks=-1)  # ISR = leader only: completes at once
+    assert (r1["error_code"], r1["base_offset"], r1["log_start_offset"]) == (0, 0, 0)
+    assert (r2["error_code"], r2["base_offset"]) == (0, 2)
+    assert broker.replica_manager.get_partition(TP).high_watermark == 3  # type: ignore[union-attr]
+
+
+def test_produce_errors_per_partition(broker: Broker) -> None:
+    broker.lead("t")
+    bad = batch(b"x")
+    bad[20] ^= 0xFF  # in the CRC
+    out = run(broker.replica_manager.append_records(1000, 1, {
+        TP: bad, TopicPartition("nope", 0): batch(b"y"), TopicPartition("t", 1): batch(b"z"),
+    }))  # fmt: skip
+    assert out[TP]["error_code"] == 2  # CORRUPT_MESSAGE
+    assert out[TopicPartition("nope", 0)]["error_code"] == 3
+    assert out[TopicPartition("t", 1)]["error_code"] == 3
+    assert "CRC" in out[TP]["error_message"] or "crc" in out[TP]["error_message"].lower()
+
+
+def test_invalid_required_acks(broker: Broker) -> None:
+    with pytest.raises(InvalidRequiredAcksError, match="acks must be 0, 1 or -1"):
+        run(broker.replica_manager.append_records(1000, 2, {TP: batch(b"a")}))
+
+
+def test_message_too_large(tmp_path: Path) -> None:
+    from kafpy.storage.log_config import LogConfig
+
+    b = Broker(tmp_path, config=LogConfig(max_message_bytes=200))
+    try:
+        b.lead("t")
+        assert produce(b, TP, batch(b"x" * 500))["error_code"] == 10
+    finally:
+        b.stop()
+
+
+def test_acks_all_below_min_isr(broker: Broker) -> None:
+    from kafpy.storage.log_config import LogConfig
+
+    broker.log_manager.topic_configs["m"] = LogConfig(min_insync_replicas=2)
+    broker.lead("m")
+    r = produce(broker, TopicPartition("m", 0), batch(b"a"), acks=-1)
+    assert r["error_code"] == 19  # NOT_ENOUGH_REPLICAS
+    assert produce(broker, TopicPartition("m", 0), batch(b"a"), acks=1)["error_code"] == 0
+
+
+def test_acks_all_waits_for_the_follower_then_times_out_or_completes(broker: Broker) -> None:
+    states = [partition_state("t", 0, 0, replicas=[0, 1])]
+    broker.metadata_cache.update_metadata(update_metadata(states, [0, 1]))
+    broker.replica_manager.become_leader_or_follower(leader_and_isr(states))
+    rm = broker.replica_manager
+
+    async def scenario() -> tuple[dict[str, Any], dict[str, Any]]:
+        first = asyncio.ensure_future(rm.append_records(1000, -1, {TP: batch(b"a")}))
+        await asyncio.sleep(0)
+        assert not first.done() and rm.delayed_produce_purgatory.delayed == 1
+        # the follower fetches from offset 1: it has the record, the HW moves, the produce completes
+        await rm.fetch_messages(
+            FetchParams(replica_id=1, max_wait_ms=0, min_bytes=1, max_bytes=1 << 20),
+            [(TP, PartitionFetchInfo(1, 1 << 20))],
+        )
+        done = await first
+        second = asyncio.ensure_future(rm.append_records(1000, -1, {TP: batch(b"b")}))
+        await asyncio.sleep(0)
+        broker.timer.fire_all()
+        return done[TP], (await second)[TP]
+
+    done, timed_out = run(scenario())
+    assert (done["error_code"], done["base_offset"]) == (0, 0)
+    assert (timed_out["error_code"], timed_out["base_offset"]) == (7, 1)
+
+
+# -- fetch -----------------------------------------------------------------------------------
+
+
+def fetch(b: Broker, offset: int, params: FetchParams | None = None, max_bytes: int = 1 << 20,
+          current_leader_epoch: int = -1) -> Any:
+    params = params or consumer_params()
+    return run(b.replica_manager.fetch_messages(
+        params, [(TP, PartitionFetchInfo(offset, max_bytes, current_leader_epoch))]
+    ))[0][1]  # fmt: skip
+
+
+def test_fetch_returns_stored_bytes_and_offsets(broker: Broker) -> None:
+    broker.lead("t")
+    produce(broker, TP, batch(b"a", b"b"))
+    produce(broker, TP, batch(b"c"))
+    r = fetch(broker, 0)
+    assert (r.error_code, r.high_watermark, r.last_stable_offset, r.log_start_offset) == (0, 3, 3, 0)
+    assert [rec.value for rec in MemoryRecords(r.records).records()] == [b"a", b"b", b"c"]
+    r = fetch(broker, 2)
+    assert [rec.offset for rec in MemoryRecords(r.records).records()] == [2]
+    assert fetch(broker, 3).records.nbytes == 0
+
+
+def test_fetch_out_of_range_and_fenced_epochs(broker: Broker) -> None:
+    broker.lead("t", leader_epoch=2)
+    produce(broker, TP, batch(b"a"))
+    assert fetch(broker, 5).error_code == 1
+    assert fetch(broker, 0, current_leader_epoch=1).error_code == FencedLeaderEpochError.code
+    assert fetch(broker, 0, current_leader_epoch=3).error_code == UnknownLeaderEpochError.code
+    assert fetch(broker, 0, current_leader_epoch=2).error_code == 0
+
+
+def test_fetch_always_returns_the_first_batch_and_respects_max_bytes(broker: Broker) -> None:
+    broker.lead("t", 2)
+    tp1 = TopicPartition("t", 1)
+    big = batch(b"x" * 300)
+    produce(broker, TP, big)
+    produce(broker, tp1, batch(b"y" * 300))
+    out = run(broker.replica_manager.fetch_messages(
+        consumer_params(max_bytes=100),
+        [(TP, PartitionFetchInfo(0, 50)), (tp1, PartitionFetchInfo(0, 50))],
+    ))  # fmt: skip
+    assert len(out[0][1].records) == len(big)  # larger than both limits, still whole
+    assert len(out[1][1].records) == 0  # max_bytes used up: nothing more
+
+
+def test_long_poll_is_woken_by_an_append(broker: Broker) -> None:
+    broker.lead("t")
+    rm = broker.replica_manager
+
+    async def scenario() -> Any:
+        f = asyncio.ensure_future(rm.fetch_messages(
+            consumer_params(max_wait_ms=500, min_bytes=1), [(TP, PartitionFetchInfo(0, 1 << 20))]
+        ))  # fmt: skip
+        await asyncio.sleep(0)
+        assert not f.done() and rm.delayed_fetch_purgatory.delayed == 1
+        await rm.append_records(1000, 1, {TP: batch(b"hello")})
+        return (await f)[0][1]
+
+    r = run(scenario())
+    assert [rec.value for rec in MemoryRecords(r.records).records()] == [b"hello"]
+    assert broker.timer.fire_all() == 0
+
+
+def test_long_poll_waits_for_min_bytes_then_expires(broker: Broker) -> None:
+    broker.lead("t")
+    rm = broker.replica_manager
+
+    async def scenario() -> Any:
+        f = asyncio.ensure_future(rm.fetch_messages(
+            consumer_params(max_wait_ms=500, min_bytes=10_000), [(TP, PartitionFetchInfo(0, 1 << 20))]
+        ))  # fmt: skip
+        await asyncio.sleep(0)
+        await rm.append_records(1000, 1, {TP: batch(b"small")})
+        await asyncio.sleep(0)
+        assert not f.done()
+        assert broker.timer.fire_all() == 1
+        return (await f)[0][1]
+
+    r = run(scenario())
+    assert [rec.value for rec in MemoryRecords(r.records).records()] == [b"small"]
+
+
+def test_long_poll_completes_when_leadership_moves(broker: Broker) -> None:
+    broker.lead("t")
+    rm = broker.replica_manager
+
+    async def scenario() -> Any:
+        f = asyncio.ensure_future(rm.fetch_messages(
+            consumer_params(max_wait_ms=500), [(TP, PartitionFetchInfo(0, 1 << 20))]
+        ))  # fmt: skip
+        await asyncio.sleep(0)
+        rm.stop_replicas({"controller_id": 0, "controller_epoch": 1, "delete_partitions": True,
+                          "topics": [{"name": "t", "partition_indexes": [0]}]})  # fmt: skip
+        return (await f)[0][1]
+
+    assert run(scenario()).error_code == 6  # still in the metadata cache: not hosted here
+
+
+def test_follower_fetch_reads_to_log_end(broker: Broker) -> None:
+    states = [partition_state("t", 0, 0, replicas=[0, 1])]
+    broker.replica_manager.become_leader_or_follower(leader_and_isr(states))
+    produce(broker, TP, batch(b"a"))
+    assert fetch(broker, 0).records.nbytes == 0  # HW is 0: consumers see nothing yet
+    follower = FetchParams(replica_id=1, max_wait_ms=0, min_bytes=1, max_bytes=1 << 20)
+    r = fetch(broker, 0, follower)
+    assert len(r.records) > 0 and r.high_watermark == 0
+    fetch(broker, 1, follower)
+    assert fetch(broker, 0).high_watermark == 1
+
+
+# -- offsets ---------------------------------------------------------------------------------
+
+
+def test_list_offsets(broker: Broker) -> None:
+    broker.lead("t", leader_epoch=4)
+    produce(broker, TP, batch(b"a", timestamp=1000))
+    produce(broker, TP, batch(b"b", timestamp=2000))
+    rm = broker.replica_manager
+    earliest = rm.fetch_offset_for_timestamp(TP, -2, 0, -1, True)
+    latest = rm.fetch_offset_for_timestamp(TP, -1, 0, -1, True)
+    by_time = rm.fetch_offset_for_timestamp(TP, 1500, 0, -1, True)
+    assert earliest is not None and (earliest.offset, earliest.leader_epoch) == (0, 4)
+    assert latest is not None and (latest.offset, latest.timestamp, latest.leader_epoch) == (2, -1, 4)
+    assert by_time is not None and (by_time.offset, by_time.timestamp) == (1, 2000)
+    assert rm.fetch_offset_for_timestamp(TP, 3000, 0, -1, True) is None
+    with pytest.raises(NotLeaderOrFollowerError):
+        rm.become_leader_or_follower(leader_and_isr([partition_state("t", 0, 1, leader_epoch=5, replicas=[1, 0])]))
+        rm.fetch_offset_for_timestamp(TP, -1, 0, -1, True)
+
+
+def test_delete_records_moves_log_start_offset(broker: Broker) -> None:
+    broker.lead("t")
+    produce(broker, TP, batch(b"a", b"b", b"c"))
+    rm = broker.replica_manager
+    assert rm.delete_records({TP: 2}) == {TP: (2, 0)}
+    assert rm.delete_records({TP: 9}) == {TP: (-1, 1)}
+    assert fetch(broker, 0).error_code == 1
+    assert rm.fetch_offset_for_timestamp(TP, -2, 0, -1, True).offset == 2  # type: ignore[union-attr]
+
+
+# -- checkpoints and restart -----------------------------------------------------------------
+
+
+def test_high_watermark_checkpoint_and_restart(tmp_path: Path) -> None:
+    b = Broker(tmp_path)
+    b.lead("t", leader_epoch=0)
+    produce(b, TP, batch(b"a", b"b"))
+    log_dir = b.log_manager.get_log(TP).dir.parent  # type: ignore[union-attr]
+    b.time.advance(5000)  # highwatermark-checkpoint runs
+    assert OffsetCheckpointFile(log_dir / HIGH_WATERMARK_CHECKPOINT_FILE).read() == {TP: 2}
+    b.stop()
+    b.start()
+    b.lead("t", leader_epoch=1)
+    p = b.replica_manager.get_partition(TP)
+    assert p is not None and p.high_watermark == 2
+    assert [tuple(e) for e in p.leader_epoch_cache.entries] == [(0, 0), (1, 2)]  # type: ignore[union-attr]
+    assert produce(b, TP, batch(b"c"))["base_offset"] == 2
+    b.stop()
