@@ -112,8 +112,8 @@ class FakeBroker:
                 )
                 self._tasks.add(task)
                 task.add_done_callback(self._tasks.discard)
-        except (asyncio.IncompleteReadError, ConnectionError):
-            pass
+        except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError):
+            pass  # a cancelled handler ends quietly: asyncio would log it as an error
         finally:
             writer.close()
 

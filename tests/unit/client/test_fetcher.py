@@ -1,0 +1,200 @@
+"""Fetcher against a FakeBroker: ListOffsets, positions, partial batches, resets."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from kafpy.client.fetcher import (
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    Fetcher,
+    OffsetResetStrategy,
+)
+from kafpy.client.kafka_client import KafkaClient
+from kafpy.common.errors import KafkaError, OffsetOutOfRangeError
+from kafpy.common.topic_partition import TopicPartition
+from kafpy.protocol.api_keys import ApiKey
+from kafpy.records.builder import build_batch
+from kafpy.records.compression import CompressionType
+from tests.unit.client.fake_broker import FakeBroker, metadata_body
+
+TP0 = TopicPartition("t", 0)
+TP1 = TopicPartition("t", 1)
+
+
+def run(coro: Any) -> Any:
+    return asyncio.run(asyncio.wait_for(coro, 30))
+
+
+async def no_sleep(seconds: float) -> None:
+    return None
+
+
+class Log:
+    """A fake broker serving two partitions of stored batches."""
+
+    def __init__(self) -> None:
+        self.broker = FakeBroker()
+        self.data: dict[int, bytes] = {0: b"", 1: b""}
+        self.start: dict[int, int] = {0: 0, 1: 0}
+        self.end: dict[int, int] = {0: 0, 1: 0}
+        self.error: dict[int, int] = {}
+
+    def append(self, partition: int, values: list[bytes], **kwargs: Any) -> None:
+        batch = build_batch(values, base_offset=self.end[partition], timestamp=1000, **kwargs)
+        self.data[partition] += batch
+        self.end[partition] += len(values)
+
+    async def __aenter__(self) -> Log:
+        await self.broker.start()
+        self.broker.handlers[ApiKey.METADATA] = lambda h, b: metadata_body(
+            [self.broker], topics={"t": {0: 0, 1: 0}}
+        )
+        self.broker.handlers[ApiKey.LIST_OFFSETS] = self.list_offsets
+        self.broker.handlers[ApiKey.FETCH] = self.fetch
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.broker.stop()
+
+    def list_offsets(self, header: Any, body: dict[str, Any]) -> dict[str, Any]:
+        t = body["topics"][0]
+        p = t["partitions"][0]
+        i = p["partition_index"]
+        offset = self.start[i] if p["timestamp"] == EARLIEST_TIMESTAMP else self.end[i]
+        return {
+            "topics": [
+                {
+                    "name": "t",
+                    "partitions": [
+                        {"partition_index": i, "error_code": 0, "timestamp": -1, "offset": offset}
+                    ],
+                }
+            ]
+        }
+
+    def fetch(self, header: Any, body: dict[str, Any]) -> dict[str, Any]:
+        partitions = []
+        for p in body["topics"][0]["partitions"]:
+            i, offset = p["partition"], p["fetch_offset"]
+            code = self.error.pop(i, 0)
+            if not code and not self.start[i] <= offset <= self.end[i]:
+                code = 1
+            partitions.append(
+                {
+                    "partition_index": i,
+                    "error_code": code,
+                    "high_watermark": self.end[i],
+                    "records": None if code else self.data[i],
+                }
+            )
+        return {"responses": [{"topic": "t", "partitions": partitions}]}
+
+    def client(self) -> KafkaClient:
+        return KafkaClient(self.broker.address, sleep=no_sleep, retries=2)
+
+
+def values(records: list[Any]) -> list[tuple[int, int, bytes]]:
+    return [(tp.partition, r.offset, r.value) for tp, r in records]
+
+
+def test_list_offsets_and_fetch_from_positions() -> None:
+    async def scenario() -> None:
+        async with Log() as log, log.client() as client:
+            log.append(0, [b"a", b"b", b"c"], compression=CompressionType.GZIP)
+            log.append(1, [b"x"])
+            fetcher = Fetcher(client)
+            assert await fetcher.list_offsets([TP0, TP1], EARLIEST_TIMESTAMP) == {TP0: 0, TP1: 0}
+            assert await fetcher.list_offsets([TP0, TP1], LATEST_TIMESTAMP) == {TP0: 3, TP1: 1}
+            fetcher.assign({TP0: 1, TP1: 0})
+            got = await fetcher.fetch()
+            # the compressed batch starts before the position: its first record is skipped
+            assert values(got) == [(0, 1, b"b"), (0, 2, b"c"), (1, 0, b"x")]
+            assert fetcher.positions == {TP0: 3, TP1: 1}
+            assert fetcher.high_watermarks == {TP0: 3, TP1: 1}
+            log.append(0, [b"d"])
+            assert values(await fetcher.fetch()) == [(0, 3, b"d")]
+            request = log.broker.requests_of(ApiKey.FETCH)[-1]
+            offsets = {
+                p["partition"]: p["fetch_offset"] for p in request.body["topics"][0]["partitions"]
+            }
+            assert offsets == {0: 3, 1: 1}
+
+    run(scenario())
+
+
+def test_partial_trailing_batch_waits_for_the_next_fetch() -> None:
+    async def scenario() -> None:
+        async with Log() as log, log.client() as client:
+            log.append(0, [b"a"])
+            whole = log.data[0]
+            log.append(0, [b"b"])
+            log.data[0] = log.data[0][: len(whole) + 20]  # the second batch cut short
+            fetcher = Fetcher(client)
+            fetcher.assign({TP0: 0})
+            assert values(await fetcher.fetch()) == [(0, 0, b"a")]
+            assert fetcher.positions[TP0] == 1
+
+    run(scenario())
+
+
+def test_control_batches_are_skipped() -> None:
+    async def scenario() -> None:
+        async with Log() as log, log.client() as client:
+            log.append(
+                0,
+                [(b"\x00\x00\x00\x01", b"\x00\x00\x00\x00\x00\x00")],
+                is_control=True,
+                is_transactional=True,
+                producer_id=1,
+                producer_epoch=0,
+            )
+            log.append(0, [b"after"])
+            fetcher = Fetcher(client)
+            fetcher.assign({TP0: 0})
+            assert values(await fetcher.fetch()) == [(0, 1, b"after")]
+
+    run(scenario())
+
+
+def test_out_of_range_resets_by_policy() -> None:
+    async def scenario() -> None:
+        async with Log() as log, log.client() as client:
+            log.append(0, [b"a", b"b"])
+            log.start[0] = 1
+            fetcher = Fetcher(client, reset=OffsetResetStrategy.EARLIEST)
+            fetcher.assign({TP0: 0})
+            assert await fetcher.fetch() == []
+            assert fetcher.positions[TP0] == 1
+            assert values(await fetcher.fetch()) == [(0, 1, b"b")]
+            latest = Fetcher(client, reset=OffsetResetStrategy.LATEST)
+            latest.assign({TP0: 99})
+            await latest.fetch()
+            assert latest.positions[TP0] == 2
+            strict = Fetcher(client, reset=OffsetResetStrategy.NONE)
+            strict.assign({TP0: 99})
+            with pytest.raises(OffsetOutOfRangeError, match="99 is out of range for partition t-0"):
+                await strict.fetch()
+
+    run(scenario())
+
+
+def test_partition_errors() -> None:
+    async def scenario() -> None:
+        async with Log() as log, log.client() as client:
+            log.append(0, [b"a"])
+            fetcher = Fetcher(client)
+            fetcher.assign({TP0: 0})
+            log.error[0] = 6  # retriable: nothing this round, metadata refreshed
+            metadata_before = len(log.broker.requests_of(ApiKey.METADATA))
+            assert await fetcher.fetch() == []
+            assert len(log.broker.requests_of(ApiKey.METADATA)) == metadata_before + 1
+            assert values(await fetcher.fetch()) == [(0, 0, b"a")]
+            log.error[0] = 87  # not retriable: raised with the partition named
+            with pytest.raises(KafkaError, match="Fetching t-0 at offset 1"):
+                await fetcher.fetch()
+
+    run(scenario())
