@@ -52,6 +52,11 @@ from kafpy.storage.log_segment import (
     transaction_index_file_name,
 )
 from kafpy.storage.log_validator import LogValidator, analyze_and_validate
+from kafpy.storage.producer_state_manager import (
+    AppendOrigin,
+    ProducerStateManager,
+    rebuild_producer_state,
+)
 from kafpy.storage.time_index import NO_TIMESTAMP, TimestampOffset
 
 DELETE_DIR_SUFFIX = "-delete"
@@ -156,6 +161,7 @@ class Log:
             "kafpy.log.Log", f"Log partition={self.topic_partition}, dir={self.dir.parent}"
         )
         self.dir.mkdir(parents=True, exist_ok=True)
+        self.producer_state_manager = ProducerStateManager(self.topic_partition, self.dir)
         start = time.milliseconds()
         next_offset = self._load_segments()
         active = self.active_segment
@@ -163,6 +169,8 @@ class Log:
         self._leo_segment_base = active.base_offset
         self._leo_position = active.size
         self.log_start_offset = max(self.log_start_offset, self._base_offsets[0])
+        if not self.dir.name.endswith(DELETE_DIR_SUFFIX):
+            self._load_producer_state(self._leo)
         self.log.info(
             "Completed load of log with %d segments, log start offset %d and log end offset %d in %d ms",
             len(self._segments), self.log_start_offset, self._leo, time.milliseconds() - start,
@@ -452,7 +460,10 @@ class Log:
 
         Raises MessageTooLargeError (a batch over max.message.bytes), RecordListTooLargeError
         (the append over segment.bytes), CorruptRecordError (bad CRC or length),
-        InvalidRecordError (bad magic or header) and InvalidTimestampError.
+        InvalidRecordError (bad magic or header) and InvalidTimestampError; for idempotent
+        producers OutOfOrderSequenceError, InvalidProducerEpochError and
+        UnknownProducerIdError. A retried batch is not written again: the returned info
+        carries the offsets it was written at (shallow_count 0).
         """
         # The produce hot path: one header walk (validator), one roll check, one write;
         # _write is inlined here because each Python call costs a few percent of an append.
@@ -466,6 +477,16 @@ class Log:
             )
             if not info.shallow_count:
                 return info
+            # Idempotent producers, per batch, before anything is written (Kafka's
+            # analyzeAndValidateProducerState): a retried batch gets its original offsets.
+            psm = self.producer_state_manager
+            producers = psm.analyze_and_validate(
+                data, AppendOrigin.CLIENT if is_from_client else AppendOrigin.COORDINATOR
+            )
+            if producers is not None and producers.duplicate is not None:
+                return producers.duplicate_append_info(
+                    info, self.log_start_offset, self._validator.log_append_time
+                )
             info.log_start_offset = self.log_start_offset
             config = self.config
             size = len(data)
@@ -479,6 +500,9 @@ class Log:
                 segment = self._roll_for_append(segment, info, now)
             segment.append(last_offset, info.max_timestamp, info.offset_of_max_timestamp, data)
             self._leo = last_offset + 1
+            if producers is not None:
+                psm.apply(producers)
+            psm.map_end_offset = self._leo
             self._leo_segment_base = segment.base_offset
             self._leo_position = segment.log._size
             if self._leo - self.recovery_point >= config.flush_messages:
@@ -510,7 +534,12 @@ class Log:
                     f"{info.first_offset} is less than the next offset {self._leo}. Last offset "
                     f"in append: {info.last_offset}. Log start offset = {self.log_start_offset}"
                 )
+            psm = self.producer_state_manager
+            producers = psm.analyze_and_validate(data, AppendOrigin.REPLICATION)
             self._write(data, info, now)
+            if producers is not None:
+                psm.apply(producers)
+            psm.map_end_offset = self._leo
             return info
 
     def _write(self, data: memoryview, info: LogAppendInfo, now: int) -> None:
@@ -601,12 +630,22 @@ class Log:
                     self.active_segment.on_become_inactive_segment()
             segment = self._add_segment(LogSegment.open(self.dir, new_offset, self.config, self.time))
             self._update_log_end_offset(self._leo)
+            # a snapshot at the new segment's base offset lets recovery start from this segment
+            self.producer_state_manager.update_map_end_offset(new_offset)
+            self.producer_state_manager.take_snapshot()
             self._schedule("flush-log", lambda: self.flush(new_offset), 0)
             self.log.info(
                 "Rolled new log segment at offset %d in %d ms.",
                 new_offset, self.time.hi_res_milliseconds() - start,
             )
             return segment
+
+    def _load_producer_state(self, last_offset: int) -> None:
+        """Bring the producer state to `last_offset` from snapshots and the log."""
+        rebuild_producer_state(
+            self.producer_state_manager, self.log_segments(), self.log_start_offset,
+            last_offset, self.time.milliseconds(),
+        )
 
     def _schedule(self, name: str, fun: Callable[[], object], delay_ms: int) -> None:
         if self.scheduler.is_started:
@@ -747,6 +786,7 @@ class Log:
                 self._update_log_end_offset(min(target_offset, active.read_next_offset()))
                 self.recovery_point = min(self._leo, self.recovery_point)
                 self.log_start_offset = min(self._leo, self.log_start_offset)
+                self._load_producer_state(self._leo)
             return True
 
     def truncate_fully_and_start_at(self, new_offset: int) -> None:
@@ -760,6 +800,8 @@ class Log:
             self._update_log_end_offset(new_offset)
             self.recovery_point = min(new_offset, self.recovery_point)
             self.log_start_offset = new_offset
+            self.producer_state_manager.truncate()
+            self.producer_state_manager.update_map_end_offset(new_offset)
 
     # -- retention ----------------------------------------------------------------------------------
 
@@ -775,6 +817,7 @@ class Log:
             if new_log_start_offset > self.log_start_offset:
                 self.log.info("Incrementing log start offset to %d", new_log_start_offset)
                 self.log_start_offset = new_log_start_offset
+                self.producer_state_manager.truncate_head(new_log_start_offset)
 
     def delete_old_segments(
         self, predicate: Callable[[LogSegment, LogSegment | None], bool] | None = None, reason: str = ""
@@ -887,6 +930,8 @@ class Log:
         with self._lock:
             if self._closed:
                 return
+            # a snapshot at the log end offset spares the next start-up a scan of the log
+            self.producer_state_manager.take_snapshot(sync=True)
             for segment in self.log_segments():
                 segment.close()
             self._closed = True
@@ -915,6 +960,7 @@ class Log:
             os.replace(self.dir, renamed)
             if renamed != self.dir:
                 self.dir = renamed
+                self.producer_state_manager.log_dir = renamed
                 for segment in self.log_segments():
                     segment.update_dir(renamed)
                 self.log = component_logger(

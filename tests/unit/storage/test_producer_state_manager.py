@@ -1,0 +1,493 @@
+"""ProducerStateManager: idempotent-producer checks, snapshots, and its place in Log
+(duplicates, gaps, fencing, restart, truncation, retention)."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import pytest
+from crc32c import crc32c
+
+from kafpy.common.errors import (
+    InvalidProducerEpochError,
+    InvalidTxnStateError,
+    OutOfOrderSequenceError,
+    UnknownProducerIdError,
+)
+from kafpy.common.topic_partition import TopicPartition
+from kafpy.records import MemoryRecords
+from kafpy.records.control_record import (
+    ControlRecordType,
+    EndTransactionMarker,
+    build_end_transaction_marker,
+)
+from kafpy.storage.log import Log
+from kafpy.storage.log_config import LogConfig
+from kafpy.storage.producer_state_manager import (
+    INT32_MAX,
+    AppendOrigin,
+    BatchMetadata,
+    CorruptSnapshotError,
+    ProducerStateEntry,
+    ProducerStateManager,
+    decrement_sequence,
+    increment_sequence,
+    producer_snapshot_file,
+    read_snapshot,
+    write_snapshot,
+)
+
+from .segment_fixtures import T0, Clock, batch, open_log, records
+
+TP = TopicPartition("t", 0)
+PID = 1000
+
+
+def pbatch(
+    seq: int,
+    n: int = 1,
+    pid: int = PID,
+    epoch: int = 0,
+    base_offset: int = 0,
+    timestamp: int = T0,
+    transactional: bool = False,
+) -> bytes:
+    """A batch of `n` records from producer `pid` starting at sequence `seq`."""
+    return batch(
+        [b"v%d" % (seq + i) for i in range(n)],
+        base_offset=base_offset,
+        timestamp=timestamp,
+        producer_id=pid,
+        producer_epoch=epoch,
+        base_sequence=seq,
+        is_transactional=transactional,
+    )
+
+
+def append(
+    psm: ProducerStateManager, *batches: bytes, origin: AppendOrigin = AppendOrigin.CLIENT
+) -> BatchMetadata | None:
+    """Check `batches` (offsets as built) and, unless one is a duplicate, apply them."""
+    update = psm.analyze_and_validate(memoryview(b"".join(batches)), origin)
+    if update is None:
+        return None
+    if update.duplicate is not None:
+        return update.duplicate
+    psm.apply(update)
+    return None
+
+
+@pytest.fixture
+def psm(tmp_path: Path) -> ProducerStateManager:
+    return ProducerStateManager(TP, tmp_path)
+
+
+# -- sequence arithmetic ---------------------------------------------------------------------
+
+
+def test_sequences_wrap_at_int32_max() -> None:
+    assert increment_sequence(5, 3) == 8
+    assert increment_sequence(INT32_MAX, 1) == 0
+    assert increment_sequence(INT32_MAX - 1, 3) == 1
+    assert decrement_sequence(1, 3) == INT32_MAX - 1
+    assert decrement_sequence(8, 3) == 5
+
+
+# -- checks as leader -------------------------------------------------------------------------
+
+
+def test_in_sequence_batches_are_tracked_last_five(psm: ProducerStateManager) -> None:
+    offset = 0
+    for i in range(7):
+        assert append(psm, pbatch(i * 2, n=2, base_offset=offset)) is None
+        offset += 2
+    entry = psm.last_entry(PID)
+    assert entry is not None
+    assert len(entry.batch_metadata) == 5
+    assert entry.first_seq == 4 and entry.last_seq == 13
+    assert entry.first_data_offset == 4 and entry.last_data_offset == 13
+    assert entry.producer_epoch == 0
+
+
+def test_duplicate_of_any_of_the_last_five_batches_returns_its_metadata(
+    psm: ProducerStateManager,
+) -> None:
+    for i in range(6):
+        append(psm, pbatch(i * 3, n=3, base_offset=100 + i * 3))
+    # batch 1 (seq 3-5) is among the last five; its retry carries a new base offset
+    dup = append(psm, pbatch(3, n=3, base_offset=500))
+    assert dup == BatchMetadata(last_seq=5, last_offset=105, offset_delta=2, timestamp=T0)
+    assert (dup.first_seq, dup.first_offset) == (3, 103)
+    # batch 0 (seq 0-2) was pushed out: its retry is out of order, not a duplicate
+    with pytest.raises(OutOfOrderSequenceError):
+        append(psm, pbatch(0, n=3, base_offset=500))
+    # a retry under another epoch is no duplicate: a new epoch must start at 0
+    with pytest.raises(OutOfOrderSequenceError, match="new epoch"):
+        append(psm, pbatch(3, n=3, epoch=1, base_offset=500))
+    entry = psm.last_entry(PID)
+    assert entry is not None and entry.last_seq == 17
+
+
+def test_gap_is_out_of_order(psm: ProducerStateManager) -> None:
+    append(psm, pbatch(0, n=2))
+    with pytest.raises(
+        OutOfOrderSequenceError, match="5 \\(incoming seq. number\\), 1 \\(current end"
+    ):
+        append(psm, pbatch(5, base_offset=2))
+    assert append(psm, pbatch(2, base_offset=2)) is None
+
+
+def test_overlapping_range_that_is_not_a_retry_is_out_of_order(psm: ProducerStateManager) -> None:
+    append(psm, pbatch(0, n=4))
+    with pytest.raises(OutOfOrderSequenceError):
+        append(psm, pbatch(2, n=4, base_offset=4))
+
+
+def test_older_epoch_is_fenced(psm: ProducerStateManager) -> None:
+    append(psm, pbatch(0, epoch=3))
+    with pytest.raises(InvalidProducerEpochError, match="smaller than the last seen epoch 3"):
+        append(psm, pbatch(1, epoch=2, base_offset=1))
+
+
+def test_new_epoch_must_start_at_sequence_zero(psm: ProducerStateManager) -> None:
+    append(psm, pbatch(0, n=2, epoch=0))
+    with pytest.raises(OutOfOrderSequenceError, match="new epoch"):
+        append(psm, pbatch(2, epoch=1, base_offset=2))
+    assert append(psm, pbatch(0, epoch=1, base_offset=2)) is None
+    entry = psm.last_entry(PID)
+    assert entry is not None
+    assert entry.producer_epoch == 1
+    assert [b.first_seq for b in entry.batch_metadata] == [0]  # the old epoch's batches are gone
+
+
+def test_unknown_producer_must_start_at_zero(psm: ProducerStateManager) -> None:
+    with pytest.raises(UnknownProducerIdError, match="Found no record of producerId=1000"):
+        append(psm, pbatch(7))
+    assert psm.last_entry(PID) is None
+    assert append(psm, pbatch(0)) is None
+
+
+def test_several_batches_of_one_producer_in_one_append_are_checked_in_order(
+    psm: ProducerStateManager,
+) -> None:
+    assert (
+        append(psm, pbatch(0, n=2), pbatch(2, n=2, base_offset=2), pbatch(0, pid=7, base_offset=4))
+        is None
+    )
+    entry = psm.last_entry(PID)
+    assert entry is not None and entry.last_seq == 3
+    with pytest.raises(OutOfOrderSequenceError):
+        append(psm, pbatch(4, base_offset=5), pbatch(6, base_offset=6))
+    # nothing of the failed append was applied
+    entry = psm.last_entry(PID)
+    assert entry is not None and entry.last_seq == 3
+
+
+def test_sequence_wraps_after_int32_max(psm: ProducerStateManager) -> None:
+    psm.producers[PID] = ProducerStateEntry(PID, [BatchMetadata(INT32_MAX - 1, 9, 0, T0)], 0)
+    assert append(psm, pbatch(INT32_MAX, n=3, base_offset=10)) is None  # INT32_MAX, 0, 1
+    entry = psm.last_entry(PID)
+    assert entry is not None and entry.last_seq == 1
+    assert append(psm, pbatch(2, base_offset=13)) is None
+
+
+def test_batches_without_producer_id_are_ignored(psm: ProducerStateManager) -> None:
+    assert (
+        psm.analyze_and_validate(
+            memoryview(batch([b"a"]) + batch([b"b"], base_offset=1)), AppendOrigin.CLIENT
+        )
+        is None
+    )
+    assert psm.is_empty
+
+
+def test_replication_applies_without_checks(psm: ProducerStateManager) -> None:
+    append(psm, pbatch(0, epoch=5))
+    # a gap and an older epoch: a follower takes what the leader wrote
+    assert append(psm, pbatch(9, epoch=4, base_offset=1), origin=AppendOrigin.REPLICATION) is None
+    entry = psm.last_entry(PID)
+    assert entry is not None and entry.producer_epoch == 4 and entry.last_seq == 9
+
+
+def test_coordinator_origin_checks_epoch_but_not_sequence(psm: ProducerStateManager) -> None:
+    append(psm, pbatch(0, epoch=2))
+    assert append(psm, pbatch(10, epoch=2, base_offset=1), origin=AppendOrigin.COORDINATOR) is None
+    with pytest.raises(InvalidProducerEpochError):
+        append(psm, pbatch(11, epoch=1, base_offset=2), origin=AppendOrigin.COORDINATOR)
+
+
+def test_transactions_are_tracked_until_their_marker(psm: ProducerStateManager) -> None:
+    append(psm, pbatch(0, n=2, base_offset=10, transactional=True))
+    assert psm.first_unstable_offset() == 10
+    with pytest.raises(InvalidTxnStateError):
+        append(psm, pbatch(2, base_offset=12))
+    marker = build_end_transaction_marker(
+        EndTransactionMarker(ControlRecordType.COMMIT, 3),
+        producer_id=PID,
+        producer_epoch=0,
+        timestamp=T0,
+        base_offset=12,
+    )
+    append(psm, marker, origin=AppendOrigin.COORDINATOR)
+    assert psm.first_unstable_offset() is None
+    entry = psm.last_entry(PID)
+    assert (
+        entry is not None
+        and entry.coordinator_epoch == 3
+        and entry.current_txn_first_offset is None
+    )
+
+
+# -- snapshots ---------------------------------------------------------------------------------
+
+
+def test_snapshot_bytes_are_kafkas_format(tmp_path: Path) -> None:
+    entry = ProducerStateEntry(PID, [BatchMetadata(4, 41, 2, T0 + 5)], 3, 7, T0 + 5, 39)
+    path = producer_snapshot_file(tmp_path, 42)
+    assert path.name == "00000000000000000042.snapshot"
+    write_snapshot(path, [entry])
+    body = struct.pack(">i", 1) + struct.pack(">qhiqiqiq", PID, 3, 4, 41, 2, T0 + 5, 7, 39)
+    assert path.read_bytes() == struct.pack(">hI", 1, crc32c(body)) + body
+    [loaded] = read_snapshot(path)
+    assert (loaded.producer_id, loaded.producer_epoch, loaded.coordinator_epoch) == (PID, 3, 7)
+    assert list(loaded.batch_metadata) == [BatchMetadata(4, 41, 2, T0 + 5)]
+    assert (loaded.last_timestamp, loaded.current_txn_first_offset) == (T0 + 5, 39)
+
+
+def test_snapshot_of_a_producer_without_batches(tmp_path: Path) -> None:
+    path = producer_snapshot_file(tmp_path, 1)
+    write_snapshot(path, [ProducerStateEntry(PID, [], 2, 1, T0)])
+    [loaded] = read_snapshot(path)
+    assert (
+        loaded.is_empty and loaded.producer_epoch == 2 and loaded.current_txn_first_offset is None
+    )
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda b: b[:-1],  # torn
+        lambda b: b[:4],  # shorter than the header
+        lambda b: b[:-1] + bytes([b[-1] ^ 1]),  # bit flip: CRC
+        lambda b: struct.pack(">h", 2) + b[2:],  # unknown version
+        lambda b: b"",
+    ],
+)
+def test_damaged_snapshot_is_corrupt(tmp_path: Path, damage) -> None:  # type: ignore[no-untyped-def]
+    path = producer_snapshot_file(tmp_path, 5)
+    write_snapshot(path, [ProducerStateEntry(PID, [BatchMetadata(0, 4, 0, T0)], 0)])
+    path.write_bytes(damage(path.read_bytes()))
+    with pytest.raises(CorruptSnapshotError):
+        read_snapshot(path)
+
+
+def test_take_snapshot_and_reload(psm: ProducerStateManager, tmp_path: Path) -> None:
+    append(psm, pbatch(0, n=2), pbatch(0, pid=9, base_offset=2))
+    psm.update_map_end_offset(3)
+    psm.take_snapshot()
+    assert [o for o, _ in psm.snapshot_files()] == [3]
+    other = ProducerStateManager(TP, tmp_path)
+    other.truncate_and_reload(0, 3, T0)
+    assert other.map_end_offset == 3
+    assert set(other.producers) == {PID, 9}
+    # the reloaded state detects a retry of the last batch and continues the sequence
+    assert append(other, pbatch(0, n=2, base_offset=7)) == BatchMetadata(1, 1, 1, T0)
+    assert append(other, pbatch(2, base_offset=3)) is None
+
+
+def test_reload_skips_a_corrupt_snapshot_and_drops_out_of_range_ones(
+    psm: ProducerStateManager, tmp_path: Path
+) -> None:
+    append(psm, pbatch(0, base_offset=0))
+    psm.update_map_end_offset(1)
+    psm.take_snapshot()
+    append(psm, pbatch(1, base_offset=1))
+    psm.update_map_end_offset(2)
+    psm.take_snapshot()
+    append(psm, pbatch(2, base_offset=2))
+    psm.update_map_end_offset(3)
+    psm.take_snapshot()
+    producer_snapshot_file(tmp_path, 2).write_bytes(b"junk")
+    other = ProducerStateManager(TP, tmp_path)
+    # log end 2: the snapshot at 3 goes, the one at 2 is corrupt, the one at 1 loads
+    other.truncate_and_reload(0, 2, T0)
+    assert other.map_end_offset == 1
+    assert [o for o, _ in other.snapshot_files()] == [1]
+    entry = other.last_entry(PID)
+    assert entry is not None and entry.last_seq == 0
+
+
+def test_expired_producers_are_not_loaded(tmp_path: Path) -> None:
+    psm = ProducerStateManager(TP, tmp_path, max_producer_id_expiration_ms=1000)
+    append(
+        psm, pbatch(0, pid=1, timestamp=T0), pbatch(0, pid=2, timestamp=T0 + 5000, base_offset=1)
+    )
+    psm.update_map_end_offset(2)
+    psm.take_snapshot()
+    other = ProducerStateManager(TP, tmp_path, max_producer_id_expiration_ms=1000)
+    other.truncate_and_reload(0, 2, T0 + 5500)
+    assert set(other.producers) == {2}
+    psm.remove_expired_producers(T0 + 6000)
+    assert psm.is_empty
+
+
+def test_truncate_head_evicts_producers_and_snapshots_below_the_log_start(
+    psm: ProducerStateManager,
+) -> None:
+    append(psm, pbatch(0, pid=1, base_offset=0), pbatch(0, pid=2, base_offset=5))
+    for offset in (3, 6):
+        psm.update_map_end_offset(offset)
+        psm.take_snapshot()
+    psm.truncate_head(5)
+    assert set(psm.producers) == {2}
+    assert [o for o, _ in psm.snapshot_files()] == [6]
+
+
+def test_truncate_forgets_everything(psm: ProducerStateManager) -> None:
+    append(psm, pbatch(0))
+    psm.update_map_end_offset(1)
+    psm.take_snapshot()
+    psm.truncate()
+    assert psm.is_empty and psm.snapshot_files() == [] and psm.map_end_offset == 0
+
+
+# -- in the Log ----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def log_dir(tmp_path: Path) -> Path:
+    return tmp_path / "t-0"
+
+
+def produce(log: Log, seq: int, n: int = 1, pid: int = PID, epoch: int = 0) -> tuple[int, int]:
+    info = log.append_as_leader(records(pbatch(seq, n, pid=pid, epoch=epoch)), 0)
+    return info.first_offset, info.last_offset
+
+
+def snapshot_offsets(log: Log) -> list[int]:
+    return sorted(int(p.name.split(".")[0]) for p in log.dir.glob("*.snapshot"))
+
+
+def test_log_answers_a_retried_batch_with_its_original_offsets(log_dir: Path, clock: Clock) -> None:
+    log = open_log(log_dir, clock)
+    log.append_as_leader(records(batch([b"x", b"y"])), 0)  # a non-idempotent batch first
+    assert produce(log, 0, 3) == (2, 4)
+    assert produce(log, 3, 2) == (5, 6)
+    size = log.size
+    info = log.append_as_leader(records(pbatch(0, 3)), 0)
+    assert (info.first_offset, info.last_offset) == (2, 4)
+    assert log.log_end_offset == 7 and log.size == size  # nothing appended
+    assert produce(log, 5) == (7, 7)
+
+
+def test_log_refuses_gaps_and_fenced_epochs_without_writing(log_dir: Path, clock: Clock) -> None:
+    log = open_log(log_dir, clock)
+    produce(log, 0, 2, epoch=1)
+    with pytest.raises(OutOfOrderSequenceError):
+        produce(log, 3, epoch=1)
+    with pytest.raises(InvalidProducerEpochError):
+        produce(log, 2, epoch=0)
+    with pytest.raises(UnknownProducerIdError):
+        produce(log, 4, pid=77)
+    assert log.log_end_offset == 2
+    assert produce(log, 2, epoch=1) == (2, 2)
+
+
+def test_producer_state_survives_a_clean_restart_through_the_snapshot(
+    log_dir: Path, clock: Clock
+) -> None:
+    log = open_log(log_dir, clock)
+    produce(log, 0, 2)
+    produce(log, 2, 2)
+    log.close()
+    assert snapshot_offsets(log) == [4]
+    log = open_log(log_dir, clock)
+    info = log.append_as_leader(records(pbatch(2, 2)), 0)  # the last batch retried
+    assert (info.first_offset, info.last_offset, log.log_end_offset) == (2, 3, 4)
+    with pytest.raises(OutOfOrderSequenceError):
+        produce(log, 5)
+    assert produce(log, 4) == (4, 4)
+
+
+@pytest.mark.parametrize("clean", [True, False])
+def test_producer_state_is_rebuilt_from_the_log_without_snapshots(
+    log_dir: Path, clock: Clock, clean: bool
+) -> None:
+    config = LogConfig(segment_bytes=300)
+    log = open_log(log_dir, clock, config)
+    for i in range(6):
+        produce(log, i * 2, 2)
+        produce(log, i, pid=2)
+    assert log.num_segments > 2
+    log.close()
+    for path in log_dir.glob("*.snapshot"):
+        path.unlink()
+    log = open_log(log_dir, clock, config, had_clean_shutdown=clean)
+    entry = log.producer_state_manager.last_entry(PID)
+    assert entry is not None and entry.last_seq == 11
+    assert len(entry.batch_metadata) == 5  # rebuilt from the batches, not a snapshot
+    dup = log.append_as_leader(records(pbatch(6, 2)), 0)
+    assert dup.first_offset == 9
+    assert produce(log, 12) == (18, 18)
+    assert produce(log, 6, pid=2) == (19, 19)
+    # the rebuild left snapshots at the last two segments and the log end
+    bases = [s.base_offset for s in log.log_segments()]
+    assert set(bases[-2:]) <= set(snapshot_offsets(log)) and 18 in snapshot_offsets(log)
+
+
+def test_roll_writes_a_snapshot_at_the_new_segment(log_dir: Path, clock: Clock) -> None:
+    log = open_log(log_dir, clock)
+    produce(log, 0, 3)
+    log.roll()
+    assert snapshot_offsets(log) == [3]
+    [entry] = read_snapshot(producer_snapshot_file(log_dir, 3))
+    assert (entry.producer_id, entry.last_seq, entry.last_data_offset) == (PID, 2, 2)
+
+
+def test_truncation_rewinds_the_producer_state(log_dir: Path, clock: Clock) -> None:
+    config = LogConfig(segment_bytes=300)
+    log = open_log(log_dir, clock, config)
+    for i in range(8):
+        produce(log, i * 2, 2)
+    log.truncate_to(7)  # the batch at 6-7 goes whole
+    assert log.log_end_offset == 6
+    assert max(snapshot_offsets(log), default=0) <= 6
+    entry = log.producer_state_manager.last_entry(PID)
+    assert entry is not None and entry.last_seq == 5
+    # the batch that was truncated is no duplicate now: it is written again
+    assert produce(log, 6, 2) == (6, 7)
+    log.truncate_fully_and_start_at(100)
+    assert log.producer_state_manager.is_empty and snapshot_offsets(log) == []
+    with pytest.raises(UnknownProducerIdError):
+        produce(log, 8)
+
+
+def test_retention_forgets_producers_whose_batches_are_gone(log_dir: Path, clock: Clock) -> None:
+    config = LogConfig(segment_bytes=300, file_delete_delay_ms=0)
+    log = open_log(log_dir, clock, config)
+    produce(log, 0, pid=1)
+    for i in range(12):
+        produce(log, i, pid=2)
+    assert log.num_segments > 2
+    log.maybe_increment_log_start_offset(5)
+    log.delete_old_segments()
+    assert log.log_start_offset >= 4
+    assert set(log.producer_state_manager.producers) == {2}
+    assert all(o >= log.log_start_offset for o in snapshot_offsets(log))
+    with pytest.raises(UnknownProducerIdError):
+        produce(log, 1, pid=1)
+
+
+def test_follower_appends_update_the_state(log_dir: Path, clock: Clock) -> None:
+    log = open_log(log_dir, clock)
+    log.append_as_follower(MemoryRecords(pbatch(40, 2, base_offset=0, epoch=2)))
+    entry = log.producer_state_manager.last_entry(PID)
+    assert entry is not None and (entry.producer_epoch, entry.last_seq) == (2, 41)
+    assert produce(log, 42, epoch=2) == (2, 2)
+    assert log.producer_state_manager.map_end_offset == 3
