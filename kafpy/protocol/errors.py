@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from enum import IntEnum
 
+from kafpy.common.errors import KafkaError
+
 
 class ProtocolDecodeError(Exception):
     """Bytes on the wire do not follow the schema of the message they claim to be.
@@ -323,10 +325,6 @@ _INFO: dict[int, tuple[bool, str]] = {
 
 def error_code_of(exc: BaseException) -> int:
     """The error code to answer with for an exception: a KafkaError's `.code`, else -1."""
-    code = getattr(exc, "code", None)
-    if isinstance(code, int) and not isinstance(code, bool):
-        from kafpy.common.errors import KafkaError
-
-        if isinstance(exc, KafkaError):
-            return code
+    if isinstance(exc, KafkaError):
+        return int(exc.code)
     return int(Errors.UNKNOWN_SERVER_ERROR)
