@@ -511,9 +511,8 @@ class ProducerStateUpdate:
         # Kafka 2.x reports the batch timestamp as the append time even for CreateTime
         # topics; kafpy only does so when the stored timestamp is the append time.
         info.log_append_time = dup.timestamp if log_append_time else NO_TIMESTAMP
-        info.shallow_count = 0
+        info.shallow_count = 0  # nothing written
         info.num_messages = 0
-        info.valid_bytes = 0
         return info
 
 
