@@ -1,0 +1,2 @@
+"""The controller: runs inside the broker that wins /controller and turns ZooKeeper changes
+into state-machine transitions and LeaderAndIsr / UpdateMetadata / StopReplica requests."""

@@ -1,0 +1,741 @@
+"""KafkaController: the controller of a Kafka 2.x cluster, in the broker that wins /controller.
+
+As Kafka's `kafka.controller.KafkaController`. Every broker runs one; the one whose
+ephemeral /controller node is in ZooKeeper (and that incremented /controller_epoch) is
+active. A watch on /controller re-runs the election when the node goes; a broker whose
+ZooKeeper session expires resigns, registers again and re-runs the election.
+
+The active controller turns ZooKeeper changes into events on its queue
+(ControllerEventManager): new topics (/brokers/topics children), added partitions
+(/brokers/topics/<t> data), topic deletion markers (/admin/delete_topics children) and
+broker membership (/brokers/ids children). Processing an event drives the partition and
+replica state machines and the TopicDeletionManager, which send LeaderAndIsr,
+UpdateMetadata and StopReplica requests to brokers through the ControllerChannelManager.
+
+Use (from KafkaServer): `controller = KafkaController(config, zk_client, channel_factory,
+time, broker_info)`, `await controller.startup()` after the broker registered itself,
+`await controller.shutdown()` before the metadata store session closes; `is_active` and
+`epoch` tell KafkaApis whether to answer controller-only requests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
+
+from kafpy.common.errors import ControllerMovedError
+from kafpy.common.logger import component_logger
+from kafpy.common.time import SYSTEM_TIME, Time
+from kafpy.common.topic_partition import TopicPartition
+from kafpy.controller.controller_channel_manager import (
+    Body,
+    ChannelFactory,
+    ControllerBrokerRequestBatch,
+    ControllerChannelManager,
+    broker_connection_factory,
+)
+from kafpy.controller.controller_config import BrokerConfigSource, ControllerConfig
+from kafpy.controller.controller_context import ControllerContext, PartitionAndReplica
+from kafpy.controller.controller_event_manager import ControllerEvent, ControllerEventManager
+from kafpy.controller.controller_state import ControllerState
+from kafpy.controller.log_format import comma_list, scala_map, scala_set
+from kafpy.controller.partition_state_machine import PartitionState, PartitionStateMachine
+from kafpy.controller.replica_state_machine import ReplicaState, ReplicaStateMachine
+from kafpy.controller.state_change_logger import StateChangeLogger
+from kafpy.controller.topic_deletion_manager import TopicDeletionManager
+from kafpy.metadata.errors import NodeExistsError, NoNodeError
+from kafpy.metadata.kafka_zk_client import KafkaZkClient
+from kafpy.metadata.store import EventType, WatchedEvent
+from kafpy.metadata.zk_data import BrokerInfo, ControllerZNode, TopicZNode
+
+UNKNOWN_CONTROLLER_ID = -1
+
+
+def _error_name(code: int) -> str:
+    try:
+        from kafpy.protocol.errors import Errors
+
+        return Errors(code).name
+    except (ImportError, ValueError):
+        return str(code)
+
+
+class KafkaController:
+    """The controller of one broker: elects itself or follows the elected one, and when
+    active, runs the cluster's topic, partition and broker changes.
+
+    Parameters:
+        config: the broker's configuration (`KafkaConfig`, or anything with `broker_id` and
+            `get(key)`); reads delete.topic.enable, unclean.leader.election.enable,
+            inter.broker.listener.name, controller.socket.timeout.ms.
+        zk_client: the broker's KafkaZkClient (its store session is the broker's session).
+        channel_factory: makes the connection to a broker, `(broker_id, host, port) ->
+            channel`; default: kafpy's BrokerConnection.
+        time: the clock for event timings.
+        broker_info: this broker's registration; when given, the controller registers the
+            broker again after its session expired (as Kafka's controller does).
+    """
+
+    def __init__(
+        self,
+        config: BrokerConfigSource | ControllerConfig,
+        zk_client: KafkaZkClient,
+        channel_factory: ChannelFactory | None = None,
+        time: Time = SYSTEM_TIME,
+        broker_info: BrokerInfo | None = None,
+    ) -> None:
+        self.config = (
+            config if isinstance(config, ControllerConfig) else ControllerConfig.from_config(config)
+        )
+        self.broker_id = self.config.broker_id
+        self.zk_client = zk_client
+        self.time = time
+        self.broker_info = broker_info
+        self.log = component_logger(
+            "kafpy.controller.KafkaController", "Controller", self.broker_id
+        )
+        self.context = ControllerContext()
+        self.state_change_logger = StateChangeLogger(self.broker_id, in_controller_context=True)
+        self.event_manager = ControllerEventManager(self.broker_id, time)
+        self.channel_manager = ControllerChannelManager(
+            self.broker_id,
+            self.context,
+            channel_factory
+            or broker_connection_factory(self.broker_id, self.config.controller_socket_timeout_ms),
+            self.config.inter_broker_listener_name,
+        )
+        self.request_batch = ControllerBrokerRequestBatch(
+            self.broker_id,
+            self.context,
+            self.channel_manager,
+            self.state_change_logger,
+            leader_and_isr_callback=self._on_leader_and_isr_response,
+        )
+        self.replica_state_machine = ReplicaStateMachine(
+            self.broker_id,
+            self.context,
+            zk_client,
+            self.request_batch,
+            self.state_change_logger,
+            self._is_topic_queued_for_deletion,
+        )
+        self.partition_state_machine = PartitionStateMachine(
+            self.broker_id,
+            self.context,
+            zk_client,
+            self.request_batch,
+            self.state_change_logger,
+            self._is_topic_queued_for_deletion,
+            self._unclean_leader_election_enabled,
+        )
+        self.topic_deletion_manager = TopicDeletionManager(
+            self.broker_id,
+            self.context,
+            zk_client,
+            self.replica_state_machine,
+            self.partition_state_machine,
+            self.config.delete_topic_enable,
+            self.send_update_metadata_request,
+            self._deregister_partition_modifications_handler,
+            self._on_stop_replica_delete_response,
+        )
+        self.active_controller_id = UNKNOWN_CONTROLLER_ID
+        self._started = False
+        # stable watch callbacks (one per watched node), so a re-armed watch is not doubled
+        self._partition_modifications_handlers: dict[str, Callable[[WatchedEvent], None]] = {}
+
+    # -- public API -------------------------------------------------------------------------
+
+    @property
+    def is_active(self) -> bool:
+        """True while this broker is the cluster's controller."""
+        return self.active_controller_id == self.broker_id
+
+    @property
+    def epoch(self) -> int:
+        """The controller epoch this broker won (0 before it was ever elected)."""
+        return self.context.epoch
+
+    @property
+    def epoch_zk_version(self) -> int:
+        return self.context.epoch_zk_version
+
+    async def startup(self) -> None:
+        """Start the event queue and run the election (asynchronously, as an event)."""
+        if self._started:
+            return
+        self._started = True
+        self.zk_client.store.on_session_expired(self._on_session_expired)
+        self.event_manager.start()
+        self._put("Startup", ControllerState.CONTROLLER_CHANGE, self._process_startup)
+
+    async def shutdown(self) -> None:
+        """Stop processing events and resign; the broker's session closing then frees
+        /controller for another broker."""
+        if not self._started:
+            return
+        self._started = False
+        await self.event_manager.close()
+        await self._on_controller_resignation()
+        self.log.info("Controller shutdown complete")
+
+    def is_idle(self) -> bool:
+        """No event queued or running and no request waiting to be sent (for tests)."""
+        return self.event_manager.is_idle and self.channel_manager.pending_requests() == 0
+
+    # -- events -------------------------------------------------------------------------------
+
+    def _put(self, name: str, state: ControllerState, body: Callable[[], Awaitable[None]]) -> None:
+        async def process() -> None:
+            try:
+                await body()
+            except ControllerMovedError as e:
+                self.log.info("Controller moved to another broker when processing %s: %s", name, e)
+                await self._maybe_resign()
+
+        self.event_manager.put(ControllerEvent(name, state, process))
+
+    def _on_session_expired(self) -> None:
+        self.event_manager.clear()
+        self._put(
+            "RegisterBrokerAndReelect",
+            ControllerState.CONTROLLER_CHANGE,
+            self._process_register_broker_and_reelect,
+        )
+
+    # watch callbacks: called on the loop by the metadata store; they only queue events
+
+    def _controller_change_watcher(self, event: WatchedEvent) -> None:
+        if event.type is EventType.DELETED:
+            self._put("Reelect", ControllerState.CONTROLLER_CHANGE, self._process_reelect)
+        else:
+            self._put(
+                "ControllerChange",
+                ControllerState.CONTROLLER_CHANGE,
+                self._process_controller_change,
+            )
+
+    def _broker_change_watcher(self, event: WatchedEvent) -> None:
+        self._put("BrokerChange", ControllerState.BROKER_CHANGE, self._process_broker_change)
+
+    def _topic_change_watcher(self, event: WatchedEvent) -> None:
+        self._put("TopicChange", ControllerState.TOPIC_CHANGE, self._process_topic_change)
+
+    def _topic_deletion_watcher(self, event: WatchedEvent) -> None:
+        self._put("TopicDeletion", ControllerState.TOPIC_DELETION, self._process_topic_deletion)
+
+    def _register_partition_modifications_handler(
+        self, topic: str
+    ) -> Callable[[WatchedEvent], None]:
+        handler = self._partition_modifications_handlers.get(topic)
+        if handler is None:
+
+            def handler(event: WatchedEvent) -> None:
+                if event.type is EventType.CHANGED:
+                    self._put(
+                        f"PartitionModifications({topic})",
+                        ControllerState.TOPIC_CHANGE,
+                        lambda: self._process_partition_modifications(topic),
+                    )
+
+            self._partition_modifications_handlers[topic] = handler
+        return handler
+
+    def _deregister_partition_modifications_handler(self, topic: str) -> None:
+        self._partition_modifications_handlers.pop(topic, None)
+
+    def _on_stop_replica_delete_response(self, broker_id: int, response: Body) -> None:
+        self._put(
+            "TopicDeletionStopReplicaResponseReceived",
+            ControllerState.TOPIC_DELETION,
+            lambda: self._process_topic_deletion_stop_replica_response(broker_id, response),
+        )
+
+    def _on_leader_and_isr_response(self, broker_id: int, response: Body) -> None:
+        self._put(
+            "LeaderAndIsrResponseReceived",
+            ControllerState.LEADER_AND_ISR_RESPONSE_RECEIVED,
+            lambda: self._process_leader_and_isr_response(broker_id, response),
+        )
+
+    # -- election -------------------------------------------------------------------------------
+
+    async def _watch_controller(self) -> None:
+        """Set the watch on /controller and learn who the controller is."""
+        controller_id = await self.zk_client.get_controller_id(self._controller_change_watcher)
+        self.active_controller_id = (
+            controller_id if controller_id is not None else UNKNOWN_CONTROLLER_ID
+        )
+
+    async def _process_startup(self) -> None:
+        await self._watch_controller()
+        await self._elect()
+
+    async def _process_controller_change(self) -> None:
+        await self._maybe_resign()
+
+    async def _process_reelect(self) -> None:
+        await self._maybe_resign()
+        await self._elect()
+
+    async def _process_register_broker_and_reelect(self) -> None:
+        self.log.info(
+            "ZooKeeper session expired: resigning, registering the broker again and re-electing"
+        )
+        if self.is_active or self.context.epoch:
+            self.active_controller_id = UNKNOWN_CONTROLLER_ID
+            await self._on_controller_resignation()
+        if self.broker_info is not None:
+            try:
+                await self.zk_client.register_broker(self.broker_info)
+            except NodeExistsError:
+                self.log.info("Broker %d is already registered", self.broker_id)
+        await self._watch_controller()
+        await self._elect()
+
+    async def _maybe_resign(self) -> None:
+        was_active = self.is_active
+        await self._watch_controller()
+        if was_active and not self.is_active:
+            await self._on_controller_resignation()
+
+    async def _elect(self) -> None:
+        if self.active_controller_id != UNKNOWN_CONTROLLER_ID:
+            self.log.debug(
+                "Broker %d has been elected as the controller, so stopping the election process.",
+                self.active_controller_id,
+            )
+            return
+        try:
+            (
+                epoch,
+                epoch_zk_version,
+            ) = await self.zk_client.register_controller_and_increment_controller_epoch(
+                self.broker_id, self.time.milliseconds()
+            )
+        except ControllerMovedError:
+            await self._maybe_resign()
+            if self.active_controller_id != UNKNOWN_CONTROLLER_ID:
+                self.log.debug(
+                    "Broker %d was elected as controller instead of broker %d",
+                    self.active_controller_id,
+                    self.broker_id,
+                )
+            else:
+                self.log.warning(
+                    "A controller has been elected but just resigned, this will result in "
+                    "another round of election"
+                )
+            return
+        self.context.epoch = epoch
+        self.context.epoch_zk_version = epoch_zk_version
+        self.active_controller_id = self.broker_id
+        self.log.info(
+            "%d successfully elected as the controller. Epoch incremented to %d and epoch zk "
+            "version is now %d",
+            self.broker_id,
+            epoch,
+            epoch_zk_version,
+        )
+        try:
+            await self._on_controller_failover()
+        except ControllerMovedError:
+            raise
+        except Exception:
+            self.log.exception(
+                "Error while electing or becoming controller on broker %d. Trigger controller "
+                "movement immediately",
+                self.broker_id,
+            )
+            await self._trigger_controller_move()
+
+    async def _trigger_controller_move(self) -> None:
+        await self._on_controller_resignation()
+        self.active_controller_id = UNKNOWN_CONTROLLER_ID
+        try:
+            data, _ = await self.zk_client.store.get(ControllerZNode.path)
+            if ControllerZNode.decode(data) == self.broker_id:
+                await self.zk_client.store.delete(ControllerZNode.path)
+        except NoNodeError:
+            pass
+
+    # -- failover and resignation ---------------------------------------------------------------
+
+    async def _on_controller_failover(self) -> None:
+        self.log.info("Registering handlers")
+        await self._initialize_controller_context()
+        to_delete, ineligible = await self._fetch_topic_deletions_in_progress()
+        self.log.info("Initializing topic deletion manager")
+        await self.topic_deletion_manager.init(to_delete, ineligible)
+        self.log.info("Sending update metadata request")
+        self.send_update_metadata_request(
+            sorted(self.context.live_or_shutting_down_broker_ids), self.context.all_partitions()
+        )
+        await self.replica_state_machine.startup()
+        await self.partition_state_machine.startup()
+        self.log.info("Ready to serve as the new controller with epoch %d", self.context.epoch)
+        await self.topic_deletion_manager.try_topic_deletion()
+
+    async def _initialize_controller_context(self) -> None:
+        ctx = self.context
+        brokers = await self.zk_client.get_all_broker_and_epochs_in_cluster(
+            self._broker_change_watcher
+        )
+        ctx.set_live_brokers_and_epochs(brokers)
+        self.log.info(
+            "Initialized broker epochs cache: %s",
+            scala_map({bid: epoch for bid, (_, epoch) in sorted(brokers.items())}),
+        )
+        topics = await self.zk_client.get_all_topics_in_cluster(self._topic_change_watcher)
+        ctx.all_topics = set(topics)
+        for topic in topics:
+            assignment = await self._read_assignment_and_watch(topic)
+            for p, replicas in assignment.items():
+                ctx.update_partition_replica_assignment(TopicPartition(topic, p), replicas)
+        states = await self.zk_client.get_topic_partition_states(ctx.all_partitions())
+        ctx.partition_leadership_info.update(states)
+        self.channel_manager.startup()
+        self.log.info("Currently active brokers in the cluster: %s", scala_set(ctx.live_broker_ids))
+        self.log.info(
+            "Currently shutting brokers in the cluster: %s", scala_set(ctx.shutting_down_broker_ids)
+        )
+        self.log.info("Current list of topics in the cluster: %s", scala_set(ctx.all_topics))
+
+    async def _read_assignment_and_watch(self, topic: str) -> dict[int, list[int]]:
+        handler = self._register_partition_modifications_handler(topic)
+        assignment, _ = await self.zk_client.get_topic_assignment_and_version(topic, handler)
+        return assignment
+
+    async def _fetch_topic_deletions_in_progress(self) -> tuple[set[str], set[str]]:
+        ctx = self.context
+        to_delete = set(await self.zk_client.get_topic_deletions(self._topic_deletion_watcher))
+        with_offline_replicas = {
+            r.topic
+            for topic in to_delete
+            for r in ctx.replicas_for_topic(topic)
+            if not ctx.is_replica_online(r.replica, r.topic_partition)
+        }
+        being_reassigned = {tp.topic for tp in ctx.partitions_being_reassigned}
+        ineligible = with_offline_replicas | (being_reassigned & to_delete)
+        self.log.info("List of topics to be deleted: %s", comma_list(sorted(to_delete)))
+        self.log.info("List of topics ineligible for deletion: %s", comma_list(sorted(ineligible)))
+        return to_delete, ineligible
+
+    async def _on_controller_resignation(self) -> None:
+        self.log.debug("Resigning")
+        self._partition_modifications_handlers.clear()
+        self.topic_deletion_manager.reset()
+        self.replica_state_machine.shutdown()
+        self.partition_state_machine.shutdown()
+        await self.channel_manager.shutdown()
+        self.request_batch.clear()
+        self.context.reset()
+        self.log.info("Resigned")
+
+    # -- helpers for the state machines ----------------------------------------------------------
+
+    def _is_topic_queued_for_deletion(self, topic: str) -> bool:
+        return self.topic_deletion_manager.is_topic_queued_up_for_deletion(topic)
+
+    async def _unclean_leader_election_enabled(self, topic: str) -> bool:
+        overrides = await self.zk_client.get_entity_configs("topics", topic)
+        value = overrides.get("unclean.leader.election.enable")
+        if value is None:
+            return self.config.unclean_leader_election_enable
+        return str(value).strip().lower() == "true"
+
+    def send_update_metadata_request(
+        self, broker_ids: Iterable[int], partitions: Iterable[TopicPartition]
+    ) -> None:
+        """UpdateMetadata to `broker_ids` with the current state of `partitions`."""
+        try:
+            self.request_batch.new_batch()
+            self.request_batch.add_update_metadata_request_for_brokers(broker_ids, partitions)
+            self.request_batch.send_requests_to_brokers(self.context.epoch)
+        except RuntimeError:
+            self.log.exception("Error while sending the update metadata request")
+
+    # -- topic and partition changes ---------------------------------------------------------------
+
+    async def _process_topic_change(self) -> None:
+        if not self.is_active:
+            return
+        ctx = self.context
+        topics = set(await self.zk_client.get_all_topics_in_cluster(self._topic_change_watcher))
+        new_topics = topics - ctx.all_topics
+        deleted_topics = ctx.all_topics - topics
+        ctx.all_topics = topics
+        for topic in deleted_topics:
+            self._deregister_partition_modifications_handler(topic)
+            ctx.remove_topic(topic)
+        added: dict[TopicPartition, list[int]] = {}
+        for topic in sorted(new_topics):
+            for p, replicas in (await self._read_assignment_and_watch(topic)).items():
+                added[TopicPartition(topic, p)] = replicas
+        for tp, replicas in added.items():
+            ctx.update_partition_replica_assignment(tp, replicas)
+        self.log.info(
+            "New topics: [%s], deleted topics: [%s], new partition replica assignment [%s]",
+            scala_set(new_topics),
+            scala_set(deleted_topics),
+            scala_map(added),
+        )
+        if new_topics:
+            await self.on_new_topic_creation(new_topics, list(added))
+
+    async def on_new_topic_creation(
+        self, topics: set[str], new_partitions: list[TopicPartition]
+    ) -> None:
+        self.log.info("New topic creation callback for %s", comma_list(new_partitions))
+        for topic in topics:
+            self._register_partition_modifications_handler(topic)
+        await self.on_new_partition_creation(new_partitions)
+
+    async def on_new_partition_creation(self, new_partitions: list[TopicPartition]) -> None:
+        """NewPartition, NewReplica, OnlinePartition (leader election, state znodes,
+        LeaderAndIsr + UpdateMetadata), OnlineReplica."""
+        if not new_partitions:
+            return
+        self.log.info("New partition creation callback for %s", comma_list(new_partitions))
+        psm, rsm, ctx = self.partition_state_machine, self.replica_state_machine, self.context
+        await psm.handle_state_changes(new_partitions, PartitionState.NEW_PARTITION)
+        await rsm.handle_state_changes(
+            ctx.replicas_for_partitions(new_partitions), ReplicaState.NEW_REPLICA
+        )
+        await psm.handle_state_changes(new_partitions, PartitionState.ONLINE_PARTITION)
+        await rsm.handle_state_changes(
+            ctx.replicas_for_partitions(new_partitions), ReplicaState.ONLINE_REPLICA
+        )
+
+    async def _process_partition_modifications(self, topic: str) -> None:
+        if not self.is_active or topic not in self._partition_modifications_handlers:
+            return
+        ctx = self.context
+        assignment = await self._read_assignment_and_watch(topic)
+        self.log.info(
+            "Partition modification triggered %s for path %s",
+            TopicZNode.encode(assignment).decode(),
+            TopicZNode.path(topic),
+        )
+        to_add = {
+            TopicPartition(topic, p): replicas
+            for p, replicas in assignment.items()
+            if not ctx.partition_replica_assignment(TopicPartition(topic, p))
+        }
+        if self.topic_deletion_manager.is_topic_queued_up_for_deletion(topic):
+            if to_add:
+                self.log.error(
+                    "Skipping adding partitions %s for topic %s since it is currently being deleted",
+                    comma_list(sorted(tp.partition for tp in to_add)),
+                    topic,
+                )
+            return
+        if to_add:
+            self.log.info("New partitions to be added %s", scala_map(to_add))
+            for tp, replicas in to_add.items():
+                ctx.update_partition_replica_assignment(tp, replicas)
+            await self.on_new_partition_creation(sorted(to_add))
+
+    # -- topic deletion ---------------------------------------------------------------------------------
+
+    async def _process_topic_deletion(self) -> None:
+        if not self.is_active:
+            return
+        ctx = self.context
+        topics = set(await self.zk_client.get_topic_deletions(self._topic_deletion_watcher))
+        self.log.debug(
+            "Delete topics listener fired for topics %s to be deleted", comma_list(sorted(topics))
+        )
+        non_existent = topics - ctx.all_topics
+        if non_existent:
+            self.log.warning(
+                "Ignoring request to delete non-existing topics %s",
+                comma_list(sorted(non_existent)),
+            )
+            await self.zk_client.delete_topic_deletions(sorted(non_existent))
+        topics -= non_existent
+        if self.config.delete_topic_enable:
+            if topics:
+                self.log.info("Starting topic deletion for topics %s", comma_list(sorted(topics)))
+                busy = {
+                    tp.topic
+                    for tp in ctx.partitions_being_reassigned
+                    | ctx.partitions_undergoing_preferred_replica_election
+                }
+                self.topic_deletion_manager.mark_topic_ineligible_for_deletion(topics & busy)
+                await self.topic_deletion_manager.enqueue_topics_for_deletion(topics)
+        else:
+            for topic in sorted(topics):
+                self.log.info(
+                    "Removing /admin/delete_topics/%s since delete topic is disabled", topic
+                )
+                await self.zk_client.delete_topic_deletions([topic])
+
+    async def _process_topic_deletion_stop_replica_response(
+        self, broker_id: int, response: Body
+    ) -> None:
+        if not self.is_active:
+            return
+        request_error = int(response.get("error_code", 0))
+        partition_errors = {
+            TopicPartition(p["topic_name"], p["partition_index"]): int(p["error_code"])
+            for p in response.get("partition_errors", [])
+            if self.topic_deletion_manager.is_topic_queued_up_for_deletion(p["topic_name"])
+        }
+        self.log.debug(
+            "Delete topic callback invoked on StopReplica response received from broker %d: "
+            "request error = %s, partition errors = %s",
+            broker_id,
+            _error_name(request_error),
+            scala_map({tp: _error_name(code) for tp, code in partition_errors.items()}),
+        )
+        if request_error != 0:
+            in_error = set(partition_errors)
+        else:
+            in_error = {tp for tp, code in partition_errors.items() if code != 0}
+        await self.topic_deletion_manager.fail_replica_deletion(
+            [PartitionAndReplica(tp.topic, tp.partition, broker_id) for tp in sorted(in_error)]
+        )
+        deleted = [tp for tp in partition_errors if tp not in in_error]
+        if deleted:
+            await self.topic_deletion_manager.complete_replica_deletion(
+                [PartitionAndReplica(tp.topic, tp.partition, broker_id) for tp in deleted]
+            )
+
+    async def _process_leader_and_isr_response(self, broker_id: int, response: Body) -> None:
+        if not self.is_active:
+            return
+        request_error = int(response.get("error_code", 0))
+        if request_error != 0:
+            self.log.error(
+                "Received error %s in LeaderAndIsr response from broker %d",
+                _error_name(request_error),
+                broker_id,
+            )
+            return
+        failed = {
+            f"{p.get('topic_name', '')}-{p.get('partition_index')}": _error_name(
+                int(p["error_code"])
+            )
+            for p in _leader_and_isr_partition_errors(response)
+            if int(p.get("error_code", 0)) != 0
+        }
+        if failed:
+            self.log.warning(
+                "LeaderAndIsr response from broker %d has partition errors %s",
+                broker_id,
+                scala_map(failed),
+            )
+
+    # -- broker changes ----------------------------------------------------------------------------------
+
+    async def _process_broker_change(self) -> None:
+        if not self.is_active:
+            return
+        ctx = self.context
+        current = await self.zk_client.get_all_broker_and_epochs_in_cluster(
+            self._broker_change_watcher
+        )
+        current_ids = set(current)
+        known_ids = ctx.live_or_shutting_down_broker_ids
+        new_ids = current_ids - known_ids
+        dead_ids = known_ids - current_ids
+        bounced_ids = {
+            b for b in current_ids & known_ids if current[b][1] > ctx.live_broker_epoch(b)
+        }
+        self.log.info(
+            "Newly added brokers: %s, deleted brokers: %s, bounced brokers: %s, all live brokers: %s",
+            comma_list(sorted(new_ids)),
+            comma_list(sorted(dead_ids)),
+            comma_list(sorted(bounced_ids)),
+            comma_list(sorted(current_ids)),
+        )
+        for b in sorted(new_ids):
+            self.channel_manager.add_broker(current[b][0])
+        for b in sorted(bounced_ids):
+            self.channel_manager.remove_broker(b)
+            self.channel_manager.add_broker(current[b][0])
+        for b in sorted(dead_ids):
+            self.channel_manager.remove_broker(b)
+        if new_ids:
+            ctx.add_live_brokers_and_epochs({b: current[b] for b in new_ids})
+            await self.on_broker_startup(sorted(new_ids))
+        if bounced_ids:
+            ctx.remove_live_brokers(bounced_ids)
+            await self.on_broker_failure(sorted(bounced_ids))
+            ctx.add_live_brokers_and_epochs({b: current[b] for b in bounced_ids})
+            await self.on_broker_startup(sorted(bounced_ids))
+        if dead_ids:
+            ctx.remove_live_brokers(dead_ids)
+            await self.on_broker_failure(sorted(dead_ids))
+
+    async def on_broker_startup(self, new_brokers: list[int]) -> None:
+        """UpdateMetadata to everyone (the new brokers get every partition), their replicas
+        online, offline partitions re-elected, and deletions waiting for them resumed."""
+        self.log.info("New broker startup callback for %s", comma_list(new_brokers))
+        ctx = self.context
+        for b in new_brokers:
+            ctx.replicas_on_offline_dirs.pop(b, None)
+        existing = sorted(ctx.live_or_shutting_down_broker_ids - set(new_brokers))
+        self.send_update_metadata_request(existing, [])
+        self.send_update_metadata_request(new_brokers, list(ctx.partition_leadership_info))
+        replicas = ctx.replicas_on_brokers(new_brokers)
+        await self.replica_state_machine.handle_state_changes(replicas, ReplicaState.ONLINE_REPLICA)
+        await self.partition_state_machine.trigger_online_partition_state_change()
+        for_deletion = {
+            r.topic
+            for r in replicas
+            if self.topic_deletion_manager.is_topic_queued_up_for_deletion(r.topic)
+        }
+        if for_deletion:
+            self.log.info(
+                "Some replicas %s for topics scheduled for deletion %s are on the newly restarted "
+                "brokers %s. Signaling restart of topic deletion for these topics",
+                comma_list(r for r in replicas if r.topic in for_deletion),
+                comma_list(sorted(for_deletion)),
+                comma_list(new_brokers),
+            )
+            await self.topic_deletion_manager.resume_deletion_for_topics(for_deletion)
+
+    async def on_broker_failure(self, dead_brokers: list[int]) -> None:
+        self.log.info("Broker failure callback for %s", comma_list(dead_brokers))
+        for b in dead_brokers:
+            self.context.replicas_on_offline_dirs.pop(b, None)
+        await self.on_replicas_become_offline(self.context.replicas_on_brokers(dead_brokers))
+
+    async def on_replicas_become_offline(self, offline: list[PartitionAndReplica]) -> None:
+        """Partitions led by the offline replicas get a new leader (or go offline); the
+        replicas become OfflineReplica; deletions involving them fail for now."""
+        ctx, tdm = self.context, self.topic_deletion_manager
+        for_deletion = [r for r in offline if tdm.is_topic_queued_up_for_deletion(r.topic)]
+        not_for_deletion = [r for r in offline if not tdm.is_topic_queued_up_for_deletion(r.topic)]
+        without_leader = [
+            tp
+            for tp, state in ctx.partition_leadership_info.items()
+            if not ctx.is_replica_online(state.leader_and_isr.leader, tp)
+            and not tdm.is_topic_queued_up_for_deletion(tp.topic)
+        ]
+        await self.partition_state_machine.handle_state_changes(
+            without_leader, PartitionState.OFFLINE_PARTITION
+        )
+        await self.partition_state_machine.trigger_online_partition_state_change()
+        await self.replica_state_machine.handle_state_changes(
+            not_for_deletion, ReplicaState.OFFLINE_REPLICA
+        )
+        if for_deletion:
+            await tdm.fail_replica_deletion(for_deletion)
+        if not without_leader:
+            # no election happened: tell the brokers about the dead ones
+            self.send_update_metadata_request(sorted(ctx.live_or_shutting_down_broker_ids), [])
+
+
+def _leader_and_isr_partition_errors(response: Body) -> list[dict[str, Any]]:
+    errors = response.get("partition_errors")
+    if errors is not None:
+        return list(errors)
+    # newer versions group them by topic
+    return [
+        {"topic_name": t.get("topic_name", ""), **p}
+        for t in response.get("topics", [])
+        for p in t.get("partition_errors", [])
+    ]

@@ -1,0 +1,34 @@
+"""Renders collections the way Kafka's Scala controller prints them in its logs.
+
+Operators grep controller.log for Kafka's shapes (`New topics: [Set(t)], ...`,
+`Map(t-0 -> Vector(1, 2, 0))`), so the controller's messages use the same renderings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+
+def scala_set(items: Iterable[object]) -> str:
+    """`Set(a, b)`; items sorted by their text so the line is stable."""
+    return "Set(" + ", ".join(sorted(str(i) for i in items)) + ")"
+
+
+def scala_vector(items: Sequence[object]) -> str:
+    return "Vector(" + ", ".join(str(i) for i in items) + ")"
+
+
+def scala_map(mapping: Mapping[object, object]) -> str:
+    """`Map(k -> v, ...)`; a sequence value prints as a Vector."""
+
+    def render(value: object) -> str:
+        if isinstance(value, list | tuple):
+            return scala_vector(value)
+        return str(value)
+
+    return "Map(" + ", ".join(f"{k} -> {render(v)}" for k, v in mapping.items()) + ")"
+
+
+def comma_list(items: Iterable[object]) -> str:
+    """`a,b,c` (Scala's mkString(","))."""
+    return ",".join(str(i) for i in items)
