@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import enum
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from kafpy.client.kafka_client import KafkaClient
@@ -21,10 +22,25 @@ from kafpy.common.topic_partition import TopicPartition
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.errors import Errors
 from kafpy.records.memory_records import MemoryRecords
-from kafpy.records.record import Record
+from kafpy.records.record import Header
+from kafpy.records.record_batch import TimestampType
 
 EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerRecord:
+    """A fetched record with where it came from (Kafka's ConsumerRecord)."""
+
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+    timestamp_type: TimestampType
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[Header, ...] = ()
 
 
 class OffsetResetStrategy(enum.Enum):
@@ -120,7 +136,7 @@ class Fetcher:
 
     # --- fetching ---
 
-    async def fetch(self) -> list[tuple[TopicPartition, Record]]:
+    async def fetch(self) -> list[ConsumerRecord]:
         """One round of Fetch requests (one per leader, waiting up to max_wait_ms for
         data); returns the new records in partition order and advances the positions."""
         by_leader: dict[int, list[TopicPartition]] = {}
@@ -130,7 +146,7 @@ class Fetcher:
             *(self._fetch_from(leader, tps) for leader, tps in by_leader.items()),
             return_exceptions=True,
         )
-        records: list[tuple[TopicPartition, Record]] = []
+        records: list[ConsumerRecord] = []
         out_of_range: list[TopicPartition] = []
         retry_topics: set[str] = set()
         for outcome in outcomes:
@@ -152,7 +168,7 @@ class Fetcher:
 
     async def _fetch_from(
         self, leader: int, tps: list[TopicPartition]
-    ) -> tuple[list[tuple[TopicPartition, Record]], list[TopicPartition], set[str]]:
+    ) -> tuple[list[ConsumerRecord], list[TopicPartition], set[str]]:
         topics: dict[str, list[dict[str, Any]]] = {}
         for tp in tps:
             topics.setdefault(tp.topic, []).append(
@@ -182,7 +198,7 @@ class Fetcher:
         )
         if response.get("error_code"):
             raise error_for_code(response["error_code"], None, f"Fetching from broker {leader}")
-        records: list[tuple[TopicPartition, Record]] = []
+        records: list[ConsumerRecord] = []
         out_of_range: list[TopicPartition] = []
         retry: set[str] = set()
         for tp in tps:
@@ -199,21 +215,29 @@ class Fetcher:
                     continue
                 raise error_for_code(code, None, f"Fetching {tp} at offset {self.positions[tp]}")
             self.high_watermarks[tp] = entry["high_watermark"]
-            records.extend((tp, r) for r in self._take_records(tp, entry.get("records")))
+            records.extend(self._take_records(tp, entry.get("records")))
         return records, out_of_range, retry
 
-    def _take_records(self, tp: TopicPartition, data: Any) -> list[Record]:
+    def _take_records(self, tp: TopicPartition, data: Any) -> list[ConsumerRecord]:
         """The records at or after the partition's position (a compressed batch may start
         before it), skipping control batches; moves the position past what was read."""
         if not data:
             return []
         position = self.positions[tp]
-        taken: list[Record] = []
+        taken: list[ConsumerRecord] = []
+        topic, partition = tp
         for batch in MemoryRecords(data).batches_allow_partial():
             if batch.next_offset <= position:
                 continue
             if not batch.is_control:
-                taken.extend(r for r in batch.records() if r.offset >= position)
+                ts_type = batch.timestamp_type
+                taken.extend(
+                    ConsumerRecord(
+                        topic, partition, r.offset, r.timestamp, ts_type, r.key, r.value, r.headers
+                    )
+                    for r in batch.records()
+                    if r.offset >= position
+                )
             position = batch.next_offset
         self.positions[tp] = position
         return taken

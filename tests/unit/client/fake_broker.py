@@ -15,11 +15,15 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from kafpy.client.kafka_client import KafkaClient
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.api_versions import SUPPORTED_VERSIONS
 from kafpy.protocol.errors import Errors
 from kafpy.protocol.headers import RequestHeader, decode_request_header, encode_response
 from kafpy.protocol.messages import REQUESTS
+from kafpy.records.builder import build_batch
+
+EARLIEST_TIMESTAMP = -2
 
 NO_RESPONSE = object()
 CLOSE = object()
@@ -229,3 +233,72 @@ async def wait_until(predicate: Callable[[], bool], what: str, timeout_s: float 
 
 
 AsyncHandler = Callable[[RequestHeader, dict[str, Any]], Awaitable[Any]]
+
+
+async def no_sleep(seconds: float) -> None:
+    """A KafkaClient `sleep` that does not wait (backoffs in tests)."""
+
+
+class FakeLog:
+    """A FakeBroker serving Metadata, ListOffsets and Fetch for topic "t" with two
+    partitions whose logs are byte strings of batches."""
+
+    def __init__(self) -> None:
+        self.broker = FakeBroker()
+        self.data: dict[int, bytes] = {0: b"", 1: b""}
+        self.start: dict[int, int] = {0: 0, 1: 0}
+        self.end: dict[int, int] = {0: 0, 1: 0}
+        self.error: dict[int, int] = {}
+
+    def append(self, partition: int, values: list[bytes], **kwargs: Any) -> None:
+        batch = build_batch(values, base_offset=self.end[partition], timestamp=1000, **kwargs)
+        self.data[partition] += batch
+        self.end[partition] += len(values)
+
+    async def __aenter__(self) -> FakeLog:
+        await self.broker.start()
+        self.broker.handlers[ApiKey.METADATA] = lambda h, b: metadata_body(
+            [self.broker], topics={"t": {0: 0, 1: 0}}
+        )
+        self.broker.handlers[ApiKey.LIST_OFFSETS] = self.list_offsets
+        self.broker.handlers[ApiKey.FETCH] = self.fetch
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.broker.stop()
+
+    def list_offsets(self, header: Any, body: dict[str, Any]) -> dict[str, Any]:
+        t = body["topics"][0]
+        p = t["partitions"][0]
+        i = p["partition_index"]
+        offset = self.start[i] if p["timestamp"] == EARLIEST_TIMESTAMP else self.end[i]
+        return {
+            "topics": [
+                {
+                    "name": "t",
+                    "partitions": [
+                        {"partition_index": i, "error_code": 0, "timestamp": -1, "offset": offset}
+                    ],
+                }
+            ]
+        }
+
+    def fetch(self, header: Any, body: dict[str, Any]) -> dict[str, Any]:
+        partitions = []
+        for p in body["topics"][0]["partitions"]:
+            i, offset = p["partition"], p["fetch_offset"]
+            code = self.error.pop(i, 0)
+            if not code and not self.start[i] <= offset <= self.end[i]:
+                code = 1
+            partitions.append(
+                {
+                    "partition_index": i,
+                    "error_code": code,
+                    "high_watermark": self.end[i],
+                    "records": None if code else self.data[i],
+                }
+            )
+        return {"responses": [{"topic": "t", "partitions": partitions}]}
+
+    def client(self) -> KafkaClient:
+        return KafkaClient(self.broker.address, sleep=no_sleep, retries=2)

@@ -13,13 +13,12 @@ from kafpy.client.fetcher import (
     Fetcher,
     OffsetResetStrategy,
 )
-from kafpy.client.kafka_client import KafkaClient
 from kafpy.common.errors import KafkaError, OffsetOutOfRangeError
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.protocol.api_keys import ApiKey
-from kafpy.records.builder import build_batch
 from kafpy.records.compression import CompressionType
-from tests.unit.client.fake_broker import FakeBroker, metadata_body
+from kafpy.records.record_batch import TimestampType
+from tests.unit.client.fake_broker import FakeLog as Log
 
 TP0 = TopicPartition("t", 0)
 TP1 = TopicPartition("t", 1)
@@ -29,76 +28,8 @@ def run(coro: Any) -> Any:
     return asyncio.run(asyncio.wait_for(coro, 30))
 
 
-async def no_sleep(seconds: float) -> None:
-    return None
-
-
-class Log:
-    """A fake broker serving two partitions of stored batches."""
-
-    def __init__(self) -> None:
-        self.broker = FakeBroker()
-        self.data: dict[int, bytes] = {0: b"", 1: b""}
-        self.start: dict[int, int] = {0: 0, 1: 0}
-        self.end: dict[int, int] = {0: 0, 1: 0}
-        self.error: dict[int, int] = {}
-
-    def append(self, partition: int, values: list[bytes], **kwargs: Any) -> None:
-        batch = build_batch(values, base_offset=self.end[partition], timestamp=1000, **kwargs)
-        self.data[partition] += batch
-        self.end[partition] += len(values)
-
-    async def __aenter__(self) -> Log:
-        await self.broker.start()
-        self.broker.handlers[ApiKey.METADATA] = lambda h, b: metadata_body(
-            [self.broker], topics={"t": {0: 0, 1: 0}}
-        )
-        self.broker.handlers[ApiKey.LIST_OFFSETS] = self.list_offsets
-        self.broker.handlers[ApiKey.FETCH] = self.fetch
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.broker.stop()
-
-    def list_offsets(self, header: Any, body: dict[str, Any]) -> dict[str, Any]:
-        t = body["topics"][0]
-        p = t["partitions"][0]
-        i = p["partition_index"]
-        offset = self.start[i] if p["timestamp"] == EARLIEST_TIMESTAMP else self.end[i]
-        return {
-            "topics": [
-                {
-                    "name": "t",
-                    "partitions": [
-                        {"partition_index": i, "error_code": 0, "timestamp": -1, "offset": offset}
-                    ],
-                }
-            ]
-        }
-
-    def fetch(self, header: Any, body: dict[str, Any]) -> dict[str, Any]:
-        partitions = []
-        for p in body["topics"][0]["partitions"]:
-            i, offset = p["partition"], p["fetch_offset"]
-            code = self.error.pop(i, 0)
-            if not code and not self.start[i] <= offset <= self.end[i]:
-                code = 1
-            partitions.append(
-                {
-                    "partition_index": i,
-                    "error_code": code,
-                    "high_watermark": self.end[i],
-                    "records": None if code else self.data[i],
-                }
-            )
-        return {"responses": [{"topic": "t", "partitions": partitions}]}
-
-    def client(self) -> KafkaClient:
-        return KafkaClient(self.broker.address, sleep=no_sleep, retries=2)
-
-
 def values(records: list[Any]) -> list[tuple[int, int, bytes]]:
-    return [(tp.partition, r.offset, r.value) for tp, r in records]
+    return [(r.partition, r.offset, r.value) for r in records]
 
 
 def test_list_offsets_and_fetch_from_positions() -> None:
@@ -113,6 +44,8 @@ def test_list_offsets_and_fetch_from_positions() -> None:
             got = await fetcher.fetch()
             # the compressed batch starts before the position: its first record is skipped
             assert values(got) == [(0, 1, b"b"), (0, 2, b"c"), (1, 0, b"x")]
+            assert got[0].topic == "t" and got[0].timestamp == 1000
+            assert got[0].timestamp_type is TimestampType.CREATE_TIME
             assert fetcher.positions == {TP0: 3, TP1: 1}
             assert fetcher.high_watermarks == {TP0: 3, TP1: 1}
             log.append(0, [b"d"])
