@@ -1,0 +1,376 @@
+"""AdminClient: topic and config administration through a broker's admin APIs.
+
+After Kafka's `KafkaAdminClient`, for what `kafpy topics --bootstrap-server` and tools
+need: list and describe topics (Metadata), create and delete topics, add partitions,
+describe and alter configs. Topic operations go to the controller (a broker that is not
+the controller answers NOT_CONTROLLER, and the request follows the controller). A failed
+operation raises the KafkaError of the response's error code, with the broker's message.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from kafpy.client.cluster import Node, TopicInfo
+from kafpy.client.kafka_client import KafkaClient
+from kafpy.client.response_errors import raise_for_code
+from kafpy.protocol.api_keys import ApiKey
+from kafpy.protocol.errors import Errors
+
+DEFAULT_TIMEOUT_MS = 30000
+
+
+class ConfigResourceType(enum.IntEnum):
+    """Kafka's ConfigResource.Type codes."""
+
+    UNKNOWN = 0
+    TOPIC = 2
+    BROKER = 4
+    BROKER_LOGGER = 8
+
+
+class ConfigSource(enum.IntEnum):
+    """Where a described config value comes from (DescribeConfigs v1+ `config_source`)."""
+
+    UNKNOWN = 0
+    DYNAMIC_TOPIC_CONFIG = 1
+    DYNAMIC_BROKER_CONFIG = 2
+    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
+    STATIC_BROKER_CONFIG = 4
+    DEFAULT_CONFIG = 5
+    DYNAMIC_BROKER_LOGGER_CONFIG = 6
+
+
+class AlterConfigOp(enum.IntEnum):
+    """IncrementalAlterConfigs operations."""
+
+    SET = 0
+    DELETE = 1
+    APPEND = 2
+    SUBTRACT = 3
+
+
+class ConfigResource(NamedTuple):
+    """A thing that has configs: a topic by name, a broker by id (as a string)."""
+
+    type: ConfigResourceType
+    name: str
+
+    @classmethod
+    def topic(cls, name: str) -> ConfigResource:
+        return cls(ConfigResourceType.TOPIC, name)
+
+    @classmethod
+    def broker(cls, broker_id: int | str) -> ConfigResource:
+        return cls(ConfigResourceType.BROKER, str(broker_id))
+
+
+@dataclass(frozen=True)
+class ConfigEntry:
+    """One described config value."""
+
+    name: str
+    value: str | None
+    source: ConfigSource = ConfigSource.UNKNOWN
+    is_default: bool = False
+    read_only: bool = False
+    is_sensitive: bool = False
+
+    @property
+    def is_topic_override(self) -> bool:
+        """True for a value set on the topic itself (what `/config/topics/<t>` holds)."""
+        return self.source is ConfigSource.DYNAMIC_TOPIC_CONFIG
+
+
+@dataclass
+class NewTopic:
+    """A topic to create: a partition count and replication factor (-1: the broker's
+    defaults), or an explicit replica assignment {partition: [broker ids]}."""
+
+    name: str
+    num_partitions: int = -1
+    replication_factor: int = -1
+    replica_assignment: Mapping[int, Sequence[int]] | None = None
+    configs: Mapping[str, str] = field(default_factory=dict)
+
+
+class AdminClient:
+    """Admin operations on a cluster, over a KafkaClient.
+
+    `AdminClient(client)` uses an existing KafkaClient; `AdminClient.connect("host:port")`
+    makes its own (closed by close()). Methods raise the KafkaError matching the first
+    failing error code (TopicExistsError, InvalidPartitionsError, ...), whose message is
+    the broker's when it sent one.
+    """
+
+    def __init__(self, client: KafkaClient, *, owns_client: bool = False) -> None:
+        self.client = client
+        self._owns_client = owns_client
+
+    @classmethod
+    def connect(cls, bootstrap_servers: str | list[str], **client_options: Any) -> AdminClient:
+        return cls(KafkaClient(bootstrap_servers, **client_options), owns_client=True)
+
+    async def __aenter__(self) -> AdminClient:
+        await self.client.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        if self._owns_client:
+            await self.client.close()
+
+    # --- cluster and topics (Metadata) ---
+
+    async def describe_cluster(self) -> tuple[list[Node], int]:
+        """The live brokers (by id) and the controller id (-1 if none)."""
+        await self.client.refresh_metadata([])
+        cluster = self.client.cluster
+        return [cluster.brokers[i] for i in sorted(cluster.brokers)], cluster.controller_id
+
+    async def list_topics(self, *, include_internal: bool = True) -> list[str]:
+        """All topic names, sorted."""
+        await self.client.refresh_metadata(None)
+        return sorted(
+            name
+            for name, info in self.client.cluster.topics.items()
+            if include_internal or not info.is_internal
+        )
+
+    async def describe_topics(self, topics: Iterable[str]) -> dict[str, TopicInfo]:
+        """Partitions with leader, replicas and ISR of each topic; raises
+        UnknownTopicOrPartitionError for a topic that does not exist."""
+        names = list(topics)
+        response = await self.client.refresh_metadata(names)
+        result: dict[str, TopicInfo] = {}
+        by_name = {t["name"]: t for t in response["topics"]}
+        for name in names:
+            entry = by_name.get(name)
+            code = Errors.UNKNOWN_TOPIC_OR_PARTITION if entry is None else entry["error_code"]
+            if code == Errors.UNKNOWN_TOPIC_OR_PARTITION:
+                raise_for_code(code, f"Topic '{name}' does not exist.")
+            info = self.client.cluster.topic(name)
+            assert info is not None
+            result[name] = info
+        return result
+
+    # --- topics (CreateTopics, DeleteTopics, CreatePartitions) ---
+
+    async def create_topics(
+        self,
+        new_topics: Sequence[NewTopic],
+        *,
+        validate_only: bool = False,
+        timeout_ms: int = DEFAULT_TIMEOUT_MS,
+    ) -> None:
+        """Create the topics (validate only, if asked); raises on the first one refused."""
+        body = {
+            "topics": [_creatable_topic(t) for t in new_topics],
+            "timeout_ms": timeout_ms,
+            "validate_only": validate_only,
+        }
+        response = await self.client.send_to_controller(ApiKey.CREATE_TOPICS, body)
+        _raise_first(response["topics"], "Creating topic")
+
+    async def delete_topics(
+        self, topics: Sequence[str], *, timeout_ms: int = DEFAULT_TIMEOUT_MS
+    ) -> None:
+        """Delete the topics; raises on the first one refused."""
+        body = {"topic_names": list(topics), "timeout_ms": timeout_ms}
+        response = await self.client.send_to_controller(ApiKey.DELETE_TOPICS, body)
+        _raise_first(response["responses"], "Deleting topic")
+
+    async def create_partitions(
+        self,
+        new_counts: Mapping[str, int],
+        assignments: Mapping[str, Sequence[Sequence[int]]] | None = None,
+        *,
+        validate_only: bool = False,
+        timeout_ms: int = DEFAULT_TIMEOUT_MS,
+    ) -> None:
+        """Grow each topic to its new partition count; `assignments` optionally gives the
+        replicas of each added partition, in order."""
+        assignments = assignments or {}
+        topics = []
+        for name, count in new_counts.items():
+            added = assignments.get(name)
+            topics.append(
+                {
+                    "name": name,
+                    "count": count,
+                    "assignments": None
+                    if added is None
+                    else [{"broker_ids": list(replicas)} for replicas in added],
+                }
+            )
+        body = {"topics": topics, "timeout_ms": timeout_ms, "validate_only": validate_only}
+        response = await self.client.send_to_controller(ApiKey.CREATE_PARTITIONS, body)
+        _raise_first(response["results"], "Adding partitions to topic")
+
+    # --- configs (DescribeConfigs, IncrementalAlterConfigs / AlterConfigs) ---
+
+    async def describe_configs(
+        self, resources: Sequence[ConfigResource], keys: Sequence[str] | None = None
+    ) -> dict[ConfigResource, list[ConfigEntry]]:
+        """The configs of each resource (all of them, or only `keys`)."""
+        result: dict[ConfigResource, list[ConfigEntry]] = {}
+        for group, send in self._by_destination(resources):
+            body = {
+                "resources": [
+                    {
+                        "resource_type": int(r.type),
+                        "resource_name": r.name,
+                        "configuration_keys": None if keys is None else list(keys),
+                    }
+                    for r in group
+                ],
+                "include_synonyms": False,
+            }
+            response = await send(ApiKey.DESCRIBE_CONFIGS, body)
+            _raise_first(response["results"], "Describing configs of")
+            for r in response["results"]:
+                resource = ConfigResource(
+                    ConfigResourceType(r["resource_type"]), r["resource_name"]
+                )
+                result[resource] = [_config_entry(c) for c in r["configs"]]
+        return result
+
+    async def describe_topic_overrides(self, topic: str) -> dict[str, str | None]:
+        """The configs set on the topic itself, in the order the broker lists them."""
+        resource = ConfigResource.topic(topic)
+        entries = (await self.describe_configs([resource]))[resource]
+        return {e.name: e.value for e in entries if e.is_topic_override}
+
+    async def alter_configs(
+        self,
+        resource: ConfigResource,
+        set_configs: Mapping[str, str],
+        delete_configs: Sequence[str] = (),
+        *,
+        validate_only: bool = False,
+    ) -> None:
+        """Set and remove config overrides of one resource, leaving the others as they are.
+
+        Uses IncrementalAlterConfigs where the broker has it; else reads the current
+        overrides and writes them back changed with AlterConfigs (not atomic)."""
+        [(group, send)] = self._by_destination([resource])
+        conn = await self._destination_connection(resource)
+        if ApiKey.INCREMENTAL_ALTER_CONFIGS in conn.api_versions:
+            configs = [
+                {"name": k, "config_operation": AlterConfigOp.SET, "value": v}
+                for k, v in set_configs.items()
+            ] + [
+                {"name": k, "config_operation": AlterConfigOp.DELETE, "value": None}
+                for k in delete_configs
+            ]
+            api = ApiKey.INCREMENTAL_ALTER_CONFIGS
+        else:
+            current = {
+                e.name: e.value
+                for e in (await self.describe_configs([resource]))[resource]
+                if e.source
+                in (ConfigSource.DYNAMIC_TOPIC_CONFIG, ConfigSource.DYNAMIC_BROKER_CONFIG)
+            }
+            current.update(set_configs)
+            for k in delete_configs:
+                current.pop(k, None)
+            configs = [{"name": k, "value": v} for k, v in current.items()]
+            api = ApiKey.ALTER_CONFIGS
+        body = {
+            "resources": [
+                {
+                    "resource_type": int(resource.type),
+                    "resource_name": resource.name,
+                    "configs": configs,
+                }
+            ],
+            "validate_only": validate_only,
+        }
+        response = await send(api, body)
+        _raise_first(response["responses"], "Altering configs of")
+
+    def _by_destination(
+        self, resources: Sequence[ConfigResource]
+    ) -> list[tuple[list[ConfigResource], Any]]:
+        """Group resources by where Kafka sends them: a broker's configs to that broker,
+        everything else to the controller."""
+        groups: dict[int | None, list[ConfigResource]] = {}
+        for r in resources:
+            node = int(r.name) if r.type is ConfigResourceType.BROKER and r.name.isdigit() else None
+            groups.setdefault(node, []).append(r)
+        result: list[tuple[list[ConfigResource], Any]] = []
+        for node, group in groups.items():
+            if node is None:
+                result.append((group, self.client.send_to_controller))
+            else:
+
+                async def to_node(
+                    api: int, body: Mapping[str, Any], _node: int = node
+                ) -> dict[str, Any]:
+                    return await self.client.send_to_node(_node, api, body)
+
+                result.append((group, to_node))
+        return result
+
+    async def _destination_connection(self, resource: ConfigResource) -> Any:
+        await self.client.start()
+        if resource.type is ConfigResourceType.BROKER and resource.name.isdigit():
+            return await self.client.connection(int(resource.name))
+        controller = self.client.cluster.controller_id
+        if self.client.cluster.broker(controller) is None:
+            await self.client.refresh_metadata([])
+            controller = self.client.cluster.controller_id
+        return await self.client.connection(controller)
+
+
+def _creatable_topic(t: NewTopic) -> dict[str, Any]:
+    if t.replica_assignment is not None:
+        num_partitions, replication_factor = -1, -1
+        assignments = [
+            {"partition_index": p, "broker_ids": list(replicas)}
+            for p, replicas in sorted(t.replica_assignment.items())
+        ]
+    else:
+        num_partitions, replication_factor = t.num_partitions, t.replication_factor
+        assignments = []
+    return {
+        "name": t.name,
+        "num_partitions": num_partitions,
+        "replication_factor": replication_factor,
+        "assignments": assignments,
+        "configs": [{"name": k, "value": v} for k, v in t.configs.items()],
+    }
+
+
+def _config_entry(c: Mapping[str, Any]) -> ConfigEntry:
+    if "config_source" in c:
+        try:
+            source = ConfigSource(c["config_source"])
+        except ValueError:
+            source = ConfigSource.UNKNOWN
+        is_default = source is ConfigSource.DEFAULT_CONFIG
+    else:  # v0: only is_default; a non-default value is taken to be the topic's own
+        is_default = bool(c.get("is_default", False))
+        source = ConfigSource.DEFAULT_CONFIG if is_default else ConfigSource.DYNAMIC_TOPIC_CONFIG
+    return ConfigEntry(
+        name=c["name"],
+        value=c["value"],
+        source=source,
+        is_default=is_default,
+        read_only=bool(c.get("read_only", False)),
+        is_sensitive=bool(c.get("is_sensitive", False)),
+    )
+
+
+def _raise_first(results: Iterable[Mapping[str, Any]], action: str) -> None:
+    """Raise the error of the first result that has one."""
+    for r in results:
+        code = r.get("error_code", 0)
+        if code:
+            name = r.get("name", r.get("resource_name"))
+            raise_for_code(code, r.get("error_message"), f"{action} {name}")
