@@ -1,7 +1,7 @@
 """The API versions this broker advertises in ApiVersions and answers.
 
-Only non-flexible ranges for now (kafka-python, librdkafka and aiokafka all negotiate
-down). The ranges must read as Kafka >= 0.11 to kafka-python's version guess (Metadata
+Non-flexible ranges (kafka-python, librdkafka and aiokafka all negotiate down), except
+IncrementalAlterConfigs 0-1 (Kafka 2.8's range; v1 is flexible, which the codec handles). The ranges must read as Kafka >= 0.11 to kafka-python's version guess (Metadata
 up to 8, Fetch up to 11), or it falls back to old message formats.
 """
 

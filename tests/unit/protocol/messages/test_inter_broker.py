@@ -1,4 +1,4 @@
-"""LeaderAndIsr, UpdateMetadata and StopReplica against literal bytes.
+"""LeaderAndIsr, UpdateMetadata, StopReplica and ControlledShutdown against literal bytes.
 
 kafka-python has no schema for these ZooKeeper-mode APIs (Kafka 4.0 removed them), so
 the bytes here are written out by hand from Kafka's message definitions.
@@ -157,3 +157,21 @@ def test_stop_replica_v0_v1_v3() -> None:
     response = {"error_code": 0, "partition_errors": [
         {"topic_name": "t", "partition_index": 0, "error_code": 0}]}
     assert STOP_REPLICA_RESPONSE.encode(1, response) == i16(0) + arr(s("t") + i32(0) + i16(0))
+
+
+def test_controlled_shutdown() -> None:
+    from kafpy.protocol.messages.controlled_shutdown import (
+        CONTROLLED_SHUTDOWN_REQUEST,
+        CONTROLLED_SHUTDOWN_RESPONSE,
+    )
+
+    assert CONTROLLED_SHUTDOWN_REQUEST.encode(1, {"broker_id": 3, "broker_epoch": 9}) == i32(3)
+    assert CONTROLLED_SHUTDOWN_REQUEST.encode(2, {"broker_id": 3, "broker_epoch": 9}) == i32(3) + i64(9)
+    assert CONTROLLED_SHUTDOWN_REQUEST.encode(3, {"broker_id": 3}) == i32(3) + i64(-1) + NO_TAGS
+    response = {"error_code": 0, "remaining_partitions": [{"topic_name": "t", "partition_index": 2}]}
+    v0 = i16(0) + arr(s("t") + i32(2))
+    assert CONTROLLED_SHUTDOWN_RESPONSE.encode(0, response) == v0
+    assert CONTROLLED_SHUTDOWN_RESPONSE.decode(0, v0) == response
+    v3 = i16(0) + carr(cs("t") + i32(2) + NO_TAGS) + NO_TAGS
+    assert CONTROLLED_SHUTDOWN_RESPONSE.encode(3, response) == v3
+    assert CONTROLLED_SHUTDOWN_RESPONSE.decode(3, v3) == response

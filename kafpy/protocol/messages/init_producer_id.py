@@ -1,0 +1,30 @@
+"""InitProducerId (key 22): a producer id and epoch for idempotent/transactional producers."""
+
+from __future__ import annotations
+
+from kafpy.protocol.api_keys import ApiKey
+from kafpy.protocol.schema import Field, Message
+
+INIT_PRODUCER_ID_REQUEST = Message(
+    ApiKey.INIT_PRODUCER_ID, "InitProducerIdRequest", "request", (0, 6), 2,
+    [
+        Field("transactional_id", "string", nullable="0+"),
+        Field("transaction_timeout_ms", "int32"),
+        Field("producer_id", "int64", "3+", default=-1),
+        Field("producer_epoch", "int16", "3+", default=-1),
+        Field("enable2_pc", "bool", "6+", default=False),
+        Field("keep_prepared_txn", "bool", "6+", default=False),
+    ],
+)
+
+INIT_PRODUCER_ID_RESPONSE = Message(
+    ApiKey.INIT_PRODUCER_ID, "InitProducerIdResponse", "response", (0, 6), 2,
+    [
+        Field("throttle_time_ms", "int32"),
+        Field("error_code", "int16"),
+        Field("producer_id", "int64", default=-1),
+        Field("producer_epoch", "int16"),
+        Field("ongoing_txn_producer_id", "int64", "6+", default=-1),
+        Field("ongoing_txn_producer_epoch", "int16", "6+", default=-1),
+    ],
+)

@@ -1,0 +1,21 @@
+"""SaslHandshake (key 17): choose a SASL mechanism (we answer with the ones we offer)."""
+
+from __future__ import annotations
+
+from kafpy.protocol.api_keys import ApiKey
+from kafpy.protocol.schema import Array, Field, Message
+
+SASL_HANDSHAKE_REQUEST = Message(
+    ApiKey.SASL_HANDSHAKE, "SaslHandshakeRequest", "request", (0, 1), None,
+    [
+        Field("mechanism", "string"),
+    ],
+)
+
+SASL_HANDSHAKE_RESPONSE = Message(
+    ApiKey.SASL_HANDSHAKE, "SaslHandshakeResponse", "response", (0, 1), None,
+    [
+        Field("error_code", "int16"),
+        Field("mechanisms", Array("string")),
+    ],
+)
