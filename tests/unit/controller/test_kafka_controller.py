@@ -1,0 +1,523 @@
+"""KafkaController over the embedded store: election, topic creation, expansion, deletion
+and broker failures, with requests captured by a recording channel (no sockets)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Awaitable, Callable
+
+import pytest
+
+from kafpy.common.topic_partition import TopicPartition
+from kafpy.controller.controller_context import PartitionAndReplica
+from kafpy.controller.partition_state_machine import PartitionState
+from kafpy.controller.replica_state_machine import ReplicaState
+from kafpy.protocol.api_keys import ApiKey
+from kafpy.protocol.messages import REQUESTS
+from tests.unit.controller.fixtures import ControllerCluster, SentRequest
+
+LAI, UM, SR = ApiKey.LEADER_AND_ISR, ApiKey.UPDATE_METADATA, ApiKey.STOP_REPLICA
+
+
+def run(body: Callable[[ControllerCluster], Awaitable[None]], **config: object) -> None:
+    async def main() -> None:
+        async with ControllerCluster(**config) as cluster:
+            await body(cluster)
+
+    asyncio.run(main())
+
+
+async def state_json(
+    cluster: ControllerCluster, topic: str, partition: int
+) -> dict[str, object] | None:
+    data = await cluster.admin.store.get_data_or_none(
+        f"/brokers/topics/{topic}/partitions/{partition}/state"
+    )
+    return None if data is None else json.loads(data)
+
+
+def assert_encodable(request: SentRequest) -> None:
+    """The body is valid for the protocol codec at the version it was sent with."""
+    message = REQUESTS[ApiKey(request.api_key)]
+    decoded = message.decode(request.version, message.encode(request.version, request.body))
+    assert decoded["controller_id"] == request.body["controller_id"]
+
+
+# -- election ---------------------------------------------------------------------------------
+
+
+def test_first_broker_is_elected_and_the_second_follows() -> None:
+    async def body(cluster: ControllerCluster) -> None:
+        await cluster.start(0, 1)
+        c0, c1 = cluster.brokers[0].controller, cluster.brokers[1].controller
+        assert c0.is_active and not c1.is_active
+        assert c0.epoch == 1 and c1.active_controller_id == 0
+        data, _ = await cluster.admin.store.get("/controller")
+        node = json.loads(data)
+        assert node["version"] == 1 and node["brokerid"] == 0 and isinstance(node["timestamp"], str)
+        epoch, stat = await cluster.admin.get_controller_epoch()  # type: ignore[misc]
+        assert epoch == 1 and c0.epoch_zk_version == stat.version
+
+    run(body)
+
+
+def test_failover_to_a_second_controller_with_a_higher_epoch() -> None:
+    async def body(cluster: ControllerCluster) -> None:
+        await cluster.start(0, 1)
+        await cluster.admin.create_topic_with_config("t", {0: [0, 1]}, {})
+        await cluster.settle()
+        old_epoch = cluster.controller().epoch
+        await cluster.stop_broker(0)
+        await cluster.settle()
+        new = cluster.controller()
+        assert new.broker_id == 1 and new.epoch == old_epoch + 1
+        assert await cluster.admin.get_controller_id() == 1
+        # the new controller knows the topic and took leadership away from the dead broker
+        state = await state_json(cluster, "t", 0)
+        assert state is not None and state["leader"] == 1 and state["isr"] == [1]
+        assert state["controller_epoch"] == new.epoch
+        # and it keeps working: a new topic is created by it
+        cluster.sent.clear()
+        await cluster.admin.create_topic_with_config("u", {0: [1]}, {})
+        await cluster.settle()
+        assert (await state_json(cluster, "u", 0)) == {
+            "controller_epoch": new.epoch,
+            "leader": 1,
+            "version": 1,
+            "leader_epoch": 0,
+            "isr": [1],
+        }
+        assert {r.controller_id for r in cluster.sent} == {1}
+
+    run(body)
+
+
+def test_session_expiry_resigns_and_one_controller_remains() -> None:
+    async def body(cluster: ControllerCluster) -> None:
+        await cluster.start(0, 1)
+        assert cluster.controller().broker_id == 0
+        await cluster.brokers[0].store.expire_session()
+        await cluster.settle()
+        active = cluster.active()
+        assert len(active) == 1 and active[0].epoch == 2
+        # the expired broker registered itself again
+        assert await cluster.admin.get_all_broker_ids() == [0, 1]
+        other = cluster.brokers[1 - active[0].broker_id].controller
+        assert other.active_controller_id == active[0].broker_id
+
+    run(body)
+
+
+# -- topic creation ----------------------------------------------------------------------------
+
+
+def test_topic_creation_writes_states_and_sends_requests(caplog: pytest.LogCaptureFixture) -> None:
+    async def body(cluster: ControllerCluster) -> None:
+        await cluster.start(0, 1, 2)
+        cluster.sent.clear()
+        with caplog.at_level(logging.DEBUG, logger="kafpy"):
+            await cluster.admin.create_topic_with_config("t", {0: [1, 2, 0], 1: [2, 0, 1]}, {})
+            await cluster.settle()
+        data = await cluster.admin.store.get_data_or_none("/brokers/topics/t/partitions/0/state")
+        assert (
+            data == b'{"controller_epoch":1,"leader":1,"version":1,"leader_epoch":0,"isr":[1,2,0]}'
+        )
+        assert (await state_json(cluster, "t", 1))["leader"] == 2  # type: ignore[index]
+
+        lai = cluster.requests(LAI)
+        assert sorted(r.broker_id for r in lai) == [0, 1, 2]
+        for r in lai:
+            assert_encodable(r)
+            assert r.version == 3 and r.body["controller_epoch"] == 1
+            assert r.body["broker_epoch"] > 0
+            states = dict(((t, s["partition_index"]), s) for t, s in r.partition_states())
+            assert set(states) == {("t", 0), ("t", 1)}
+            assert states[("t", 0)]["leader"] == 1 and states[("t", 0)]["is_new"] is True
+            assert states[("t", 0)]["replicas"] == [1, 2, 0]
+            assert {ll["broker_id"] for ll in r.body["live_leaders"]} == {1, 2}
+        um = cluster.requests(UM)
+        assert sorted(r.broker_id for r in um) == [0, 1, 2]
+        for r in um:
+            assert_encodable(r)
+            assert sorted(r.partitions()) == [("t", 0), ("t", 1)]
+            assert [b["id"] for b in r.body["live_brokers"]] == [0, 1, 2]
+            assert r.body["live_brokers"][0]["endpoints"][0]["port"] == 9092
+        ctl = cluster.controller()
+        assert (
+            ctl.context.partition_states[TopicPartition("t", 0)] is PartitionState.ONLINE_PARTITION
+        )
+        assert (
+            ctl.context.replica_states[PartitionAndReplica("t", 0, 2)]
+            is ReplicaState.ONLINE_REPLICA
+        )
+
+        text = caplog.text
+        assert (
+            "[Controller id=0] New topics: [Set(t)], deleted topics: [Set()], new partition "
+            "replica assignment [Map(t-0 -> Vector(1, 2, 0), t-1 -> Vector(2, 0, 1))]"
+        ) in text
+        assert "New partition creation callback for t-0,t-1" in text
+        assert "Processing event TopicChange" in text
+        assert "Processed event TopicChange in" in text
+
+    run(body)
+
+
+def test_creation_with_a_dead_assigned_replica_uses_the_live_ones() -> None:
+    async def body(cluster: ControllerCluster) -> None:
+        await cluster.start(0, 1)
+        cluster.sent.clear()
+        await cluster.admin.create_topic_with_config("t", {0: [5, 1, 0]}, {})
+        await cluster.settle()
+        state = await state_json(cluster, "t", 0)
+        assert state is not None and state["leader"] == 1 and state["isr"] == [1, 0]
+        assert sorted(r.broker_id for r in cluster.requests(LAI)) == [0, 1]
+
+    run(body)
+
+
+def test_creation_with_no_live_replica_stays_new() -> None:
+    async def body(cluster: ControllerCluster) -> None:
+        await cluster.start(0)
+        await cluster.admin.create_topic_with_config("t", {0: [7]}, {})
+        await cluster.settle()
+        assert await state_json(cluster, "t", 0) is None
+        tp = TopicPartition("t", 0)
+        assert cluster.controller().context.partition_states[tp] is PartitionState.NEW_PARTITION
+        # the broker arrives: the partition goes online
+        await cluster.start_broker(7)
+        await cluster.settle()
+        state = await state_json(cluster, "t", 0)
+        assert state is not None and state["leader"] == 7
+
+    run(body)
+
+
+# -- partition expansion -----------------------------------------------------------------------
+
+
+def test_added_partitions_go_online() -> None:
+    async def body(cluster: ControllerCluster) -> None:
+        await cluster.start(0, 1, 2)
+        await cluster.admin.create_topic_with_config("t", {0: [0, 1]}, {})
+        await cluster.settle()
+        cluster.sent.clear()
+        await cluster.admin.set_topic_assignment("t", {0: [0, 1], 1: [2, 0]})
+        await cluster.settle()
+        state = await state_json(cluster, "t", 1)
+        assert state is not None and state["leader"] == 2 and state["isr"] == [2, 0]
+        lai = cluster.requests(LAI)
+        assert sorted(r.broker_id for r in lai) == [0, 2]
+        assert all(r.partitions() == [("t", 1)] for r in lai)
+        assert sorted(r.broker_id for r in cluster.requests(UM)) == [0, 1, 2]
+
+    run(body)
+
+
+def test_expansion_is_skipped_while_the_topic_is_queued_for_deletion(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async def body(cluster: ControllerCluster) -> None:
+        await cluster.start(0, 1, 2)
+        await cluster.admin.create_topic_with_config("t", {0: [1, 2]}, {})
+        await cluster.settle()
+        await cluster.stop_broker(2)  # its replica cannot be deleted: the deletion stays queued
+        await cluster.settle()
+        await cluster.admin.create_delete_topic_path("t")
+        await cluster.settle()
+        with caplog.at_level(logging.ERROR, logger="kafpy.controller"):
+            await cluster.admin.set_topic_assignment("t", {0: [1, 2], 1: [0, 1]})
+            await cluster.settle()
+        assert await state_json(cluster, "t", 1) is None
+        assert (
+            "Skipping adding partitions 1 for topic t since it is currently being deleted"
+            in caplog.text
+        )
+        assert TopicPartition("t", 1) not in cluster.controller().context.partition_states
+
+    run(body)
+
+
+# -- deletion ----------------------------------------------------------------------------------
+
+
+def test_deletion_end_to_end(caplog: pytest.LogCaptureFixture) -> None:
+    async def body(cluster: ControllerCluster) -> None:
+        await cluster.start(0, 1, 2)
+        await cluster.admin.create_topic_with_config(
+            "t", {0: [1, 2, 0], 1: [2, 0, 1]}, {"retention.ms": "1"}
+        )
+        await cluster.settle()
+        cluster.sent.clear()
+        with caplog.at_level(logging.DEBUG, logger="kafpy"):
+            await cluster.admin.create_delete_topic_path("t")
+            await cluster.settle()
+        # brokers were told to stop serving it (leader -2), then to stop and delete replicas
+        um = cluster.requests(UM)
+        assert sorted(r.broker_id for r in um) == [0, 1, 2]
+        assert all(s["leader"] == -2 for r in um for _, s in r.partition_states())
+        for broker in (0, 1, 2):
+            stops = cluster.requests(SR, broker)
+            assert [r.body["delete_partitions"] for r in stops] == [False, True]
+            for r in stops:
+                assert_encodable(r)
+                assert sorted(r.partitions()) == [("t", 0), ("t", 1)]
+        for path in ("/brokers/topics/t", "/config/topics/t", "/admin/delete_topics/t"):
+            assert await cluster.admin.store.exists(path) is None, path
+        ctl = cluster.controller()
+        assert "t" not in ctl.context.all_topics and not ctl.context.topics_to_be_deleted
+        assert not [r for r in ctl.context.replica_states if r.topic == "t"]
+        text = caplog.text
+        assert "[Controller id=0] Delete topics listener fired for topics t to be deleted" in text
+        assert "[Topic Deletion Manager 0] Handling deletion for topics t" in text
+        assert "[Topic Deletion Manager 0] Deletion started for replicas" in text
+        assert (
+            "The stop replica request (delete = true) sent to broker 1 is "
+            "StopReplicaRequestInfo([Topic=t,Partition=0,Replica=1],true),"
+            "StopReplicaRequestInfo([Topic=t,Partition=1,Replica=1],true)"
+        ) in text
+        assert (
+            "Delete topic callback invoked on StopReplica response received from broker 2: "
+            "request error = NONE, partition errors = Map(t-0 -> NONE, t-1 -> NONE)"
+        ) in text
+        assert "[Topic Deletion Manager 0] Deletion of topic t successfully completed" in text
+
+        # the same name created again at once is a new topic
+        cluster.sent.clear()
+        await cluster.admin.create_topic_with_config("t", {0: [0]}, {})
+        await cluster.settle()
+        assert (await state_json(cluster, "t", 0)) == {
+            "controller_epoch": 1,
+            "leader": 0,
+            "version": 1,
+            "leader_epoch": 0,
+            "isr": [0],
+        }
+
+    run(body)
+
+
+def test_deletion_with_a_dead_replica_waits_for_the_broker(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async def body(cluster: ControllerCluster) -> None:
+        await cluster.start(0, 1, 2)
+        await cluster.admin.create_topic_with_config("t", {0: [1, 2], 1: [2, 0]}, {})
+        await cluster.settle()
+        await cluster.stop_broker(2)
+        await cluster.settle()
+        cluster.sent.clear()
+        with caplog.at_level(logging.DEBUG, logger="kafpy"):
+            await cluster.admin.create_delete_topic_path("t")
+            await cluster.settle()
+        assert (
+            "Changed state of replica 2 for partition t-0 from OfflineReplica to "
+            "ReplicaDeletionIneligible"
+        ) in caplog.text
+        assert "Halted deletion of topics t" in caplog.text
+        assert (
+            "Not retrying deletion of topic t at this time since it is marked ineligible for "
+            "deletion"
+        ) in caplog.text
+        ctl = cluster.controller()
+        ctx, tdm = ctl.context, ctl.topic_deletion_manager
+        assert await cluster.admin.store.exists("/brokers/topics/t") is not None
+        assert "t" in tdm.topics_to_be_deleted and "t" in tdm.topics_ineligible_for_deletion
+        # the dead replica failed at once (ReplicaDeletionIneligible); the next pass marked it
+        # for retry (OfflineReplica), which waits because the topic is ineligible
+        assert ctx.replica_states[PartitionAndReplica("t", 0, 2)] is ReplicaState.OFFLINE_REPLICA
+        assert (
+            ctx.replica_states[PartitionAndReplica("t", 0, 1)]
+            is ReplicaState.REPLICA_DELETION_SUCCESSFUL
+        )
+        assert {r.broker_id for r in cluster.requests(SR)} == {0, 1}
+
+        cluster.sent.clear()
+        await cluster.start_broker(2)
+        await cluster.settle()
+        stops = cluster.requests(SR, 2)
+        assert [r.body["delete_partitions"] for r in stops] == [False, True]
+        assert sorted(stops[-1].partitions()) == [("t", 0), ("t", 1)]
+        for path in ("/brokers/topics/t", "/admin/delete_topics/t"):
+            assert await cluster.admin.store.exists(path) is None, path
+        assert not tdm.topics_to_be_deleted and not tdm.topics_ineligible_for_deletion
+
+    run(body)
+
+
+def test_failed_replica_deletion_is_retried_and_completes() -> None:
+    async def body(cluster: ControllerCluster) -> None:
+        await cluster.start(0, 1)
+        await cluster.admin.create_topic_with_config("t", {0: [0, 1]}, {})
+        await cluster.settle()
+        failures = {"left": 1}
+
+        def responder(request: SentRequest) -> dict[str, object]:
+            error = 0
+            if (
+                request.api_key == SR
+                and request.body["delete_partitions"]
+                and request.broker_id == 1
+            ):
+                if failures["left"]:
+                    failures["left"] -= 1
+                    error = 56  # KAFKA_STORAGE_ERROR
+            return {
+                "error_code": 0,
+                "partition_errors": [
+                    {"topic_name": t, "partition_index": p, "error_code": error}
+                    for t, p in request.partitions()
+                ],
+            }
+
+        cluster.responder = responder
+        await cluster.admin.create_delete_topic_path("t")
+        await cluster.settle()
+        ctl = cluster.controller()
+        # broker 1 failed once: the replica is ineligible, the topic waits
+        assert await cluster.admin.store.exists("/brokers/topics/t") is not None
+        assert "t" in ctl.topic_deletion_manager.topics_ineligible_for_deletion
+        # broker 1 restarts: the deletion resumes and completes
+        await cluster.stop_broker(1)
+        await cluster.settle()
+        await cluster.start_broker(1)
+        await cluster.settle()
+        assert await cluster.admin.store.exists("/brokers/topics/t") is None
+        assert failures["left"] == 0
+
+    run(body)
+
+
+def test_delete_topic_disabled_removes_the_marker_and_keeps_the_topic() -> None:
+    async def body(cluster: ControllerCluster) -> None:
+        await cluster.start(0)
+        await cluster.admin.create_topic_with_config("t", {0: [0]}, {})
+        await cluster.settle()
+        cluster.sent.clear()
+        await cluster.admin.create_delete_topic_path("t")
+        await cluster.settle()
+        assert await cluster.admin.store.exists("/admin/delete_topics/t") is None
+        assert await cluster.admin.store.exists("/brokers/topics/t") is not None
+        assert not cluster.requests(SR)
+        assert "t" in cluster.controller().context.all_topics
+
+    run(body, delete_topic_enable=False)
+
+
+def test_markers_of_non_existent_topics_are_removed() -> None:
+    async def body(cluster: ControllerCluster) -> None:
+        await cluster.start(0)
+        await cluster.admin.create_delete_topic_path("ghost")
+        await cluster.settle()
+        assert await cluster.admin.store.exists("/admin/delete_topics/ghost") is None
+
+    run(body)
+
+
+def test_a_new_controller_finishes_a_pending_deletion() -> None:
+    async def body(cluster: ControllerCluster) -> None:
+        await cluster.start(0, 1, 2)
+        await cluster.admin.create_topic_with_config("t", {0: [1, 2]}, {})
+        await cluster.settle()
+        await cluster.stop_broker(2)
+        await cluster.settle()
+        await cluster.admin.create_delete_topic_path("t")
+        await cluster.settle()
+        await cluster.stop_broker(0)  # the controller dies with the deletion pending
+        await cluster.settle()
+        assert cluster.controller().broker_id == 1
+        assert await cluster.admin.store.exists("/brokers/topics/t") is not None
+        await cluster.start_broker(2)
+        await cluster.settle()
+        assert await cluster.admin.store.exists("/brokers/topics/t") is None
+        assert await cluster.admin.store.exists("/admin/delete_topics/t") is None
+
+    run(body)
+
+
+# -- broker failure ----------------------------------------------------------------------------
+
+
+def test_broker_failure_elects_a_new_leader_from_the_isr() -> None:
+    async def body(cluster: ControllerCluster) -> None:
+        await cluster.start(0, 1, 2)
+        await cluster.admin.create_topic_with_config("t", {0: [1, 2, 0], 1: [2, 0, 1]}, {})
+        await cluster.settle()
+        cluster.sent.clear()
+        await cluster.stop_broker(1)
+        await cluster.settle()
+        assert (await state_json(cluster, "t", 0)) == {
+            "controller_epoch": 1,
+            "leader": 2,
+            "version": 1,
+            "leader_epoch": 1,
+            "isr": [2, 0],
+        }
+        # a follower died: it left the ISR, the leader stayed
+        state1 = await state_json(cluster, "t", 1)
+        assert state1 is not None and state1["leader"] == 2 and state1["isr"] == [2, 0]
+        lai = cluster.requests(LAI)
+        assert {r.broker_id for r in lai} == {0, 2}
+        new_leader_state = [
+            s for r in lai for t, s in r.partition_states() if (t, s["partition_index"]) == ("t", 0)
+        ]
+        assert new_leader_state and all(
+            s["leader"] == 2 and s["leader_epoch"] == 1 for s in new_leader_state
+        )
+        assert all(r.broker_id != 1 for r in cluster.sent)
+        ctx = cluster.controller().context
+        assert ctx.replica_states[PartitionAndReplica("t", 0, 1)] is ReplicaState.OFFLINE_REPLICA
+        assert ctx.partition_states[TopicPartition("t", 0)] is PartitionState.ONLINE_PARTITION
+        # the broker returns: its replicas get LeaderAndIsr again
+        cluster.sent.clear()
+        await cluster.start_broker(1)
+        await cluster.settle()
+        assert sorted(r.partitions() for r in cluster.requests(LAI, 1)) == [[("t", 0), ("t", 1)]]
+        assert ctx.replica_states[PartitionAndReplica("t", 0, 1)] is ReplicaState.ONLINE_REPLICA
+
+    run(body)
+
+
+def test_a_partition_without_live_isr_goes_offline_until_its_broker_returns() -> None:
+    async def body(cluster: ControllerCluster) -> None:
+        await cluster.start(0, 1)
+        await cluster.admin.create_topic_with_config("t", {0: [1]}, {})
+        await cluster.settle()
+        await cluster.stop_broker(1)
+        await cluster.settle()
+        ctx = cluster.controller().context
+        assert ctx.partition_states[TopicPartition("t", 0)] is PartitionState.OFFLINE_PARTITION
+        state = await state_json(cluster, "t", 0)
+        assert state is not None and state["leader"] == -1 and state["isr"] == [1]
+        await cluster.start_broker(1)
+        await cluster.settle()
+        state = await state_json(cluster, "t", 0)
+        assert state is not None and state["leader"] == 1 and state["leader_epoch"] == 2
+        assert ctx.partition_states[TopicPartition("t", 0)] is PartitionState.ONLINE_PARTITION
+
+    run(body)
+
+
+@pytest.mark.parametrize("unclean", [False, True])
+def test_unclean_leader_election_follows_the_topic_config(unclean: bool) -> None:
+    async def body(cluster: ControllerCluster) -> None:
+        await cluster.start(0, 1, 2)
+        config = {"unclean.leader.election.enable": "true"} if unclean else {}
+        await cluster.admin.create_topic_with_config("t", {0: [1, 2]}, config)
+        await cluster.settle()
+        await cluster.stop_broker(2)  # ISR shrinks to [1]
+        await cluster.settle()
+        await cluster.start_broker(2)  # back, but not in sync (ISR stays [1])
+        await cluster.settle()
+        await cluster.stop_broker(1)  # the only in-sync replica dies
+        await cluster.settle()
+        state = await state_json(cluster, "t", 0)
+        assert state is not None
+        if unclean:
+            assert state["leader"] == 2 and state["isr"] == [2]
+        else:
+            assert state["leader"] == -1 and state["isr"] == [1]
+
+    run(body)

@@ -1,0 +1,128 @@
+"""Replica and partition state machines: Kafka's transition tables; invalid transitions are
+logged to the state-change logger and not applied."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import pytest
+
+from kafpy.common.topic_partition import TopicPartition
+from kafpy.controller.controller_context import PartitionAndReplica
+from kafpy.controller.partition_state_machine import VALID_PREVIOUS_STATES as PARTITION_TABLE
+from kafpy.controller.partition_state_machine import PartitionState
+from kafpy.controller.replica_state_machine import VALID_PREVIOUS_STATES as REPLICA_TABLE
+from kafpy.controller.replica_state_machine import ReplicaState
+from kafpy.controller.state_change_logger import STATE_CHANGE_LOGGER_NAME
+from tests.unit.controller.fixtures import ControllerCluster
+
+R, P = ReplicaState, PartitionState
+
+
+def test_replica_transition_table_is_kafkas() -> None:
+    table = {
+        target.value: sorted(s.value for s in sources) for target, sources in REPLICA_TABLE.items()
+    }
+    assert table == {
+        "NewReplica": ["NonExistentReplica"],
+        "OnlineReplica": [
+            "NewReplica",
+            "OfflineReplica",
+            "OnlineReplica",
+            "ReplicaDeletionIneligible",
+        ],
+        "OfflineReplica": [
+            "NewReplica",
+            "OfflineReplica",
+            "OnlineReplica",
+            "ReplicaDeletionIneligible",
+        ],
+        "ReplicaDeletionStarted": ["OfflineReplica"],
+        "ReplicaDeletionSuccessful": ["ReplicaDeletionStarted"],
+        "ReplicaDeletionIneligible": ["OfflineReplica", "ReplicaDeletionStarted"],
+        "NonExistentReplica": ["ReplicaDeletionSuccessful"],
+    }
+
+
+def test_partition_transition_table_is_kafkas() -> None:
+    table = {
+        target.value: sorted(s.value for s in sources)
+        for target, sources in PARTITION_TABLE.items()
+    }
+    assert table == {
+        "NewPartition": ["NonExistentPartition"],
+        "OnlinePartition": ["NewPartition", "OfflinePartition", "OnlinePartition"],
+        "OfflinePartition": ["NewPartition", "OfflinePartition", "OnlinePartition"],
+        "NonExistentPartition": ["OfflinePartition"],
+    }
+
+
+def test_invalid_transitions_are_logged_and_not_applied(caplog: pytest.LogCaptureFixture) -> None:
+    async def main() -> None:
+        async with ControllerCluster() as cluster:
+            await cluster.start(0, 1)
+            await cluster.admin.create_topic_with_config("t", {0: [0, 1]}, {})
+            await cluster.settle()
+            ctl = cluster.controller()
+            ctx = ctl.context
+            replica = PartitionAndReplica("t", 0, 1)
+            tp = TopicPartition("t", 0)
+            cluster.sent.clear()
+            with caplog.at_level(logging.ERROR, logger=STATE_CHANGE_LOGGER_NAME):
+                await ctl.replica_state_machine.handle_state_changes(
+                    [replica], R.REPLICA_DELETION_SUCCESSFUL
+                )
+                await ctl.partition_state_machine.handle_state_changes(
+                    [tp], P.NON_EXISTENT_PARTITION
+                )
+                await ctl.replica_state_machine.handle_state_changes(
+                    [PartitionAndReplica("t", 0, 0)], R.NEW_REPLICA
+                )
+            assert ctx.replica_states[replica] is R.ONLINE_REPLICA
+            assert ctx.partition_states[tp] is P.ONLINE_PARTITION
+            assert ctx.replica_states[PartitionAndReplica("t", 0, 0)] is R.ONLINE_REPLICA
+            records = [r for r in caplog.records if r.name == STATE_CHANGE_LOGGER_NAME]
+            assert all(r.levelno == logging.ERROR for r in records) and len(records) == 3
+            text = caplog.text
+            assert (
+                "[Controller id=0 epoch=1] Controller 0 epoch 1 initiated state change of replica "
+                "1 for partition t-0 from OnlineReplica to ReplicaDeletionSuccessful failed: "
+                "Replica [Topic=t,Partition=0,Replica=1] should be in the ReplicaDeletionStarted "
+                "states before moving to ReplicaDeletionSuccessful state. Instead it is in "
+                "OnlineReplica state"
+            ) in text
+            assert (
+                "Controller 0 epoch 1 failed to change state for partition t-0 from "
+                "OnlinePartition to NonExistentPartition: Partition t-0 should be in one of "
+                "OfflinePartition states before moving to NonExistentPartition state. Instead it "
+                "is in OnlinePartition state"
+            ) in text
+            await cluster.settle()
+            assert cluster.sent == []  # nothing was sent for refused transitions
+
+    asyncio.run(main())
+
+
+def test_offline_replica_sends_stop_replica_and_shrinks_the_isr() -> None:
+    async def main() -> None:
+        async with ControllerCluster() as cluster:
+            await cluster.start(0, 1, 2)
+            await cluster.admin.create_topic_with_config("t", {0: [0, 1, 2]}, {})
+            await cluster.settle()
+            ctl = cluster.controller()
+            cluster.sent.clear()
+            await ctl.replica_state_machine.handle_state_changes(
+                [PartitionAndReplica("t", 0, 2)], R.OFFLINE_REPLICA
+            )
+            await cluster.settle()
+            stop = [r for r in cluster.sent if r.api_key == 5]
+            assert [(r.broker_id, r.body["delete_partitions"]) for r in stop] == [(2, False)]
+            state = await ctl.zk_client.get_topic_partition_state(TopicPartition("t", 0))
+            assert state is not None
+            assert state.leader_and_isr.isr == (0, 1) and state.leader_and_isr.leader == 0
+            assert state.leader_and_isr.leader_epoch == 1
+            lai_brokers = sorted(r.broker_id for r in cluster.sent if r.api_key == 4)
+            assert lai_brokers == [0, 1]
+
+    asyncio.run(main())
