@@ -35,7 +35,7 @@ CONTROLLER_MAX_VERSIONS: dict[int, int] = {
     ApiKey.UPDATE_METADATA: 5,
 }
 
-_REQUEST_NAMES = {
+_REQUEST_NAMES: dict[int, str] = {
     ApiKey.LEADER_AND_ISR: "LeaderAndIsr",
     ApiKey.STOP_REPLICA: "StopReplica",
     ApiKey.UPDATE_METADATA: "UpdateMetadata",

@@ -7,6 +7,7 @@ Operators grep controller.log for Kafka's shapes (`New topics: [Set(t)], ...`,
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 
 def scala_set(items: Iterable[object]) -> str:
@@ -18,7 +19,7 @@ def scala_vector(items: Sequence[object]) -> str:
     return "Vector(" + ", ".join(str(i) for i in items) + ")"
 
 
-def scala_map(mapping: Mapping[object, object]) -> str:
+def scala_map(mapping: Mapping[Any, Any]) -> str:
     """`Map(k -> v, ...)`; a sequence value prints as a Vector."""
 
     def render(value: object) -> str:
