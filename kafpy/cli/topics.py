@@ -87,6 +87,12 @@ def run_on_store(
     help="REQUIRED: The connection string for the zookeeper connection in the form "
     "host:port[/chroot]. Multiple hosts can be given to allow fail-over.",
 )
+@click.option(
+    "--bootstrap-server",
+    metavar="HOST:PORT[,HOST:PORT]",
+    help="The broker(s) to connect to, instead of --zookeeper: the command then works "
+    "through the brokers' admin APIs.",
+)
 @click.option("--list", "list_", is_flag=True, help="List all available topics.")
 @click.option("--create", is_flag=True, help="Create a new topic.")
 @click.option("--delete", is_flag=True, help="Delete a topic (mark it for deletion).")
@@ -175,6 +181,7 @@ def run_on_store(
 )
 def command(
     zookeeper: str | None,
+    bootstrap_server: str | None,
     list_: bool,
     create: bool,
     delete: bool,
@@ -223,6 +230,16 @@ def command(
         topics_with_overrides=topics_with_overrides,
         exclude_internal=exclude_internal,
     )
+    if bootstrap_server is not None:
+        if zookeeper is not None:
+            raise OneLineError(
+                "Only one of --bootstrap-server or --zookeeper must be specified "
+                "(see 'kafpy topics --help')"
+            )
+        from kafpy.cli.topics_bootstrap import run_with_bootstrap_server
+
+        run_with_bootstrap_server(bootstrap_server, opts)
+        return
     try:
         opts.check_args()
     except TopicCommandError as e:

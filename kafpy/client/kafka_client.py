@@ -242,9 +242,11 @@ class KafkaClient:
                 old.close()
             self._connections[BOOTSTRAP_NODE_ID] = conn
             return
+        if len(failures) == 1:
+            raise KafkaConnectionError(failures[0])
         servers = ",".join(f"{h}:{p}" for h, p in self.bootstrap_servers)
         raise KafkaConnectionError(
-            f"Could not reach any bootstrap server ({servers}). {failures[-1]}".strip()
+            f"Could not reach any bootstrap server ({servers}); the last error: {failures[-1]}"
         )
 
     # --- metadata ---

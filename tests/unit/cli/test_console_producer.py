@@ -70,7 +70,8 @@ def test_unreachable_broker_is_one_line_error() -> None:
         stdin=b"hello\n",
     )
     error = one_line_error(result)
-    assert error.startswith("Error when sending messages to topic t: Could not reach any")
+    assert error.startswith("Error when sending messages to topic t: Could not connect to")
+    assert "Check that the broker is running" in error
     assert f"127.0.0.1:{port}" in error
 
 

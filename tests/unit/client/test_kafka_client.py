@@ -116,8 +116,11 @@ def test_no_bootstrap_server_reachable() -> None:
     async def scenario() -> None:
         sleeps = Sleeps()
         client = KafkaClient(f"127.0.0.1:{free_port()}", retries=2, sleep=sleeps)
-        with pytest.raises(KafkaConnectionError, match="Could not reach any bootstrap server"):
+        with pytest.raises(KafkaConnectionError, match="Could not connect to bootstrap broker"):
             await client.start()
+        two = KafkaClient([f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"], retries=0)
+        with pytest.raises(KafkaConnectionError, match="Could not reach any bootstrap server"):
+            await two.start()
         assert sleeps.calls == [0.1, 0.1]
         await client.close()
 
