@@ -255,5 +255,6 @@ def _partition_entry(
             continue
         for p in t["partitions"]:
             if p[index] == tp.partition:
-                return p
+                entry: dict[str, Any] = p
+                return entry
     return None

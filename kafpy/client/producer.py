@@ -125,7 +125,7 @@ class BatchProducer:
         for p, recs in by_partition.items():
             builder = RecordBatchBuilder(compression=self.compression)
             for record in recs:
-                headers = record[2] if len(record) > 2 else ()  # type: ignore[misc]
+                headers = record[2] if len(record) > 2 else ()
                 builder.append(now, record[0], record[1], headers)
             batches[TopicPartition(topic, p)] = (builder.build(), len(recs))
         return await self.send_batches(batches)
