@@ -140,6 +140,8 @@ class KafkaController:
             self._on_stop_replica_delete_response,
         )
         self.active_controller_id = UNKNOWN_CONTROLLER_ID
+        # this broker's epoch after the controller registered it again (session expiry)
+        self.broker_epoch: int | None = None
         self._started = False
         # stable watch callbacks (one per watched node), so a re-armed watch is not doubled
         self._partition_modifications_handlers: dict[str, Callable[[WatchedEvent], None]] = {}
@@ -287,7 +289,12 @@ class KafkaController:
             await self._on_controller_resignation()
         if self.broker_info is not None:
             try:
-                await self.zk_client.register_broker(self.broker_info)
+                self.broker_epoch = await self.zk_client.register_broker(self.broker_info)
+                self.log.info(
+                    "Registered broker %d again with broker epoch %d",
+                    self.broker_id,
+                    self.broker_epoch,
+                )
             except NodeExistsError:
                 self.log.info("Broker %d is already registered", self.broker_id)
         await self._watch_controller()
