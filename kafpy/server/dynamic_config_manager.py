@@ -1,0 +1,198 @@
+"""DynamicConfigManager: applies config changes made through the metadata store to this
+broker (Kafka's `kafka.server.DynamicConfigManager` with its
+ZkNodeChangeNotificationListener and TopicConfigHandler).
+
+Whoever changes an entity's config (AlterConfigs on the controller, `kafpy configs`)
+rewrites `/config/<type>/<name>` and then creates a sequential notification
+`/config/changes/config_change_<n>` holding `{"version":2,"entity_path":"topics/t"}`.
+Every broker watches `/config/changes`: for each notification newer than the last one it
+processed it reads the entity's current overrides and hands them to the handler of that
+entity type. Topic overrides become the topic's LogConfig in the LogManager (its logs
+change at once, logs created later get it too). Notifications older than 15 minutes are
+deleted by whichever broker sees them, as Kafka does.
+
+At start-up every topic's stored overrides are applied once, so changes made while the
+broker was down are not missed. Only topic configs have a handler: kafpy has no dynamic
+broker, client or user configs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Protocol
+
+from kafpy.common.errors import KafkaError
+from kafpy.common.logger import component_logger
+from kafpy.common.time import SYSTEM_TIME, Time
+from kafpy.metadata.errors import NoNodeError
+from kafpy.metadata.kafka_zk_client import KafkaZkClient
+from kafpy.metadata.store import WatchedEvent
+from kafpy.metadata.zk_data import (
+    ConfigEntityChangeNotificationSequenceZNode,
+    ConfigEntityChangeNotificationZNode,
+    ConfigType,
+    ZkDataError,
+)
+from kafpy.storage.log_config import LogConfig
+
+__all__ = ["ConfigHandler", "DynamicConfigManager", "TopicConfigHandler"]
+
+CHANGE_EXPIRATION_MS = 15 * 60 * 1000
+_PREFIX = ConfigEntityChangeNotificationSequenceZNode.SEQUENCE_NUMBER_PREFIX
+
+
+class ConfigHandler(Protocol):
+    """Applies one entity type's config overrides to the broker."""
+
+    def process_config_changes(self, entity_name: str, overrides: Mapping[str, str]) -> None: ...
+
+
+class _TopicConfigTarget(Protocol):
+    current_default_config: LogConfig
+
+    def update_topic_config(self, topic: str, config: LogConfig) -> None: ...
+
+
+class TopicConfigHandler:
+    """Turns a topic's overrides into its LogConfig (the broker's defaults overridden) and
+    gives it to the LogManager."""
+
+    def __init__(self, log_manager: _TopicConfigTarget) -> None:
+        self.log_manager = log_manager
+        self.log = component_logger("kafpy.server.TopicConfigHandler", "TopicConfigHandler")
+
+    def process_config_changes(self, entity_name: str, overrides: Mapping[str, str]) -> None:
+        defaults = self.log_manager.current_default_config
+        try:
+            config = LogConfig.from_props(defaults.values(), overrides)
+        except KafkaError as e:
+            self.log.error(
+                "Ignoring the stored configuration of topic %s: %s. Fix it with kafpy configs "
+                "--alter --entity-type topics --entity-name %s.",
+                entity_name, e, entity_name,
+            )  # fmt: skip
+            return
+        self.log.info("Processing override for topic %s: %s", entity_name, dict(overrides))
+        self.log_manager.update_topic_config(entity_name, config)
+
+
+class DynamicConfigManager:
+    """Watches `/config/changes` and applies each change through the handler of its entity type.
+
+    `await startup()` applies every stored topic config and starts watching;
+    `await shutdown()` stops processing (the store's one-shot watch simply finds it stopped).
+    """
+
+    def __init__(
+        self,
+        zk_client: KafkaZkClient,
+        handlers: Mapping[str, ConfigHandler],
+        time: Time = SYSTEM_TIME,
+        change_expiration_ms: int = CHANGE_EXPIRATION_MS,
+    ) -> None:
+        self.zk_client = zk_client
+        self.handlers = dict(handlers)
+        self.time = time
+        self.change_expiration_ms = change_expiration_ms
+        self.last_executed_change = -1
+        self._lock = asyncio.Lock()
+        self._running = False
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.log = component_logger(
+            "kafpy.common.ZkNodeChangeNotificationListener", "ZkNodeChangeNotificationListener"
+        )
+
+    @classmethod
+    def for_log_manager(
+        cls, zk_client: KafkaZkClient, log_manager: _TopicConfigTarget, time: Time = SYSTEM_TIME
+    ) -> DynamicConfigManager:
+        """The broker's manager: topic config changes go to `log_manager`."""
+        return cls(zk_client, {ConfigType.TOPIC: TopicConfigHandler(log_manager)}, time)
+
+    async def startup(self) -> None:
+        await self.zk_client.store.ensure_path(ConfigEntityChangeNotificationZNode.path)
+        self._running = True
+        await self.process_notifications()
+        for entity_type, handler in self.handlers.items():
+            for name in await self.zk_client.get_all_entities_with_config(entity_type):
+                overrides = await self.zk_client.get_entity_configs(entity_type, name)
+                handler.process_config_changes(name, overrides)
+
+    async def shutdown(self) -> None:
+        self._running = False
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    def _on_change(self, event: WatchedEvent) -> None:
+        if not self._running:
+            return
+        task = asyncio.get_running_loop().create_task(self.process_notifications())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def process_notifications(self) -> None:
+        """Apply the notifications not processed yet (re-arming the watch), then purge
+        the expired ones."""
+        if not self._running:
+            return
+        async with self._lock:
+            try:
+                children = await self.zk_client.store.get_children(
+                    ConfigEntityChangeNotificationZNode.path, self._on_change
+                )
+            except NoNodeError:
+                return
+            notifications = sorted(c for c in children if c.startswith(_PREFIX))
+            if not notifications:
+                return
+            now = self.time.milliseconds()
+            self.log.info(
+                "Processing notification(s) to %s", ConfigEntityChangeNotificationZNode.path
+            )
+            for name in notifications:
+                number = _change_number(name)
+                if number is not None and number > self.last_executed_change:
+                    await self._process_notification(name)
+                    self.last_executed_change = number
+            await self._purge_obsolete(notifications, now)
+
+    async def _process_notification(self, name: str) -> None:
+        path = f"{ConfigEntityChangeNotificationZNode.path}/{name}"
+        data = await self.zk_client.store.get_data_or_none(path)
+        if data is None:
+            return  # purged meanwhile
+        try:
+            entity_path = ConfigEntityChangeNotificationSequenceZNode.decode(data)
+            entity_type, _, entity_name = entity_path.partition("/")
+        except (ZkDataError, KeyError, ValueError) as e:
+            self.log.error("Ignoring the malformed config change notification %s: %s", path, e)
+            return
+        handler = self.handlers.get(entity_type)
+        if handler is None:
+            self.log.debug("No handler for config changes of %s (%s); ignored", entity_type, path)
+            return
+        overrides = await self.zk_client.get_entity_configs(entity_type, entity_name)
+        try:
+            handler.process_config_changes(entity_name, overrides)
+        except Exception:
+            self.log.exception("Error processing the config change notification %s", path)
+
+    async def _purge_obsolete(self, notifications: list[str], now: int) -> None:
+        store = self.zk_client.store
+        for name in notifications:
+            path = f"{ConfigEntityChangeNotificationZNode.path}/{name}"
+            stat = await store.exists(path)
+            if stat is not None and now - stat.ctime > self.change_expiration_ms:
+                self.log.debug("Purging change notification %s", path)
+                try:
+                    await store.delete(path)
+                except NoNodeError:
+                    pass
+
+
+def _change_number(name: str) -> int | None:
+    digits = name[len(_PREFIX) :]
+    return int(digits) if digits.isdigit() else None
