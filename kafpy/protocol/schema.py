@@ -204,7 +204,7 @@ def _struct_array_codec(elem: t.Type, compact: bool, nullable: bool) -> t.Type:
         n, pos = read_array_length(buf, pos, compact, nullable)
         if n < 0:
             return None, pos
-        items = []
+        items: list[Any] = []
         append = items.append
         for i in range(n):
             try:
@@ -221,7 +221,7 @@ def _struct_codec(fields: Sequence[Field], version: int, flexible: bool) -> t.Ty
     """Compile one struct for one version into an encode/decode pair."""
     present = [f for f in fields if f.in_version(version)]
     untagged = [f for f in present if not (flexible and f.is_tagged(version))]
-    tagged = sorted((f for f in present if flexible and f.is_tagged(version)), key=lambda f: f.tag)
+    tagged = sorted((f for f in present if flexible and f.is_tagged(version)), key=lambda f: f.tag or 0)
 
     enc_steps: list[Any] = []
     dec_steps: list[Any] = []
@@ -351,10 +351,10 @@ def _single(field: Field, codec: t.Type, version: int) -> tuple[Any, Any]:
 
 def _tagged_section(tagged: list[Field], version: int, flexible: bool) -> tuple[Any, Any]:
     """Encoder/decoder of the tagged-field section that ends a struct of a flexible version."""
-    known = []
+    known: list[tuple[int, str, Any, t.Type, bool]] = []
     for f in tagged:
         codec = _field_codec(f, version, flexible)
-        known.append((f.tag, f.name, f.default_for(version), codec, isinstance(f.type, Struct)))
+        known.append((f.tag or 0, f.name, f.default_for(version), codec, isinstance(f.type, Struct)))
     by_tag = {tag: (name, codec) for tag, name, _, codec, _ in known}
     uvarint_bytes = t.uvarint_bytes
     read_uvarint = t.read_uvarint

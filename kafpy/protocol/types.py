@@ -439,7 +439,7 @@ def array_type(element: Type, compact: bool, nullable: bool) -> Type:
             if end > len(buf):
                 raise DecodeFailure(f"array of {n} {element.name} runs past the end of the buffer")
             return list(packer(n).unpack_from(buf, pos)), end
-        items = []
+        items: list[Any] = []
         append = items.append
         for _ in range(n):
             item, pos = elem_decode(buf, pos)

@@ -8,7 +8,8 @@ from kafpy.protocol.schema import Array, Field, Message, Struct
 LIST_OFFSETS_REQUEST = Message(
     ApiKey.LIST_OFFSETS, "ListOffsetsRequest", "request", (0, 11), 6,
     [
-        Field("replica_id", "int32"),
+        # -1: a consumer (kafka-python's default; Kafka's builders always set it).
+        Field("replica_id", "int32", default=-1),
         Field("isolation_level", "int8", "2+"),
         Field("topics", Array(Struct([
             Field("name", "string"),

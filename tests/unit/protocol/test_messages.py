@@ -114,3 +114,38 @@ def test_round_trips(pair: tuple[Message, int], data: st.DataObject) -> None:
     assert end == len(encoded)
     assert normalize(decoded) == normalize(value)
     assert m.encode(v, decoded) == encoded
+
+
+def _default_mismatches(mname: str, fields: list, kp_fields: dict, version: int, path: str) -> list:
+    from kafpy.protocol.schema import Array, Struct
+    from tests.unit.protocol.reference import OMITTED_OPERATIONS, RENAMES
+
+    problems = []
+    for f in fields:
+        if not f.in_version(version):
+            continue
+        kp = kp_fields[RENAMES.get((mname, f.name), f.name)]
+        ours = f.default_for(version)
+        ft = f.type.element if isinstance(f.type, Array) else f.type
+        if isinstance(ft, Struct):
+            problems += _default_mismatches(mname, ft.fields, kp.fields, version, f"{path}{f.name}.")
+        if "default" in kp._json:
+            theirs = kp.default
+            if kp._type_str == "bitfield":
+                theirs = OMITTED_OPERATIONS if theirs is None else theirs
+        elif ours is None and f.nullable is not None and f.nullable[0] <= version <= f.nullable[1]:
+            continue  # the agreed design: a nullable field without a default defaults to null
+        else:
+            theirs = kp.default
+        if isinstance(f.type, Struct) and not f.is_tagged(version):
+            continue  # an untagged struct defaults to a dict of its fields' defaults
+        if ours != theirs:
+            problems.append((f"{path}{f.name}", ours, theirs))
+    return problems
+
+
+@pytest.mark.parametrize("pair", REFERENCE_PAIRS, ids=_id)
+def test_defaults_match_the_reference(pair: tuple[Message, int]) -> None:
+    m, v = pair
+    ref = reference_class(m)
+    assert _default_mismatches(m.name, m.fields, ref._struct.fields, v, "") == []
