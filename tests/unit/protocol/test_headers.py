@@ -142,3 +142,14 @@ def test_truncated_response_is_a_decode_error() -> None:
         decode_response(ApiKey.METADATA, 9, b"\x00\x00\x00\x01")
     with pytest.raises(ProtocolDecodeError, match="MetadataResponse v1: field brokers"):
         decode_response(ApiKey.METADATA, 1, b"\x00\x00\x00\x01\x00\x00")
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(buf=st.binary(max_size=40))
+def test_random_request_headers_decode_or_raise_protocol_decode_error(buf: bytes) -> None:
+    try:
+        header, offset = decode_request_header(buf)
+    except ProtocolDecodeError:
+        return
+    assert 8 <= offset <= len(buf)
+    assert isinstance(header, RequestHeader)
