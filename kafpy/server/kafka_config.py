@@ -77,6 +77,18 @@ def _broker_config_def() -> ConfigDef:
         .define("offsets.topic.num.partitions", t.INT, 50, Range.at_least(1), h)
         .define("offsets.topic.replication.factor", t.SHORT, 3, Range.at_least(1), h)
         .define("controlled.shutdown.enable", t.BOOLEAN, True, None, m)
+        .define("socket.request.max.bytes", t.INT, 104857600, Range.at_least(1), h,
+                "The largest request a client may send; a bigger one closes its connection.")
+        .define("socket.send.buffer.bytes", t.INT, 102400, None, h)
+        .define("socket.receive.buffer.bytes", t.INT, 102400, None, h)
+        .define("queued.max.requests", t.INT, 500, Range.at_least(1), h)
+        .define("connections.max.idle.ms", t.LONG, 600000, None, m)
+        .define("replica.lag.time.max.ms", t.LONG, 30000, None, h)
+        .define("replica.fetch.max.bytes", t.INT, 1048576, Range.at_least(0), m)
+        .define("replica.high.watermark.checkpoint.interval.ms", t.LONG, 5000, None, h)
+        .define("fetch.max.bytes", t.INT, 57671680, Range.at_least(1024), m)
+        .define("fetch.purgatory.purge.interval.requests", t.INT, 1000, None, m)
+        .define("producer.purgatory.purge.interval.requests", t.INT, 1000, None, m)
     )  # fmt: skip
 
 
@@ -164,6 +176,38 @@ class KafkaConfig:
     @property
     def num_recovery_threads_per_data_dir(self) -> int:
         return int(self._values["num.recovery.threads.per.data.dir"])
+
+    @property
+    def num_partitions(self) -> int:
+        return int(self._values["num.partitions"])
+
+    @property
+    def default_replication_factor(self) -> int:
+        return int(self._values["default.replication.factor"])
+
+    @property
+    def auto_create_topics_enable(self) -> bool:
+        return bool(self._values["auto.create.topics.enable"])
+
+    @property
+    def socket_request_max_bytes(self) -> int:
+        return int(self._values["socket.request.max.bytes"])
+
+    @property
+    def replica_lag_time_max_ms(self) -> int:
+        return int(self._values["replica.lag.time.max.ms"])
+
+    @property
+    def replica_high_watermark_checkpoint_interval_ms(self) -> int:
+        return int(self._values["replica.high.watermark.checkpoint.interval.ms"])
+
+    @property
+    def fetch_purgatory_purge_interval_requests(self) -> int:
+        return int(self._values["fetch.purgatory.purge.interval.requests"])
+
+    @property
+    def producer_purgatory_purge_interval_requests(self) -> int:
+        return int(self._values["producer.purgatory.purge.interval.requests"])
 
     @property
     def log_cleaner_enable(self) -> bool:

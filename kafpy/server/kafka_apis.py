@@ -1,0 +1,452 @@
+"""KafkaApis: the broker's request dispatch, one handler per API (Kafka's KafkaApis).
+
+`handle(request)` picks the handler for the request's API key and returns the encoded
+response frame, or None when there is nothing to send (Produce with acks=0). An
+ApiVersions request at a version the broker does not speak gets Kafka's fallback answer
+(a v0 body with UNSUPPORTED_VERSION listing ApiVersions' own range); any other API or
+version the broker does not serve closes the connection, as Kafka does.
+
+Handlers translate between wire dicts and the broker's components: ReplicaManager for
+produce, fetch, offsets and the controller's LeaderAndIsr/StopReplica, MetadataCache for
+Metadata and UpdateMetadata, AdminZkClient for topic auto-creation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from kafpy.admin import topic as topic_names
+from kafpy.admin.admin_zk_client import AdminZkClient
+from kafpy.admin.replica_assignment import RackAwareMode
+from kafpy.common.errors import (
+    CorruptRecordError,
+    InvalidRecordError,
+    InvalidTopicError,
+    KafkaError,
+    TopicExistsError,
+)
+from kafpy.common.logger import component_logger
+from kafpy.common.topic_partition import TopicPartition
+from kafpy.protocol.api_keys import ApiKey
+from kafpy.protocol.api_versions import SUPPORTED_VERSIONS
+from kafpy.protocol.errors import Errors, error_code_of
+from kafpy.protocol.headers import encode_response
+from kafpy.protocol.messages import REQUESTS
+from kafpy.records.record_batch import LOG_OVERHEAD, MAGIC_OFFSET
+from kafpy.server.kafka_config import KafkaConfig
+from kafpy.server.metadata_cache import MetadataCache
+from kafpy.server.replica_manager import (
+    DEBUGGING_CONSUMER_ID,
+    FetchParams,
+    PartitionFetchInfo,
+    ReplicaManager,
+)
+from kafpy.server.request_channel import CloseConnection, Request, ResponseParts
+
+CONSUMER_REPLICA_ID = -1
+_INT32_MAX = 2**31 - 1
+_MIN_BATCH_LENGTH = 49  # a v2 batch's length field counts at least its header after the length
+
+Handler = Callable[[Request], Awaitable[dict[str, Any] | None]]
+
+
+def _api_name(api_key: int) -> str:
+    try:
+        return REQUESTS[ApiKey(api_key)].name.removesuffix("Request")
+    except (KeyError, ValueError):
+        return f"API key {api_key}"
+
+
+def validate_produce_records(records: memoryview | bytes | None) -> KafkaError | None:
+    """Kafka's check of a v3+ produce payload: exactly one v2 batch (a partial trailing
+    batch is dropped later, as Kafka does). Returns the error for the partition, or None."""
+    if records is None or len(records) < LOG_OVERHEAD:
+        return InvalidRecordError("Produce requests with version 3 and above must have exactly one record batch")
+    length = int.from_bytes(records[8:12], "big", signed=True)
+    if length < _MIN_BATCH_LENGTH:
+        return CorruptRecordError(
+            f"Record batch size {length} is smaller than the minimum batch overhead ({_MIN_BATCH_LENGTH})"
+        )
+    size = LOG_OVERHEAD + length
+    if size > len(records):
+        return InvalidRecordError("Produce requests with version 3 and above must have exactly one record batch")
+    if records[MAGIC_OFFSET] != 2:
+        return InvalidRecordError(
+            f"Produce requests with version 3 and above are only allowed to contain record batches "
+            f"with magic version 2, got {records[MAGIC_OFFSET]}"
+        )
+    if len(records) - size >= LOG_OVERHEAD:
+        nxt = int.from_bytes(records[size + 8 : size + 12], "big", signed=True)
+        if size + LOG_OVERHEAD + nxt <= len(records):
+            return InvalidRecordError(
+                "Produce requests with version 3 and above are only allowed to contain exactly one record batch"
+            )
+    return None
+
+
+class KafkaApis:
+    """Handles every request the broker serves.
+
+    Parameters: the broker's `config`, `replica_manager`, `metadata_cache`,
+    `admin_zk_client` (topic auto-creation), `cluster_id`; `controller` when it exists
+    (its `is_active` decides who answers admin APIs).
+    """
+
+    def __init__(
+        self,
+        config: KafkaConfig,
+        replica_manager: ReplicaManager,
+        metadata_cache: MetadataCache,
+        admin_zk_client: AdminZkClient | None,
+        cluster_id: str | None,
+        controller: Any = None,
+    ) -> None:
+        self.config = config
+        self.broker_id = config.broker_id
+        self.replica_manager = replica_manager
+        self.metadata_cache = metadata_cache
+        self.admin_zk_client = admin_zk_client
+        self.cluster_id = cluster_id
+        self.controller = controller
+        self.log = component_logger("kafpy.server.KafkaApis", "KafkaApi", self.broker_id)
+        handlers: dict[ApiKey, Handler] = {
+            ApiKey.API_VERSIONS: self.handle_api_versions,
+            ApiKey.METADATA: self.handle_metadata,
+            ApiKey.PRODUCE: self.handle_produce,
+            ApiKey.FETCH: self.handle_fetch,
+            ApiKey.LIST_OFFSETS: self.handle_list_offsets,
+            ApiKey.LEADER_AND_ISR: self.handle_leader_and_isr,
+            ApiKey.UPDATE_METADATA: self.handle_update_metadata,
+            ApiKey.STOP_REPLICA: self.handle_stop_replica,
+            ApiKey.DELETE_RECORDS: self.handle_delete_records,
+            ApiKey.OFFSET_FOR_LEADER_EPOCH: self.handle_offset_for_leader_epoch,
+        }
+        # Serve only what both the codec declares and the broker advertises.
+        self.handlers: dict[ApiKey, Handler] = {
+            k: h for k, h in handlers.items() if k in REQUESTS and k in SUPPORTED_VERSIONS
+        }
+
+    def register(self, api_key: ApiKey, handler: Handler) -> None:
+        """Serve one more API (the admin and producer-id APIs plug in here)."""
+        if api_key in REQUESTS and api_key in SUPPORTED_VERSIONS:
+            self.handlers[api_key] = handler
+
+    def supported_versions(self) -> dict[ApiKey, tuple[int, int]]:
+        """What ApiVersions advertises: the advertised ranges of the APIs with a handler."""
+        return {k: v for k, v in sorted(SUPPORTED_VERSIONS.items()) if k in self.handlers}
+
+    # -- dispatch -------------------------------------------------------------------------
+
+    async def handle(self, request: Request) -> ResponseParts | None:
+        header = request.header
+        if request.body is None or header.api_key not in self.handlers:
+            if header.api_key == ApiKey.API_VERSIONS:
+                return encode_response(ApiKey.API_VERSIONS, 0, header.correlation_id, {
+                    "error_code": Errors.UNSUPPORTED_VERSION,
+                    "api_keys": [{"api_key": int(ApiKey.API_VERSIONS), "min_version": lo, "max_version": hi}
+                                 for lo, hi in [SUPPORTED_VERSIONS[ApiKey.API_VERSIONS]]],
+                })  # fmt: skip
+            supported = SUPPORTED_VERSIONS.get(header.api_key)  # type: ignore[call-overload]
+            if supported is None or header.api_key not in self.handlers:
+                why = "this broker does not serve that API"
+            else:
+                why = f"this broker serves versions {supported[0]} to {supported[1]}"
+            raise CloseConnection(
+                f"unsupported request {_api_name(header.api_key)} v{header.api_version} "
+                f"(correlation id {header.correlation_id}, client id {header.client_id}): {why}"
+            )
+        body = await self.handlers[ApiKey(header.api_key)](request)
+        if body is None:
+            return None
+        return encode_response(header.api_key, header.api_version, header.correlation_id, body)
+
+    # -- ApiVersions ----------------------------------------------------------------------
+
+    async def handle_api_versions(self, request: Request) -> dict[str, Any]:
+        return {
+            "error_code": Errors.NONE,
+            "api_keys": [
+                {"api_key": int(k), "min_version": lo, "max_version": hi}
+                for k, (lo, hi) in self.supported_versions().items()
+            ],
+            "throttle_time_ms": 0,
+        }
+
+    # -- Metadata -------------------------------------------------------------------------
+
+    async def handle_metadata(self, request: Request) -> dict[str, Any]:
+        body = request.body
+        assert body is not None
+        version = request.api_version
+        requested = body.get("topics")
+        all_topics = requested is None or (version == 0 and not requested)
+        if all_topics:
+            names = self.metadata_cache.get_all_topics()
+        else:
+            names = list(dict.fromkeys(t["name"] for t in requested or ()))
+        allow_auto = bool(body.get("allow_auto_topic_creation", True)) if version >= 4 else True
+        listener = request.listener_name
+        known = {
+            t["name"]: t
+            for t in self.metadata_cache.get_topic_metadata(
+                names, listener, error_unavailable_endpoints=version == 0,
+                error_unavailable_listeners=version >= 6,
+            )
+        }  # fmt: skip
+        topics = []
+        for name in names:
+            entry = known.get(name)
+            if entry is None:
+                entry = await self._unknown_topic(name, allow_auto and not all_topics)
+            topics.append(entry)
+        controller_id = self.metadata_cache.controller_id
+        return {
+            "throttle_time_ms": 0,
+            "brokers": [
+                {"node_id": b, "host": ep.host, "port": ep.port, "rack": rack}
+                for b, ep, rack in self.metadata_cache.alive_endpoints(listener)
+            ],
+            "cluster_id": self.cluster_id,
+            "controller_id": -1 if controller_id is None else controller_id,
+            "topics": topics,
+        }
+
+    async def _unknown_topic(self, name: str | None, allow_auto: bool) -> dict[str, Any]:
+        def entry(error: int) -> dict[str, Any]:
+            return {"error_code": error, "name": name, "is_internal": topic_names.is_internal(name or ""),
+                    "partitions": []}  # fmt: skip
+
+        try:
+            topic_names.validate(name or "")
+        except InvalidTopicError:
+            return entry(Errors.INVALID_TOPIC_EXCEPTION)
+        assert name is not None
+        if not (allow_auto and self.config.auto_create_topics_enable) or self.admin_zk_client is None:
+            return entry(Errors.UNKNOWN_TOPIC_OR_PARTITION)
+        if topic_names.is_internal(name):
+            return entry(Errors.UNKNOWN_TOPIC_OR_PARTITION)  # created by their coordinators
+        partitions = self.config.num_partitions
+        rf = self.config.default_replication_factor
+        try:
+            await self.admin_zk_client.create_topic(name, partitions, rf, {}, RackAwareMode.SAFE)
+            self.log.info(
+                "Auto creation of topic %s with %d partitions and replication factor %d is successful",
+                name, partitions, rf,
+            )
+        except TopicExistsError:
+            pass
+        except KafkaError as e:
+            self.log.error("Error while auto-creating topic %s: %s", name, e)
+            return entry(error_code_of(e))
+        return entry(Errors.LEADER_NOT_AVAILABLE)
+
+    # -- Produce --------------------------------------------------------------------------
+
+    async def handle_produce(self, request: Request) -> dict[str, Any] | None:
+        body = request.body
+        assert body is not None
+        acks = body["acks"]
+        entries: dict[TopicPartition, memoryview | bytes | None] = {}
+        answers: dict[TopicPartition, dict[str, Any]] = {}
+        order: list[TopicPartition] = []
+        for topic in body["topic_data"]:
+            for p in topic["partition_data"]:
+                tp = TopicPartition(topic["name"], p["index"])
+                order.append(tp)
+                error = validate_produce_records(p["records"])
+                if error is not None:
+                    answers[tp] = _produce_error(tp, error_code_of(error), str(error))
+                else:
+                    entries[tp] = p["records"]
+        if acks not in (0, 1, -1):
+            for tp in order:
+                answers[tp] = _produce_error(tp, Errors.INVALID_REQUIRED_ACKS, None)
+        elif entries:
+            answers.update(await self.replica_manager.append_records(body["timeout_ms"], acks, entries))
+        if acks == 0:
+            failed = {str(tp): Errors(r["error_code"]).name for tp, r in answers.items() if r["error_code"]}
+            if failed:
+                raise CloseConnection(
+                    f"error during produce request with correlation id {request.header.correlation_id} "
+                    f"from client id {request.header.client_id} with ack=0; partitions and errors: {failed}"
+                )
+            return None
+        by_topic: dict[str, list[dict[str, Any]]] = {}
+        for tp in dict.fromkeys(order):
+            by_topic.setdefault(tp.topic, []).append(answers[tp])
+        return {
+            "responses": [{"name": t, "partition_responses": ps} for t, ps in by_topic.items()],
+            "throttle_time_ms": 0,
+        }
+
+    # -- Fetch ----------------------------------------------------------------------------
+
+    async def handle_fetch(self, request: Request) -> dict[str, Any]:
+        body = request.body
+        assert body is not None
+        version = request.api_version
+        session_id = body.get("session_id", 0)
+        session_epoch = body.get("session_epoch", -1)
+        if version >= 7 and (session_id != 0 or session_epoch not in (-1, 0)):
+            # kafpy keeps no fetch sessions: every fetch is a full one (session id 0)
+            error = Errors.FETCH_SESSION_ID_NOT_FOUND if session_id != 0 else Errors.INVALID_FETCH_SESSION_EPOCH
+            return {"throttle_time_ms": 0, "error_code": error, "session_id": 0, "responses": []}
+        infos: list[tuple[TopicPartition, PartitionFetchInfo]] = []
+        for topic in body["topics"]:
+            for p in topic["partitions"]:
+                infos.append((
+                    TopicPartition(topic["topic"], p["partition"]),
+                    PartitionFetchInfo(p["fetch_offset"], p["partition_max_bytes"],
+                                       p.get("current_leader_epoch", -1), p.get("log_start_offset", -1)),
+                ))  # fmt: skip
+        params = FetchParams(
+            replica_id=body["replica_id"],
+            max_wait_ms=body["max_wait_ms"],
+            min_bytes=body["min_bytes"],
+            max_bytes=body.get("max_bytes", _INT32_MAX),
+            isolation_level=body.get("isolation_level", 0),
+        )
+        results = await self.replica_manager.fetch_messages(params, infos)
+        by_topic: dict[str, list[dict[str, Any]]] = {}
+        for tp, r in results:
+            by_topic.setdefault(tp.topic, []).append({
+                "partition_index": tp.partition,
+                "error_code": r.error_code,
+                "high_watermark": r.high_watermark,
+                "last_stable_offset": r.last_stable_offset,
+                "log_start_offset": r.log_start_offset,
+                "aborted_transactions": r.aborted_transactions,
+                "preferred_read_replica": -1,
+                "records": r.records if r.records is not None else b"",
+            })  # fmt: skip
+        return {
+            "throttle_time_ms": 0,
+            "error_code": Errors.NONE,
+            "session_id": 0,
+            "responses": [{"topic": t, "partitions": ps} for t, ps in by_topic.items()],
+        }
+
+    # -- ListOffsets ----------------------------------------------------------------------
+
+    async def handle_list_offsets(self, request: Request) -> dict[str, Any]:
+        body = request.body
+        assert body is not None
+        replica_id = body["replica_id"]
+        isolation = body.get("isolation_level", 0) if replica_id == CONSUMER_REPLICA_ID else None
+        topics = []
+        for topic in body["topics"]:
+            parts = []
+            for p in topic["partitions"]:
+                tp = TopicPartition(topic["name"], p["partition_index"])
+                answer = {"partition_index": tp.partition, "error_code": Errors.NONE,
+                          "timestamp": -1, "offset": -1, "leader_epoch": -1}  # fmt: skip
+                try:
+                    found = self.replica_manager.fetch_offset_for_timestamp(
+                        tp, p["timestamp"], isolation, p.get("current_leader_epoch", -1),
+                        replica_id != DEBUGGING_CONSUMER_ID,
+                    )  # fmt: skip
+                    if found is not None:
+                        answer.update(timestamp=found.timestamp, offset=found.offset,
+                                      leader_epoch=found.leader_epoch)  # fmt: skip
+                except KafkaError as e:
+                    answer["error_code"] = error_code_of(e)
+                parts.append(answer)
+            topics.append({"name": topic["name"], "partitions": parts})
+        return {"throttle_time_ms": 0, "topics": topics}
+
+    # -- DeleteRecords / OffsetForLeaderEpoch ---------------------------------------------
+
+    async def handle_delete_records(self, request: Request) -> dict[str, Any]:
+        body = request.body
+        assert body is not None
+        offsets = {
+            TopicPartition(t["name"], p["partition_index"]): p["offset"]
+            for t in body["topics"] for p in t["partitions"]
+        }  # fmt: skip
+        results = self.replica_manager.delete_records(offsets)
+        by_topic: dict[str, list[dict[str, Any]]] = {}
+        for tp, (low, error) in results.items():
+            by_topic.setdefault(tp.topic, []).append(
+                {"partition_index": tp.partition, "low_watermark": low, "error_code": error}
+            )
+        return {"throttle_time_ms": 0, "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]}
+
+    async def handle_offset_for_leader_epoch(self, request: Request) -> dict[str, Any]:
+        body = request.body
+        assert body is not None
+        replica_id = body.get("replica_id", -2)
+        topics = []
+        for t in body["topics"]:
+            parts = []
+            for p in t["partitions"]:
+                tp = TopicPartition(t["topic"], p["partition"])
+                answer = {"error_code": Errors.NONE, "partition": tp.partition, "leader_epoch": -1, "end_offset": -1}
+                try:
+                    epoch, end = self.replica_manager.last_offset_for_leader_epoch(
+                        tp, p.get("current_leader_epoch", -1), p["leader_epoch"], replica_id != DEBUGGING_CONSUMER_ID
+                    )
+                    answer.update(leader_epoch=epoch, end_offset=end)
+                except KafkaError as e:
+                    answer["error_code"] = error_code_of(e)
+                parts.append(answer)
+            topics.append({"topic": t["topic"], "partitions": parts})
+        return {"throttle_time_ms": 0, "topics": topics}
+
+    # -- controller requests --------------------------------------------------------------
+
+    def _broker_epoch_is_stale(self, body: Mapping[str, Any]) -> bool:
+        epoch = body.get("broker_epoch", -1)
+        return epoch != -1 and epoch < self.replica_manager.broker_epoch
+
+    async def handle_leader_and_isr(self, request: Request) -> dict[str, Any]:
+        body = request.body
+        assert body is not None
+        if self._broker_epoch_is_stale(body):
+            self.log.info("Received LeaderAndIsr request with stale broker epoch %s; ignoring it", body["broker_epoch"])
+            return _controller_error(body, Errors.STALE_BROKER_EPOCH, "partition_states")
+        return self.replica_manager.become_leader_or_follower(body, request.api_version)
+
+    async def handle_update_metadata(self, request: Request) -> dict[str, Any]:
+        body = request.body
+        assert body is not None
+        if self._broker_epoch_is_stale(body):
+            self.log.info("Received UpdateMetadata request with stale broker epoch %s; ignoring it", body["broker_epoch"])
+            return {"error_code": Errors.STALE_BROKER_EPOCH}
+        rm = self.replica_manager
+        if body["controller_epoch"] < rm.controller_epoch:
+            rm.state_change_log.warning(
+                "Received UpdateMetadata request from controller %d with epoch %d, older than the latest "
+                "known controller epoch %d; ignoring it",
+                body["controller_id"], body["controller_epoch"], rm.controller_epoch,
+            )
+            return {"error_code": Errors.STALE_CONTROLLER_EPOCH}
+        deleted = self.metadata_cache.update_metadata(body, request.api_version)
+        rm.controller_epoch = body["controller_epoch"]
+        for tp in deleted:
+            # parked fetches on a deleted partition answer now
+            rm.delayed_fetch_purgatory.check_and_complete(tp)
+        return {"error_code": Errors.NONE}
+
+    async def handle_stop_replica(self, request: Request) -> dict[str, Any]:
+        body = request.body
+        assert body is not None
+        if self._broker_epoch_is_stale(body):
+            self.log.info("Received StopReplica request with stale broker epoch %s; ignoring it", body["broker_epoch"])
+            return {"error_code": Errors.STALE_BROKER_EPOCH, "partition_errors": []}
+        return self.replica_manager.stop_replicas(body, request.api_version)
+
+
+def _produce_error(tp: TopicPartition, code: int, message: str | None) -> dict[str, Any]:
+    return {"index": tp.partition, "error_code": code, "base_offset": -1, "log_append_time_ms": -1,
+            "log_start_offset": -1, "record_errors": [], "error_message": message}  # fmt: skip
+
+
+def _controller_error(body: Mapping[str, Any], error: int, _: str) -> dict[str, Any]:
+    errors = []
+    for s in body.get("ungrouped_partition_states") or ():
+        errors.append({"topic_name": s["topic_name"], "partition_index": s["partition_index"], "error_code": error})
+    for t in body.get("topic_states") or ():
+        for s in t["partition_states"]:
+            errors.append({"topic_name": t["topic_name"], "partition_index": s["partition_index"], "error_code": error})
+    return {"error_code": error, "partition_errors": errors}

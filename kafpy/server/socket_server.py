@@ -1,0 +1,321 @@
+"""SocketServer: accepts client connections and turns their bytes into requests and back.
+
+One asyncio server per listener. Each connection reads int32-size-prefixed frames
+straight into buffers (a large frame lands in a buffer of its own size, so a produce
+request's records are never copied after the socket read), decodes the request header
+(and the body when the broker serves that API version) and hands the request to the
+handler. Requests of one connection are processed one at a time, in order, so responses
+go out in request order (Kafka mutes a channel while its request is in flight); frames
+that arrive meanwhile are read ahead, up to a bound, then reading pauses.
+
+A frame larger than `socket.request.max.bytes`, a negative size, or a header or body that
+does not decode closes that connection only, with a log line naming the client and why.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import struct
+from collections import deque
+from collections.abc import Sequence
+from typing import Any
+
+from kafpy.common.logger import component_logger
+from kafpy.common.time import SYSTEM_TIME, Time
+from kafpy.protocol.api_keys import ApiKey
+from kafpy.protocol.api_versions import is_supported
+from kafpy.protocol.errors import ProtocolDecodeError
+from kafpy.protocol.headers import decode_request_header
+from kafpy.protocol.messages import REQUESTS
+from kafpy.server.request_channel import CloseConnection, Request, RequestHandler
+
+_SIZE = struct.Struct(">i")
+_READ_BUFFER = 64 * 1024
+# Frames bigger than this get a buffer of their own (read into directly, never copied).
+_OWN_BUFFER_THRESHOLD = 16 * 1024
+# Read ahead at most this many requests (or bytes) per connection before pausing reads.
+_MAX_QUEUED_REQUESTS = 64
+_MAX_QUEUED_BYTES = 64 * 1024 * 1024
+
+
+class KafkaConnection(asyncio.BufferedProtocol):
+    """One client connection: framing, in-order processing, flow control."""
+
+    def __init__(self, server: SocketServer, listener_name: str) -> None:
+        self.server = server
+        self.listener_name = listener_name
+        self.transport: asyncio.Transport | None = None
+        self.connection_id = "?"
+        self.client_address: tuple[str, int] = ("?", 0)
+        self._buf = bytearray(_READ_BUFFER)
+        self._start = 0
+        self._end = 0
+        self._big: bytearray | None = None
+        self._big_filled = 0
+        self._frames: deque[memoryview] = deque()
+        self._queued_bytes = 0
+        self._reading_paused = False
+        self._waiter: asyncio.Future[None] | None = None
+        self._write_ready: asyncio.Future[None] | None = None
+        self._processor: asyncio.Task[None] | None = None
+        self._closed = False
+
+    # -- connection events --------------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        peer = transport.get_extra_info("peername") or ("?", 0)
+        local = transport.get_extra_info("sockname") or ("?", 0)
+        self.client_address = (str(peer[0]), int(peer[1]))
+        self.connection_id = (
+            f"{local[0]}:{local[1]}-{peer[0]}:{peer[1]}-{next(self.server._connection_counter)}"
+        )
+        self.server._connections.add(self)
+        self._processor = asyncio.get_running_loop().create_task(self._process())
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._closed = True
+        self.server._connections.discard(self)
+        self._frames.clear()
+        self._wake()
+        if self._write_ready is not None and not self._write_ready.done():
+            self._write_ready.set_result(None)
+        if self._processor is not None and not self._processor.done():
+            self._processor.cancel()
+
+    def pause_writing(self) -> None:
+        if self._write_ready is None or self._write_ready.done():
+            self._write_ready = asyncio.get_running_loop().create_future()
+
+    def resume_writing(self) -> None:
+        if self._write_ready is not None and not self._write_ready.done():
+            self._write_ready.set_result(None)
+
+    def close(self, reason: str | None = None) -> None:
+        if reason is not None:
+            self.server.log.warning(
+                "Closing connection %s from %s:%d (listener %s): %s",
+                self.connection_id, self.client_address[0], self.client_address[1],
+                self.listener_name, reason,
+            )
+        self._closed = True
+        if self.transport is not None:
+            self.transport.close()
+
+    # -- reading --------------------------------------------------------------------------------
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        if self._big is not None:
+            return memoryview(self._big)[self._big_filled :]
+        if self._end == len(self._buf):
+            # make room: move the unread tail to the front (it is less than a frame)
+            tail = self._buf[self._start : self._end]
+            self._buf = bytearray(_READ_BUFFER) if len(tail) < _READ_BUFFER else bytearray(2 * len(tail))
+            self._buf[: len(tail)] = tail
+            self._start, self._end = 0, len(tail)
+        return memoryview(self._buf)[self._end :]
+
+    def buffer_updated(self, nbytes: int) -> None:
+        if self._closed:
+            return
+        if self._big is not None:
+            self._big_filled += nbytes
+            if self._big_filled == len(self._big):
+                frame = memoryview(self._big)
+                self._big = None
+                self._enqueue(frame)
+            return
+        self._end += nbytes
+        self._parse_frames()
+
+    def _parse_frames(self) -> None:
+        buf = self._buf
+        while self._end - self._start >= 4:
+            (size,) = _SIZE.unpack_from(buf, self._start)
+            if size < 0 or size > self.server.max_request_size:
+                self.close(
+                    f"invalid request size {size}: it must be between 0 and "
+                    f"socket.request.max.bytes ({self.server.max_request_size})"
+                )
+                return
+            body_start = self._start + 4
+            available = self._end - body_start
+            if available >= size:
+                # a frame of its own, writable (the produce path patches batch headers in place)
+                frame = memoryview(bytearray(memoryview(buf)[body_start : body_start + size]))
+                self._start = body_start + size
+                self._enqueue(frame)
+                if self._closed:
+                    return
+                continue
+            if size > _OWN_BUFFER_THRESHOLD or size > len(buf) - body_start:
+                big = bytearray(size)
+                big[:available] = memoryview(buf)[body_start : self._end]
+                self._big = big
+                self._big_filled = available
+                self._start = self._end = 0
+                return
+            break
+        if self._start == self._end:
+            self._start = self._end = 0
+
+    def _enqueue(self, frame: memoryview) -> None:
+        self._frames.append(frame)
+        self._queued_bytes += len(frame)
+        if not self._reading_paused and (
+            len(self._frames) >= _MAX_QUEUED_REQUESTS or self._queued_bytes >= _MAX_QUEUED_BYTES
+        ):
+            self._reading_paused = True
+            assert self.transport is not None
+            self.transport.pause_reading()
+        self._wake()
+
+    def _wake(self) -> None:
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+
+    def eof_received(self) -> bool | None:
+        return None  # close when the client half-closes, as Kafka does
+
+    # -- processing -----------------------------------------------------------------------------
+
+    async def _process(self) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            while not self._closed:
+                if not self._frames:
+                    self._waiter = loop.create_future()
+                    await self._waiter
+                    self._waiter = None
+                    continue
+                frame = self._frames.popleft()
+                self._queued_bytes -= len(frame)
+                if self._reading_paused and len(self._frames) < _MAX_QUEUED_REQUESTS // 2:
+                    self._reading_paused = False
+                    assert self.transport is not None
+                    self.transport.resume_reading()
+                await self._handle_frame(frame)
+        except asyncio.CancelledError:
+            pass
+
+    async def _handle_frame(self, frame: memoryview) -> None:
+        server = self.server
+        try:
+            header, offset = decode_request_header(frame)
+        except ProtocolDecodeError as e:
+            self.close(f"the request header does not decode: {e}")
+            return
+        body: dict[str, Any] | None = None
+        if is_supported(header.api_key, header.api_version):
+            try:
+                body = REQUESTS[ApiKey(header.api_key)].decode(header.api_version, frame, offset)
+            except ProtocolDecodeError as e:
+                self.close(
+                    f"the {_api_name(header.api_key)} v{header.api_version} request with correlation "
+                    f"id {header.correlation_id} does not decode: {e}"
+                )
+                return
+        request = Request(
+            header, body, frame, len(frame), server.time.milliseconds(), self.connection_id,
+            self.client_address, self.listener_name,
+        )  # fmt: skip
+        try:
+            response = await server.handler.handle(request)
+        except CloseConnection as e:
+            self.close(str(e))
+            return
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            server.log.exception("Error processing request %s; closing the connection", request.describe())
+            self.close()
+            return
+        if response is None or self._closed:
+            return
+        if self._write_ready is not None and not self._write_ready.done():
+            await self._write_ready
+        if not self._closed and self.transport is not None:
+            self.transport.writelines(response)
+
+
+def _api_name(api_key: int) -> str:
+    try:
+        return REQUESTS[ApiKey(api_key)].name.removesuffix("Request")
+    except (KeyError, ValueError):
+        return f"api key {api_key}"
+
+
+class SocketServer:
+    """Listens on each configured listener and serves requests through `handler`.
+
+    listeners: (name, host, port) triples (port 0 picks a free one; see `bound_port`).
+    max_request_size: socket.request.max.bytes.
+    """
+
+    def __init__(
+        self,
+        listeners: Sequence[tuple[str, str, int]],
+        handler: RequestHandler | None = None,
+        *,
+        max_request_size: int = 104857600,
+        broker_id: int = 0,
+        time: Time = SYSTEM_TIME,
+    ) -> None:
+        self.listeners = list(listeners)
+        self.handler: RequestHandler = handler  # type: ignore[assignment]
+        self.max_request_size = max_request_size
+        self.time = time
+        self.log = component_logger("kafpy.network.SocketServer", "SocketServer", f"brokerId={broker_id}")
+        self._servers: dict[str, asyncio.base_events.Server] = {}
+        self._connections: set[KafkaConnection] = set()
+        self._connection_counter = itertools.count()
+
+    async def bind(self) -> None:
+        """Bind every listener (not accepting connections until `start_processing`)."""
+        loop = asyncio.get_running_loop()
+        for name, host, port in self.listeners:
+            server = await loop.create_server(
+                lambda name=name: KafkaConnection(self, name),  # type: ignore[misc]
+                host or None, port, reuse_address=True, start_serving=False,
+            )  # fmt: skip
+            self._servers[name] = server
+            self.log.info("Created listener %s on %s:%d", name, host or "0.0.0.0", self.bound_port(name))
+
+    async def start_processing(self, handler: RequestHandler | None = None) -> None:
+        """Start accepting connections (after the handler is ready)."""
+        if handler is not None:
+            self.handler = handler
+        if self.handler is None:
+            raise RuntimeError("SocketServer needs a request handler before it accepts connections")
+        for server in self._servers.values():
+            await server.start_serving()
+        self.log.info("Started socket server acceptors and processors")
+
+    async def startup(self, handler: RequestHandler | None = None) -> None:
+        await self.bind()
+        await self.start_processing(handler)
+
+    def bound_port(self, listener_name: str) -> int:
+        server = self._servers[listener_name]
+        return int(server.sockets[0].getsockname()[1])
+
+    @property
+    def connection_count(self) -> int:
+        return len(self._connections)
+
+    def stop_accepting(self) -> None:
+        for server in self._servers.values():
+            server.close()
+
+    async def shutdown(self) -> None:
+        """Stop listening, close every connection."""
+        self.log.info("Shutting down socket server")
+        self.stop_accepting()
+        for conn in list(self._connections):
+            conn.close()
+        for server in self._servers.values():
+            await server.wait_closed()
+        self._servers.clear()
+        self.log.info("Shutdown completed")

@@ -1,0 +1,214 @@
+"""Tests of KafkaApis: each handler through encoded requests and decoded responses."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kafpy.admin.admin_zk_client import AdminZkClient
+from kafpy.common.topic_partition import TopicPartition
+from kafpy.metadata.embedded_store import EmbeddedStore
+from kafpy.metadata.kafka_zk_client import KafkaZkClient
+from kafpy.metadata.zk_data import Broker as ZkBroker
+from kafpy.metadata.zk_data import BrokerInfo, EndPoint
+from kafpy.protocol.api_keys import ApiKey
+from kafpy.protocol.api_versions import SUPPORTED_VERSIONS
+from kafpy.protocol.headers import (
+    RequestHeader,
+    decode_request_header,
+    decode_response,
+    encode_request,
+)
+from kafpy.protocol.messages import REQUESTS
+from kafpy.records.builder import build_batch
+from kafpy.records.memory_records import MemoryRecords
+from kafpy.server.kafka_apis import KafkaApis
+from kafpy.server.kafka_config import KafkaConfig
+from kafpy.server.request_channel import CloseConnection, Request
+from tests.unit.server.fixtures import Broker, leader_and_isr, partition_state, update_metadata
+
+
+def make_request(api_key: int, version: int, body: dict[str, Any] | None, correlation_id: int = 7) -> Request:
+    frame = memoryview(bytearray(encode_request(RequestHeader(api_key, version, correlation_id, "c"), body or {})[4:]))
+    header, offset = decode_request_header(frame)
+    lo_hi = SUPPORTED_VERSIONS.get(ApiKey(api_key))
+    decoded = None
+    if lo_hi is not None and lo_hi[0] <= version <= lo_hi[1]:
+        decoded = REQUESTS[ApiKey(api_key)].decode(version, frame, offset)
+    return Request(header, decoded, frame, len(frame), 0, "conn-0", ("127.0.0.1", 1), "PLAINTEXT")
+
+
+def call(apis: KafkaApis, api_key: int, version: int, body: dict[str, Any] | None) -> dict[str, Any] | None:
+    parts = asyncio.run(apis.handle(make_request(api_key, version, body)))
+    if parts is None:
+        return None
+    frame = b"".join(bytes(p) for p in parts)
+    cid, decoded = decode_response(api_key, version, frame[4:])
+    assert cid == 7
+    return decoded
+
+
+def apis_for(broker: Broker, **config: str) -> KafkaApis:
+    cfg = KafkaConfig({"broker.id": str(broker.broker_id), "log.dirs": str(broker.tmp_path / "x"), **config})
+    return KafkaApis(cfg, broker.replica_manager, broker.metadata_cache, None, "cluster-1")
+
+
+def test_api_versions_lists_served_apis(broker: Broker) -> None:
+    resp = call(apis_for(broker), ApiKey.API_VERSIONS, 2, {})
+    assert resp is not None and resp["error_code"] == 0
+    ranges = {e["api_key"]: (e["min_version"], e["max_version"]) for e in resp["api_keys"]}
+    assert ranges[ApiKey.METADATA] == (0, 8) and ranges[ApiKey.FETCH] == (4, 11)
+    assert ranges[ApiKey.PRODUCE] == (3, 8) and ranges[ApiKey.API_VERSIONS] == (0, 2)
+    assert all(k in SUPPORTED_VERSIONS for k in ranges)
+
+
+def test_api_versions_fallback_for_newer_versions(broker: Broker) -> None:
+    parts = asyncio.run(apis_for(broker).handle(make_request(ApiKey.API_VERSIONS, 3, {})))
+    assert parts is not None
+    frame = b"".join(bytes(p) for p in parts)
+    cid, body = decode_response(ApiKey.API_VERSIONS, 0, frame[4:])
+    assert cid == 7 and body["error_code"] == 35
+    assert body["api_keys"] == [{"api_key": 18, "min_version": 0, "max_version": 2}]
+
+
+def test_unsupported_version_closes_the_connection(broker: Broker) -> None:
+    with pytest.raises(CloseConnection, match=r"Metadata v9 .* serves versions 0 to 8"):
+        asyncio.run(apis_for(broker).handle(make_request(ApiKey.METADATA, 9, {"topics": None})))
+
+
+def test_metadata_lists_brokers_topics_and_unknown_topics(broker: Broker) -> None:
+    broker.lead("t", 2)
+    apis = apis_for(broker, **{"auto.create.topics.enable": "false"})
+    resp = call(apis, ApiKey.METADATA, 8, {"topics": [{"name": "t"}, {"name": "nope"}, {"name": "b@d"}]})
+    assert resp is not None
+    assert resp["brokers"] == [{"node_id": 0, "host": "127.0.0.1", "port": 9092, "rack": None}]
+    assert resp["cluster_id"] == "cluster-1" and resp["controller_id"] == 0
+    t, nope, bad = resp["topics"]
+    assert [p["leader_id"] for p in t["partitions"]] == [0, 0]
+    assert (nope["name"], nope["error_code"]) == ("nope", 3)
+    assert bad["error_code"] == 17
+    all_topics = call(apis, ApiKey.METADATA, 1, {"topics": None})
+    assert [x["name"] for x in all_topics["topics"]] == ["t"]  # type: ignore[index]
+    v0_all = call(apis, ApiKey.METADATA, 0, {"topics": []})
+    assert [x["name"] for x in v0_all["topics"]] == ["t"]  # type: ignore[index]
+
+
+def test_metadata_auto_creates_topics(broker: Broker, tmp_path: Path) -> None:
+    async def scenario() -> tuple[dict[str, Any], Any]:
+        store = EmbeddedStore(tmp_path / "meta")
+        await store.start()
+        zk = KafkaZkClient(store)
+        await zk.make_sure_persistent_paths_exist()
+        await zk.register_broker(BrokerInfo(ZkBroker(0, (EndPoint("127.0.0.1", 9092, "PLAINTEXT", "PLAINTEXT"),), None)))
+        cfg = KafkaConfig({"broker.id": "0", "log.dirs": str(tmp_path / "x"), "num.partitions": "3"})
+        apis = KafkaApis(cfg, broker.replica_manager, broker.metadata_cache, AdminZkClient(zk), "c")
+        parts = await apis.handle(make_request(ApiKey.METADATA, 8, {"topics": [{"name": "auto"}]}))
+        assert parts is not None
+        _, resp = decode_response(ApiKey.METADATA, 8, b"".join(bytes(p) for p in parts)[4:])
+        no_auto = await apis.handle(make_request(
+            ApiKey.METADATA, 8, {"topics": [{"name": "other"}], "allow_auto_topic_creation": False}))
+        assert no_auto is not None
+        assignment = await zk.get_partition_assignment_for_topics(["auto"])
+        other = await zk.topic_exists("other")
+        await store.close()
+        return resp, (assignment, other)
+
+    resp, (assignment, other_exists) = asyncio.run(scenario())
+    assert resp["topics"][0]["error_code"] == 5  # LEADER_NOT_AVAILABLE while it comes online
+    assert len(assignment["auto"]) == 3
+    assert not other_exists
+
+
+def produce_body(records: bytes | None, acks: int = 1, topic: str = "t") -> dict[str, Any]:
+    return {"acks": acks, "timeout_ms": 1000,
+            "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": records}]}]}  # fmt: skip
+
+
+def test_produce_then_fetch_round_trip(broker: Broker) -> None:
+    broker.lead("t")
+    apis = apis_for(broker)
+    batch = build_batch([b"a", b"b"], timestamp=123)
+    resp = call(apis, ApiKey.PRODUCE, 8, produce_body(batch))
+    assert resp is not None
+    [p] = resp["responses"][0]["partition_responses"]
+    assert (p["error_code"], p["base_offset"], p["log_start_offset"]) == (0, 0, 0)
+    assert call(apis, ApiKey.PRODUCE, 7, produce_body(batch, acks=0)) is None
+    fetch = {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 1, "max_bytes": 1 << 20, "isolation_level": 0,
+             "session_id": 0, "session_epoch": -1,
+             "topics": [{"topic": "t", "partitions": [{"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20,
+                                                       "current_leader_epoch": -1, "log_start_offset": -1}]}],
+             "forgotten_topics_data": [], "rack_id": ""}  # fmt: skip
+    resp = call(apis, ApiKey.FETCH, 11, fetch)
+    assert resp is not None and resp["error_code"] == 0 and resp["session_id"] == 0
+    [part] = resp["responses"][0]["partitions"]
+    assert (part["high_watermark"], part["last_stable_offset"], part["log_start_offset"]) == (4, 4, 0)
+    assert [r.offset for r in MemoryRecords(part["records"]).records()] == [0, 1, 2, 3]
+    assert call(apis, ApiKey.FETCH, 11, {**fetch, "session_id": 5})["error_code"] == 70  # type: ignore[index]
+
+
+def test_produce_rejections(broker: Broker) -> None:
+    broker.lead("t")
+    apis = apis_for(broker)
+    batch = build_batch([b"a"])
+
+    def error(body: dict[str, Any], version: int = 8) -> int:
+        resp = call(apis, ApiKey.PRODUCE, version, body)
+        assert resp is not None
+        return int(resp["responses"][0]["partition_responses"][0]["error_code"])
+
+    assert error(produce_body(batch, acks=2)) == 21
+    assert error(produce_body(batch + batch)) == 87  # two batches
+    assert error(produce_body(None)) == 87
+    assert error(produce_body(batch[:-5])) == 87  # torn
+    assert error(produce_body(batch[:16] + b"\x01" + batch[17:])) == 87  # magic 1
+    corrupt = bytearray(batch)
+    corrupt[-1] ^= 1
+    assert error(produce_body(bytes(corrupt))) == 2
+    assert error(produce_body(batch, topic="other")) == 3
+    with pytest.raises(CloseConnection, match="ack=0"):
+        asyncio.run(apis.handle(make_request(ApiKey.PRODUCE, 8, produce_body(bytes(corrupt), acks=0))))
+
+
+def test_list_offsets(broker: Broker) -> None:
+    broker.lead("t", leader_epoch=2)
+    apis = apis_for(broker)
+    call(apis, ApiKey.PRODUCE, 8, produce_body(build_batch([b"a"], timestamp=100)))
+    call(apis, ApiKey.PRODUCE, 8, produce_body(build_batch([b"b"], timestamp=200)))
+
+    def lookup(ts: int, version: int = 5) -> dict[str, Any]:
+        body = {"replica_id": -1, "isolation_level": 0,
+                "topics": [{"name": "t", "partitions": [{"partition_index": 0, "current_leader_epoch": -1, "timestamp": ts}]}]}  # fmt: skip
+        resp = call(apis, ApiKey.LIST_OFFSETS, version, body)
+        assert resp is not None
+        return dict(resp["topics"][0]["partitions"][0])
+
+    assert (lookup(-2)["offset"], lookup(-2)["leader_epoch"]) == (0, 2)
+    assert lookup(-1)["offset"] == 2
+    assert (lookup(150)["offset"], lookup(150)["timestamp"]) == (1, 200)
+    assert lookup(999)["offset"] == -1
+    assert lookup(-1, version=1)["offset"] == 2
+
+
+def test_controller_requests(broker: Broker) -> None:
+    apis = apis_for(broker)
+    states = [partition_state("t", 0, 0, leader_epoch=1, controller_epoch=3)]
+    um = call(apis, ApiKey.UPDATE_METADATA, 5, {**update_metadata(states, controller_epoch=3),
+                                                "topic_states": [{"topic_name": "t", "partition_states": states}],
+                                                "ungrouped_partition_states": []})  # fmt: skip
+    assert um == {"error_code": 0}
+    lai = call(apis, ApiKey.LEADER_AND_ISR, 1, leader_and_isr(states, controller_epoch=3))
+    assert lai is not None and lai["error_code"] == 0
+    assert lai["partition_errors"] == [{"topic_name": "t", "partition_index": 0, "error_code": 0}]
+    assert call(apis, ApiKey.UPDATE_METADATA, 4, update_metadata(states, controller_epoch=2)) == {"error_code": 11}
+    broker.replica_manager.broker_epoch = 10
+    stale = call(apis, ApiKey.LEADER_AND_ISR, 2, {"controller_id": 0, "controller_epoch": 3, "broker_epoch": 9,
+                                                  "topic_states": [], "live_leaders": []})  # fmt: skip
+    assert stale is not None and stale["error_code"] == 77
+    stop = call(apis, ApiKey.STOP_REPLICA, 1, {"controller_id": 0, "controller_epoch": 3, "broker_epoch": 10,
+                                               "delete_partitions": True,
+                                               "topics": [{"name": "t", "partition_indexes": [0]}]})  # fmt: skip
+    assert stop is not None and stop["partition_errors"][0]["error_code"] == 0
+    assert broker.log_manager.get_log(TopicPartition("t", 0)) is None

@@ -1,0 +1,171 @@
+"""Tests of SocketServer on loopback: framing, in-order responses, size limits, bad frames."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import struct
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+
+from kafpy.protocol.api_keys import ApiKey
+from kafpy.protocol.headers import RequestHeader, decode_response, encode_request, encode_response
+from kafpy.server.request_channel import CloseConnection, Request, ResponseParts
+from kafpy.server.socket_server import SocketServer
+
+LOGGER = "kafpy.network.SocketServer"
+
+
+class EchoHandler:
+    """Answers Metadata requests with one topic named after the correlation id; Produce
+    with acks=0 gets no answer; the first request of a connection can be held back."""
+
+    def __init__(self) -> None:
+        self.requests: list[Request] = []
+        self.hold: asyncio.Event | None = None
+
+    async def handle(self, request: Request) -> ResponseParts | None:
+        self.requests.append(request)
+        if request.header.client_id == "close-me":
+            raise CloseConnection("the test asked for it")
+        if self.hold is not None and len(self.requests) == 1:
+            await self.hold.wait()
+        if request.api_key == ApiKey.PRODUCE:
+            return None
+        body = {"brokers": [], "topics": [{"name": f"t{request.header.correlation_id}", "partitions": []}]}
+        return encode_response(request.api_key, request.api_version, request.header.correlation_id, body)
+
+
+def metadata_request(correlation_id: int, client_id: str = "test") -> bytes:
+    return encode_request(RequestHeader(ApiKey.METADATA, 1, correlation_id, client_id), {"topics": None})
+
+
+def produce_request(correlation_id: int, records: bytes = b"") -> bytes:
+    body = {"acks": 0, "timeout_ms": 100, "topic_data": [{"name": "t", "partition_data": [
+        {"index": 0, "records": records}]}]}  # fmt: skip
+    return encode_request(RequestHeader(ApiKey.PRODUCE, 7, correlation_id, "test"), body)
+
+
+def truncated_metadata_request(correlation_id: int) -> bytes:
+    """A Metadata v1 request announcing 5 topics and carrying none."""
+    frame = metadata_request(correlation_id)[4:-4] + struct.pack(">i", 5)
+    return struct.pack(">i", len(frame)) + frame
+
+
+async def read_response(reader: asyncio.StreamReader, api_key: int = ApiKey.METADATA, version: int = 1) -> tuple[int, dict[str, Any]]:
+    (size,) = struct.unpack(">i", await reader.readexactly(4))
+    return decode_response(api_key, version, await reader.readexactly(size))
+
+
+def with_server(
+    scenario: Callable[[SocketServer, EchoHandler], Awaitable[None]], max_request_size: int = 1 << 20
+) -> None:
+    async def main() -> None:
+        handler = EchoHandler()
+        server = SocketServer([("PLAINTEXT", "127.0.0.1", 0)], max_request_size=max_request_size)
+        await server.startup(handler)
+        try:
+            await asyncio.wait_for(scenario(server, handler), 20)
+        finally:
+            await server.shutdown()
+
+    asyncio.run(main())
+
+
+async def connect(server: SocketServer) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    return await asyncio.open_connection("127.0.0.1", server.bound_port("PLAINTEXT"))
+
+
+def test_pipelined_requests_answered_in_order() -> None:
+    async def scenario(server: SocketServer, handler: EchoHandler) -> None:
+        handler.hold = asyncio.Event()
+        reader, writer = await connect(server)
+        writer.write(b"".join(metadata_request(i) for i in range(5)))
+        await asyncio.sleep(0.05)
+        assert len(handler.requests) == 1  # one request at a time per connection
+        handler.hold.set()
+        got = [await read_response(reader) for _ in range(5)]
+        assert [cid for cid, _ in got] == list(range(5))
+        assert [b["topics"][0]["name"] for _, b in got] == [f"t{i}" for i in range(5)]
+        req = handler.requests[0]
+        assert req.listener_name == "PLAINTEXT" and req.client_address[0] == "127.0.0.1"
+        assert req.header.client_id == "test" and req.body == {"topics": None}
+        writer.close()
+
+    with_server(scenario)
+
+
+def test_frames_split_anywhere_and_large_frames() -> None:
+    big = bytes(range(256)) * 1000  # a 256 kB payload, read into its own buffer
+
+    async def scenario(server: SocketServer, handler: EchoHandler) -> None:
+        reader, writer = await connect(server)
+        data = metadata_request(1) + produce_request(2, big) + metadata_request(3)
+        for i in range(0, len(data), 7001):
+            writer.write(data[i : i + 7001])
+            await writer.drain()
+        assert (await read_response(reader))[0] == 1
+        assert (await read_response(reader))[0] == 3  # acks=0: nothing for request 2
+        records = handler.requests[1].body["topic_data"][0]["partition_data"][0]["records"]  # type: ignore[index]
+        assert bytes(records) == big
+        assert not records.readonly  # the produce path may patch batch headers in place
+        writer.close()
+
+    with_server(scenario)
+
+
+@pytest.mark.parametrize(
+    "frame, reason",
+    [
+        (struct.pack(">i", 2_000_000), "invalid request size 2000000"),
+        (struct.pack(">i", -5), "invalid request size -5"),
+        (struct.pack(">i", 3) + b"abc", "request header does not decode"),
+        (struct.pack(">i", 10) + struct.pack(">hhih", 3, 1, 7, 50), "request header does not decode"),
+        (truncated_metadata_request(9), "Metadata v1 request with correlation id 9 does not decode"),
+    ],
+)
+def test_bad_frame_closes_only_that_connection(frame: bytes, reason: str, caplog: pytest.LogCaptureFixture) -> None:
+    async def scenario(server: SocketServer, handler: EchoHandler) -> None:
+        good_reader, good_writer = await connect(server)
+        bad_reader, bad_writer = await connect(server)
+        bad_writer.write(frame)
+        assert await bad_reader.read() == b""  # closed by the server
+        good_writer.write(metadata_request(42))
+        assert (await read_response(good_reader))[0] == 42
+        good_writer.close()
+        bad_writer.close()
+
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        with_server(scenario, max_request_size=1_000_000)
+    assert any(reason in r.getMessage() and "127.0.0.1" in r.getMessage() for r in caplog.records), [
+        r.getMessage() for r in caplog.records
+    ]
+
+
+def test_handler_can_close_the_connection(caplog: pytest.LogCaptureFixture) -> None:
+    async def scenario(server: SocketServer, handler: EchoHandler) -> None:
+        reader, writer = await connect(server)
+        writer.write(metadata_request(1, client_id="close-me") + metadata_request(2))
+        assert await reader.read() == b""
+        writer.close()
+
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        with_server(scenario)
+    assert any("the test asked for it" in r.getMessage() for r in caplog.records)
+
+
+def test_shutdown_closes_connections() -> None:
+    async def main() -> None:
+        server = SocketServer([("PLAINTEXT", "127.0.0.1", 0)])
+        await server.startup(EchoHandler())
+        reader, writer = await connect(server)
+        writer.write(metadata_request(1))
+        await read_response(reader)
+        assert server.connection_count == 1
+        await server.shutdown()
+        assert await reader.read() == b""
+        writer.close()
+
+    asyncio.run(main())
