@@ -18,7 +18,7 @@ from kafpy.common.logger import configure_logging
 from kafpy.common.properties import PropertiesError
 from kafpy.metadata.errors import MetadataStoreError
 from kafpy.server.kafka_config import KafkaConfig
-from kafpy.server.kafka_server import KafkaServer
+from kafpy.server.kafka_server import KafkaServer, run_event_loop
 
 DEFAULTS = {
     "broker.id": "0",
@@ -75,7 +75,7 @@ def command(properties: Path | None, overrides: tuple[str, ...]) -> None:
         click.echo(f"Invalid broker configuration: {e}", err=True)
         sys.exit(1)
     try:
-        asyncio.run(_run(config))
+        run_event_loop(_run(config))
     except (KafkaError, MetadataStoreError, OSError) as e:
         click.echo(f"kafpy server: {e}", err=True)
         sys.exit(1)

@@ -34,8 +34,10 @@ from kafpy.protocol.errors import Errors, error_code_of
 from kafpy.protocol.headers import encode_response
 from kafpy.protocol.messages import REQUESTS
 from kafpy.records.record_batch import LOG_OVERHEAD, MAGIC_OFFSET
+from kafpy.server.admin_manager import AdminManager
 from kafpy.server.kafka_config import KafkaConfig
 from kafpy.server.metadata_cache import MetadataCache
+from kafpy.server.producer_id_manager import ProducerIdManager
 from kafpy.server.replica_manager import (
     DEBUGGING_CONSUMER_ID,
     FetchParams,
@@ -45,6 +47,15 @@ from kafpy.server.replica_manager import (
 from kafpy.server.request_channel import CloseConnection, Request, ResponseParts
 
 CONSUMER_REPLICA_ID = -1
+# (API key, AdminManager method, only the controller answers it)
+_ADMIN_APIS = (
+    (ApiKey.CREATE_TOPICS, "create_topics", True),
+    (ApiKey.DELETE_TOPICS, "delete_topics", True),
+    (ApiKey.CREATE_PARTITIONS, "create_partitions", True),
+    (ApiKey.DESCRIBE_CONFIGS, "describe_configs", False),
+    (ApiKey.ALTER_CONFIGS, "alter_configs", False),
+    (ApiKey.INCREMENTAL_ALTER_CONFIGS, "incremental_alter_configs", False),
+)
 _INT32_MAX = 2**31 - 1
 _MIN_BATCH_LENGTH = 49  # a v2 batch's length field counts at least its header after the length
 
@@ -89,8 +100,10 @@ class KafkaApis:
     """Handles every request the broker serves.
 
     Parameters: the broker's `config`, `replica_manager`, `metadata_cache`,
-    `admin_zk_client` (topic auto-creation), `cluster_id`; `controller` when it exists
-    (its `is_active` decides who answers admin APIs).
+    `admin_zk_client` (topic auto-creation), `cluster_id`; `controller` (its `is_active`
+    decides who answers CreateTopics, DeleteTopics and CreatePartitions: other brokers
+    answer NOT_CONTROLLER), `admin_manager` (the admin APIs) and `producer_id_manager`
+    (InitProducerId). An API whose component is missing is not served or advertised.
     """
 
     def __init__(
@@ -101,6 +114,8 @@ class KafkaApis:
         admin_zk_client: AdminZkClient | None,
         cluster_id: str | None,
         controller: Any = None,
+        admin_manager: AdminManager | None = None,
+        producer_id_manager: ProducerIdManager | None = None,
     ) -> None:
         self.config = config
         self.broker_id = config.broker_id
@@ -109,6 +124,8 @@ class KafkaApis:
         self.admin_zk_client = admin_zk_client
         self.cluster_id = cluster_id
         self.controller = controller
+        self.admin_manager = admin_manager
+        self.producer_id_manager = producer_id_manager
         self.log = component_logger("kafpy.server.KafkaApis", "KafkaApi", self.broker_id)
         handlers: dict[ApiKey, Handler] = {
             ApiKey.API_VERSIONS: self.handle_api_versions,
@@ -122,6 +139,11 @@ class KafkaApis:
             ApiKey.DELETE_RECORDS: self.handle_delete_records,
             ApiKey.OFFSET_FOR_LEADER_EPOCH: self.handle_offset_for_leader_epoch,
         }
+        if admin_manager is not None:
+            for key, api, controller_only in _ADMIN_APIS:
+                handlers[key] = self._admin_handler(api, controller_only)
+        if producer_id_manager is not None:
+            handlers[ApiKey.INIT_PRODUCER_ID] = self.handle_init_producer_id
         # Serve only what both the codec declares and the broker advertises.
         self.handlers: dict[ApiKey, Handler] = {
             k: h for k, h in handlers.items() if k in REQUESTS and k in SUPPORTED_VERSIONS
@@ -393,6 +415,27 @@ class KafkaApis:
             topics.append({"topic": t["topic"], "partitions": parts})
         return {"throttle_time_ms": 0, "topics": topics}
 
+    # -- admin APIs and InitProducerId ----------------------------------------------------
+
+    def _admin_handler(self, api: str, controller_only: bool) -> Handler:
+        async def handle(request: Request) -> dict[str, Any]:
+            manager = self.admin_manager
+            assert manager is not None and request.body is not None
+            if controller_only and not (self.controller is not None and self.controller.is_active):
+                return manager.error_response(
+                    api, request.body, request.api_version, Errors.NOT_CONTROLLER,
+                    f"Broker {self.broker_id} is not the controller; send {api} requests to the "
+                    "controller (see the controller id in Metadata).",
+                )  # fmt: skip
+            result: dict[str, Any] = await getattr(manager, api)(request.body, request.api_version)
+            return result
+
+        return handle
+
+    async def handle_init_producer_id(self, request: Request) -> dict[str, Any]:
+        assert self.producer_id_manager is not None and request.body is not None
+        return await self.producer_id_manager.handle_init_producer_id(request.body, request.api_version)
+
     # -- controller requests --------------------------------------------------------------
 
     def _broker_epoch_is_stale(self, body: Mapping[str, Any]) -> bool:
@@ -426,6 +469,8 @@ class KafkaApis:
         for tp in deleted:
             # parked fetches on a deleted partition answer now
             rm.delayed_fetch_purgatory.check_and_complete(tp)
+        if self.admin_manager is not None and self.admin_manager.has_delayed_topic_operations:
+            self.admin_manager.try_complete_delayed_topic_operations()
         return {"error_code": Errors.NONE}
 
     async def handle_stop_replica(self, request: Request) -> dict[str, Any]:

@@ -1,13 +1,16 @@
 """KafkaServer: one broker's lifecycle, starting and stopping its subsystems in Kafka's order.
 
 Start-up: metadata store session and Kafka's persistent paths, cluster id, meta.properties
-check, the background scheduler, LogManager (loading and recovering every log), then the
-broker's registration under /brokers/ids. Shutdown runs the same steps backwards, so the
-LogManager writes its checkpoints and the clean-shutdown marker.
+check, the background scheduler, LogManager (loading and recovering every log),
+MetadataCache, the socket server bound (not accepting yet), ReplicaManager, the broker's
+registration under /brokers/ids, the controller (elects itself or follows), AdminManager,
+the producer id manager, KafkaApis, the dynamic config listener, and last the socket
+server accepting connections.
 
-The socket server, request handling and the controller join this sequence with the
-protocol-server work; until then a broker holds and maintains its logs but serves no
-client.
+Shutdown runs backwards: stop serving clients, the config listener, the controller,
+ReplicaManager (parked requests answered, high watermarks checkpointed), the metadata
+store session (the registration goes), LogManager (checkpoints and the clean-shutdown
+marker), the scheduler.
 """
 
 from __future__ import annotations
@@ -15,17 +18,28 @@ from __future__ import annotations
 import asyncio
 import base64
 import uuid
+from collections.abc import Collection, Coroutine
 from typing import Any
 
+from kafpy.admin.admin_zk_client import AdminZkClient
 from kafpy.common.logger import component_logger
 from kafpy.common.scheduler import KafkaScheduler
 from kafpy.common.time import SYSTEM_TIME, Time
+from kafpy.common.topic_partition import TopicPartition
+from kafpy.controller.kafka_controller import KafkaController
 from kafpy.metadata.kafka_zk_client import KafkaZkClient
 from kafpy.metadata.store import MetadataStore
 from kafpy.metadata.store_factory import create_store
 from kafpy.metadata.zk_data import Broker, BrokerInfo, EndPoint
+from kafpy.server.admin_manager import AdminManager
 from kafpy.server.broker_metadata_checkpoint import check_broker_metadata
+from kafpy.server.dynamic_config_manager import DynamicConfigManager
+from kafpy.server.kafka_apis import KafkaApis
 from kafpy.server.kafka_config import KafkaConfig
+from kafpy.server.metadata_cache import MetadataCache
+from kafpy.server.producer_id_manager import ProducerIdManager
+from kafpy.server.replica_manager import ReplicaManager
+from kafpy.server.socket_server import SocketServer
 from kafpy.storage.log_config import LogConfig
 from kafpy.storage.log_manager import CleanerConfig, LogManager
 
@@ -35,8 +49,19 @@ def generate_cluster_id() -> str:
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode("ascii").rstrip("=")
 
 
+def run_event_loop(main: Coroutine[Any, Any, None]) -> None:
+    """Run the broker's event loop: uvloop when it is installed, else asyncio's own."""
+    try:
+        import uvloop
+    except ImportError:
+        asyncio.run(main)
+        return
+    uvloop.run(main)
+
+
 class KafkaServer:
-    """One broker: owns its metadata-store session, scheduler and LogManager."""
+    """One broker: owns its metadata-store session, scheduler, LogManager, socket server,
+    ReplicaManager, controller and request handling."""
 
     def __init__(self, config: KafkaConfig, time: Time = SYSTEM_TIME) -> None:
         self.config = config
@@ -46,6 +71,15 @@ class KafkaServer:
         self.zk_client: KafkaZkClient | None = None
         self.scheduler: KafkaScheduler | None = None
         self.log_manager: LogManager | None = None
+        self.metadata_cache: MetadataCache | None = None
+        self.socket_server: SocketServer | None = None
+        self.replica_manager: ReplicaManager | None = None
+        self.controller: KafkaController | None = None
+        self.admin_manager: AdminManager | None = None
+        self.producer_id_manager: ProducerIdManager | None = None
+        self.apis: KafkaApis | None = None
+        self.dynamic_config_manager: DynamicConfigManager | None = None
+        self.broker_epoch = -1
         self.cluster_id: str | None = None
         self._shutdown_requested = asyncio.Event()
         self._started = False
@@ -92,8 +126,46 @@ class KafkaServer:
         self.log_manager = await loop.run_in_executor(None, self._create_log_manager, topic_configs)
         self.log_manager.startup()
 
-        await self.zk_client.register_broker(self._broker_info())
+        self.metadata_cache = MetadataCache(cfg.broker_id)
+        self.socket_server = SocketServer(
+            cfg.listeners, max_request_size=cfg.socket_request_max_bytes,
+            broker_id=cfg.broker_id, time=self.time,
+        )  # fmt: skip
+        await self.socket_server.bind()
+        self.replica_manager = ReplicaManager(
+            cfg.broker_id, self.log_manager, self.metadata_cache, self.scheduler, self.time,
+            replica_lag_time_max_ms=cfg.replica_lag_time_max_ms,
+            high_watermark_checkpoint_interval_ms=cfg.replica_high_watermark_checkpoint_interval_ms,
+            fetch_purgatory_purge_interval=cfg.fetch_purgatory_purge_interval_requests,
+            producer_purgatory_purge_interval=cfg.producer_purgatory_purge_interval_requests,
+        )  # fmt: skip
+        self.replica_manager.startup()
+
+        broker_info = self._broker_info()
+        self.broker_epoch = await self.zk_client.register_broker(broker_info)
+        self.replica_manager.broker_epoch = self.broker_epoch
         self.log.info("Registered broker %d at path /brokers/ids/%d", cfg.broker_id, cfg.broker_id)
+
+        self.controller = KafkaController(cfg, self.zk_client, time=self.time, broker_info=broker_info)
+        await self.controller.startup()
+
+        metadata_cache = self.metadata_cache
+        self.admin_manager = AdminManager(
+            cfg, self.zk_client,
+            partitions_online=lambda topic, partitions: _partitions_online(metadata_cache, topic, partitions),
+            topic_exists_in_metadata=metadata_cache.contains_topic,
+        )  # fmt: skip
+        self.producer_id_manager = ProducerIdManager(cfg.broker_id, self.zk_client)
+        self.apis = KafkaApis(
+            cfg, self.replica_manager, self.metadata_cache, AdminZkClient(self.zk_client),
+            self.cluster_id, controller=self.controller, admin_manager=self.admin_manager,
+            producer_id_manager=self.producer_id_manager,
+        )  # fmt: skip
+        self.dynamic_config_manager = DynamicConfigManager.for_log_manager(
+            self.zk_client, self.log_manager, self.time
+        )
+        await self.dynamic_config_manager.startup()
+        await self.socket_server.start_processing(self.apis)
 
     async def _fetch_topic_configs(self, default: LogConfig) -> dict[str, LogConfig]:
         assert self.zk_client is not None
@@ -123,8 +195,16 @@ class KafkaServer:
         )
 
     def _broker_info(self) -> BrokerInfo:
+        assert self.socket_server is not None
+        bound = {name for name, _, _ in self.config.listeners}
         endpoints = tuple(
-            EndPoint(host or None, port, name, _security_protocol(name))
+            EndPoint(
+                host or None,
+                # port 0 (tests): advertise the port the listener got
+                self.socket_server.bound_port(name) if port == 0 and name in bound else port,
+                name,
+                _security_protocol(name),
+            )
             for name, host, port in self.config.advertised_listeners
         )
         return BrokerInfo(Broker(self.config.broker_id, endpoints, self.config.broker_rack))
@@ -140,13 +220,22 @@ class KafkaServer:
         """Stop in the reverse order of start-up; each step runs even if an earlier one failed."""
         self.log.info("shutting down")
         steps: list[tuple[str, Any]] = []
+        if self.socket_server is not None:
+            steps.append(("socket server", self._shutdown_socket_server))
+        if self.dynamic_config_manager is not None:
+            steps.append(("dynamic config manager", self._shutdown_dynamic_config_manager))
+        if self.controller is not None:
+            steps.append(("controller", self._shutdown_controller))
+        if self.replica_manager is not None:
+            steps.append(("ReplicaManager", self._shutdown_replica_manager))
         if self.store is not None:
             steps.append(("metadata store session", self._close_store))
         if self.log_manager is not None:
             steps.append(("LogManager", self._shutdown_log_manager))
         if self.scheduler is not None and self.scheduler.is_started:
             steps.append(("scheduler", self._shutdown_scheduler))
-        # the registration goes first (the session closes), then logs, then the scheduler
+        # clients first, then the controller and replicas, the registration (the session
+        # closes), then logs, then the scheduler
         for name, step in steps:
             try:
                 await step()
@@ -154,6 +243,26 @@ class KafkaServer:
                 self.log.exception("Error while shutting down the %s", name)
         self._started = False
         self.log.info("shut down completed")
+
+    async def _shutdown_socket_server(self) -> None:
+        assert self.socket_server is not None
+        server, self.socket_server = self.socket_server, None
+        await server.shutdown()
+
+    async def _shutdown_dynamic_config_manager(self) -> None:
+        assert self.dynamic_config_manager is not None
+        manager, self.dynamic_config_manager = self.dynamic_config_manager, None
+        await manager.shutdown()
+
+    async def _shutdown_controller(self) -> None:
+        assert self.controller is not None
+        controller, self.controller = self.controller, None
+        await controller.shutdown()
+
+    async def _shutdown_replica_manager(self) -> None:
+        assert self.replica_manager is not None
+        rm, self.replica_manager = self.replica_manager, None
+        rm.shutdown()  # on the loop: it answers the parked requests
 
     async def _close_store(self) -> None:
         assert self.store is not None
@@ -169,6 +278,15 @@ class KafkaServer:
     async def _shutdown_scheduler(self) -> None:
         assert self.scheduler is not None
         await asyncio.get_running_loop().run_in_executor(None, self.scheduler.shutdown)
+
+
+def _partitions_online(cache: MetadataCache, topic: str, partitions: Collection[int]) -> bool:
+    """Whether every listed partition has a live leader in the metadata cache."""
+    for p in partitions:
+        info = cache.get_partition_info(TopicPartition(topic, p))
+        if info is None or info.leader < 0 or cache.get_alive_broker(info.leader) is None:
+            return False
+    return True
 
 
 def _security_protocol(listener_name: str) -> str:

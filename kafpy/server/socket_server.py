@@ -64,8 +64,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
     # -- connection events --------------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        # uvloop's transports are not asyncio.Transport subclasses: duck-typed
+        self.transport = transport  # type: ignore[assignment]
         peer = transport.get_extra_info("peername") or ("?", 0)
         local = transport.get_extra_info("sockname") or ("?", 0)
         self.client_address = (str(peer[0]), int(peer[1]))
