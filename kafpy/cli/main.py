@@ -19,6 +19,7 @@ COMMANDS: dict[str, str] = {
     "zookeeper": "kafpy.cli.zookeeper",
     "console-producer": "kafpy.cli.console_producer",
     "console-consumer": "kafpy.cli.console_consumer",
+    "cluster": "kafpy.cli.cluster",
 }
 
 

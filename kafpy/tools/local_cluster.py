@@ -1,0 +1,773 @@
+"""LocalCluster: a ZooKeeper and N `kafpy server` processes on loopback, in one directory.
+
+The layout under the cluster's directory D:
+
+    D/cluster.json                    pids, start times, ports, dirs (what `down` stops)
+    D/zookeeper/                      the managed ZooKeeper (zoo.cfg, data/, zookeeper.out)
+    D/broker-<id>/server.properties   generated broker configuration
+    D/broker-<id>/data/               log.dirs
+    D/broker-<id>/logs/               server.out (the broker's stdout and stderr), and the
+                                      controller.log / state-change.log the broker writes
+
+Every process runs in its own session, detached from the caller: `kafpy cluster up` exits
+and the cluster keeps running; `kafpy cluster down` finds the processes again through
+cluster.json. A pid is trusted only if the process's start time still matches the one
+recorded, so a recycled pid is never signalled.
+
+The ZooKeeper it manages is a `kafpy zookeeper` process (which runs the JVM and stops it on
+SIGTERM); with `zookeeper_connect` an existing ensemble is used and left alone. Tests
+drive single brokers with `start_broker`, `stop_broker` and `kill_broker`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from kafpy.client.connection import BrokerConnection
+from kafpy.common.errors import KafkaError
+from kafpy.metadata.errors import MetadataStoreError
+from kafpy.metadata.kafka_zk_client import KafkaZkClient
+from kafpy.metadata.store_factory import create_store
+from kafpy.metadata.zookeeper_server import four_letter_word, free_port
+from kafpy.protocol.api_keys import ApiKey
+
+CLUSTER_FILE = "cluster.json"
+CLUSTER_FILE_VERSION = 1
+HOST = "127.0.0.1"
+DEFAULT_START_TIMEOUT_S = 60.0
+DEFAULT_STOP_TIMEOUT_S = 30.0
+_POLL_S = 0.05
+
+T = TypeVar("T")
+Progress = Callable[[str], None]
+
+
+class LocalClusterError(Exception):
+    """The local cluster could not be started, found or stopped; the message says why."""
+
+
+# --- processes ------------------------------------------------------------------------------
+
+
+def _proc_stat(pid: int) -> list[str] | None:
+    """The fields of /proc/<pid>/stat from the state on (field 3), or None if it is gone."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # the command name (field 2) is in parentheses and may itself hold spaces or parentheses
+    return text[text.rindex(")") + 2 :].split()
+
+
+def process_start_time(pid: int) -> int | None:
+    """The process's start time in clock ticks since boot (Linux), None where unknown."""
+    fields = _proc_stat(pid)
+    return int(fields[19]) if fields is not None and len(fields) > 19 else None
+
+
+def process_alive(pid: int | None, start_time: int | None = None) -> bool:
+    """Whether `pid` is a running process (not a zombie) and, when `start_time` is given
+    and /proc knows it, the same process that was started then."""
+    if pid is None or pid <= 0:
+        return False
+    try:
+        # reap it if it is our own exited child, so it does not linger as a zombie
+        if os.waitpid(pid, os.WNOHANG)[0] == pid:
+            return False
+    except ChildProcessError:
+        pass
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    fields = _proc_stat(pid)
+    if fields is None:
+        return sys.platform != "linux"
+    if fields[0] in ("Z", "X"):
+        return False
+    return start_time is None or len(fields) <= 19 or int(fields[19]) == start_time
+
+
+def _child_pids(pid: int) -> list[int]:
+    """The processes whose parent is `pid` (Linux; empty elsewhere)."""
+    children = []
+    for entry in Path("/proc").glob("[0-9]*"):
+        fields = _proc_stat(int(entry.name))
+        if fields is not None and len(fields) > 1 and int(fields[1]) == pid:
+            children.append(int(entry.name))
+    return children
+
+
+def _signal(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _wait_gone(processes: Iterable[tuple[int, int | None]], deadline: float) -> list[int]:
+    """Wait until every (pid, start time) has exited or the deadline passes; the pids left."""
+    left = list(processes)
+    while left:
+        left = [(pid, st) for pid, st in left if process_alive(pid, st)]
+        if not left or time.monotonic() > deadline:
+            break
+        time.sleep(_POLL_S)
+    return [pid for pid, _ in left]
+
+
+def _spawn(
+    command: list[str], cwd: Path, output: Path, env: Mapping[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    output.parent.mkdir(parents=True, exist_ok=True)
+    with open(output, "ab") as out:
+        return subprocess.Popen(
+            command,
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
+            # its own session: it outlives the command that started it and ignores the
+            # terminal's Ctrl-C, as a daemon does
+            start_new_session=True,
+        )
+
+
+def _tail(path: Path, lines: int = 20) -> str:
+    try:
+        text = path.read_text("utf-8", "replace")
+    except OSError:
+        return "(no output)"
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def _last_line(path: Path) -> str:
+    lines = [line for line in _tail(path, 50).splitlines() if line.strip()]
+    return lines[-1].strip() if lines else "(no output)"
+
+
+def _escape_property(value: str) -> str:
+    return value.replace("\\", "\\\\").replace("\n", "\\n")
+
+
+# --- members --------------------------------------------------------------------------------
+
+
+@dataclass
+class BrokerProcess:
+    """One broker of the local cluster: its id, listener, directories and process."""
+
+    broker_id: int
+    port: int
+    dir: Path
+    host: str = HOST
+    pid: int | None = None
+    start_time: int | None = None
+    process: subprocess.Popen[bytes] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    @property
+    def properties_path(self) -> Path:
+        return self.dir / "server.properties"
+
+    @property
+    def data_dir(self) -> Path:
+        return self.dir / "data"
+
+    @property
+    def logs_dir(self) -> Path:
+        return self.dir / "logs"
+
+    @property
+    def output_path(self) -> Path:
+        return self.logs_dir / "server.out"
+
+    @property
+    def alive(self) -> bool:
+        return process_alive(self.pid, self.start_time)
+
+    def log_tail(self, lines: int = 40) -> str:
+        return _tail(self.output_path, lines)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.broker_id,
+            "host": self.host,
+            "port": self.port,
+            "dir": str(self.dir),
+            "pid": self.pid,
+            "start_time": self.start_time,
+        }
+
+    @classmethod
+    def from_json(cls, value: Mapping[str, Any]) -> BrokerProcess:
+        return cls(
+            broker_id=int(value["id"]),
+            port=int(value["port"]),
+            dir=Path(value["dir"]),
+            host=str(value.get("host", HOST)),
+            pid=value.get("pid"),
+            start_time=value.get("start_time"),
+        )
+
+
+@dataclass
+class ZooKeeperProcess:
+    """The cluster's ZooKeeper: managed (a `kafpy zookeeper` process in `dir`, whose JVM is
+    `jvm_pid`) or external (only its connect string is known)."""
+
+    connect: str
+    dir: Path | None = None
+    port: int | None = None
+    pid: int | None = None
+    start_time: int | None = None
+    jvm_pid: int | None = None
+    jvm_start_time: int | None = None
+
+    @property
+    def managed(self) -> bool:
+        return self.dir is not None
+
+    @property
+    def output_path(self) -> Path | None:
+        return None if self.dir is None else self.dir / "kafpy-zookeeper.out"
+
+    @property
+    def alive(self) -> bool:
+        return process_alive(self.pid, self.start_time)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "connect": self.connect,
+            "dir": None if self.dir is None else str(self.dir),
+            "port": self.port,
+            "pid": self.pid,
+            "start_time": self.start_time,
+            "jvm_pid": self.jvm_pid,
+            "jvm_start_time": self.jvm_start_time,
+        }
+
+    @classmethod
+    def from_json(cls, value: Mapping[str, Any]) -> ZooKeeperProcess:
+        directory = value.get("dir")
+        return cls(
+            connect=str(value["connect"]),
+            dir=None if directory is None else Path(directory),
+            port=value.get("port"),
+            pid=value.get("pid"),
+            start_time=value.get("start_time"),
+            jvm_pid=value.get("jvm_pid"),
+            jvm_start_time=value.get("jvm_start_time"),
+        )
+
+
+@dataclass(frozen=True)
+class BrokerStatus:
+    """What `status` found out about one broker."""
+
+    broker_id: int
+    address: str
+    pid: int | None
+    alive: bool
+    registered: bool | None  # None: ZooKeeper could not be asked
+
+
+@dataclass(frozen=True)
+class ClusterStatus:
+    """The state of a local cluster: processes, registrations and the controller."""
+
+    zookeeper_connect: str
+    zookeeper_managed: bool
+    zookeeper_alive: bool
+    zookeeper_error: str | None
+    brokers: list[BrokerStatus]
+    controller_id: int | None
+    controller_epoch: int | None
+
+
+# --- the cluster ----------------------------------------------------------------------------
+
+
+class LocalCluster:
+    """A ZooKeeper and `num_brokers` brokers (ids 0..n-1) on 127.0.0.1, under `base_dir`.
+
+    Parameters:
+        base_dir: the cluster's directory (created); cluster.json is kept there.
+        num_brokers: how many brokers.
+        zookeeper_connect: an existing ZooKeeper to use (`host:port[/chroot]`); None
+            starts one in `base_dir/zookeeper` on a free port.
+        overrides: broker properties added to every generated server.properties (e.g.
+            `zookeeper.session.timeout.ms`, `delete.topic.enable`).
+        zookeeper_tick_ms: tickTime of the managed ZooKeeper (sessions expire no sooner
+            than 2 ticks).
+        start_timeout_s: how long a start may take before it fails.
+        python: the interpreter running `-m kafpy`.
+    """
+
+    def __init__(
+        self,
+        base_dir: Path | str,
+        num_brokers: int = 3,
+        *,
+        zookeeper_connect: str | None = None,
+        overrides: Mapping[str, str] | None = None,
+        zookeeper_tick_ms: int = 500,
+        start_timeout_s: float = DEFAULT_START_TIMEOUT_S,
+        python: str = sys.executable,
+    ) -> None:
+        if num_brokers < 1:
+            raise LocalClusterError(f"A cluster needs at least one broker, not {num_brokers}.")
+        self.base_dir = Path(base_dir).absolute()
+        self.overrides = dict(overrides or {})
+        self.zookeeper_tick_ms = zookeeper_tick_ms
+        self.start_timeout_s = start_timeout_s
+        self.python = python
+        if zookeeper_connect is None:
+            port = free_port()
+            self.zookeeper = ZooKeeperProcess(
+                connect=f"{HOST}:{port}", dir=self.base_dir / "zookeeper", port=port
+            )
+        else:
+            self.zookeeper = ZooKeeperProcess(connect=zookeeper_connect)
+        self.brokers: dict[int, BrokerProcess] = {
+            i: BrokerProcess(i, free_port(), self.base_dir / f"broker-{i}")
+            for i in range(num_brokers)
+        }
+
+    # --- persistence ---
+
+    @property
+    def cluster_file(self) -> Path:
+        return self.base_dir / CLUSTER_FILE
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(b.address for b in self.brokers.values())
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "version": CLUSTER_FILE_VERSION,
+            "zookeeper": self.zookeeper.to_json(),
+            "brokers": [b.to_json() for b in self.brokers.values()],
+            "overrides": self.overrides,
+            "zookeeper_tick_ms": self.zookeeper_tick_ms,
+        }
+
+    def save(self) -> None:
+        """Write cluster.json (through a temporary file, so a reader never sees half)."""
+        self.base_dir.mkdir(parents=True, exist_ok=True)
+        tmp = self.cluster_file.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(self.to_json(), indent=2) + "\n", "utf-8")
+        tmp.replace(self.cluster_file)
+
+    @classmethod
+    def load(cls, base_dir: Path | str) -> LocalCluster:
+        """The cluster recorded in `base_dir/cluster.json`."""
+        path = Path(base_dir).absolute() / CLUSTER_FILE
+        try:
+            value = json.loads(path.read_text("utf-8"))
+        except FileNotFoundError as e:
+            raise LocalClusterError(
+                f"No local cluster in {path.parent}: {CLUSTER_FILE} not found "
+                "(start one with `kafpy cluster up`, or pass its --dir)."
+            ) from e
+        except (OSError, ValueError) as e:
+            raise LocalClusterError(f"Cannot read {path}: {e}") from e
+        if not isinstance(value, dict) or value.get("version") != CLUSTER_FILE_VERSION:
+            raise LocalClusterError(
+                f"{path} is not a cluster file of version {CLUSTER_FILE_VERSION}; "
+                "remove it if no cluster of it is running."
+            )
+        cluster = cls.__new__(cls)
+        cluster.base_dir = path.parent
+        cluster.overrides = dict(value.get("overrides", {}))
+        cluster.zookeeper_tick_ms = int(value.get("zookeeper_tick_ms", 500))
+        cluster.start_timeout_s = DEFAULT_START_TIMEOUT_S
+        cluster.python = sys.executable
+        try:
+            cluster.zookeeper = ZooKeeperProcess.from_json(value["zookeeper"])
+            brokers = [BrokerProcess.from_json(b) for b in value["brokers"]]
+        except (KeyError, TypeError, ValueError) as e:
+            raise LocalClusterError(f"{path} is damaged ({e!r}); remove it.") from e
+        cluster.brokers = {b.broker_id: b for b in brokers}
+        return cluster
+
+    def running_processes(self) -> list[str]:
+        """Descriptions of the cluster's processes that are still running."""
+        running = [f"broker {b.broker_id} (pid {b.pid})" for b in self.brokers.values() if b.alive]
+        if self.zookeeper.managed and self.zookeeper.alive:
+            running.append(f"ZooKeeper (pid {self.zookeeper.pid})")
+        return running
+
+    # --- start ---
+
+    def start(
+        self,
+        progress: Progress | None = None,
+        *,
+        wait_for_metadata: bool = True,
+    ) -> None:
+        """Start ZooKeeper (when managed) and every broker; return once each broker is
+        registered in /brokers/ids and, with `wait_for_metadata`, answers Metadata listing
+        all brokers and a controller. On failure everything started is stopped again."""
+        say = progress or (lambda _: None)
+        self.base_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            if self.zookeeper.managed and not self.zookeeper.alive:
+                self.start_zookeeper()
+                say(f"ZooKeeper serving on {self.zookeeper.connect} (pid {self.zookeeper.pid})")
+            else:
+                self._check_zookeeper_reachable()
+            for broker in self.brokers.values():
+                if not broker.alive:
+                    self._spawn_broker(broker)
+            self.save()
+            self.wait_registered(self.brokers, progress=say)
+            if wait_for_metadata:
+                self.wait_for_metadata()
+        except BaseException:
+            self.stop()
+            raise
+
+    def start_zookeeper(self) -> None:
+        """Start the managed ZooKeeper (`kafpy zookeeper`) and wait until it serves."""
+        zk = self.zookeeper
+        assert zk.dir is not None and zk.port is not None and zk.output_path is not None
+        zk.dir.mkdir(parents=True, exist_ok=True)
+        process = _spawn(
+            [
+                self.python, "-m", "kafpy", "zookeeper",
+                "--data-dir", str(zk.dir),
+                "--port", str(zk.port),
+                "--tick-time-ms", str(self.zookeeper_tick_ms),
+            ],
+            zk.dir,
+            zk.output_path,
+        )  # fmt: skip
+        zk.pid, zk.start_time = process.pid, process_start_time(process.pid)
+        self.save()
+        deadline = time.monotonic() + self.start_timeout_s
+        while True:
+            if process.poll() is not None:
+                raise LocalClusterError(
+                    f"ZooKeeper exited with code {process.returncode} while starting: "
+                    f"{_last_line(zk.output_path)} (see {zk.output_path})"
+                )
+            try:
+                if "Mode: standalone" in four_letter_word(HOST, zk.port, "srvr", 1.0):
+                    break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise LocalClusterError(
+                    f"ZooKeeper did not serve on {zk.connect} within "
+                    f"{self.start_timeout_s:.0f} s (see {zk.output_path})."
+                )
+            time.sleep(_POLL_S)
+        # the JVM is the `kafpy zookeeper` process's child: recorded, so that `down` can
+        # still stop it should its parent have to be killed
+        jvms = _child_pids(process.pid)
+        if jvms:
+            zk.jvm_pid, zk.jvm_start_time = jvms[0], process_start_time(jvms[0])
+        self.save()
+
+    def _check_zookeeper_reachable(self) -> None:
+        async def get(zk: KafkaZkClient) -> list[int]:
+            return await zk.get_all_broker_ids()
+
+        self.zk_call(get)
+
+    def write_properties(self, broker: BrokerProcess) -> None:
+        """Write the broker's server.properties from its place in the cluster and the overrides."""
+        props = {
+            "broker.id": str(broker.broker_id),
+            "listeners": f"PLAINTEXT://{broker.host}:{broker.port}",
+            "log.dirs": str(broker.data_dir),
+            "zookeeper.connect": self.zookeeper.connect,
+            # internal topics must fit on a small cluster
+            "offsets.topic.replication.factor": str(min(3, len(self.brokers))),
+            **self.overrides,
+        }
+        lines = [
+            f"# Broker {broker.broker_id} of the local cluster in {self.base_dir},",
+            "# written by kafpy.tools.local_cluster; rewritten at every start.",
+            *(f"{k}={_escape_property(v)}" for k, v in props.items()),
+        ]
+        broker.dir.mkdir(parents=True, exist_ok=True)
+        broker.properties_path.write_text("\n".join(lines) + "\n", "utf-8")
+
+    def _spawn_broker(self, broker: BrokerProcess) -> None:
+        self.write_properties(broker)
+        broker.logs_dir.mkdir(parents=True, exist_ok=True)
+        process = _spawn(
+            [self.python, "-m", "kafpy", "server", str(broker.properties_path)],
+            broker.dir,
+            broker.output_path,
+            # where a broker's log files go, by the name Kafka's scripts use
+            {"LOG_DIR": str(broker.logs_dir)},
+        )
+        broker.process = process
+        broker.pid, broker.start_time = process.pid, process_start_time(process.pid)
+
+    def start_broker(self, broker_id: int, *, wait_for_metadata: bool = True) -> BrokerProcess:
+        """(Re)start one broker with its port and directories; wait until it is registered
+        (and, with `wait_for_metadata`, until it knows every live broker)."""
+        broker = self.brokers[broker_id]
+        if not broker.alive:
+            self._spawn_broker(broker)
+            self.save()
+        self.wait_registered([broker_id])
+        if wait_for_metadata:
+            self.wait_for_metadata([broker_id])
+        return broker
+
+    # --- waiting ---
+
+    def zk_call(self, call: Callable[[KafkaZkClient], Awaitable[T]], timeout_s: float = 10.0) -> T:
+        """Run `call` on a short-lived ZooKeeper session to the cluster's ZooKeeper."""
+
+        async def run() -> T:
+            store = create_store(
+                self.zookeeper.connect, None, session_timeout_ms=10000,
+                connection_timeout_ms=int(timeout_s * 1000),
+            )  # fmt: skip
+            await store.start()
+            try:
+                return await call(KafkaZkClient(store))
+            finally:
+                await store.close()
+
+        try:
+            return asyncio.run(run())
+        except MetadataStoreError as e:
+            raise LocalClusterError(
+                f"Cannot use ZooKeeper at {self.zookeeper.connect}: {e or type(e).__name__}"
+            ) from e
+
+    def wait_registered(
+        self,
+        broker_ids: Iterable[int],
+        timeout_s: float | None = None,
+        progress: Progress | None = None,
+    ) -> None:
+        """Wait until every broker in `broker_ids` is registered in /brokers/ids; fail at
+        once, with its last output line, if one of them exits."""
+        waiting = set(broker_ids)
+        deadline = time.monotonic() + (timeout_s or self.start_timeout_s)
+
+        async def poll(zk: KafkaZkClient) -> None:
+            while waiting:
+                registered = set(await zk.get_all_broker_ids())
+                for broker_id in sorted(waiting & registered):
+                    waiting.discard(broker_id)
+                    broker = self.brokers[broker_id]
+                    if progress is not None:
+                        progress(
+                            f"broker {broker_id} registered at {broker.address} (pid {broker.pid})"
+                        )
+                for broker_id in sorted(waiting):
+                    self._check_not_exited(self.brokers[broker_id])
+                if waiting and time.monotonic() > deadline:
+                    names = ", ".join(str(i) for i in sorted(waiting))
+                    raise LocalClusterError(
+                        f"Broker(s) {names} did not register in ZooKeeper within "
+                        f"{timeout_s or self.start_timeout_s:.0f} s (see "
+                        f"{self.brokers[min(waiting)].output_path})."
+                    )
+                await asyncio.sleep(_POLL_S * 2)
+
+        self.zk_call(poll)
+
+    def _check_not_exited(self, broker: BrokerProcess) -> None:
+        process = broker.process
+        code = process.poll() if process is not None else None
+        if code is None and (process is not None or broker.alive):
+            return
+        status = f" with code {code}" if code is not None else ""
+        raise LocalClusterError(
+            f"Broker {broker.broker_id} exited{status} while starting: "
+            f"{_last_line(broker.output_path)} (see {broker.output_path})"
+        )
+
+    def wait_unregistered(self, broker_id: int, timeout_s: float = 60.0) -> None:
+        """Wait until the broker's registration is gone (its session closed or expired)."""
+
+        async def poll(zk: KafkaZkClient) -> None:
+            deadline = time.monotonic() + timeout_s
+            while broker_id in await zk.get_all_broker_ids():
+                if time.monotonic() > deadline:
+                    raise LocalClusterError(
+                        f"Broker {broker_id} is still registered after {timeout_s:.0f} s."
+                    )
+                await asyncio.sleep(_POLL_S * 2)
+
+        self.zk_call(poll, timeout_s)
+
+    def wait_for_metadata(
+        self, broker_ids: Iterable[int] | None = None, timeout_s: float | None = None
+    ) -> None:
+        """Wait until each broker in `broker_ids` (default: every live one) answers Metadata
+        with all live brokers of the cluster and an active controller."""
+        ids = sorted(broker_ids if broker_ids is not None else self.live_broker_ids())
+        deadline = time.monotonic() + (timeout_s or self.start_timeout_s)
+
+        async def ready(broker: BrokerProcess, expected: set[int]) -> bool:
+            conn = BrokerConnection(broker.host, broker.port, request_timeout_ms=2000)
+            try:
+                await conn.connect()
+                body = await conn.send(ApiKey.METADATA, {"topics": []})
+            except (KafkaError, OSError):
+                return False
+            finally:
+                await conn.close()
+            known = {b["node_id"] for b in body["brokers"]}
+            return expected <= known and body.get("controller_id", -1) >= 0
+
+        async def poll() -> None:
+            waiting = list(ids)
+            while waiting:
+                expected = set(self.live_broker_ids())
+                waiting = [i for i in waiting if not await ready(self.brokers[i], expected)]
+                for broker_id in waiting:
+                    self._check_not_exited(self.brokers[broker_id])
+                if waiting and time.monotonic() > deadline:
+                    names = ", ".join(map(str, waiting))
+                    raise LocalClusterError(
+                        f"Broker(s) {names} did not answer Metadata with every live broker and "
+                        f"a controller within {timeout_s or self.start_timeout_s:.0f} s (see "
+                        f"{self.brokers[waiting[0]].output_path})."
+                    )
+                if waiting:
+                    await asyncio.sleep(_POLL_S * 2)
+
+        asyncio.run(poll())
+
+    def live_broker_ids(self) -> list[int]:
+        return [i for i, b in self.brokers.items() if b.alive]
+
+    # --- stop ---
+
+    def kill_broker(self, broker_id: int) -> None:
+        """SIGKILL one broker: no shutdown at all, its session expires in ZooKeeper later."""
+        broker = self.brokers[broker_id]
+        if broker.alive and broker.pid is not None:
+            _signal(broker.pid, signal.SIGKILL)
+            _wait_gone([(broker.pid, broker.start_time)], time.monotonic() + DEFAULT_STOP_TIMEOUT_S)
+
+    def stop_broker(self, broker_id: int, timeout_s: float = DEFAULT_STOP_TIMEOUT_S) -> None:
+        """Stop one broker cleanly (SIGTERM; SIGKILL after `timeout_s`)."""
+        self._stop_brokers([self.brokers[broker_id]], timeout_s)
+
+    def _stop_brokers(self, brokers: list[BrokerProcess], timeout_s: float) -> list[int]:
+        """SIGTERM all, wait together, SIGKILL those left; the ids that had to be killed."""
+        running = [b for b in brokers if b.alive and b.pid is not None]
+        for b in running:
+            assert b.pid is not None
+            _signal(b.pid, signal.SIGTERM)
+        left = _wait_gone(
+            [(b.pid, b.start_time) for b in running if b.pid is not None],
+            time.monotonic() + timeout_s,
+        )
+        killed = []
+        for b in running:
+            if b.pid in left:
+                _signal(b.pid, signal.SIGKILL)
+                killed.append(b.broker_id)
+        _wait_gone([(pid, None) for pid in left], time.monotonic() + 10)
+        return killed
+
+    def stop_zookeeper(self, timeout_s: float = DEFAULT_STOP_TIMEOUT_S) -> bool:
+        """Stop the managed ZooKeeper; False if it had to be killed."""
+        zk = self.zookeeper
+        clean = True
+        if zk.pid is not None and zk.alive:
+            _signal(zk.pid, signal.SIGTERM)
+            if _wait_gone([(zk.pid, zk.start_time)], time.monotonic() + timeout_s):
+                _signal(zk.pid, signal.SIGKILL)
+                clean = False
+        if zk.jvm_pid is not None and process_alive(zk.jvm_pid, zk.jvm_start_time):
+            _signal(zk.jvm_pid, signal.SIGTERM)
+            if _wait_gone([(zk.jvm_pid, zk.jvm_start_time)], time.monotonic() + 10):
+                _signal(zk.jvm_pid, signal.SIGKILL)
+                clean = False
+        return clean
+
+    def stop(
+        self, timeout_s: float = DEFAULT_STOP_TIMEOUT_S, progress: Progress | None = None
+    ) -> None:
+        """Stop every broker (SIGTERM, SIGKILL after `timeout_s`), then the managed ZooKeeper
+        (an external one is left running)."""
+        say = progress or (lambda _: None)
+        brokers = list(self.brokers.values())
+        running = [b.broker_id for b in brokers if b.alive]
+        killed = self._stop_brokers(brokers, timeout_s)
+        for broker_id in running:
+            how = (
+                "killed after not stopping within the timeout" if broker_id in killed else "stopped"
+            )
+            say(f"broker {broker_id} {how}")
+        if self.zookeeper.managed and (self.zookeeper.alive or self.zookeeper.jvm_pid):
+            was_alive = self.zookeeper.alive or process_alive(
+                self.zookeeper.jvm_pid, self.zookeeper.jvm_start_time
+            )
+            clean = self.stop_zookeeper(timeout_s)
+            if was_alive:
+                say("ZooKeeper stopped" if clean else "ZooKeeper killed after not stopping in time")
+
+    # --- status ---
+
+    def status(self) -> ClusterStatus:
+        """Which processes run, which brokers are registered, and who is controller."""
+        zk_alive = self.zookeeper.alive if self.zookeeper.managed else True
+        registered: set[int] | None = None
+        controller_id: int | None = None
+        epoch: int | None = None
+        error: str | None = None
+        if zk_alive:
+
+            async def read(zk: KafkaZkClient) -> tuple[list[int], int | None, int | None]:
+                ids = await zk.get_all_broker_ids()
+                controller = await zk.get_controller_id()
+                current = await zk.get_controller_epoch()
+                return ids, controller, None if current is None else current[0]
+
+            try:
+                ids, controller_id, epoch = self.zk_call(read, timeout_s=5.0)
+                registered = set(ids)
+            except LocalClusterError as e:
+                error = str(e)
+        brokers = [
+            BrokerStatus(
+                b.broker_id,
+                b.address,
+                b.pid,
+                b.alive,
+                None if registered is None else b.broker_id in registered,
+            )
+            for b in self.brokers.values()
+        ]
+        return ClusterStatus(
+            zookeeper_connect=self.zookeeper.connect,
+            zookeeper_managed=self.zookeeper.managed,
+            zookeeper_alive=zk_alive and error is None,
+            zookeeper_error=error,
+            brokers=brokers,
+            controller_id=controller_id,
+            controller_epoch=epoch,
+        )
