@@ -1,0 +1,95 @@
+"""kafpy's own client (BrokerConnection, KafkaClient, BatchProducer, Fetcher, AdminClient)
+against a real `kafpy server` subprocess."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from kafpy.client.admin_client import AdminClient, ConfigResource, NewTopic
+from kafpy.client.connection import BrokerConnection
+from kafpy.client.fetcher import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, Fetcher
+from kafpy.client.kafka_client import KafkaClient
+from kafpy.client.producer import BatchProducer
+from kafpy.common.errors import TopicExistsError, UnknownTopicOrPartitionError
+from kafpy.common.topic_partition import TopicPartition
+from kafpy.protocol.api_keys import ApiKey
+from kafpy.protocol.api_versions import SUPPORTED_VERSIONS
+from kafpy.records.compression import CompressionType
+from tests.fixtures.broker import KafpyBroker
+
+
+def run(coro: Any) -> Any:
+    return asyncio.run(asyncio.wait_for(coro, 120))
+
+
+def test_connection_negotiates_and_pipelines(kafpy_broker: KafpyBroker) -> None:
+    async def scenario() -> None:
+        async with BrokerConnection("127.0.0.1", kafpy_broker.port) as conn:
+            # our ApiVersions is above the broker's: it answered UNSUPPORTED_VERSION and
+            # the connection retried at the broker's highest version
+            assert conn.api_versions == {int(k): v for k, v in SUPPORTED_VERSIONS.items()}
+            bodies = await asyncio.gather(
+                *(conn.send(ApiKey.METADATA, {"topics": []}) for _ in range(20))
+            )
+            assert {b["brokers"][0]["port"] for b in bodies} == {kafpy_broker.port}
+            assert all(b["controller_id"] == kafpy_broker.broker_id for b in bodies)
+
+    run(scenario())
+
+
+def test_produce_and_fetch_through_the_client(kafpy_broker: KafpyBroker) -> None:
+    async def scenario() -> None:
+        async with KafkaClient(kafpy_broker.bootstrap) as client:
+            admin = AdminClient(client)
+            await admin.create_topics([NewTopic("data", 2, 1)])
+            with pytest.raises(TopicExistsError):
+                await admin.create_topics([NewTopic("data", 2, 1)])
+            producer = BatchProducer(client, acks=-1, compression=CompressionType.LZ4)
+            keys = [f"k{i}".encode() for i in range(100)]
+            results = await producer.send("data", [(k, k * 3) for k in keys])
+            assert sum(r.record_count for r in results) == 100
+            tps = [TopicPartition("data", 0), TopicPartition("data", 1)]
+            fetcher = Fetcher(client, max_wait_ms=100)
+            assert await fetcher.list_offsets(tps, EARLIEST_TIMESTAMP) == dict.fromkeys(tps, 0)
+            latest = await fetcher.list_offsets(tps, LATEST_TIMESTAMP)
+            assert sum(latest.values()) == 100
+            fetcher.assign(dict.fromkeys(tps, 0))
+            seen: dict[bytes | None, bytes | None] = {}
+            while len(seen) < 100:
+                for record in await fetcher.fetch():
+                    seen[record.key] = record.value
+            assert seen == {k: k * 3 for k in keys}
+            assert fetcher.positions == latest
+
+    run(scenario())
+
+
+def test_admin_configs_and_partitions(kafpy_broker: KafpyBroker) -> None:
+    async def scenario() -> None:
+        async with AdminClient.connect(kafpy_broker.bootstrap) as admin:
+            await admin.create_topics([NewTopic("conf", 1, 1, configs={"retention.ms": "1000"})])
+            assert await admin.describe_topic_overrides("conf") == {"retention.ms": "1000"}
+            await admin.alter_configs(
+                ConfigResource.topic("conf"), {"cleanup.policy": "compact"}, ["retention.ms"]
+            )
+            assert await admin.describe_topic_overrides("conf") == {"cleanup.policy": "compact"}
+            await admin.create_partitions({"conf": 3})
+            for _ in range(100):
+                described = (await admin.describe_topics(["conf"]))["conf"]
+                if len(described.partitions) == 3:
+                    break
+                await asyncio.sleep(0.1)
+            assert sorted(described.partitions) == [0, 1, 2]
+            assert "conf" in await admin.list_topics()
+            await admin.delete_topics(["conf"])
+            for _ in range(100):
+                if "conf" not in await admin.list_topics():
+                    break
+                await asyncio.sleep(0.1)
+            with pytest.raises(UnknownTopicOrPartitionError):
+                await admin.describe_topics(["conf"])
+
+    run(scenario())
