@@ -117,3 +117,36 @@ def test_kafpy_server_rejects_bad_config_with_one_line(tmp_path: Path) -> None:
     assert res.stderr.strip().splitlines() == [
         "Invalid broker configuration: Invalid value zero for configuration num.partitions: Not a number of type INT"
     ]
+
+
+def test_in_process_broker_serves_on_a_bound_port_and_brings_topics_online(tmp_path: Path) -> None:
+    from kafpy.client.connection import BrokerConnection
+    from kafpy.protocol.api_keys import ApiKey
+
+    async def scenario() -> None:
+        server = KafkaServer(_config(tmp_path, listeners="PLAINTEXT://127.0.0.1:0"))
+        await server.startup()
+        try:
+            assert server.socket_server is not None
+            port = server.socket_server.bound_port("PLAINTEXT")
+            assert port != 0
+            async with BrokerConnection("127.0.0.1", port) as conn:
+                # auto-creation: LEADER_NOT_AVAILABLE first, then the controller brings it online
+                first = await conn.send(ApiKey.METADATA, {"topics": [{"name": "auto"}]})
+                assert first["topics"][0]["error_code"] in (0, 5)
+                for _ in range(200):
+                    meta = await conn.send(ApiKey.METADATA, {"topics": [{"name": "auto"}]})
+                    if meta["topics"][0]["error_code"] == 0:
+                        break
+                    await asyncio.sleep(0.05)
+                assert meta["brokers"] == [{"node_id": 1, "host": "127.0.0.1", "port": port, "rack": None}]
+                assert meta["controller_id"] == 1
+                assert [p["leader_id"] for p in meta["topics"][0]["partitions"]] == [1]
+            assert server.log_manager is not None
+            assert server.log_manager.get_log(TopicPartition("auto", 0)) is not None
+        finally:
+            await server.shutdown()
+
+    asyncio.run(asyncio.wait_for(scenario(), 60))
+    assert (tmp_path / "d1" / ".kafka_cleanshutdown").exists()
+    assert (tmp_path / "d1" / "replication-offset-checkpoint").exists()
