@@ -1,0 +1,162 @@
+"""Throughput of one `kafpy server`: produce and consume N records with confluent-kafka.
+
+    python bench/throughput.py [--records 1000000] [--sizes 100,1024]
+
+Starts a broker on a free port in a temporary directory, produces N records of each size
+with confluent-kafka (acks=1, linger.ms=5, batch.size 1 MiB), consumes them back, and
+prints records/s and MB/s for both. When Debian's `redis-server` and redis-py are
+installed, the same records go through Redis Streams (appendonly yes, appendfsync
+everysec; pipelined XADD, XRANGE reads) as the reference, with the ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_port(port: int, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise SystemExit(f"nothing listens on port {port} after {timeout} s")
+
+
+def kafpy_produce(bootstrap: str, topic: str, n: int, value: bytes) -> float:
+    p = Producer({"bootstrap.servers": bootstrap, "acks": "1", "linger.ms": 5,
+                  "batch.size": 1 << 20, "queue.buffering.max.messages": 2_000_000,
+                  "queue.buffering.max.kbytes": 2_000_000})  # fmt: skip
+    start = time.perf_counter()
+    for _ in range(n):
+        while True:
+            try:
+                p.produce(topic, value)
+                break
+            except BufferError:
+                p.poll(0.001)
+    if p.flush(300) != 0:
+        raise SystemExit("produce did not finish")
+    return time.perf_counter() - start
+
+
+def kafpy_consume(bootstrap: str, topic: str, n: int) -> float:
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench", "enable.auto.commit": False,
+                  "fetch.max.bytes": 50 << 20, "max.partition.fetch.bytes": 10 << 20})  # fmt: skip
+    c.assign([TopicPartition(topic, 0, 0)])
+    got = 0
+    start = time.perf_counter()
+    while got < n:
+        for m in c.consume(10000, 1.0):
+            if m.error() and m.error().code() != KafkaError._PARTITION_EOF:
+                raise SystemExit(str(m.error()))
+            if not m.error():
+                got += 1
+    elapsed = time.perf_counter() - start
+    c.close()
+    return elapsed
+
+
+def redis_reference(n: int, value: bytes, workdir: Path) -> tuple[float, float] | None:
+    server = shutil.which("redis-server")
+    try:
+        import redis
+    except ImportError:
+        redis = None  # type: ignore[assignment]
+    if server is None or redis is None:
+        return None
+    port = free_port()
+    proc = subprocess.Popen(
+        [server, "--port", str(port), "--dir", str(workdir), "--appendonly", "yes",
+         "--appendfsync", "everysec", "--save", ""],
+        stdout=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        wait_port(port)
+        r = redis.Redis(port=port)
+        start = time.perf_counter()
+        pipe = r.pipeline(transaction=False)
+        for i in range(n):
+            pipe.xadd("s", {"v": value})
+            if i % 10000 == 9999:
+                pipe.execute()
+        pipe.execute()
+        produce = time.perf_counter() - start
+        start = time.perf_counter()
+        last = "-"
+        got = 0
+        while got < n:
+            entries = r.xrange("s", min=last, count=10000)
+            if last != "-":
+                entries = entries[1:]
+            if not entries:
+                break
+            got += len(entries)
+            last = entries[-1][0]
+        return produce, time.perf_counter() - start
+    finally:
+        proc.terminate()
+        proc.wait()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--records", type=int, default=1_000_000)
+    ap.add_argument("--sizes", default="100,1024")
+    args = ap.parse_args()
+    workdir = Path(tempfile.mkdtemp(prefix="kafpy-bench-"))
+    port = free_port()
+    broker = subprocess.Popen(
+        [sys.executable, "-m", "kafpy", "server", "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}",
+         "--override", f"log.dirs={workdir / 'data'}"],
+        stdout=subprocess.DEVNULL, stderr=open(workdir / "broker.log", "wb"),
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )  # fmt: skip
+    try:
+        wait_port(port)
+        bootstrap = f"127.0.0.1:{port}"
+        for size in (int(s) for s in args.sizes.split(",")):
+            n = args.records
+            value = os.urandom(size // 2).hex().encode()[:size]
+            topic = f"bench-{size}"
+            kafpy_produce(bootstrap, topic, 1000, value)  # create the topic, warm up
+            n_total = n + 1000
+            tp = kafpy_produce(bootstrap, topic, n, value)
+            tc = kafpy_consume(bootstrap, topic, n_total)
+            mb = n * size / 1e6
+            print(f"kafpy  {size:>5} B  produce {n / tp:>12,.0f} rec/s {mb / tp:>8.1f} MB/s   "
+                  f"consume {n_total / tc:>12,.0f} rec/s {n_total * size / 1e6 / tc:>8.1f} MB/s")  # fmt: skip
+            ref = redis_reference(n, value, workdir)
+            if ref is None:
+                print("redis  (redis-server or redis-py not installed: no reference)")
+                continue
+            rp, rc = ref
+            print(f"redis  {size:>5} B  produce {n / rp:>12,.0f} rec/s {mb / rp:>8.1f} MB/s   "
+                  f"consume {n / rc:>12,.0f} rec/s {mb / rc:>8.1f} MB/s")  # fmt: skip
+            print(f"ratio  kafpy/redis  produce {rp / tp:.2f}x  consume {rc / tc * n_total / n:.2f}x")
+    finally:
+        broker.terminate()
+        broker.wait(60)
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
