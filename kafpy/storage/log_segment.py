@@ -386,10 +386,15 @@ class LogSegment:
                     self._max_timestamp_so_far = header[H_MAX_TIMESTAMP]
                     self._offset_of_max_timestamp_so_far = last
                 if valid_bytes - last_index_entry > self.index_interval_bytes:
-                    self.offset_index.append(last, valid_bytes)
-                    self.time_index.maybe_append(
-                        self._max_timestamp_so_far, self._offset_of_max_timestamp_so_far
-                    )
+                    # Appends after a restart index more sparsely than a rebuild does, so a
+                    # rebuild can run out of slots; a sparser index is still correct, while
+                    # failing here would throw the segment away.
+                    if not self.offset_index.is_full():
+                        self.offset_index.append(last, valid_bytes)
+                    if not self.time_index.is_full():
+                        self.time_index.maybe_append(
+                            self._max_timestamp_so_far, self._offset_of_max_timestamp_so_far
+                        )
                     last_index_entry = valid_bytes
                 valid_bytes += len(data)
         except (CorruptRecordError, InvalidRecordError) as e:
