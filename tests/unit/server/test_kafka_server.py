@@ -25,7 +25,7 @@ def _config(tmp_path: Path, **extra: str) -> KafkaConfig:
     return KafkaConfig(
         {
             "broker.id": "1",
-            "listeners": "PLAINTEXT://127.0.0.1:19092",
+            "listeners": "PLAINTEXT://127.0.0.1:0",
             "log.dirs": f"{tmp_path}/d1,{tmp_path}/d2",
             "metadata.store.dir": str(tmp_path / "meta"),
             **extra,
@@ -46,8 +46,11 @@ def test_startup_registers_broker_and_shutdown_leaves_clean_marker(tmp_path: Pat
         await other.start()
         data, _ = await other.get("/brokers/ids/1")
         reg = json.loads(data)
-        assert reg["endpoints"] == ["PLAINTEXT://127.0.0.1:19092"]
-        assert reg["rack"] == "r1" and reg["port"] == 19092 and reg["version"] == 4
+        assert server.socket_server is not None
+        port = server.socket_server.bound_port("PLAINTEXT")
+        assert port > 0
+        assert reg["endpoints"] == [f"PLAINTEXT://127.0.0.1:{port}"]
+        assert reg["rack"] == "r1" and reg["port"] == port and reg["version"] == 4
         await server.shutdown()
         assert await other.exists("/brokers/ids/1") is None  # ephemeral gone with the session
         await other.close()
@@ -83,7 +86,7 @@ def test_meta_properties_of_another_broker_refuses_start(tmp_path: Path) -> None
 def test_kafpy_server_command_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
     proc = subprocess.Popen(
         [sys.executable, "-m", "kafpy", "server", "--override", f"log.dirs={tmp_path}/data",
-         "--override", "listeners=PLAINTEXT://127.0.0.1:19093"],
+         "--override", "listeners=PLAINTEXT://127.0.0.1:0"],
         stderr=subprocess.PIPE,
         text=True,
     )
