@@ -267,7 +267,7 @@ class SocketServer:
         self.handler: RequestHandler = handler  # type: ignore[assignment]
         self.max_request_size = max_request_size
         self.time = time
-        self.log = component_logger("kafpy.network.SocketServer", "SocketServer", f"brokerId={broker_id}")
+        self.log = component_logger("kafpy.network.SocketServer", f"SocketServer brokerId={broker_id}")
         self._servers: dict[str, asyncio.base_events.Server] = {}
         self._connections: set[KafkaConnection] = set()
         self._connection_counter = itertools.count()
