@@ -137,7 +137,7 @@ class ReplicaManager:
         )
         self._hw_checkpoints: dict[Path, dict[TopicPartition, int]] | None = None
         self._hw_checkpoint_task: Any = None
-        self.log = component_logger("kafpy.server.ReplicaManager", "ReplicaManager", f"broker={broker_id}")
+        self.log = component_logger("kafpy.server.ReplicaManager", f"ReplicaManager broker={broker_id}")
         self.state_change_log = component_logger("kafpy.state.change.logger", "Broker", broker_id)
 
     # -- lifecycle ------------------------------------------------------------------------
