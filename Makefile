@@ -6,7 +6,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install system-deps run test lint bench clean
+.PHONY: install system-deps run test lint bench bench-throughput clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +38,14 @@ lint: install
 
 bench: install
 	$(PY) bench/storage_bench.py
+
+# Broker throughput with confluent-kafka, against Redis Streams as the reference.
+bench-throughput: install
+	$(PY) -m pip install -q -e '.[bench]'
+	@command -v redis-server >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq redis-server >/dev/null; }
+	$(PY) bench/throughput.py
 
 clean:
 	rm -rf $(VENV) data .pytest_cache .hypothesis
