@@ -79,10 +79,17 @@ def up(
     ports and data.
     """
     extra = _parse_overrides(overrides)
+    fresh = not (directory / CLUSTER_FILE).exists()
     cluster = _cluster_for_up(directory, brokers, zookeeper, extra)
     cluster.start_timeout_s = timeout_s
     try:
-        cluster.start(_echo)
+        try:
+            cluster.start(_echo)
+        except BaseException:
+            if fresh:
+                # it never ran: the next `up` starts afresh, with other options if need be
+                cluster.cluster_file.unlink(missing_ok=True)
+            raise
     except LocalClusterError as e:
         raise OneLineError(f"Cannot start the cluster: {e}") from None
     except KeyboardInterrupt:

@@ -491,7 +491,7 @@ class LocalCluster:
         async def get(zk: KafkaZkClient) -> list[int]:
             return await zk.get_all_broker_ids()
 
-        self.zk_call(get)
+        self.zk_call(get, min(self.start_timeout_s, 10.0))
 
     def write_properties(self, broker: BrokerProcess) -> None:
         """Write the broker's server.properties from its place in the cluster and the overrides."""

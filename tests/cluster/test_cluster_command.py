@@ -1,0 +1,141 @@
+"""`kafpy cluster up|status|down` for real: a managed ZooKeeper and two detached brokers."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kafpy.metadata.zookeeper_server import free_port
+from kafpy.tools.local_cluster import LocalCluster, process_alive
+from tests.cluster.support import metadata
+
+pytestmark = pytest.mark.timeout(150)
+
+
+def kafpy_cluster_command(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "kafpy", "cluster", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_up_status_down(tmp_path: Path) -> None:
+    directory = str(tmp_path / "dev")
+    up = kafpy_cluster_command("up", "--brokers", "2", "--dir", directory)
+    assert up.returncode == 0, up.stderr
+    cluster = LocalCluster.load(directory)
+    try:
+        lines = up.stdout.splitlines()
+        assert f"bootstrap.servers={cluster.bootstrap_servers}" in lines
+        assert f"zookeeper.connect={cluster.zookeeper.connect}" in lines
+        for b in cluster.brokers.values():
+            assert (
+                f"broker {b.broker_id} at {b.address} (pid {b.pid}, logs in {b.logs_dir})" in lines
+            )
+            assert f"broker.id={b.broker_id}" in b.properties_path.read_text().splitlines()
+
+        # detached: everything still runs after the command exited, and serves
+        assert cluster.zookeeper.alive and process_alive(
+            cluster.zookeeper.jvm_pid, cluster.zookeeper.jvm_start_time
+        )
+        assert all(b.alive for b in cluster.brokers.values())
+        assert sorted(b["node_id"] for b in metadata(cluster.brokers[1], [])["brokers"]) == [0, 1]
+
+        status = kafpy_cluster_command("status", "--dir", directory)
+        assert status.returncode == 0, status.stdout + status.stderr
+        out = status.stdout.splitlines()
+        assert out[0] == f"ZooKeeper {cluster.zookeeper.connect} (managed): running"
+        controller_lines = [line for line in out if line.startswith("controller: broker ")]
+        assert len(controller_lines) == 1
+        controller_id = int(controller_lines[0].split()[2])
+        for b in cluster.brokers.values():
+            expected = f"broker {b.broker_id} {b.address} (pid {b.pid}): running, registered"
+            assert (expected + ", controller" if b.broker_id == controller_id else expected) in out
+
+        again = kafpy_cluster_command("up", "--brokers", "2", "--dir", directory)
+        assert again.returncode == 1
+        assert len(again.stderr.strip().splitlines()) == 1
+        assert "already running" in again.stderr
+
+        cluster.kill_broker(1)
+        status = kafpy_cluster_command("status", "--dir", directory)
+        assert status.returncode == 1
+        assert (
+            f"broker 1 {cluster.brokers[1].address} (pid {cluster.brokers[1].pid}): not running"
+            in status.stdout
+        )
+
+        down = kafpy_cluster_command("down", "--dir", directory)
+        assert down.returncode == 0, down.stderr
+        assert down.stdout.splitlines() == [
+            "broker 0 stopped",
+            "ZooKeeper stopped",
+            f"Cluster in {directory} stopped (its data stays there).",
+        ]
+        assert not any(b.alive for b in cluster.brokers.values())
+        assert not cluster.zookeeper.alive
+        assert not process_alive(cluster.zookeeper.jvm_pid, cluster.zookeeper.jvm_start_time)
+
+        down_again = kafpy_cluster_command("down", "--dir", directory)
+        assert down_again.returncode == 0
+        assert "No process of the cluster" in down_again.stdout
+    finally:
+        cluster.stop(timeout_s=10)
+
+
+def test_up_again_restarts_a_stopped_cluster_with_its_data(tmp_path: Path) -> None:
+    directory = str(tmp_path / "dev")
+    assert kafpy_cluster_command("up", "--brokers", "1", "--dir", directory).returncode == 0
+    first = LocalCluster.load(directory)
+    try:
+        cluster_id = (first.brokers[0].data_dir / "meta.properties").read_text()
+        assert kafpy_cluster_command("down", "--dir", directory).returncode == 0
+
+        wrong_size = kafpy_cluster_command("up", "--brokers", "2", "--dir", directory)
+        assert wrong_size.returncode == 1
+        assert "holds a stopped cluster of 1 broker(s), not 2" in wrong_size.stderr
+
+        up = kafpy_cluster_command("up", "--brokers", "1", "--dir", directory)
+        assert up.returncode == 0, up.stderr
+        second = LocalCluster.load(directory)
+        assert second.brokers[0].address == first.brokers[0].address
+        assert second.zookeeper.connect == first.zookeeper.connect
+        assert second.brokers[0].pid != first.brokers[0].pid
+        # the same ZooKeeper data, so the same cluster id the broker recorded
+        assert (second.brokers[0].data_dir / "meta.properties").read_text() == cluster_id
+        assert kafpy_cluster_command("down", "--dir", directory).returncode == 0
+    finally:
+        LocalCluster.load(directory).stop(timeout_s=10)
+
+
+def test_up_with_an_unreachable_zookeeper_fails_in_one_line(tmp_path: Path) -> None:
+    directory = tmp_path / "dev"
+    up = kafpy_cluster_command(
+        "up", "--brokers", "1", "--dir", str(directory),
+        "--zookeeper", f"127.0.0.1:{free_port()}", "--timeout", "2",
+    )  # fmt: skip
+    assert up.returncode == 1
+    assert len(up.stderr.strip().splitlines()) == 1
+    assert up.stderr.startswith("Cannot start the cluster: Cannot use ZooKeeper at 127.0.0.1:")
+    assert not (directory / "cluster.json").exists()
+
+
+def test_up_with_a_broker_that_cannot_start_stops_everything(tmp_path: Path) -> None:
+    directory = tmp_path / "dev"
+    up = kafpy_cluster_command(
+        "up", "--brokers", "1", "--dir", str(directory), "--override", "num.partitions=zero"
+    )
+    assert up.returncode == 1
+    (line,) = up.stderr.strip().splitlines()
+    assert line.startswith("Cannot start the cluster: Broker 0 exited with code 1 while starting: ")
+    assert "num.partitions" in line
+    assert str(directory / "broker-0" / "logs" / "server.out") in line
+    assert not (directory / "cluster.json").exists()
+    (pid_line,) = [x for x in up.stdout.splitlines() if x.startswith("ZooKeeper serving on ")]
+    zookeeper_pid = int(pid_line.rsplit("pid ", 1)[1].rstrip(")"))
+    assert not process_alive(zookeeper_pid)
