@@ -12,7 +12,7 @@ from kafpy.metadata.zookeeper_server import free_port
 from kafpy.tools.local_cluster import LocalCluster, process_alive
 from tests.cluster.support import metadata
 
-pytestmark = pytest.mark.timeout(150)
+pytestmark = [pytest.mark.zookeeper, pytest.mark.timeout(150)]
 
 
 def kafpy_cluster_command(*args: str) -> subprocess.CompletedProcess[str]:

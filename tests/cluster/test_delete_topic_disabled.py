@@ -17,7 +17,7 @@ from tests.cluster.support import (
     zookeeper,
 )
 
-pytestmark = pytest.mark.timeout(90)
+pytestmark = [pytest.mark.zookeeper, pytest.mark.timeout(90)]
 WAIT_S = 30.0
 
 

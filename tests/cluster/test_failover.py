@@ -23,7 +23,7 @@ from tests.cluster.support import (
 )
 from tests.fixtures.cluster import CLUSTER_TEST_DEFAULTS
 
-pytestmark = pytest.mark.timeout(150)
+pytestmark = [pytest.mark.zookeeper, pytest.mark.timeout(150)]
 WAIT_S = 30.0
 SESSION_TIMEOUT_S = int(CLUSTER_TEST_DEFAULTS["zookeeper.session.timeout.ms"]) / 1000
 FAILOVER_S = SESSION_TIMEOUT_S + 10.0
@@ -83,7 +83,9 @@ def test_controller_sigkill(cluster: LocalCluster, zk: Zk) -> None:
     assert state is not None and state["controller_epoch"] == new_epoch
     admin(
         cluster,
-        lambda a: a.create_partitions({"after-failover": 3}, {"after-failover": [[live[1], live[0]]]}),
+        lambda a: a.create_partitions(
+            {"after-failover": 3}, {"after-failover": [[live[1], live[0]]]}
+        ),
     )
     assignment[2] = [live[1], live[0]]
     wait_until(lambda: _online(zk, "after-failover", assignment), WAIT_S, "after-failover grown")

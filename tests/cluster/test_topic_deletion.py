@@ -26,7 +26,7 @@ from tests.cluster.support import (
     zookeeper,
 )
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.zookeeper, pytest.mark.timeout(120)]
 WAIT_S = 30.0
 
 
