@@ -46,7 +46,13 @@ from kafpy.controller.topic_deletion_manager import TopicDeletionManager
 from kafpy.metadata.errors import NodeExistsError, NoNodeError
 from kafpy.metadata.kafka_zk_client import KafkaZkClient
 from kafpy.metadata.store import EventType, WatchedEvent
-from kafpy.metadata.zk_data import BrokerInfo, ControllerZNode, TopicZNode
+from kafpy.metadata.zk_data import (
+    BrokerInfo,
+    ControllerZNode,
+    IsrChangeNotificationSequenceZNode,
+    IsrChangeNotificationZNode,
+    TopicZNode,
+)
 
 UNKNOWN_CONTROLLER_ID = -1
 
@@ -226,6 +232,9 @@ class KafkaController:
     def _topic_deletion_watcher(self, event: WatchedEvent) -> None:
         self._put("TopicDeletion", ControllerState.TOPIC_DELETION, self._process_topic_deletion)
 
+    def _isr_change_notification_watcher(self, event: WatchedEvent) -> None:
+        self._put("IsrChangeNotification", ControllerState.ISR_CHANGE, self._process_isr_change_notification)
+
     def _register_partition_modifications_handler(
         self, topic: str
     ) -> Callable[[WatchedEvent], None]:
@@ -371,6 +380,7 @@ class KafkaController:
     async def _on_controller_failover(self) -> None:
         self.log.info("Registering handlers")
         await self._initialize_controller_context()
+        await self._process_isr_change_notification()
         to_delete, ineligible = await self._fetch_topic_deletions_in_progress()
         self.log.info("Initializing topic deletion manager")
         await self.topic_deletion_manager.init(to_delete, ineligible)
@@ -633,6 +643,41 @@ class KafkaController:
                 broker_id,
                 scala_map(failed),
             )
+
+    # -- ISR changes -------------------------------------------------------------------------------
+
+    async def _process_isr_change_notification(self) -> None:
+        """Leaders changed ISRs: read the partitions' states again, send UpdateMetadata to
+        every broker, and delete the notifications (Kafka's IsrChangeNotification)."""
+        if not self.is_active:
+            return
+        store = self.zk_client.store
+        children = await store.get_children(
+            IsrChangeNotificationZNode.path, self._isr_change_notification_watcher
+        )
+        changed: set[TopicPartition] = set()
+        for child in sorted(children):
+            path = f"{IsrChangeNotificationZNode.path}/{child}"
+            try:
+                data, _ = await store.get(path)
+                changed |= IsrChangeNotificationSequenceZNode.decode(data)
+            except NoNodeError:
+                continue
+            except Exception as e:  # a malformed notification must not stop the others
+                self.log.warning("Ignoring ISR change notification %s: %s", child, e)
+            try:
+                await store.delete(path)
+            except NoNodeError:
+                pass
+        ctx = self.context
+        known = [tp for tp in sorted(changed) if ctx.partition_replica_assignment(tp)]
+        if not known:
+            return
+        states = await self.zk_client.get_topic_partition_states(known)
+        ctx.partition_leadership_info.update(states)
+        self.log.debug("Sending MetadataRequest to Brokers: %s for TopicPartitions: %s",
+                       sorted(ctx.live_or_shutting_down_broker_ids), comma_list(known))  # fmt: skip
+        self.send_update_metadata_request(sorted(ctx.live_or_shutting_down_broker_ids), known)
 
     # -- broker changes ----------------------------------------------------------------------------------
 

@@ -38,6 +38,7 @@ from kafpy.server.kafka_apis import KafkaApis
 from kafpy.server.kafka_config import KafkaConfig
 from kafpy.server.metadata_cache import MetadataCache
 from kafpy.server.producer_id_manager import ProducerIdManager
+from kafpy.server.replica_fetcher_thread import ReplicaFetcherConfig
 from kafpy.server.replica_manager import ReplicaManager
 from kafpy.server.socket_server import SocketServer
 from kafpy.storage.log_config import LogConfig
@@ -138,6 +139,7 @@ class KafkaServer:
             high_watermark_checkpoint_interval_ms=cfg.replica_high_watermark_checkpoint_interval_ms,
             fetch_purgatory_purge_interval=cfg.fetch_purgatory_purge_interval_requests,
             producer_purgatory_purge_interval=cfg.producer_purgatory_purge_interval_requests,
+            zk_client=self.zk_client, fetcher_config=_replica_fetcher_config(cfg),
         )  # fmt: skip
         self.replica_manager.startup()
 
@@ -262,6 +264,7 @@ class KafkaServer:
     async def _shutdown_replica_manager(self) -> None:
         assert self.replica_manager is not None
         rm, self.replica_manager = self.replica_manager, None
+        await rm.shutdown_fetchers()
         rm.shutdown()  # on the loop: it answers the parked requests
 
     async def _close_store(self) -> None:
@@ -278,6 +281,18 @@ class KafkaServer:
     async def _shutdown_scheduler(self) -> None:
         assert self.scheduler is not None
         await asyncio.get_running_loop().run_in_executor(None, self.scheduler.shutdown)
+
+
+def _replica_fetcher_config(cfg: KafkaConfig) -> ReplicaFetcherConfig:
+    return ReplicaFetcherConfig(
+        num_replica_fetchers=int(cfg.get("num.replica.fetchers")),
+        fetch_max_bytes=int(cfg.get("replica.fetch.max.bytes")),
+        fetch_response_max_bytes=int(cfg.get("replica.fetch.response.max.bytes")),
+        fetch_wait_max_ms=int(cfg.get("replica.fetch.wait.max.ms")),
+        fetch_min_bytes=int(cfg.get("replica.fetch.min.bytes")),
+        fetch_backoff_ms=int(cfg.get("replica.fetch.backoff.ms")),
+        socket_timeout_ms=int(cfg.get("replica.socket.timeout.ms")),
+    )
 
 
 def _partitions_online(cache: MetadataCache, topic: str, partitions: Collection[int]) -> bool:

@@ -6,10 +6,13 @@ cache, and, when this broker leads, the high watermark and what it knows of each
 follower's log end offset. Appends and reads by clients go through it so that the
 leadership and epoch checks sit in one place.
 
-Replication (followers fetching, ISR shrink/expand written to ZooKeeper) is not built
-yet: a follower's log end offset is updated only by its Fetch requests, and the high
-watermark is the smallest log end offset over the ISR, so with the ISR = the leader
-alone it follows the leader's log end offset.
+As a leader it tracks each follower's log end offset (the offset of its latest Fetch)
+and the last time it was caught up, moves the high watermark to the smallest log end
+offset over the ISR (never backwards), and decides when the ISR should expand (a
+follower reached the high watermark) or shrink (a follower not caught up for
+replica.lag.time.max.ms); ReplicaManager writes those ISR changes to ZooKeeper. As a
+follower it appends the leader's batches with their offsets, records the leader epochs
+they carry, takes the leader's high watermark and truncates where the fetcher says.
 """
 
 from __future__ import annotations
@@ -47,6 +50,10 @@ class RemoteReplica:
     broker_id: int
     log_end_offset: int = -1
     last_caught_up_time_ms: int = 0
+    # the leader's log end offset and the time at this follower's previous fetch: a fetch
+    # reaching that offset proves the follower was caught up then (Kafka's rule)
+    last_fetch_leader_log_end_offset: int = -1
+    last_fetch_time_ms: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +103,8 @@ class Partition:
         self.log: Log | None = None
         self.leader_epoch_cache: LeaderEpochFileCache | None = None
         self._hw = LogOffsetMetadata(0)
+        # an ISR change being written to ZooKeeper (no second one until it is answered)
+        self.pending_isr: list[int] | None = None
         self.log_ident = component_logger(
             "kafpy.cluster.Partition", f"Partition {tp} broker={local_broker_id}"
         )
@@ -174,10 +183,12 @@ class Partition:
         if self.leader_epoch >= 0:
             self.leader_epoch_cache.assign(self.leader_epoch, start)
         is_new_leader = not self.is_leader
+        self.pending_isr = None
         if is_new_leader:
             now = self.time.milliseconds()
             for replica in self.remote_replicas.values():
                 replica.log_end_offset = -1
+                replica.last_fetch_leader_log_end_offset = -1
                 replica.last_caught_up_time_ms = now if replica.broker_id in self.isr else 0
             self.leader_replica_id = self.local_broker_id
         self.log_ident.info(
@@ -191,7 +202,9 @@ class Partition:
         new_leader = state["leader"]
         old_epoch = self.leader_epoch
         self.controller_epoch = state["controller_epoch"]
+        # a follower does not manage the ISR (Kafka empties it); keep none
         self._update_assignment_and_isr(state["replicas"], [])
+        self.pending_isr = None
         self.create_log_if_not_exists()
         self.leader_epoch = state["leader_epoch"]
         self.leader_epoch_start_offset = None
@@ -295,14 +308,139 @@ class Partition:
         return LogReadResult(info, hw, log.log_start_offset, leo, hw)
 
     def update_follower_fetch_state(self, replica_id: int, fetch_offset: int) -> bool:
-        """Record a follower's fetch position (its log end offset); True if the HW moved."""
+        """Record a follower's fetch position (its log end offset); True if the HW moved.
+
+        The follower was caught up now if it fetched from the leader's log end offset, or
+        at its previous fetch if it now reached the log end offset the leader had then.
+        """
         replica = self.remote_replicas.get(replica_id)
-        if replica is None or self.log is None:
+        if replica is None or self.log is None or not self.is_leader:
             return False
+        now = self.time.milliseconds()
+        leader_leo = self.log.log_end_offset
+        if fetch_offset >= leader_leo:
+            replica.last_caught_up_time_ms = now
+        elif fetch_offset >= replica.last_fetch_leader_log_end_offset >= 0:
+            replica.last_caught_up_time_ms = max(replica.last_caught_up_time_ms, replica.last_fetch_time_ms)
         replica.log_end_offset = fetch_offset
-        if fetch_offset >= self.log.log_end_offset:
-            replica.last_caught_up_time_ms = self.time.milliseconds()
+        replica.last_fetch_leader_log_end_offset = leader_leo
+        replica.last_fetch_time_ms = now
         return self.maybe_increment_leader_hw()
+
+    # -- ISR ------------------------------------------------------------------------------
+
+    def isr_to_expand(self, replica_id: int) -> list[int] | None:
+        """The ISR with `replica_id` added if that follower caught up to the high watermark
+        (and to the start of this leader epoch); None if nothing should change."""
+        replica = self.remote_replicas.get(replica_id)
+        if (
+            replica is None
+            or not self.is_leader
+            or self.pending_isr is not None
+            or replica_id in self.isr
+            or replica_id not in self.assigned_replicas
+        ):
+            return None
+        epoch_start = self.leader_epoch_start_offset or 0
+        if replica.log_end_offset >= self.high_watermark and replica.log_end_offset >= epoch_start:
+            return sorted(set(self.isr) | {replica_id})
+        return None
+
+    def out_of_sync_replicas(self, max_lag_ms: int | None = None) -> list[int]:
+        """Followers in the ISR that have not caught up for `max_lag_ms`
+        (default replica.lag.time.max.ms); the leader is never one of them."""
+        if not self.is_leader or self.log is None:
+            return []
+        lag = self.replica_lag_time_max_ms if max_lag_ms is None else max_lag_ms
+        now = self.time.milliseconds()
+        leo = self.log.log_end_offset
+        out = []
+        for r in self.isr:
+            replica = self.remote_replicas.get(r)
+            if replica is None:
+                continue
+            if replica.log_end_offset < leo and now - replica.last_caught_up_time_ms > lag:
+                out.append(r)
+        return out
+
+    def isr_to_shrink(self) -> list[int] | None:
+        """The ISR without its out-of-sync followers, or None if it should not change."""
+        if self.pending_isr is not None:
+            return None
+        out = self.out_of_sync_replicas()
+        if not out:
+            return None
+        return [r for r in self.isr if r not in out]
+
+    def apply_isr(self, isr: list[int], zk_version: int) -> bool:
+        """Take the ISR that was written to ZooKeeper at `zk_version`; True if the HW moved
+        (a shrink may let it advance)."""
+        self.isr = list(isr)
+        self.zk_version = zk_version
+        self.pending_isr = None
+        return self.maybe_increment_leader_hw()
+
+    # -- follower -------------------------------------------------------------------------
+
+    def append_records_to_follower(self, records: MemoryRecords) -> LogAppendInfo:
+        """Append batches fetched from the leader as they are (offsets kept) and record
+        the leader epochs the batches carry in the leader-epoch cache."""
+        log = self.log
+        if log is None:
+            raise NotLeaderOrFollowerError(
+                f"Log for partition {self.topic_partition} is not available on broker {self.local_broker_id}"
+            )
+        info = log.append_as_follower(records)
+        cache = self.leader_epoch_cache
+        if cache is not None and info.shallow_count:
+            latest = cache.latest_epoch
+            for epoch, base_offset in _batch_epochs(records.buffer(), info.valid_bytes):
+                if epoch >= 0 and (latest is None or epoch > latest):
+                    cache.assign(epoch, base_offset)
+                    latest = epoch
+        return info
+
+    def update_follower_high_watermark(self, leader_hw: int) -> None:
+        """A follower's high watermark: the leader's, capped at the local log end offset."""
+        if self.log is None:
+            return
+        new_hw = min(leader_hw, self.log.log_end_offset)
+        if new_hw != self.high_watermark:
+            self._set_hw(max(new_hw, 0))
+
+    def truncate_to(self, offset: int) -> None:
+        """Remove what follows `offset` (the log, the epoch cache, the HW above it)."""
+        log = self.log
+        if log is None:
+            return
+        log.truncate_to(offset)
+        if self.leader_epoch_cache is not None:
+            self.leader_epoch_cache.truncate_from_end(log.log_end_offset)
+        if self.high_watermark > log.log_end_offset:
+            self._set_hw(log.log_end_offset)
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Empty the log and start it at `offset` (a follower behind the leader's log start)."""
+        log = self.log
+        if log is None:
+            return
+        log.truncate_fully_and_start_at(offset)
+        if self.leader_epoch_cache is not None:
+            self.leader_epoch_cache.clear_and_flush()
+        self._set_hw(offset)
+
+    @property
+    def latest_epoch(self) -> int:
+        """The latest leader epoch in the local log's epoch cache (-1: none)."""
+        cache = self.leader_epoch_cache
+        latest = None if cache is None else cache.latest_epoch
+        return -1 if latest is None else latest
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        """(epoch, end offset) of `epoch` in the local epoch cache (-1, -1 if unknown)."""
+        if self.leader_epoch_cache is None or self.log is None:
+            return -1, -1
+        return self.leader_epoch_cache.end_offset_for(epoch, self.log.log_end_offset)
 
     # -- offsets --------------------------------------------------------------------------
 
@@ -375,3 +513,18 @@ class Partition:
         except KafkaStorageError as e:
             self.log_ident.error("Failed to delete the log of %s: %s", self.topic_partition, e)
             raise
+
+
+def _batch_epochs(buffer: memoryview, size: int) -> list[tuple[int, int]]:
+    """(partitionLeaderEpoch, baseOffset) of each v2 batch in `buffer[:size]`, from the
+    headers only (one step per batch)."""
+    out = []
+    pos = 0
+    while pos + 17 <= size:
+        base_offset = int.from_bytes(buffer[pos : pos + 8], "big", signed=True)
+        length = int.from_bytes(buffer[pos + 8 : pos + 12], "big", signed=True)
+        epoch = int.from_bytes(buffer[pos + 12 : pos + 16], "big", signed=True)
+        if buffer[pos + 16] >= 2:
+            out.append((epoch, base_offset))
+        pos += 12 + length
+    return out

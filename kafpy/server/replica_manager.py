@@ -6,11 +6,19 @@ the log); appends producers' batches to the partitions it leads; reads for consu
 (up to the high watermark) and followers (up to the log end); parks fetches that want
 more bytes, and acks=all produces that wait for the ISR, in purgatories woken by appends
 and high-watermark moves; checkpoints the high watermarks of every log dir.
+
+Replication: partitions this broker follows are fetched by the ReplicaFetcherManager's
+fetchers (started and stopped on LeaderAndIsr); on the partitions it leads it expands
+the ISR when a follower catches up and shrinks it (`isr-expiration`) when one has not
+caught up for replica.lag.time.max.ms, writing each change to the partition's state
+znode at its version and announcing it under /isr_change_notification
+(`isr-change-propagation`) so that the controller sends UpdateMetadata.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,12 +36,21 @@ from kafpy.common.logger import component_logger
 from kafpy.common.scheduler import Scheduler
 from kafpy.common.time import Time
 from kafpy.common.topic_partition import TopicPartition
+from kafpy.metadata.errors import BadVersionError, NoNodeError
+from kafpy.metadata.kafka_zk_client import KafkaZkClient
+from kafpy.metadata.zk_data import (
+    IsrChangeNotificationSequenceZNode,
+    LeaderAndIsr,
+    LeaderIsrAndControllerEpoch,
+)
 from kafpy.records.memory_records import MemoryRecords
 from kafpy.server.delayed_fetch import DelayedFetch, FetchPartitionStatus
 from kafpy.server.delayed_operation import DelayedOperationPurgatory, TimerScheduler
 from kafpy.server.delayed_produce import DelayedProduce, ProducePartitionStatus
 from kafpy.server.metadata_cache import INTERNAL_TOPICS, MetadataCache
 from kafpy.server.partition import Partition, TimestampAndOffset
+from kafpy.server.replica_fetcher_manager import ReplicaFetcherManager
+from kafpy.server.replica_fetcher_thread import BrokerEndPoint, FetcherChannel, ReplicaFetcherConfig
 from kafpy.storage.log import Log
 from kafpy.storage.log_append_info import LogOffsetMetadata
 from kafpy.storage.log_manager import LogManager
@@ -118,8 +135,22 @@ class ReplicaManager:
         fetch_purgatory_purge_interval: int = 1000,
         producer_purgatory_purge_interval: int = 1000,
         timer: TimerScheduler | None = None,
+        zk_client: KafkaZkClient | None = None,
+        fetcher_config: ReplicaFetcherConfig | None = None,
+        fetcher_connect: Callable[[BrokerEndPoint], FetcherChannel] | None = None,
+        isr_change_propagation_interval_ms: int = 500,
     ) -> None:
         self.broker_id = broker_id
+        self.zk_client = zk_client
+        self.isr_change_propagation_interval_ms = isr_change_propagation_interval_ms
+        # partitions whose ISR changed since the last /isr_change_notification write
+        self.isr_change_set: set[TopicPartition] = set()
+        self._isr_tasks: set[asyncio.Task[None]] = set()
+        self._loop_tasks: list[asyncio.Task[None]] = []
+        self.replica_fetcher_manager = ReplicaFetcherManager(
+            broker_id, fetcher_config or ReplicaFetcherConfig(), self.partitions_get,
+            self._on_follower_append, fetcher_connect,
+        )  # fmt: skip
         self.log_manager = log_manager
         self.metadata_cache = metadata_cache
         self.scheduler = scheduler
@@ -143,17 +174,54 @@ class ReplicaManager:
     # -- lifecycle ------------------------------------------------------------------------
 
     def startup(self) -> None:
-        """Schedule highwatermark-checkpoint (on the scheduler's threads: it fsyncs)."""
+        """Schedule highwatermark-checkpoint (on the scheduler's threads: it fsyncs) and,
+        on the running loop, isr-expiration and isr-change-propagation."""
         self._hw_checkpoint_task = self.scheduler.schedule(
             "highwatermark-checkpoint",
             self.checkpoint_high_watermarks,
             self.hw_checkpoint_interval_ms,
             self.hw_checkpoint_interval_ms,
         )
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return  # no loop (unit tests drive maybe_shrink_isr themselves)
+        self._loop_tasks = [
+            loop.create_task(self._every("isr-expiration", max(1, self.replica_lag_time_max_ms // 2),
+                                         self.maybe_shrink_isr)),
+            loop.create_task(self._every("isr-change-propagation", self.isr_change_propagation_interval_ms,
+                                         self.maybe_propagate_isr_changes)),
+        ]  # fmt: skip
+
+    async def _every(self, name: str, period_ms: int, fun: Callable[[], Any]) -> None:
+        while True:
+            await asyncio.sleep(period_ms / 1000)
+            try:
+                result = fun()
+                if asyncio.iscoroutine(result):
+                    await result
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                self.log.exception("Uncaught exception in scheduled task '%s'", name)
+
+    async def shutdown_fetchers(self) -> None:
+        """Stop the replica fetchers and the ISR tasks (before `shutdown`)."""
+        for task in self._loop_tasks:
+            task.cancel()
+        self._loop_tasks = []
+        await self.replica_fetcher_manager.shutdown()
+        for task in list(self._isr_tasks):
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                await task
 
     def shutdown(self, checkpoint_hw: bool = True) -> None:
         """Answer every parked request and write the high watermarks one last time."""
         self.log.info("Shutting down")
+        for task in self._loop_tasks:
+            task.cancel()
+        self._loop_tasks = []
         if self._hw_checkpoint_task is not None:
             self._hw_checkpoint_task.cancel()
         self.delayed_fetch_purgatory.shutdown()
@@ -166,6 +234,12 @@ class ReplicaManager:
 
     def get_partition(self, tp: TopicPartition) -> Partition | None:
         return self.partitions.get(tp)
+
+    def partitions_get(self, tp: TopicPartition) -> Partition | None:
+        return self.partitions.get(tp)
+
+    def _on_follower_append(self, tp: TopicPartition) -> None:
+        self.delayed_fetch_purgatory.check_and_complete(tp)
 
     def get_partition_or_error(self, tp: TopicPartition, expect_leader: bool = True) -> Partition:
         """The hosted partition; UnknownTopicOrPartitionError if this broker does not know it
@@ -257,10 +331,16 @@ class ReplicaManager:
                     controller_id, controller_epoch, tp, state["leader_epoch"], partition.leader_epoch,
                 )
                 errors[tp] = STALE_CONTROLLER_EPOCH
+        live_leaders = {
+            b["broker_id"]: BrokerEndPoint(b["broker_id"], b["host_name"], b["port"])
+            for b in request.get("live_leaders") or ()
+        }
+        new_followers: dict[TopicPartition, tuple[BrokerEndPoint, int, int]] = {}
         for partition, state in to_apply:
             tp = partition.topic_partition
             try:
                 if state["leader"] == self.broker_id:
+                    self.replica_fetcher_manager.remove_fetcher_for_partitions([tp])
                     _, hw_moved = partition.make_leader(state)
                     self.state_change_log.info(
                         "Leader %s starts at leader epoch %d with ISR %s (controller %d epoch %d)",
@@ -274,7 +354,16 @@ class ReplicaManager:
                             "leader %d is unavailable.",
                             controller_id, controller_epoch, tp, state["leader"],
                         )
+                    self.replica_fetcher_manager.remove_fetcher_for_partitions([tp])
                     partition.make_follower(state)
+                    leader = live_leaders.get(state["leader"])
+                    if leader is None:
+                        broker = self.metadata_cache.get_alive_broker(state["leader"])
+                        endpoint = None if broker is None else next(iter(broker.endpoints.values()), None)
+                        if endpoint is not None:
+                            leader = BrokerEndPoint(state["leader"], endpoint.host, endpoint.port)
+                    if leader is not None and partition.log is not None:
+                        new_followers[tp] = (leader, partition.log.log_end_offset, state["leader_epoch"])
                     self.state_change_log.info(
                         "Follower %s of leader %d at leader epoch %d (controller %d epoch %d)",
                         tp, state["leader"], state["leader_epoch"], controller_id, controller_epoch,
@@ -285,6 +374,8 @@ class ReplicaManager:
                 errors[tp] = _code(e)
             self._complete_delayed_requests(tp)
         self._hw_checkpoints = None
+        if new_followers:
+            self.replica_fetcher_manager.add_fetcher_for_partitions(new_followers)
         return {
             "error_code": NONE,
             "partition_errors": [
@@ -320,6 +411,7 @@ class ReplicaManager:
 
     def stop_replica(self, tp: TopicPartition, delete: bool) -> None:
         self.state_change_log.info("Stopping replica %s (delete=%s)", tp, delete)
+        self.replica_fetcher_manager.remove_fetcher_for_partitions([tp])
         if delete:
             partition = self.partitions.pop(tp, None)
             if partition is not None:
@@ -524,8 +616,104 @@ class ReplicaManager:
     ) -> None:
         for tp, info in fetch_infos:
             partition = self.partitions.get(tp)
-            if partition is not None and partition.update_follower_fetch_state(replica_id, info.fetch_offset):
+            if partition is None:
+                continue
+            if partition.update_follower_fetch_state(replica_id, info.fetch_offset):
                 self._complete_delayed_requests(tp)
+            new_isr = partition.isr_to_expand(replica_id)
+            if new_isr is not None:
+                self.log.info(
+                    "Expanding ISR for partition %s from %s to %s",
+                    tp, ",".join(map(str, partition.isr)), ",".join(map(str, new_isr)),
+                )
+                self._update_isr(partition, new_isr)
+
+    # -- ISR ------------------------------------------------------------------------------
+
+    def maybe_shrink_isr(self) -> None:
+        """isr-expiration: drop followers not caught up for replica.lag.time.max.ms from
+        the ISR of every partition this broker leads."""
+        for tp, partition in list(self.partitions.items()):
+            new_isr = partition.isr_to_shrink()
+            if new_isr is None:
+                continue
+            self.log.info(
+                "Shrinking ISR for partition %s from %s to %s. Leader: (highWatermark: %d, endOffset: %d). "
+                "Out of sync replicas: %s.",
+                tp, ",".join(map(str, partition.isr)), ",".join(map(str, new_isr)), partition.high_watermark,
+                partition.log.log_end_offset if partition.log else -1,
+                ",".join(map(str, sorted(set(partition.isr) - set(new_isr)))),
+            )  # fmt: skip
+            self._update_isr(partition, new_isr)
+
+    def _update_isr(self, partition: Partition, new_isr: list[int]) -> None:
+        """Write `new_isr` to the partition's state znode at its known version (in a task);
+        the partition takes it once ZooKeeper accepted it."""
+        partition.pending_isr = new_isr
+        if self.zk_client is None:
+            self._isr_updated(partition, partition.leader_epoch, new_isr, partition.zk_version + 1)
+            return
+        task = asyncio.get_running_loop().create_task(self._write_isr(partition, new_isr))
+        self._isr_tasks.add(task)
+        task.add_done_callback(self._isr_tasks.discard)
+
+    async def _write_isr(self, partition: Partition, new_isr: list[int]) -> None:
+        assert self.zk_client is not None
+        tp = partition.topic_partition
+        epoch, zk_version = partition.leader_epoch, partition.zk_version
+        state = LeaderIsrAndControllerEpoch(
+            LeaderAndIsr(self.broker_id, epoch, tuple(new_isr), zk_version), partition.controller_epoch
+        )
+        try:
+            stat = await self.zk_client.set_topic_partition_state(tp, state, zk_version)
+        except BadVersionError:
+            current = await self.zk_client.get_topic_partition_state(tp)
+            if (
+                current is not None and partition.pending_isr is new_isr
+                and current.leader_and_isr.leader == self.broker_id
+                and current.leader_and_isr.leader_epoch == epoch
+            ):
+                # our own earlier write (or an equivalent one): take its version and retry later
+                partition.zk_version = current.leader_and_isr.zk_version
+                partition.isr = list(current.leader_and_isr.isr)
+                partition.pending_isr = None
+            self.log.info(
+                "Cached zkVersion %d not equal to that in zookeeper, skip updating ISR for %s", zk_version, tp
+            )
+            return
+        except NoNodeError:
+            self.log.info("Partition %s has no state node any more; not updating its ISR", tp)
+            return
+        except Exception:
+            self.log.exception("Error while writing the ISR of %s", tp)
+            if partition.pending_isr is new_isr:
+                partition.pending_isr = None
+            return
+        self._isr_updated(partition, epoch, new_isr, stat.version)
+
+    def _isr_updated(self, partition: Partition, epoch: int, new_isr: list[int], zk_version: int) -> None:
+        tp = partition.topic_partition
+        if self.partitions.get(tp) is not partition or not partition.is_leader or partition.leader_epoch != epoch:
+            return  # leadership moved while the write was in flight
+        partition.apply_isr(new_isr, zk_version)
+        self.isr_change_set.add(tp)
+        self._complete_delayed_requests(tp)
+
+    async def maybe_propagate_isr_changes(self) -> None:
+        """isr-change-propagation: announce the partitions whose ISR changed under
+        /isr_change_notification (one sequential node per round)."""
+        if not self.isr_change_set or self.zk_client is None:
+            return
+        changed, self.isr_change_set = self.isr_change_set, set()
+        try:
+            await self.zk_client.store.create(
+                IsrChangeNotificationSequenceZNode.path(),
+                IsrChangeNotificationSequenceZNode.encode(sorted(changed)),
+                sequential=True,
+            )
+        except Exception:
+            self.isr_change_set |= changed
+            raise
 
     # -- offsets --------------------------------------------------------------------------
 

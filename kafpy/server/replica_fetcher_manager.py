@@ -1,0 +1,115 @@
+"""ReplicaFetcherManager: which fetcher fetches which followed partition (Kafka's AbstractFetcherManager).
+
+A broker follows partitions of several leaders; it runs `num.replica.fetchers` fetchers
+per leader, and a partition always goes to the same one (Kafka's
+`abs(31 * topic.hashCode + partition) % num.replica.fetchers`). Adding a partition whose
+leader changed moves it to the new leader's fetcher; fetchers left with no partitions
+are shut down.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+
+from kafpy.client.connection import BrokerConnection
+from kafpy.common.logger import component_logger
+from kafpy.common.topic_partition import TopicPartition
+from kafpy.server.partition import Partition
+from kafpy.server.replica_fetcher_thread import (
+    BrokerEndPoint,
+    FetcherChannel,
+    ReplicaFetcherConfig,
+    ReplicaFetcherThread,
+)
+
+
+def java_string_hash(s: str) -> int:
+    """Java's String.hashCode (UTF-16 code units, 32-bit wrap-around), as a signed int."""
+    h = 0
+    data = s.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + (data[i] << 8 | data[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def fetcher_id_for(tp: TopicPartition, num_fetchers: int) -> int:
+    value = (31 * java_string_hash(tp.topic) + tp.partition) & 0xFFFFFFFF
+    if value >= 1 << 31:
+        value -= 1 << 32
+    # Kafka's Utils.abs: Integer.MIN_VALUE maps to 0
+    return (0 if value == -(1 << 31) else abs(value)) % num_fetchers
+
+
+class ReplicaFetcherManager:
+    """Runs this broker's replica fetchers, keyed by (leader, fetcher id)."""
+
+    def __init__(
+        self,
+        broker_id: int,
+        config: ReplicaFetcherConfig,
+        partition_of: Callable[[TopicPartition], Partition | None],
+        on_appended: Callable[[TopicPartition], None] = lambda tp: None,
+        connect: Callable[[BrokerEndPoint], FetcherChannel] | None = None,
+    ) -> None:
+        self.broker_id = broker_id
+        self.config = config
+        self._partition_of = partition_of
+        self._on_appended = on_appended
+        self._connect = connect or self._default_connect
+        self.fetchers: dict[tuple[BrokerEndPoint, int], ReplicaFetcherThread] = {}
+        self.log = component_logger(
+            "kafpy.server.ReplicaFetcherManager", f"ReplicaFetcherManager on broker {broker_id}"
+        )
+
+    def _default_connect(self, endpoint: BrokerEndPoint) -> FetcherChannel:
+        return BrokerConnection(
+            endpoint.host, endpoint.port, client_id=f"broker-{self.broker_id}-fetcher",
+            request_timeout_ms=self.config.socket_timeout_ms, node_id=endpoint.id,
+            connect_timeout_ms=min(self.config.socket_timeout_ms, 5000),
+        )  # fmt: skip
+
+    def fetcher_for(self, tp: TopicPartition) -> ReplicaFetcherThread | None:
+        for fetcher in self.fetchers.values():
+            if tp in fetcher.partition_states:
+                return fetcher
+        return None
+
+    def add_fetcher_for_partitions(self, partitions: Mapping[TopicPartition, tuple[BrokerEndPoint, int, int]]) -> None:
+        """Fetch `tp -> (leader, initial offset, leader epoch)`; each starts by truncating."""
+        self.remove_fetcher_for_partitions(partitions)
+        grouped: dict[tuple[BrokerEndPoint, int], dict[TopicPartition, tuple[int, int]]] = {}
+        for tp, (leader, offset, epoch) in partitions.items():
+            key = (leader, fetcher_id_for(tp, self.config.num_replica_fetchers))
+            grouped.setdefault(key, {})[tp] = (offset, epoch)
+        for key, states in grouped.items():
+            fetcher = self.fetchers.get(key)
+            if fetcher is None:
+                leader, fid = key
+                fetcher = ReplicaFetcherThread(
+                    f"ReplicaFetcherThread-{fid}-{leader.id}", fid, self.broker_id, leader, self.config,
+                    self._partition_of, self._connect, self._on_appended,
+                )  # fmt: skip
+                self.fetchers[key] = fetcher
+                fetcher.start()
+            fetcher.add_partitions(states)
+        self.log.info(
+            "Added fetcher for partitions %s",
+            ", ".join(f"{tp} -> (leader {leader.id}, offset {off})" for tp, (leader, off, _) in partitions.items()),
+        )
+
+    def remove_fetcher_for_partitions(self, partitions: Iterable[TopicPartition]) -> None:
+        tps = list(partitions)
+        for fetcher in self.fetchers.values():
+            fetcher.remove_partitions(tps)
+
+    async def shutdown_idle_fetcher_threads(self) -> None:
+        for key in [k for k, f in self.fetchers.items() if f.partition_count == 0]:
+            await self.fetchers.pop(key).shutdown()
+
+    async def shutdown(self) -> None:
+        self.log.info("shutting down")
+        fetchers = list(self.fetchers.values())
+        self.fetchers.clear()
+        for fetcher in fetchers:
+            await fetcher.shutdown()
+        self.log.info("shutdown completed")
