@@ -448,6 +448,7 @@ class KafkaApis:
         if self._broker_epoch_is_stale(body):
             self.log.info("Received LeaderAndIsr request with stale broker epoch %s; ignoring it", body["broker_epoch"])
             return _controller_error(body, Errors.STALE_BROKER_EPOCH, "partition_states")
+        await self.replica_manager.load_topic_configs(body)
         return self.replica_manager.become_leader_or_follower(body, request.api_version)
 
     async def handle_update_metadata(self, request: Request) -> dict[str, Any]:

@@ -53,6 +53,7 @@ from kafpy.server.replica_fetcher_manager import ReplicaFetcherManager
 from kafpy.server.replica_fetcher_thread import BrokerEndPoint, FetcherChannel, ReplicaFetcherConfig
 from kafpy.storage.log import Log
 from kafpy.storage.log_append_info import LogOffsetMetadata
+from kafpy.storage.log_config import LogConfig
 from kafpy.storage.log_manager import LogManager
 from kafpy.storage.offset_checkpoint_file import OffsetCheckpointFile
 
@@ -290,6 +291,26 @@ class ReplicaManager:
                 self.log.error("Error while writing to highwatermark file in directory %s: %s", data_dir, e)
 
     # -- controller requests --------------------------------------------------------------
+
+    async def load_topic_configs(self, request: Mapping[str, Any]) -> None:
+        """Before a LeaderAndIsr creates logs: read the topic-level overrides of topics
+        with no local log yet from ZooKeeper (Kafka fetches them in createLogIfNotExists),
+        so that a new log starts with, e.g., its min.insync.replicas."""
+        if self.zk_client is None:
+            return
+        topics = {
+            topic for topic, state in _leader_and_isr_states(request)
+            if self.log_manager.get_log(TopicPartition(topic, state["partition_index"])) is None
+        }  # fmt: skip
+        for topic in sorted(topics):
+            try:
+                overrides = await self.zk_client.get_entity_configs("topics", topic)
+            except Exception as e:
+                self.log.warning("Could not read the configs of topic %s: %s", topic, e)
+                continue
+            if overrides:
+                default = self.log_manager.current_default_config
+                self.log_manager.update_topic_config(topic, LogConfig.from_props(default.values(), overrides))
 
     def become_leader_or_follower(self, request: Mapping[str, Any], version: int = 0) -> dict[str, Any]:
         """Apply a LeaderAndIsr request; returns the response body."""
