@@ -11,7 +11,8 @@ deletes logs, and runs Kafka's background tasks under Kafka's names:
 - `kafka-delete-logs`: remove the files of logs renamed to `-delete`, once
   `file.delete.delay.ms` has passed since they were queued
 
-Compaction (the LogCleaner) is not built yet; `_start_log_cleaner` is its hook.
+With `log.cleaner.enable`, it also starts the LogCleaner (kafpy.storage.cleaner), which
+compacts logs with `cleanup.policy=compact` on its own threads.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ import threading
 from collections import deque
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 
 from kafpy.common.config_def import LONG_MAX
@@ -31,6 +31,7 @@ from kafpy.common.logger import component_logger
 from kafpy.common.scheduler import ScheduledTask, Scheduler
 from kafpy.common.time import SYSTEM_TIME, Time
 from kafpy.common.topic_partition import TopicPartition
+from kafpy.storage.cleaner import CleanerConfig, LogCleaner
 from kafpy.storage.log import (
     CLEAN_SHUTDOWN_FILE,
     DELETE_DIR_SUFFIX,
@@ -55,15 +56,6 @@ _MIN_DELETE_LOGS_POLL_MS = 1000
 
 class LogDirLockError(KafkaStorageError):
     """Another process (or another LogManager in this one) holds a log dir's `.lock`."""
-
-
-@dataclass(frozen=True)
-class CleanerConfig:
-    """Settings of the log cleaner (compaction). Only `enable_cleaner` is used so far."""
-
-    enable_cleaner: bool = True
-    num_threads: int = 1
-    backoff_ms: int = 15 * 1000
 
 
 class _LoadProgress:
@@ -172,7 +164,7 @@ class LogManager:
         self.retention_check_ms = retention_check_ms
         self.scheduler = scheduler
         self.time = time
-        self.cleaner: object | None = None  # the LogCleaner, once compaction exists
+        self.cleaner: LogCleaner | None = None
 
         # logCreationOrDeletionLock: guards the maps below against the scheduler's threads
         self._lock = threading.RLock()
@@ -441,14 +433,16 @@ class LogManager:
             self._start_log_cleaner()
 
     def _start_log_cleaner(self) -> None:
-        """Hook for the LogCleaner (compaction), which is not built yet."""
-        self.log.warning(
-            "log.cleaner.enable=true but the log cleaner is not implemented yet: "
-            "topics with cleanup.policy=compact will not be compacted."
+        """Start the LogCleaner's threads (compaction of cleanup.policy=compact logs)."""
+        self.cleaner = LogCleaner(
+            self.cleaner_config, self._live_log_dirs, self.logs_by_topic_partition, self.time
         )
+        self.cleaner.startup()
 
     def _stop_log_cleaner(self) -> None:
-        """Hook: stop the LogCleaner's threads, once it exists."""
+        """Stop the LogCleaner's threads; a round in progress is abandoned, not swapped in."""
+        if self.cleaner is not None:
+            self.cleaner.shutdown()
 
     def shutdown(self) -> None:
         """Stop the tasks, flush and close every log, write the checkpoints and the clean
@@ -605,8 +599,11 @@ class LogManager:
                     f"directories {', '.join(map(str, self._offline_dirs))}"
                 )
             return None
-        # hook: the LogCleaner must abort cleaning tp here, once it exists
         data_dir = Path(removed.dir).parent
+        if self.cleaner is not None:
+            # waits for a cleaning round on tp to stop before the files move
+            self.cleaner.abort_cleaning(tp)
+            self.cleaner.update_checkpoints(data_dir)
         try:
             removed.rename_dir(log_delete_dir_name(tp))
         except Exception as e:
@@ -687,9 +684,22 @@ class LogManager:
             log = self.get_log(tp)
             if log is None:
                 continue
-            # hook: the LogCleaner must abort and pause cleaning tp here, once it exists
-            if log.truncate_to(offset):
-                affected.add(Path(log.dir).parent)
+            stop_cleaner = self.cleaner is not None and offset < log.active_segment.base_offset
+            if stop_cleaner:
+                assert self.cleaner is not None
+                self.cleaner.abort_and_pause_cleaning(tp)
+            try:
+                if log.truncate_to(offset):
+                    affected.add(Path(log.dir).parent)
+                if stop_cleaner:
+                    assert self.cleaner is not None
+                    self.cleaner.maybe_truncate_checkpoint(
+                        Path(log.dir).parent, tp, log.active_segment.base_offset
+                    )
+            finally:
+                if stop_cleaner:
+                    assert self.cleaner is not None
+                    self.cleaner.resume_cleaning([tp])
         for d in affected:
             self._checkpoint_recovery_offsets_in_dir(d)
 
@@ -698,7 +708,16 @@ class LogManager:
         log = self.get_log(tp)
         if log is None:
             return
-        log.truncate_fully_and_start_at(new_offset)
+        cleaner = self.cleaner
+        if cleaner is not None:
+            cleaner.abort_and_pause_cleaning(tp)
+        try:
+            log.truncate_fully_and_start_at(new_offset)
+            if cleaner is not None:
+                cleaner.maybe_truncate_checkpoint(Path(log.dir).parent, tp, log.active_segment.base_offset)
+        finally:
+            if cleaner is not None:
+                cleaner.resume_cleaning([tp])
         d = Path(log.dir).parent
         self._checkpoint_recovery_offsets_in_dir(d)
         self._checkpoint_log_start_offsets_in_dir(d)
@@ -732,6 +751,8 @@ class LogManager:
         for tp, log in self.logs_by_topic_partition().items():
             if not log.config.delete:
                 continue
+            if self.cleaner is not None and log.config.compact:
+                continue  # compact,delete: the cleaner threads apply retention between rounds
             self.log.debug("Garbage collecting '%s'", log.name)
             try:
                 total += log.delete_old_segments()

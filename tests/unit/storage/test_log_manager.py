@@ -452,13 +452,16 @@ def test_startup_schedules_kafkas_tasks_and_shutdown_cancels_them(
     assert scheduler.task_names() == []
 
 
-def test_log_cleaner_hook_logs_that_it_is_missing(
-    tmp_path: Path, managers: Managers, caplog: pytest.LogCaptureFixture
+def test_log_cleaner_starts_with_the_manager_and_stops_at_shutdown(
+    tmp_path: Path, managers: Managers
 ) -> None:
-    m = managers([tmp_path / "a"], cleaner_config=CleanerConfig(enable_cleaner=True))
-    with caplog.at_level(logging.WARNING, LOGGER):
-        m.startup()
-    assert any("log cleaner is not implemented yet" in msg for msg in caplog.messages)
+    m = managers([tmp_path / "a"], cleaner_config=CleanerConfig(enable_cleaner=True, num_threads=2))
+    m.startup()
+    assert m.cleaner is not None
+    assert [t.is_alive() for t in m.cleaner.cleaners] == [True, True]
+    threads = list(m.cleaner.cleaners)
+    managers.shutdown(m)
+    assert not any(t.is_alive() for t in threads)
 
 
 # ---------------------------------------------------------------------- deletion

@@ -1,0 +1,459 @@
+"""Cleaner: one round of compaction of one log (Kafka's Cleaner in LogCleaner.scala).
+
+A round builds an offset map (key -> latest offset) over the dirty section, then
+rewrites every segment below the map's end into `.cleaned` segments that keep a record
+only when no later record has its key, and swaps them in crash-safely through
+`Log._replace_segments` (`.cleaned` -> `.swap` -> live). Offsets never change: the
+cleaned log has gaps. Records are decoded (they must be, to see their keys) but output
+is written per batch: a batch whose records all survive is copied byte for byte, one
+that loses some is rebuilt once with its own codec and producer fields.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import struct
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+from crc32c import crc32c
+
+from kafpy.common.time import Time
+from kafpy.records.builder import RecordBatchBuilder
+from kafpy.records.record_batch import HEADER, LOG_OVERHEAD, RecordBatch, TimestampType
+from kafpy.storage.cleaner.log_to_clean import LogToClean, segments_in_range
+from kafpy.storage.cleaner.offset_map import SkimpyOffsetMap
+from kafpy.storage.cleaner.throttler import Throttler
+from kafpy.storage.file_records import (
+    H_ATTRIBUTES,
+    H_BASE_OFFSET,
+    H_LAST_OFFSET_DELTA,
+    H_MAX_TIMESTAMP,
+    H_PRODUCER_ID,
+    FileRecords,
+)
+from kafpy.storage.log import Log
+from kafpy.storage.log_segment import CLEANED_FILE_SUFFIX, LogSegment
+
+_INT32 = struct.Struct(">i")
+_UINT32 = struct.Struct(">I")
+_CONTROL_MASK = 0x20
+_INT32_MAX = (1 << 31) - 1
+_LAST_OFFSET_DELTA_OFFSET = 23
+_CRC_OFFSET = 17
+_ATTRIBUTES_OFFSET = 21
+
+log = logging.getLogger("kafpy.log.LogCleaner")
+
+
+@dataclass
+class CleanerStats:
+    """What one round read, wrote and dropped (Kafka's CleanerStats)."""
+
+    bytes_read: int = 0
+    bytes_written: int = 0
+    map_bytes_read: int = 0
+    map_messages_read: int = 0
+    messages_read: int = 0
+    messages_written: int = 0
+    invalid_messages: int = 0
+    buffer_size: int = 0
+    start_ms: int = 0
+    map_complete_ms: int = 0
+    end_ms: int = 0
+    groups: list[int] = field(default_factory=list)
+
+    def elapsed_secs(self) -> float:
+        return max(self.end_ms - self.start_ms, 1) / 1000.0
+
+
+def _read_batches(
+    records: FileRecords, chunk_size: int, check: Callable[[], None]
+) -> Iterator[tuple[tuple[int, ...], memoryview]]:
+    """(header, bytes) of each batch of a segment file, read `chunk_size` bytes at a time.
+
+    `check` runs before each chunk, so an abort or shutdown is seen between reads.
+    """
+    pos = 0
+    end = records.size
+    while end - pos >= LOG_OVERHEAD:
+        check()
+        chunk = memoryview(os.pread(records.fd, min(chunk_size, end - pos), pos))
+        n = len(chunk)
+        off = 0
+        while n - off >= LOG_OVERHEAD:
+            size = _INT32.unpack_from(chunk, off + 8)[0] + LOG_OVERHEAD
+            if off + size > n:
+                break
+            yield HEADER.unpack_from(chunk, off), chunk[off : off + size]
+            off += size
+        if off == 0:  # one batch larger than the chunk: read it alone
+            size = _INT32.unpack_from(chunk, 8)[0] + LOG_OVERHEAD
+            if pos + size > end:
+                return
+            data = memoryview(os.pread(records.fd, size, pos))
+            yield HEADER.unpack_from(data, 0), data
+            off = size
+        pos += off
+
+
+def _override_last_offset_delta(batch: bytes, last_offset_delta: int) -> bytes:
+    """Set lastOffsetDelta (covered by the CRC) and rewrite the CRC.
+
+    Kafka keeps a filtered batch's original last offset so the producer's last sequence
+    and the offsets the batch spans stay as they were.
+    """
+    out = bytearray(batch)
+    _INT32.pack_into(out, _LAST_OFFSET_DELTA_OFFSET, last_offset_delta)
+    _UINT32.pack_into(out, _CRC_OFFSET, crc32c(memoryview(out)[_ATTRIBUTES_OFFSET:]))
+    return bytes(out)
+
+
+class _SegmentWriter:
+    """Buffers retained batches and appends them to the cleaned segment in runs of about
+    index.interval.bytes, so the cleaned segment's index is as dense as a normal one's."""
+
+    def __init__(self, dest: LogSegment, flush_bytes: int) -> None:
+        self.dest = dest
+        self.flush_bytes = max(flush_bytes, 1)
+        self._parts: list[bytes | memoryview] = []
+        self._size = 0
+        self._largest_offset = -1
+        self._max_timestamp = -1
+        self._offset_of_max_timestamp = -1
+        self.written = 0
+
+    def add(self, data: bytes | memoryview, last_offset: int, max_timestamp: int) -> None:
+        self._parts.append(data)
+        self._size += len(data)
+        self._largest_offset = last_offset
+        if max_timestamp > self._max_timestamp:
+            self._max_timestamp = max_timestamp
+            self._offset_of_max_timestamp = last_offset
+        if self._size >= self.flush_bytes:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self._parts:
+            return
+        data = memoryview(b"".join(self._parts))
+        self.dest.append(self._largest_offset, self._max_timestamp, self._offset_of_max_timestamp, data)
+        self.written += len(data)
+        self._parts = []
+        self._size = 0
+        self._max_timestamp = -1
+        self._offset_of_max_timestamp = -1
+
+
+class Cleaner:
+    """Compacts one log per `clean()` call (Kafka's Cleaner).
+
+    `offset_map` is reused between rounds; `io_buffer_size` is the read chunk (and the
+    write buffer); `throttler` limits I/O; `check_done(tp)` raises to abort a round
+    (LogCleaningAbortedError, or a shutdown) and runs between chunks.
+    """
+
+    def __init__(
+        self,
+        id: int,
+        offset_map: SkimpyOffsetMap,
+        io_buffer_size: int,
+        max_io_buffer_size: int,
+        dup_buffer_load_factor: float,
+        throttler: Throttler,
+        time: Time,
+        check_done: Callable[[object], None],
+    ) -> None:
+        self.id = id
+        self.offset_map = offset_map
+        self.io_buffer_size = io_buffer_size
+        self.max_io_buffer_size = max_io_buffer_size
+        self.dup_buffer_load_factor = dup_buffer_load_factor
+        self.throttler = throttler
+        self.time = time
+        self.check_done = check_done
+        self.log = logging.getLogger("kafpy.log.LogCleaner")
+
+    # -- a round -----------------------------------------------------------------------------------
+
+    def clean(self, cleanable: LogToClean) -> tuple[int, CleanerStats]:
+        """Clean the log up to the end of the map; returns (next dirty offset, stats)."""
+        log_ = cleanable.log
+        # tombstones are kept for delete.retention.ms after the clean section last changed
+        clean_section = segments_in_range(log_, 0, cleanable.first_dirty_offset)
+        cleanable_horizon_ms = clean_section[-1].last_modified if clean_section else 0
+        delete_horizon_ms = cleanable_horizon_ms - log_.config.delete_retention_ms
+        return self.do_clean(cleanable, delete_horizon_ms)
+
+    def do_clean(self, cleanable: LogToClean, delete_horizon_ms: int) -> tuple[int, CleanerStats]:
+        log_ = cleanable.log
+        tp = cleanable.topic_partition
+        self.log.info("Beginning cleaning of log %s.", tp)
+        stats = CleanerStats(start_ms=self.time.milliseconds())
+        self.log.info("Building offset map for %s...", tp)
+        upper_bound = cleanable.first_uncleanable_offset
+        self.build_offset_map(log_, cleanable.first_dirty_offset, upper_bound, self.offset_map, stats)
+        end_offset = self.offset_map.latest_offset + 1
+        stats.map_complete_ms = self.time.milliseconds()
+        self.log.info(
+            "Cleaning log %s (cleaning prior to %d, discarding tombstones prior to %d)...",
+            tp, end_offset, delete_horizon_ms,
+        )
+        groups = self.group_segments_by_size(
+            segments_in_range(log_, 0, end_offset),
+            log_.config.segment_bytes,
+            log_.config.segment_index_bytes,
+            cleanable.first_uncleanable_offset,
+        )
+        for group in groups:
+            stats.groups.append(len(group))
+            self.clean_segments(log_, group, self.offset_map, delete_horizon_ms, stats)
+        stats.buffer_size = self.io_buffer_size
+        stats.end_ms = self.time.milliseconds()
+        return end_offset, stats
+
+    # -- the offset map ----------------------------------------------------------------------------
+
+    def build_offset_map(
+        self, log_: Log, start: int, end: int, offset_map: SkimpyOffsetMap, stats: CleanerStats
+    ) -> None:
+        """Map every key in [start, end) to its latest offset, stopping early (at a batch
+        boundary) when the map is full; `offset_map.latest_offset` says how far it got."""
+        offset_map.clear()
+        dirty = [s for s in segments_in_range(log_, start, end) if s.base_offset < end]
+        self.log.info(
+            "Building offset map for log %s for %d segments in offset range [%d, %d).",
+            log_.topic_partition, len(dirty), start, end,
+        )
+        # latest_offset starts just below the dirty section so an all-keyless section moves on
+        offset_map.update_latest_offset(start - 1)
+        for segment in dirty:
+            tp = log_.topic_partition
+            self.check_done(tp)
+            full = self._build_offset_map_for_segment(tp, segment, offset_map, start, end, stats)
+            if full:
+                self.log.debug("Offset map is full, %d segments fully mapped, segment with base offset %d is partially mapped", dirty.index(segment), segment.base_offset)
+                break
+
+    def _build_offset_map_for_segment(
+        self,
+        tp: object,
+        segment: LogSegment,
+        offset_map: SkimpyOffsetMap,
+        start: int,
+        end: int,
+        stats: CleanerStats,
+    ) -> bool:
+        put = offset_map.put
+        check = lambda: self.check_done(tp)  # noqa: E731
+        for header, data in _read_batches(segment.log, self.io_buffer_size, check):
+            base = header[H_BASE_OFFSET]
+            last = base + header[H_LAST_OFFSET_DELTA]
+            if base >= end:
+                return False
+            stats.map_bytes_read += len(data)
+            if last < start:
+                continue
+            if header[H_ATTRIBUTES] & _CONTROL_MASK:
+                offset_map.update_latest_offset(last)
+                continue
+            batch = RecordBatch(data)
+            # A batch is mapped whole or not at all, so the round ends on a batch boundary.
+            if batch.record_count > offset_map.free_entries():
+                if offset_map.size == 0:
+                    raise ValueError(
+                        f"The cleaner's offset map ({offset_map.slots} slots) cannot hold the "
+                        f"{batch.record_count} keys of one batch of {tp}; raise "
+                        "log.cleaner.dedupe.buffer.size"
+                    )
+                return True
+            for record in batch.records():
+                if record.key is not None and record.offset >= start:
+                    put(record.key, record.offset)
+            stats.map_messages_read += batch.record_count
+            offset_map.update_latest_offset(last)
+            self.throttler.maybe_throttle(len(data))
+        return False
+
+    # -- grouping ------------------------------------------------------------------------------------
+
+    @staticmethod
+    def group_segments_by_size(
+        segments: list[LogSegment], max_size: int, max_index_size: int, first_uncleanable_offset: int
+    ) -> list[list[LogSegment]]:
+        """Runs of consecutive segments whose log, offset index and time index each fit
+        `max_size` / `max_index_size`, and whose offsets fit one segment's int32 range."""
+        groups: list[list[LogSegment]] = []
+        i = 0
+        while i < len(segments):
+            group = [segments[i]]
+            log_size = segments[i].size
+            index_size = segments[i].offset_index.size_in_bytes
+            time_index_size = segments[i].time_index.size_in_bytes
+            i += 1
+            while i < len(segments):
+                nxt = segments[i]
+                if (
+                    log_size + nxt.size <= max_size
+                    and index_size + nxt.offset_index.size_in_bytes <= max_index_size
+                    and time_index_size + nxt.time_index.size_in_bytes <= max_index_size
+                    and _last_offset_for(segments, i, first_uncleanable_offset) - group[0].base_offset
+                    <= _INT32_MAX
+                ):
+                    group.append(nxt)
+                    log_size += nxt.size
+                    index_size += nxt.offset_index.size_in_bytes
+                    time_index_size += nxt.time_index.size_in_bytes
+                    i += 1
+                else:
+                    break
+            groups.append(group)
+        return groups
+
+    # -- rewriting -----------------------------------------------------------------------------------
+
+    def clean_segments(
+        self,
+        log_: Log,
+        segments: list[LogSegment],
+        offset_map: SkimpyOffsetMap,
+        delete_horizon_ms: int,
+        stats: CleanerStats,
+    ) -> None:
+        """Write `segments` into one `.cleaned` segment and swap it in for them."""
+        cleaned = create_new_cleaned_segment(log_, segments[0].base_offset)
+        tp = log_.topic_partition
+        try:
+            with log_._lock:  # the producer map changes on appends
+                last_offset_of_producer = {
+                    pid: e.last_data_offset
+                    for pid, e in log_.producer_state_manager.active_producers().items()
+                }
+            for old in segments:
+                retain_deletes = old.last_modified > delete_horizon_ms
+                self.log.info(
+                    "Cleaning segment %d in log %s (largest timestamp %d) into %d, %s deletes.",
+                    old.base_offset, log_.name, old.largest_timestamp, cleaned.base_offset,
+                    "retaining" if retain_deletes else "discarding",
+                )
+                self.clean_into(
+                    tp, old, cleaned, offset_map, retain_deletes, last_offset_of_producer,
+                    log_.config.index_interval_bytes, stats,
+                )
+            cleaned.on_become_inactive_segment()
+            cleaned.flush()
+            cleaned.last_modified = segments[-1].last_modified
+            self.check_done(tp)
+            self.log.info(
+                "Swapping in cleaned segment %s for segment(s) %s in log %s",
+                cleaned, [s.base_offset for s in segments], log_.name,
+            )
+            log_._replace_segments([cleaned], segments)
+        except BaseException:
+            cleaned.delete_if_exists()
+            raise
+
+    def clean_into(
+        self,
+        tp: object,
+        source: LogSegment,
+        dest: LogSegment,
+        offset_map: SkimpyOffsetMap,
+        retain_deletes: bool,
+        last_offset_of_producer: dict[int, int],
+        flush_bytes: int,
+        stats: CleanerStats,
+    ) -> None:
+        """Copy the records of `source` that survive into `dest`, batch by batch."""
+        writer = _SegmentWriter(dest, flush_bytes)
+        latest = offset_map.latest_offset
+        digest = offset_map.digest
+        lookup = offset_map.get_digest
+        check = lambda: self.check_done(tp)  # noqa: E731
+        throttle = self.throttler.maybe_throttle
+        for header, data in _read_batches(source.log, self.io_buffer_size, check):
+            stats.bytes_read += len(data)
+            throttle(2 * len(data))  # read and (at most) written again
+            base = header[H_BASE_OFFSET]
+            last = base + header[H_LAST_OFFSET_DELTA]
+            if header[H_ATTRIBUTES] & _CONTROL_MASK or base > latest:
+                # control batches stay as they are (no transactions to remove yet), and
+                # batches past the map were not deduplicated this round
+                writer.add(data, last, header[H_MAX_TIMESTAMP])
+                continue
+            batch = RecordBatch(data)
+            records = list(batch.records())
+            stats.messages_read += len(records)
+            kept = []
+            for r in records:
+                if r.offset > latest:
+                    kept.append(r)
+                elif r.key is None:
+                    stats.invalid_messages += 1  # keyless records have no place in a compacted log
+                elif r.offset >= lookup(digest(r.key)) and (r.value is not None or retain_deletes):
+                    kept.append(r)
+            stats.messages_written += len(kept)
+            if len(kept) == len(records):
+                writer.add(data, last, header[H_MAX_TIMESTAMP])
+                continue
+            pid = header[H_PRODUCER_ID]
+            if not kept:
+                if pid >= 0 and last_offset_of_producer.get(pid) == last:
+                    # the producer's last batch: keep its header so its sequence survives
+                    writer.add(_rebuild(batch, [], last - base), last, header[H_MAX_TIMESTAMP])
+                continue
+            rebuilt = _rebuild(batch, kept, last - base)
+            writer.add(rebuilt, last, RecordBatch(rebuilt).max_timestamp)
+        writer.flush()
+        stats.bytes_written += writer.written
+
+
+def _rebuild(batch: RecordBatch, kept: list, last_offset_delta: int) -> bytes:  # type: ignore[type-arg]
+    """The batch with only `kept` records, same base offset, codec and producer fields."""
+    log_append = batch.timestamp_type is TimestampType.LOG_APPEND_TIME
+    builder = RecordBatchBuilder(
+        compression=batch.compression_type,
+        timestamp_type=batch.timestamp_type,
+        base_offset=batch.base_offset,
+        partition_leader_epoch=batch.partition_leader_epoch,
+        producer_id=batch.producer_id,
+        producer_epoch=batch.producer_epoch,
+        base_sequence=batch.base_sequence,
+        is_transactional=batch.is_transactional,
+        is_control=batch.is_control,
+        log_append_time=batch.max_timestamp if log_append else None,
+    )
+    for r in kept:
+        builder.append(r.timestamp, r.key, r.value, r.headers, offset=r.offset)
+    built = builder.build()
+    if not kept:
+        # an empty batch keeps its first timestamp as Kafka's do: max = first = the original max
+        out = bytearray(built)
+        struct.pack_into(">qq", out, 27, batch.max_timestamp, batch.max_timestamp)
+        built = bytes(out)
+    return _override_last_offset_delta(built, last_offset_delta)
+
+
+def _last_offset_for(segments: list[LogSegment], i: int, first_uncleanable_offset: int) -> int:
+    """The last offset segments[i] may hold: just below the next segment's base offset,
+    or below the first uncleanable offset for the last segment of the list."""
+    if i + 1 < len(segments):
+        return segments[i + 1].base_offset - 1
+    return first_uncleanable_offset - 1
+
+
+def create_new_cleaned_segment(log_: Log, base_offset: int) -> LogSegment:
+    """An empty `<base>.log.cleaned` segment (and indexes), replacing any left by a crash."""
+    seg = LogSegment.open(
+        log_.dir, base_offset, log_.config, log_.time, file_already_exists=False,
+        file_suffix=CLEANED_FILE_SUFFIX,
+    )
+    seg.log.truncate_to(0)
+    seg.offset_index.reset()
+    seg.time_index.reset()
+    seg.txn_index.reset()
+    return seg
+
+
+__all__ = ["Cleaner", "CleanerStats", "create_new_cleaned_segment"]

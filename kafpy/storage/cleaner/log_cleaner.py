@@ -1,0 +1,210 @@
+"""LogCleaner: the cleaner threads that compact logs with `cleanup.policy=compact`."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+
+from kafpy.common.errors import KafkaError, KafkaStorageError
+from kafpy.common.logger import component_logger
+from kafpy.common.time import SYSTEM_TIME, Time
+from kafpy.common.topic_partition import TopicPartition
+from kafpy.storage.cleaner.cleaner import Cleaner, CleanerStats
+from kafpy.storage.cleaner.cleaner_config import CleanerConfig
+from kafpy.storage.cleaner.log_cleaner_manager import LogCleanerManager, LogCleaningAbortedError
+from kafpy.storage.cleaner.log_to_clean import LogToClean
+from kafpy.storage.cleaner.offset_map import SkimpyOffsetMap
+from kafpy.storage.cleaner.throttler import Throttler
+from kafpy.storage.log import Log
+
+
+class ThreadShutdownError(Exception):
+    """Raised inside a cleaning round when its thread is shutting down."""
+
+
+class LogCleaner:
+    """The log compaction subsystem (Kafka's LogCleaner): `config.num_threads`
+    CleanerThreads, each repeatedly taking the dirtiest compacted log from the
+    LogCleanerManager and cleaning it, sleeping `backoff_ms` when none is dirty enough.
+
+    The threads do all their file work themselves (reads, rewrites, fsync of the
+    cleaned segment), never on the broker's event loop; the only shared step is the
+    segment swap under the Log's lock. The offset map memory is split between threads
+    and all threads share one I/O throttler.
+    """
+
+    def __init__(
+        self,
+        config: CleanerConfig,
+        log_dirs: Iterable[Path],
+        logs: Callable[[], Mapping[TopicPartition, Log]],
+        time: Time = SYSTEM_TIME,
+    ) -> None:
+        self.config = config
+        self.time = time
+        self.log = component_logger("kafpy.log.LogCleaner", "LogCleaner")
+        self.cleaner_manager = LogCleanerManager(log_dirs, logs, time)
+        self.throttler = Throttler(config.max_io_bytes_per_second, 300, time)
+        self.cleaners = [CleanerThread(self, i) for i in range(config.num_threads)]
+
+    # -- lifecycle -----------------------------------------------------------------------------------
+
+    def startup(self) -> None:
+        self.log.info("Starting the log cleaner")
+        for t in self.cleaners:
+            t.start()
+
+    def shutdown(self) -> None:
+        self.log.info("Shutting down the log cleaner.")
+        for t in self.cleaners:
+            t.initiate_shutdown()
+        for t in self.cleaners:
+            if t.is_alive():
+                t.join()
+
+    # -- used by LogManager -------------------------------------------------------------------------
+
+    def abort_cleaning(self, tp: TopicPartition) -> None:
+        self.cleaner_manager.abort_cleaning(tp)
+
+    def abort_and_pause_cleaning(self, tp: TopicPartition) -> None:
+        self.cleaner_manager.abort_and_pause_cleaning(tp)
+
+    def resume_cleaning(self, tps: Iterable[TopicPartition]) -> None:
+        self.cleaner_manager.resume_cleaning(tps)
+
+    def update_checkpoints(self, data_dir: Path) -> None:
+        self.cleaner_manager.update_checkpoints(data_dir)
+
+    def maybe_truncate_checkpoint(self, data_dir: Path, tp: TopicPartition, offset: int) -> None:
+        self.cleaner_manager.maybe_truncate_checkpoint(data_dir, tp, offset)
+
+    def wake(self) -> None:
+        """End the threads' backoff now (tests, and a topic newly switched to compact)."""
+        for t in self.cleaners:
+            t.wake()
+
+    @property
+    def rounds_completed(self) -> int:
+        return sum(t.rounds for t in self.cleaners)
+
+
+class CleanerThread(threading.Thread):
+    """One cleaner thread (Kafka's CleanerThread): clean the filthiest log, run retention
+    on compact,delete logs, or back off. `clean_once()` does one pass synchronously."""
+
+    def __init__(self, owner: LogCleaner, thread_id: int) -> None:
+        super().__init__(name=f"kafka-log-cleaner-thread-{thread_id}", daemon=True)
+        self.owner = owner
+        self.manager = owner.cleaner_manager
+        config = owner.config
+        self.log = component_logger("kafpy.log.LogCleaner", f"kafka-log-cleaner-thread-{thread_id}")
+        self.cleaner = Cleaner(
+            thread_id,
+            SkimpyOffsetMap(
+                config.dedupe_buffer_size // max(config.num_threads, 1),
+                config.hash_algorithm,
+                config.dedupe_buffer_load_factor,
+            ),
+            config.io_buffer_size // 2,
+            config.max_message_size,
+            config.dedupe_buffer_load_factor,
+            owner.throttler,
+            owner.time,
+            self._check_done,
+        )
+        self._running = True
+        self._wakeup = threading.Event()
+        self.rounds = 0
+        self.last_stats: CleanerStats | None = None
+
+    def initiate_shutdown(self) -> None:
+        self._running = False
+        self._wakeup.set()
+
+    def wake(self) -> None:
+        self._wakeup.set()
+
+    def _check_done(self, tp: object) -> None:
+        if not self._running:
+            raise ThreadShutdownError()
+        self.manager.check_cleaning_aborted(tp)  # type: ignore[arg-type]
+
+    def run(self) -> None:
+        self.log.info("Starting")
+        try:
+            while self._running:
+                try:
+                    cleaned = self.clean_once()
+                except ThreadShutdownError:
+                    break
+                except Exception:
+                    self.log.exception("Uncaught exception in the log cleaner thread")
+                    cleaned = False
+                if not cleaned and self._running:
+                    self._wakeup.wait(self.owner.config.backoff_ms / 1000)
+                    self._wakeup.clear()
+        finally:
+            self.log.info("Stopped")
+
+    def clean_once(self) -> bool:
+        """Clean the filthiest log, if any, then apply retention to compact,delete logs.
+        True if a log was cleaned."""
+        cleanable = self.manager.grab_filthiest_compacted_log()
+        cleaned = False
+        if cleanable is not None:
+            self._clean_log(cleanable)
+            cleaned = True
+        deletable = self.manager.deletable_logs()
+        try:
+            for tp, log in deletable:
+                try:
+                    log.delete_old_segments()
+                except KafkaStorageError as e:
+                    self.log.warning("Failed to apply retention to %s: %s", tp, e)
+        finally:
+            self.manager.done_deleting(tp for tp, _ in deletable)
+        return cleaned
+
+    def _clean_log(self, cleanable: LogToClean) -> None:
+        tp = cleanable.topic_partition
+        data_dir = Path(cleanable.log.dir).parent
+        end_offset = cleanable.first_dirty_offset
+        try:
+            end_offset, stats = self.cleaner.clean(cleanable)
+            self.rounds += 1
+            self.last_stats = stats
+            self._record_stats(cleanable, stats)
+        except LogCleaningAbortedError:
+            self.log.info("Cleaning of %s was aborted", tp)
+        except KafkaStorageError as e:
+            self.log.warning("Cleaning of %s stopped: its log is offline (%s)", tp, e)
+        except ThreadShutdownError:
+            raise
+        except (OSError, ValueError, KafkaError) as e:
+            if self.manager.cleaning_state(tp) == "LogCleaningAborted":
+                self.log.info("Cleaning of %s was aborted (%s)", tp, e)
+            else:
+                self.log.error("Failed to clean %s, marking it uncleanable: %s", tp, e)
+                self.manager.mark_partition_uncleanable(data_dir, tp)
+        finally:
+            self.manager.done_cleaning(tp, data_dir, end_offset)
+
+    def _record_stats(self, cleanable: LogToClean, stats: CleanerStats) -> None:
+        mb = 1024.0 * 1024.0
+        secs = stats.elapsed_secs()
+        map_secs = max(stats.map_complete_ms - stats.start_ms, 1) / 1000.0
+        self.log.info(
+            "Log cleaner thread %d cleaned log %s (dirty section = [%d, %d])\n"
+            "\t%.1f MB of log processed in %.1f seconds (%.1f MB/sec).\n"
+            "\tIndexed %.1f MB in %.1f seconds (%.1f Mb/sec)\n"
+            "\t%d messages read, %d written, %d keyless dropped; %.1f MB written (%.1f%% size reduction)",
+            self.cleaner.id, cleanable.topic_partition, cleanable.first_dirty_offset,
+            self.cleaner.offset_map.latest_offset + 1,
+            stats.bytes_read / mb, secs, stats.bytes_read / mb / secs,
+            stats.map_bytes_read / mb, map_secs, stats.map_bytes_read / mb / map_secs,
+            stats.messages_read, stats.messages_written, stats.invalid_messages,
+            stats.bytes_written / mb,
+            100.0 * (1.0 - stats.bytes_written / stats.bytes_read) if stats.bytes_read else 0.0,
+        )
