@@ -27,6 +27,17 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.ALTER_CONFIGS: (0, 1),
     ApiKey.CREATE_PARTITIONS: (0, 1),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
+    # the group APIs at Kafka 2.4's non-flexible ranges
+    ApiKey.OFFSET_COMMIT: (0, 7),
+    ApiKey.OFFSET_FETCH: (0, 5),
+    ApiKey.FIND_COORDINATOR: (0, 2),
+    ApiKey.JOIN_GROUP: (0, 5),
+    ApiKey.HEARTBEAT: (0, 3),
+    ApiKey.LEAVE_GROUP: (0, 3),
+    ApiKey.SYNC_GROUP: (0, 3),
+    ApiKey.DESCRIBE_GROUPS: (0, 4),
+    ApiKey.LIST_GROUPS: (0, 2),
+    ApiKey.DELETE_GROUPS: (0, 1),
 }
 
 

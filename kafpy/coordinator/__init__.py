@@ -1,0 +1,1 @@
+"""The group coordinator: consumer groups, rebalances and committed offsets in __consumer_offsets."""
