@@ -20,6 +20,7 @@ COMMANDS: dict[str, str] = {
     "console-producer": "kafpy.cli.console_producer",
     "console-consumer": "kafpy.cli.console_consumer",
     "cluster": "kafpy.cli.cluster",
+    "consumer-groups": "kafpy.cli.consumer_groups",
 }
 
 
