@@ -28,6 +28,9 @@ from kafpy.common.errors import (
 )
 from kafpy.common.logger import component_logger
 from kafpy.common.topic_partition import TopicPartition
+from kafpy.coordinator.group_apis import GroupApis
+from kafpy.coordinator.group_coordinator import GroupCoordinator
+from kafpy.coordinator.group_metadata_manager import GROUP_METADATA_TOPIC_NAME
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.api_versions import SUPPORTED_VERSIONS
 from kafpy.protocol.errors import Errors, error_code_of
@@ -55,6 +58,17 @@ _ADMIN_APIS = (
     (ApiKey.DESCRIBE_CONFIGS, "describe_configs", False),
     (ApiKey.ALTER_CONFIGS, "alter_configs", False),
     (ApiKey.INCREMENTAL_ALTER_CONFIGS, "incremental_alter_configs", False),
+)
+# (API key, GroupApis method) of the group APIs but JoinGroup and FindCoordinator
+_GROUP_APIS = (
+    (ApiKey.SYNC_GROUP, "sync_group"),
+    (ApiKey.HEARTBEAT, "heartbeat"),
+    (ApiKey.LEAVE_GROUP, "leave_group"),
+    (ApiKey.OFFSET_COMMIT, "offset_commit"),
+    (ApiKey.OFFSET_FETCH, "offset_fetch"),
+    (ApiKey.LIST_GROUPS, "list_groups"),
+    (ApiKey.DESCRIBE_GROUPS, "describe_groups"),
+    (ApiKey.DELETE_GROUPS, "delete_groups"),
 )
 _INT32_MAX = 2**31 - 1
 _MIN_BATCH_LENGTH = 49  # a v2 batch's length field counts at least its header after the length
@@ -116,6 +130,7 @@ class KafkaApis:
         controller: Any = None,
         admin_manager: AdminManager | None = None,
         producer_id_manager: ProducerIdManager | None = None,
+        group_coordinator: GroupCoordinator | None = None,
     ) -> None:
         self.config = config
         self.broker_id = config.broker_id
@@ -126,6 +141,7 @@ class KafkaApis:
         self.controller = controller
         self.admin_manager = admin_manager
         self.producer_id_manager = producer_id_manager
+        self.group_coordinator = group_coordinator
         self.log = component_logger("kafpy.server.KafkaApis", "KafkaApi", self.broker_id)
         handlers: dict[ApiKey, Handler] = {
             ApiKey.API_VERSIONS: self.handle_api_versions,
@@ -144,6 +160,13 @@ class KafkaApis:
                 handlers[key] = self._admin_handler(api, controller_only)
         if producer_id_manager is not None:
             handlers[ApiKey.INIT_PRODUCER_ID] = self.handle_init_producer_id
+        if group_coordinator is not None:
+            group_apis = GroupApis(group_coordinator, lambda tp: metadata_cache.get_partition_info(tp) is not None)
+            handlers[ApiKey.FIND_COORDINATOR] = self.handle_find_coordinator
+            handlers[ApiKey.JOIN_GROUP] = lambda r: group_apis.join_group(
+                _body(r), r.api_version, r.header.client_id or "", "/" + r.client_address[0])
+            for key, api in _GROUP_APIS:
+                handlers[key] = _group_handler(getattr(group_apis, api))
         # Serve only what both the codec declares and the broker advertises.
         self.handlers: dict[ApiKey, Handler] = {
             k: h for k, h in handlers.items() if k in REQUESTS and k in SUPPORTED_VERSIONS
@@ -449,7 +472,23 @@ class KafkaApis:
             self.log.info("Received LeaderAndIsr request with stale broker epoch %s; ignoring it", body["broker_epoch"])
             return _controller_error(body, Errors.STALE_BROKER_EPOCH, "partition_states")
         await self.replica_manager.load_topic_configs(body)
-        return self.replica_manager.become_leader_or_follower(body, request.api_version)
+        response = self.replica_manager.become_leader_or_follower(body, request.api_version)
+        self._on_leadership_change(body, response)
+        return response
+
+    def _on_leadership_change(self, body: Mapping[str, Any], response: Mapping[str, Any]) -> None:
+        """The group coordinator takes or gives up the __consumer_offsets partitions whose
+        leadership this LeaderAndIsr request changed (Kafka's onLeadershipChange)."""
+        if self.group_coordinator is None:
+            return
+        applied = {(e["topic_name"], e["partition_index"]) for e in response.get("partition_errors", ())
+                   if e["error_code"] == Errors.NONE}  # fmt: skip
+        for topic, state in _partition_states(body):
+            if topic == GROUP_METADATA_TOPIC_NAME and (topic, state["partition_index"]) in applied:
+                if state["leader"] == self.broker_id:
+                    self.group_coordinator.on_election(state["partition_index"])
+                else:
+                    self.group_coordinator.on_resignation(state["partition_index"])
 
     async def handle_update_metadata(self, request: Request) -> dict[str, Any]:
         body = request.body
@@ -480,7 +519,89 @@ class KafkaApis:
         if self._broker_epoch_is_stale(body):
             self.log.info("Received StopReplica request with stale broker epoch %s; ignoring it", body["broker_epoch"])
             return {"error_code": Errors.STALE_BROKER_EPOCH, "partition_errors": []}
-        return self.replica_manager.stop_replicas(body, request.api_version)
+        response = self.replica_manager.stop_replicas(body, request.api_version)
+        if self.group_coordinator is not None:
+            for e in response.get("partition_errors", ()):
+                if e["topic_name"] == GROUP_METADATA_TOPIC_NAME and e["error_code"] == Errors.NONE:
+                    self.group_coordinator.on_resignation(e["partition_index"])
+        return response
+
+    # -- FindCoordinator ------------------------------------------------------------------
+
+    async def handle_find_coordinator(self, request: Request) -> dict[str, Any]:
+        body = _body(request)
+        coordinator = self.group_coordinator
+        assert coordinator is not None
+
+        def answer(error: int, node: int = -1, host: str = "", port: int = -1) -> dict[str, Any]:
+            return {"throttle_time_ms": 0, "error_code": error, "error_message": None if error == Errors.NONE
+                    else Errors(error).name, "node_id": node, "host": host, "port": port}  # fmt: skip
+
+        if body.get("key_type", 0) != 0:
+            return answer(Errors.COORDINATOR_NOT_AVAILABLE)  # no transaction coordinator in kafpy
+        partition = coordinator.partition_for(body["key"])
+        if not self.metadata_cache.contains_topic(GROUP_METADATA_TOPIC_NAME):
+            await self._create_offsets_topic()
+            return answer(Errors.COORDINATOR_NOT_AVAILABLE)
+        info = self.metadata_cache.get_partition_info(TopicPartition(GROUP_METADATA_TOPIC_NAME, partition))
+        if info is None or info.leader < 0:
+            return answer(Errors.COORDINATOR_NOT_AVAILABLE)
+        for node, endpoint, _ in self.metadata_cache.alive_endpoints(request.listener_name):
+            if node == info.leader:
+                return answer(Errors.NONE, node, endpoint.host, endpoint.port)
+        return answer(Errors.COORDINATOR_NOT_AVAILABLE)
+
+    async def _create_offsets_topic(self) -> None:
+        """Create __consumer_offsets on first use. The replication factor is
+        offsets.topic.replication.factor, lowered to the live brokers when fewer are up
+        (Kafka 2.x refuses instead; kafpy lets a single broker serve groups)."""
+        if self.admin_zk_client is None:
+            return
+        cfg = self.group_coordinator.offset_config if self.group_coordinator else None
+        assert cfg is not None
+        alive = len(self.metadata_cache.alive_brokers())
+        rf = min(cfg.offsets_topic_replication_factor, max(alive, 1))
+        if rf < cfg.offsets_topic_replication_factor:
+            self.log.warning(
+                "Creating %s with replication factor %d: only %d brokers are alive, fewer than "
+                "offsets.topic.replication.factor=%d.",
+                GROUP_METADATA_TOPIC_NAME, rf, alive, cfg.offsets_topic_replication_factor,
+            )  # fmt: skip
+        topic_config = {
+            "cleanup.policy": "compact",
+            "compression.type": "producer",
+            "segment.bytes": str(cfg.offsets_topic_segment_bytes),
+        }
+        try:
+            await self.admin_zk_client.create_topic(
+                GROUP_METADATA_TOPIC_NAME, cfg.offsets_topic_num_partitions, rf, topic_config, RackAwareMode.SAFE
+            )
+            self.log.info("Created %s with %d partitions and replication factor %d",
+                          GROUP_METADATA_TOPIC_NAME, cfg.offsets_topic_num_partitions, rf)  # fmt: skip
+        except TopicExistsError:
+            pass
+        except KafkaError as e:
+            self.log.error("Error while creating %s: %s", GROUP_METADATA_TOPIC_NAME, e)
+
+
+def _body(request: Request) -> dict[str, Any]:
+    assert request.body is not None
+    return request.body
+
+
+def _group_handler(api: Callable[[dict[str, Any], int], Awaitable[dict[str, Any]]]) -> Handler:
+    async def handle(request: Request) -> dict[str, Any]:
+        return await api(_body(request), request.api_version)
+
+    return handle
+
+
+def _partition_states(body: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+    """(topic, partition state) of every partition of a LeaderAndIsr request, any version."""
+    out: list[tuple[str, Mapping[str, Any]]] = [(s["topic_name"], s) for s in body.get("ungrouped_partition_states") or ()]
+    for t in body.get("topic_states") or ():
+        out.extend((t["topic_name"], s) for s in t["partition_states"])
+    return out
 
 
 def _produce_error(tp: TopicPartition, code: int, message: str | None) -> dict[str, Any]:
