@@ -1,0 +1,79 @@
+"""Committing a streaming query's progress to a consumer group (option commitOffsetsToGroup).
+
+Spark's own Kafka connector never commits, so tools that watch consumer groups cannot see
+a pipeline's lag. After each completed micro-batch kafpy commits its end offsets for the
+group, as a standalone consumer (no generation, no member id) would, so
+`kafpy consumer-groups --describe --group <group>` shows the pipeline's position and lag.
+The checkpoint stays the source of truth: a failed commit is logged, never fatal.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from kafpy.client.kafka_client import raise_retriable_errors
+from kafpy.client.response_errors import error_for_code
+from kafpy.common.errors import KafkaError
+from kafpy.protocol.api_keys import ApiKey
+from kafpy.spark.offset_reader import KafkaOffsetReader
+from kafpy.spark.offsets import TP
+
+_log = logging.getLogger(__name__)
+_ATTEMPTS = 3
+
+
+def commit_offsets(reader: KafkaOffsetReader, group: str, offsets: Mapping[TP, int]) -> bool:
+    """Commit `offsets` for `group`; True on success, False (logged) otherwise."""
+    try:
+        reader.run(_commit(reader, group, offsets))
+        return True
+    except (KafkaError, OSError) as e:
+        _log.warning("Could not commit offsets of consumer group %s: %s", group, e)
+        return False
+
+
+async def _commit(reader: KafkaOffsetReader, group: str, offsets: Mapping[TP, int]) -> None:
+    client = reader._client
+    await client.start()
+    topics: dict[str, list[dict[str, Any]]] = {}
+    for (topic, partition), offset in sorted(offsets.items()):
+        topics.setdefault(topic, []).append(
+            {
+                "partition_index": partition,
+                "committed_offset": offset,
+                "committed_leader_epoch": -1,
+                "commit_timestamp": -1,
+                "committed_metadata": "",
+            }
+        )
+    body = {
+        "group_id": group,
+        "generation_id_or_member_epoch": -1,
+        "member_id": "",
+        "group_instance_id": None,
+        "retention_time_ms": -1,
+        "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()],
+    }
+    last: KafkaError | None = None
+    for _ in range(_ATTEMPTS):
+        found = await client.send_to_any(
+            ApiKey.FIND_COORDINATOR,
+            {"key": group, "key_type": 0, "coordinator_keys": [group]},
+            check=raise_retriable_errors,
+        )
+        if found.get("error_code"):
+            raise error_for_code(found["error_code"], found.get("error_message"))
+        node = found["node_id"] if "node_id" in found else found["coordinators"][0]["node_id"]
+        response = await client.send_to_node(node, ApiKey.OFFSET_COMMIT, body)
+        codes = [p["error_code"] for t in response["topics"] for p in t["partitions"]]
+        bad = [c for c in codes if c]
+        if not bad:
+            return
+        last = error_for_code(bad[0], None, f"Committing offsets of group {group}")
+        if not last.retriable:
+            raise last
+        await client.backoff()
+    assert last is not None
+    raise last

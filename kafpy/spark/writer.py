@@ -1,0 +1,229 @@
+"""KafkaBatchWriter and KafkaStreamWriter: DataFrame rows to Kafka records.
+
+Columns as Spark's Kafka sink names them: `value` (required, string or binary), `key`,
+`topic` (the `topic` option wins over it), `partition`, `headers`
+(array<struct<key:string,value:binary>>). Each task is one idempotent producer
+(InitProducerId, then sequence numbers per partition) writing with acks=all, so a
+retried Produce is not duplicated. A record with a key and no partition goes where
+Kafka's default partitioner (murmur2) sends it, so Java producers and kafpy agree; records
+without a key go to one partition per flushed batch, the next one for the next.
+
+Kafka cannot take records back: a failed task fails the job with the error, and what
+other tasks wrote stays written (at-least-once, like Spark's own Kafka sink).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyspark.sql.datasource import DataSourceStreamWriter, DataSourceWriter, WriterCommitMessage
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    DataType,
+    IntegerType,
+    Row,
+    StringType,
+    StructType,
+)
+
+from kafpy.client.partitioner import StickyPartitioner, partition_for_key
+from kafpy.client.producer import BatchProducer
+from kafpy.client.response_errors import error_for_code
+from kafpy.common.topic_partition import TopicPartition
+from kafpy.protocol.api_keys import ApiKey
+from kafpy.records.builder import RecordBatchBuilder
+from kafpy.records.record import Header
+from kafpy.spark.offset_reader import new_client
+from kafpy.spark.options import OptionError, WriteOptions
+
+_MAX_BATCH_BYTES = 1 << 20
+
+
+class WriteError(RuntimeError):
+    """A row cannot be written (no topic, no value, a bad partition)."""
+
+
+def validate_write_schema(schema: StructType, options: WriteOptions) -> None:
+    """Check the DataFrame's columns against what the Kafka sink takes, before any task."""
+    types = {f.name.lower(): f.dataType for f in schema.fields}
+
+    def check(name: str, allowed: tuple[type[DataType], ...], what: str) -> None:
+        if name in types and not isinstance(types[name], allowed):
+            raise OptionError(
+                f"Column '{name}' has type {types[name].simpleString()}; the kafpy sink needs "
+                f"{what}. Cast it, e.g. col('{name}').cast('string')."
+            )
+
+    if "value" not in types:
+        raise OptionError(
+            "The DataFrame has no 'value' column: the kafpy sink writes each row's 'value' "
+            "(string or binary) as the record value; add one, e.g. "
+            "to_json(struct(*)).alias('value')."
+        )
+    check("value", (StringType, BinaryType), "string or binary")
+    check("key", (StringType, BinaryType), "string or binary")
+    check("topic", (StringType,), "string")
+    check("partition", (IntegerType,), "int")
+    if "headers" in types:
+        t = types["headers"]
+        ok = (
+            isinstance(t, ArrayType)
+            and isinstance(t.elementType, StructType)
+            and [f.name for f in t.elementType.fields] == ["key", "value"]
+            and isinstance(t.elementType.fields[0].dataType, StringType)
+            and isinstance(t.elementType.fields[1].dataType, (BinaryType, StringType))
+        )
+        if not ok:
+            raise OptionError(
+                f"Column 'headers' has type {t.simpleString()}; the kafpy sink needs "
+                "array<struct<key:string,value:binary>>."
+            )
+    if options.topic is None and "topic" not in types:
+        raise OptionError(
+            "No topic to write to: set the option 'topic' or give the DataFrame a 'topic' column."
+        )
+
+
+@dataclass
+class KafkaCommitMessage(WriterCommitMessage):
+    """What one task wrote: records per topic partition."""
+
+    records: dict[str, int] = field(default_factory=dict)
+
+
+class KafkaRowWriter:
+    """Writes one task's rows: one idempotent producer, batches per partition."""
+
+    def __init__(self, options: WriteOptions, schema: StructType) -> None:
+        self.options = options
+        self.columns = {f.name.lower(): f.name for f in schema.fields}
+
+    def write(self, rows: Iterator[Row]) -> KafkaCommitMessage:
+        loop = asyncio.new_event_loop()
+        client = new_client(self.options.client)
+        try:
+            return loop.run_until_complete(self._write(client, rows))
+        finally:
+            loop.run_until_complete(client.close())
+            loop.close()
+
+    async def _write(self, client: Any, rows: Iterator[Row]) -> KafkaCommitMessage:
+        await client.start()
+        producer = BatchProducer(client, acks=-1, timeout_ms=client.request_timeout_ms)
+        init = await client.send_to_any(
+            ApiKey.INIT_PRODUCER_ID,
+            {"transactional_id": None, "transaction_timeout_ms": 60000},
+        )
+        if init["error_code"]:
+            raise error_for_code(init["error_code"], None, "Getting an idempotent producer id")
+        producer_id, epoch = init["producer_id"], init["producer_epoch"]
+        sequences: dict[TopicPartition, int] = {}
+        builders: dict[TopicPartition, RecordBatchBuilder] = {}
+        counts: dict[str, int] = {}
+        partitions: dict[str, int] = {}
+        sticky = StickyPartitioner()
+        sticky_choice: dict[str, int] = {}
+        pending = 0
+        pending_bytes = 0
+        col = self.columns
+        topic_option = self.options.topic
+
+        async def flush() -> None:
+            nonlocal pending, pending_bytes
+            batches: dict[TopicPartition, tuple[bytes, int]] = {}
+            for tp, b in builders.items():
+                b.base_sequence = sequences.get(tp, 0)
+                batches[tp] = (b.build(), b.record_count)
+                sequences[tp] = b.base_sequence + b.record_count
+            builders.clear()
+            sticky_choice.clear()
+            pending = pending_bytes = 0
+            if batches:
+                await producer.send_batches(batches)
+                for tp, (_, n) in batches.items():
+                    counts[str(tp)] = counts.get(str(tp), 0) + n
+
+        for row in rows:
+            now = int(time.time() * 1000)
+            topic = topic_option or (row[col["topic"]] if "topic" in col else None)
+            if not topic:
+                raise WriteError(
+                    "A row has no topic (its 'topic' column is null) and no 'topic' option "
+                    "is set: every record needs a topic."
+                )
+            value = _as_bytes(row[col["value"]])
+            key = _as_bytes(row[col["key"]]) if "key" in col else None
+            if topic not in partitions:
+                partitions[topic] = len(await producer.partitions_for(topic))
+            count = partitions[topic]
+            partition = row[col["partition"]] if "partition" in col else None
+            if partition is not None:
+                if not 0 <= partition < count:
+                    raise WriteError(
+                        f"A row asks for partition {partition} of topic '{topic}', which has "
+                        f"{count} partitions (0 to {count - 1})."
+                    )
+            elif key is not None:
+                partition = partition_for_key(key, count)
+            else:
+                if topic not in sticky_choice:
+                    sticky_choice[topic] = sticky.next_partition(count)
+                partition = sticky_choice[topic]
+            headers: list[Header] = []
+            if "headers" in col and row[col["headers"]]:
+                headers = [(h[0], _as_bytes(h[1])) for h in row[col["headers"]]]
+            tp = TopicPartition(topic, partition)
+            builder = builders.get(tp)
+            if builder is None:
+                builder = builders[tp] = RecordBatchBuilder(
+                    producer_id=producer_id, producer_epoch=epoch
+                )
+            builder.append(now, key, value, headers)
+            pending += 1
+            pending_bytes += len(value or b"") + len(key or b"")
+            if pending >= self.options.batch_records or pending_bytes >= _MAX_BATCH_BYTES:
+                await flush()
+        await flush()
+        return KafkaCommitMessage(records=counts)
+
+
+def _as_bytes(value: Any) -> bytes | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    return bytes(value)
+
+
+class KafkaBatchWriter(DataSourceWriter):
+    """df.write: each task produces its rows; nothing to do on commit (records are visible
+    as soon as they are acknowledged) and nothing can be undone on abort."""
+
+    def __init__(self, options: WriteOptions, schema: StructType) -> None:
+        self.options = options
+        self.schema = schema
+
+    def write(self, iterator: Iterator[Row]) -> WriterCommitMessage:
+        return KafkaRowWriter(self.options, self.schema).write(iterator)
+
+
+class KafkaStreamWriter(DataSourceStreamWriter):
+    """writeStream: each micro-batch's tasks produce their rows (at-least-once)."""
+
+    def __init__(self, options: WriteOptions, schema: StructType) -> None:
+        self.options = options
+        self.schema = schema
+
+    def write(self, iterator: Iterator[Row]) -> WriterCommitMessage:
+        return KafkaRowWriter(self.options, self.schema).write(iterator)
+
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        pass
+
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        pass

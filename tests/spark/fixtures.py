@@ -1,0 +1,106 @@
+"""Fixtures of the Spark tests: ONE shared `local[2]` SparkSession for the whole run (Spark
+start-up is slow), with the kafpy data source registered and Python workers running this
+interpreter, plus helpers that make topics and produce records with kafka-python.
+
+The session's time zone (Asia/Kolkata) and the Python workers' TZ (America/Los_Angeles)
+are deliberately not UTC, so a test can show timestamps come out in UTC regardless.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import uuid
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pytest
+
+from kafpy.client.admin_client import AdminClient, NewTopic
+
+SESSION_TZ = "Asia/Kolkata"
+WORKER_TZ = "America/Los_Angeles"
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    pytest.importorskip("pyspark")
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    from pyspark.sql import SparkSession
+
+    from kafpy.spark.data_source import KafpyDataSource
+
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("kafpy-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.sql.session.timeZone", SESSION_TZ)
+        .config("spark.executorEnv.TZ", WORKER_TZ)
+        .config("spark.python.worker.reuse", "true")
+        .config("spark.sql.streaming.forceDeleteTempCheckpointLocation", "true")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    session.dataSource.register(KafpyDataSource)
+    try:
+        yield session
+    finally:
+        session.stop()
+
+
+def topic_name(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def create_topic(
+    bootstrap: str, name: str, partitions: int = 1, configs: dict[str, str] | None = None
+) -> str:
+    async def run() -> None:
+        async with AdminClient.connect(bootstrap) as admin:
+            await admin.create_topics([NewTopic(name, partitions, 1, configs=configs or {})])
+
+    asyncio.run(run())
+    return name
+
+
+def produce(
+    bootstrap: str,
+    topic: str,
+    records: Sequence[dict[str, Any]],
+    **producer_config: Any,
+) -> list[Any]:
+    """Send records (dicts of kafka-python send() arguments) and wait for every ack."""
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=5, **producer_config)
+    try:
+        futures = [producer.send(topic, **r) for r in records]
+        producer.flush(30)
+        return [f.get(timeout=30) for f in futures]
+    finally:
+        producer.close()
+
+
+def consume_all(bootstrap: str, topic: str, partitions: int) -> list[Any]:
+    """Every record of the topic, read with kafka-python."""
+    from kafka import KafkaConsumer, TopicPartition
+
+    consumer = KafkaConsumer(
+        bootstrap_servers=bootstrap, enable_auto_commit=False, consumer_timeout_ms=3000
+    )
+    try:
+        tps = [TopicPartition(topic, p) for p in range(partitions)]
+        consumer.assign(tps)
+        consumer.seek_to_beginning(*tps)
+        ends = consumer.end_offsets(tps)
+        out: list[Any] = []
+        for msg in consumer:
+            out.append(msg)
+            if all(consumer.position(tp) >= ends[tp] for tp in tps):
+                break
+        return out
+    finally:
+        consumer.close()
