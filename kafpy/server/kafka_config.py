@@ -15,6 +15,7 @@ from typing import Any
 from kafpy.common.config_def import ConfigDef, ConfigType, Importance, Range, Validator
 from kafpy.common.errors import InvalidConfigurationError
 from kafpy.common.properties import load_properties
+from kafpy.storage.cleaner.cleaner_config import CleanerConfig
 from kafpy.storage.log_config import (
     BROKER_LOG_CONFIG_DEF,
     LogConfig,
@@ -72,6 +73,18 @@ def _broker_config_def() -> ConfigDef:
         .define("auto.create.topics.enable", t.BOOLEAN, True, None, h)
         .define("delete.topic.enable", t.BOOLEAN, True, None, h)
         .define("background.threads", t.INT, 10, Range.at_least(1), h)
+        .define("log.cleaner.threads", t.INT, 1, Range.at_least(0), m,
+                "The number of background threads compacting logs.")
+        .define("log.cleaner.dedupe.buffer.size", t.LONG, 128 * 1024 * 1024, None, m,
+                "The memory for the cleaners' offset maps, shared by all cleaner threads.")
+        .define("log.cleaner.io.buffer.size", t.INT, 512 * 1024, Range.at_least(0), m,
+                "The memory for the cleaners' read and write buffers, shared by all cleaner threads.")
+        .define("log.cleaner.io.buffer.load.factor", t.DOUBLE, 0.9, None, m,
+                "How full a cleaner's offset map may get before a round ends.")
+        .define("log.cleaner.io.max.bytes.per.second", t.DOUBLE, 1.7976931348623157e308, None, m,
+                "The cleaners' combined read+write I/O limit.")
+        .define("log.cleaner.backoff.ms", t.LONG, 15 * 1000, Range.at_least(0), m,
+                "How long a cleaner sleeps when no log needs cleaning.")
         .define("num.network.threads", t.INT, 3, Range.at_least(1), h)
         .define("num.io.threads", t.INT, 8, Range.at_least(1), h)
         .define("offsets.topic.num.partitions", t.INT, 50, Range.at_least(1), h)
@@ -223,6 +236,21 @@ class KafkaConfig:
     @property
     def log_cleaner_enable(self) -> bool:
         return bool(self._values["log.cleaner.enable"])
+
+    def log_cleaner_config(self) -> CleanerConfig:
+        """The log.cleaner.* settings for the LogCleaner."""
+        v = self._values
+        threads = int(v["log.cleaner.threads"])
+        return CleanerConfig(
+            num_threads=threads,
+            dedupe_buffer_size=int(v["log.cleaner.dedupe.buffer.size"]),
+            dedupe_buffer_load_factor=float(v["log.cleaner.io.buffer.load.factor"]),
+            io_buffer_size=int(v["log.cleaner.io.buffer.size"]) // max(threads, 1),
+            max_message_size=int(v["message.max.bytes"]),
+            max_io_bytes_per_second=float(v["log.cleaner.io.max.bytes.per.second"]),
+            backoff_ms=int(v["log.cleaner.backoff.ms"]),
+            enable_cleaner=bool(v["log.cleaner.enable"]) and threads > 0,
+        )
 
     def log_default_config(self) -> LogConfig:
         """The LogConfig topics get when they have no overrides."""

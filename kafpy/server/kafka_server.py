@@ -42,7 +42,7 @@ from kafpy.server.replica_fetcher_thread import ReplicaFetcherConfig
 from kafpy.server.replica_manager import ReplicaManager
 from kafpy.server.socket_server import SocketServer
 from kafpy.storage.log_config import LogConfig
-from kafpy.storage.log_manager import CleanerConfig, LogManager
+from kafpy.storage.log_manager import LogManager
 
 
 def generate_cluster_id() -> str:
@@ -185,7 +185,7 @@ class KafkaServer:
             cfg.log_dirs,
             topic_configs=topic_configs,
             initial_default_config=cfg.log_default_config(),
-            cleaner_config=CleanerConfig(enable_cleaner=cfg.log_cleaner_enable),
+            cleaner_config=cfg.log_cleaner_config(),
             recovery_threads_per_data_dir=cfg.num_recovery_threads_per_data_dir,
             flush_check_ms=cfg.get("log.flush.scheduler.interval.ms"),
             flush_recovery_offset_checkpoint_ms=cfg.get("log.flush.offset.checkpoint.interval.ms"),

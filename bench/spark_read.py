@@ -1,0 +1,195 @@
+"""Read throughput of the kafpy PySpark data source, against the API's ceiling.
+
+    python bench/spark_read.py [--records 2000000] [--size 100] [--partitions 2]
+
+Starts a `kafpy server` on a free port (data in a temporary directory), writes the
+records (values of --size random bytes, no key) in 5,000-record batches, then on a
+`local[2]` SparkSession times `sum(length(value))` over (1) spark.read.format("kafpy")
+and (2) a trivial Python data source that yields the same rows as Arrow batches already
+in memory: the most any Python data source can deliver. Prints rows/s of both and the
+ratio. Each is run twice and the faster run kept (the first also warms the workers).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import pyarrow as pa  # noqa: E402
+
+from kafpy.client.admin_client import AdminClient, NewTopic  # noqa: E402
+from kafpy.client.connection import BrokerConnection  # noqa: E402
+from kafpy.client.kafka_client import KafkaClient  # noqa: E402
+from kafpy.client.producer import BatchProducer  # noqa: E402
+from kafpy.common.errors import KafkaError  # noqa: E402
+from kafpy.common.topic_partition import TopicPartition  # noqa: E402
+from kafpy.records.builder import RecordBatchBuilder  # noqa: E402
+from kafpy.spark.arrow import ARROW_SCHEMA, SPARK_SCHEMA  # noqa: E402
+
+BATCH = 5_000
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_broker(data_dir: Path) -> tuple[subprocess.Popen[bytes], str]:
+    port = free_port()
+    cmd = [
+        sys.executable, "-m", "kafpy", "server",
+        "--override", "broker.id=0",
+        "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}",
+        "--override", f"log.dirs={data_dir / 'logs'}",
+        "--override", "log.segment.bytes=1073741824",
+    ]  # fmt: skip
+    log = (data_dir / "broker.out").open("wb")
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+
+    async def probe() -> bool:
+        conn = BrokerConnection("127.0.0.1", port, request_timeout_ms=2000)
+        try:
+            await conn.connect()
+            return True
+        except KafkaError:
+            return False
+        finally:
+            await conn.close()
+
+    deadline = time.monotonic() + 60
+    while not asyncio.run(probe()):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise SystemExit(f"kafpy server did not start; see {data_dir / 'broker.out'}")
+        time.sleep(0.2)
+    return proc, f"127.0.0.1:{port}"
+
+
+async def load(bootstrap: str, topic: str, records: int, size: int, partitions: int) -> None:
+    async with AdminClient.connect(bootstrap) as admin:
+        await admin.create_topics([NewTopic(topic, partitions, 1)])
+    client = KafkaClient(bootstrap)
+    await client.start()
+    producer = BatchProducer(client, acks=1)
+    value = os.urandom(size)
+    builder = RecordBatchBuilder()
+    now = int(time.time() * 1000)
+    for _ in range(BATCH):
+        builder.append(now, None, value)
+    batch = builder.build()
+    sent = 0
+    p = 0
+    while sent < records:
+        tp = TopicPartition(topic, p % partitions)
+        await producer.send_batches({tp: (batch, BATCH)})
+        sent += BATCH
+        p += 1
+    await client.close()
+
+
+def memory_source(records: int, size: int, partitions: int) -> type:
+    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+    class MemoryReader(DataSourceReader):
+        def partitions(self) -> list[InputPartition]:
+            return [InputPartition(i) for i in range(partitions)]
+
+        def read(self, partition: InputPartition):  # type: ignore[no-untyped-def]
+            value = os.urandom(size)
+            n = BATCH
+            arrays = [
+                pa.nulls(n, pa.binary()),
+                pa.array([value] * n, pa.binary()),
+                pa.array(["bench"] * n, pa.string()),
+                pa.array([partition.value] * n, pa.int32()),
+                pa.array(range(n), pa.int64()),
+                pa.array([0] * n, pa.int64()).cast(pa.timestamp("us", tz="UTC")),
+                pa.array([0] * n, pa.int32()),
+            ]
+            batch = pa.RecordBatch.from_arrays(arrays, schema=ARROW_SCHEMA)
+            for _ in range(records // partitions // n):
+                yield batch
+
+    class MemorySource(DataSource):
+        @classmethod
+        def name(cls) -> str:
+            return "kafpy_bench_memory"
+
+        def schema(self) -> str:
+            return SPARK_SCHEMA
+
+        def reader(self, schema):  # type: ignore[no-untyped-def]
+            return MemoryReader()
+
+    return MemorySource
+
+
+def timed(df, expected: int) -> float:  # type: ignore[no-untyped-def]
+    best = float("inf")
+    for _ in range(2):
+        start = time.perf_counter()
+        row = df.selectExpr("count(*) AS n", "sum(length(value)) AS bytes").collect()[0]
+        best = min(best, time.perf_counter() - start)
+        assert row.n == expected, (row.n, expected)
+    return best
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=2_000_000)
+    parser.add_argument("--size", type=int, default=100)
+    parser.add_argument("--partitions", type=int, default=2)
+    args = parser.parse_args()
+    records = args.records - args.records % (BATCH * args.partitions)
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    from pyspark.sql import SparkSession
+
+    from kafpy.spark.data_source import KafpyDataSource
+
+    with tempfile.TemporaryDirectory(prefix="kafpy-spark-bench-") as tmp:
+        proc, bootstrap = start_broker(Path(tmp))
+        try:
+            t0 = time.perf_counter()
+            asyncio.run(load(bootstrap, "bench", records, args.size, args.partitions))
+            print(f"loaded {records:,} records of {args.size} bytes "
+                  f"in {time.perf_counter() - t0:.1f} s")  # fmt: skip
+            spark = (
+                SparkSession.builder.master("local[2]")
+                .config("spark.ui.enabled", "false")
+                .config("spark.python.worker.reuse", "true")
+                .config("spark.ui.showConsoleProgress", "false")
+                .getOrCreate()
+            )
+            spark.sparkContext.setLogLevel("ERROR")
+            spark.dataSource.register(KafpyDataSource)
+            spark.dataSource.register(memory_source(records, args.size, args.partitions))
+            kafpy_s = timed(
+                spark.read.format("kafpy")
+                .option("kafka.bootstrap.servers", bootstrap)
+                .option("subscribe", "bench")
+                .load(),
+                records,
+            )
+            memory_s = timed(spark.read.format("kafpy_bench_memory").load(), records)
+            spark.stop()
+        finally:
+            proc.terminate()
+            proc.wait(30)
+    kafpy_rate = records / kafpy_s
+    memory_rate = records / memory_s
+    print(f"kafpy data source:        {kafpy_rate:>12,.0f} rows/s ({kafpy_s:.2f} s)")
+    print(f"in-memory Arrow ceiling:  {memory_rate:>12,.0f} rows/s ({memory_s:.2f} s)")
+    print(f"ratio:                    {kafpy_rate / memory_rate:>12.0%}")
+
+
+if __name__ == "__main__":
+    main()
