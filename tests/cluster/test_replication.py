@@ -35,9 +35,9 @@ confluent_kafka = pytest.importorskip("confluent_kafka")
 
 pytestmark = [pytest.mark.zookeeper, pytest.mark.timeout(170)]
 LAG_MS = 3000
-WAIT_S = 30.0
+WAIT_S = 45.0
 SESSION_TIMEOUT_S = int(CLUSTER_TEST_DEFAULTS["zookeeper.session.timeout.ms"]) / 1000
-FAILOVER_S = SESSION_TIMEOUT_S + 15.0
+FAILOVER_S = SESSION_TIMEOUT_S + 25.0
 OVERRIDES = {
     "replica.lag.time.max.ms": str(LAG_MS),
     "replica.fetch.wait.max.ms": "200",
