@@ -117,7 +117,8 @@ def read_offset_value(value: bytes | memoryview) -> OffsetAndMetadata:
         raise ValueError(f"Unknown offset commit value version {version}; this broker reads versions 0 to 3.")
     v = OFFSET_COMMIT_VALUE.decode(version, value, 2)
     expire = v["expire_timestamp"] if version == 1 else None
-    return OffsetAndMetadata(v["offset"], v["leader_epoch"], v["metadata"], v["commit_timestamp"], expire)
+    return OffsetAndMetadata(v["offset"], v.get("leader_epoch", NO_LEADER_EPOCH), v["metadata"],
+                             v["commit_timestamp"], expire)  # fmt: skip
 
 
 def read_group_value(value: bytes | memoryview) -> dict[str, Any]:
@@ -126,7 +127,9 @@ def read_group_value(value: bytes | memoryview) -> dict[str, Any]:
     if not 0 <= version <= 3:
         raise ValueError(f"Unknown group metadata value version {version}; this broker reads versions 0 to 3.")
     v = GROUP_METADATA_VALUE.decode(version, value, 2)
+    v.setdefault("current_state_timestamp", -1)
     for m in v["members"]:
+        m.setdefault("group_instance_id", None)
         m["subscription"] = bytes(m["subscription"])
         m["assignment"] = bytes(m["assignment"])
         if version == 0:

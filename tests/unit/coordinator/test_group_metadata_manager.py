@@ -1,0 +1,86 @@
+from __future__ import annotations
+
+import asyncio
+
+from kafpy.common.time import MockTime
+from kafpy.common.topic_partition import TopicPartition
+from kafpy.coordinator.group_config import OffsetConfig
+from kafpy.coordinator.group_metadata import GroupMetadata, GroupState
+from kafpy.coordinator.group_metadata_manager import (
+    GroupMetadataManager,
+    java_string_hash,
+    partition_for,
+)
+from kafpy.coordinator.offset_and_metadata import OffsetAndMetadata
+from kafpy.protocol.errors import Errors
+from tests.unit.coordinator.fakes import FakeOffsetsLog
+
+TP = TopicPartition("t", 0)
+
+
+def test_java_string_hash_and_placement() -> None:
+    assert java_string_hash("") == 0
+    assert java_string_hash("hello") == 99162322
+    assert java_string_hash("Aa") == java_string_hash("BB") == 2112
+    assert java_string_hash("polygenelubricants") == -(2**31)
+    assert partition_for("polygenelubricants", 50) == 0  # Kafka's Utils.abs(MIN_VALUE) is 0
+    assert partition_for("hello", 50) == 99162322 % 50
+    assert java_string_hash("\u00e9t\u00e9") == ((0xE9 * 31 + ord("t")) * 31 + 0xE9)
+
+
+def manager(time: MockTime, log: FakeOffsetsLog, retention_ms: int = 60_000) -> GroupMetadataManager:
+    m = GroupMetadataManager(0, OffsetConfig(offsets_topic_num_partitions=3, offsets_retention_ms=retention_ms), log, time)
+    m.owned_partitions.update({0, 1, 2})
+    return m
+
+
+def test_offsets_are_stored_and_reloaded_from_the_log() -> None:
+    async def run() -> None:
+        time, log = MockTime(), FakeOffsetsLog()
+        m = manager(time, log)
+        g = m.add_group(GroupMetadata("g", GroupState.EMPTY, time.milliseconds()))
+        assert await m.store_offsets(g, {TP: OffsetAndMetadata(5, -1, "x", 1)}) == {TP: Errors.NONE}
+        assert await m.store_offsets(g, {TP: OffsetAndMetadata(9, -1, "y", 2)}) == {TP: Errors.NONE}
+        assert await m.store_offsets(g, {TopicPartition("t", 1): OffsetAndMetadata(1, -1, "z" * 5000)}) == {
+            TopicPartition("t", 1): Errors.OFFSET_METADATA_TOO_LARGE}
+        await m.store_group(g, {})
+        fresh = manager(time, log)
+        [loaded] = await fresh.load_partition(m.partition_for("g"))
+        assert loaded.group_id == "g" and loaded.is_in(GroupState.EMPTY)
+        assert loaded.offsets == {TP: OffsetAndMetadata(9, -1, "y", 2)}
+        # deleting the group writes tombstones: a reload finds nothing
+        g.transition_to(GroupState.DEAD)
+        await m.delete_groups([g])
+        assert await manager(time, log).load_partition(m.partition_for("g")) == []
+
+    asyncio.run(run())
+
+
+def test_append_errors_map_to_coordinator_errors() -> None:
+    async def run() -> None:
+        time, log = MockTime(), FakeOffsetsLog()
+        m = manager(time, log)
+        g = m.add_group(GroupMetadata("g"))
+        log.fail_with = Errors.NOT_LEADER_OR_FOLLOWER
+        assert await m.store_offsets(g, {TP: OffsetAndMetadata(1)}) == {TP: Errors.NOT_COORDINATOR}
+        log.fail_with = Errors.MESSAGE_TOO_LARGE
+        assert await m.store_offsets(g, {TP: OffsetAndMetadata(1)}) == {TP: Errors.INVALID_COMMIT_OFFSET_SIZE}
+        assert g.offsets == {}
+
+    asyncio.run(run())
+
+
+def test_offsets_of_an_empty_group_expire_after_retention_then_the_group_goes() -> None:
+    async def run() -> None:
+        time, log = MockTime(), FakeOffsetsLog()
+        m = manager(time, log, retention_ms=60_000)
+        g = m.add_group(GroupMetadata("g", GroupState.EMPTY, time.milliseconds()))
+        await m.store_offsets(g, {TP: OffsetAndMetadata(3, -1, "", time.milliseconds())})
+        time.advance(59_999)
+        assert await m.cleanup_group_metadata() == 0 and m.get_group("g") is g
+        time.advance(1)
+        assert await m.cleanup_group_metadata() == 1
+        assert m.get_group("g") is None and g.is_in(GroupState.DEAD)
+        assert await manager(time, log).load_partition(m.partition_for("g")) == []
+
+    asyncio.run(run())
