@@ -4,10 +4,11 @@ Start-up: metadata store session and Kafka's persistent paths, cluster id, meta.
 check, the background scheduler, LogManager (loading and recovering every log),
 MetadataCache, the socket server bound (not accepting yet), ReplicaManager, the broker's
 registration under /brokers/ids, the controller (elects itself or follows), AdminManager,
-the producer id manager, KafkaApis, the dynamic config listener, and last the socket
+the producer id manager, the group coordinator, KafkaApis, the dynamic config listener, and last the socket
 server accepting connections.
 
-Shutdown runs backwards: stop serving clients, the config listener, the controller,
+Shutdown runs backwards: stop serving clients, the config listener, the group
+coordinator, the controller,
 ReplicaManager (parked requests answered, high watermarks checkpointed), the metadata
 store session (the registration goes), LogManager (checkpoints and the clean-shutdown
 marker), the scheduler.
@@ -27,6 +28,8 @@ from kafpy.common.scheduler import KafkaScheduler
 from kafpy.common.time import SYSTEM_TIME, Time
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.controller.kafka_controller import KafkaController
+from kafpy.coordinator.group_config import GroupConfig, OffsetConfig
+from kafpy.coordinator.group_coordinator import GroupCoordinator
 from kafpy.metadata.kafka_zk_client import KafkaZkClient
 from kafpy.metadata.store import MetadataStore
 from kafpy.metadata.store_factory import create_store
@@ -78,6 +81,7 @@ class KafkaServer:
         self.controller: KafkaController | None = None
         self.admin_manager: AdminManager | None = None
         self.producer_id_manager: ProducerIdManager | None = None
+        self.group_coordinator: GroupCoordinator | None = None
         self.apis: KafkaApis | None = None
         self.dynamic_config_manager: DynamicConfigManager | None = None
         self.broker_epoch = -1
@@ -158,10 +162,15 @@ class KafkaServer:
             topic_exists_in_metadata=metadata_cache.contains_topic,
         )  # fmt: skip
         self.producer_id_manager = ProducerIdManager(cfg.broker_id, self.zk_client)
+        self.group_coordinator = GroupCoordinator(
+            cfg.broker_id, GroupConfig.from_config(cfg), OffsetConfig.from_config(cfg),
+            self.replica_manager, self.time, self.scheduler,
+        )  # fmt: skip
+        self.group_coordinator.startup()
         self.apis = KafkaApis(
             cfg, self.replica_manager, self.metadata_cache, AdminZkClient(self.zk_client),
             self.cluster_id, controller=self.controller, admin_manager=self.admin_manager,
-            producer_id_manager=self.producer_id_manager,
+            producer_id_manager=self.producer_id_manager, group_coordinator=self.group_coordinator,
         )  # fmt: skip
         self.dynamic_config_manager = DynamicConfigManager.for_log_manager(
             self.zk_client, self.log_manager, self.time
@@ -226,6 +235,8 @@ class KafkaServer:
             steps.append(("socket server", self._shutdown_socket_server))
         if self.dynamic_config_manager is not None:
             steps.append(("dynamic config manager", self._shutdown_dynamic_config_manager))
+        if self.group_coordinator is not None:
+            steps.append(("group coordinator", self._shutdown_group_coordinator))
         if self.controller is not None:
             steps.append(("controller", self._shutdown_controller))
         if self.replica_manager is not None:
@@ -255,6 +266,11 @@ class KafkaServer:
         assert self.dynamic_config_manager is not None
         manager, self.dynamic_config_manager = self.dynamic_config_manager, None
         await manager.shutdown()
+
+    async def _shutdown_group_coordinator(self) -> None:
+        assert self.group_coordinator is not None
+        coordinator, self.group_coordinator = self.group_coordinator, None
+        coordinator.shutdown()
 
     async def _shutdown_controller(self) -> None:
         assert self.controller is not None
