@@ -508,7 +508,7 @@ class GroupCoordinator:
             return Errors.NONE, [Errors.UNKNOWN_MEMBER_ID] * len(leaving)
         if group.is_in(GroupState.DEAD):
             return Errors.COORDINATOR_NOT_AVAILABLE, [Errors.COORDINATOR_NOT_AVAILABLE] * len(leaving)
-        out = []
+        out: list[int] = []
         for member_id, instance_id in leaving:
             if instance_id is not None and member_id == NO_MEMBER_ID:
                 member_id = group.static_member_id(instance_id) or NO_MEMBER_ID  # leaving by instance id
