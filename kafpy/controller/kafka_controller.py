@@ -20,6 +20,7 @@ time, broker_info)`, `await controller.startup()` after the broker registered it
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
@@ -39,7 +40,12 @@ from kafpy.controller.controller_context import ControllerContext, PartitionAndR
 from kafpy.controller.controller_event_manager import ControllerEvent, ControllerEventManager
 from kafpy.controller.controller_state import ControllerState
 from kafpy.controller.log_format import comma_list, scala_map, scala_set
-from kafpy.controller.partition_state_machine import PartitionState, PartitionStateMachine
+from kafpy.controller.partition_state_machine import (
+    ElectionStrategy,
+    PartitionState,
+    PartitionStateMachine,
+    elect_leaders_for_online_partitions,
+)
 from kafpy.controller.replica_state_machine import ReplicaState, ReplicaStateMachine
 from kafpy.controller.state_change_logger import StateChangeLogger
 from kafpy.controller.topic_deletion_manager import TopicDeletionManager
@@ -643,6 +649,93 @@ class KafkaController:
                 broker_id,
                 scala_map(failed),
             )
+
+    # -- controlled shutdown and preferred leaders ------------------------------------------------
+
+    async def controlled_shutdown(
+        self, broker_id: int, broker_epoch: int, timeout_s: float = 30.0
+    ) -> tuple[int, list[TopicPartition]]:
+        """ControlledShutdown from `broker_id`: move the leadership of its partitions to
+        other in-sync replicas and take it out of the ISRs it follows in. Returns (error
+        code, the partitions it still leads)."""
+        future: asyncio.Future[tuple[int, list[TopicPartition]]] = asyncio.get_running_loop().create_future()
+
+        async def process() -> None:
+            try:
+                result = await self._do_controlled_shutdown(broker_id, broker_epoch)
+            except BaseException as e:
+                if not future.done():
+                    future.set_exception(e)
+                raise
+            if not future.done():
+                future.set_result(result)
+
+        self._put("ControlledShutdown", ControllerState.CONTROLLED_SHUTDOWN, process)
+        return await asyncio.wait_for(future, timeout_s)
+
+    async def _do_controlled_shutdown(self, broker_id: int, broker_epoch: int) -> tuple[int, list[TopicPartition]]:
+        if not self.is_active:
+            return 14, []  # NOT_CONTROLLER
+        ctx = self.context
+        self.log.info("Shutting down broker %d", broker_id)
+        if broker_id not in ctx.live_or_shutting_down_broker_ids:
+            return 8, []  # BROKER_NOT_AVAILABLE
+        if broker_epoch != -1 and broker_epoch < ctx.live_broker_epoch(broker_id):
+            return 77, []  # STALE_BROKER_EPOCH
+        ctx.shutting_down_broker_ids.add(broker_id)
+        self.log.debug("All shutting down brokers: %s", comma_list(sorted(ctx.shutting_down_broker_ids)))
+        self.log.debug("Live brokers: %s", comma_list(sorted(ctx.live_broker_ids)))
+        to_act = [
+            tp for tp in ctx.partitions_on_broker(broker_id)
+            if tp in ctx.partition_leadership_info
+            and len(ctx.partition_replica_assignment(tp)) > 1
+            and not self._is_topic_queued_for_deletion(tp.topic)
+        ]  # fmt: skip
+        led = [tp for tp in to_act if ctx.partition_leadership_info[tp].leader_and_isr.leader == broker_id]
+        followed = [tp for tp in to_act if tp not in set(led)]
+        await elect_leaders_for_online_partitions(
+            self.partition_state_machine, led, ElectionStrategy.CONTROLLED_SHUTDOWN
+        )
+        await self.replica_state_machine.handle_state_changes(
+            [PartitionAndReplica(tp.topic, tp.partition, broker_id) for tp in followed],
+            ReplicaState.OFFLINE_REPLICA,
+        )
+        remaining = [
+            tp for tp in ctx.partitions_on_broker(broker_id)
+            if tp in ctx.partition_leadership_info
+            and ctx.partition_leadership_info[tp].leader_and_isr.leader == broker_id
+            and len(ctx.partition_replica_assignment(tp)) > 1
+        ]  # fmt: skip
+        self.log.info(
+            "Broker %d leads %d partitions with replicas after the controlled shutdown: %s",
+            broker_id, len(remaining), comma_list(remaining),
+        )
+        return 0, remaining
+
+    async def elect_preferred_leaders(self, partitions: Iterable[TopicPartition] | None = None) -> None:
+        """Move the leadership of `partitions` (default: all) to their preferred replicas
+        where those are alive and in sync (queued as a ManualLeaderBalance event)."""
+
+        async def process() -> None:
+            if not self.is_active:
+                return
+            ctx = self.context
+            chosen = list(partitions) if partitions is not None else list(ctx.partition_leadership_info)
+            candidates = [
+                tp for tp in chosen
+                if tp in ctx.partition_leadership_info
+                and (a := ctx.partition_replica_assignment(tp))
+                and ctx.partition_leadership_info[tp].leader_and_isr.leader != a[0]
+                and not self._is_topic_queued_for_deletion(tp.topic)
+            ]  # fmt: skip
+            if candidates:
+                elected, failed = await elect_leaders_for_online_partitions(
+                    self.partition_state_machine, candidates, ElectionStrategy.PREFERRED_REPLICA
+                )
+                self.log.info("Preferred replica election: moved %s; not moved %s",
+                              comma_list(elected), comma_list(sorted(failed)))  # fmt: skip
+
+        self._put("PreferredReplicaLeaderElection", ControllerState.MANUAL_LEADER_BALANCE, process)
 
     # -- ISR changes -------------------------------------------------------------------------------
 

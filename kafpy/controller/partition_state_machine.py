@@ -21,7 +21,11 @@ from kafpy.common.topic_partition import TopicPartition
 from kafpy.controller.controller_channel_manager import ControllerBrokerRequestBatch
 from kafpy.controller.controller_context import ControllerContext
 from kafpy.controller.log_format import comma_list
-from kafpy.controller.partition_leader_election import offline_partition_leader_election
+from kafpy.controller.partition_leader_election import (
+    controlled_shutdown_partition_leader_election,
+    offline_partition_leader_election,
+    preferred_replica_partition_leader_election,
+)
 from kafpy.controller.replica_state_machine import StateChangeFailedError
 from kafpy.controller.state_change_logger import StateChangeLogger
 from kafpy.metadata.errors import NodeExistsError
@@ -352,6 +356,77 @@ class PartitionStateMachine:
             )
             elected.append(tp)
         return elected, failed, list(result.partitions_to_retry)
+
+
+class ElectionStrategy(enum.Enum):
+    """How an online partition gets a new leader (Kafka's PartitionLeaderElectionStrategy)."""
+
+    PREFERRED_REPLICA = "PreferredReplicaPartitionLeaderElectionStrategy"
+    CONTROLLED_SHUTDOWN = "ControlledShutdownPartitionLeaderElectionStrategy"
+
+
+async def elect_leaders_for_online_partitions(
+    psm: PartitionStateMachine, partitions: Sequence[TopicPartition], strategy: ElectionStrategy
+) -> tuple[list[TopicPartition], dict[TopicPartition, Exception]]:
+    """Move the leadership of online partitions (OnlinePartition -> OnlinePartition): to the
+    preferred replica, or away from the brokers shutting down (which also leave the ISR).
+    Partitions whose leader would not change are left alone. Returns (elected, failed)."""
+    ctx = psm.context
+    elected: list[TopicPartition] = []
+    failed: dict[TopicPartition, Exception] = {}
+    remaining = [tp for tp in partitions if psm.partition_state(tp) is PartitionState.ONLINE_PARTITION]
+    psm.batch.new_batch()
+    try:
+        for _ in range(10):
+            if not remaining:
+                break
+            current = await psm.zk_client.get_topic_partition_states(remaining)
+            new_states: dict[TopicPartition, LeaderAndIsr] = {}
+            recipients: dict[TopicPartition, list[int]] = {}
+            for tp in remaining:
+                state = current.get(tp)
+                if state is None or state.controller_epoch > ctx.epoch:
+                    failed[tp] = StateChangeFailedError(f"Cannot elect a leader for {tp}: its state moved on")
+                    continue
+                lai = state.leader_and_isr
+                assignment = ctx.partition_replica_assignment(tp)
+                live = [r for r in assignment if ctx.is_replica_online(r, tp)]
+                if strategy is ElectionStrategy.PREFERRED_REPLICA:
+                    leader = preferred_replica_partition_leader_election(assignment, lai.isr, live)
+                    isr = list(lai.isr)
+                else:
+                    shutting = ctx.shutting_down_broker_ids
+                    leader = controlled_shutdown_partition_leader_election(assignment, lai.isr, live, shutting)
+                    isr = [r for r in lai.isr if r not in shutting]
+                if leader is None:
+                    failed[tp] = StateChangeFailedError(
+                        f"Failed to elect leader for partition {tp} under strategy {strategy.value}: no "
+                        f"eligible replica in ISR [{comma_list(lai.isr)}]"
+                    )
+                    continue
+                if leader == lai.leader and list(isr) == list(lai.isr):
+                    continue
+                new_states[tp] = lai.new_leader_and_isr(leader, isr)
+                recipients[tp] = [r for r in live if r not in ctx.shutting_down_broker_ids]
+            if not new_states:
+                break
+            result = await psm.zk_client.update_leader_and_isr(new_states, ctx.epoch, ctx.epoch_zk_version)
+            for tp, outcome in result.finished.items():
+                if isinstance(outcome, Exception):
+                    failed[tp] = outcome
+                    continue
+                state = LeaderIsrAndControllerEpoch(outcome, ctx.epoch)
+                ctx.partition_leadership_info[tp] = state
+                psm.batch.add_leader_and_isr_request_for_brokers(
+                    recipients[tp], tp, state, ctx.partition_replica_assignment(tp), False
+                )
+                elected.append(tp)
+            remaining = list(result.partitions_to_retry)
+        psm.batch.send_requests_to_brokers(ctx.epoch)
+    except Exception:
+        psm.batch.clear()
+        raise
+    return elected, failed
 
 
 def _describe(lai: LeaderAndIsr) -> str:

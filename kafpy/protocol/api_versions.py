@@ -16,6 +16,7 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.METADATA: (0, 8),
     ApiKey.LEADER_AND_ISR: (0, 3),
     ApiKey.STOP_REPLICA: (0, 1),
+    ApiKey.CONTROLLED_SHUTDOWN: (1, 2),
     ApiKey.UPDATE_METADATA: (0, 5),
     ApiKey.API_VERSIONS: (0, 2),
     ApiKey.CREATE_TOPICS: (0, 4),

@@ -160,6 +160,8 @@ class KafkaApis:
                 handlers[key] = self._admin_handler(api, controller_only)
         if producer_id_manager is not None:
             handlers[ApiKey.INIT_PRODUCER_ID] = self.handle_init_producer_id
+        if controller is not None and hasattr(controller, "controlled_shutdown"):
+            handlers[ApiKey.CONTROLLED_SHUTDOWN] = self.handle_controlled_shutdown
         if group_coordinator is not None:
             group_apis = GroupApis(group_coordinator, lambda tp: metadata_cache.get_partition_info(tp) is not None)
             handlers[ApiKey.FIND_COORDINATOR] = self.handle_find_coordinator
@@ -512,6 +514,17 @@ class KafkaApis:
         if self.admin_manager is not None and self.admin_manager.has_delayed_topic_operations:
             self.admin_manager.try_complete_delayed_topic_operations()
         return {"error_code": Errors.NONE}
+
+    async def handle_controlled_shutdown(self, request: Request) -> dict[str, Any]:
+        body = request.body
+        assert body is not None
+        if not (self.controller is not None and self.controller.is_active):
+            return {"error_code": Errors.NOT_CONTROLLER, "remaining_partitions": []}
+        error, remaining = await self.controller.controlled_shutdown(body["broker_id"], body.get("broker_epoch", -1))
+        return {
+            "error_code": error,
+            "remaining_partitions": [{"topic_name": tp.topic, "partition_index": tp.partition} for tp in remaining],
+        }
 
     async def handle_stop_replica(self, request: Request) -> dict[str, Any]:
         body = request.body

@@ -36,6 +36,7 @@ from kafpy.metadata.store_factory import create_store
 from kafpy.metadata.zk_data import Broker, BrokerInfo, EndPoint
 from kafpy.server.admin_manager import AdminManager
 from kafpy.server.broker_metadata_checkpoint import check_broker_metadata
+from kafpy.server.controlled_shutdown import controlled_shutdown
 from kafpy.server.dynamic_config_manager import DynamicConfigManager
 from kafpy.server.kafka_apis import KafkaApis
 from kafpy.server.kafka_config import KafkaConfig
@@ -231,6 +232,8 @@ class KafkaServer:
         """Stop in the reverse order of start-up; each step runs even if an earlier one failed."""
         self.log.info("shutting down")
         steps: list[tuple[str, Any]] = []
+        if self._started and self.zk_client is not None and self.config.get("controlled.shutdown.enable"):
+            steps.append(("controlled shutdown", self._controlled_shutdown))
         if self.socket_server is not None:
             steps.append(("socket server", self._shutdown_socket_server))
         if self.dynamic_config_manager is not None:
@@ -256,6 +259,16 @@ class KafkaServer:
                 self.log.exception("Error while shutting down the %s", name)
         self._started = False
         self.log.info("shut down completed")
+
+    async def _controlled_shutdown(self) -> None:
+        """Ask the controller to move this broker's leaderships away while it still serves."""
+        assert self.zk_client is not None
+        listener = self.controller.config.inter_broker_listener_name if self.controller else "PLAINTEXT"
+        await controlled_shutdown(
+            self.zk_client, self.broker_id, self.broker_epoch, listener,
+            int(self.config.get("controlled.shutdown.max.retries")),
+            int(self.config.get("controlled.shutdown.retry.backoff.ms")), self.log,
+        )  # fmt: skip
 
     async def _shutdown_socket_server(self) -> None:
         assert self.socket_server is not None

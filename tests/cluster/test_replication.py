@@ -44,6 +44,8 @@ OVERRIDES = {
     "replica.fetch.backoff.ms": "200",
     "replica.high.watermark.checkpoint.interval.ms": "1000",
     "default.replication.factor": "3",
+    # brokers stopped together at the end retry controlled shutdown while the controller goes
+    "controlled.shutdown.retry.backoff.ms": "500",
 }
 
 
@@ -279,3 +281,34 @@ def test_acks_all_loses_no_acknowledged_record_when_leaders_die(cluster: LocalCl
     for recs in stored.values():
         offsets = [off for off, _ in recs]
         assert offsets == sorted(offsets)
+
+
+def test_controlled_shutdown_moves_leadership_without_produce_errors(cluster: LocalCluster, zk: Zk) -> None:
+    topic = "rolling"
+    _create(cluster, zk, topic, 3, **{"min.insync.replicas": "2"})
+    writer = _NumberedProducer(cluster, topic)
+    writer.start()
+    try:
+        wait_until(lambda: len(writer.acked) > 200, WAIT_S, "records acknowledged before the shutdown")
+        victim = _leader(zk, topic, 0)
+        epoch = zk.partition_state(topic, 0)["leader_epoch"]
+        cluster.stop_broker(victim)  # SIGTERM: the broker asks the controller first
+        assert not cluster.brokers[victim].alive
+        # leadership moved during the controlled shutdown, not after a session expiry
+        state = zk.partition_state(topic, 0)
+        assert state["leader"] != victim and state["leader_epoch"] > epoch
+        assert victim not in state["isr"]
+        before = len(writer.acked)
+        wait_until(lambda: len(writer.acked) > before + 100, WAIT_S, "acknowledgements after the shutdown")
+        cluster.start_broker(victim)
+        wait_until(
+            lambda: all(len(zk.partition_state(topic, p)["isr"]) == 3 for p in range(3)),
+            WAIT_S, "full ISRs after the restart",
+        )  # fmt: skip
+    finally:
+        writer.stop.set()
+        writer.join(150)
+    assert writer.failed == []
+    stored = _consume_all(cluster, topic, 3)
+    by_position = {(p, off): v for p, recs in stored.items() for off, v in recs}
+    assert [n for n, pos in writer.acked.items() if by_position.get(pos) != str(n).encode()] == []
