@@ -28,17 +28,27 @@ class OffsetRange(NamedTuple):
 
 def split_ranges(ranges: list[OffsetRange], min_partitions: int | None) -> list[OffsetRange]:
     """Drop empty ranges, then, if there are fewer than `min_partitions`, split the big ones
-    into about equal pieces, each range getting pieces in proportion to its size."""
+    into about equal pieces: each range gets pieces in proportion to its size (largest
+    remainders first), so there are at least `min_partitions` pieces whenever there are
+    that many offsets (Spark's calculator rounds each share and may come out below)."""
     ranges = [r for r in ranges if r.end > r.start]
     if min_partitions is None or len(ranges) >= min_partitions:
         return ranges
     total = sum(r.size for r in ranges)
+    shares = [r.size / total * min_partitions for r in ranges]
+    parts = [max(min(int(s), r.size), 1) for s, r in zip(shares, ranges, strict=True)]
+    by_remainder = sorted(
+        range(len(ranges)), key=lambda i: shares[i] - int(shares[i]), reverse=True
+    )
+    for i in by_remainder:
+        if sum(parts) >= min_partitions:
+            break
+        if parts[i] < ranges[i].size:
+            parts[i] += 1
     result: list[OffsetRange] = []
-    for r in ranges:
-        parts = max(round(r.size / total * min_partitions), 1)
-        parts = min(parts, r.size)
-        step = r.size / parts
-        bounds = [r.start + int(i * step) for i in range(parts)] + [r.end]
+    for r, n in zip(ranges, parts, strict=True):
+        step = r.size / n
+        bounds = [r.start + int(i * step) for i in range(n)] + [r.end]
         result.extend(
             OffsetRange(r.topic, r.partition, lo, hi)
             for lo, hi in zip(bounds, bounds[1:], strict=False)

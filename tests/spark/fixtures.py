@@ -84,6 +84,18 @@ def produce(
         producer.close()
 
 
+def send_with_kafpy(bootstrap: str, topic: str, records: Sequence[tuple[Any, ...]]) -> None:
+    """Send (key, value, headers) records in one batch with kafpy's own producer."""
+    from kafpy.client.kafka_client import KafkaClient
+    from kafpy.client.producer import BatchProducer
+
+    async def run() -> None:
+        async with KafkaClient(bootstrap) as client:
+            await BatchProducer(client, acks=-1).send(topic, records, partition=0)
+
+    asyncio.run(run())
+
+
 def consume_all(bootstrap: str, topic: str, partitions: int) -> list[Any]:
     """Every record of the topic, read with kafka-python."""
     from kafka import KafkaConsumer, TopicPartition

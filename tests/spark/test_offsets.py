@@ -42,3 +42,10 @@ def test_rate_limit_small_shares_round_up() -> None:
     start = {("t", 0): 0, ("t", 1): 0}
     latest = {("t", 0): 1000, ("t", 1): 1}
     assert rate_limit(start, latest, 10) == {("t", 0): 9, ("t", 1): 1}
+
+
+def test_split_reaches_min_partitions_despite_rounding() -> None:
+    ranges = [OffsetRange("t", p, 0, 20) for p in range(3)]
+    parts = split_ranges(ranges, 7)
+    assert len(parts) == 7
+    assert sorted(o for r in parts for o in range(r.start, r.end)) == sorted(list(range(20)) * 3)
