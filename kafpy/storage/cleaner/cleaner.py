@@ -175,6 +175,10 @@ class Cleaner:
         self.check_done = check_done
         self.log = logging.getLogger("kafpy.log.LogCleaner")
 
+    def _account(self, n: int) -> None:
+        """Count `n` bytes of I/O against the throttle."""
+        self.throttler.maybe_throttle(n)
+
     # -- a round -----------------------------------------------------------------------------------
 
     def clean(self, cleanable: LogToClean) -> tuple[int, CleanerStats]:
@@ -273,7 +277,7 @@ class Cleaner:
                     put(record.key, record.offset)
             stats.map_messages_read += batch.record_count
             offset_map.update_latest_offset(last)
-            self.throttler.maybe_throttle(len(data))
+            self._account(len(data))
         return False
 
     # -- grouping ------------------------------------------------------------------------------------
@@ -371,10 +375,10 @@ class Cleaner:
         digest = offset_map.digest
         lookup = offset_map.get_digest
         check = lambda: self.check_done(tp)  # noqa: E731
-        throttle = self.throttler.maybe_throttle
+        account = self._account
         for header, data in _read_batches(source.log, self.io_buffer_size, check):
             stats.bytes_read += len(data)
-            throttle(2 * len(data))  # read and (at most) written again
+            account(2 * len(data))  # read and (at most) written again
             base = header[H_BASE_OFFSET]
             last = base + header[H_LAST_OFFSET_DELTA]
             if header[H_ATTRIBUTES] & _CONTROL_MASK or base > latest:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -17,6 +18,8 @@ from kafpy.storage.cleaner.log_to_clean import LogToClean
 from kafpy.storage.cleaner.offset_map import SkimpyOffsetMap
 from kafpy.storage.cleaner.throttler import Throttler
 from kafpy.storage.log import Log
+
+GIL_SWITCH_INTERVAL_S = 0.001
 
 
 class ThreadShutdownError(Exception):
@@ -52,6 +55,12 @@ class LogCleaner:
 
     def startup(self) -> None:
         self.log.info("Starting the log cleaner")
+        # Cleaner threads run CPU-bound Python; with the default 5 ms switch interval the
+        # event loop waits up to 5 ms for the GIL at every wake-up while a round runs
+        # (bench/cleaner_bench.py: produce p99 ~30 ms at 5 ms, ~12 ms at 1 ms).
+        self._saved_switch_interval = sys.getswitchinterval()
+        if self.cleaners and self._saved_switch_interval > GIL_SWITCH_INTERVAL_S:
+            sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
         for t in self.cleaners:
             t.start()
 
@@ -62,6 +71,9 @@ class LogCleaner:
         for t in self.cleaners:
             if t.is_alive():
                 t.join()
+        saved = getattr(self, "_saved_switch_interval", None)
+        if saved is not None and sys.getswitchinterval() == GIL_SWITCH_INTERVAL_S:
+            sys.setswitchinterval(saved)
 
     # -- used by LogManager -------------------------------------------------------------------------
 

@@ -3,6 +3,7 @@ deletion and truncation racing a round, and the threads themselves."""
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -174,6 +175,7 @@ def test_truncation_racing_a_round_waits_and_resumes(manager: LogManager) -> Non
 
 
 def test_threads_clean_in_the_background_and_stop(tmp_path: Path, clock: Clock) -> None:
+    switch_interval = sys.getswitchinterval()
     m = LogManager(
         [tmp_path / "data"],
         initial_default_config=compacted_config(),
@@ -188,6 +190,7 @@ def test_threads_clean_in_the_background_and_stop(tmp_path: Path, clock: Clock) 
         m.startup()
         assert m.cleaner is not None
         m.cleaner.wake()
+        assert sys.getswitchinterval() <= 0.001  # the event loop gets the GIL back sooner
         for _ in range(2000):
             if m.cleaner.rounds_completed >= 1 and TP in checkpoint(m):
                 break
@@ -197,3 +200,4 @@ def test_threads_clean_in_the_background_and_stop(tmp_path: Path, clock: Clock) 
     finally:
         m.shutdown()
     assert not any(t.is_alive() for t in m.cleaner.cleaners)
+    assert sys.getswitchinterval() == switch_interval
