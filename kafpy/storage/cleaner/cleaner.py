@@ -4,9 +4,10 @@ A round builds an offset map (key -> latest offset) over the dirty section, then
 rewrites every segment below the map's end into `.cleaned` segments that keep a record
 only when no later record has its key, and swaps them in crash-safely through
 `Log._replace_segments` (`.cleaned` -> `.swap` -> live). Offsets never change: the
-cleaned log has gaps. Records are decoded (they must be, to see their keys) but output
-is written per batch: a batch whose records all survive is copied byte for byte, one
-that loses some is rebuilt once with its own codec and producer fields.
+cleaned log has gaps. Records are scanned for their keys (kafpy.storage.cleaner.record_scan)
+but output is written per batch: a batch whose records all survive is copied byte for
+byte, one that loses some is written once, its kept records' bytes spliced after its own
+header (same codec and producer fields, recompressed).
 """
 
 from __future__ import annotations
@@ -17,13 +18,11 @@ import struct
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from crc32c import crc32c
-
 from kafpy.common.time import Time
-from kafpy.records.builder import RecordBatchBuilder
-from kafpy.records.record_batch import HEADER, LOG_OVERHEAD, RecordBatch, TimestampType
+from kafpy.records.record_batch import HEADER, LOG_OVERHEAD, RecordBatch
 from kafpy.storage.cleaner.log_to_clean import LogToClean, segments_in_range
 from kafpy.storage.cleaner.offset_map import SkimpyOffsetMap
+from kafpy.storage.cleaner.record_scan import filter_batch, records_section, scan_records
 from kafpy.storage.cleaner.throttler import Throttler
 from kafpy.storage.file_records import (
     H_ATTRIBUTES,
@@ -40,9 +39,8 @@ _INT32 = struct.Struct(">i")
 _UINT32 = struct.Struct(">I")
 _CONTROL_MASK = 0x20
 _INT32_MAX = (1 << 31) - 1
-_LAST_OFFSET_DELTA_OFFSET = 23
-_CRC_OFFSET = 17
-_ATTRIBUTES_OFFSET = 21
+_INT64 = struct.Struct(">q")
+_MAX_TIMESTAMP_OFFSET = 35
 
 log = logging.getLogger("kafpy.log.LogCleaner")
 
@@ -96,18 +94,6 @@ def _read_batches(
             yield HEADER.unpack_from(data, 0), data
             off = size
         pos += off
-
-
-def _override_last_offset_delta(batch: bytes, last_offset_delta: int) -> bytes:
-    """Set lastOffsetDelta (covered by the CRC) and rewrite the CRC.
-
-    Kafka keeps a filtered batch's original last offset so the producer's last sequence
-    and the offsets the batch spans stay as they were.
-    """
-    out = bytearray(batch)
-    _INT32.pack_into(out, _LAST_OFFSET_DELTA_OFFSET, last_offset_delta)
-    _UINT32.pack_into(out, _CRC_OFFSET, crc32c(memoryview(out)[_ATTRIBUTES_OFFSET:]))
-    return bytes(out)
 
 
 class _SegmentWriter:
@@ -272,7 +258,7 @@ class Cleaner:
                         "log.cleaner.dedupe.buffer.size"
                     )
                 return True
-            for record in batch.records():
+            for record in scan_records(batch, records_section(batch)):
                 if record.key is not None and record.offset >= start:
                     put(record.key, record.offset)
             stats.map_messages_read += batch.record_count
@@ -387,7 +373,8 @@ class Cleaner:
                 writer.add(data, last, header[H_MAX_TIMESTAMP])
                 continue
             batch = RecordBatch(data)
-            records = list(batch.records())
+            section = records_section(batch)
+            records = scan_records(batch, section)
             stats.messages_read += len(records)
             kept = []
             for r in records:
@@ -395,48 +382,20 @@ class Cleaner:
                     kept.append(r)
                 elif r.key is None:
                     stats.invalid_messages += 1  # keyless records have no place in a compacted log
-                elif r.offset >= lookup(digest(r.key)) and (r.value is not None or retain_deletes):
+                elif r.offset >= lookup(digest(r.key)) and (not r.null_value or retain_deletes):
                     kept.append(r)
             stats.messages_written += len(kept)
             if len(kept) == len(records):
                 writer.add(data, last, header[H_MAX_TIMESTAMP])
                 continue
             pid = header[H_PRODUCER_ID]
-            if not kept:
-                if pid >= 0 and last_offset_of_producer.get(pid) == last:
-                    # the producer's last batch: keep its header so its sequence survives
-                    writer.add(_rebuild(batch, [], last - base), last, header[H_MAX_TIMESTAMP])
+            if not kept and not (pid >= 0 and last_offset_of_producer.get(pid) == last):
                 continue
-            rebuilt = _rebuild(batch, kept, last - base)
-            writer.add(rebuilt, last, RecordBatch(rebuilt).max_timestamp)
+            # a producer's last batch stays, emptied, so that its sequence survives
+            filtered = filter_batch(batch, section, kept)
+            writer.add(filtered, last, _INT64.unpack_from(filtered, _MAX_TIMESTAMP_OFFSET)[0])
         writer.flush()
         stats.bytes_written += writer.written
-
-
-def _rebuild(batch: RecordBatch, kept: list, last_offset_delta: int) -> bytes:  # type: ignore[type-arg]
-    """The batch with only `kept` records, same base offset, codec and producer fields."""
-    log_append = batch.timestamp_type is TimestampType.LOG_APPEND_TIME
-    builder = RecordBatchBuilder(
-        compression=batch.compression_type,
-        timestamp_type=batch.timestamp_type,
-        base_offset=batch.base_offset,
-        partition_leader_epoch=batch.partition_leader_epoch,
-        producer_id=batch.producer_id,
-        producer_epoch=batch.producer_epoch,
-        base_sequence=batch.base_sequence,
-        is_transactional=batch.is_transactional,
-        is_control=batch.is_control,
-        log_append_time=batch.max_timestamp if log_append else None,
-    )
-    for r in kept:
-        builder.append(r.timestamp, r.key, r.value, r.headers, offset=r.offset)
-    built = builder.build()
-    if not kept:
-        # an empty batch keeps its first timestamp as Kafka's do: max = first = the original max
-        out = bytearray(built)
-        struct.pack_into(">qq", out, 27, batch.max_timestamp, batch.max_timestamp)
-        built = bytes(out)
-    return _override_last_offset_delta(built, last_offset_delta)
 
 
 def _last_offset_for(segments: list[LogSegment], i: int, first_uncleanable_offset: int) -> int:

@@ -1,0 +1,135 @@
+"""Key-only record scanning and batch filtering for the cleaner.
+
+The cleaner needs, per record, only its offset, timestamp, key and whether its value
+is null. `scan_records` reads just those fields from a batch's (decompressed) records
+section and remembers where each record's bytes lie; `filter_batch` then writes a
+batch holding only the records kept by splicing their bytes, unchanged, after a patched
+copy of the original header (same base offset, first timestamp, lastOffsetDelta,
+producer fields and codec; new length, count, maxTimestamp and CRC). Records are never
+re-encoded.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import NamedTuple
+
+from crc32c import crc32c
+
+from kafpy.common.errors import CorruptRecordError
+from kafpy.records.compression import CompressionType, compress, decompress
+from kafpy.records.record_batch import LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, RecordBatch
+
+_INT32 = struct.Struct(">i")
+_UINT32 = struct.Struct(">I")
+_INT64 = struct.Struct(">q")
+_LENGTH_OFFSET = 8
+_CRC_OFFSET = 17
+_ATTRIBUTES_OFFSET = 21
+_MAX_TIMESTAMP_OFFSET = 35
+_RECORD_COUNT_OFFSET = 57
+_FIRST_TIMESTAMP_OFFSET = 27
+
+
+class ScannedRecord(NamedTuple):
+    """Where one record lies in its batch's records section, and what the cleaner needs."""
+
+    start: int
+    end: int
+    offset: int
+    timestamp: int
+    key: bytes | None
+    null_value: bool
+
+
+def records_section(batch: RecordBatch) -> bytes:
+    """The batch's records, decompressed."""
+    body = batch.buffer()[RECORD_BATCH_OVERHEAD:]
+    codec = batch.compression_type
+    if codec is CompressionType.NONE:
+        return bytes(body)
+    return decompress(codec, body)
+
+
+def scan_records(batch: RecordBatch, data: bytes) -> list[ScannedRecord]:
+    """Offset, timestamp, key and null-value flag of every record in `data` (see module)."""
+    base_offset = batch.base_offset
+    first_ts = batch.first_timestamp
+    end = len(data)
+    out: list[ScannedRecord] = []
+    pos = 0
+
+    def varint(p: int) -> tuple[int, int]:
+        b = data[p]
+        if b < 0x80:
+            return (b >> 1) ^ -(b & 1), p + 1
+        raw = b & 0x7F
+        shift = 7
+        start = p
+        p += 1
+        while True:
+            b = data[p]
+            p += 1
+            raw |= (b & 0x7F) << shift
+            if b < 0x80:
+                return (raw >> 1) ^ -(raw & 1), p
+            shift += 7
+            if p - start >= 10:
+                raise CorruptRecordError(
+                    f"Record batch at base offset {base_offset} is corrupt: an over-long varint"
+                )
+
+    try:
+        while pos < end:
+            start = pos
+            length, pos = varint(pos)
+            record_end = pos + length
+            if length <= 0 or record_end > end:
+                raise CorruptRecordError(
+                    f"Record batch at base offset {base_offset} is corrupt: a record of "
+                    f"{length} bytes at byte {start} of {end}"
+                )
+            ts_delta, p = varint(pos + 1)  # after the attributes byte
+            offset_delta, p = varint(p)
+            key_len, p = varint(p)
+            if key_len >= 0:
+                key: bytes | None = data[p : p + key_len]
+                p += key_len
+            else:
+                key = None
+            value_len, _ = varint(p)
+            out.append(
+                ScannedRecord(start, record_end, base_offset + offset_delta, first_ts + ts_delta, key, value_len < 0)
+            )
+            pos = record_end
+    except IndexError as exc:
+        raise CorruptRecordError(
+            f"Record batch at base offset {base_offset} is corrupt: a record runs past its batch"
+        ) from exc
+    return out
+
+
+def filter_batch(batch: RecordBatch, data: bytes, kept: list[ScannedRecord]) -> bytes:
+    """`batch` with only the `kept` records of its records section `data` (see module).
+
+    With no records kept the result is an empty batch (count 0) whose first and max
+    timestamps are the original max timestamp: what Kafka keeps for a producer's last batch.
+    """
+    body = b"".join([data[r.start : r.end] for r in kept])
+    codec = batch.compression_type
+    payload = body if codec is CompressionType.NONE else compress(codec, body)
+    header = bytearray(batch.buffer()[:RECORD_BATCH_OVERHEAD])
+    if batch.timestamp_type.value == 1:  # LogAppendTime: the batch's time stays
+        max_ts = batch.max_timestamp
+    elif kept:
+        max_ts = max(r.timestamp for r in kept)
+    else:
+        max_ts = batch.max_timestamp
+    if not kept:
+        _INT64.pack_into(header, _FIRST_TIMESTAMP_OFFSET, max_ts)
+    _INT32.pack_into(header, _LENGTH_OFFSET, RECORD_BATCH_OVERHEAD - LOG_OVERHEAD + len(payload))
+    _INT64.pack_into(header, _MAX_TIMESTAMP_OFFSET, max_ts)
+    _INT32.pack_into(header, _RECORD_COUNT_OFFSET, len(kept))
+    out = header + payload
+    _UINT32.pack_into(out, _CRC_OFFSET, crc32c(memoryview(out)[_ATTRIBUTES_OFFSET:]))
+    return bytes(out)
