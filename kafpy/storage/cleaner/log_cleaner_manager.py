@@ -39,7 +39,7 @@ class _State:
     def __str__(self) -> str:
         if self.state is LogCleaningState.PAUSED:
             return f"{self.state.value}({self.paused_count})"
-        return self.state.value
+        return str(self.state.value)
 
 
 _IN_PROGRESS = _State(LogCleaningState.IN_PROGRESS)
