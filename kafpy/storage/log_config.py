@@ -246,6 +246,7 @@ def _broker_log_config_def() -> ConfigDef:
         .define("log.retention.minutes", t.INT, None, None, h)
         .define("log.retention.hours", t.INT, 24 * 7, None, h)
         .define("log.retention.check.interval.ms", t.LONG, 5 * 60 * 1000, Range.at_least(1), m)
+        .define("log.initial.task.delay.ms", t.LONG, 30 * 1000, Range.at_least(0), m)
         .define("message.max.bytes", t.INT, 1000012, Range.at_least(0), h)
         .define("log.index.interval.bytes", t.INT, 4096, Range.at_least(0), m)
         .define("log.segment.delete.delay.ms", t.LONG, 60000, Range.at_least(0), h)

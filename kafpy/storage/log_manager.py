@@ -125,6 +125,7 @@ class LogManager:
       flush_recovery_offset_checkpoint_ms: [log.flush.offset.checkpoint.interval.ms].
       flush_start_offset_checkpoint_ms: [log.flush.start.offset.checkpoint.interval.ms].
       retention_check_ms: period of kafka-log-retention [log.retention.check.interval.ms].
+      initial_task_delay_ms: delay before the first run of each task [log.initial.task.delay.ms].
       scheduler, time: where background tasks run and what clock they use.
       broker_id: for the `[LogManager id=N]` log prefix.
 
@@ -145,6 +146,7 @@ class LogManager:
         flush_recovery_offset_checkpoint_ms: int = 60000,
         flush_start_offset_checkpoint_ms: int = 60000,
         retention_check_ms: int = 5 * 60 * 1000,
+        initial_task_delay_ms: int = INITIAL_TASK_DELAY_MS,
         scheduler: Scheduler,
         time: Time = SYSTEM_TIME,
         broker_id: int | None = None,
@@ -162,6 +164,7 @@ class LogManager:
         self.flush_recovery_offset_checkpoint_ms = flush_recovery_offset_checkpoint_ms
         self.flush_start_offset_checkpoint_ms = flush_start_offset_checkpoint_ms
         self.retention_check_ms = retention_check_ms
+        self.initial_task_delay_ms = initial_task_delay_ms
         self.scheduler = scheduler
         self.time = time
         self.cleaner: LogCleaner | None = None
@@ -398,7 +401,7 @@ class LogManager:
             self.scheduler.schedule(
                 "kafka-log-retention",
                 self.cleanup_logs,
-                INITIAL_TASK_DELAY_MS,
+                self.initial_task_delay_ms,
                 self.retention_check_ms,
             )
         )
@@ -407,7 +410,7 @@ class LogManager:
             self.scheduler.schedule(
                 "kafka-log-flusher",
                 self.flush_dirty_logs,
-                INITIAL_TASK_DELAY_MS,
+                self.initial_task_delay_ms,
                 self.flush_check_ms,
             )
         )
@@ -415,7 +418,7 @@ class LogManager:
             self.scheduler.schedule(
                 "kafka-recovery-point-checkpoint",
                 self.checkpoint_log_recovery_offsets,
-                INITIAL_TASK_DELAY_MS,
+                self.initial_task_delay_ms,
                 self.flush_recovery_offset_checkpoint_ms,
             )
         )
@@ -423,12 +426,12 @@ class LogManager:
             self.scheduler.schedule(
                 "kafka-log-start-offset-checkpoint",
                 self.checkpoint_log_start_offsets,
-                INITIAL_TASK_DELAY_MS,
+                self.initial_task_delay_ms,
                 self.flush_start_offset_checkpoint_ms,
             )
         )
         # one-shot; it reschedules itself for when the next queued log is due
-        self._schedule_delete_logs(INITIAL_TASK_DELAY_MS)
+        self._schedule_delete_logs(self.initial_task_delay_ms)
         if self.cleaner_config.enable_cleaner:
             self._start_log_cleaner()
 

@@ -716,3 +716,19 @@ def test_runs_on_the_real_threaded_scheduler(tmp_path: Path) -> None:
         scheduler.shutdown()
     assert read_checkpoint(tmp_path / "a" / RECOVERY_POINT_CHECKPOINT_FILE) == {TP0: 3}
     assert (tmp_path / "a" / CLEAN_SHUTDOWN_FILE).exists()
+
+
+def test_initial_task_delay_is_configurable(tmp_path: Path) -> None:
+    time = MockTime()
+    scheduler = MockScheduler(time)
+    lm = LogManager([tmp_path / "d"], scheduler=scheduler, time=time, initial_task_delay_ms=1000,
+                    retention_check_ms=10_000)
+    calls: list[int] = []
+    lm.cleanup_logs = lambda: calls.append(time.milliseconds()) or 0  # type: ignore[method-assign]
+    start = time.milliseconds()
+    lm.startup()
+    time.advance(999)
+    assert calls == []
+    time.advance(1)
+    assert calls == [start + 1000]
+    lm.shutdown()
