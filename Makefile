@@ -27,7 +27,7 @@ system-deps:
 	fi
 
 run: install
-	$(VENV)/bin/kafpy server config/server.properties
+	LOG_DIR=./logs $(VENV)/bin/kafpy server config/server.properties
 
 test: install system-deps
 	$(PY) -m pytest -q -p no:cacheprovider tests

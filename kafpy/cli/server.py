@@ -1,12 +1,14 @@
 """`kafpy server [server.properties] [--override key=value ...]`: run one broker.
 
 With no properties file: broker 0 on 127.0.0.1:9092, `log.dirs=./kafpy-data`, on the
-embedded metadata store. SIGTERM and SIGINT shut the broker down cleanly.
+embedded metadata store. SIGTERM and SIGINT shut the broker down cleanly. With `LOG_DIR` set, server.log,
+controller.log and state-change.log are written there too, as Kafka's scripts do.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import sys
 from pathlib import Path
@@ -16,6 +18,7 @@ import click
 from kafpy.common.errors import KafkaError
 from kafpy.common.logger import configure_logging
 from kafpy.common.properties import PropertiesError
+from kafpy.controller.controller_log_files import add_controller_log_files
 from kafpy.metadata.errors import MetadataStoreError
 from kafpy.server.kafka_config import KafkaConfig
 from kafpy.server.kafka_server import KafkaServer, run_event_loop
@@ -64,7 +67,12 @@ def command(properties: Path | None, overrides: tuple[str, ...]) -> None:
     Without PROPERTIES: broker.id=0, listeners=PLAINTEXT://127.0.0.1:9092,
     log.dirs=./kafpy-data and the embedded metadata store (no zookeeper.connect).
     """
-    configure_logging()
+    # LOG_DIR is the environment variable Kafka's scripts use for server.log, controller.log
+    # and state-change.log; without it, logs go to stderr only.
+    logs_dir = os.environ.get("LOG_DIR") or None
+    configure_logging(logs_dir=logs_dir)
+    if logs_dir is not None:
+        add_controller_log_files(logs_dir)
     extra = _parse_overrides(overrides)
     try:
         if properties is None:

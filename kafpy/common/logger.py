@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import sys
 from collections.abc import MutableMapping
+from pathlib import Path
 from typing import Any
 
 KAFKA_FORMAT = "[%(asctime)s] %(levelname)s %(message)s (%(name)s)"
@@ -50,11 +51,20 @@ def component_logger(name: str, component: str | None = None, ident: object = No
     return PrefixAdapter(logging.getLogger(name), prefix)
 
 
-def configure_logging(level: int | str = logging.INFO, stream: Any = None) -> None:
-    """Send kafpy's logs to `stream` (stderr by default) in Kafka's format."""
+def configure_logging(
+    level: int | str = logging.INFO, stream: Any = None, logs_dir: str | Path | None = None
+) -> None:
+    """Send kafpy's logs to `stream` (stderr by default) in Kafka's format, and to
+    `<logs_dir>/server.log` as well when a logs dir is given."""
     handler = logging.StreamHandler(stream or sys.stderr)
     handler.setFormatter(KafkaLogFormatter())
+    handlers: list[logging.Handler] = [handler]
+    if logs_dir is not None:
+        Path(logs_dir).mkdir(parents=True, exist_ok=True)
+        file_handler = logging.FileHandler(Path(logs_dir) / "server.log", encoding="utf-8")
+        file_handler.setFormatter(KafkaLogFormatter())
+        handlers.append(file_handler)
     root = logging.getLogger("kafpy")
-    root.handlers[:] = [handler]
+    root.handlers[:] = handlers
     root.setLevel(level)
     root.propagate = False

@@ -201,6 +201,7 @@ class KafkaServer:
             flush_recovery_offset_checkpoint_ms=cfg.get("log.flush.offset.checkpoint.interval.ms"),
             flush_start_offset_checkpoint_ms=cfg.get("log.flush.start.offset.checkpoint.interval.ms"),
             retention_check_ms=cfg.get("log.retention.check.interval.ms"),
+            initial_task_delay_ms=cfg.get("log.initial.task.delay.ms"),
             scheduler=self.scheduler,
             time=self.time,
             broker_id=cfg.broker_id,

@@ -89,6 +89,7 @@ def test_kafpy_server_command_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
          "--override", "listeners=PLAINTEXT://127.0.0.1:0"],
         stderr=subprocess.PIPE,
         text=True,
+        env={**os.environ, "LOG_DIR": str(tmp_path / "logs")},
     )
     try:
         deadline = time.monotonic() + 30
@@ -108,6 +109,12 @@ def test_kafpy_server_command_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
             proc.kill()
     assert "shut down completed" in rest
     assert (tmp_path / "data" / ".kafka_cleanshutdown").exists()
+    # LOG_DIR: Kafka's three log files, in Kafka's line format
+    server_log = (tmp_path / "logs" / "server.log").read_text()
+    assert "INFO [KafkaServer id=0] started (kafpy.server.KafkaServer)" in server_log
+    controller_log = (tmp_path / "logs" / "controller.log").read_text()
+    assert "(kafpy.controller" in controller_log
+    assert (tmp_path / "logs" / "state-change.log").exists()
 
 
 def test_kafpy_server_rejects_bad_config_with_one_line(tmp_path: Path) -> None:
