@@ -20,6 +20,7 @@ COMMANDS: dict[str, str] = {
     "console-producer": "kafpy.cli.console_producer",
     "console-consumer": "kafpy.cli.console_consumer",
     "cluster": "kafpy.cli.cluster",
+    "leader-election": "kafpy.cli.leader_election",
     "consumer-groups": "kafpy.cli.consumer_groups",
 }
 

@@ -41,6 +41,9 @@ class ControllerConfig:
     unclean_leader_election_enable: bool = False
     inter_broker_listener_name: str = "PLAINTEXT"
     controller_socket_timeout_ms: int = 30000
+    auto_leader_rebalance_enable: bool = True
+    leader_imbalance_check_interval_seconds: int = 300
+    leader_imbalance_per_broker_percentage: int = 10
 
     @classmethod
     def from_config(cls, config: BrokerConfigSource) -> ControllerConfig:
@@ -55,4 +58,11 @@ class ControllerConfig:
             ),
             inter_broker_listener_name=str(listener),
             controller_socket_timeout_ms=int(_get(config, "controller.socket.timeout.ms", 30000)),
+            auto_leader_rebalance_enable=_bool(_get(config, "auto.leader.rebalance.enable", True)),
+            leader_imbalance_check_interval_seconds=int(
+                _get(config, "leader.imbalance.check.interval.seconds", 300)
+            ),
+            leader_imbalance_per_broker_percentage=int(
+                _get(config, "leader.imbalance.per.broker.percentage", 10)
+            ),
         )

@@ -57,6 +57,7 @@ from kafpy.metadata.zk_data import (
     ControllerZNode,
     IsrChangeNotificationSequenceZNode,
     IsrChangeNotificationZNode,
+    PreferredReplicaElectionZNode,
     TopicZNode,
 )
 
@@ -157,6 +158,7 @@ class KafkaController:
         self._started = False
         # stable watch callbacks (one per watched node), so a re-armed watch is not doubled
         self._partition_modifications_handlers: dict[str, Callable[[WatchedEvent], None]] = {}
+        self._auto_rebalance_task: asyncio.Task[None] | None = None
 
     # -- public API -------------------------------------------------------------------------
 
@@ -237,6 +239,10 @@ class KafkaController:
 
     def _topic_deletion_watcher(self, event: WatchedEvent) -> None:
         self._put("TopicDeletion", ControllerState.TOPIC_DELETION, self._process_topic_deletion)
+
+    def _preferred_replica_election_watcher(self, event: WatchedEvent) -> None:
+        self._put("ReplicaLeaderElection", ControllerState.MANUAL_LEADER_BALANCE,
+                  self._process_preferred_replica_election_znode)  # fmt: skip
 
     def _isr_change_notification_watcher(self, event: WatchedEvent) -> None:
         self._put("IsrChangeNotification", ControllerState.ISR_CHANGE, self._process_isr_change_notification)
@@ -387,6 +393,8 @@ class KafkaController:
         self.log.info("Registering handlers")
         await self._initialize_controller_context()
         await self._process_isr_change_notification()
+        await self._process_preferred_replica_election_znode()
+        self._start_auto_leader_rebalance()
         to_delete, ineligible = await self._fetch_topic_deletions_in_progress()
         self.log.info("Initializing topic deletion manager")
         await self.topic_deletion_manager.init(to_delete, ineligible)
@@ -446,6 +454,9 @@ class KafkaController:
 
     async def _on_controller_resignation(self) -> None:
         self.log.debug("Resigning")
+        if self._auto_rebalance_task is not None:
+            self._auto_rebalance_task.cancel()
+            self._auto_rebalance_task = None
         self._partition_modifications_handlers.clear()
         self.topic_deletion_manager.reset()
         self.replica_state_machine.shutdown()
@@ -736,6 +747,78 @@ class KafkaController:
                               comma_list(elected), comma_list(sorted(failed)))  # fmt: skip
 
         self._put("PreferredReplicaLeaderElection", ControllerState.MANUAL_LEADER_BALANCE, process)
+
+    async def _process_preferred_replica_election_znode(self) -> None:
+        """/admin/preferred_replica_election (written by `kafpy leader-election`): move the
+        listed partitions to their preferred leaders, then delete the node."""
+        if not self.is_active:
+            return
+        store = self.zk_client.store
+        path = PreferredReplicaElectionZNode.path
+        if await store.exists(path, self._preferred_replica_election_watcher) is None:
+            return
+        try:
+            data, _ = await store.get(path)
+            partitions = PreferredReplicaElectionZNode.decode(data)
+        except NoNodeError:
+            return
+        except Exception as e:
+            self.log.warning("Ignoring malformed %s: %s", path, e)
+            partitions = set()
+        ctx = self.context
+        known = [tp for tp in sorted(partitions) if tp in ctx.partition_leadership_info]
+        if known:
+            elected, failed = await elect_leaders_for_online_partitions(
+                self.partition_state_machine, known, ElectionStrategy.PREFERRED_REPLICA
+            )
+            self.log.info("Preferred replica election: moved %s; not moved %s",
+                          comma_list(elected), comma_list(sorted(failed)))  # fmt: skip
+        try:
+            await store.delete(path)
+        except NoNodeError:
+            pass
+        await store.exists(path, self._preferred_replica_election_watcher)
+
+    def _start_auto_leader_rebalance(self) -> None:
+        if not self.config.auto_leader_rebalance_enable or self._auto_rebalance_task is not None:
+            return
+
+        async def loop() -> None:
+            while True:
+                await asyncio.sleep(self.config.leader_imbalance_check_interval_seconds)
+                self._put("AutoPreferredReplicaLeaderElection", ControllerState.AUTO_LEADER_BALANCE,
+                          self._check_and_trigger_auto_leader_rebalance)  # fmt: skip
+
+        self._auto_rebalance_task = asyncio.get_running_loop().create_task(loop())
+
+    def imbalanced_partitions(self) -> list[TopicPartition]:
+        """Partitions not led by their preferred replica, on the preferred brokers whose
+        share of such partitions exceeds leader.imbalance.per.broker.percentage."""
+        ctx = self.context
+        by_preferred: dict[int, list[TopicPartition]] = {}
+        for tp in list(ctx.partition_leadership_info):
+            assignment = ctx.partition_replica_assignment(tp)
+            if assignment and not self._is_topic_queued_for_deletion(tp.topic):
+                by_preferred.setdefault(assignment[0], []).append(tp)
+        out: list[TopicPartition] = []
+        for broker, tps in sorted(by_preferred.items()):
+            not_led = [tp for tp in tps if ctx.partition_leadership_info[tp].leader_and_isr.leader != broker]
+            ratio = len(not_led) / len(tps)
+            self.log.debug("Leader imbalance ratio for broker %d is %.3f", broker, ratio)
+            if ratio * 100 > self.config.leader_imbalance_per_broker_percentage and broker in ctx.live_broker_ids:
+                out.extend(not_led)
+        return out
+
+    async def _check_and_trigger_auto_leader_rebalance(self) -> None:
+        if not self.is_active:
+            return
+        partitions = self.imbalanced_partitions()
+        if partitions:
+            elected, _ = await elect_leaders_for_online_partitions(
+                self.partition_state_machine, partitions, ElectionStrategy.PREFERRED_REPLICA
+            )
+            if elected:
+                self.log.info("Auto leader rebalance moved %s to their preferred replicas", comma_list(elected))
 
     # -- ISR changes -------------------------------------------------------------------------------
 

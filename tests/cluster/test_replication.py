@@ -251,7 +251,9 @@ def test_acks_all_loses_no_acknowledged_record_when_leaders_die(cluster: LocalCl
         victims = [_leader(zk, topic, 0), _leader(zk, topic, 1), None]
         for victim in victims:
             if victim is None:  # once the controller
-                victim = wait_until(lambda: zk.controller()[0], WAIT_S, "a controller")
+                victim = wait_until(
+                    lambda: (c := zk.controller()[0]) is not None and [c], WAIT_S, "a controller"
+                )[0]
             before = len(writer.acked)
             cluster.kill_broker(victim)
             wait_until(
@@ -312,3 +314,28 @@ def test_controlled_shutdown_moves_leadership_without_produce_errors(cluster: Lo
     stored = _consume_all(cluster, topic, 3)
     by_position = {(p, off): v for p, recs in stored.items() for off, v in recs}
     assert [n for n, pos in writer.acked.items() if by_position.get(pos) != str(n).encode()] == []
+
+
+def test_preferred_leader_election_moves_leadership_back(cluster: LocalCluster, zk: Zk) -> None:
+    from click.testing import CliRunner
+
+    from kafpy.cli.main import main
+
+    topic = "preferred"
+    admin(cluster, lambda a: a.create_topics([NewTopic(topic, replica_assignment={0: [0, 1, 2]})]))
+    wait_until(lambda: len(zk.partition_state(topic, 0)["isr"]) == 3, WAIT_S, "a full ISR")
+    assert _leader(zk, topic, 0) == 0
+    cluster.stop_broker(0)  # controlled shutdown: leadership moves to 1
+    assert _leader(zk, topic, 0) == 1
+    cluster.start_broker(0)
+    wait_until(lambda: len(zk.partition_state(topic, 0)["isr"]) == 3, WAIT_S, "broker 0 back in the ISR")
+    assert _leader(zk, topic, 0) == 1  # no automatic move within leader.imbalance.check.interval.seconds
+
+    result = CliRunner().invoke(main, [
+        "leader-election", "--zookeeper", cluster.zookeeper.connect, "--election-type", "preferred",
+        "--topic", topic, "--partition", "0",
+    ])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "Successfully started preferred replica election for partitions preferred-0" in result.output
+    wait_until(lambda: _leader(zk, topic, 0) == 0, WAIT_S, "the preferred replica to lead again")
+    wait_until(lambda: not zk.exists("/admin/preferred_replica_election"), WAIT_S, "the election node to go")
