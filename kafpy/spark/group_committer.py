@@ -9,11 +9,12 @@ The checkpoint stays the source of truth: a failed commit is logged, never fatal
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Mapping
 from typing import Any
 
-from kafpy.client.kafka_client import raise_retriable_errors
+from kafpy.client.kafka_client import KafkaClient
 from kafpy.client.response_errors import error_for_code
 from kafpy.common.errors import KafkaError
 from kafpy.protocol.api_keys import ApiKey
@@ -21,7 +22,6 @@ from kafpy.spark.offset_reader import KafkaOffsetReader
 from kafpy.spark.offsets import TP
 
 _log = logging.getLogger(__name__)
-_ATTEMPTS = 3
 
 
 def commit_offsets(reader: KafkaOffsetReader, group: str, offsets: Mapping[TP, int]) -> bool:
@@ -56,24 +56,38 @@ async def _commit(reader: KafkaOffsetReader, group: str, offsets: Mapping[TP, in
         "retention_time_ms": -1,
         "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()],
     }
-    last: KafkaError | None = None
-    for _ in range(_ATTEMPTS):
-        found = await client.send_to_any(
-            ApiKey.FIND_COORDINATOR,
-            {"key": group, "key_type": 0, "coordinator_keys": [group]},
-            check=raise_retriable_errors,
-        )
-        if found.get("error_code"):
-            raise error_for_code(found["error_code"], found.get("error_message"))
-        node = found["node_id"] if "node_id" in found else found["coordinators"][0]["node_id"]
-        response = await client.send_to_node(node, ApiKey.OFFSET_COMMIT, body)
-        codes = [p["error_code"] for t in response["topics"] for p in t["partitions"]]
-        bad = [c for c in codes if c]
-        if not bad:
+    # The coordinator may still be loading (or creating __consumer_offsets on first use):
+    # retriable errors are retried until the request timeout has passed.
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + client.request_timeout_ms / 1000
+    while True:
+        try:
+            await _commit_once(client, group, body)
             return
-        last = error_for_code(bad[0], None, f"Committing offsets of group {group}")
-        if not last.retriable:
-            raise last
+        except KafkaError as e:
+            if not e.retriable or loop.time() > deadline:
+                raise
         await client.backoff()
-    assert last is not None
-    raise last
+
+
+async def _commit_once(client: KafkaClient, group: str, body: dict[str, Any]) -> None:
+    found = await client.send_to_any(
+        ApiKey.FIND_COORDINATOR,
+        {"key": group, "key_type": 0, "coordinator_keys": [group]},
+    )
+    if "coordinators" in found and found["coordinators"]:
+        found = found["coordinators"][0]
+    if found.get("error_code"):
+        raise error_for_code(
+            found["error_code"], found.get("error_message"), f"Finding the coordinator of {group}"
+        )
+    response = await client.send_to_node(found["node_id"], ApiKey.OFFSET_COMMIT, body)
+    for topic in response["topics"]:
+        for p in topic["partitions"]:
+            if p["error_code"]:
+                raise error_for_code(
+                    p["error_code"],
+                    None,
+                    f"Committing offsets of group {group} for {topic['name']}-"
+                    f"{p['partition_index']}",
+                )

@@ -96,6 +96,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._offsets: KafkaOffsetReader | None = None
         self._target: dict[TP, int] | None = None
         self._last_batch_ms = time.monotonic() * 1000
+        self._committed: dict[str, Any] | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
@@ -123,6 +124,10 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return ReadAllAvailable()
 
     def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
+        # Spark plans a micro-batch only once the previous one is complete, so `start`
+        # (the previous batch's end) is done: commit it, rather than wait for commit(),
+        # which Spark calls only when it starts the batch after next.
+        self._commit_to_group(start)
         begin = offsets_from_json(start, "offset") if start else {}
         tps = self.offsets.partitions()
         latest = self.offsets.latest(tps)
@@ -187,9 +192,14 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return _read(self.options, partition)
 
     def commit(self, end: dict[str, Any]) -> None:
+        self._commit_to_group(end)
+
+    def _commit_to_group(self, end: dict[str, Any]) -> None:
         group = self.options.commit_offsets_to_group
-        if group is not None and end:
-            commit_offsets(self.offsets, group, offsets_from_json(end, "offset"))
+        if group is None or not end or end == self._committed:
+            return
+        if commit_offsets(self.offsets, group, offsets_from_json(end, "offset")):
+            self._committed = end
 
     def stop(self) -> None:
         if self._offsets is not None:
