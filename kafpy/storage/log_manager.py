@@ -21,7 +21,7 @@ import fcntl
 import os
 import threading
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
@@ -590,9 +590,12 @@ class LogManager:
         )
         return log
 
-    def async_delete(self, tp: TopicPartition) -> Log | None:
+    def async_delete(self, tp: TopicPartition, checkpoint: bool = True) -> Log | None:
         """Take `tp`'s log out of service: rename its dir to `<tp>.<uuid>-delete` and queue it
-        for kafka-delete-logs. Returns the log, or None if this broker has no log for `tp`."""
+        for kafka-delete-logs. Returns the log, or None if this broker has no log for `tp`.
+
+        With `checkpoint=False` the caller deleting many logs at once writes the dirs'
+        checkpoints afterwards with `checkpoint_dirs` (one write per dir, not per log)."""
         with self._lock:
             removed = self._logs.pop(tp, None)
         if removed is None:
@@ -615,14 +618,21 @@ class LogManager:
             raise KafkaStorageError(
                 f"Failed to rename log directory {removed.dir} for deletion: {e}"
             ) from e
-        removed.close()
-        self._checkpoint_recovery_offsets_in_dir(data_dir)
-        self._checkpoint_log_start_offsets_in_dir(data_dir)
+        # its data is about to go: release the files without flushing them
+        removed.close_handlers()
+        if checkpoint:
+            self.checkpoint_dirs([data_dir])
         self._add_log_to_be_deleted(removed)
         self.log.info(
             "Log for partition %s is renamed to %s and is scheduled for deletion", tp, removed.dir
         )
         return removed
+
+    def checkpoint_dirs(self, dirs: Iterable[Path]) -> None:
+        """Write the recovery-point and log-start-offset checkpoints of `dirs`."""
+        for data_dir in set(dirs):
+            self._checkpoint_recovery_offsets_in_dir(data_dir)
+            self._checkpoint_log_start_offsets_in_dir(data_dir)
 
     def _add_log_to_be_deleted(self, log: Log) -> None:
         with self._lock:

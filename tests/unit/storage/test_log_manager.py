@@ -732,3 +732,23 @@ def test_initial_task_delay_is_configurable(tmp_path: Path) -> None:
     time.advance(1)
     assert calls == [start + 1000]
     lm.shutdown()
+
+
+def test_async_delete_without_checkpoint_defers_it_to_checkpoint_dirs(tmp_path: Path) -> None:
+    time = MockTime()
+    scheduler = MockScheduler(time)
+    d = tmp_path / "d"
+    lm = LogManager([d], scheduler=scheduler, time=time)
+    for p in range(3):
+        lm.create_log(TopicPartition("gone", p))
+    lm.create_log(TopicPartition("kept", 0))
+    lm.checkpoint_dirs([lm.live_log_dirs[0]])
+    before = (lm.live_log_dirs[0] / "recovery-point-offset-checkpoint").read_text()
+    assert "gone 0 0" in before
+    for p in range(3):
+        lm.async_delete(TopicPartition("gone", p), checkpoint=False)
+    assert (lm.live_log_dirs[0] / "recovery-point-offset-checkpoint").read_text() == before
+    lm.checkpoint_dirs([lm.live_log_dirs[0]])
+    after = (lm.live_log_dirs[0] / "recovery-point-offset-checkpoint").read_text()
+    assert "gone" not in after and "kept 0 0" in after
+    lm.shutdown()
