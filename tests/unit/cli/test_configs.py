@@ -88,3 +88,23 @@ def test_usage_error_is_one_line() -> None:
     assert result.output == (
         "An entity name must be specified with --alter of topics (see 'kafpy configs --help')\n"
     )
+
+
+def test_compacted_topics_through_topics_and_configs(zookeeper_connect: str) -> None:
+    topics = ("topics", "--zookeeper", zookeeper_connect)
+    configs = ("configs", "--zookeeper", zookeeper_connect, "--entity-type", "topics")
+    r = kafpy(*topics, "--create", "--topic", "c", "--replica-assignment", "0",
+              "--config", "cleanup.policy=compact")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    r = kafpy(*configs, "--entity-name", "c", "--alter", "--add-config",
+              "cleanup.policy=[compact,delete],min.cleanable.dirty.ratio=0.1")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    r = kafpy(*configs, "--entity-name", "c", "--describe")
+    assert r.stdout == (
+        "Configs for topic 'c' are cleanup.policy=compact,delete,min.cleanable.dirty.ratio=0.1\n"
+    )
+    r = kafpy(*topics, "--describe", "--topics-with-overrides")
+    assert r.returncode == 0, r.stderr
+    assert "Topic:c\tPartitionCount:1\tReplicationFactor:1\tConfigs:cleanup.policy=compact,delete," in r.stdout
+    r = kafpy(*configs, "--entity-name", "c", "--alter", "--add-config", "cleanup.policy=[compact,forever]")
+    assert r.returncode == 1 and "cleanup.policy" in r.stderr

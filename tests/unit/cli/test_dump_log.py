@@ -163,3 +163,23 @@ def test_main_group_dispatches_dump_log(log_dir: Path) -> None:
 
     result = CliRunner().invoke(main, ["dump-log", "--files", str(log_dir / "00000000000000000000.log")])
     assert result.exit_code == 0 and "Starting offset: 0" in result.stdout
+
+
+def test_dump_log_shows_the_offset_gaps_of_a_compacted_segment(tmp_path: Path) -> None:
+    from kafpy.records.builder import RecordBatchBuilder
+
+    time = MockTime(T0)
+    log = Log(tmp_path / "c-0", LogConfig(cleanup_policy=["compact"]), 0, 0, MockScheduler(time), time)
+    # what the cleaner leaves: batch boundaries kept, superseded records gone (offsets 1-3)
+    b = RecordBatchBuilder(base_offset=0)
+    b.append(T0, b"a", b"a-latest", offset=0)
+    b.append(T0, b"b", b"b-latest", offset=4)
+    log.append_as_follower(MemoryRecords(bytearray(b.build() + build_batch([(b"c", b"c1")], base_offset=7, timestamp=T0))))
+    log.close()
+    code, out, err = run("--files", str(tmp_path / "c-0" / "00000000000000000000.log"), "--print-data-log")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[2].startswith("baseOffset: 0 lastOffset: 4 count: 2 ")
+    assert lines[3].startswith("| offset: 0 ") and "key: a payload: a-latest" in lines[3]
+    assert lines[4].startswith("| offset: 4 ") and "key: b payload: b-latest" in lines[4]
+    assert lines[5].startswith("baseOffset: 7 lastOffset: 7 count: 1 ")
