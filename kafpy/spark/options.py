@@ -19,7 +19,7 @@ EARLIEST = -2
 LATEST = -1
 
 # kafka.* consumer settings Spark's connector refuses because it manages them itself.
-_FORBIDDEN_CONSUMER = {
+_FORBIDDEN_CONSUMER: dict[str, str | None] = {
     "group.id": None,  # allowed by Spark 3+, kept as the group for commitOffsetsToGroup
     "auto.offset.reset": "use startingOffsets instead",
     "key.deserializer": "keys are always read as bytes (cast the column)",
@@ -27,7 +27,7 @@ _FORBIDDEN_CONSUMER = {
     "enable.auto.commit": "kafpy never auto-commits; use commitOffsetsToGroup",
     "interceptor.classes": "interceptors are not supported",
 }
-_FORBIDDEN_PRODUCER = {
+_FORBIDDEN_PRODUCER: dict[str, str | None] = {
     "key.serializer": "keys are written as bytes (cast the column to string or binary)",
     "value.serializer": "values are written as bytes (cast the column to string or binary)",
 }
@@ -264,7 +264,7 @@ def _lower(raw: Mapping[str, str]) -> dict[str, str]:
     return {str(k).lower(): str(v) for k, v in raw.items()}
 
 
-def _client_settings(opts: dict[str, str], forbidden: dict[str, str | None]) -> ClientSettings:
+def _client_settings(opts: dict[str, str], forbidden: Mapping[str, str | None]) -> ClientSettings:
     servers = opts.get("kafka.bootstrap.servers") or opts.get("bootstrap.servers")
     if not servers:
         raise OptionError(
@@ -373,10 +373,10 @@ def _offset_spec(opts: dict[str, str], which: str, *, default: str) -> OffsetSpe
     if text.lower() in ("earliest", "latest"):
         return OffsetSpec(text.lower())
     offsets = offsets_from_json(text, name)
-    bad = {f"{t}-{p}": o for (t, p), o in offsets.items() if o < -2}
-    if bad:
+    invalid = {f"{t}-{p}": o for (t, p), o in offsets.items() if o < -2}
+    if invalid:
         raise OptionError(
-            f"Option '{name}' holds invalid offsets {bad}: use an offset >= 0, -2 for "
+            f"Option '{name}' holds invalid offsets {invalid}: use an offset >= 0, -2 for "
             "earliest or -1 for latest."
         )
     return OffsetSpec("offsets", offsets=offsets)
