@@ -143,6 +143,16 @@ def _consume_all(cluster: LocalCluster, topic: str, partitions: int) -> dict[int
     return asyncio.run(go())
 
 
+def _topics_cli(cluster: LocalCluster, *args: str) -> str:
+    from click.testing import CliRunner
+
+    from kafpy.cli.main import main
+
+    result = CliRunner().invoke(main, ["topics", "--zookeeper", cluster.zookeeper.connect, *args])
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
 def _leader(zk: Zk, topic: str, partition: int) -> int:
     state = zk.partition_state(topic, partition)
     assert state is not None
@@ -165,6 +175,9 @@ def test_stopped_follower_drops_out_of_isr_and_rejoins(cluster: LocalCluster, zk
             lambda: (s := zk.partition_state(topic, 0)) and follower not in s["isr"] and s,
             LAG_MS / 1000 + 10, "the leader to drop the stopped follower from the ISR",
         )  # fmt: skip
+        under = _topics_cli(cluster, "--describe", "--under-replicated-partitions")
+        (line,) = [x for x in under.splitlines() if f"Topic: {topic}\t" in x]
+        assert line.rstrip().endswith("Isr: " + ",".join(map(str, state["isr"])))
     finally:
         os.kill(pid, signal.SIGCONT)
     # the leader shrank it (the controller would have bumped the leader epoch)
