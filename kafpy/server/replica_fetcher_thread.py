@@ -251,9 +251,9 @@ class ReplicaFetcherThread:
             TopicPartition(t["topic"], p["partition"]): p for t in response["topics"] for p in t["partitions"]
         }
         for tp, (requested_state, partition, epoch) in by_epoch.items():
-            state = self.partition_states.get(tp)
-            if state is not requested_state or self._partition_of(tp) is not partition:
+            if self.partition_states.get(tp) is not requested_state or self._partition_of(tp) is not partition:
                 continue  # removed or re-added while we waited
+            state = requested_state
             answer = answers.get(tp)
             if answer is None:
                 self._delay(tp)
@@ -334,11 +334,14 @@ class ReplicaFetcherThread:
                 if entry is None:
                     continue
                 requested_state, offset = entry
-                state = self.partition_states.get(tp)
                 # the partition moved on (removed, re-added, truncating) while we waited
-                if state is not requested_state or state.truncating or state.fetch_offset != offset:
+                if (
+                    self.partition_states.get(tp) is not requested_state
+                    or requested_state.truncating
+                    or requested_state.fetch_offset != offset
+                ):
                     continue
-                await self._process_partition(tp, state, p)
+                await self._process_partition(tp, requested_state, p)
 
     async def _process_partition(self, tp: TopicPartition, state: PartitionFetchState, data: dict[str, Any]) -> None:
         partition = self._partition_of(tp)
