@@ -333,32 +333,37 @@ def _decode_columns(
     )
 
 
-def _binary_column(u: np.ndarray, pos: np.ndarray, lengths: np.ndarray) -> pa.Array:
-    """A binary array of the byte ranges [pos, pos + length) of `u` (length -1: null).
+def _binary_column(u4: np.ndarray, pos: np.ndarray, lengths: np.ndarray, data: pa.Buffer) -> pa.Array:
+    """A binary array of the byte ranges [pos, pos + length) of `data` (length -1: null).
 
-    Built as an Arrow binary view array over `u` (16 bytes per value: the length and
-    either the value inline, up to 12 bytes, or a 4-byte prefix and the value's place in
-    `u`), then cast to plain binary by Arrow's C++ kernels, so no Python loop copies
-    bytes. `u` must extend at least 12 bytes past the last value (the joined buffer's
+    Built as an Arrow binary view array over `data` (16 bytes per value: the length, then
+    the value inline when it has at most 12 bytes, else its first 4 bytes, buffer 0 and
+    its position), then cast to plain binary by Arrow's C++ kernels, so no Python loop
+    copies bytes. `u4` reads a little-endian uint32 at any byte position of `data`,
+    which must extend at least 12 bytes past the last value (the joined buffer's
     padding)."""
     n = len(pos)
     present = np.maximum(lengths, 0)
-    views = np.zeros((n, 4), dtype=np.int32)
+    views = np.empty((n, 4), dtype=np.uint32)
     views[:, 0] = present
-    head = u[pos[:, None] + _TWELVE]
-    raw = views.view(np.uint8).reshape(n, 16)
+    views[:, 1] = u4[pos]
+    views[:, 2] = 0
+    views[:, 3] = pos
     short = present <= 12
     if short.any():
-        raw[short, 4:16] = np.where(_TWELVE < present[short, None], head[short], 0)
-    long = ~short
-    if long.any():
-        raw[long, 4:8] = head[long, :4]
-        views[long, 3] = pos[long]
+        where = pos[short]
+        inline = np.empty((len(where), 3), dtype=np.uint32)
+        inline[:, 0] = views[short, 1]
+        inline[:, 1] = u4[where + 4]
+        inline[:, 2] = u4[where + 8]
+        keep = (_TWELVE < present[short, None]).astype(np.uint8) * np.uint8(0xFF)
+        inline &= keep.view(np.uint32)
+        views[short, 1:] = inline
     nulls = lengths < 0
     null_count = int(nulls.sum())
     validity = pa.py_buffer(np.packbits(~nulls, bitorder="little")) if null_count else None
     array = pa.Array.from_buffers(
-        pa.binary_view(), n, [validity, pa.py_buffer(views), pa.py_buffer(u)], null_count
+        pa.binary_view(), n, [validity, pa.py_buffer(views), data], null_count
     )
     return array.cast(pa.binary())
 
@@ -423,9 +428,11 @@ def _to_record_batch(
     include_headers: bool,
 ) -> pa.RecordBatch:
     n = len(c.offsets)
+    data = pa.py_buffer(buf)
+    u4 = np.ndarray((len(buf) - 3,), dtype="<u4", buffer=buf, strides=(1,))
     arrays = [
-        _binary_column(u, c.key_pos, c.key_len),
-        _binary_column(u, c.value_pos, c.value_len),
+        _binary_column(u4, c.key_pos, c.key_len, data),
+        _binary_column(u4, c.value_pos, c.value_len, data),
         _repeated_string(topic, n),
         pa.array(np.full(n, partition, dtype=np.int32)),
         pa.array(c.offsets),
