@@ -137,7 +137,7 @@ def decode_batches(
     )
     offsets = columns.offsets
     keep = (offsets >= start) & (offsets < end)
-    rb = _to_record_batch(buf, u, columns, topic, partition, include_headers)
+    rb = _to_record_batch(buf, columns, topic, partition, include_headers)
     if not keep.all():
         rb = rb.filter(pa.array(keep))
     return DecodedChunk(rb, position, seen)
@@ -333,7 +333,9 @@ def _decode_columns(
     )
 
 
-def _binary_column(u4: np.ndarray, pos: np.ndarray, lengths: np.ndarray, data: pa.Buffer) -> pa.Array:
+def _binary_column(
+    u4: np.ndarray, pos: np.ndarray, lengths: np.ndarray, data: pa.Buffer
+) -> pa.Array:
     """A binary array of the byte ranges [pos, pos + length) of `data` (length -1: null).
 
     Built as an Arrow binary view array over `data` (16 bytes per value: the length, then
@@ -421,7 +423,6 @@ def _varint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
 
 def _to_record_batch(
     buf: bytes,
-    u: np.ndarray,
     c: _Columns,
     topic: str,
     partition: int,
