@@ -23,7 +23,6 @@ from typing import Any
 
 from kafpy.common.errors import (
     FencedLeaderEpochError,
-    KafkaStorageError,
     NotEnoughReplicasError,
     NotLeaderOrFollowerError,
     OffsetOutOfRangeError,
@@ -500,19 +499,14 @@ class Partition:
 
     # -- removal --------------------------------------------------------------------------
 
-    def delete(self) -> None:
-        """Forget the partition's state and delete its log (renamed `-delete`, removed later)."""
+    def forget(self) -> None:
+        """Drop the partition's replication state (its log is deleted by the caller)."""
         self.leader_replica_id = None
         self.assigned_replicas = []
         self.isr = []
         self.remote_replicas = {}
         self.log = None
         self.leader_epoch_cache = None
-        try:
-            self.log_manager.async_delete(self.topic_partition)
-        except KafkaStorageError as e:
-            self.log_ident.error("Failed to delete the log of %s: %s", self.topic_partition, e)
-            raise
 
 
 def _batch_epochs(buffer: memoryview, size: int) -> list[tuple[int, int]]:

@@ -420,26 +420,36 @@ class ReplicaManager:
         self.controller_epoch = request["controller_epoch"]
         delete = bool(request.get("delete_partitions"))
         out = []
+        dirs: set[Path] = set()
         for tp in partitions:
             error = NONE
             try:
-                self.stop_replica(tp, delete)
+                dir_ = self.stop_replica(tp, delete, checkpoint=False)
+                if dir_ is not None:
+                    dirs.add(dir_)
             except KafkaStorageError as e:
                 self.state_change_log.error("Ignoring stop replica (delete=%s) for partition %s: %s", delete, tp, e)
                 error = KAFKA_STORAGE_ERROR
             out.append({"topic_name": tp.topic, "partition_index": tp.partition, "error_code": error})
+        # one checkpoint write per log dir for the whole request, not one per deleted log
+        self.log_manager.checkpoint_dirs(dirs)
         return {"error_code": NONE, "partition_errors": out}
 
-    def stop_replica(self, tp: TopicPartition, delete: bool) -> None:
+    def stop_replica(self, tp: TopicPartition, delete: bool, checkpoint: bool = True) -> Path | None:
+        """Stop serving `tp`; with `delete`, delete its log. Returns the log dir whose
+        checkpoints are left to the caller when `checkpoint` is False."""
         self.state_change_log.info("Stopping replica %s (delete=%s)", tp, delete)
         self.replica_fetcher_manager.remove_fetcher_for_partitions([tp])
+        removed_from: Path | None = None
         if delete:
             partition = self.partitions.pop(tp, None)
             if partition is not None:
-                partition.delete()
-            if self.log_manager.get_log(tp) is not None:
-                self.log_manager.async_delete(tp)
+                partition.forget()
+            log = self.log_manager.async_delete(tp, checkpoint=checkpoint)
+            if log is not None:
+                removed_from = Path(log.dir).parent
         self._complete_delayed_requests(tp)
+        return removed_from
 
     def _complete_delayed_requests(self, tp: TopicPartition) -> None:
         self.delayed_fetch_purgatory.check_and_complete(tp)
