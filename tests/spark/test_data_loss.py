@@ -86,3 +86,33 @@ def test_without_fail_on_data_loss_reads_what_is_left(spark: Any, truncated: Any
     bootstrap, topic = truncated
     rows = read(spark, bootstrap, topic, failOnDataLoss="false").collect()
     assert [(r.offset, bytes(r.value)) for r in rows] == [(RECORDS - 1, b"v%d" % (RECORDS - 1))]
+
+
+def test_streaming_fail_on_data_loss(spark: Any, truncated: Any, tmp_path: Any) -> None:
+    bootstrap, topic = truncated
+    seen: list[int] = []
+
+    def start(**options: str) -> Any:
+        reader = (
+            spark.readStream.format("kafpy")
+            .option("kafka.bootstrap.servers", bootstrap)
+            .option("subscribe", topic)
+            .option("startingOffsets", json.dumps({topic: {"0": 0}}))
+        )
+        for k, v in options.items():
+            reader = reader.option(k, v)
+        return (
+            reader.load()
+            .writeStream.foreachBatch(lambda df, _: seen.extend(r.offset for r in df.collect()))
+            .trigger(availableNow=True)
+            .start()
+        )
+
+    failing = start()
+    with pytest.raises(
+        Exception, match=f"Partition {topic}-0: offsets 0 to {RECORDS - 2} are no longer"
+    ):
+        failing.awaitTermination(120)
+    skipping = start(failOnDataLoss="false")
+    assert skipping.awaitTermination(120) and skipping.exception() is None
+    assert seen == [RECORDS - 1]

@@ -88,6 +88,8 @@ def test_starting_timestamp_and_by_timestamp_forms(spark: Any, loaded: dict[str,
         ),
     )
     assert offsets_of(df) == [(0, 1), (0, 2), (1, 0), (2, 19)]
+    df = read(spark, boot, subscribe=t, endingTimestamp=str(BASE_TS + 3))  # offsets before ts
+    assert offsets_of(df) == [(0, 0), (1, 0), (2, 0)]
 
 
 def test_starting_timestamp_after_every_record(spark: Any, loaded: dict[str, Any]) -> None:

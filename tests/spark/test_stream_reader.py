@@ -188,3 +188,38 @@ def test_ending_options_are_refused_for_streams(
 
     with pytest.raises(OptionError, match="batch queries only"):
         stream_reader(kafpy_module_broker.bootstrap, subscribe="t", **{option.lower(): "1"})
+
+
+def test_stop_and_restart_a_running_query(
+    spark: Any, kafpy_module_broker: KafpyBroker, tmp_path: Path
+) -> None:
+    boot = kafpy_module_broker.bootstrap
+    topic = create_topic(boot, topic_name("running"), 2)
+    produce(boot, topic, keyed(20, 2))
+    seen: list[tuple[int, int]] = []
+
+    def start() -> Any:
+        return (
+            spark.readStream.format("kafpy")
+            .option("kafka.bootstrap.servers", boot)
+            .option("subscribe", topic)
+            .option("startingOffsets", "earliest")
+            .option("maxOffsetsPerTrigger", "12")
+            .load()
+            .writeStream.foreachBatch(
+                lambda df, _: seen.extend((r.partition, r.offset) for r in df.collect())
+            )
+            .option("checkpointLocation", str(tmp_path / "cp"))
+            .start()
+        )
+
+    query = start()
+    query.processAllAvailable()
+    query.stop()
+    assert sorted(seen) == [(p, o) for p in range(2) for o in range(10)]
+    produce(boot, topic, keyed(20, 2, start=20))
+    query = start()
+    query.processAllAvailable()
+    query.stop()
+    assert query.exception() is None
+    assert sorted(seen) == [(p, o) for p in range(2) for o in range(20)]  # no duplicates, no gaps
