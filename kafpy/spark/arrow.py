@@ -84,9 +84,18 @@ def decode_batches(
     *,
     include_headers: bool = False,
     check_crcs: bool = True,
+    aborted: Sequence[tuple[int, int]] | None = None,
 ) -> DecodedChunk:
     """Decode the complete batches of a fetch response's records for one partition into
-    one Arrow record batch of the rows whose offsets lie in [start, end)."""
+    one Arrow record batch of the rows whose offsets lie in [start, end).
+
+    `aborted` (read_committed only) is the response's aborted transactions, (producer
+    id, first offset) pairs: a transactional batch of a producer whose aborted
+    transaction has begun is dropped, until that producer's abort marker, as Kafka's
+    consumer does."""
+    pending = sorted(aborted or (), key=lambda a: a[1])
+    next_aborted = 0
+    aborting: set[int] = set()
     payloads: list[bytes | memoryview] = []
     record_pos: list[np.ndarray] = []  # where each record (its length varint) begins
     record_ends: list[np.ndarray] = []
@@ -97,6 +106,14 @@ def decode_batches(
     base_pos = 0
     for batch in MemoryRecords(data).batches_allow_partial():
         seen += 1
+        while next_aborted < len(pending) and pending[next_aborted][1] <= batch.last_offset:
+            aborting.add(pending[next_aborted][0])
+            next_aborted += 1
+        if batch.attributes & CONTROL_MASK:
+            aborting.discard(batch.producer_id)  # its marker ends the aborted transaction
+        elif batch.is_transactional and batch.producer_id in aborting:
+            position = max(position, batch.next_offset)
+            continue
         if batch.next_offset <= position:
             continue
         if batch.attributes & CONTROL_MASK or batch.record_count == 0:

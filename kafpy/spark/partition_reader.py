@@ -105,8 +105,20 @@ class KafkaPartitionReader:
             if code:
                 raise error_for_code(code, None, f"Fetching {topic}-{partition} at {position}")
             data = entry.get("records") or b""
+            aborted = None
+            if self.options.client.isolation_level == 1:
+                aborted = [
+                    (a["producer_id"], a["first_offset"])
+                    for a in entry.get("aborted_transactions") or ()
+                ]
             chunk = decode_batches(
-                data, topic, partition, position, end, include_headers=include_headers
+                data,
+                topic,
+                partition,
+                position,
+                end,
+                include_headers=include_headers,
+                aborted=aborted,
             )
             if chunk.batch is not None and chunk.batch.num_rows:
                 yield chunk.batch

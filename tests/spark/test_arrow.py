@@ -132,3 +132,38 @@ def test_arrow_schema_is_what_spark_expects(spark: object) -> None:
     for headers in (False, True):
         struct = _parse_datatype_string(spark_schema(headers))
         assert to_arrow_schema(struct, timezone="UTC").equals(arrow_schema(headers))
+
+
+def test_read_committed_drops_aborted_transactions() -> None:
+    from kafpy.records.control_record import (
+        ControlRecordType,
+        EndTransactionMarker,
+        build_end_transaction_marker,
+    )
+
+    def txn(pid: int, base: int, values: list[bytes]) -> bytes:
+        return build_batch(values, base_offset=base, producer_id=pid, producer_epoch=0,
+                           base_sequence=0, is_transactional=True, timestamp=TS)  # fmt: skip
+
+    def marker(pid: int, base: int, kind: ControlRecordType) -> bytes:
+        return build_end_transaction_marker(
+            EndTransactionMarker(kind, 0), producer_id=pid, producer_epoch=0, timestamp=TS,
+            base_offset=base,
+        )  # fmt: skip
+
+    data = (
+        txn(7, 0, [b"a0", b"a1"])  # producer 7: aborted
+        + txn(8, 2, [b"c0"])  # producer 8: committed
+        + marker(7, 3, ControlRecordType.ABORT)
+        + build_batch([b"plain"], base_offset=4, timestamp=TS)
+        + txn(7, 5, [b"a2"])  # producer 7's next transaction: committed
+        + marker(8, 6, ControlRecordType.COMMIT)
+        + marker(7, 7, ControlRecordType.COMMIT)
+    )
+    everything = decode_batches(data, "t", 0, 0, 100)
+    assert everything.batch is not None
+    assert everything.batch.column("value").to_pylist() == [b"a0", b"a1", b"c0", b"plain", b"a2"]
+    committed = decode_batches(data, "t", 0, 0, 100, aborted=[(7, 0)])
+    assert committed.batch is not None
+    assert committed.batch.column("offset").to_pylist() == [2, 4, 5]
+    assert committed.next_offset == 8
