@@ -380,3 +380,25 @@ def test_high_watermark_checkpoint_and_restart(tmp_path: Path) -> None:
     assert [tuple(e) for e in p.leader_epoch_cache.entries] == [(0, 0), (1, 2)]  # type: ignore[union-attr]
     assert produce(b, TP, batch(b"c"))["base_offset"] == 2
     b.stop()
+
+
+def test_acks_all_answers_not_enough_replicas_after_append_when_the_isr_shrinks(broker: Broker) -> None:
+    from kafpy.storage.log_config import LogConfig
+
+    broker.log_manager.topic_configs["t"] = LogConfig(min_insync_replicas=2)
+    states = [partition_state("t", 0, 0, replicas=[0, 1])]
+    broker.metadata_cache.update_metadata(update_metadata(states, [0, 1]))
+    broker.replica_manager.become_leader_or_follower(leader_and_isr(states))
+    rm = broker.replica_manager
+
+    async def scenario() -> dict[str, Any]:
+        waiting = asyncio.ensure_future(rm.append_records(60_000, -1, {TP: batch(b"a")}))
+        await asyncio.sleep(0)
+        assert not waiting.done()  # appended with 2 in the ISR, waiting for the follower
+        broker.time.advance(rm.replica_lag_time_max_ms + 1)
+        rm.maybe_shrink_isr()  # the follower never fetched: out of the ISR, the HW moves
+        return (await asyncio.wait_for(waiting, 5))[TP]
+
+    r = run(scenario())
+    assert rm.get_partition(TP).isr == [0]
+    assert (r["error_code"], r["base_offset"]) == (20, 0)  # NOT_ENOUGH_REPLICAS_AFTER_APPEND
