@@ -147,7 +147,12 @@ def decode_batches(
         position = batch.next_offset
     if not record_pos:
         return DecodedChunk(None, position, seen)
-    buf = b"".join(payloads) + _PAD
+    # one copy of the record bytes (plus padding) that every column is cut from
+    buf = bytearray(base_pos + len(_PAD))
+    at = 0
+    for payload in payloads:
+        buf[at : at + len(payload)] = payload
+        at += len(payload)
     u = np.frombuffer(buf, dtype=np.uint8)
     columns = _decode_columns(
         u, np.concatenate(record_pos), np.concatenate(record_ends), batch_counts, batch_meta
@@ -395,7 +400,7 @@ def _repeated_string(value: str, n: int) -> pa.Array:
     )
 
 
-def _headers_column(buf: bytes, c: _Columns) -> pa.Array:
+def _headers_column(buf: bytearray, c: _Columns) -> pa.Array:
     """Headers, decoded per record for the records that have any."""
     rows: list[list[tuple[str, bytes | None]]] = []
     counts = c.header_count.tolist()
@@ -414,7 +419,7 @@ def _headers_column(buf: bytes, c: _Columns) -> pa.Array:
             pos += name_len
             value_len, pos = _varint(buf, pos)
             if value_len >= 0:
-                headers.append((name, buf[pos : pos + value_len]))
+                headers.append((name, bytes(buf[pos : pos + value_len])))
                 pos += value_len
             else:
                 headers.append((name, None))
@@ -424,7 +429,7 @@ def _headers_column(buf: bytes, c: _Columns) -> pa.Array:
     return pa.array([[{"key": k, "value": v} for k, v in row] for row in rows], type=HEADER_TYPE)
 
 
-def _varint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
+def _varint(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:
     raw = 0
     shift = 0
     while True:
@@ -439,7 +444,7 @@ def _varint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
 
 
 def _to_record_batch(
-    buf: bytes,
+    buf: bytearray,
     c: _Columns,
     topic: str,
     partition: int,
