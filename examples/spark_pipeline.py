@@ -67,7 +67,7 @@ async def produce_events(bootstrap: str, count: int) -> None:
     print(f"produced {count} events to '{EVENTS}'")
 
 
-def run_pipeline(bootstrap: str, checkpoint: str, follow: bool) -> None:
+def run_pipeline(bootstrap: str, checkpoint: str, follow: bool, stop_spark: bool = True) -> None:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
@@ -148,7 +148,8 @@ def run_pipeline(bootstrap: str, checkpoint: str, follow: bool) -> None:
     )
     print(f"count per user and 1-minute window, from '{COUNTS}':")
     results.orderBy("window_start", "user").show(100, truncate=False)
-    spark.stop()
+    if stop_spark:
+        spark.stop()
 
 
 def main() -> None:
