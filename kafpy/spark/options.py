@@ -185,6 +185,7 @@ class WriteOptions:
     client: ClientSettings
     topic: str | None
     batch_records: int = 16384
+    compression: str = "none"
 
     @classmethod
     def parse(cls, raw: Mapping[str, str]) -> WriteOptions:
@@ -200,8 +201,17 @@ class WriteOptions:
         if topic is not None and not topic.strip():
             raise OptionError("Option 'topic' is empty: name the topic to write to.")
         batch = _int_option(opts, "batchrecords", "batchRecords", minimum=1)
+        compression = opts.get("kafka.compression.type", "none").strip().lower()
+        if compression not in ("none", "gzip", "snappy", "lz4", "zstd"):
+            raise OptionError(
+                f"Option 'kafka.compression.type' must be none, gzip, snappy, lz4 or zstd, not "
+                f"{opts['kafka.compression.type']!r}."
+            )
         return cls(
-            client=client, topic=topic.strip() if topic else None, batch_records=batch or 16384
+            client=client,
+            topic=topic.strip() if topic else None,
+            batch_records=batch or 16384,
+            compression=compression,
         )
 
 

@@ -37,6 +37,7 @@ from kafpy.client.response_errors import error_for_code
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.records.builder import RecordBatchBuilder
+from kafpy.records.compression import CompressionType
 from kafpy.records.record import Header
 from kafpy.spark.offset_reader import new_client
 from kafpy.spark.options import OptionError, WriteOptions
@@ -132,6 +133,7 @@ class KafkaRowWriter:
         pending_bytes = 0
         col = self.columns
         topic_option = self.options.topic
+        compression = CompressionType.from_name(self.options.compression)
 
         async def flush() -> None:
             nonlocal pending, pending_bytes
@@ -181,7 +183,7 @@ class KafkaRowWriter:
             builder = builders.get(tp)
             if builder is None:
                 builder = builders[tp] = RecordBatchBuilder(
-                    producer_id=producer_id, producer_epoch=epoch
+                    compression=compression, producer_id=producer_id, producer_epoch=epoch
                 )
             builder.append(now, key, value, headers)
             pending += 1

@@ -128,3 +128,9 @@ def test_offset_json_is_sorted_and_round_trips() -> None:
     as_json = offsets_to_json(offsets)
     assert list(as_json) == ["a", "b"] and list(as_json["b"]) == ["2", "10"]
     assert offsets_from_json(as_json) == offsets
+
+
+def test_write_compression() -> None:
+    assert WriteOptions.parse({**BOOT, "kafka.compression.type": "LZ4"}).compression == "lz4"
+    with pytest.raises(OptionError, match="'kafka.compression.type' must be none, gzip"):
+        WriteOptions.parse({**BOOT, "kafka.compression.type": "brotli"})
