@@ -20,6 +20,18 @@ from kafpy.spark.options import ClientSettings, OffsetSpec, OptionError, ReadOpt
 T = TypeVar("T")
 
 
+def close_loop(loop: asyncio.AbstractEventLoop, client: KafkaClient) -> None:
+    """Close the client, let the tasks it leaves (connection readers) finish, close the
+    loop: no "Task was destroyed but it is pending" warnings from a worker."""
+    loop.run_until_complete(client.close())
+    pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+    for task in pending:
+        task.cancel()
+    if pending:
+        loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+    loop.close()
+
+
 def new_client(settings: ClientSettings) -> KafkaClient:
     return KafkaClient(
         settings.bootstrap_servers,
@@ -44,10 +56,8 @@ class KafkaOffsetReader:
         return self._loop.run_until_complete(coro)
 
     def close(self) -> None:
-        if self._loop.is_closed():
-            return
-        self.run(self._client.close())
-        self._loop.close()
+        if not self._loop.is_closed():
+            close_loop(self._loop, self._client)
 
     def __enter__(self) -> KafkaOffsetReader:
         return self

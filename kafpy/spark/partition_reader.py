@@ -23,7 +23,7 @@ from kafpy.common.topic_partition import TopicPartition
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.errors import Errors
 from kafpy.spark.arrow import decode_batches
-from kafpy.spark.offset_reader import new_client
+from kafpy.spark.offset_reader import close_loop, new_client
 from kafpy.spark.offsets import OffsetRange
 from kafpy.spark.options import ReadOptions
 
@@ -57,8 +57,7 @@ class KafkaPartitionReader:
         try:
             yield from self._batches(loop, client)
         finally:
-            loop.run_until_complete(client.close())
-            loop.close()
+            close_loop(loop, client)
 
     def _batches(
         self, loop: asyncio.AbstractEventLoop, client: KafkaClient

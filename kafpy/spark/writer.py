@@ -39,7 +39,7 @@ from kafpy.protocol.api_keys import ApiKey
 from kafpy.records.builder import RecordBatchBuilder
 from kafpy.records.compression import CompressionType
 from kafpy.records.record import Header
-from kafpy.spark.offset_reader import new_client
+from kafpy.spark.offset_reader import close_loop, new_client
 from kafpy.spark.options import OptionError, WriteOptions
 
 _MAX_BATCH_BYTES = 1 << 20
@@ -110,8 +110,7 @@ class KafkaRowWriter:
         try:
             return loop.run_until_complete(self._write(client, rows))
         finally:
-            loop.run_until_complete(client.close())
-            loop.close()
+            close_loop(loop, client)
 
     async def _write(self, client: Any, rows: Iterator[Row]) -> KafkaCommitMessage:
         await client.start()
