@@ -120,6 +120,8 @@ def decode_batches(
             position = batch.next_offset
             continue
         if batch.base_offset >= end:
+            # Nothing lies between: offsets below this batch were compacted away.
+            position = max(position, batch.base_offset)
             break
         if check_crcs:
             batch.ensure_valid()

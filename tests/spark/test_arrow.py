@@ -167,3 +167,17 @@ def test_read_committed_drops_aborted_transactions() -> None:
     assert committed.batch is not None
     assert committed.batch.column("offset").to_pylist() == [2, 4, 5]
     assert committed.next_offset == 8
+
+
+def test_offset_gaps_are_skipped_up_to_the_end_of_the_range() -> None:
+    # compaction removed offsets 2-4 and 6: batches at 0-1, 5 and 7
+    data = (
+        build_batch([b"a", b"b"], base_offset=0, timestamp=TS)
+        + build_batch([b"c"], base_offset=5, timestamp=TS)
+        + build_batch([b"d"], base_offset=7, timestamp=TS)
+    )
+    chunk = decode_batches(data, "t", 0, 1, 7)
+    assert chunk.batch is not None and chunk.batch.column("offset").to_pylist() == [1, 5]
+    assert chunk.next_offset == 7  # the range is done, though offset 6 never came
+    ahead = decode_batches(build_batch([b"d"], base_offset=7, timestamp=TS), "t", 0, 6, 7)
+    assert ahead.batch is None and ahead.next_offset == 7
