@@ -1,5 +1,5 @@
-"""failOnDataLoss: reading offsets that retention already deleted, against a broker whose
-retention check runs every 100 ms."""
+"""KafkaPartitionReader and failOnDataLoss: reading offsets that retention already deleted,
+against a broker whose retention check runs every 100 ms."""
 
 from __future__ import annotations
 
