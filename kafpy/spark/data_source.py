@@ -8,6 +8,10 @@
 Reads have the schema of Spark's Kafka source (key, value, topic, partition, offset,
 timestamp, timestampType, and headers with includeHeaders=true); writes take its sink's
 columns. Options are Spark's Kafka connector's (see kafpy.spark.options).
+
+Batch writes need `.mode("append")`: Spark lets a Python data source take only append
+or overwrite (its default, ErrorIfExists, is refused by Spark itself), and overwrite
+is refused here because a topic is an append-only log.
 """
 
 from __future__ import annotations
