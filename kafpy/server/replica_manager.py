@@ -499,6 +499,9 @@ class ReplicaManager:
             except KafkaError as e:
                 resp["error_code"] = _code(e)
                 resp["error_message"] = str(e)
+                # As Kafka: the partition's log start offset, which lets an idempotent producer
+                # tell an UNKNOWN_PRODUCER_ID caused by retention (safe to reset) from real loss.
+                resp["log_start_offset"] = self._log_start_offset_or_unknown(tp)
                 if not isinstance(e, (NotLeaderOrFollowerError, UnknownTopicOrPartitionError)):
                     self.log.debug("Error processing append operation on partition %s: %s", tp, e)
             except Exception as e:  # a bug or an I/O failure: the partition answers, the broker lives
@@ -508,6 +511,12 @@ class ReplicaManager:
         if required_acks != -1 or not required or self._isr_has_all(required):
             return results
         return await self._wait_for_isr(timeout_ms, results, required)
+
+    def _log_start_offset_or_unknown(self, tp: TopicPartition) -> int:
+        partition = self.partitions.get(tp)
+        if partition is None or partition.log is None:
+            return -1
+        return partition.log.log_start_offset
 
     def _isr_has_all(self, required: Mapping[TopicPartition, int]) -> bool:
         for tp, offset in required.items():

@@ -402,3 +402,15 @@ def test_acks_all_answers_not_enough_replicas_after_append_when_the_isr_shrinks(
     r = run(scenario())
     assert rm.get_partition(TP).isr == [0]
     assert (r["error_code"], r["base_offset"]) == (20, 0)  # NOT_ENOUGH_REPLICAS_AFTER_APPEND
+
+
+def test_produce_errors_carry_the_log_start_offset(broker: Broker) -> None:
+    # kafka-python and the Java producer use it to recover from UNKNOWN_PRODUCER_ID after
+    # retention removed a producer's batches
+    broker.lead("t")
+    assert produce(broker, TP, batch(b"a", b"b"))["error_code"] == 0
+    broker.replica_manager.get_partition(TP).log.maybe_increment_log_start_offset(1)
+    bad = bytearray(batch(b"c"))
+    bad[-1] ^= 0xFF  # CRC mismatch
+    r = produce(broker, TP, memoryview(bad))
+    assert r["error_code"] == 2 and r["log_start_offset"] == 1
