@@ -291,6 +291,50 @@ class AdminManager:
                     "will come online when the controller has elected their leaders."
                 )
 
+    async def _apply_per_topic(
+        self,
+        topics: list[Mapping[str, Any]],
+        apply: Callable[[Mapping[str, Any]], Awaitable[Collection[int]]],
+        validate_only: bool,
+        timeout_ms: int,
+        *,
+        duplicate_message: str,
+        error_context: str,
+        no_wait_message: str,
+    ) -> list[dict[str, Any]]:
+        """CreateTopics' and CreatePartitions' shared shape: one result per topic in request
+        order, duplicates refused, then a wait (up to `timeout_ms`) for the new partitions
+        to get leaders."""
+        results: dict[str, dict[str, Any]] = {}
+        order: list[dict[str, Any]] = []
+        dupes = _duplicates([t["name"] for t in topics])
+        changed: dict[str, Collection[int]] = {}
+        for topic in topics:
+            name = topic["name"]
+            result = {"name": name, "error_code": NONE, "error_message": None}
+            order.append(result)
+            if name in dupes:
+                result["error_code"] = INVALID_REQUEST
+                result["error_message"] = duplicate_message
+                continue
+            results[name] = result
+            try:
+                partitions = await apply(topic)
+                if not validate_only:
+                    changed[name] = partitions
+            except Exception as e:
+                self._set_error(result, e, error_context.format(name))
+        if changed:
+            if timeout_ms <= 0:
+                for name in changed:
+                    results[name]["error_code"] = REQUEST_TIMED_OUT
+                    results[name]["error_message"] = no_wait_message.format(
+                        name=name, timeout_ms=timeout_ms
+                    )
+            else:
+                await self._await_partitions(changed, results, timeout_ms)
+        return order
+
     # -- CreateTopics -----------------------------------------------------------------------------
 
     async def create_topics(self, body: Mapping[str, Any], version: int) -> dict[str, Any]:
@@ -298,35 +342,18 @@ class AdminManager:
         topics = list(body.get("topics") or [])
         timeout_ms = int(body.get("timeout_ms", 60000))
         validate_only = bool(body.get("validate_only", False)) if version >= 1 else False
-        results: dict[str, dict[str, Any]] = {}
-        order: list[dict[str, Any]] = []
-        dupes = _duplicates([t["name"] for t in topics])
-        created: dict[str, Collection[int]] = {}
-        for topic in topics:
-            name = topic["name"]
-            result = {"name": name, "error_code": NONE, "error_message": None}
-            order.append(result)
-            if name in dupes:
-                result["error_code"] = INVALID_REQUEST
-                result["error_message"] = "Found multiple entries for this topic."
-                continue
-            results[name] = result
-            try:
-                partitions = await self._create_topic(topic, validate_only)
-                if not validate_only:
-                    created[name] = partitions
-            except Exception as e:
-                self._set_error(result, e, f"Error processing create topic request {name}")
-        if created:
-            if timeout_ms <= 0:
-                for name in created:
-                    results[name]["error_code"] = REQUEST_TIMED_OUT
-                    results[name]["error_message"] = (
-                        f"Topic '{name}' was created but the request's timeout ({timeout_ms} ms) "
-                        "did not allow waiting for its partitions to get leaders."
-                    )
-            else:
-                await self._await_partitions(created, results, timeout_ms)
+        order = await self._apply_per_topic(
+            topics,
+            lambda topic: self._create_topic(topic, validate_only),
+            validate_only,
+            timeout_ms,
+            duplicate_message="Found multiple entries for this topic.",
+            error_context="Error processing create topic request {}",
+            no_wait_message=(
+                "Topic '{name}' was created but the request's timeout ({timeout_ms} ms) "
+                "did not allow waiting for its partitions to get leaders."
+            ),
+        )
         return {"throttle_time_ms": 0, "topics": order}
 
     async def _create_topic(self, topic: Mapping[str, Any], validate_only: bool) -> Collection[int]:
@@ -461,35 +488,18 @@ class AdminManager:
         topics = list(body.get("topics") or [])
         timeout_ms = int(body.get("timeout_ms", 0))
         validate_only = bool(body.get("validate_only", False))
-        dupes = _duplicates([t["name"] for t in topics])
-        order: list[dict[str, Any]] = []
-        results: dict[str, dict[str, Any]] = {}
-        grown: dict[str, Collection[int]] = {}
-        for topic in topics:
-            name = topic["name"]
-            result = {"name": name, "error_code": NONE, "error_message": None}
-            order.append(result)
-            if name in dupes:
-                result["error_code"] = INVALID_REQUEST
-                result["error_message"] = "Duplicate topic in request."
-                continue
-            results[name] = result
-            try:
-                partitions = await self._create_partitions(topic, validate_only)
-                if not validate_only:
-                    grown[name] = partitions
-            except Exception as e:
-                self._set_error(result, e, f"Error processing create partitions request for {name}")
-        if grown:
-            if timeout_ms <= 0:
-                for name in grown:
-                    results[name]["error_code"] = REQUEST_TIMED_OUT
-                    results[name]["error_message"] = (
-                        f"The partitions of topic '{name}' were created but the request's "
-                        f"timeout ({timeout_ms} ms) did not allow waiting for their leaders."
-                    )
-            else:
-                await self._await_partitions(grown, results, timeout_ms)
+        order = await self._apply_per_topic(
+            topics,
+            lambda topic: self._create_partitions(topic, validate_only),
+            validate_only,
+            timeout_ms,
+            duplicate_message="Duplicate topic in request.",
+            error_context="Error processing create partitions request for {}",
+            no_wait_message=(
+                "The partitions of topic '{name}' were created but the request's "
+                "timeout ({timeout_ms} ms) did not allow waiting for their leaders."
+            ),
+        )
         return {"throttle_time_ms": 0, "results": order}
 
     async def _create_partitions(
