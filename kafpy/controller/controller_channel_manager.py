@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from kafpy.common.logger import component_logger
 from kafpy.common.topic_partition import TopicPartition
@@ -47,6 +47,7 @@ SECURITY_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SS
 RETRY_BACKOFF_S = 0.1
 
 Body = dict[str, Any]
+E = TypeVar("E")
 ResponseCallback = Callable[[int, Body], None]
 
 
@@ -560,16 +561,27 @@ def _leader_and_isr_builder(
             "broker_epoch": broker_epoch,
             "live_leaders": live_leaders,
         }
-        if version >= 2:
-            body["topic_states"] = [
-                {"topic_name": topic, "partition_states": [state(tp, partitions[tp]) for tp in tps]}
-                for topic, tps in _group_by_topic(partitions).items()
-            ]
-        else:
-            body["ungrouped_partition_states"] = [state(tp, e) for tp, e in partitions.items()]
+        _add_partition_states(body, partitions, state, grouped=version >= 2)
         return body
 
     return build
+
+
+def _add_partition_states(
+    body: Body,
+    partitions: Mapping[TopicPartition, E],
+    state: Callable[[TopicPartition, E], Body],
+    grouped: bool,
+) -> None:
+    """Partition states as LeaderAndIsr/UpdateMetadata carry them: grouped per topic
+    (`topic_states`) from the versions that have it, else one flat list."""
+    if grouped:
+        body["topic_states"] = [
+            {"topic_name": topic, "partition_states": [state(tp, partitions[tp]) for tp in tps]}
+            for topic, tps in _group_by_topic(partitions).items()
+        ]
+    else:
+        body["ungrouped_partition_states"] = [state(tp, e) for tp, e in partitions.items()]
 
 
 def _update_metadata_builder(
@@ -600,13 +612,7 @@ def _update_metadata_builder(
             "broker_epoch": broker_epoch,
             "live_brokers": live_brokers,
         }
-        if version >= 5:
-            body["topic_states"] = [
-                {"topic_name": topic, "partition_states": [state(tp, partitions[tp]) for tp in tps]}
-                for topic, tps in _group_by_topic(partitions).items()
-            ]
-        else:
-            body["ungrouped_partition_states"] = [state(tp, e) for tp, e in partitions.items()]
+        _add_partition_states(body, partitions, state, grouped=version >= 5)
         return body
 
     return build
