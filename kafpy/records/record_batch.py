@@ -28,12 +28,14 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterator
 from enum import IntEnum
+from functools import partial
 
 from crc32c import crc32c
 
 from kafpy.common.errors import CorruptRecordError, InvalidRecordError
 from kafpy.records.compression import CompressionType, decompress
 from kafpy.records.record import Header, Record
+from kafpy.records.varint import decode_varlong
 
 __all__ = [
     "LOG_OVERHEAD",
@@ -468,23 +470,7 @@ def _decode_records(
     pos = 0
     index = 0
 
-    def varint(p: int) -> tuple[int, int]:
-        b = data[p]
-        if b < 0x80:
-            return (b >> 1) ^ -(b & 1), p + 1
-        raw = b & 0x7F
-        shift = 7
-        start = p
-        p += 1
-        while True:
-            b = data[p]
-            p += 1
-            raw |= (b & 0x7F) << shift
-            if b < 0x80:
-                return (raw >> 1) ^ -(raw & 1), p
-            shift += 7
-            if p - start >= 10:
-                raise ValueError(f"a variable-length integer at byte {start} is over-long")
+    varint = partial(decode_varlong, data)  # bound once: a call per field, no closure
 
     def corrupt(what: str) -> CorruptRecordError:
         return CorruptRecordError(f"Record batch at base offset {base_offset} is corrupt: {what}")

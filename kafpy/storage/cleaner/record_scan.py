@@ -12,6 +12,7 @@ re-encoded.
 from __future__ import annotations
 
 import struct
+from functools import partial
 from typing import NamedTuple
 
 from crc32c import crc32c
@@ -19,6 +20,7 @@ from crc32c import crc32c
 from kafpy.common.errors import CorruptRecordError
 from kafpy.records.compression import CompressionType, compress, decompress
 from kafpy.records.record_batch import LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, RecordBatch
+from kafpy.records.varint import decode_varlong
 
 _INT32 = struct.Struct(">i")
 _UINT32 = struct.Struct(">I")
@@ -59,25 +61,7 @@ def scan_records(batch: RecordBatch, data: bytes) -> list[ScannedRecord]:
     out: list[ScannedRecord] = []
     pos = 0
 
-    def varint(p: int) -> tuple[int, int]:
-        b = data[p]
-        if b < 0x80:
-            return (b >> 1) ^ -(b & 1), p + 1
-        raw = b & 0x7F
-        shift = 7
-        start = p
-        p += 1
-        while True:
-            b = data[p]
-            p += 1
-            raw |= (b & 0x7F) << shift
-            if b < 0x80:
-                return (raw >> 1) ^ -(raw & 1), p
-            shift += 7
-            if p - start >= 10:
-                raise CorruptRecordError(
-                    f"Record batch at base offset {base_offset} is corrupt: an over-long varint"
-                )
+    varint = partial(decode_varlong, data)
 
     try:
         while pos < end:
@@ -105,6 +89,10 @@ def scan_records(batch: RecordBatch, data: bytes) -> list[ScannedRecord]:
     except IndexError as exc:
         raise CorruptRecordError(
             f"Record batch at base offset {base_offset} is corrupt: a record runs past its batch"
+        ) from exc
+    except ValueError as exc:  # an over-long varint
+        raise CorruptRecordError(
+            f"Record batch at base offset {base_offset} is corrupt: {exc}"
         ) from exc
     return out
 
