@@ -10,6 +10,8 @@ import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import ConfigResource, ConfigResourceType, NewPartitions, NewTopic
 
+from kafpy.records.compression import CompressionType
+from kafpy.records.memory_records import MemoryRecords
 from tests.fixtures.broker import KafpyBroker
 
 
@@ -32,7 +34,7 @@ def consume(bootstrap: str, tp: TopicPartition, offset: int, count: int) -> list
         consumer.close()
 
 
-@pytest.mark.parametrize("compression", [None, "gzip"])
+@pytest.mark.parametrize("compression", [None, "gzip", "snappy", "lz4", "zstd"])
 def test_default_producer_and_consumer_assign_seek(kafpy_module_broker: KafpyBroker, compression: str | None) -> None:
     bootstrap = kafpy_module_broker.bootstrap
     topic = topic_name("kp")
@@ -48,6 +50,10 @@ def test_default_producer_and_consumer_assign_seek(kafpy_module_broker: KafpyBro
     producer.close()
     assert [m.offset for m in metas] == list(range(50))
     assert {m.partition for m in metas} == {0}
+    # the broker stored the batches as kafka-python compressed them
+    segment = kafpy_module_broker.log_dir / f"{topic}-0" / "00000000000000000000.log"
+    codecs = {batch.compression_type for batch in MemoryRecords(segment.read_bytes()).batches()}
+    assert codecs == {CompressionType[(compression or "none").upper()]}
 
     tp = TopicPartition(topic, 0)
     msgs = consume(bootstrap, tp, 0, 50)
