@@ -792,21 +792,40 @@ class KafkaController:
         self._auto_rebalance_task = asyncio.get_running_loop().create_task(loop())
 
     def imbalanced_partitions(self) -> list[TopicPartition]:
-        """Partitions not led by their preferred replica, on the preferred brokers whose
-        share of such partitions exceeds leader.imbalance.per.broker.percentage."""
+        """The partitions the auto leader rebalance moves, as Kafka's
+        checkAndTriggerAutoLeaderRebalance chooses them.
+
+        For each broker B, the imbalance ratio is the share of the partitions whose
+        preferred replica is B that B does not lead (topics queued for deletion left out).
+        Where it exceeds leader.imbalance.per.broker.percentage / 100, those partitions are
+        candidates if B is online, no reassignment is running, the topic exists and B is in
+        the ISR (the preferred replica could lead).
+        """
         ctx = self.context
         by_preferred: dict[int, list[TopicPartition]] = {}
-        for tp in list(ctx.partition_leadership_info):
+        for tp in ctx.all_partitions():
             assignment = ctx.partition_replica_assignment(tp)
             if assignment and not self._is_topic_queued_for_deletion(tp.topic):
                 by_preferred.setdefault(assignment[0], []).append(tp)
+        threshold = self.config.leader_imbalance_per_broker_percentage / 100
         out: list[TopicPartition] = []
         for broker, tps in sorted(by_preferred.items()):
-            not_led = [tp for tp in tps if ctx.partition_leadership_info[tp].leader_and_isr.leader != broker]
+            not_led = [
+                tp for tp in tps
+                if (info := ctx.partition_leadership_info.get(tp)) is not None
+                and info.leader_and_isr.leader != broker
+            ]  # fmt: skip
             ratio = len(not_led) / len(tps)
-            self.log.debug("Leader imbalance ratio for broker %d is %.3f", broker, ratio)
-            if ratio * 100 > self.config.leader_imbalance_per_broker_percentage and broker in ctx.live_broker_ids:
-                out.extend(not_led)
+            self.log.debug("Leader imbalance ratio for broker %d is %s", broker, ratio)
+            # compare ratios, not ratio * 100: 0.3 * 100 is 30.000000000000004
+            if ratio <= threshold or ctx.partitions_being_reassigned:
+                continue
+            out.extend(
+                tp for tp in not_led
+                if ctx.is_replica_online(broker, tp)
+                and tp.topic in ctx.all_topics
+                and broker in ctx.partition_leadership_info[tp].leader_and_isr.isr
+            )  # fmt: skip
         return out
 
     async def _check_and_trigger_auto_leader_rebalance(self) -> None:
