@@ -14,27 +14,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kafpy.client.kafka_client import parse_bootstrap_servers
+from kafpy.spark.errors import OptionError
+from kafpy.spark.kafka_params import Role, check_kafka_params
 
 EARLIEST = -2
 LATEST = -1
-
-# kafka.* consumer settings Spark's connector refuses because it manages them itself.
-_FORBIDDEN_CONSUMER: dict[str, str | None] = {
-    "group.id": None,  # allowed by Spark 3+, kept as the group for commitOffsetsToGroup
-    "auto.offset.reset": "use startingOffsets instead",
-    "key.deserializer": "keys are always read as bytes (cast the column)",
-    "value.deserializer": "values are always read as bytes (cast the column)",
-    "enable.auto.commit": "kafpy never auto-commits; use commitOffsetsToGroup",
-    "interceptor.classes": "interceptors are not supported",
-}
-_FORBIDDEN_PRODUCER: dict[str, str | None] = {
-    "key.serializer": "keys are written as bytes (cast the column to string or binary)",
-    "value.serializer": "values are written as bytes (cast the column to string or binary)",
-}
-
-
-class OptionError(ValueError):
-    """A data source option is missing, malformed or contradicts another one."""
 
 
 @dataclass(frozen=True)
@@ -91,7 +75,7 @@ class ReadOptions:
     @classmethod
     def parse(cls, raw: Mapping[str, str], *, streaming: bool) -> ReadOptions:
         opts = _lower(raw)
-        client = _client_settings(opts, _FORBIDDEN_CONSUMER)
+        client = _client_settings(opts, "read")
         strategies = [k for k in ("subscribe", "subscribepattern", "assign") if k in opts]
         if len(strategies) != 1:
             named = ", ".join(strategies) if strategies else "none"
@@ -190,7 +174,7 @@ class WriteOptions:
     @classmethod
     def parse(cls, raw: Mapping[str, str]) -> WriteOptions:
         opts = _lower(raw)
-        client = _client_settings(opts, _FORBIDDEN_PRODUCER)
+        client = _client_settings(opts, "write")
         for key in ("kafka.acks", "kafka.enable.idempotence"):
             if key in opts and opts[key].strip().lower() not in ("all", "-1", "true"):
                 raise OptionError(
@@ -274,7 +258,7 @@ def _lower(raw: Mapping[str, str]) -> dict[str, str]:
     return {str(k).lower(): str(v) for k, v in raw.items()}
 
 
-def _client_settings(opts: dict[str, str], forbidden: Mapping[str, str | None]) -> ClientSettings:
+def _client_settings(opts: dict[str, str], role: Role) -> ClientSettings:
     servers = opts.get("kafka.bootstrap.servers") or opts.get("bootstrap.servers")
     if not servers:
         raise OptionError(
@@ -285,17 +269,17 @@ def _client_settings(opts: dict[str, str], forbidden: Mapping[str, str | None]) 
         parse_bootstrap_servers(servers)
     except ValueError as e:
         raise OptionError(f"Option 'kafka.bootstrap.servers': {e}.") from None
-    for key, why in forbidden.items():
-        if why is not None and f"kafka.{key}" in opts:
-            raise OptionError(f"Option 'kafka.{key}' is not supported: {why}.")
+    check_kafka_params(opts, role)
     isolation = opts.get("kafka.isolation.level", "read_uncommitted").strip().lower()
-    if isolation not in ("read_uncommitted", "read_committed"):
+    if role == "read" and isolation not in ("read_uncommitted", "read_committed"):
         raise OptionError(
             "Option 'kafka.isolation.level' must be read_uncommitted or read_committed, not "
             f"{opts['kafka.isolation.level']!r}."
         )
 
     def num(key: str, default: int) -> int:
+        if role == "write" and key.startswith(("fetch.", "max.partition.fetch.")):
+            return default  # a consumer setting: a write warns that it is unused
         value = _int_option(opts, f"kafka.{key}", f"kafka.{key}", minimum=0)
         return default if value is None else value
 
@@ -308,7 +292,7 @@ def _client_settings(opts: dict[str, str], forbidden: Mapping[str, str | None]) 
         fetch_max_wait_ms=num("fetch.max.wait.ms", 500),
         fetch_max_bytes=num("fetch.max.bytes", 52428800),
         max_partition_fetch_bytes=num("max.partition.fetch.bytes", 4194304),
-        isolation_level=1 if isolation == "read_committed" else 0,
+        isolation_level=1 if role == "read" and isolation == "read_committed" else 0,
     )
 
 

@@ -163,6 +163,16 @@ def test_missing_topic_reads_nothing(spark: Any, loaded: dict[str, Any]) -> None
             {"assign": '{"no-such-topic-x": [0]}'},
             "Topic 'no-such-topic-x' named in option 'assign' does not exist",
         ),
+        (
+            {"subscribe": "a", "kafka.auto.offset.reset": "earliest"},
+            "Option 'kafka.auto.offset.reset' is not supported: set the source option "
+            "'startingOffsets'",
+        ),
+        (
+            {"subscribe": "a", "kafka.security.protocol": "SASL_SSL"},
+            "'kafka.security.protocol' = 'SASL_SSL' is not supported: kafpy's client speaks "
+            "PLAINTEXT only",
+        ),
     ],
 )
 def test_bad_options_give_clear_errors(
