@@ -117,6 +117,14 @@ def _broker_config_def() -> ConfigDef:
         .define("replica.fetch.backoff.ms", t.INT, 1000, Range.at_least(0), m)
         .define("replica.fetch.response.max.bytes", t.INT, 10485760, Range.at_least(0), m)
         .define("replica.socket.timeout.ms", t.INT, 30000, None, h)
+        # kafpy-specific (Kafka hard-codes them in ReplicaManager): ISR changes are announced
+        # under /isr_change_notification once none came for the blackout, or at the latest
+        # after the max interval; tests shorten them
+        .define("replica.isr.change.propagation.blackout.ms", t.LONG, 5000, Range.at_least(1), m,
+                "kafpy-specific: announce ISR changes once none came for this long (Kafka: 5000).")
+        .define("replica.isr.change.propagation.max.interval.ms", t.LONG, 60000, Range.at_least(1), m,
+                "kafpy-specific: announce ISR changes at least this often while they keep coming "
+                "(Kafka: 60000).")
         .define("auto.leader.rebalance.enable", t.BOOLEAN, True, None, h)
         .define("leader.imbalance.check.interval.seconds", t.LONG, 300, Range.at_least(1), h)
         .define("leader.imbalance.per.broker.percentage", t.INT, 10, Range.at_least(0), h)
@@ -232,6 +240,14 @@ class KafkaConfig:
     @property
     def replica_lag_time_max_ms(self) -> int:
         return int(self._values["replica.lag.time.max.ms"])
+
+    @property
+    def replica_isr_change_propagation_blackout_ms(self) -> int:
+        return int(self._values["replica.isr.change.propagation.blackout.ms"])
+
+    @property
+    def replica_isr_change_propagation_max_interval_ms(self) -> int:
+        return int(self._values["replica.isr.change.propagation.max.interval.ms"])
 
     @property
     def replica_high_watermark_checkpoint_interval_ms(self) -> int:

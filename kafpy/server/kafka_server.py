@@ -145,6 +145,8 @@ class KafkaServer:
             fetch_purgatory_purge_interval=cfg.fetch_purgatory_purge_interval_requests,
             producer_purgatory_purge_interval=cfg.producer_purgatory_purge_interval_requests,
             zk_client=self.zk_client, fetcher_config=_replica_fetcher_config(cfg),
+            isr_change_propagation_blackout_ms=cfg.replica_isr_change_propagation_blackout_ms,
+            isr_change_propagation_max_interval_ms=cfg.replica_isr_change_propagation_max_interval_ms,
         )  # fmt: skip
         self.replica_manager.startup()
 

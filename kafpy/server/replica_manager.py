@@ -12,7 +12,8 @@ fetchers (started and stopped on LeaderAndIsr); on the partitions it leads it ex
 the ISR when a follower catches up and shrinks it (`isr-expiration`) when one has not
 caught up for replica.lag.time.max.ms, writing each change to the partition's state
 znode at its version and announcing it under /isr_change_notification
-(`isr-change-propagation`) so that the controller sends UpdateMetadata.
+(`isr-change-propagation`, Kafka's rule: once no change came for 5 s, or at least every
+60 s while changes keep coming) so that the controller sends UpdateMetadata.
 """
 
 from __future__ import annotations
@@ -66,6 +67,10 @@ KAFKA_STORAGE_ERROR = 56
 NOT_LEADER_OR_FOLLOWER = 6
 NOT_ENOUGH_REPLICAS_AFTER_APPEND = 20
 DEBUGGING_CONSUMER_ID = -2
+# Kafka 2.x's ReplicaManager.IsrChangePropagationBlackOut / IsrChangePropagationInterval;
+# the isr-change-propagation task runs every half blackout (2500 ms)
+ISR_CHANGE_PROPAGATION_BLACKOUT_MS = 5000
+ISR_CHANGE_PROPAGATION_MAX_INTERVAL_MS = 60000
 FUTURE_LOCAL_REPLICA_ID = -3
 
 
@@ -139,13 +144,17 @@ class ReplicaManager:
         zk_client: KafkaZkClient | None = None,
         fetcher_config: ReplicaFetcherConfig | None = None,
         fetcher_connect: Callable[[BrokerEndPoint], FetcherChannel] | None = None,
-        isr_change_propagation_interval_ms: int = 500,
+        isr_change_propagation_blackout_ms: int = ISR_CHANGE_PROPAGATION_BLACKOUT_MS,
+        isr_change_propagation_max_interval_ms: int = ISR_CHANGE_PROPAGATION_MAX_INTERVAL_MS,
     ) -> None:
         self.broker_id = broker_id
         self.zk_client = zk_client
-        self.isr_change_propagation_interval_ms = isr_change_propagation_interval_ms
+        self.isr_change_propagation_blackout_ms = isr_change_propagation_blackout_ms
+        self.isr_change_propagation_max_interval_ms = isr_change_propagation_max_interval_ms
         # partitions whose ISR changed since the last /isr_change_notification write
         self.isr_change_set: set[TopicPartition] = set()
+        self.last_isr_change_ms = time.milliseconds()
+        self.last_isr_propagation_ms = time.milliseconds()
         self._isr_tasks: set[asyncio.Task[None]] = set()
         self._loop_tasks: list[asyncio.Task[None]] = []
         self.replica_fetcher_manager = ReplicaFetcherManager(
@@ -190,9 +199,14 @@ class ReplicaManager:
         self._loop_tasks = [
             loop.create_task(self._every("isr-expiration", max(1, self.replica_lag_time_max_ms // 2),
                                          self.maybe_shrink_isr)),
-            loop.create_task(self._every("isr-change-propagation", self.isr_change_propagation_interval_ms,
+            loop.create_task(self._every("isr-change-propagation", self.isr_change_propagation_check_ms,
                                          self.maybe_propagate_isr_changes)),
         ]  # fmt: skip
+
+    @property
+    def isr_change_propagation_check_ms(self) -> int:
+        """How often isr-change-propagation looks at the change set (2500 ms by default)."""
+        return max(1, min(self.isr_change_propagation_blackout_ms, self.isr_change_propagation_max_interval_ms) // 2)
 
     async def _every(self, name: str, period_ms: int, fun: Callable[[], Any]) -> None:
         while True:
@@ -736,13 +750,29 @@ class ReplicaManager:
         if self.partitions.get(tp) is not partition or not partition.is_leader or partition.leader_epoch != epoch:
             return  # leadership moved while the write was in flight
         partition.apply_isr(new_isr, zk_version)
-        self.isr_change_set.add(tp)
+        self.record_isr_change(tp)
         self._complete_delayed_requests(tp)
 
+    def record_isr_change(self, tp: TopicPartition) -> None:
+        """Remember that `tp`'s ISR changed, for the next /isr_change_notification."""
+        self.isr_change_set.add(tp)
+        self.last_isr_change_ms = self.time.milliseconds()
+
+    def should_propagate_isr_changes(self, now_ms: int) -> bool:
+        """Kafka's rule: there are changes, and either none came in the last blackout
+        (5 s) or the last announcement is older than the max interval (60 s). A lone change
+        goes out within seconds; a storm of changes is batched instead of flooding the
+        controller and, through it, every broker with UpdateMetadata."""
+        return bool(self.isr_change_set) and (
+            self.last_isr_change_ms + self.isr_change_propagation_blackout_ms < now_ms
+            or self.last_isr_propagation_ms + self.isr_change_propagation_max_interval_ms < now_ms
+        )
+
     async def maybe_propagate_isr_changes(self) -> None:
-        """isr-change-propagation: announce the partitions whose ISR changed under
-        /isr_change_notification (one sequential node per round)."""
-        if not self.isr_change_set or self.zk_client is None:
+        """isr-change-propagation: when `should_propagate_isr_changes`, announce every
+        partition whose ISR changed in one sequential /isr_change_notification node."""
+        now = self.time.milliseconds()
+        if self.zk_client is None or not self.should_propagate_isr_changes(now):
             return
         changed, self.isr_change_set = self.isr_change_set, set()
         try:
@@ -754,6 +784,7 @@ class ReplicaManager:
         except Exception:
             self.isr_change_set |= changed
             raise
+        self.last_isr_propagation_ms = now
 
     # -- offsets --------------------------------------------------------------------------
 

@@ -66,3 +66,16 @@ def test_from_file(tmp_path: Path) -> None:
     assert cfg.broker_id == 7
     assert cfg.zookeeper_connect == "127.0.0.1:2181/kafka"
     assert cfg.broker_rack == "r1"
+
+
+def test_isr_change_propagation_keys_are_kafpy_specific_with_kafkas_timings() -> None:
+    cfg = KafkaConfig({"broker.id": "0"})
+    assert cfg.replica_isr_change_propagation_blackout_ms == 5000
+    assert cfg.replica_isr_change_propagation_max_interval_ms == 60000
+    cfg = KafkaConfig({"broker.id": "0", "replica.isr.change.propagation.blackout.ms": "300",
+                       "replica.isr.change.propagation.max.interval.ms": "3000"})  # fmt: skip
+    assert (cfg.replica_isr_change_propagation_blackout_ms, cfg.replica_isr_change_propagation_max_interval_ms) == (
+        300, 3000,
+    )  # fmt: skip
+    with pytest.raises(InvalidConfigurationError, match="replica.isr.change.propagation.blackout.ms"):
+        KafkaConfig({"broker.id": "0", "replica.isr.change.propagation.blackout.ms": "0"})
