@@ -1,6 +1,11 @@
 """Fixtures of the Spark tests: ONE shared `local[2]` SparkSession for the whole run (Spark
-start-up is slow), with the kafpy data source registered and Python workers running this
-interpreter, plus helpers that make topics and produce records with kafka-python.
+start-up is slow), with Python workers running this interpreter, plus helpers that make
+topics and produce records with kafka-python.
+
+The session does not register the kafpy data source: Spark finds `pyspark_kafpy` by itself
+on its Python workers' path, as it does for users. Its workers get the directory holding
+`pyspark_kafpy` on PYTHONPATH because an editable install (`pip install -e`, as `make
+install` does) reaches it through an import hook that Spark's lookup cannot see.
 
 The session's time zone (Asia/Kolkata) and the Python workers' TZ (America/Los_Angeles)
 are deliberately not UTC, so a test can show timestamps come out in UTC regardless.
@@ -13,6 +18,7 @@ import os
 import sys
 import uuid
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -30,8 +36,8 @@ def spark() -> Iterator[Any]:
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     from pyspark.sql import SparkSession
 
-    from kafpy.spark.data_source import KafpyDataSource
-
+    saved_path = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [module_root(), saved_path]))
     session = (
         SparkSession.builder.master("local[2]")
         .appName("kafpy-tests")
@@ -43,12 +49,24 @@ def spark() -> Iterator[Any]:
         .config("spark.sql.streaming.forceDeleteTempCheckpointLocation", "true")
         .getOrCreate()
     )
+    # the JVM (and so every Python worker it starts) has taken the environment with it
+    if saved_path is None:
+        del os.environ["PYTHONPATH"]
+    else:
+        os.environ["PYTHONPATH"] = saved_path
     session.sparkContext.setLogLevel("ERROR")
-    session.dataSource.register(KafpyDataSource)
     try:
         yield session
     finally:
         session.stop()
+
+
+def module_root() -> str:
+    """The directory that holds `pyspark_kafpy`: site-packages for a regular install, the
+    project root for an editable one."""
+    import pyspark_kafpy
+
+    return str(Path(pyspark_kafpy.__file__).resolve().parent.parent)
 
 
 def topic_name(prefix: str) -> str:
