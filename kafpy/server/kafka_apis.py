@@ -411,7 +411,7 @@ class KafkaApis:
             TopicPartition(t["name"], p["partition_index"]): p["offset"]
             for t in body["topics"] for p in t["partitions"]
         }  # fmt: skip
-        results = self.replica_manager.delete_records(offsets)
+        results = await self.replica_manager.delete_records(body["timeout_ms"], offsets)
         by_topic: dict[str, list[dict[str, Any]]] = {}
         for tp, (low, error) in results.items():
             by_topic.setdefault(tp.topic, []).append(

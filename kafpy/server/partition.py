@@ -6,8 +6,9 @@ cache, and, when this broker leads, the high watermark and what it knows of each
 follower's log end offset. Appends and reads by clients go through it so that the
 leadership and epoch checks sit in one place.
 
-As a leader it tracks each follower's log end offset (the offset of its latest Fetch)
-and the last time it was caught up, moves the high watermark to the smallest log end
+As a leader it tracks each follower's log end offset (the offset of its latest Fetch),
+its log start offset (reported in Fetch v5+; their minimum with the leader's own is the
+low watermark DeleteRecords waits for) and the last time it was caught up, moves the high watermark to the smallest log end
 offset over the ISR (never backwards), and decides when the ISR should expand (a
 follower reached the high watermark) or shrink (a follower not caught up for
 replica.lag.time.max.ms); ReplicaManager writes those ISR changes to ZooKeeper. As a
@@ -26,6 +27,7 @@ from kafpy.common.errors import (
     NotEnoughReplicasError,
     NotLeaderOrFollowerError,
     OffsetOutOfRangeError,
+    PolicyViolationError,
     UnknownLeaderEpochError,
 )
 from kafpy.common.logger import component_logger
@@ -44,10 +46,12 @@ READ_COMMITTED = 1
 
 @dataclass(slots=True)
 class RemoteReplica:
-    """What the leader knows of a follower: its log end offset and when it last caught up."""
+    """What the leader knows of a follower: its log end and start offsets (-1 until its
+    first Fetch to this leader) and when it last caught up."""
 
     broker_id: int
     log_end_offset: int = -1
+    log_start_offset: int = -1
     last_caught_up_time_ms: int = 0
     # the leader's log end offset and the time at this follower's previous fetch: a fetch
     # reaching that offset proves the follower was caught up then (Kafka's rule)
@@ -187,6 +191,7 @@ class Partition:
             now = self.time.milliseconds()
             for replica in self.remote_replicas.values():
                 replica.log_end_offset = -1
+                replica.log_start_offset = -1
                 replica.last_fetch_leader_log_end_offset = -1
                 replica.last_caught_up_time_ms = now if replica.broker_id in self.isr else 0
             self.leader_replica_id = self.local_broker_id
@@ -306,8 +311,9 @@ class Partition:
         info = log.read(fetch_offset, max_bytes, max_offset, min_one_message)
         return LogReadResult(info, hw, log.log_start_offset, leo, hw)
 
-    def update_follower_fetch_state(self, replica_id: int, fetch_offset: int) -> bool:
-        """Record a follower's fetch position (its log end offset); True if the HW moved.
+    def update_follower_fetch_state(self, replica_id: int, fetch_offset: int, log_start_offset: int = -1) -> bool:
+        """Record a follower's fetch position (its log end offset) and log start offset
+        (Fetch v5+); True if the HW moved.
 
         The follower was caught up now if it fetched from the leader's log end offset, or
         at its previous fetch if it now reached the log end offset the leader had then.
@@ -322,6 +328,7 @@ class Partition:
         elif fetch_offset >= replica.last_fetch_leader_log_end_offset >= 0:
             replica.last_caught_up_time_ms = max(replica.last_caught_up_time_ms, replica.last_fetch_time_ms)
         replica.log_end_offset = fetch_offset
+        replica.log_start_offset = log_start_offset
         replica.last_fetch_leader_log_end_offset = leader_leo
         replica.last_fetch_time_ms = now
         return self.maybe_increment_leader_hw()
@@ -481,10 +488,16 @@ class Partition:
         assert self.leader_epoch_cache is not None
         return self.leader_epoch_cache.end_offset_for(leader_epoch, log.log_end_offset)
 
-    def delete_records_on_leader(self, offset: int) -> int:
-        """DeleteRecords: move the log start offset to `offset` (-1: the high watermark);
-        returns the new low watermark."""
+    def delete_records_on_leader(self, offset: int, broker_alive: Callable[[int], bool]) -> tuple[int, int]:
+        """DeleteRecords: move the leader's log start offset to `offset` (-1: the high
+        watermark); returns (the offset asked for, the low watermark now). The followers
+        follow when their fetches tell them the leader's log start offset."""
         log = self.local_log_or_error(-1, True)
+        if not log.config.delete:
+            raise PolicyViolationError(
+                f"Records of partition {self.topic_partition} can not be deleted due to the configured "
+                f"policy (cleanup.policy={','.join(log.config.cleanup_policy)}); DeleteRecords needs 'delete' in it."
+            )
         hw = self.high_watermark
         target = hw if offset == -1 else offset
         if target < 0 or target > hw:
@@ -495,7 +508,31 @@ class Partition:
         log.maybe_increment_log_start_offset(target)
         if self.leader_epoch_cache is not None:
             self.leader_epoch_cache.truncate_from_start(log.log_start_offset)
-        return log.log_start_offset
+        return target, self.low_watermark_if_leader(broker_alive)
+
+    def low_watermark_if_leader(self, broker_alive: Callable[[int], bool]) -> int:
+        """The smallest log start offset over the leader and its followers on live brokers
+        (Kafka's lowWatermarkIfLeader); a follower that has not fetched from this leader
+        yet counts as -1, so records are only reported deleted once every copy dropped them."""
+        log = self.local_log_or_error(-1, True)
+        low = log.log_start_offset
+        for replica in self.remote_replicas.values():
+            if replica.log_start_offset < low and broker_alive(replica.broker_id):
+                low = replica.log_start_offset
+        return low
+
+    def maybe_increment_follower_log_start_offset(self, leader_log_start_offset: int) -> bool:
+        """A follower takes the leader's log start offset (from a fetch response) once its
+        high watermark reached it; True if it moved."""
+        log = self.log
+        if log is None or leader_log_start_offset <= log.log_start_offset:
+            return False
+        if leader_log_start_offset > self.high_watermark:
+            return False
+        log.maybe_increment_log_start_offset(leader_log_start_offset)
+        if self.leader_epoch_cache is not None:
+            self.leader_epoch_cache.truncate_from_start(log.log_start_offset)
+        return True
 
     # -- removal --------------------------------------------------------------------------
 

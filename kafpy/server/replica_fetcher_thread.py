@@ -358,9 +358,9 @@ class ReplicaFetcherThread:
                         self._on_appended(tp)
                 state.fetch_offset = partition.log.log_end_offset
                 partition.update_follower_high_watermark(data["high_watermark"])
-                leader_start = data.get("log_start_offset", -1)
-                if leader_start > partition.log.log_start_offset and leader_start <= partition.high_watermark:
-                    partition.log.maybe_increment_log_start_offset(leader_start)
+                # the leader's DeleteRecords (or retention) reaches this copy; the next
+                # Fetch reports the new start, which lets the leader's low watermark move
+                partition.maybe_increment_follower_log_start_offset(data.get("log_start_offset", -1))
             except KafkaError as e:
                 self.log.error("Error appending the fetched data of partition %s at offset %d: %s", tp, state.fetch_offset, e)
                 self._delay(tp)

@@ -4,8 +4,9 @@ It applies the controller's LeaderAndIsr (become leader or follower, creating lo
 through LogManager and recording leader epochs) and StopReplica (stop serving, delete
 the log); appends producers' batches to the partitions it leads; reads for consumers
 (up to the high watermark) and followers (up to the log end); parks fetches that want
-more bytes, and acks=all produces that wait for the ISR, in purgatories woken by appends
-and high-watermark moves; checkpoints the high watermarks of every log dir.
+more bytes, acks=all produces that wait for the ISR and DeleteRecords that wait for every
+replica's log start offset (the low watermark), in purgatories woken by appends,
+high-watermark moves and follower fetches; checkpoints the high watermarks of every log dir.
 
 Replication: partitions this broker follows are fetched by the ReplicaFetcherManager's
 fetchers (started and stopped on LeaderAndIsr); on the partitions it leads it expands
@@ -45,6 +46,7 @@ from kafpy.metadata.zk_data import (
     LeaderIsrAndControllerEpoch,
 )
 from kafpy.records.memory_records import MemoryRecords
+from kafpy.server.delayed_delete_records import DelayedDeleteRecords, DeleteRecordsPartitionStatus
 from kafpy.server.delayed_fetch import DelayedFetch, FetchPartitionStatus
 from kafpy.server.delayed_operation import DelayedOperationPurgatory, TimerScheduler
 from kafpy.server.delayed_produce import DelayedProduce, ProducePartitionStatus
@@ -140,6 +142,7 @@ class ReplicaManager:
         high_watermark_checkpoint_interval_ms: int = 5000,
         fetch_purgatory_purge_interval: int = 1000,
         producer_purgatory_purge_interval: int = 1000,
+        delete_records_purgatory_purge_interval: int = 1,
         timer: TimerScheduler | None = None,
         zk_client: KafkaZkClient | None = None,
         fetcher_config: ReplicaFetcherConfig | None = None,
@@ -175,6 +178,9 @@ class ReplicaManager:
         )
         self.delayed_produce_purgatory: DelayedOperationPurgatory[DelayedProduce] = (
             DelayedOperationPurgatory("Produce", broker_id, timer, producer_purgatory_purge_interval)
+        )
+        self.delayed_delete_records_purgatory: DelayedOperationPurgatory[DelayedDeleteRecords] = (
+            DelayedOperationPurgatory("DeleteRecords", broker_id, timer, delete_records_purgatory_purge_interval)
         )
         self._hw_checkpoints: dict[Path, dict[TopicPartition, int]] | None = None
         self._hw_checkpoint_task: Any = None
@@ -241,6 +247,7 @@ class ReplicaManager:
             self._hw_checkpoint_task.cancel()
         self.delayed_fetch_purgatory.shutdown()
         self.delayed_produce_purgatory.shutdown()
+        self.delayed_delete_records_purgatory.shutdown()
         if checkpoint_hw:
             self.checkpoint_high_watermarks()
         self.log.info("Shut down completely")
@@ -468,6 +475,7 @@ class ReplicaManager:
     def _complete_delayed_requests(self, tp: TopicPartition) -> None:
         self.delayed_fetch_purgatory.check_and_complete(tp)
         self.delayed_produce_purgatory.check_and_complete(tp)
+        self.delayed_delete_records_purgatory.check_and_complete(tp)
 
     # -- produce --------------------------------------------------------------------------
 
@@ -672,8 +680,11 @@ class ReplicaManager:
             partition = self.partitions.get(tp)
             if partition is None:
                 continue
-            if partition.update_follower_fetch_state(replica_id, info.fetch_offset):
+            if partition.update_follower_fetch_state(replica_id, info.fetch_offset, info.log_start_offset):
                 self._complete_delayed_requests(tp)
+            else:
+                # the follower's log start offset may have moved the low watermark
+                self.delayed_delete_records_purgatory.check_and_complete(tp)
             new_isr = partition.isr_to_expand(replica_id)
             if new_isr is not None:
                 self.log.info(
@@ -808,22 +819,56 @@ class ReplicaManager:
         partition = self.get_partition_or_error(tp)
         return partition.last_offset_for_leader_epoch(current_leader_epoch, leader_epoch, fetch_only_from_leader)
 
-    def delete_records(self, offsets: Mapping[TopicPartition, int]) -> dict[TopicPartition, tuple[int, int]]:
+    async def delete_records(
+        self, timeout_ms: int, offsets: Mapping[TopicPartition, int]
+    ) -> dict[TopicPartition, tuple[int, int]]:
         """DeleteRecords on the partitions this broker leads: tp -> (low watermark, error code).
 
-        The leader's log start offset moves at once; with followers this should wait for
-        them (DelayedDeleteRecords), which comes with replication.
+        The leader moves its log start offset at once; the answer waits (in the
+        DeleteRecords purgatory) until every live replica moved its own, i.e. until the
+        low watermark reaches the requested offset, or answers REQUEST_TIMED_OUT after
+        `timeout_ms`.
         """
-        out: dict[TopicPartition, tuple[int, int]] = {}
+        statuses: dict[TopicPartition, DeleteRecordsPartitionStatus] = {}
         for tp, offset in offsets.items():
+            response: dict[str, Any] = {"partition_index": tp.partition, "low_watermark": -1, "error_code": NONE}
+            required = -1
             try:
                 partition = self.get_partition_or_error(tp)
-                low = partition.delete_records_on_leader(offset)
-                out[tp] = (low, NONE)
-                self._complete_delayed_requests(tp)
+                required, response["low_watermark"] = partition.delete_records_on_leader(offset, self._broker_alive)
             except KafkaError as e:
-                out[tp] = (-1, _code(e))
-        return out
+                response["error_code"] = _code(e)
+            except Exception as e:  # a bug or an I/O failure: the partition answers, the broker lives
+                self.log.exception("Error processing delete records operation on partition %s", tp)
+                response["error_code"] = -1
+                response["error_message"] = str(e)
+            statuses[tp] = DeleteRecordsPartitionStatus(required, response)
+            if response["error_code"] == NONE:
+                self._complete_delayed_requests(tp)
+        if all(s.response["error_code"] != NONE for s in statuses.values()):
+            return {tp: (s.response["low_watermark"], s.response["error_code"]) for tp, s in statuses.items()}
+        future: asyncio.Future[dict[TopicPartition, dict[str, Any]]] = asyncio.get_running_loop().create_future()
+
+        def done(answer: dict[TopicPartition, dict[str, Any]]) -> None:
+            if not future.done():
+                future.set_result(answer)
+
+        op = DelayedDeleteRecords(timeout_ms, statuses, self._low_watermark, done)
+        self.delayed_delete_records_purgatory.try_complete_else_watch(op, list(offsets))
+        answer = await future
+        return {tp: (r["low_watermark"], r["error_code"]) for tp, r in answer.items()}
+
+    def _broker_alive(self, broker_id: int) -> bool:
+        return self.metadata_cache.get_alive_broker(broker_id) is not None
+
+    def _low_watermark(self, tp: TopicPartition) -> tuple[int, int]:
+        """(error code, low watermark) for DelayedDeleteRecords."""
+        partition = self.partitions.get(tp)
+        if partition is None:
+            return UNKNOWN_TOPIC_OR_PARTITION, -1
+        if not partition.is_leader or partition.log is None:
+            return NOT_LEADER_OR_FOLLOWER, -1
+        return NONE, partition.low_watermark_if_leader(self._broker_alive)
 
 
 def _leader_and_isr_states(request: Mapping[str, Any]) -> Iterable[tuple[str, Mapping[str, Any]]]:

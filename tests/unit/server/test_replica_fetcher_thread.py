@@ -53,7 +53,8 @@ class LocalChannel:
         if api_key == ApiKey.FETCH:
             infos = [
                 (TopicPartition(t["topic"], p["partition"]),
-                 PartitionFetchInfo(p["fetch_offset"], p["partition_max_bytes"], p["current_leader_epoch"]))
+                 PartitionFetchInfo(p["fetch_offset"], p["partition_max_bytes"], p["current_leader_epoch"],
+                                    p.get("log_start_offset", -1)))
                 for t in body["topics"] for p in t["partitions"]
             ]  # fmt: skip
             params = FetchParams(body["replica_id"], 0, body["min_bytes"], body["max_bytes"])
@@ -215,7 +216,7 @@ def test_follower_behind_the_leaders_log_start_starts_over_there(pair: Any) -> N
     lp = make_leader(leader, 0, isr=[0])
     for v in (b"a", b"b", b"c", b"d"):
         append(lp, v)
-    assert lp.delete_records_on_leader(3) == 3
+    assert lp.delete_records_on_leader(3, lambda broker_id: False) == (3, 3)
     fp = make_follower(follower, 0, 0)
     f = fetcher(leader, follower)
 
@@ -262,3 +263,35 @@ def test_fetcher_ids_are_stable_and_match_kafkas_hash() -> None:
     assert fetcher_id_for(TopicPartition("t", 0), 1) == 0
     ids = {fetcher_id_for(TopicPartition("topic", p), 4) for p in range(8)}
     assert ids == {0, 1, 2, 3}
+
+
+def test_delete_records_waits_until_the_follower_moved_its_log_start(pair: Any) -> None:
+    from tests.unit.server.fixtures import update_metadata
+
+    leader, follower = pair
+    states = [partition_state("t", 0, 0, isr=[0, 1], replicas=[0, 1])]
+    leader.metadata_cache.update_metadata(update_metadata(states, [0, 1]))  # follower 1 is alive
+    lp = make_leader(leader, 0, isr=[0, 1])
+    append(lp, b"a", b"b", b"c", b"d")
+    fp = make_follower(follower, 0, 0)
+    f = fetcher(leader, follower)
+    rm = leader.replica_manager
+
+    async def go() -> tuple[int, int]:
+        f.add_partitions({TP: (0, 0)})
+        for _ in range(3):  # truncation, copy, then the follower learns the high watermark 4
+            await f.do_work()
+        assert lp.high_watermark == 4 and fp.high_watermark == 4
+        deleting = asyncio.ensure_future(rm.delete_records(30_000, {TP: 3}))
+        await asyncio.sleep(0)
+        assert not deleting.done() and rm.delayed_delete_records_purgatory.delayed == 1
+        assert lp.log is not None and lp.log.log_start_offset == 3  # the leader's moved at once
+        await f.do_work()  # the response carries the leader's log start: the follower takes it
+        assert fp.log is not None and fp.log.log_start_offset == 3
+        assert not deleting.done()  # the leader does not know it yet
+        await f.do_work()  # the next Fetch reports it: the low watermark reaches 3
+        return (await asyncio.wait_for(deleting, 5))[TP]
+
+    assert asyncio.run(go()) == (3, 0)
+    assert fp.leader_epoch_cache is not None
+    assert all(e.start_offset >= 3 for e in fp.leader_epoch_cache.entries)

@@ -356,10 +356,105 @@ def test_delete_records_moves_log_start_offset(broker: Broker) -> None:
     broker.lead("t")
     produce(broker, TP, batch(b"a", b"b", b"c"))
     rm = broker.replica_manager
-    assert rm.delete_records({TP: 2}) == {TP: (2, 0)}
-    assert rm.delete_records({TP: 9}) == {TP: (-1, 1)}
+    assert run(rm.delete_records(1000, {TP: 2})) == {TP: (2, 0)}  # no follower: at once
+    assert run(rm.delete_records(1000, {TP: 9})) == {TP: (-1, 1)}  # above the HW: OFFSET_OUT_OF_RANGE
+    assert run(rm.delete_records(1000, {TopicPartition("nope", 0): 1})) == {TopicPartition("nope", 0): (-1, 3)}
     assert fetch(broker, 0).error_code == 1
     assert rm.fetch_offset_for_timestamp(TP, -2, 0, -1, True).offset == 2  # type: ignore[union-attr]
+    assert run(rm.delete_records(1000, {TP: -1})) == {TP: (3, 0)}  # -1: up to the high watermark
+
+
+def test_delete_records_is_refused_on_compacted_topics(broker: Broker) -> None:
+    from kafpy.storage.log_config import LogConfig
+
+    broker.log_manager.topic_configs["t"] = LogConfig(cleanup_policy=["compact"])
+    broker.lead("t")
+    produce(broker, TP, batch(b"a", b"b"))
+    assert run(broker.replica_manager.delete_records(1000, {TP: 1})) == {TP: (-1, 44)}  # POLICY_VIOLATION
+
+
+def _lead_with_follower(broker: Broker, follower_alive: bool = True) -> None:
+    states = [partition_state("t", 0, 0, replicas=[0, 1])]
+    broker.metadata_cache.update_metadata(update_metadata(states, [0, 1] if follower_alive else [0]))
+    broker.replica_manager.become_leader_or_follower(leader_and_isr(states))
+
+
+def _follower_fetch(broker: Broker, offset: int, log_start_offset: int) -> None:
+    params = FetchParams(replica_id=1, max_wait_ms=0, min_bytes=1, max_bytes=1 << 20)
+    run(broker.replica_manager.fetch_messages(params, [(TP, PartitionFetchInfo(offset, 1 << 20, -1, log_start_offset))]))
+
+
+def test_low_watermark_is_the_smallest_log_start_over_live_replicas(broker: Broker) -> None:
+    _lead_with_follower(broker)
+    produce(broker, TP, batch(b"a", b"b", b"c"))
+    p = broker.replica_manager.get_partition(TP)
+    assert p is not None
+    alive = broker.replica_manager._broker_alive
+    assert p.low_watermark_if_leader(alive) == -1  # the follower has not fetched: unknown
+    _follower_fetch(broker, 3, 0)
+    assert p.low_watermark_if_leader(alive) == 0
+    assert p.delete_records_on_leader(2, alive) == (2, 0)
+    _follower_fetch(broker, 3, 2)
+    assert p.low_watermark_if_leader(alive) == 2
+    assert p.low_watermark_if_leader(lambda broker_id: broker_id != 1) == 2
+    _follower_fetch(broker, 3, 1)  # (a follower never goes back; the rule takes what it reports)
+    assert p.low_watermark_if_leader(lambda broker_id: broker_id != 1) == 2  # dead followers do not count
+    # a new leadership forgets what the followers reported
+    p.make_follower(partition_state("t", 0, 1, leader_epoch=1, replicas=[0, 1]))
+    p.make_leader(partition_state("t", 0, 0, leader_epoch=2, replicas=[0, 1]))
+    assert p.low_watermark_if_leader(alive) == -1
+
+
+def test_delete_records_waits_for_the_follower_then_completes_or_times_out(broker: Broker) -> None:
+    _lead_with_follower(broker)
+    produce(broker, TP, batch(b"a", b"b", b"c", b"d"))
+    _follower_fetch(broker, 4, 0)  # the follower has everything: HW 4
+    rm = broker.replica_manager
+
+    async def scenario() -> tuple[dict[TopicPartition, tuple[int, int]], dict[TopicPartition, tuple[int, int]]]:
+        first = asyncio.ensure_future(rm.delete_records(30_000, {TP: 2}))
+        await asyncio.sleep(0)
+        assert not first.done() and rm.delayed_delete_records_purgatory.delayed == 1
+        await rm.fetch_messages(FetchParams(replica_id=1, max_wait_ms=0, min_bytes=1, max_bytes=1 << 20),
+                                [(TP, PartitionFetchInfo(4, 1 << 20, -1, 1))])  # fmt: skip
+        assert not first.done()  # 1 < 2
+        await rm.fetch_messages(FetchParams(replica_id=1, max_wait_ms=0, min_bytes=1, max_bytes=1 << 20),
+                                [(TP, PartitionFetchInfo(4, 1 << 20, -1, 2))])  # fmt: skip
+        done = await asyncio.wait_for(first, 5)
+        second = asyncio.ensure_future(rm.delete_records(30_000, {TP: 4}))
+        await asyncio.sleep(0)
+        assert not second.done()
+        broker.timer.fire_all()  # the request's timeout
+        return done, await asyncio.wait_for(second, 5)
+
+    done, timed_out = run(scenario())
+    assert done == {TP: (2, 0)}
+    assert timed_out == {TP: (2, 7)}  # REQUEST_TIMED_OUT with the low watermark it had
+
+
+def test_delete_records_ignores_dead_followers(broker: Broker) -> None:
+    _lead_with_follower(broker, follower_alive=False)
+    produce(broker, TP, batch(b"a", b"b"))
+    p = broker.replica_manager.get_partition(TP)
+    assert p is not None and p.isr == [0, 1]
+    broker.time.advance(broker.replica_manager.replica_lag_time_max_ms + 1)
+    broker.replica_manager.maybe_shrink_isr()  # the HW can move past the dead follower
+    assert run(broker.replica_manager.delete_records(1000, {TP: 2})) == {TP: (2, 0)}
+
+
+def test_waiting_delete_records_answers_not_leader_when_leadership_moves(broker: Broker) -> None:
+    _lead_with_follower(broker)
+    produce(broker, TP, batch(b"a", b"b"))
+    _follower_fetch(broker, 2, 0)
+    rm = broker.replica_manager
+
+    async def scenario() -> dict[TopicPartition, tuple[int, int]]:
+        waiting = asyncio.ensure_future(rm.delete_records(30_000, {TP: 1}))
+        await asyncio.sleep(0)
+        rm.become_leader_or_follower(leader_and_isr([partition_state("t", 0, 1, leader_epoch=1, replicas=[0, 1])]))
+        return await asyncio.wait_for(waiting, 5)
+
+    assert run(scenario()) == {TP: (-1, 6)}
 
 
 # -- checkpoints and restart -----------------------------------------------------------------

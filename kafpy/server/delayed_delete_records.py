@@ -1,0 +1,74 @@
+"""DelayedDeleteRecords: a DeleteRecords that waits until every replica moved its log start.
+
+The leader moves its own log start offset at once; the followers move theirs when a fetch
+response tells them the leader's, and report it in their next Fetch. The partition's low
+watermark (the smallest log start offset over the leader and its live followers) reaching
+the requested offset completes the partition. Moves of the low watermark call
+`check_and_complete`; a partition whose leadership moved answers NOT_LEADER_OR_FOLLOWER;
+what is still missing when the request's timeout runs out answers REQUEST_TIMED_OUT with
+the low watermark the leader reached alone (as Kafka).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from kafpy.common.topic_partition import TopicPartition
+from kafpy.server.delayed_operation import DelayedOperation
+
+NONE = 0
+REQUEST_TIMED_OUT = 7
+
+
+@dataclass(slots=True)
+class DeleteRecordsPartitionStatus:
+    """The offset the low watermark must reach and the partition's answer
+    (a DeleteRecords partition dict: partition_index, low_watermark, error_code)."""
+
+    required_offset: int
+    response: dict[str, Any]
+    acks_pending: bool = True
+
+
+class DelayedDeleteRecords(DelayedOperation):
+    """Waits for each partition's low watermark to reach its `required_offset`.
+
+    `check_partition(tp)` returns (error code, low watermark): the partition's current
+    low watermark with NONE while this broker leads it, or an error (and -1).
+    """
+
+    def __init__(
+        self,
+        timeout_ms: int,
+        statuses: dict[TopicPartition, DeleteRecordsPartitionStatus],
+        check_partition: Callable[[TopicPartition], tuple[int, int]],
+        on_complete: Callable[[dict[TopicPartition, dict[str, Any]]], None],
+    ) -> None:
+        super().__init__(timeout_ms)
+        self.statuses = statuses
+        self._check = check_partition
+        self._callback = on_complete
+        for status in statuses.values():
+            if status.response["error_code"] != NONE:
+                status.acks_pending = False
+            else:
+                # until the replicas confirm, the answer for this partition is a timeout
+                status.response["error_code"] = REQUEST_TIMED_OUT
+
+    def try_complete(self) -> bool:
+        for tp, status in self.statuses.items():
+            if not status.acks_pending:
+                continue
+            error, low_watermark = self._check(tp)
+            if error != NONE or low_watermark >= status.required_offset:
+                status.acks_pending = False
+                status.response["error_code"] = error
+                status.response["low_watermark"] = low_watermark
+        if not any(s.acks_pending for s in self.statuses.values()):
+            return self.force_complete()
+        return False
+
+    def on_complete(self) -> None:
+        self._callback({tp: s.response for tp, s in self.statuses.items()})
