@@ -198,6 +198,8 @@ def _record_positions(data: bytes | memoryview, count: int, base_offset: int) ->
     length prefix repeats every stride bytes, the walk would visit exactly those places,
     so numpy checks a whole run at once. Short runs fall back to the walk."""
     end = len(data)
+    if not isinstance(data, bytes):
+        data = bytes(data)  # one copy (~1% of the walk) makes each byte read faster
     u = np.frombuffer(data, dtype=np.uint8)
     pieces: list[np.ndarray] = []
     walked: list[int] = []
@@ -245,25 +247,39 @@ def _record_positions(data: bytes | memoryview, count: int, base_offset: int) ->
     return np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.int64)
 
 
+def _record_steps() -> list[int]:
+    """For each 16-bit little-endian word w (a record's first two bytes), how far the record
+    reaches: the size of its length varint plus the length, when the varint has one or two
+    bytes (records under 8 KiB); 0 when it is longer, or the length is -1 (1 + -1)."""
+    w = np.arange(1 << 16, dtype=np.int64)
+    b0, b1 = w & 0xFF, w >> 8
+    one = b0 < 0x80
+    raw = np.where(one, b0, (b0 & 0x7F) | (b1 << 7))
+    steps = np.where(one, 1, 2) + ((raw >> 1) ^ -(raw & 1))
+    steps[~one & (b1 >= 0x80)] = 0
+    return [int(x) for x in steps.tolist()]
+
+
+_STEPS = _record_steps()
+
+
 def _walk(data: bytes | memoryview, pos: int, count: int, out: list[int]) -> int:
     """Walk `count` records from `pos`, appending where each begins; returns the end.
 
-    No checks per record: a bad length sends the walk astray, which the caller's
-    vectorized checks (lengths >= 0, each record ending where the next begins, the last
-    ending at the end) then report."""
+    One table lookup per record (_STEPS, keyed by the record's first two bytes) instead of
+    decoding its length varint in Python. No checks per record: a bad length sends the
+    walk astray, which the caller's vectorized checks (lengths >= 0, each record ending
+    where the next begins, the last ending at the end) then report."""
     add = out.append
+    steps = _STEPS
     for _ in range(count):
         add(pos)
-        b = data[pos]
-        if b < 0x80:
-            pos += 1 + ((b >> 1) ^ -(b & 1))
-        else:
-            raw = (b & 0x7F) | (data[pos + 1] << 7)
-            if raw < 0x4000:
-                pos += 2 + ((raw >> 1) ^ -(raw & 1))
-            else:
-                length, pos = _varint(data, pos)
-                pos += length
+        step = steps[data[pos] | (data[pos + 1] << 8)]
+        if step:
+            pos += step
+        else:  # a length varint of three bytes or more, or a corrupt length
+            length, pos = _varint(data, pos)
+            pos += length
     return pos
 
 
@@ -369,6 +385,10 @@ def _binary_column(
     which must extend at least 12 bytes past the last value (the joined buffer's
     padding)."""
     n = len(pos)
+    nulls = lengths < 0
+    null_count = int(nulls.sum())
+    if null_count == n:
+        return pa.nulls(n, pa.binary())  # e.g. no record has a key
     present = np.maximum(lengths, 0)
     views = np.empty((n, 4), dtype=np.uint32)
     views[:, 0] = present
@@ -385,8 +405,6 @@ def _binary_column(
         keep = (_TWELVE < present[short, None]).astype(np.uint8) * np.uint8(0xFF)
         inline &= keep.view(np.uint32)
         views[short, 1:] = inline
-    nulls = lengths < 0
-    null_count = int(nulls.sum())
     validity = pa.py_buffer(np.packbits(~nulls, bitorder="little")) if null_count else None
     array = pa.Array.from_buffers(
         pa.binary_view(), n, [validity, pa.py_buffer(views), data], null_count

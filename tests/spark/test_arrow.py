@@ -97,6 +97,33 @@ def test_uniform_records_take_the_run_path_and_still_match() -> None:
     assert chunk.batch.column("key").null_count == 20_000
 
 
+def test_varied_sizes_walk_every_length_varint_width() -> None:
+    # record lengths with 1-, 2- and 3-byte varints (8 KiB and more), values from empty to
+    # 20 KB, all keys null in one batch and all present in the next
+    rnd = random.Random(3)
+    sizes = [0, 1, 50, 63, 64, 150, 8100, 8200, 20_000]
+    no_keys = build_batch(
+        [(None, rnd.randbytes(rnd.choice(sizes))) for _ in range(300)], timestamp=TS
+    )
+    keys = build_batch(
+        [(b"k%d" % i, rnd.randbytes(rnd.choice(sizes))) for i in range(300)],
+        timestamp=TS,
+        base_offset=300,
+    )
+    data = no_keys + keys
+    chunk = decode_batches(data, "t", 0, 0, 600)
+    assert chunk.batch is not None and chunk.batch.num_rows == 600
+    assert rows(chunk.batch) == [{**r, "headers": None} for r in expected(data, 0, 600)]
+    assert chunk.batch.column("key").null_count == 300
+
+
+def test_a_negative_record_length_is_corruption() -> None:
+    data = bytearray(build_batch([b"x" * 50, b"y" * 50], timestamp=TS))
+    data[61] = 0x01  # zigzag -1
+    with pytest.raises(CorruptRecordError):
+        decode_batches(bytes(data), "t", 0, 0, 10, check_crcs=False)
+
+
 def test_log_append_time_control_batches_and_a_partial_tail() -> None:
     lat = build_batch([b"a", b"b"], timestamp=1, timestamp_type=TimestampType.LOG_APPEND_TIME,
                       log_append_time=TS)  # fmt: skip
