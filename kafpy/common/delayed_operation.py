@@ -8,6 +8,9 @@ operations; an operation not completed within its delay expires and completes an
 Everything here runs on the broker's event loop, so there are no locks: a completion is
 decided and carried out without interleaving. Timers go through `TimerScheduler`, by
 default the loop's `call_later`; tests pass a MockScheduler driven by MockTime.
+
+It lives in common/ because both server/ (fetch, produce, DeleteRecords) and coordinator/
+(heartbeats, joins) park operations here.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kafpy.server.delayed_operation import DelayedOperation
+from kafpy.common.delayed_operation import DelayedOperation
 
 if TYPE_CHECKING:
     from kafpy.coordinator.group_coordinator import GroupCoordinator

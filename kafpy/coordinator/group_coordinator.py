@@ -19,6 +19,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from kafpy.common.delayed_operation import DelayedOperationPurgatory, TimerScheduler
 from kafpy.common.logger import component_logger
 from kafpy.common.scheduler import Scheduler
 from kafpy.common.time import Time
@@ -35,7 +36,6 @@ from kafpy.coordinator.group_metadata_manager import (
 from kafpy.coordinator.member_metadata import MemberMetadata
 from kafpy.coordinator.offset_and_metadata import OffsetAndMetadata
 from kafpy.protocol.errors import Errors
-from kafpy.server.delayed_operation import DelayedOperationPurgatory, TimerScheduler
 
 NO_GENERATION = -1
 NO_MEMBER_ID = ""

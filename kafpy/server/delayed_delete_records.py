@@ -15,8 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from kafpy.common.delayed_operation import DelayedOperation
 from kafpy.common.topic_partition import TopicPartition
-from kafpy.server.delayed_operation import DelayedOperation
 
 NONE = 0
 REQUEST_TIMED_OUT = 7

@@ -13,9 +13,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from kafpy.common.delayed_operation import DelayedOperation
 from kafpy.common.errors import KafkaError
 from kafpy.common.topic_partition import TopicPartition
-from kafpy.server.delayed_operation import DelayedOperation
 from kafpy.storage.log_append_info import LogOffsetMetadata
 
 if TYPE_CHECKING:

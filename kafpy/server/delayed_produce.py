@@ -13,8 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from kafpy.common.delayed_operation import DelayedOperation
 from kafpy.common.topic_partition import TopicPartition
-from kafpy.server.delayed_operation import DelayedOperation
 
 NONE = 0
 NOT_LEADER_OR_FOLLOWER = 6

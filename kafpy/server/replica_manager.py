@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kafpy.common.delayed_operation import DelayedOperationPurgatory, TimerScheduler
 from kafpy.common.errors import (
     InvalidRequiredAcksError,
     InvalidTopicError,
@@ -48,7 +49,6 @@ from kafpy.metadata.zk_data import (
 from kafpy.records.memory_records import MemoryRecords
 from kafpy.server.delayed_delete_records import DelayedDeleteRecords, DeleteRecordsPartitionStatus
 from kafpy.server.delayed_fetch import DelayedFetch, FetchPartitionStatus
-from kafpy.server.delayed_operation import DelayedOperationPurgatory, TimerScheduler
 from kafpy.server.delayed_produce import DelayedProduce, ProducePartitionStatus
 from kafpy.server.metadata_cache import INTERNAL_TOPICS, MetadataCache
 from kafpy.server.partition import Partition, TimestampAndOffset

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kafpy.server.delayed_operation import DelayedOperation, DelayedOperationPurgatory
+from kafpy.common.delayed_operation import DelayedOperation, DelayedOperationPurgatory
 from tests.unit.server.fixtures import ManualTimer
 
 
