@@ -50,7 +50,8 @@ class ControllerContext:
         self.partition_leadership_info: dict[TopicPartition, LeaderIsrAndControllerEpoch] = {}
         self.partition_states: dict[TopicPartition, PartitionState] = {}
         self.replica_states: dict[PartitionAndReplica, ReplicaState] = {}
-        # reassignment and preferred-replica election are not built yet; deletion consults them
+        # partition reassignment is not built (the set stays empty) and preferred elections
+        # complete within one controller event; deletion and rebalance consult them as Kafka does
         self.partitions_being_reassigned: set[TopicPartition] = set()
         self.partitions_undergoing_preferred_replica_election: set[TopicPartition] = set()
         self.replicas_on_offline_dirs: dict[int, set[TopicPartition]] = {}

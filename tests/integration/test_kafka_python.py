@@ -38,7 +38,9 @@ def consume(bootstrap: str, tp: TopicPartition, offset: int, count: int) -> list
 def test_default_producer_and_consumer_assign_seek(kafpy_module_broker: KafpyBroker, compression: str | None) -> None:
     bootstrap = kafpy_module_broker.bootstrap
     topic = topic_name("kp")
-    producer = KafkaProducer(bootstrap_servers=bootstrap, compression_type=compression)
+    # linger so that the 50 records travel as one batch: kafka-python sends a batch that
+    # compression would not shrink (a lone small record) uncompressed
+    producer = KafkaProducer(bootstrap_servers=bootstrap, compression_type=compression, linger_ms=5000)
     assert producer.config["enable_idempotence"]  # the default: needs InitProducerId
     futures = [
         producer.send(topic, key=b"k%d" % i, value=b"v%d" % i, headers=[("n", str(i).encode())],
