@@ -72,11 +72,12 @@ def kafpy_consume(bootstrap: str, topic: str, n: int, prefill_s: float = 0.0) ->
     c.assign([TopicPartition(topic, 0, 0)])
     got = 0
     if prefill_s:
-        got += len(c.consume(1, 30.0))
+        got += len(c.consume(1, 30.0))  # connected and fetching
         time.sleep(prefill_s)
     start = time.perf_counter()
     while got < n:
-        for m in c.consume(10000, 1.0):
+        # never ask for more than remains: consume() waits its whole timeout for a full batch
+        for m in c.consume(min(10000, n - got), 1.0):
             if m.error() and m.error().code() != KafkaError._PARTITION_EOF:
                 raise SystemExit(str(m.error()))
             if not m.error():
