@@ -132,14 +132,16 @@ def test_delete_records_times_out_while_a_follower_does_not_fetch(
     try:
         os.kill(pid, signal.SIGSTOP)  # alive for the cluster, but it fetches nothing
         try:
-            with pytest.raises(kafka.errors.RequestTimedOutError):
-                client.delete_records({tp: 30}, timeout_ms=1500)
+            # straight to the leader: a metadata lookup could pick the stopped broker, and the
+            # client's own timeout would then raise the same error class without any deletion
+            with pytest.raises(kafka.errors.RequestTimedOutError, match="Error deleting records"):
+                client.delete_records({tp: 30}, timeout_ms=1500, partition_leader_id=leader)
         finally:
             os.kill(pid, signal.SIGCONT)
         # the leader moved its own start at once; the follower catches up when it resumes
         wait_until(lambda: _checkpointed_log_start(cluster, follower, topic) == 30, WAIT_S,
                    "the resumed follower to take the leader's log start offset")  # fmt: skip
-        result = client.delete_records({tp: 30}, timeout_ms=30000)
+        result = client.delete_records({tp: 30}, timeout_ms=30000, partition_leader_id=leader)
         assert (result[tp]["error_code"], result[tp]["low_watermark"]) == (0, 30)
     finally:
         client.close()
