@@ -4,7 +4,9 @@
 
 Starts a broker on a free port in a temporary directory, produces N records of each size
 with confluent-kafka (acks=1, linger.ms=5, batch.size 1 MiB), consumes them back, and
-prints records/s and MB/s for both. When Debian's `redis-server` and redis-py are
+prints records/s and MB/s for both; also the confluent-kafka consumer alone from its
+pre-filled queue (the client's own ceiling) and, when installed, kcat reading the same
+records (librdkafka in C). When Debian's `redis-server` and redis-py are
 installed, the same records go through Redis Streams (appendonly yes, appendfsync
 everysec; pipelined XADD, XRANGE reads) as the reference, with the ratios.
 """
@@ -87,6 +89,26 @@ def kafpy_consume(bootstrap: str, topic: str, n: int, prefill_s: float = 0.0) ->
     return elapsed
 
 
+def kcat_consume(bootstrap: str, topic: str, n: int) -> float | None:
+    """Seconds for kcat (librdkafka in C, no Python in the loop) to read n records from
+    offset 0, less its start-up (a run that reads one record); None without kcat."""
+    kcat = shutil.which("kcat") or shutil.which("kafkacat")
+    if kcat is None:
+        return None
+
+    def run(count: int) -> float:
+        start = time.perf_counter()
+        subprocess.run(
+            [kcat, "-C", "-b", bootstrap, "-t", topic, "-p", "0", "-o", "beginning", "-c", str(count),
+             "-q", "-f", "", "-X", "queued.min.messages=2000000", "-X", "queued.max.messages.kbytes=2000000"],
+            check=True, stdout=subprocess.DEVNULL, timeout=600,
+        )  # fmt: skip
+        return time.perf_counter() - start
+
+    start_up = min(run(1) for _ in range(3))
+    return max(run(n) - start_up, 1e-6)
+
+
 def redis_reference(n: int, value: bytes, workdir: Path) -> tuple[float, float] | None:
     server = shutil.which("redis-server")
     try:
@@ -159,6 +181,10 @@ def main() -> None:
                   f"consume {n_total / tc:>12,.0f} rec/s {n_total * size / 1e6 / tc:>8.1f} MB/s")  # fmt: skip
             print(f"kafpy  {size:>5} B  consume/produce {tp / tc:.2f}x;  the client alone (confluent-kafka "
                   f"from its pre-filled queue, no broker in the loop) {n_total / tcc:>12,.0f} rec/s")  # fmt: skip
+            tk = kcat_consume(bootstrap, topic, n_total)
+            if tk is not None:
+                print(f"kafpy  {size:>5} B  consume with kcat (C client, start-up excluded) {n_total / tk:>12,.0f} rec/s "
+                      f"{n_total * size / 1e6 / tk:>8.1f} MB/s  (consume/produce {tp / tk:.2f}x)")  # fmt: skip
             ref = redis_reference(n, value, workdir)
             if ref is None:
                 print("redis  (redis-server or redis-py not installed: no reference)")
