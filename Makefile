@@ -39,12 +39,12 @@ lint: install
 bench: install
 	$(PY) bench/storage_bench.py
 
-# Broker throughput with confluent-kafka, against Redis Streams as the reference.
+# Broker throughput with confluent-kafka (and kcat), against Redis Streams as the reference.
 bench-throughput: install
 	$(PY) -m pip install -q -e '.[bench]'
-	@command -v redis-server >/dev/null 2>&1 || { \
+	@{ command -v redis-server && command -v kcat; } >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
-	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq redis-server >/dev/null; }
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq redis-server kcat >/dev/null; }
 	$(PY) bench/throughput.py
 
 clean:
