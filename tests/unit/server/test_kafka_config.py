@@ -79,3 +79,13 @@ def test_isr_change_propagation_keys_are_kafpy_specific_with_kafkas_timings() ->
     )  # fmt: skip
     with pytest.raises(InvalidConfigurationError, match="replica.isr.change.propagation.blackout.ms"):
         KafkaConfig({"broker.id": "0", "replica.isr.change.propagation.blackout.ms": "0"})
+
+
+def test_the_shipped_server_properties_fit_one_broker() -> None:
+    # `make run` starts one broker from this file: nothing in it may ask for more
+    cfg = KafkaConfig.from_file(Path(__file__).resolve().parents[3] / "config" / "server.properties")
+    assert cfg.broker_id == 0
+    assert cfg.zookeeper_connect is None
+    assert cfg.get("default.replication.factor") == 1
+    assert cfg.get("offsets.topic.replication.factor") == 1
+    assert cfg.get("group.initial.rebalance.delay.ms") == 0
