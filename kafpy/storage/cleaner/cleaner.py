@@ -15,8 +15,10 @@ from __future__ import annotations
 import logging
 import os
 import struct
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
 
 from kafpy.common.time import Time
 from kafpy.records.record_batch import HEADER, LOG_OVERHEAD, RecordBatch
@@ -30,9 +32,9 @@ from kafpy.storage.file_records import (
     H_LAST_OFFSET_DELTA,
     H_MAX_TIMESTAMP,
     H_PRODUCER_ID,
-    FileRecords,
 )
 from kafpy.storage.log import Log
+from kafpy.storage.log_config import LogConfig
 from kafpy.storage.log_segment import CLEANED_FILE_SUFFIX, LogSegment
 
 _INT32 = struct.Struct(">i")
@@ -66,8 +68,35 @@ class CleanerStats:
         return max(self.end_ms - self.start_ms, 1) / 1000.0
 
 
+class SegmentRecords(Protocol):
+    """What the cleaner reads a segment's batches through: its file descriptor and size."""
+
+    @property
+    def fd(self) -> int: ...
+
+    @property
+    def size(self) -> int: ...
+
+
+class SourceSegment(Protocol):
+    """What the cleaner needs of a segment it reads: a LogSegment in the broker, a
+    read-only view of the segment's files in the cleaner's worker process."""
+
+    @property
+    def base_offset(self) -> int: ...
+
+    @property
+    def log(self) -> SegmentRecords: ...
+
+    @property
+    def last_modified(self) -> int: ...
+
+    @property
+    def largest_timestamp(self) -> int: ...
+
+
 def _read_batches(
-    records: FileRecords, chunk_size: int, check: Callable[[], None]
+    records: SegmentRecords, chunk_size: int, check: Callable[[], None]
 ) -> Iterator[tuple[tuple[int, ...], memoryview]]:
     """(header, bytes) of each batch of a segment file, read `chunk_size` bytes at a time.
 
@@ -210,16 +239,27 @@ class Cleaner:
     ) -> None:
         """Map every key in [start, end) to its latest offset, stopping early (at a batch
         boundary) when the map is full; `offset_map.latest_offset` says how far it got."""
-        offset_map.clear()
         dirty = [s for s in segments_in_range(log_, start, end) if s.base_offset < end]
+        self.build_offset_map_for_segments(log_.topic_partition, dirty, start, end, offset_map, stats)
+
+    def build_offset_map_for_segments(
+        self,
+        tp: object,
+        dirty: Sequence[SourceSegment],
+        start: int,
+        end: int,
+        offset_map: SkimpyOffsetMap,
+        stats: CleanerStats,
+    ) -> None:
+        """build_offset_map over the given dirty segments (what the worker process calls)."""
+        offset_map.clear()
         self.log.info(
             "Building offset map for log %s for %d segments in offset range [%d, %d).",
-            log_.topic_partition, len(dirty), start, end,
+            tp, len(dirty), start, end,
         )
         # latest_offset starts just below the dirty section so an all-keyless section moves on
         offset_map.update_latest_offset(start - 1)
         for segment in dirty:
-            tp = log_.topic_partition
             self.check_done(tp)
             full = self._build_offset_map_for_segment(tp, segment, offset_map, start, end, stats)
             if full:
@@ -229,7 +269,7 @@ class Cleaner:
     def _build_offset_map_for_segment(
         self,
         tp: object,
-        segment: LogSegment,
+        segment: SourceSegment,
         offset_map: SkimpyOffsetMap,
         start: int,
         end: int,
@@ -312,27 +352,17 @@ class Cleaner:
         stats: CleanerStats,
     ) -> None:
         """Write `segments` into one `.cleaned` segment and swap it in for them."""
-        cleaned = create_new_cleaned_segment(log_, segments[0].base_offset)
         tp = log_.topic_partition
+        with log_._lock:  # the producer map changes on appends
+            last_offset_of_producer = {
+                pid: e.last_data_offset
+                for pid, e in log_.producer_state_manager.active_producers().items()
+            }
+        cleaned = self.write_cleaned_segment(
+            tp, log_.dir, log_.config, segments, offset_map, delete_horizon_ms,
+            last_offset_of_producer, stats,
+        )
         try:
-            with log_._lock:  # the producer map changes on appends
-                last_offset_of_producer = {
-                    pid: e.last_data_offset
-                    for pid, e in log_.producer_state_manager.active_producers().items()
-                }
-            for old in segments:
-                retain_deletes = old.last_modified > delete_horizon_ms
-                self.log.info(
-                    "Cleaning segment %d in log %s (largest timestamp %d) into %d, %s deletes.",
-                    old.base_offset, log_.name, old.largest_timestamp, cleaned.base_offset,
-                    "retaining" if retain_deletes else "discarding",
-                )
-                self.clean_into(
-                    tp, old, cleaned, offset_map, retain_deletes, last_offset_of_producer,
-                    log_.config.index_interval_bytes, stats,
-                )
-            cleaned.on_become_inactive_segment()
-            cleaned.flush()
             cleaned.last_modified = segments[-1].last_modified
             self.check_done(tp)
             self.log.info(
@@ -344,10 +374,44 @@ class Cleaner:
             cleaned.delete_if_exists()
             raise
 
+    def write_cleaned_segment(
+        self,
+        tp: object,
+        dir: Path,
+        config: LogConfig,
+        segments: Sequence[SourceSegment],
+        offset_map: SkimpyOffsetMap,
+        delete_horizon_ms: int,
+        last_offset_of_producer: dict[int, int],
+        stats: CleanerStats,
+    ) -> LogSegment:
+        """Write the surviving records of `segments` into a new `.cleaned` segment of
+        `dir`, with its final index entries written and its files flushed; the caller
+        swaps it in. On any error the `.cleaned` files are deleted."""
+        cleaned = new_cleaned_segment(dir, segments[0].base_offset, config, self.time)
+        try:
+            for old in segments:
+                retain_deletes = old.last_modified > delete_horizon_ms
+                self.log.info(
+                    "Cleaning segment %d in log %s (largest timestamp %d) into %d, %s deletes.",
+                    old.base_offset, Path(dir).name, old.largest_timestamp, cleaned.base_offset,
+                    "retaining" if retain_deletes else "discarding",
+                )
+                self.clean_into(
+                    tp, old, cleaned, offset_map, retain_deletes, last_offset_of_producer,
+                    config.index_interval_bytes, stats,
+                )
+            cleaned.on_become_inactive_segment()
+            cleaned.flush()
+        except BaseException:
+            cleaned.delete_if_exists()
+            raise
+        return cleaned
+
     def clean_into(
         self,
         tp: object,
-        source: LogSegment,
+        source: SourceSegment,
         dest: LogSegment,
         offset_map: SkimpyOffsetMap,
         retain_deletes: bool,
@@ -407,9 +471,14 @@ def _last_offset_for(segments: list[LogSegment], i: int, first_uncleanable_offse
 
 
 def create_new_cleaned_segment(log_: Log, base_offset: int) -> LogSegment:
+    """An empty `<base>.log.cleaned` segment in `log_`'s directory (see new_cleaned_segment)."""
+    return new_cleaned_segment(log_.dir, base_offset, log_.config, log_.time)
+
+
+def new_cleaned_segment(dir: Path, base_offset: int, config: LogConfig, time: Time) -> LogSegment:
     """An empty `<base>.log.cleaned` segment (and indexes), replacing any left by a crash."""
     seg = LogSegment.open(
-        log_.dir, base_offset, log_.config, log_.time, file_already_exists=False,
+        Path(dir), base_offset, config, time, file_already_exists=False,
         file_suffix=CLEANED_FILE_SUFFIX,
     )
     seg.log.truncate_to(0)
@@ -419,4 +488,4 @@ def create_new_cleaned_segment(log_: Log, base_offset: int) -> LogSegment:
     return seg
 
 
-__all__ = ["Cleaner", "CleanerStats", "create_new_cleaned_segment"]
+__all__ = ["Cleaner", "CleanerStats", "SourceSegment", "create_new_cleaned_segment", "new_cleaned_segment"]

@@ -22,6 +22,9 @@ class CleanerConfig:
     backoff_ms: sleep when no log is dirty enough [log.cleaner.backoff.ms].
     enable_cleaner: start the cleaner at all [log.cleaner.enable].
     hash_algorithm: the digest of keys in the offset map (any hashlib name).
+    worker_process: run each round's map building and rewriting in a worker process
+        per thread (kafpy's own; the broker always does). Off, rounds run on the cleaner
+        threads themselves, which unit tests driving MockTime rely on.
     """
 
     num_threads: int = 1
@@ -33,3 +36,4 @@ class CleanerConfig:
     backoff_ms: int = 15 * 1000
     enable_cleaner: bool = True
     hash_algorithm: str = "md5"
+    worker_process: bool = True

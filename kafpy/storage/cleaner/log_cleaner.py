@@ -13,6 +13,7 @@ from kafpy.common.time import SYSTEM_TIME, Time
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.storage.cleaner.cleaner import Cleaner, CleanerStats
 from kafpy.storage.cleaner.cleaner_config import CleanerConfig
+from kafpy.storage.cleaner.cleaner_process import CleanerProcess
 from kafpy.storage.cleaner.log_cleaner_manager import LogCleanerManager, LogCleaningAbortedError
 from kafpy.storage.cleaner.log_to_clean import LogToClean
 from kafpy.storage.cleaner.offset_map import SkimpyOffsetMap
@@ -31,10 +32,13 @@ class LogCleaner:
     CleanerThreads, each repeatedly taking the dirtiest compacted log from the
     LogCleanerManager and cleaning it, sleeping `backoff_ms` when none is dirty enough.
 
-    The threads do all their file work themselves (reads, rewrites, fsync of the
-    cleaned segment), never on the broker's event loop; the only shared step is the
-    segment swap under the Log's lock. The offset map memory is split between threads
-    and all threads share one I/O throttler.
+    With `config.worker_process` (the default) each thread sends the CPU-heavy part of
+    a round (offset map, rewriting into `.cleaned` segments) to its own worker process
+    (CleanerProcess) so that it does not hold the GIL against the broker's event loop;
+    the thread keeps the cleaner states and checkpoint and swaps the cleaned segments in
+    under the Log's lock. Without it the threads clean in-process (tests with MockTime).
+    The offset map memory and the I/O rate limit are split between threads (in-process,
+    all threads share one throttler).
     """
 
     def __init__(
@@ -55,7 +59,12 @@ class LogCleaner:
 
     def startup(self) -> None:
         self.log.info("Starting the log cleaner")
-        # Cleaner threads run CPU-bound Python; with the default 5 ms switch interval the
+        self._saved_switch_interval = None
+        if self.config.worker_process:
+            for t in self.cleaners:
+                t.start()
+            return
+        # In-process rounds only (config.worker_process off): cleaner threads run CPU-bound Python; with the default 5 ms switch interval the
         # event loop waits up to 5 ms for the GIL at every wake-up while a round runs
         # (bench/cleaner_bench.py: produce p99 ~30 ms at 5 ms, ~12 ms at 1 ms).
         self._saved_switch_interval = sys.getswitchinterval()
@@ -71,6 +80,8 @@ class LogCleaner:
         for t in self.cleaners:
             if t.is_alive():
                 t.join()
+        for t in self.cleaners:
+            t.process.shutdown()
         saved = getattr(self, "_saved_switch_interval", None)
         if saved is not None and sys.getswitchinterval() == GIL_SWITCH_INTERVAL_S:
             sys.setswitchinterval(saved)
@@ -126,6 +137,7 @@ class CleanerThread(threading.Thread):
             owner.time,
             self._check_done,
         )
+        self.process = CleanerProcess(config, thread_id)
         self._running = True
         self._wakeup = threading.Event()
         self.rounds = 0
@@ -184,10 +196,13 @@ class CleanerThread(threading.Thread):
         data_dir = Path(cleanable.log.dir).parent
         end_offset = cleanable.first_dirty_offset
         try:
-            end_offset, stats = self.cleaner.clean(cleanable)
+            if self.owner.config.worker_process:
+                end_offset, stats = self.process.clean(cleanable, self._check_done)
+            else:
+                end_offset, stats = self.cleaner.clean(cleanable)
             self.rounds += 1
             self.last_stats = stats
-            self._record_stats(cleanable, stats)
+            self._record_stats(cleanable, stats, end_offset)
         except LogCleaningAbortedError:
             self.log.info("Cleaning of %s was aborted", tp)
         except KafkaStorageError as e:
@@ -203,7 +218,7 @@ class CleanerThread(threading.Thread):
         finally:
             self.manager.done_cleaning(tp, data_dir, end_offset)
 
-    def _record_stats(self, cleanable: LogToClean, stats: CleanerStats) -> None:
+    def _record_stats(self, cleanable: LogToClean, stats: CleanerStats, end_offset: int) -> None:
         mb = 1024.0 * 1024.0
         secs = stats.elapsed_secs()
         map_secs = max(stats.map_complete_ms - stats.start_ms, 1) / 1000.0
@@ -213,7 +228,7 @@ class CleanerThread(threading.Thread):
             "\tIndexed %.1f MB in %.1f seconds (%.1f Mb/sec)\n"
             "\t%d messages read, %d written, %d keyless dropped; %.1f MB written (%.1f%% size reduction)",
             self.cleaner.id, cleanable.topic_partition, cleanable.first_dirty_offset,
-            self.cleaner.offset_map.latest_offset + 1,
+            end_offset,
             stats.bytes_read / mb, secs, stats.bytes_read / mb / secs,
             stats.map_bytes_read / mb, map_secs, stats.map_bytes_read / mb / map_secs,
             stats.messages_read, stats.messages_written, stats.invalid_messages,

@@ -40,9 +40,10 @@ def manager(tmp_path: Path, clock: Clock) -> Iterator[LogManager]:
         time=clock.time,
         broker_id=0,
     )
-    # a cleaner whose threads are not started: the tests drive clean_once() themselves
+    # a cleaner whose threads are not started: the tests drive clean_once() themselves, in
+    # process (test_cleaner_process.py covers the worker process)
     m.cleaner = LogCleaner(
-        CleanerConfig(dedupe_buffer_size=1 << 20, io_buffer_size=8192),
+        CleanerConfig(dedupe_buffer_size=1 << 20, io_buffer_size=8192, worker_process=False),
         m.live_log_dirs, m.logs_by_topic_partition, clock.time,
     )
     yield m
@@ -179,7 +180,9 @@ def test_threads_clean_in_the_background_and_stop(tmp_path: Path, clock: Clock) 
     m = LogManager(
         [tmp_path / "data"],
         initial_default_config=compacted_config(),
-        cleaner_config=CleanerConfig(num_threads=2, backoff_ms=60_000, dedupe_buffer_size=1 << 20),
+        cleaner_config=CleanerConfig(
+            num_threads=2, backoff_ms=60_000, dedupe_buffer_size=1 << 20, worker_process=False
+        ),
         scheduler=clock.scheduler,
         time=clock.time,
     )

@@ -1,0 +1,210 @@
+"""CleanerProcess: the broker's handle on one cleaner thread's worker process.
+
+A compaction round is CPU-bound Python; run on a thread of the broker it holds the GIL
+against the broker's event loop and produce latency suffers. So a CleanerThread keeps
+in the broker only what must stay there (the cleaner states and checkpoint, choosing
+the log, the swap of cleaned segments under the Log's lock) and sends the rest of the
+round to its own worker process (kafpy.storage.cleaner.cleaner_worker), started with
+the 'spawn' method (never 'fork' from a process with threads and an event loop).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import multiprocessing
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
+
+from kafpy.storage.cleaner.cleaner import CleanerStats
+from kafpy.storage.cleaner.cleaner_config import CleanerConfig
+from kafpy.storage.cleaner.cleaner_worker import (
+    CleanResult,
+    CleanTask,
+    RoundAbortedError,
+    SegmentInfo,
+    clean_in_worker,
+    discard_cleaned_files,
+    init_worker,
+    log_level,
+)
+from kafpy.storage.cleaner.log_to_clean import LogToClean, segments_in_range
+from kafpy.storage.log_segment import CLEANED_FILE_SUFFIX, LogSegment
+
+POLL_INTERVAL_S = 0.05
+
+log = logging.getLogger("kafpy.log.LogCleaner")
+
+
+class WorkerRoundError(Exception):
+    """A round in the worker process ended with an error the broker did not ask for."""
+
+
+class CleanerProcess:
+    """Runs the rounds of one cleaner thread in one worker process.
+
+    `clean(cleanable, check_done)` describes the round, submits it, and while it runs
+    calls `check_done(tp)` every POLL_INTERVAL_S: when that raises (the partition's
+    cleaning was aborted, or the thread shuts down) the worker is told to stop, its
+    `.cleaned` files are discarded and the exception propagates. Otherwise the cleaned
+    segments are reopened and swapped into the Log, group by group, each after one more
+    `check_done`. The worker is started on the first round and stopped by `shutdown()`.
+    """
+
+    def __init__(self, config: CleanerConfig, thread_id: int) -> None:
+        self.config = config
+        self.thread_id = thread_id
+        self._ctx = multiprocessing.get_context("spawn")
+        self._abort = self._ctx.Event()
+        self._executor: ProcessPoolExecutor | None = None
+
+    def _pool(self) -> ProcessPoolExecutor:
+        if self._executor is None:
+            c = self.config
+            threads = max(c.num_threads, 1)
+            self._executor = ProcessPoolExecutor(
+                max_workers=1,
+                mp_context=self._ctx,
+                initializer=init_worker,
+                initargs=(
+                    self._abort,
+                    c.dedupe_buffer_size // threads,
+                    c.hash_algorithm,
+                    c.dedupe_buffer_load_factor,
+                    c.io_buffer_size // 2,
+                    c.max_message_size,
+                    c.max_io_bytes_per_second / threads,
+                    self.thread_id,
+                    log_level(),
+                ),
+            )
+        return self._executor
+
+    def worker_pids(self) -> list[int]:
+        """The worker's process id, once started (tests)."""
+        ex = self._executor
+        procs = getattr(ex, "_processes", None) or {}
+        return list(procs)
+
+    def shutdown(self) -> None:
+        """Stop the worker (a round still running is told to abort first)."""
+        self._abort.set()
+        if self._executor is not None:
+            self._executor.shutdown(wait=True, cancel_futures=True)
+            self._executor = None
+
+    # -- a round -------------------------------------------------------------------------------------
+
+    @staticmethod
+    def describe(cleanable: LogToClean) -> CleanTask:
+        """The round as plain data; what Cleaner.clean computes from the Log first."""
+        log_ = cleanable.log
+        clean_section = segments_in_range(log_, 0, cleanable.first_dirty_offset)
+        cleanable_horizon_ms = clean_section[-1].last_modified if clean_section else 0
+        segments = [
+            s for s in segments_in_range(log_, 0, cleanable.first_uncleanable_offset)
+            if s.base_offset < cleanable.first_uncleanable_offset
+        ]
+        with log_._lock:  # the producer map changes on appends
+            last_offset_of_producer = {
+                pid: e.last_data_offset
+                for pid, e in log_.producer_state_manager.active_producers().items()
+            }
+        return CleanTask(
+            cleanable.topic_partition,
+            str(log_.dir),
+            log_.config,
+            [
+                SegmentInfo(
+                    s.base_offset, str(s.log.file), s.size, s.offset_index.size_in_bytes,
+                    s.time_index.size_in_bytes, s.last_modified, s.largest_timestamp,
+                )
+                for s in segments
+            ],
+            cleanable.first_dirty_offset,
+            cleanable.first_uncleanable_offset,
+            cleanable_horizon_ms - log_.config.delete_retention_ms,
+            last_offset_of_producer,
+        )
+
+    def clean(
+        self, cleanable: LogToClean, check_done: Callable[[object], None]
+    ) -> tuple[int, CleanerStats]:
+        """One round of `cleanable` in the worker, swapped in here; (next dirty offset, stats)."""
+        task = self.describe(cleanable)
+        tp = cleanable.topic_partition
+        dir = Path(task.dir)
+        bases = [s.base_offset for s in task.segments]
+        self._abort.clear()
+        future = self._pool().submit(clean_in_worker, task)
+        try:
+            result = self._wait(future, tp, check_done)
+        except BrokenProcessPool:
+            # the worker died (killed, out of memory): the next round starts a new one
+            self._executor = None
+            discard_cleaned_files(dir, bases)
+            raise
+        except BaseException:
+            discard_cleaned_files(dir, bases)
+            raise
+        self._swap_in(cleanable, result, check_done)
+        return result.end_offset, result.stats
+
+    def _wait(
+        self,
+        future: concurrent.futures.Future[CleanResult],
+        tp: object,
+        check_done: Callable[[object], None],
+    ) -> CleanResult:
+        while True:
+            try:
+                return future.result(timeout=POLL_INTERVAL_S)
+            except concurrent.futures.TimeoutError:
+                pass
+            except RoundAbortedError:
+                check_done(tp)  # raises the reason the round was stopped for
+                raise WorkerRoundError(f"The cleaner worker stopped the round of {tp} unasked") from None
+            try:
+                check_done(tp)
+            except BaseException:
+                self._abort.set()
+                concurrent.futures.wait([future])  # the worker stops between chunks
+                raise
+
+    def _swap_in(
+        self, cleanable: LogToClean, result: CleanResult, check_done: Callable[[object], None]
+    ) -> None:
+        log_ = cleanable.log
+        tp = cleanable.topic_partition
+        dir = Path(log_.dir)
+        pending = list(result.cleaned)
+        try:
+            while pending:
+                info = pending[0]
+                with log_._lock:
+                    check_done(tp)
+                    current = {s.base_offset: s for s in log_.log_segments()}
+                    old = [current.get(b) for b in info.replaces]
+                    if any(s is None for s in old):
+                        raise WorkerRoundError(
+                            f"Segments {info.replaces} of {tp} changed while the cleaner's worker "
+                            "cleaned them; the round is discarded"
+                        )
+                    cleaned = LogSegment.open(
+                        dir, info.base_offset, log_.config, log_.time,
+                        file_already_exists=True, file_suffix=CLEANED_FILE_SUFFIX,
+                    )
+                    log.info(
+                        "Swapping in cleaned segment %s for segment(s) %s in log %s",
+                        cleaned, info.replaces, log_.name,
+                    )
+                    try:
+                        log_._replace_segments([cleaned], [s for s in old if s is not None])
+                    except BaseException:
+                        cleaned.close_handlers()
+                        raise
+                pending.pop(0)
+        finally:
+            discard_cleaned_files(dir, [c.base_offset for c in pending])

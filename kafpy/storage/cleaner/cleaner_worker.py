@@ -1,0 +1,248 @@
+"""The cleaner's worker process side: one compaction round's CPU-heavy part, on plain data.
+
+The broker's CleanerThread describes a round as a CleanTask (segment file paths, base
+offsets, the offsets range, the delete horizon, the log's config) and hands it to its
+worker process (kafpy.storage.cleaner.cleaner_process). The worker opens the segments'
+`.log` files read-only, builds the offset map, writes each group's `.cleaned` segment
+(log and indexes), closes it and returns a CleanResult describing the cleaned segments,
+with the round's CleanerStats. It never touches the Log, the cleaner states or the
+checkpoint, and never renames a file: the broker reopens the `.cleaned` segments and
+swaps them in under the Log's lock.
+
+The broker aborts a round by setting the worker's abort Event; the worker sees it
+between read chunks and segments, deletes its `.cleaned` files and raises
+RoundAbortedError.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass, field
+from multiprocessing.synchronize import Event
+from pathlib import Path
+
+from kafpy.common.time import SYSTEM_TIME
+from kafpy.common.topic_partition import TopicPartition
+from kafpy.storage.cleaner.cleaner import Cleaner, CleanerStats
+from kafpy.storage.cleaner.offset_map import SkimpyOffsetMap
+from kafpy.storage.cleaner.throttler import Throttler
+from kafpy.storage.log_config import LogConfig
+from kafpy.storage.log_segment import (
+    CLEANED_FILE_SUFFIX,
+    log_file_name,
+    offset_index_file_name,
+    time_index_file_name,
+    transaction_index_file_name,
+)
+
+
+class RoundAbortedError(Exception):
+    """Raised in the worker when the broker asked it to stop the round."""
+
+
+@dataclass(frozen=True)
+class SegmentInfo:
+    """One source segment as the worker sees it: its files and the sizes taken in the broker."""
+
+    base_offset: int
+    log_file: str
+    size: int
+    offset_index_bytes: int
+    time_index_bytes: int
+    last_modified: int
+    largest_timestamp: int
+
+
+@dataclass(frozen=True)
+class CleanTask:
+    """One round of one log, in plain data (see the module docstring).
+
+    `segments` are the log's segments below `first_uncleanable_offset`, oldest first.
+    """
+
+    topic_partition: TopicPartition
+    dir: str
+    config: LogConfig
+    segments: list[SegmentInfo]
+    first_dirty_offset: int
+    first_uncleanable_offset: int
+    delete_horizon_ms: int
+    last_offset_of_producer: dict[int, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CleanedSegmentInfo:
+    """A `.cleaned` segment written by the worker and the source segments it replaces."""
+
+    base_offset: int
+    replaces: list[int]
+
+
+@dataclass(frozen=True)
+class CleanResult:
+    """What a round produced: the next dirty offset, the cleaned segments (in offset
+    order, all closed) and the stats."""
+
+    end_offset: int
+    cleaned: list[CleanedSegmentInfo]
+    stats: CleanerStats
+
+
+class _ReadOnlyRecords:
+    """A segment's `.log` file opened read-only, its size fixed to the broker's view."""
+
+    def __init__(self, file: str, size: int) -> None:
+        self.fd = os.open(file, os.O_RDONLY)
+        self.size = size
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+
+class _IndexSize:
+    def __init__(self, size_in_bytes: int) -> None:
+        self.size_in_bytes = size_in_bytes
+
+
+class _SourceView:
+    """A read-only stand-in for a LogSegment the Cleaner reads (its SourceSegment protocol,
+    plus the sizes group_segments_by_size looks at)."""
+
+    def __init__(self, info: SegmentInfo) -> None:
+        self.info = info
+        self.base_offset = info.base_offset
+        self.size = info.size
+        self.offset_index = _IndexSize(info.offset_index_bytes)
+        self.time_index = _IndexSize(info.time_index_bytes)
+        self.log = _ReadOnlyRecords(info.log_file, info.size)
+        self.last_modified = info.last_modified
+        self.largest_timestamp = info.largest_timestamp
+
+
+def cleaned_file_names(dir: Path, base_offset: int) -> list[Path]:
+    """Every file of the `.cleaned` segment of `base_offset` in `dir`."""
+    return [
+        f(dir, base_offset, CLEANED_FILE_SUFFIX)
+        for f in (log_file_name, offset_index_file_name, time_index_file_name, transaction_index_file_name)
+    ]
+
+
+def discard_cleaned_files(dir: Path, base_offsets: list[int]) -> None:
+    """Delete the `.cleaned` files a round may have left for these base offsets."""
+    for base in base_offsets:
+        for f in cleaned_file_names(dir, base):
+            try:
+                os.unlink(f)
+            except FileNotFoundError:
+                pass
+
+
+# -- the worker process ------------------------------------------------------------------------------
+
+_abort: Event | None = None
+_cleaner: Cleaner | None = None
+
+
+def init_worker(
+    abort: Event,
+    offset_map_memory: int,
+    hash_algorithm: str,
+    load_factor: float,
+    io_buffer_size: int,
+    max_io_buffer_size: int,
+    max_io_bytes_per_second: float,
+    thread_id: int,
+    log_level: int,
+) -> None:
+    """The worker's initializer: keep the abort Event and build this process's Cleaner
+    (its offset map is reused by every round, as a cleaner thread's is)."""
+    global _abort, _cleaner
+    from kafpy.common.logger import configure_logging  # noqa: PLC0415
+
+    configure_logging(log_level)
+    _abort = abort
+    _cleaner = Cleaner(
+        thread_id,
+        SkimpyOffsetMap(offset_map_memory, hash_algorithm, load_factor),
+        io_buffer_size,
+        max_io_buffer_size,
+        load_factor,
+        # each worker has its own throttler; the broker gives it its share of the rate
+        Throttler(max_io_bytes_per_second, 300, SYSTEM_TIME),
+        SYSTEM_TIME,
+        _check_abort,
+    )
+
+
+def _check_abort(tp: object) -> None:
+    if _abort is not None and _abort.is_set():
+        raise RoundAbortedError(f"Cleaning of partition {tp} was aborted")
+
+
+def clean_in_worker(task: CleanTask) -> CleanResult:
+    """Run the CPU-heavy part of a round (in the worker process, after init_worker)."""
+    if _cleaner is None:
+        raise RuntimeError("clean_in_worker runs only in a cleaner worker process (init_worker)")
+    return run_round(_cleaner, task)
+
+
+def run_round(cleaner: Cleaner, task: CleanTask) -> CleanResult:
+    """Build the offset map over the dirty section and write every group's `.cleaned`
+    segment, closed; the caller swaps them in. Deletes its `.cleaned` files on error."""
+    tp = task.topic_partition
+    dir = Path(task.dir)
+    log = cleaner.log
+    log.info("Beginning cleaning of log %s.", tp)
+    stats = CleanerStats(start_ms=cleaner.time.milliseconds())
+    views = [_SourceView(info) for info in task.segments]
+    written: list[int] = []
+    try:
+        start, end = task.first_dirty_offset, task.first_uncleanable_offset
+        dirty = [v for i, v in enumerate(views) if v.base_offset < end and _reaches(views, i, start)]
+        cleaner.build_offset_map_for_segments(tp, dirty, start, end, cleaner.offset_map, stats)
+        end_offset = cleaner.offset_map.latest_offset + 1
+        stats.map_complete_ms = cleaner.time.milliseconds()
+        log.info(
+            "Cleaning log %s (cleaning prior to %d, discarding tombstones prior to %d)...",
+            tp, end_offset, task.delete_horizon_ms,
+        )
+        in_range = [v for v in views if v.base_offset < end_offset]
+        groups = cleaner.group_segments_by_size(
+            in_range, task.config.segment_bytes, task.config.segment_index_bytes,  # type: ignore[arg-type]
+            task.first_uncleanable_offset,
+        )
+        cleaned: list[CleanedSegmentInfo] = []
+        for group in groups:
+            stats.groups.append(len(group))
+            written.append(group[0].base_offset)
+            seg = cleaner.write_cleaned_segment(
+                tp, dir, task.config, group, cleaner.offset_map, task.delete_horizon_ms,
+                task.last_offset_of_producer, stats,
+            )
+            seg.close()
+            # the cleaned segment keeps the mtime of the last segment it replaces, which
+            # is what the next round's delete horizon is computed from
+            ns = group[-1].last_modified * 1_000_000
+            for f in cleaned_file_names(dir, seg.base_offset)[:3]:
+                os.utime(f, ns=(ns, ns))
+            cleaned.append(CleanedSegmentInfo(seg.base_offset, [v.base_offset for v in group]))
+        stats.buffer_size = cleaner.io_buffer_size
+        stats.end_ms = cleaner.time.milliseconds()
+        return CleanResult(end_offset, cleaned, stats)
+    except BaseException:
+        discard_cleaned_files(dir, written)
+        raise
+    finally:
+        for v in views:
+            v.log.close()
+
+
+def _reaches(views: list[_SourceView], i: int, start: int) -> bool:
+    """True if views[i] may hold offsets at or above `start` (as segments_in_range)."""
+    return i + 1 >= len(views) or views[i + 1].base_offset > start
+
+
+def log_level() -> int:
+    """The level the worker logs at: the broker's."""
+    return logging.getLogger("kafpy").getEffectiveLevel()
