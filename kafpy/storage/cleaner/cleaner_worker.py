@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 from dataclasses import dataclass, field
 from multiprocessing.synchronize import Event
 from pathlib import Path
@@ -161,6 +162,8 @@ def init_worker(
     from kafpy.common.logger import configure_logging  # noqa: PLC0415
 
     configure_logging(log_level)
+    # Ctrl-C reaches the whole process group: the broker stops the worker itself on shutdown
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _abort = abort
     _cleaner = Cleaner(
         thread_id,
