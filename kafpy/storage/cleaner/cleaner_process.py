@@ -13,15 +13,17 @@ from __future__ import annotations
 import concurrent.futures
 import logging
 import multiprocessing
+import queue
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from multiprocessing.queues import Queue
 from pathlib import Path
 
 from kafpy.storage.cleaner.cleaner import CleanerStats
 from kafpy.storage.cleaner.cleaner_config import CleanerConfig
 from kafpy.storage.cleaner.cleaner_worker import (
-    CleanResult,
+    CleanedSegmentInfo,
     CleanTask,
     RoundAbortedError,
     SegmentInfo,
@@ -58,6 +60,9 @@ class CleanerProcess:
         self.thread_id = thread_id
         self._ctx = multiprocessing.get_context("spawn")
         self._abort = self._ctx.Event()
+        self._progress: Queue[tuple[int, CleanedSegmentInfo]] = self._ctx.Queue()
+        self._round = 0
+        self.stopped_by_abort = False  # the last aborted round stopped in the worker, unfinished
         self._executor: ProcessPoolExecutor | None = None
 
     def _pool(self) -> ProcessPoolExecutor:
@@ -70,6 +75,7 @@ class CleanerProcess:
                 initializer=init_worker,
                 initargs=(
                     self._abort,
+                    self._progress,
                     c.dedupe_buffer_size // threads,
                     c.hash_algorithm,
                     c.dedupe_buffer_load_factor,
@@ -98,7 +104,7 @@ class CleanerProcess:
     # -- a round -------------------------------------------------------------------------------------
 
     @staticmethod
-    def describe(cleanable: LogToClean) -> CleanTask:
+    def describe(cleanable: LogToClean, round_id: int = 0) -> CleanTask:
         """The round as plain data; what Cleaner.clean computes from the Log first."""
         log_ = cleanable.log
         clean_section = segments_in_range(log_, 0, cleanable.first_dirty_offset)
@@ -113,6 +119,7 @@ class CleanerProcess:
                 for pid, e in log_.producer_state_manager.active_producers().items()
             }
         return CleanTask(
+            round_id,
             cleanable.topic_partition,
             str(log_.dir),
             log_.config,
@@ -132,79 +139,79 @@ class CleanerProcess:
     def clean(
         self, cleanable: LogToClean, check_done: Callable[[object], None]
     ) -> tuple[int, CleanerStats]:
-        """One round of `cleanable` in the worker, swapped in here; (next dirty offset, stats)."""
-        task = self.describe(cleanable)
+        """One round of `cleanable` in the worker, each group swapped in here as soon as
+        the worker has written it; (next dirty offset, stats)."""
+        self._round += 1
+        task = self.describe(cleanable, self._round)
         tp = cleanable.topic_partition
-        dir = Path(task.dir)
         bases = [s.base_offset for s in task.segments]
         self._abort.clear()
         future = self._pool().submit(clean_in_worker, task)
+        swapped: set[int] = set()
         try:
-            result = self._wait(future, tp, check_done)
+            while True:
+                try:
+                    round_id, info = self._progress.get(timeout=POLL_INTERVAL_S)
+                except queue.Empty:
+                    pass
+                else:
+                    if round_id == task.round_id and info.base_offset not in swapped:
+                        self._swap_in(cleanable, info, check_done)
+                        swapped.add(info.base_offset)
+                    continue
+                if future.done():
+                    result = future.result()
+                    for info in result.cleaned:  # announcements may still be on their way
+                        if info.base_offset not in swapped:
+                            self._swap_in(cleanable, info, check_done)
+                            swapped.add(info.base_offset)
+                    return result.end_offset, result.stats
+                check_done(tp)
         except BrokenProcessPool:
             # the worker died (killed, out of memory): the next round starts a new one
             self._executor = None
-            discard_cleaned_files(dir, bases)
+            discard_cleaned_files(Path(task.dir), bases)
             raise
+        except RoundAbortedError:
+            discard_cleaned_files(Path(task.dir), bases)
+            check_done(tp)  # raises the reason the round was stopped for
+            raise WorkerRoundError(f"The cleaner worker stopped the round of {tp} unasked") from None
         except BaseException:
-            discard_cleaned_files(dir, bases)
+            self._abort.set()
+            concurrent.futures.wait([future])  # the worker stops between chunks
+            self.stopped_by_abort = not future.cancelled() and isinstance(
+                future.exception(), RoundAbortedError
+            )
+            # files of groups already swapped in were renamed: only the rest is deleted
+            discard_cleaned_files(Path(task.dir), bases)
             raise
-        self._swap_in(cleanable, result, check_done)
-        return result.end_offset, result.stats
-
-    def _wait(
-        self,
-        future: concurrent.futures.Future[CleanResult],
-        tp: object,
-        check_done: Callable[[object], None],
-    ) -> CleanResult:
-        while True:
-            try:
-                return future.result(timeout=POLL_INTERVAL_S)
-            except concurrent.futures.TimeoutError:
-                pass
-            except RoundAbortedError:
-                check_done(tp)  # raises the reason the round was stopped for
-                raise WorkerRoundError(f"The cleaner worker stopped the round of {tp} unasked") from None
-            try:
-                check_done(tp)
-            except BaseException:
-                self._abort.set()
-                concurrent.futures.wait([future])  # the worker stops between chunks
-                raise
 
     def _swap_in(
-        self, cleanable: LogToClean, result: CleanResult, check_done: Callable[[object], None]
+        self, cleanable: LogToClean, info: CleanedSegmentInfo, check_done: Callable[[object], None]
     ) -> None:
+        """Reopen one `.cleaned` segment the worker wrote and swap it in for the segments
+        it replaces, under the Log's lock, unless the round was aborted."""
         log_ = cleanable.log
         tp = cleanable.topic_partition
-        dir = Path(log_.dir)
-        pending = list(result.cleaned)
-        try:
-            while pending:
-                info = pending[0]
-                with log_._lock:
-                    check_done(tp)
-                    current = {s.base_offset: s for s in log_.log_segments()}
-                    old = [current.get(b) for b in info.replaces]
-                    if any(s is None for s in old):
-                        raise WorkerRoundError(
-                            f"Segments {info.replaces} of {tp} changed while the cleaner's worker "
-                            "cleaned them; the round is discarded"
-                        )
-                    cleaned = LogSegment.open(
-                        dir, info.base_offset, log_.config, log_.time,
-                        file_already_exists=True, file_suffix=CLEANED_FILE_SUFFIX,
-                    )
-                    log.info(
-                        "Swapping in cleaned segment %s for segment(s) %s in log %s",
-                        cleaned, info.replaces, log_.name,
-                    )
-                    try:
-                        log_._replace_segments([cleaned], [s for s in old if s is not None])
-                    except BaseException:
-                        cleaned.close_handlers()
-                        raise
-                pending.pop(0)
-        finally:
-            discard_cleaned_files(dir, [c.base_offset for c in pending])
+        with log_._lock:
+            check_done(tp)
+            current = {s.base_offset: s for s in log_.log_segments()}
+            old = [current[b] for b in info.replaces if b in current]
+            if len(old) != len(info.replaces):
+                raise WorkerRoundError(
+                    f"Segments {info.replaces} of {tp} changed while the cleaner's worker "
+                    "cleaned them; the round is discarded"
+                )
+            cleaned = LogSegment.open(
+                Path(log_.dir), info.base_offset, log_.config, log_.time,
+                file_already_exists=True, file_suffix=CLEANED_FILE_SUFFIX,
+            )
+            log.info(
+                "Swapping in cleaned segment %s for segment(s) %s in log %s",
+                cleaned, info.replaces, log_.name,
+            )
+            try:
+                log_._replace_segments([cleaned], old)
+            except BaseException:
+                cleaned.close_handlers()
+                raise

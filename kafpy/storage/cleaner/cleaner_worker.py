@@ -19,7 +19,9 @@ from __future__ import annotations
 import logging
 import os
 import signal
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from multiprocessing.queues import Queue
 from multiprocessing.synchronize import Event
 from pathlib import Path
 
@@ -62,6 +64,7 @@ class CleanTask:
     `segments` are the log's segments below `first_uncleanable_offset`, oldest first.
     """
 
+    round_id: int
     topic_partition: TopicPartition
     dir: str
     config: LogConfig
@@ -142,11 +145,13 @@ def discard_cleaned_files(dir: Path, base_offsets: list[int]) -> None:
 # -- the worker process ------------------------------------------------------------------------------
 
 _abort: Event | None = None
+_progress: Queue[tuple[int, CleanedSegmentInfo]] | None = None
 _cleaner: Cleaner | None = None
 
 
 def init_worker(
     abort: Event,
+    progress: Queue[tuple[int, CleanedSegmentInfo]],
     offset_map_memory: int,
     hash_algorithm: str,
     load_factor: float,
@@ -156,15 +161,19 @@ def init_worker(
     thread_id: int,
     log_level: int,
 ) -> None:
-    """The worker's initializer: keep the abort Event and build this process's Cleaner
-    (its offset map is reused by every round, as a cleaner thread's is)."""
-    global _abort, _cleaner
+    """The worker's initializer: keep the abort Event and the progress Queue (where each
+    group's cleaned segment is announced as soon as it is written) and build this
+    process's Cleaner (its offset map is reused by every round, as a cleaner thread's is)."""
+    global _abort, _progress, _cleaner
     from kafpy.common.logger import configure_logging  # noqa: PLC0415
 
     configure_logging(log_level)
     # Ctrl-C reaches the whole process group: the broker stops the worker itself on shutdown
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # background work: the broker's event loop gets the CPU first when both want it
+    os.nice(10)
     _abort = abort
+    _progress = progress
     _cleaner = Cleaner(
         thread_id,
         SkimpyOffsetMap(offset_map_memory, hash_algorithm, load_factor),
@@ -185,14 +194,20 @@ def _check_abort(tp: object) -> None:
 
 def clean_in_worker(task: CleanTask) -> CleanResult:
     """Run the CPU-heavy part of a round (in the worker process, after init_worker)."""
-    if _cleaner is None:
+    if _cleaner is None or _progress is None:
         raise RuntimeError("clean_in_worker runs only in a cleaner worker process (init_worker)")
-    return run_round(_cleaner, task)
+    progress = _progress
+    return run_round(_cleaner, task, lambda info: progress.put((task.round_id, info)))
 
 
-def run_round(cleaner: Cleaner, task: CleanTask) -> CleanResult:
+def run_round(
+    cleaner: Cleaner, task: CleanTask, on_group: Callable[[CleanedSegmentInfo], None] | None = None
+) -> CleanResult:
     """Build the offset map over the dirty section and write every group's `.cleaned`
-    segment, closed; the caller swaps them in. Deletes its `.cleaned` files on error."""
+    segment, closed, telling `on_group` of each as soon as it is written so the caller
+    can swap it in while the next is written (so that, as in Kafka, about one group's
+    worth of `.cleaned` files exists at a time). Deletes its unannounced `.cleaned`
+    files on error."""
     tp = task.topic_partition
     dir = Path(task.dir)
     log = cleaner.log
@@ -229,7 +244,11 @@ def run_round(cleaner: Cleaner, task: CleanTask) -> CleanResult:
             ns = group[-1].last_modified * 1_000_000
             for f in cleaned_file_names(dir, seg.base_offset)[:3]:
                 os.utime(f, ns=(ns, ns))
-            cleaned.append(CleanedSegmentInfo(seg.base_offset, [v.base_offset for v in group]))
+            info = CleanedSegmentInfo(seg.base_offset, [v.base_offset for v in group])
+            cleaned.append(info)
+            if on_group is not None:
+                on_group(info)
+            written.remove(seg.base_offset)  # the caller's now: it may be swapping it in
         stats.buffer_size = cleaner.io_buffer_size
         stats.end_ms = cleaner.time.milliseconds()
         return CleanResult(end_offset, cleaned, stats)

@@ -64,9 +64,10 @@ class LogCleaner:
             for t in self.cleaners:
                 t.start()
             return
-        # In-process rounds only (config.worker_process off): cleaner threads run CPU-bound Python; with the default 5 ms switch interval the
-        # event loop waits up to 5 ms for the GIL at every wake-up while a round runs
-        # (bench/cleaner_bench.py: produce p99 ~30 ms at 5 ms, ~12 ms at 1 ms).
+        # In-process rounds only (worker_process off): the cleaner threads run CPU-bound
+        # Python; with the default 5 ms switch interval the event loop waits up to 5 ms for
+        # the GIL at every wake-up while a round runs (bench/cleaner_bench.py: produce p99
+        # ~30 ms at 5 ms, ~12 ms at 1 ms).
         self._saved_switch_interval = sys.getswitchinterval()
         if self.cleaners and self._saved_switch_interval > GIL_SWITCH_INTERVAL_S:
             sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
