@@ -8,6 +8,7 @@ ms of the first, go out as one Produce request. Errors are one line on stderr, e
 from __future__ import annotations
 
 import asyncio
+import sys
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -331,7 +332,7 @@ def command(
                 compression=settings.compression,
                 timeout_ms=settings.request_timeout_ms,
             )
-            stdin = click.get_binary_stream("stdin")
+            stdin = sys.stdin.buffer
             await produce_lines(
                 stdin,
                 producer,
