@@ -31,6 +31,7 @@ from kafpy.storage.cleaner.cleaner_worker import (
     discard_cleaned_files,
     init_worker,
     log_level,
+    logs_dir,
 )
 from kafpy.storage.cleaner.log_to_clean import LogToClean, segments_in_range
 from kafpy.storage.log_segment import CLEANED_FILE_SUFFIX, LogSegment
@@ -84,6 +85,7 @@ class CleanerProcess:
                     c.max_io_bytes_per_second / threads,
                     self.thread_id,
                     log_level(),
+                    logs_dir(),
                 ),
             )
         return self._executor

@@ -160,6 +160,7 @@ def init_worker(
     max_io_bytes_per_second: float,
     thread_id: int,
     log_level: int,
+    logs_dir: str | None = None,
 ) -> None:
     """The worker's initializer: keep the abort Event and the progress Queue (where each
     group's cleaned segment is announced as soon as it is written) and build this
@@ -167,7 +168,7 @@ def init_worker(
     global _abort, _progress, _cleaner
     from kafpy.common.logger import configure_logging  # noqa: PLC0415
 
-    configure_logging(log_level)
+    configure_logging(log_level, logs_dir=logs_dir)
     # Ctrl-C reaches the whole process group: the broker stops the worker itself on shutdown
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     # background work: the broker's event loop gets the CPU first when both want it
@@ -268,3 +269,12 @@ def _reaches(views: list[_SourceView], i: int, start: int) -> bool:
 def log_level() -> int:
     """The level the worker logs at: the broker's."""
     return logging.getLogger("kafpy").getEffectiveLevel()
+
+
+def logs_dir() -> str | None:
+    """The directory of the broker's server.log, which the worker appends to as well
+    (each record is one append of one line), or None when the broker logs to no file."""
+    for handler in logging.getLogger("kafpy").handlers:
+        if isinstance(handler, logging.FileHandler):
+            return str(Path(handler.baseFilename).parent)
+    return None

@@ -199,3 +199,27 @@ def test_shutdown_during_a_round_stops_the_worker_and_discards_the_round(tmp_pat
     assert OffsetCheckpointFile(m.live_log_dirs[0] / CLEANER_OFFSET_CHECKPOINT_FILE).read().get(TP, 0) == 0
     m.cleaner = None
     m.shutdown()
+
+
+def test_the_worker_logs_into_the_brokers_server_log(tmp_path: Path, clock: Clock) -> None:
+    import logging
+
+    from kafpy.common.logger import configure_logging
+
+    root = logging.getLogger("kafpy")
+    saved = (root.handlers[:], root.level, root.propagate)
+    configure_logging(logging.INFO, logs_dir=tmp_path / "logs")
+    try:
+        log = tmp_log(tmp_path / "data", clock)
+        write_each(log, updates(12, 4), per_batch=3)
+        proc = CleanerProcess(CleanerConfig(io_buffer_size=8192), 0)
+        try:
+            proc.clean(to_clean(log), lambda tp: None)
+        finally:
+            proc.shutdown()
+    finally:
+        for handler in root.handlers:
+            handler.close()
+        root.handlers[:], root.level, root.propagate = saved
+    server_log = (tmp_path / "logs" / "server.log").read_text()
+    assert f"Beginning cleaning of log {log.topic_partition}" in server_log
