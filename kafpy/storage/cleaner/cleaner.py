@@ -18,11 +18,11 @@ import struct
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from kafpy.common.time import Time
 from kafpy.records.record_batch import HEADER, LOG_OVERHEAD, RecordBatch
-from kafpy.storage.cleaner.log_to_clean import LogToClean, segments_in_range
+from kafpy.storage.cleaner.log_to_clean import LogToClean, in_range, segments_in_range
 from kafpy.storage.cleaner.offset_map import SkimpyOffsetMap
 from kafpy.storage.cleaner.record_scan import filter_batch, records_section, scan_records
 from kafpy.storage.cleaner.throttler import Throttler
@@ -68,6 +68,13 @@ class CleanerStats:
         return max(self.end_ms - self.start_ms, 1) / 1000.0
 
 
+class IndexSize(Protocol):
+    """What grouping segments needs of an index: its size in bytes."""
+
+    @property
+    def size_in_bytes(self) -> int: ...
+
+
 class SegmentRecords(Protocol):
     """What the cleaner reads a segment's batches through: its file descriptor and size."""
 
@@ -93,6 +100,18 @@ class SourceSegment(Protocol):
 
     @property
     def largest_timestamp(self) -> int: ...
+
+    @property
+    def size(self) -> int: ...
+
+    @property
+    def offset_index(self) -> IndexSize: ...
+
+    @property
+    def time_index(self) -> IndexSize: ...
+
+
+S = TypeVar("S", bound=SourceSegment)
 
 
 def _read_batches(
@@ -198,21 +217,44 @@ class Cleaner:
 
     def clean(self, cleanable: LogToClean) -> tuple[int, CleanerStats]:
         """Clean the log up to the end of the map; returns (next dirty offset, stats)."""
-        log_ = cleanable.log
-        # tombstones are kept for delete.retention.ms after the clean section last changed
-        clean_section = segments_in_range(log_, 0, cleanable.first_dirty_offset)
-        cleanable_horizon_ms = clean_section[-1].last_modified if clean_section else 0
-        delete_horizon_ms = cleanable_horizon_ms - log_.config.delete_retention_ms
-        return self.do_clean(cleanable, delete_horizon_ms)
+        return self.do_clean(cleanable, cleanable.delete_horizon_ms())
 
     def do_clean(self, cleanable: LogToClean, delete_horizon_ms: int) -> tuple[int, CleanerStats]:
+        """A round in this process: each group's `.cleaned` segment is swapped into the
+        Log as soon as it is written."""
         log_ = cleanable.log
-        tp = cleanable.topic_partition
+        return self.clean_round(
+            cleanable.topic_partition, log_.dir, log_.config,
+            segments_in_range(log_, 0, cleanable.first_uncleanable_offset),
+            cleanable.first_dirty_offset, cleanable.first_uncleanable_offset, delete_horizon_ms,
+            last_offsets_of_producers(log_),
+            lambda cleaned, group: self._swap_in(log_, cleaned, group),
+        )  # fmt: skip
+
+    def clean_round(
+        self,
+        tp: object,
+        dir: Path,
+        config: LogConfig,
+        segments: Sequence[S],
+        first_dirty_offset: int,
+        first_uncleanable_offset: int,
+        delete_horizon_ms: int,
+        last_offset_of_producer: dict[int, int],
+        on_group: Callable[[LogSegment, list[S]], None],
+    ) -> tuple[int, CleanerStats]:
+        """One round over `segments` (the log's segments below `first_uncleanable_offset`,
+        oldest first): map the keys of the dirty section, then write each group of
+        segments into one `.cleaned` segment and hand it to `on_group` (which swaps it in,
+        here or in the broker); returns (next dirty offset, stats). Shared by the broker's
+        in-process rounds and the cleaner's worker process."""
         self.log.info("Beginning cleaning of log %s.", tp)
         stats = CleanerStats(start_ms=self.time.milliseconds())
         self.log.info("Building offset map for %s...", tp)
-        upper_bound = cleanable.first_uncleanable_offset
-        self.build_offset_map(log_, cleanable.first_dirty_offset, upper_bound, self.offset_map, stats)
+        dirty = in_range(segments, first_dirty_offset, first_uncleanable_offset)
+        self.build_offset_map_for_segments(
+            tp, dirty, first_dirty_offset, first_uncleanable_offset, self.offset_map, stats
+        )
         end_offset = self.offset_map.latest_offset + 1
         stats.map_complete_ms = self.time.milliseconds()
         self.log.info(
@@ -220,14 +262,15 @@ class Cleaner:
             tp, end_offset, delete_horizon_ms,
         )
         groups = self.group_segments_by_size(
-            segments_in_range(log_, 0, end_offset),
-            log_.config.segment_bytes,
-            log_.config.segment_index_bytes,
-            cleanable.first_uncleanable_offset,
-        )
+            in_range(segments, 0, end_offset), config.segment_bytes, config.segment_index_bytes,
+            first_uncleanable_offset,
+        )  # fmt: skip
         for group in groups:
             stats.groups.append(len(group))
-            self.clean_segments(log_, group, self.offset_map, delete_horizon_ms, stats)
+            cleaned = self.write_cleaned_segment(
+                tp, dir, config, group, self.offset_map, delete_horizon_ms, last_offset_of_producer, stats
+            )
+            on_group(cleaned, group)
         stats.buffer_size = self.io_buffer_size
         stats.end_ms = self.time.milliseconds()
         return end_offset, stats
@@ -239,8 +282,9 @@ class Cleaner:
     ) -> None:
         """Map every key in [start, end) to its latest offset, stopping early (at a batch
         boundary) when the map is full; `offset_map.latest_offset` says how far it got."""
-        dirty = [s for s in segments_in_range(log_, start, end) if s.base_offset < end]
-        self.build_offset_map_for_segments(log_.topic_partition, dirty, start, end, offset_map, stats)
+        self.build_offset_map_for_segments(
+            log_.topic_partition, segments_in_range(log_, start, end), start, end, offset_map, stats
+        )
 
     def build_offset_map_for_segments(
         self,
@@ -310,11 +354,11 @@ class Cleaner:
 
     @staticmethod
     def group_segments_by_size(
-        segments: list[LogSegment], max_size: int, max_index_size: int, first_uncleanable_offset: int
-    ) -> list[list[LogSegment]]:
+        segments: Sequence[S], max_size: int, max_index_size: int, first_uncleanable_offset: int
+    ) -> list[list[S]]:
         """Runs of consecutive segments whose log, offset index and time index each fit
         `max_size` / `max_index_size`, and whose offsets fit one segment's int32 range."""
-        groups: list[list[LogSegment]] = []
+        groups: list[list[S]] = []
         i = 0
         while i < len(segments):
             group = [segments[i]]
@@ -343,28 +387,12 @@ class Cleaner:
 
     # -- rewriting -----------------------------------------------------------------------------------
 
-    def clean_segments(
-        self,
-        log_: Log,
-        segments: list[LogSegment],
-        offset_map: SkimpyOffsetMap,
-        delete_horizon_ms: int,
-        stats: CleanerStats,
-    ) -> None:
-        """Write `segments` into one `.cleaned` segment and swap it in for them."""
-        tp = log_.topic_partition
-        with log_._lock:  # the producer map changes on appends
-            last_offset_of_producer = {
-                pid: e.last_data_offset
-                for pid, e in log_.producer_state_manager.active_producers().items()
-            }
-        cleaned = self.write_cleaned_segment(
-            tp, log_.dir, log_.config, segments, offset_map, delete_horizon_ms,
-            last_offset_of_producer, stats,
-        )
+    def _swap_in(self, log_: Log, cleaned: LogSegment, segments: list[LogSegment]) -> None:
+        """Swap a `.cleaned` segment into `log_` for the segments it replaces; it keeps
+        the last one's modification time (the next round's delete horizon)."""
         try:
             cleaned.last_modified = segments[-1].last_modified
-            self.check_done(tp)
+            self.check_done(log_.topic_partition)
             self.log.info(
                 "Swapping in cleaned segment %s for segment(s) %s in log %s",
                 cleaned, [s.base_offset for s in segments], log_.name,
@@ -462,12 +490,21 @@ class Cleaner:
         stats.bytes_written += writer.written
 
 
-def _last_offset_for(segments: list[LogSegment], i: int, first_uncleanable_offset: int) -> int:
+def _last_offset_for(segments: Sequence[SourceSegment], i: int, first_uncleanable_offset: int) -> int:
     """The last offset segments[i] may hold: just below the next segment's base offset,
     or below the first uncleanable offset for the last segment of the list."""
     if i + 1 < len(segments):
         return segments[i + 1].base_offset - 1
     return first_uncleanable_offset - 1
+
+
+def last_offsets_of_producers(log_: Log) -> dict[int, int]:
+    """Each active producer's last data offset: the cleaner keeps a producer's last batch
+    so that its sequence numbers survive compaction."""
+    with log_._lock:  # the producer map changes on appends
+        return {
+            pid: e.last_data_offset for pid, e in log_.producer_state_manager.active_producers().items()
+        }
 
 
 def create_new_cleaned_segment(log_: Log, base_offset: int) -> LogSegment:
@@ -488,4 +525,11 @@ def new_cleaned_segment(dir: Path, base_offset: int, config: LogConfig, time: Ti
     return seg
 
 
-__all__ = ["Cleaner", "CleanerStats", "SourceSegment", "create_new_cleaned_segment", "new_cleaned_segment"]
+__all__ = [
+    "Cleaner",
+    "CleanerStats",
+    "SourceSegment",
+    "create_new_cleaned_segment",
+    "last_offsets_of_producers",
+    "new_cleaned_segment",
+]

@@ -20,7 +20,7 @@ from concurrent.futures.process import BrokenProcessPool
 from multiprocessing.queues import Queue
 from pathlib import Path
 
-from kafpy.storage.cleaner.cleaner import CleanerStats
+from kafpy.storage.cleaner.cleaner import CleanerStats, last_offsets_of_producers
 from kafpy.storage.cleaner.cleaner_config import CleanerConfig
 from kafpy.storage.cleaner.cleaner_worker import (
     CleanedSegmentInfo,
@@ -109,17 +109,7 @@ class CleanerProcess:
     def describe(cleanable: LogToClean, round_id: int = 0) -> CleanTask:
         """The round as plain data; what Cleaner.clean computes from the Log first."""
         log_ = cleanable.log
-        clean_section = segments_in_range(log_, 0, cleanable.first_dirty_offset)
-        cleanable_horizon_ms = clean_section[-1].last_modified if clean_section else 0
-        segments = [
-            s for s in segments_in_range(log_, 0, cleanable.first_uncleanable_offset)
-            if s.base_offset < cleanable.first_uncleanable_offset
-        ]
-        with log_._lock:  # the producer map changes on appends
-            last_offset_of_producer = {
-                pid: e.last_data_offset
-                for pid, e in log_.producer_state_manager.active_producers().items()
-            }
+        segments = segments_in_range(log_, 0, cleanable.first_uncleanable_offset)
         return CleanTask(
             round_id,
             cleanable.topic_partition,
@@ -134,8 +124,8 @@ class CleanerProcess:
             ],
             cleanable.first_dirty_offset,
             cleanable.first_uncleanable_offset,
-            cleanable_horizon_ms - log_.config.delete_retention_ms,
-            last_offset_of_producer,
+            cleanable.delete_horizon_ms(),
+            last_offsets_of_producers(log_),
         )
 
     def clean(

@@ -33,6 +33,7 @@ from kafpy.storage.cleaner.throttler import Throttler
 from kafpy.storage.log_config import LogConfig
 from kafpy.storage.log_segment import (
     CLEANED_FILE_SUFFIX,
+    LogSegment,
     log_file_name,
     offset_index_file_name,
     time_index_file_name,
@@ -204,66 +205,39 @@ def clean_in_worker(task: CleanTask) -> CleanResult:
 def run_round(
     cleaner: Cleaner, task: CleanTask, on_group: Callable[[CleanedSegmentInfo], None] | None = None
 ) -> CleanResult:
-    """Build the offset map over the dirty section and write every group's `.cleaned`
-    segment, closed, telling `on_group` of each as soon as it is written so the caller
-    can swap it in while the next is written (so that, as in Kafka, about one group's
-    worth of `.cleaned` files exists at a time). Deletes its unannounced `.cleaned`
-    files on error."""
-    tp = task.topic_partition
+    """Cleaner.clean_round over the task's segments, read-only: each group's `.cleaned`
+    segment is closed, given the modification time of the last segment it replaces (the
+    next round's delete horizon) and announced to `on_group` at once, so the caller can
+    swap it in while the next is written (as in Kafka, about one group's worth of
+    `.cleaned` files exists at a time)."""
     dir = Path(task.dir)
-    log = cleaner.log
-    log.info("Beginning cleaning of log %s.", tp)
-    stats = CleanerStats(start_ms=cleaner.time.milliseconds())
     views = [_SourceView(info) for info in task.segments]
-    written: list[int] = []
-    try:
-        start, end = task.first_dirty_offset, task.first_uncleanable_offset
-        dirty = [v for i, v in enumerate(views) if v.base_offset < end and _reaches(views, i, start)]
-        cleaner.build_offset_map_for_segments(tp, dirty, start, end, cleaner.offset_map, stats)
-        end_offset = cleaner.offset_map.latest_offset + 1
-        stats.map_complete_ms = cleaner.time.milliseconds()
-        log.info(
-            "Cleaning log %s (cleaning prior to %d, discarding tombstones prior to %d)...",
-            tp, end_offset, task.delete_horizon_ms,
-        )
-        in_range = [v for v in views if v.base_offset < end_offset]
-        groups = cleaner.group_segments_by_size(
-            in_range, task.config.segment_bytes, task.config.segment_index_bytes,  # type: ignore[arg-type]
-            task.first_uncleanable_offset,
-        )
-        cleaned: list[CleanedSegmentInfo] = []
-        for group in groups:
-            stats.groups.append(len(group))
-            written.append(group[0].base_offset)
-            seg = cleaner.write_cleaned_segment(
-                tp, dir, task.config, group, cleaner.offset_map, task.delete_horizon_ms,
-                task.last_offset_of_producer, stats,
-            )
+    cleaned: list[CleanedSegmentInfo] = []
+
+    def announce(seg: LogSegment, group: list[_SourceView]) -> None:
+        try:
             seg.close()
-            # the cleaned segment keeps the mtime of the last segment it replaces, which
-            # is what the next round's delete horizon is computed from
             ns = group[-1].last_modified * 1_000_000
             for f in cleaned_file_names(dir, seg.base_offset)[:3]:
                 os.utime(f, ns=(ns, ns))
-            info = CleanedSegmentInfo(seg.base_offset, [v.base_offset for v in group])
-            cleaned.append(info)
-            if on_group is not None:
-                on_group(info)
-            written.remove(seg.base_offset)  # the caller's now: it may be swapping it in
-        stats.buffer_size = cleaner.io_buffer_size
-        stats.end_ms = cleaner.time.milliseconds()
+        except BaseException:
+            discard_cleaned_files(dir, [seg.base_offset])
+            raise
+        info = CleanedSegmentInfo(seg.base_offset, [v.base_offset for v in group])
+        cleaned.append(info)
+        if on_group is not None:
+            on_group(info)  # the caller's now: it may be swapping it in
+
+    try:
+        end_offset, stats = cleaner.clean_round(
+            task.topic_partition, dir, task.config, views, task.first_dirty_offset,
+            task.first_uncleanable_offset, task.delete_horizon_ms, task.last_offset_of_producer,
+            announce,
+        )  # fmt: skip
         return CleanResult(end_offset, cleaned, stats)
-    except BaseException:
-        discard_cleaned_files(dir, written)
-        raise
     finally:
         for v in views:
             v.log.close()
-
-
-def _reaches(views: list[_SourceView], i: int, start: int) -> bool:
-    """True if views[i] may hold offsets at or above `start` (as segments_in_range)."""
-    return i + 1 >= len(views) or views[i + 1].base_offset > start
 
 
 def log_level() -> int:

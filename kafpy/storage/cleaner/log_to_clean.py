@@ -2,25 +2,39 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Protocol, TypeVar
 
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.storage.log import Log
 from kafpy.storage.log_segment import LogSegment
 
 
-def segments_in_range(log: Log, from_offset: int, to_offset: int) -> list[LogSegment]:
-    """The log's segments that may hold offsets in [from_offset, to_offset) (Kafka's logSegments(from, to))."""
-    segments = log.log_segments()
-    out: list[LogSegment] = []
+class _HasBaseOffset(Protocol):
+    @property
+    def base_offset(self) -> int: ...
+
+
+S = TypeVar("S", bound=_HasBaseOffset)
+
+
+def in_range(segments: Sequence[S], from_offset: int, to_offset: int) -> list[S]:
+    """Those of `segments` (ordered by base offset) that may hold offsets in
+    [from_offset, to_offset) (Kafka's logSegments(from, to))."""
+    out: list[S] = []
     for i, s in enumerate(segments):
         if s.base_offset >= to_offset:
             break
-        next_base = segments[i + 1].base_offset if i + 1 < len(segments) else None
-        if next_base is not None and next_base <= from_offset:
+        if i + 1 < len(segments) and segments[i + 1].base_offset <= from_offset:
             continue
         out.append(s)
     return out
+
+
+def segments_in_range(log: Log, from_offset: int, to_offset: int) -> list[LogSegment]:
+    """The log's segments that may hold offsets in [from_offset, to_offset)."""
+    return in_range(log.log_segments(), from_offset, to_offset)
 
 
 @dataclass(order=True)
@@ -53,6 +67,13 @@ class LogToClean:
         )
         total = self.clean_bytes + self.cleanable_bytes
         self.cleanable_ratio = self.cleanable_bytes / total if total else 0.0
+
+    def delete_horizon_ms(self) -> int:
+        """Tombstones are kept for delete.retention.ms after the clean section last
+        changed: those in segments last modified before this time are dropped."""
+        clean_section = segments_in_range(self.log, 0, self.first_dirty_offset)
+        cleanable_horizon_ms = clean_section[-1].last_modified if clean_section else 0
+        return cleanable_horizon_ms - self.log.config.delete_retention_ms
 
     @property
     def total_bytes(self) -> int:
