@@ -333,16 +333,7 @@ class KafkaClient:
     ) -> dict[str, Any]:
         """Send to broker `node_id` (reconnecting and retrying on a lost connection).
         `check`, if given, inspects the response and raises to retry or fail."""
-        await self.start()
-
-        async def attempt() -> dict[str, Any]:
-            conn = await self.connection(node_id)
-            response = await conn.send(api_key, body, version, timeout_ms=timeout_ms)
-            if check is not None:
-                check(response)
-            return response
-
-        return await self._with_retries(attempt)
+        return await self._send_via(lambda: self.connection(node_id), api_key, body, version, timeout_ms, check)
 
     async def send_to_controller(
         self,
@@ -355,24 +346,16 @@ class KafkaClient:
     ) -> dict[str, Any]:
         """Send to the active controller; on NOT_CONTROLLER (or no controller known) the
         metadata is refreshed and the request sent again to the new controller."""
-        await self.start()
+        return await self._send_via(self._controller_connection, api_key, body, version, timeout_ms, check)
 
-        async def attempt() -> dict[str, Any]:
+    async def _controller_connection(self) -> BrokerConnection:
+        controller = self.cluster.controller_id
+        if self.cluster.broker(controller) is None:
+            await self.refresh_metadata([])
             controller = self.cluster.controller_id
             if self.cluster.broker(controller) is None:
-                await self.refresh_metadata([])
-                controller = self.cluster.controller_id
-                if self.cluster.broker(controller) is None:
-                    raise error_for_code(
-                        Errors.NOT_CONTROLLER, "The cluster has no active controller right now."
-                    )
-            conn = await self.connection(controller)
-            response = await conn.send(api_key, body, version, timeout_ms=timeout_ms)
-            if check is not None:
-                check(response)
-            return response
-
-        return await self._with_retries(attempt)
+                raise error_for_code(Errors.NOT_CONTROLLER, "The cluster has no active controller right now.")
+        return await self.connection(controller)
 
     async def send_to_any(
         self,
@@ -384,16 +367,7 @@ class KafkaClient:
         check: Check | None = None,
     ) -> dict[str, Any]:
         """Send to whichever broker is connected and least loaded."""
-        await self.start()
-
-        async def attempt() -> dict[str, Any]:
-            conn = await self._any_connection()
-            response = await conn.send(api_key, body, version, timeout_ms=timeout_ms)
-            if check is not None:
-                check(response)
-            return response
-
-        return await self._with_retries(attempt)
+        return await self._send_via(self._any_connection, api_key, body, version, timeout_ms, check)
 
     async def send_to_leader(
         self,
@@ -409,10 +383,30 @@ class KafkaClient:
         (NOT_LEADER_OR_FOLLOWER, LEADER_NOT_AVAILABLE, ...) refreshes the topic's metadata
         and retries. `body` may be a function of the version picked, for requests whose
         shape depends on it."""
+
+        async def leader_connection() -> BrokerConnection:
+            return await self.connection(await self.leader_for(tp))
+
+        return await self._send_via(
+            leader_connection, api_key, body, version, timeout_ms, check, refresh_topics=[tp.topic]
+        )
+
+    async def _send_via(
+        self,
+        pick: Callable[[], Awaitable[BrokerConnection]],
+        api_key: int,
+        body: Mapping[str, Any] | Callable[[int], Mapping[str, Any]],
+        version: int | None,
+        timeout_ms: int | None,
+        check: Check | None,
+        refresh_topics: list[str] | None = None,
+    ) -> dict[str, Any]:
+        """Send on the connection `pick` gives (picked again for each retry), at
+        `version` or the highest both sides support, and `check` the response."""
         await self.start()
 
         async def attempt() -> dict[str, Any]:
-            conn = await self.connection(await self.leader_for(tp))
+            conn = await pick()
             chosen = version if version is not None else conn.pick_version(api_key)
             value = body(chosen) if callable(body) else body
             response = await conn.send(api_key, value, chosen, timeout_ms=timeout_ms)
@@ -420,7 +414,7 @@ class KafkaClient:
                 check(response)
             return response
 
-        return await self._with_retries(attempt, refresh_topics=[tp.topic])
+        return await self._with_retries(attempt, refresh_topics=refresh_topics)
 
     def node(self, node_id: int) -> Node | None:
         return self.cluster.broker(node_id)

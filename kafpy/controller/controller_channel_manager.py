@@ -539,16 +539,8 @@ def _leader_and_isr_builder(
     live_leaders: list[Body],
 ) -> Callable[[int], Body]:
     def state(tp: TopicPartition, entry: _LeaderAndIsrEntry) -> Body:
-        lai = entry.state.leader_and_isr
         return {
-            "topic_name": tp.topic,
-            "partition_index": tp.partition,
-            "controller_epoch": entry.state.controller_epoch,
-            "leader": lai.leader,
-            "leader_epoch": lai.leader_epoch,
-            "isr": list(lai.isr),
-            "zk_version": lai.zk_version,
-            "replicas": list(entry.replicas),
+            **_partition_state(tp, entry.state, entry.replicas),
             "adding_replicas": [],
             "removing_replicas": [],
             "is_new": entry.is_new,
@@ -565,6 +557,23 @@ def _leader_and_isr_builder(
         return body
 
     return build
+
+
+def _partition_state(
+    tp: TopicPartition, state: LeaderIsrAndControllerEpoch, replicas: Iterable[int]
+) -> Body:
+    """The fields LeaderAndIsr and UpdateMetadata partition states share."""
+    lai = state.leader_and_isr
+    return {
+        "topic_name": tp.topic,
+        "partition_index": tp.partition,
+        "controller_epoch": state.controller_epoch,
+        "leader": lai.leader,
+        "leader_epoch": lai.leader_epoch,
+        "isr": list(lai.isr),
+        "zk_version": lai.zk_version,
+        "replicas": list(replicas),
+    }
 
 
 def _add_partition_states(
@@ -592,16 +601,8 @@ def _update_metadata_builder(
     live_brokers: list[Body],
 ) -> Callable[[int], Body]:
     def state(tp: TopicPartition, entry: _UpdateMetadataEntry) -> Body:
-        lai = entry.state.leader_and_isr
         return {
-            "topic_name": tp.topic,
-            "partition_index": tp.partition,
-            "controller_epoch": entry.state.controller_epoch,
-            "leader": lai.leader,
-            "leader_epoch": lai.leader_epoch,
-            "isr": list(lai.isr),
-            "zk_version": lai.zk_version,
-            "replicas": list(entry.replicas),
+            **_partition_state(tp, entry.state, entry.replicas),
             "offline_replicas": list(entry.offline_replicas),
         }
 
