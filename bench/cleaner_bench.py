@@ -185,7 +185,9 @@ def bench_latency(keys: int, updates: int) -> None:
         total = keys * updates
         dirty_dir = logs / "dirty-0"
         size_before = sum(f.stat().st_size for f in dirty_dir.glob("*.log"))
-        print(f"wrote {total} records ({size_before / MB:.1f} MB) in {time.perf_counter() - t0:.1f} s")
+        print(
+            f"wrote {total} records ({size_before / MB:.1f} MB) in {time.perf_counter() - t0:.1f} s"
+        )
 
         base = measure_latency(bootstrap, "probe", 10)
         checkpoint = OffsetCheckpointFile(logs / "cleaner-offset-checkpoint")
@@ -198,8 +200,15 @@ def bench_latency(keys: int, updates: int) -> None:
             active = max(int(f.name.split(".")[0]) for f in dirty_dir.glob("*.log"))
             return entries.get(TopicPartition("dirty", 0), -1) >= active
 
-        res = ConfigResource("topic", "dirty", set_config={
-            "cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.01", "segment.bytes": str(16 * MB)})
+        res = ConfigResource(
+            "topic",
+            "dirty",
+            set_config={
+                "cleanup.policy": "compact",
+                "min.cleanable.dirty.ratio": "0.01",
+                "segment.bytes": str(16 * MB),
+            },
+        )
         for f in admin.alter_configs([res]).values():
             f.result(30)
         t_clean = time.perf_counter()
@@ -232,7 +241,9 @@ def bench_latency(keys: int, updates: int) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--part", choices=["throughput", "latency", "all"], default="all")
     ap.add_argument("--dirty-mb", type=int, default=32)
     ap.add_argument("--keys", type=int, default=10_000)

@@ -36,7 +36,9 @@ def progress(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-async def create_topic(bootstrap: str, topic: str, partitions: int, rf: int, configs: dict[str, str]) -> None:
+async def create_topic(
+    bootstrap: str, topic: str, partitions: int, rf: int, configs: dict[str, str]
+) -> None:
     async with AdminClient.connect(bootstrap, request_timeout_ms=60000) as admin:
         await admin.create_topics([NewTopic(topic, partitions, rf, configs=configs)])
 
@@ -84,7 +86,9 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=2000000)
     parser.add_argument("--size", type=int, default=100, help="value size in bytes")
     parser.add_argument("--partitions", type=int, default=3)
-    parser.add_argument("--dir", type=Path, default=None, help="working directory (default: temporary)")
+    parser.add_argument(
+        "--dir", type=Path, default=None, help="working directory (default: temporary)"
+    )
     parser.add_argument("--keep", action="store_true", help="keep the working directory")
     args = parser.parse_args()
 
@@ -99,11 +103,15 @@ def main() -> None:
         cluster.start(lambda m: progress(f"  {m}"))
         bootstrap = cluster.bootstrap_servers
         asyncio.run(create_topic(bootstrap, "rf1", args.partitions, 1, {}))
-        asyncio.run(create_topic(bootstrap, "rf3", args.partitions, 3, {"min.insync.replicas": "2"}))
+        asyncio.run(
+            create_topic(bootstrap, "rf3", args.partitions, 3, {"min.insync.replicas": "2"})
+        )
         time.sleep(2)  # leaders elected and followers fetching before timing
         results = {}
         for topic, acks in (("rf1", "1"), ("rf3", "all")):
-            progress(f"Producing {args.records} records of {args.size} bytes to {topic} with acks={acks}")
+            progress(
+                f"Producing {args.records} records of {args.size} bytes to {topic} with acks={acks}"
+            )
             seconds = produce(bootstrap, topic, acks, args.records, args.size)
             rate = args.records / seconds
             results[topic] = rate

@@ -61,7 +61,9 @@ def bench_ceiling(dir: Path, batch: bytearray, count: int) -> float:
     return elapsed
 
 
-def bench_append(dir: Path, batch: bytearray, count: int, scheduler: KafkaScheduler) -> tuple[float, Log]:
+def bench_append(
+    dir: Path, batch: bytearray, count: int, scheduler: KafkaScheduler
+) -> tuple[float, Log]:
     log_dir = dir / "bench-0"
     shutil.rmtree(log_dir, ignore_errors=True)
     # max.message.bytes raised so that the 1 MiB batches are accepted
@@ -93,7 +95,9 @@ def bench_read(log: Log) -> tuple[float, int]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dir", default=None, help="where to write (default: a temp dir under /tmp)")
+    parser.add_argument(
+        "--dir", default=None, help="where to write (default: a temp dir under /tmp)"
+    )
     parser.add_argument("--mb", type=int, default=256, help="MiB written per measurement")
     parser.add_argument("--reps", type=int, default=3, help="repetitions (the best is reported)")
     args = parser.parse_args()
@@ -132,11 +136,15 @@ def main() -> None:
         scheduler.shutdown()
         shutil.rmtree(base, ignore_errors=True)
     print()
-    print(f"{'batch':>7} {'bytes':>8} {'os.write MB/s':>14} {'append MB/s':>12} {'batches/s':>10} "
-          f"{'append/ceiling':>15} {'read MB/s':>10}")
+    print(
+        f"{'batch':>7} {'bytes':>8} {'os.write MB/s':>14} {'append MB/s':>12} {'batches/s':>10} "
+        f"{'append/ceiling':>15} {'read MB/s':>10}"
+    )
     for label, nbytes, ceil_mbs, app_mbs, bps, ratio, read_mbs in rows:
-        print(f"{label:>7} {nbytes:>8} {ceil_mbs:>14.0f} {app_mbs:>12.0f} {bps:>10.0f} "
-              f"{ratio:>14.0f}% {read_mbs:>10.0f}")
+        print(
+            f"{label:>7} {nbytes:>8} {ceil_mbs:>14.0f} {app_mbs:>12.0f} {bps:>10.0f} "
+            f"{ratio:>14.0f}% {read_mbs:>10.0f}"
+        )
 
 
 if __name__ == "__main__":

@@ -175,7 +175,9 @@ def main() -> None:
             n_total = n + 1000
             tp = kafpy_produce(bootstrap, topic, n, value)
             tc = kafpy_consume(bootstrap, topic, n_total)
-            tcc = kafpy_consume(bootstrap, topic, n_total, prefill_s=max(2.0, n_total * size / 200e6))
+            tcc = kafpy_consume(
+                bootstrap, topic, n_total, prefill_s=max(2.0, n_total * size / 200e6)
+            )
             mb = n * size / 1e6
             print(f"kafpy  {size:>5} B  produce {n / tp:>12,.0f} rec/s {mb / tp:>8.1f} MB/s   "
                   f"consume {n_total / tc:>12,.0f} rec/s {n_total * size / 1e6 / tc:>8.1f} MB/s")  # fmt: skip
@@ -192,7 +194,9 @@ def main() -> None:
             rp, rc = ref
             print(f"redis  {size:>5} B  produce {n / rp:>12,.0f} rec/s {mb / rp:>8.1f} MB/s   "
                   f"consume {n / rc:>12,.0f} rec/s {mb / rc:>8.1f} MB/s")  # fmt: skip
-            print(f"ratio  kafpy/redis  produce {rp / tp:.2f}x  consume {rc / tc * n_total / n:.2f}x")
+            print(
+                f"ratio  kafpy/redis  produce {rp / tp:.2f}x  consume {rc / tc * n_total / n:.2f}x"
+            )
     finally:
         broker.terminate()
         broker.wait(60)

@@ -22,7 +22,11 @@ from kafpy.protocol.errors import Errors
 
 Out = Callable[[str], None]
 EARLIEST, LATEST = -2, -1
-_RETRIABLE_COORDINATOR = (Errors.COORDINATOR_NOT_AVAILABLE, Errors.COORDINATOR_LOAD_IN_PROGRESS, Errors.NOT_COORDINATOR)
+_RETRIABLE_COORDINATOR = (
+    Errors.COORDINATOR_NOT_AVAILABLE,
+    Errors.COORDINATOR_LOAD_IN_PROGRESS,
+    Errors.NOT_COORDINATOR,
+)
 
 
 class GroupCommandError(Exception):
@@ -44,16 +48,28 @@ class ConsumerGroupService:
 
     async def coordinator(self, group: str) -> int:
         for _ in range(self.attempts):
-            r = await self.client.send_to_any(ApiKey.FIND_COORDINATOR, {"key": group, "key_type": 0})
+            r = await self.client.send_to_any(
+                ApiKey.FIND_COORDINATOR, {"key": group, "key_type": 0}
+            )
             if r["error_code"] == Errors.NONE:
                 await self.client.refresh_metadata([])
                 return int(r["node_id"])
             if r["error_code"] not in _RETRIABLE_COORDINATOR:
-                raise GroupCommandError(f"Finding the coordinator of group '{group}' failed: {Errors(r['error_code']).name}")
+                raise GroupCommandError(
+                    f"Finding the coordinator of group '{group}' failed: {Errors(r['error_code']).name}"
+                )
             await asyncio.sleep(0.2)
-        raise GroupCommandError(f"The coordinator of group '{group}' is not available; check that the brokers are up.")
+        raise GroupCommandError(
+            f"The coordinator of group '{group}' is not available; check that the brokers are up."
+        )
 
-    async def _to_coordinator(self, group: str, api: ApiKey, body: dict[str, Any], error_of: Callable[[dict[str, Any]], int]) -> dict[str, Any]:
+    async def _to_coordinator(
+        self,
+        group: str,
+        api: ApiKey,
+        body: dict[str, Any],
+        error_of: Callable[[dict[str, Any]], int],
+    ) -> dict[str, Any]:
         for _ in range(self.attempts):
             node = await self.coordinator(group)
             r = await self.client.send_to_node(node, api, body)
@@ -68,7 +84,9 @@ class ConsumerGroupService:
         for node in sorted(self.client.cluster.brokers):
             r = await self.client.send_to_node(node, ApiKey.LIST_GROUPS, {})
             if r["error_code"] != Errors.NONE:
-                raise GroupCommandError(f"Listing the groups of broker {node} failed: {Errors(r['error_code']).name}")
+                raise GroupCommandError(
+                    f"Listing the groups of broker {node} failed: {Errors(r['error_code']).name}"
+                )
             groups.update(g["group_id"] for g in r["groups"])
         return sorted(groups)
 
@@ -77,26 +95,40 @@ class ConsumerGroupService:
                                        lambda r: r["groups"][0]["error_code"])  # fmt: skip
         described: dict[str, Any] = r["groups"][0]
         if described["error_code"] != Errors.NONE:
-            raise GroupCommandError(f"Describing group '{group}' failed: {Errors(described['error_code']).name}")
+            raise GroupCommandError(
+                f"Describing group '{group}' failed: {Errors(described['error_code']).name}"
+            )
         return described
 
     async def committed(self, group: str) -> dict[TopicPartition, int]:
         r = await self._to_coordinator(group, ApiKey.OFFSET_FETCH, {"group_id": group, "topics": None},
                                        lambda r: r.get("error_code", 0))  # fmt: skip
         if r.get("error_code", 0) != Errors.NONE:
-            raise GroupCommandError(f"Fetching the offsets of group '{group}' failed: {Errors(r['error_code']).name}")
+            raise GroupCommandError(
+                f"Fetching the offsets of group '{group}' failed: {Errors(r['error_code']).name}"
+            )
         return {
             TopicPartition(t["name"], p["partition_index"]): p["committed_offset"]
             for t in r["topics"] for p in t["partitions"] if p["committed_offset"] >= 0
         }  # fmt: skip
 
     async def list_offset(self, tp: TopicPartition, timestamp: int) -> int:
-        body = {"replica_id": -1, "isolation_level": 0, "topics": [
-            {"name": tp.topic, "partitions": [{"partition_index": tp.partition, "timestamp": timestamp}]}]}
+        body = {
+            "replica_id": -1,
+            "isolation_level": 0,
+            "topics": [
+                {
+                    "name": tp.topic,
+                    "partitions": [{"partition_index": tp.partition, "timestamp": timestamp}],
+                }
+            ],
+        }
         r = await self.client.send_to_leader(tp, ApiKey.LIST_OFFSETS, body)
         p = r["topics"][0]["partitions"][0]
         if p["error_code"] != Errors.NONE:
-            raise GroupCommandError(f"Listing offsets of {tp} failed: {Errors(p['error_code']).name}")
+            raise GroupCommandError(
+                f"Listing offsets of {tp} failed: {Errors(p['error_code']).name}"
+            )
         if "offset" in p:
             return int(p["offset"])
         return int(p["old_style_offsets"][0])
@@ -112,7 +144,12 @@ class ConsumerGroupService:
         by_topic: dict[str, list[dict[str, Any]]] = {}
         for tp, offset in offsets.items():
             by_topic.setdefault(tp.topic, []).append(
-                {"partition_index": tp.partition, "committed_offset": offset, "committed_metadata": ""})
+                {
+                    "partition_index": tp.partition,
+                    "committed_offset": offset,
+                    "committed_metadata": "",
+                }
+            )
         body = {"group_id": group, "generation_id_or_member_epoch": -1, "member_id": "",
                 "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]}  # fmt: skip
         r = await self._to_coordinator(group, ApiKey.OFFSET_COMMIT, body,
@@ -149,7 +186,19 @@ async def describe_group(service: ConsumerGroupService, group: str, out: Out) ->
     elif not described["members"]:
         out(f"Consumer group '{group}' has no active members.")
     out("")
-    rows = [["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST", "CLIENT-ID"]]
+    rows = [
+        [
+            "GROUP",
+            "TOPIC",
+            "PARTITION",
+            "CURRENT-OFFSET",
+            "LOG-END-OFFSET",
+            "LAG",
+            "CONSUMER-ID",
+            "HOST",
+            "CLIENT-ID",
+        ]
+    ]
     for tp in sorted(set(committed) | set(owners)):
         end = await service.list_offset(tp, LATEST)
         current = committed.get(tp)
@@ -161,7 +210,12 @@ async def describe_group(service: ConsumerGroupService, group: str, out: Out) ->
 
 
 async def reset_offsets(
-    service: ConsumerGroupService, group: str, topic: str, target: tuple[str, int], execute: bool, out: Out
+    service: ConsumerGroupService,
+    group: str,
+    topic: str,
+    target: tuple[str, int],
+    execute: bool,
+    out: Out,
 ) -> None:
     described = await service.describe(group)
     if described["group_state"] not in ("Empty", "Dead"):
@@ -208,14 +262,25 @@ async def delete_groups(service: ConsumerGroupService, groups: list[str], out: O
 @click.command(cls=AdminCommand, name="consumer-groups")
 @click.option("--bootstrap-server", required=True, help="host:port of a broker to connect to.")
 @click.option("--list", "do_list", is_flag=True, help="List all consumer groups.")
-@click.option("--describe", "do_describe", is_flag=True, help="Describe a group: offsets, lag and owners.")
-@click.option("--reset-offsets", "do_reset", is_flag=True, help="Reset a group's offsets (the group must be inactive).")
+@click.option(
+    "--describe", "do_describe", is_flag=True, help="Describe a group: offsets, lag and owners."
+)
+@click.option(
+    "--reset-offsets",
+    "do_reset",
+    is_flag=True,
+    help="Reset a group's offsets (the group must be inactive).",
+)
 @click.option("--delete", "do_delete", is_flag=True, help="Delete groups (they must be empty).")
-@click.option("--group", "groups", multiple=True, help="The consumer group (repeatable for --delete).")
+@click.option(
+    "--group", "groups", multiple=True, help="The consumer group (repeatable for --delete)."
+)
 @click.option("--topic", help="The topic whose offsets --reset-offsets resets.")
 @click.option("--to-earliest", is_flag=True, help="Reset to the earliest offset.")
 @click.option("--to-latest", is_flag=True, help="Reset to the latest offset.")
-@click.option("--to-offset", type=int, default=None, help="Reset to this offset (clamped to the log's range).")
+@click.option(
+    "--to-offset", type=int, default=None, help="Reset to this offset (clamped to the log's range)."
+)
 @click.option("--dry-run", is_flag=True, help="Show the new offsets only (the default).")
 @click.option("--execute", is_flag=True, help="Commit the new offsets.")
 def command(
@@ -277,4 +342,6 @@ def command(
     except KeyboardInterrupt:
         raise OneLineError("Error: interrupted") from None
     except Exception as e:  # one line, never a traceback
-        raise OneLineError(f"Error: Executing consumer group command failed due to {e or type(e).__name__}") from None
+        raise OneLineError(
+            f"Error: Executing consumer group command failed due to {e or type(e).__name__}"
+        ) from None

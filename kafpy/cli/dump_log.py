@@ -54,7 +54,9 @@ class _SegmentBytes:
         self.path = path
         self.size = path.stat().st_size
         self._file = open(path, "rb")  # noqa: SIM115 - closed in close()
-        self._map = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ) if self.size else None
+        self._map = (
+            mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ) if self.size else None
+        )
         self.view = memoryview(self._map) if self._map is not None else memoryview(b"")
 
     def batches(self, start: int = 0) -> Iterator[RecordBatch]:
@@ -149,7 +151,10 @@ def dump_log(path: Path, deep: bool, print_data: bool) -> None:
                     for line in _record_lines(batch, print_data):
                         click.echo(line)
                 except KafkaError as e:
-                    click.echo(f"Could not read the records of the batch at position {valid_bytes}: {e}", err=True)
+                    click.echo(
+                        f"Could not read the records of the batch at position {valid_bytes}: {e}",
+                        err=True,
+                    )
             valid_bytes += batch.size_in_bytes
             del batch
         trailing = segment.size - valid_bytes
@@ -166,7 +171,9 @@ def _log_beside(path: Path) -> Path:
     return log_path
 
 
-def dump_index(path: Path, sanity_only: bool, verify_only: bool, mismatches: dict[str, list[tuple[int, int]]]) -> None:
+def dump_index(
+    path: Path, sanity_only: bool, verify_only: bool, mismatches: dict[str, list[tuple[int, int]]]
+) -> None:
     start = _start_offset(path)
     log_path = _log_beside(path)
     index = OffsetIndex(path, start, writable=False)
@@ -207,7 +214,9 @@ def dump_time_index(path: Path, verify_only: bool, errors: list[str]) -> None:
         for i in range(time_index.entries):
             entry = time_index.entry(i)
             position = offset_index.lookup(entry.offset).position if offset_index else 0
-            found = next((b for b in segment.batches(position) if b.last_offset >= entry.offset), None)
+            found = next(
+                (b for b in segment.batches(position) if b.last_offset >= entry.offset), None
+            )
             if found is None or found.last_offset != entry.offset:
                 errors.append(
                     f"Found timestamp index entry for offset {entry.offset} in {path} but the log "
@@ -219,7 +228,9 @@ def dump_time_index(path: Path, verify_only: bool, errors: list[str]) -> None:
                     f"{found.max_timestamp} of the batch ending at offset {entry.offset}"
                 )
             if prev >= entry.timestamp:
-                errors.append(f"Index timestamp {entry.timestamp} in {path} is not larger than {prev}")
+                errors.append(
+                    f"Index timestamp {entry.timestamp} in {path} is not larger than {prev}"
+                )
             del found
             if not verify_only:
                 click.echo(f"timestamp: {entry.timestamp} offset: {entry.offset}")
@@ -241,13 +252,36 @@ def dump_txn_index(path: Path) -> None:
 
 
 @click.command(name="dump-log")
-@click.option("--files", "files", required=True, help="Comma-separated segment files to dump (.log, .index, .timeindex, .txnindex).")
-@click.option("--print-data-log", is_flag=True, help="Print each record's key and payload (implies --deep-iteration).")
-@click.option("--deep-iteration", is_flag=True, help="Print every record, not only the batch headers.")
-@click.option("--verify-index-only", is_flag=True, help="Only check index entries against the log; print mismatches.")
-@click.option("--index-sanity-check", is_flag=True, help="Only run the sanity check Kafka runs on an index at start-up.")
+@click.option(
+    "--files",
+    "files",
+    required=True,
+    help="Comma-separated segment files to dump (.log, .index, .timeindex, .txnindex).",
+)
+@click.option(
+    "--print-data-log",
+    is_flag=True,
+    help="Print each record's key and payload (implies --deep-iteration).",
+)
+@click.option(
+    "--deep-iteration", is_flag=True, help="Print every record, not only the batch headers."
+)
+@click.option(
+    "--verify-index-only",
+    is_flag=True,
+    help="Only check index entries against the log; print mismatches.",
+)
+@click.option(
+    "--index-sanity-check",
+    is_flag=True,
+    help="Only run the sanity check Kafka runs on an index at start-up.",
+)
 def command(
-    files: str, print_data_log: bool, deep_iteration: bool, verify_index_only: bool, index_sanity_check: bool
+    files: str,
+    print_data_log: bool,
+    deep_iteration: bool,
+    verify_index_only: bool,
+    index_sanity_check: bool,
 ) -> None:
     """Print the batches, records or index entries of Kafka segment files."""
     mismatches: dict[str, list[tuple[int, int]]] = {}

@@ -333,7 +333,9 @@ class KafkaClient:
     ) -> dict[str, Any]:
         """Send to broker `node_id` (reconnecting and retrying on a lost connection).
         `check`, if given, inspects the response and raises to retry or fail."""
-        return await self._send_via(lambda: self.connection(node_id), api_key, body, version, timeout_ms, check)
+        return await self._send_via(
+            lambda: self.connection(node_id), api_key, body, version, timeout_ms, check
+        )
 
     async def send_to_controller(
         self,
@@ -346,7 +348,9 @@ class KafkaClient:
     ) -> dict[str, Any]:
         """Send to the active controller; on NOT_CONTROLLER (or no controller known) the
         metadata is refreshed and the request sent again to the new controller."""
-        return await self._send_via(self._controller_connection, api_key, body, version, timeout_ms, check)
+        return await self._send_via(
+            self._controller_connection, api_key, body, version, timeout_ms, check
+        )
 
     async def _controller_connection(self) -> BrokerConnection:
         controller = self.cluster.controller_id
@@ -354,7 +358,9 @@ class KafkaClient:
             await self.refresh_metadata([])
             controller = self.cluster.controller_id
             if self.cluster.broker(controller) is None:
-                raise error_for_code(Errors.NOT_CONTROLLER, "The cluster has no active controller right now.")
+                raise error_for_code(
+                    Errors.NOT_CONTROLLER, "The cluster has no active controller right now."
+                )
         return await self.connection(controller)
 
     async def send_to_any(

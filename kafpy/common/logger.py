@@ -33,11 +33,15 @@ class PrefixAdapter(logging.LoggerAdapter):  # type: ignore[type-arg]
         super().__init__(logger, {})
         self.prefix = prefix
 
-    def process(self, msg: Any, kwargs: MutableMapping[str, Any]) -> tuple[Any, MutableMapping[str, Any]]:
+    def process(
+        self, msg: Any, kwargs: MutableMapping[str, Any]
+    ) -> tuple[Any, MutableMapping[str, Any]]:
         return f"{self.prefix}{msg}", kwargs
 
 
-def component_logger(name: str, component: str | None = None, ident: object = None) -> PrefixAdapter:
+def component_logger(
+    name: str, component: str | None = None, ident: object = None
+) -> PrefixAdapter:
     """A logger named `name` whose messages start with `[component id=ident] `.
 
     With no component the prefix is empty; with a component and no ident it is `[component] `.

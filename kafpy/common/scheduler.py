@@ -74,7 +74,10 @@ class KafkaScheduler(Scheduler):
     """A scheduler backed by `threads` daemon threads sharing one time-ordered queue."""
 
     def __init__(
-        self, threads: int = 1, thread_name_prefix: str = "kafka-scheduler-", time: Time = SYSTEM_TIME
+        self,
+        threads: int = 1,
+        thread_name_prefix: str = "kafka-scheduler-",
+        time: Time = SYSTEM_TIME,
     ) -> None:
         if threads < 1:
             raise ValueError(f"background.threads must be at least 1, got {threads}")

@@ -245,7 +245,11 @@ class KafkaController:
                   self._process_preferred_replica_election_znode)  # fmt: skip
 
     def _isr_change_notification_watcher(self, event: WatchedEvent) -> None:
-        self._put("IsrChangeNotification", ControllerState.ISR_CHANGE, self._process_isr_change_notification)
+        self._put(
+            "IsrChangeNotification",
+            ControllerState.ISR_CHANGE,
+            self._process_isr_change_notification,
+        )
 
     def _register_partition_modifications_handler(
         self, topic: str
@@ -669,7 +673,9 @@ class KafkaController:
         """ControlledShutdown from `broker_id`: move the leadership of its partitions to
         other in-sync replicas and take it out of the ISRs it follows in. Returns (error
         code, the partitions it still leads)."""
-        future: asyncio.Future[tuple[int, list[TopicPartition]]] = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[tuple[int, list[TopicPartition]]] = (
+            asyncio.get_running_loop().create_future()
+        )
 
         async def process() -> None:
             try:
@@ -684,7 +690,9 @@ class KafkaController:
         self._put("ControlledShutdown", ControllerState.CONTROLLED_SHUTDOWN, process)
         return await asyncio.wait_for(future, timeout_s)
 
-    async def _do_controlled_shutdown(self, broker_id: int, broker_epoch: int) -> tuple[int, list[TopicPartition]]:
+    async def _do_controlled_shutdown(
+        self, broker_id: int, broker_epoch: int
+    ) -> tuple[int, list[TopicPartition]]:
         if not self.is_active:
             return 14, []  # NOT_CONTROLLER
         ctx = self.context
@@ -694,7 +702,9 @@ class KafkaController:
         if broker_epoch != -1 and broker_epoch < ctx.live_broker_epoch(broker_id):
             return 77, []  # STALE_BROKER_EPOCH
         ctx.shutting_down_broker_ids.add(broker_id)
-        self.log.debug("All shutting down brokers: %s", comma_list(sorted(ctx.shutting_down_broker_ids)))
+        self.log.debug(
+            "All shutting down brokers: %s", comma_list(sorted(ctx.shutting_down_broker_ids))
+        )
         self.log.debug("Live brokers: %s", comma_list(sorted(ctx.live_broker_ids)))
         to_act = [
             tp for tp in ctx.partitions_on_broker(broker_id)
@@ -702,7 +712,11 @@ class KafkaController:
             and len(ctx.partition_replica_assignment(tp)) > 1
             and not self._is_topic_queued_for_deletion(tp.topic)
         ]  # fmt: skip
-        led = [tp for tp in to_act if ctx.partition_leadership_info[tp].leader_and_isr.leader == broker_id]
+        led = [
+            tp
+            for tp in to_act
+            if ctx.partition_leadership_info[tp].leader_and_isr.leader == broker_id
+        ]
         followed = [tp for tp in to_act if tp not in set(led)]
         await elect_leaders_for_online_partitions(
             self.partition_state_machine, led, ElectionStrategy.CONTROLLED_SHUTDOWN
@@ -719,11 +733,15 @@ class KafkaController:
         ]  # fmt: skip
         self.log.info(
             "Broker %d leads %d partitions with replicas after the controlled shutdown: %s",
-            broker_id, len(remaining), comma_list(remaining),
+            broker_id,
+            len(remaining),
+            comma_list(remaining),
         )
         return 0, remaining
 
-    async def elect_preferred_leaders(self, partitions: Iterable[TopicPartition] | None = None) -> None:
+    async def elect_preferred_leaders(
+        self, partitions: Iterable[TopicPartition] | None = None
+    ) -> None:
         """Move the leadership of `partitions` (default: all) to their preferred replicas
         where those are alive and in sync (queued as a ManualLeaderBalance event)."""
 
@@ -731,7 +749,9 @@ class KafkaController:
             if not self.is_active:
                 return
             ctx = self.context
-            chosen = list(partitions) if partitions is not None else list(ctx.partition_leadership_info)
+            chosen = (
+                list(partitions) if partitions is not None else list(ctx.partition_leadership_info)
+            )
             candidates = [
                 tp for tp in chosen
                 if tp in ctx.partition_leadership_info
@@ -837,7 +857,10 @@ class KafkaController:
                 self.partition_state_machine, partitions, ElectionStrategy.PREFERRED_REPLICA
             )
             if elected:
-                self.log.info("Auto leader rebalance moved %s to their preferred replicas", comma_list(elected))
+                self.log.info(
+                    "Auto leader rebalance moved %s to their preferred replicas",
+                    comma_list(elected),
+                )
 
     # -- ISR changes -------------------------------------------------------------------------------
 

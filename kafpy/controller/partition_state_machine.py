@@ -374,7 +374,9 @@ async def elect_leaders_for_online_partitions(
     ctx = psm.context
     elected: list[TopicPartition] = []
     failed: dict[TopicPartition, Exception] = {}
-    remaining = [tp for tp in partitions if psm.partition_state(tp) is PartitionState.ONLINE_PARTITION]
+    remaining = [
+        tp for tp in partitions if psm.partition_state(tp) is PartitionState.ONLINE_PARTITION
+    ]
     psm.batch.new_batch()
     try:
         for _ in range(10):
@@ -386,7 +388,9 @@ async def elect_leaders_for_online_partitions(
             for tp in remaining:
                 state = current.get(tp)
                 if state is None or state.controller_epoch > ctx.epoch:
-                    failed[tp] = StateChangeFailedError(f"Cannot elect a leader for {tp}: its state moved on")
+                    failed[tp] = StateChangeFailedError(
+                        f"Cannot elect a leader for {tp}: its state moved on"
+                    )
                     continue
                 lai = state.leader_and_isr
                 assignment = ctx.partition_replica_assignment(tp)
@@ -396,7 +400,9 @@ async def elect_leaders_for_online_partitions(
                     isr = list(lai.isr)
                 else:
                     shutting = ctx.shutting_down_broker_ids
-                    leader = controlled_shutdown_partition_leader_election(assignment, lai.isr, live, shutting)
+                    leader = controlled_shutdown_partition_leader_election(
+                        assignment, lai.isr, live, shutting
+                    )
                     isr = [r for r in lai.isr if r not in shutting]
                 if leader is None:
                     failed[tp] = StateChangeFailedError(
@@ -410,7 +416,9 @@ async def elect_leaders_for_online_partitions(
                 recipients[tp] = [r for r in live if r not in ctx.shutting_down_broker_ids]
             if not new_states:
                 break
-            result = await psm.zk_client.update_leader_and_isr(new_states, ctx.epoch, ctx.epoch_zk_version)
+            result = await psm.zk_client.update_leader_and_isr(
+                new_states, ctx.epoch, ctx.epoch_zk_version
+            )
             for tp, outcome in result.finished.items():
                 if isinstance(outcome, Exception):
                     failed[tp] = outcome

@@ -21,7 +21,9 @@ if TYPE_CHECKING:
 class DelayedJoin(DelayedOperation):
     """A rebalance of `group` that completes when all members joined or the delay runs out."""
 
-    def __init__(self, coordinator: GroupCoordinator, group: GroupMetadata, rebalance_timeout_ms: int) -> None:
+    def __init__(
+        self, coordinator: GroupCoordinator, group: GroupMetadata, rebalance_timeout_ms: int
+    ) -> None:
         super().__init__(rebalance_timeout_ms)
         self.coordinator = coordinator
         self.group = group
@@ -53,7 +55,8 @@ class InitialDelayedJoin(DelayedJoin):
             delay = min(self.configured_delay_ms, self.remaining_ms)
             remaining = max(self.remaining_ms - self.configured_delay_ms, 0)
             self.coordinator.join_purgatory.try_complete_else_watch(
-                InitialDelayedJoin(self.coordinator, group, delay, remaining), [("group", group.group_id)]
+                InitialDelayedJoin(self.coordinator, group, delay, remaining),
+                [("group", group.group_id)],
             )
         else:
             self.coordinator.on_complete_join(group)

@@ -28,13 +28,17 @@ class GroupApis:
     one gets UNKNOWN_TOPIC_OR_PARTITION, as Kafka answers).
     """
 
-    def __init__(self, coordinator: GroupCoordinator, partition_exists: Callable[[TopicPartition], bool]) -> None:
+    def __init__(
+        self, coordinator: GroupCoordinator, partition_exists: Callable[[TopicPartition], bool]
+    ) -> None:
         self.coordinator = coordinator
         self.partition_exists = partition_exists
 
     # -- membership -----------------------------------------------------------------------
 
-    async def join_group(self, body: dict[str, Any], version: int, client_id: str, client_host: str) -> dict[str, Any]:
+    async def join_group(
+        self, body: dict[str, Any], version: int, client_id: str, client_host: str
+    ) -> dict[str, Any]:
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
 
         def done(response: dict[str, Any]) -> None:
@@ -88,7 +92,8 @@ class GroupApis:
             "throttle_time_ms": 0,
             "error_code": error,
             "members": [
-                {"member_id": m, "group_instance_id": i, "error_code": e} for (m, i), e in zip(leaving, errors, strict=True)
+                {"member_id": m, "group_instance_id": i, "error_code": e}
+                for (m, i), e in zip(leaving, errors, strict=True)
             ],
         }
 
@@ -122,8 +127,13 @@ class GroupApis:
             ))  # fmt: skip
         by_topic: dict[str, list[dict[str, int]]] = {}
         for tp in dict.fromkeys(order):
-            by_topic.setdefault(tp.topic, []).append({"partition_index": tp.partition, "error_code": errors[tp]})
-        return {"throttle_time_ms": 0, "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]}
+            by_topic.setdefault(tp.topic, []).append(
+                {"partition_index": tp.partition, "error_code": errors[tp]}
+            )
+        return {
+            "throttle_time_ms": 0,
+            "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()],
+        }
 
     async def offset_fetch(self, body: dict[str, Any], version: int) -> dict[str, Any]:
         topics = body.get("topics")
@@ -186,4 +196,7 @@ class GroupApis:
     async def delete_groups(self, body: dict[str, Any], version: int) -> dict[str, Any]:
         names = list(dict.fromkeys(body["groups_names"]))
         results = await self.coordinator.handle_delete_groups(names)
-        return {"throttle_time_ms": 0, "results": [{"group_id": g, "error_code": results[g]} for g in names]}
+        return {
+            "throttle_time_ms": 0,
+            "results": [{"group_id": g, "error_code": results[g]} for g in names],
+        }

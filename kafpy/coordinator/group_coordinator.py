@@ -67,14 +67,16 @@ class GroupCoordinator:
         self.offset_config = offset_config
         self.time = time
         self.manager = GroupMetadataManager(broker_id, offset_config, offsets_log, time, scheduler)
-        self.heartbeat_purgatory: DelayedOperationPurgatory[DelayedHeartbeat] = DelayedOperationPurgatory(
-            "Heartbeat", broker_id, timer
+        self.heartbeat_purgatory: DelayedOperationPurgatory[DelayedHeartbeat] = (
+            DelayedOperationPurgatory("Heartbeat", broker_id, timer)
         )
         self.join_purgatory: DelayedOperationPurgatory[DelayedJoin] = DelayedOperationPurgatory(
             "Rebalance", broker_id, timer
         )
         self.is_active = False
-        self.log = component_logger("kafpy.coordinator.GroupCoordinator", "GroupCoordinator", broker_id)
+        self.log = component_logger(
+            "kafpy.coordinator.GroupCoordinator", "GroupCoordinator", broker_id
+        )
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -111,7 +113,11 @@ class GroupCoordinator:
     def _on_group_unloaded(self, group: GroupMetadata) -> None:
         previous = group.state
         group.state = GroupState.DEAD
-        self.log.info("Unloading group metadata for %s with generation %d", group.group_id, group.generation_id)
+        self.log.info(
+            "Unloading group metadata for %s with generation %d",
+            group.group_id,
+            group.generation_id,
+        )
         for member in group.members.values():
             if previous is GroupState.PREPARING_REBALANCE and member.awaiting_join is not None:
                 cb, member.awaiting_join = member.awaiting_join, None
@@ -119,7 +125,9 @@ class GroupCoordinator:
             if previous is GroupState.COMPLETING_REBALANCE and member.awaiting_sync is not None:
                 cb, member.awaiting_sync = member.awaiting_sync, None
                 cb({"error_code": Errors.NOT_COORDINATOR, "assignment": b""})
-            self.heartbeat_purgatory.check_and_complete(("member", group.group_id, member.member_id))
+            self.heartbeat_purgatory.check_and_complete(
+                ("member", group.group_id, member.member_id)
+            )
 
     # -- validation -----------------------------------------------------------------------
 
@@ -159,7 +167,11 @@ class GroupCoordinator:
             callback(join_error(member_id, error))
             return
         cfg = self.group_config
-        if not cfg.group_min_session_timeout_ms <= session_timeout_ms <= cfg.group_max_session_timeout_ms:
+        if (
+            not cfg.group_min_session_timeout_ms
+            <= session_timeout_ms
+            <= cfg.group_max_session_timeout_ms
+        ):
             callback(join_error(member_id, Errors.INVALID_SESSION_TIMEOUT))
             return
         is_unknown = member_id == NO_MEMBER_ID
@@ -168,7 +180,9 @@ class GroupCoordinator:
             if not is_unknown:
                 callback(join_error(member_id, Errors.UNKNOWN_MEMBER_ID))
                 return
-            group = self.manager.add_group(GroupMetadata(group_id, GroupState.EMPTY, self.time.milliseconds()))
+            group = self.manager.add_group(
+                GroupMetadata(group_id, GroupState.EMPTY, self.time.milliseconds())
+            )
         if not group.has(member_id) and len(group.members) >= cfg.group_max_size:
             callback(join_error(member_id, Errors.GROUP_MAX_SIZE_REACHED))
             self._maybe_complete_join(group)
@@ -258,7 +272,9 @@ class GroupCoordinator:
         else:
             callback(join_error(member_id, Errors.UNKNOWN_MEMBER_ID))
 
-    def _join_response(self, group: GroupMetadata, member: MemberMetadata, with_members: bool = True) -> dict[str, Any]:
+    def _join_response(
+        self, group: GroupMetadata, member: MemberMetadata, with_members: bool = True
+    ) -> dict[str, Any]:
         members = []
         if with_members and group.is_leader(member.member_id) and group.protocol_name is not None:
             members = [
@@ -272,7 +288,9 @@ class GroupCoordinator:
             "leader": group.leader_id or NO_LEADER, "member_id": member.member_id, "members": members,
         }  # fmt: skip
 
-    def _is_static_member_fenced(self, group: GroupMetadata, member_id: str, group_instance_id: str | None) -> bool:
+    def _is_static_member_fenced(
+        self, group: GroupMetadata, member_id: str, group_instance_id: str | None
+    ) -> bool:
         if group_instance_id is None:
             return False
         known = group.static_member_id(group_instance_id)
@@ -291,10 +309,16 @@ class GroupCoordinator:
             group.new_member_added = True
         group.add(member)
         self._complete_and_schedule_next_heartbeat(group, member)
-        self._maybe_prepare_rebalance(group, f"Adding new member {member_id} with group instance id {group_instance_id}")
+        self._maybe_prepare_rebalance(
+            group, f"Adding new member {member_id} with group instance id {group_instance_id}"
+        )
 
     def _update_member_and_rebalance(
-        self, group: GroupMetadata, member: MemberMetadata, protocols: list[tuple[str, bytes]], callback: Callback
+        self,
+        group: GroupMetadata,
+        member: MemberMetadata,
+        protocols: list[tuple[str, bytes]],
+        callback: Callback,
     ) -> None:
         member.supported_protocols = list(protocols)
         member.awaiting_join = callback
@@ -368,9 +392,14 @@ class GroupCoordinator:
                           GROUP_METADATA_TOPIC_NAME, self.partition_for(group.group_id))  # fmt: skip
             asyncio.ensure_future(self._store_empty_group(group))
             return
-        if group.leader_id not in group.members or not group.members[group.leader_id].is_awaiting_join:
+        if (
+            group.leader_id not in group.members
+            or not group.members[group.leader_id].is_awaiting_join
+        ):
             # the leader must be a member that joined this round
-            group.leader_id = next((m.member_id for m in group.members.values() if m.is_awaiting_join), None)
+            group.leader_id = next(
+                (m.member_id for m in group.members.values() if m.is_awaiting_join), None
+            )
         self.log.info(
             "Stabilized group %s generation %d (%s-%d) with %d members", group.group_id, group.generation_id,
             GROUP_METADATA_TOPIC_NAME, self.partition_for(group.group_id), len(group.members),
@@ -386,7 +415,11 @@ class GroupCoordinator:
     async def _store_empty_group(self, group: GroupMetadata) -> None:
         error = await self.manager.store_group(group, {})
         if error != Errors.NONE:
-            self.log.warning("Failed to write empty metadata for group %s: %s", group.group_id, Errors(error).name)
+            self.log.warning(
+                "Failed to write empty metadata for group %s: %s",
+                group.group_id,
+                Errors(error).name,
+            )
 
     # -- SyncGroup ------------------------------------------------------------------------
 
@@ -442,13 +475,17 @@ class GroupCoordinator:
             callback({"error_code": Errors.NONE, "protocol_type": group.protocol_type,
                       "protocol_name": group.protocol_name, "assignment": member.assignment})  # fmt: skip
 
-    async def _store_assignment(self, group: GroupMetadata, generation: int, assignment: dict[str, bytes]) -> None:
+    async def _store_assignment(
+        self, group: GroupMetadata, generation: int, assignment: dict[str, bytes]
+    ) -> None:
         error = await self.manager.store_group(group, assignment)
         if not (group.is_in(GroupState.COMPLETING_REBALANCE) and group.generation_id == generation):
             return  # the group moved on while the write was in flight
         if error != Errors.NONE:
             self._reset_and_propagate_assignment_error(group, error)
-            self._maybe_prepare_rebalance(group, f"error {Errors(error).name} when storing the group assignment")
+            self._maybe_prepare_rebalance(
+                group, f"error {Errors(error).name} when storing the group assignment"
+            )
             return
         for member_id, data in assignment.items():
             if member_id in group.members:
@@ -472,7 +509,9 @@ class GroupCoordinator:
 
     # -- Heartbeat ------------------------------------------------------------------------
 
-    def handle_heartbeat(self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int) -> int:
+    def handle_heartbeat(
+        self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int
+    ) -> int:
         error = self._validate_group(group_id)
         if error == Errors.COORDINATOR_LOAD_IN_PROGRESS:
             return Errors.NONE  # Kafka answers blindly while loading
@@ -497,7 +536,9 @@ class GroupCoordinator:
 
     # -- LeaveGroup -----------------------------------------------------------------------
 
-    def handle_leave_group(self, group_id: str, leaving: list[tuple[str, str | None]]) -> tuple[int, list[int]]:
+    def handle_leave_group(
+        self, group_id: str, leaving: list[tuple[str, str | None]]
+    ) -> tuple[int, list[int]]:
         """Remove members ((member id, group instance id) pairs); returns the top-level error
         and one error per member."""
         error = self._validate_group(group_id)
@@ -507,11 +548,15 @@ class GroupCoordinator:
         if group is None:
             return Errors.NONE, [Errors.UNKNOWN_MEMBER_ID] * len(leaving)
         if group.is_in(GroupState.DEAD):
-            return Errors.COORDINATOR_NOT_AVAILABLE, [Errors.COORDINATOR_NOT_AVAILABLE] * len(leaving)
+            return Errors.COORDINATOR_NOT_AVAILABLE, [Errors.COORDINATOR_NOT_AVAILABLE] * len(
+                leaving
+            )
         out: list[int] = []
         for member_id, instance_id in leaving:
             if instance_id is not None and member_id == NO_MEMBER_ID:
-                member_id = group.static_member_id(instance_id) or NO_MEMBER_ID  # leaving by instance id
+                member_id = (
+                    group.static_member_id(instance_id) or NO_MEMBER_ID
+                )  # leaving by instance id
             if member_id in group.pending_members:
                 group.pending_members.discard(member_id)
                 self.heartbeat_purgatory.check_and_complete(("member", group.group_id, member_id))
@@ -530,7 +575,9 @@ class GroupCoordinator:
             out.append(Errors.NONE)
         return Errors.NONE, out
 
-    def _remove_member_and_update_group(self, group: GroupMetadata, member: MemberMetadata, reason: str) -> None:
+    def _remove_member_and_update_group(
+        self, group: GroupMetadata, member: MemberMetadata, reason: str
+    ) -> None:
         if member.awaiting_join is not None:
             cb, member.awaiting_join = member.awaiting_join, None
             cb(join_error(member.member_id, Errors.UNKNOWN_MEMBER_ID))
@@ -546,20 +593,28 @@ class GroupCoordinator:
 
     # -- heartbeats (session timers) ------------------------------------------------------
 
-    def _complete_and_schedule_next_heartbeat(self, group: GroupMetadata, member: MemberMetadata) -> None:
+    def _complete_and_schedule_next_heartbeat(
+        self, group: GroupMetadata, member: MemberMetadata
+    ) -> None:
         now = self.time.milliseconds()
         member.latest_heartbeat_ms = now
         key = ("member", group.group_id, member.member_id)
         self.heartbeat_purgatory.check_and_complete(key)
         deadline = now + member.session_timeout_ms
-        op = DelayedHeartbeat(self, group, member.member_id, False, deadline, member.session_timeout_ms)
+        op = DelayedHeartbeat(
+            self, group, member.member_id, False, deadline, member.session_timeout_ms
+        )
         member.heartbeat_op = op
         self.heartbeat_purgatory.try_complete_else_watch(op, [key])
 
-    def _schedule_pending_member_expiration(self, group: GroupMetadata, member_id: str, timeout_ms: int) -> None:
+    def _schedule_pending_member_expiration(
+        self, group: GroupMetadata, member_id: str, timeout_ms: int
+    ) -> None:
         deadline = self.time.milliseconds() + timeout_ms
         op = DelayedHeartbeat(self, group, member_id, True, deadline, timeout_ms)
-        self.heartbeat_purgatory.try_complete_else_watch(op, [("member", group.group_id, member_id)])
+        self.heartbeat_purgatory.try_complete_else_watch(
+            op, [("member", group.group_id, member_id)]
+        )
 
     def _remove_heartbeat(self, group: GroupMetadata, member: MemberMetadata) -> None:
         member.heartbeat_op = None
@@ -591,8 +646,14 @@ class GroupCoordinator:
             return
         if member.is_awaiting_join and not member.is_new:
             return  # a joined member waits for the rebalance, which has its own timeout
-        self.log.info("Member %s in group %s has failed, removing it from the group", member.member_id, group.group_id)
-        self._remove_member_and_update_group(group, member, f"removing member {member.member_id} on heartbeat expiration")
+        self.log.info(
+            "Member %s in group %s has failed, removing it from the group",
+            member.member_id,
+            group.group_id,
+        )
+        self._remove_member_and_update_group(
+            group, member, f"removing member {member.member_id} on heartbeat expiration"
+        )
 
     # -- offsets --------------------------------------------------------------------------
 
@@ -615,7 +676,9 @@ class GroupCoordinator:
             if generation_id >= 0:
                 return all_error(Errors.ILLEGAL_GENERATION)
             # a consumer managing its own partitions (generation -1): the group is just offsets
-            group = self.manager.add_group(GroupMetadata(group_id, GroupState.EMPTY, self.time.milliseconds()))
+            group = self.manager.add_group(
+                GroupMetadata(group_id, GroupState.EMPTY, self.time.milliseconds())
+            )
         if group.is_in(GroupState.DEAD):
             return all_error(Errors.COORDINATOR_NOT_AVAILABLE)
         if self._is_static_member_fenced(group, member_id, group_instance_id):
@@ -672,5 +735,7 @@ class GroupCoordinator:
                 results[group_id] = Errors.NON_EMPTY_GROUP
         if eligible:
             await self.manager.delete_groups(eligible)
-            self.log.info("The following groups were deleted: %s", ", ".join(g.group_id for g in eligible))
+            self.log.info(
+                "The following groups were deleted: %s", ", ".join(g.group_id for g in eligible)
+            )
         return results

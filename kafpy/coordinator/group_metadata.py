@@ -47,7 +47,9 @@ class GroupMetadata:
     members by group.instance.id), members still to join with a server-given id, and the
     group's committed offsets (plus commits written but not yet acknowledged)."""
 
-    def __init__(self, group_id: str, state: GroupState = GroupState.EMPTY, now_ms: int = -1) -> None:
+    def __init__(
+        self, group_id: str, state: GroupState = GroupState.EMPTY, now_ms: int = -1
+    ) -> None:
         self.group_id = group_id
         self.state = state
         self.current_state_timestamp_ms = now_ms
@@ -64,7 +66,9 @@ class GroupMetadata:
         self.initial_rebalance_pending = False
 
     def __repr__(self) -> str:
-        return f"GroupMetadata({self.group_id}, {self.state.value}, generation {self.generation_id})"
+        return (
+            f"GroupMetadata({self.group_id}, {self.state.value}, generation {self.generation_id})"
+        )
 
     # -- state ----------------------------------------------------------------------------
 
@@ -112,7 +116,9 @@ class GroupMetadata:
             return None
         return self.static_members.get(group_instance_id)
 
-    def replace_static_member(self, group_instance_id: str, old_id: str, new_id: str) -> MemberMetadata:
+    def replace_static_member(
+        self, group_instance_id: str, old_id: str, new_id: str
+    ) -> MemberMetadata:
         """A static member came back with a new member id: it keeps its place and assignment."""
         member = self.members.pop(old_id)
         member.member_id = new_id
@@ -129,9 +135,9 @@ class GroupMetadata:
         return [m for m in self.members.values() if not m.is_awaiting_join]
 
     def has_all_members_joined(self) -> bool:
-        return len(self.members) == sum(1 for m in self.members.values() if m.is_awaiting_join) and not (
-            self.pending_members
-        )
+        return len(self.members) == sum(
+            1 for m in self.members.values() if m.is_awaiting_join
+        ) and not (self.pending_members)
 
     def rebalance_timeout_ms(self) -> int:
         return max((m.rebalance_timeout_ms for m in self.members.values()), default=0)

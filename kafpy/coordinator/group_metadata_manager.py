@@ -102,7 +102,9 @@ class GroupMetadataManager:
         self._load_tasks: dict[int, asyncio.Task[None]] = {}
         self._expiration_task: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self.log = component_logger("kafpy.coordinator.GroupMetadataManager", f"GroupMetadataManager brokerId={broker_id}")
+        self.log = component_logger(
+            "kafpy.coordinator.GroupMetadataManager", f"GroupMetadataManager brokerId={broker_id}"
+        )
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -197,9 +199,13 @@ class GroupMetadataManager:
     async def store_group(self, group: GroupMetadata, assignment: Mapping[str, bytes]) -> int:
         """Write the group's metadata (with this assignment); returns a group error code."""
         value = self.group_metadata_value(group, assignment)
-        code = await self._append(group.group_id, [(records.group_metadata_key(group.group_id), value)])
+        code = await self._append(
+            group.group_id, [(records.group_metadata_key(group.group_id), value)]
+        )
         if code != Errors.NONE:
-            self.log.warning("Failed to write the metadata of group %s: %s", group.group_id, Errors(code).name)
+            self.log.warning(
+                "Failed to write the metadata of group %s: %s", group.group_id, Errors(code).name
+            )
         return _store_error(code, Errors.UNKNOWN_SERVER_ERROR)
 
     async def store_offsets(
@@ -235,7 +241,9 @@ class GroupMetadataManager:
         if code == Errors.NONE and not group.is_in(GroupState.DEAD):
             group.offsets.update(valid)
         elif code != Errors.NONE:
-            self.log.debug("Offset commit of group %s failed: %s", group.group_id, Errors(code).name)
+            self.log.debug(
+                "Offset commit of group %s failed: %s", group.group_id, Errors(code).name
+            )
         for tp in valid:
             result[tp] = code
         return result
@@ -263,7 +271,9 @@ class GroupMetadataManager:
                 del self.groups[group.group_id]
             code = await self._append(group.group_id, tombstones)
             if code != Errors.NONE:
-                self.log.warning("Failed to write tombstones of group %s: %s", group.group_id, Errors(code).name)
+                self.log.warning(
+                    "Failed to write tombstones of group %s: %s", group.group_id, Errors(code).name
+                )
 
     # -- expiration -----------------------------------------------------------------------
 
@@ -274,13 +284,17 @@ class GroupMetadataManager:
         retention = self.config.offsets_retention_ms
         if group.is_in(GroupState.EMPTY):
             base: Callable[[OffsetAndMetadata], int] = lambda om: (  # noqa: E731
-                group.current_state_timestamp_ms if group.current_state_timestamp_ms >= 0 else om.commit_timestamp
+                group.current_state_timestamp_ms
+                if group.current_state_timestamp_ms >= 0
+                else om.commit_timestamp
             )
             candidates = list(group.offsets)
         else:
             subscribed = group.subscribed_topics()
             if subscribed is None:
-                candidates = [tp for tp, om in group.offsets.items() if om.expire_timestamp is not None]
+                candidates = [
+                    tp for tp, om in group.offsets.items() if om.expire_timestamp is not None
+                ]
             else:
                 candidates = [tp for tp in group.offsets if tp.topic not in subscribed]
             base = lambda om: om.commit_timestamp  # noqa: E731
@@ -289,7 +303,9 @@ class GroupMetadataManager:
             if tp in group.pending_offset_commits:
                 continue
             om = group.offsets[tp]
-            expires = om.expire_timestamp if om.expire_timestamp is not None else base(om) + retention
+            expires = (
+                om.expire_timestamp if om.expire_timestamp is not None else base(om) + retention
+            )
             if now_ms >= expires:
                 out.append(tp)
         return out
@@ -312,22 +328,36 @@ class GroupMetadataManager:
                 group.transition_to(GroupState.DEAD, now)
                 self.groups.pop(group.group_id, None)
                 tombstones.append((records.group_metadata_key(group.group_id), None))
-                self.log.info("Group %s transitioned to Dead in generation %d", group.group_id, group.generation_id)
+                self.log.info(
+                    "Group %s transitioned to Dead in generation %d",
+                    group.group_id,
+                    group.generation_id,
+                )
             total += len(expired)
             if tombstones and self.partition_for(group.group_id) in self.owned_partitions:
                 await self._append(group.group_id, tombstones)
         if total:
-            self.log.info("Removed %d expired offsets in %d milliseconds.", total, self.time.milliseconds() - now)
+            self.log.info(
+                "Removed %d expired offsets in %d milliseconds.",
+                total,
+                self.time.milliseconds() - now,
+            )
         return total
 
     # -- leadership -----------------------------------------------------------------------
 
-    def schedule_load(self, partition: int, on_group_loaded: Callable[[GroupMetadata], None]) -> None:
+    def schedule_load(
+        self, partition: int, on_group_loaded: Callable[[GroupMetadata], None]
+    ) -> None:
         """Become the coordinator of an offsets partition: load it in the background
         (requests for its groups get COORDINATOR_LOAD_IN_PROGRESS meanwhile)."""
         if partition in self.owned_partitions or partition in self.loading_partitions:
             return
-        self.log.info("Scheduling loading of offsets and group metadata from %s-%d", GROUP_METADATA_TOPIC_NAME, partition)
+        self.log.info(
+            "Scheduling loading of offsets and group metadata from %s-%d",
+            GROUP_METADATA_TOPIC_NAME,
+            partition,
+        )
         self.loading_partitions.add(partition)
         self._load_tasks[partition] = asyncio.ensure_future(self._load(partition, on_group_loaded))
 
@@ -350,7 +380,9 @@ class GroupMetadataManager:
         except asyncio.CancelledError:
             raise
         except Exception:
-            self.log.exception("Error loading offsets from %s-%d", GROUP_METADATA_TOPIC_NAME, partition)
+            self.log.exception(
+                "Error loading offsets from %s-%d", GROUP_METADATA_TOPIC_NAME, partition
+            )
         finally:
             self.loading_partitions.discard(partition)
             self._load_tasks.pop(partition, None)
@@ -368,7 +400,9 @@ class GroupMetadataManager:
         position = log.log_start_offset
         high_watermark = p.high_watermark
         while position < high_watermark:
-            info = log.read(position, self.config.offsets_load_buffer_size, max_offset=high_watermark)
+            info = log.read(
+                position, self.config.offsets_load_buffer_size, max_offset=high_watermark
+            )
             batches = list(MemoryRecords(info.records.buffer()).batches_allow_partial())
             if not batches:
                 break
@@ -387,7 +421,9 @@ class GroupMetadataManager:
                         else:
                             by_tp[key.topic_partition] = records.read_offset_value(record.value)
                     else:
-                        group_values[key.group] = None if record.value is None else records.read_group_value(record.value)
+                        group_values[key.group] = (
+                            None if record.value is None else records.read_group_value(record.value)
+                        )
             await asyncio.sleep(0)  # let requests in between chunks
         now = self.time.milliseconds()
         out: list[GroupMetadata] = []
@@ -403,7 +439,9 @@ class GroupMetadataManager:
             out.append(group)
         return out
 
-    def remove_groups_for_partition(self, partition: int, on_group_unloaded: Callable[[GroupMetadata], None]) -> None:
+    def remove_groups_for_partition(
+        self, partition: int, on_group_unloaded: Callable[[GroupMetadata], None]
+    ) -> None:
         """Stop coordinating an offsets partition: drop its groups from the cache."""
         self.loading_partitions.discard(partition)
         task = self._load_tasks.pop(partition, None)

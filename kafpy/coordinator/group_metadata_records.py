@@ -24,7 +24,9 @@ OFFSET_COMMIT_KEY = Message(
     -1, "OffsetCommitKey", "request", (0, 1), None,
     [Field("group", "string"), Field("topic", "string"), Field("partition", "int32")],
 )  # fmt: skip
-GROUP_METADATA_KEY = Message(-1, "GroupMetadataKey", "request", (2, 2), None, [Field("group", "string")])
+GROUP_METADATA_KEY = Message(
+    -1, "GroupMetadataKey", "request", (2, 2), None, [Field("group", "string")]
+)
 
 OFFSET_COMMIT_VALUE = Message(
     -1, "OffsetCommitValue", "request", (0, 3), None,
@@ -77,7 +79,9 @@ class GroupKey:
 
 
 def offset_commit_key(group: str, tp: TopicPartition) -> bytes:
-    return _INT16.pack(1) + OFFSET_COMMIT_KEY.encode(1, {"group": group, "topic": tp.topic, "partition": tp.partition})
+    return _INT16.pack(1) + OFFSET_COMMIT_KEY.encode(
+        1, {"group": group, "topic": tp.topic, "partition": tp.partition}
+    )
 
 
 def group_metadata_key(group: str) -> bytes:
@@ -97,7 +101,9 @@ def offset_commit_value(om: OffsetAndMetadata) -> bytes:
 
 def group_metadata_value(value: dict[str, Any]) -> bytes:
     """A group's record value (v3) from a dict in GROUP_METADATA_VALUE's shape."""
-    return _INT16.pack(GROUP_METADATA_VALUE_VERSION) + GROUP_METADATA_VALUE.encode(GROUP_METADATA_VALUE_VERSION, value)
+    return _INT16.pack(GROUP_METADATA_VALUE_VERSION) + GROUP_METADATA_VALUE.encode(
+        GROUP_METADATA_VALUE_VERSION, value
+    )
 
 
 def read_key(key: bytes | memoryview) -> OffsetKey | GroupKey:
@@ -108,13 +114,17 @@ def read_key(key: bytes | memoryview) -> OffsetKey | GroupKey:
         return OffsetKey(k["group"], TopicPartition(k["topic"], k["partition"]))
     if version == 2:
         return GroupKey(GROUP_METADATA_KEY.decode(2, key, 2)["group"])
-    raise ValueError(f"Unknown __consumer_offsets key version {version}; this broker reads versions 0 to 2.")
+    raise ValueError(
+        f"Unknown __consumer_offsets key version {version}; this broker reads versions 0 to 2."
+    )
 
 
 def read_offset_value(value: bytes | memoryview) -> OffsetAndMetadata:
     (version,) = _INT16.unpack_from(value, 0)
     if not 0 <= version <= 3:
-        raise ValueError(f"Unknown offset commit value version {version}; this broker reads versions 0 to 3.")
+        raise ValueError(
+            f"Unknown offset commit value version {version}; this broker reads versions 0 to 3."
+        )
     v = OFFSET_COMMIT_VALUE.decode(version, value, 2)
     expire = v["expire_timestamp"] if version == 1 else None
     return OffsetAndMetadata(v["offset"], v.get("leader_epoch", NO_LEADER_EPOCH), v["metadata"],
@@ -125,7 +135,9 @@ def read_group_value(value: bytes | memoryview) -> dict[str, Any]:
     """A group's record value as a dict (every version normalised to v3's fields)."""
     (version,) = _INT16.unpack_from(value, 0)
     if not 0 <= version <= 3:
-        raise ValueError(f"Unknown group metadata value version {version}; this broker reads versions 0 to 3.")
+        raise ValueError(
+            f"Unknown group metadata value version {version}; this broker reads versions 0 to 3."
+        )
     v = GROUP_METADATA_VALUE.decode(version, value, 2)
     v.setdefault("current_state_timestamp", -1)
     for m in v["members"]:

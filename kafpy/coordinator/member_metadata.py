@@ -60,4 +60,6 @@ class MemberMetadata:
         for name, _ in self.supported_protocols:
             if name in candidates:
                 return name
-        raise ValueError(f"member {self.member_id} supports none of the protocols {sorted(candidates)}")
+        raise ValueError(
+            f"member {self.member_id} supports none of the protocols {sorted(candidates)}"
+        )

@@ -76,7 +76,10 @@ def decode_request_header(buf: bytes | bytearray | memoryview) -> tuple[RequestH
     if len(mv) < _REQUEST_PREFIX.size:
         raise ProtocolDecodeError(
             f"cannot decode RequestHeader: {len(mv)} bytes is shorter than the "
-            f"{_REQUEST_PREFIX.size}-byte fixed part", "RequestHeader", None, "correlation_id"
+            f"{_REQUEST_PREFIX.size}-byte fixed part",
+            "RequestHeader",
+            None,
+            "correlation_id",
         )
     api_key, api_version, correlation_id = _REQUEST_PREFIX.unpack_from(mv, 0)
     pos = _REQUEST_PREFIX.size
@@ -92,7 +95,10 @@ def decode_request_header(buf: bytes | bytearray | memoryview) -> tuple[RequestH
     except t.DecodeFailure as exc:
         raise ProtocolDecodeError(
             f"cannot decode RequestHeader v{version} (api key {api_key}, version "
-            f"{api_version}): field {field}: {exc}", "RequestHeader", version, field
+            f"{api_version}): field {field}: {exc}",
+            "RequestHeader",
+            version,
+            field,
         ) from None
     return RequestHeader(api_key, api_version, correlation_id, client_id), pos
 
@@ -139,7 +145,10 @@ def decode_response(
     if len(mv) < 4:
         raise ProtocolDecodeError(
             f"cannot decode ResponseHeader of {message.name}: {len(mv)} bytes is shorter "
-            "than the correlation id", "ResponseHeader", None, "correlation_id"
+            "than the correlation id",
+            "ResponseHeader",
+            None,
+            "correlation_id",
         )
     correlation_id = _INT32.unpack_from(mv, 0)[0]
     pos = 4
@@ -149,6 +158,8 @@ def decode_response(
         except t.DecodeFailure as exc:
             raise ProtocolDecodeError(
                 f"cannot decode ResponseHeader v1 of {message.name}: tagged fields: {exc}",
-                "ResponseHeader", 1, "<tagged fields>"
+                "ResponseHeader",
+                1,
+                "<tagged fields>",
             ) from None
     return correlation_id, message.decode(api_version, mv, pos)

@@ -221,7 +221,9 @@ def _struct_codec(fields: Sequence[Field], version: int, flexible: bool) -> t.Ty
     """Compile one struct for one version into an encode/decode pair."""
     present = [f for f in fields if f.in_version(version)]
     untagged = [f for f in present if not (flexible and f.is_tagged(version))]
-    tagged = sorted((f for f in present if flexible and f.is_tagged(version)), key=lambda f: f.tag or 0)
+    tagged = sorted(
+        (f for f in present if flexible and f.is_tagged(version)), key=lambda f: f.tag or 0
+    )
 
     enc_steps: list[Any] = []
     dec_steps: list[Any] = []
@@ -354,14 +356,18 @@ def _tagged_section(tagged: list[Field], version: int, flexible: bool) -> tuple[
     known: list[tuple[int, str, Any, t.Type, bool]] = []
     for f in tagged:
         codec = _field_codec(f, version, flexible)
-        known.append((f.tag or 0, f.name, f.default_for(version), codec, isinstance(f.type, Struct)))
+        known.append(
+            (f.tag or 0, f.name, f.default_for(version), codec, isinstance(f.type, Struct))
+        )
     by_tag = {tag: (name, codec) for tag, name, _, codec, _ in known}
     uvarint_bytes = t.uvarint_bytes
     read_uvarint = t.read_uvarint
     empty = t.EMPTY_TAGGED_FIELDS
 
     def encode(value: Any, out: list) -> None:
-        unknown = value.get(UNKNOWN_TAGGED_FIELDS) if known or UNKNOWN_TAGGED_FIELDS in value else None
+        unknown = (
+            value.get(UNKNOWN_TAGGED_FIELDS) if known or UNKNOWN_TAGGED_FIELDS in value else None
+        )
         if not known and not unknown:
             out.append(empty)
             return
@@ -491,9 +497,7 @@ class Message:
         try:
             c.encode(value, out)
         except (struct.error, TypeError, ValueError, AttributeError, OverflowError) as exc:
-            raise ProtocolEncodeError(
-                f"cannot encode {self.name} v{version}: {exc}"
-            ) from exc
+            raise ProtocolEncodeError(f"cannot encode {self.name} v{version}: {exc}") from exc
         return out
 
     def encode(self, version: int, value: Mapping[str, Any]) -> bytes:

@@ -318,7 +318,9 @@ def _as_bytes_like(value: Any) -> Any:
     buffer = getattr(value, "buffer", None)  # MemoryRecords and friends
     if buffer is not None:
         return _as_bytes_like(buffer() if callable(buffer) else buffer)
-    raise TypeError(f"expected bytes, bytearray, memoryview or MemoryRecords, not {type(value).__name__}")
+    raise TypeError(
+        f"expected bytes, bytearray, memoryview or MemoryRecords, not {type(value).__name__}"
+    )
 
 
 def bytes_type(compact: bool, nullable: bool, records: bool = False) -> Type:
@@ -382,9 +384,7 @@ def read_array_length(buf: memoryview, pos: int, compact: bool, nullable: bool) 
     # Every element takes at least one byte, so a count beyond the bytes left is a lie
     # (and would otherwise make us allocate without bound).
     if n > len(buf) - pos:
-        raise DecodeFailure(
-            f"array length {n} is larger than the bytes left ({len(buf) - pos})"
-        )
+        raise DecodeFailure(f"array length {n} is larger than the bytes left ({len(buf) - pos})")
     return n, pos
 
 

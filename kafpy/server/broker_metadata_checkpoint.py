@@ -63,7 +63,9 @@ class BrokerMetadataCheckpoint:
         return BrokerMetadata(broker_id, props.get("cluster.id"))
 
 
-def check_broker_metadata(log_dirs: list[Path], broker_id: int, cluster_id: str | None = None) -> None:
+def check_broker_metadata(
+    log_dirs: list[Path], broker_id: int, cluster_id: str | None = None
+) -> None:
     """Check every dir's meta.properties against `broker_id` and `cluster_id`, then write
     the dirs that have none (or lack the cluster id).
 
@@ -100,4 +102,6 @@ def check_broker_metadata(log_dirs: list[Path], broker_id: int, cluster_id: str 
     for d in log_dirs:
         meta = found.get(d)
         if meta is None or (meta.cluster_id is None and cluster_id is not None):
-            BrokerMetadataCheckpoint(d / META_PROPERTIES).write(BrokerMetadata(broker_id, cluster_id))
+            BrokerMetadataCheckpoint(d / META_PROPERTIES).write(
+                BrokerMetadata(broker_id, cluster_id)
+            )

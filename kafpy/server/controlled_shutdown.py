@@ -36,7 +36,9 @@ async def controlled_shutdown(
             await asyncio.sleep(retry_backoff_ms / 1000)
         try:
             if set(await zk_client.get_all_broker_ids()) <= {broker_id}:
-                log.info("No other live broker to take over leadership; skipping controlled shutdown")
+                log.info(
+                    "No other live broker to take over leadership; skipping controlled shutdown"
+                )
                 return True
             controller_id = await zk_client.get_controller_id()
             if controller_id is None:
@@ -47,7 +49,11 @@ async def controlled_shutdown(
                 (e for e in broker.endpoints if e.listener_name == listener_name), None
             )  # fmt: skip
             if endpoint is None:
-                log.info("Controller %d has no %s endpoint registered; retrying", controller_id, listener_name)
+                log.info(
+                    "Controller %d has no %s endpoint registered; retrying",
+                    controller_id,
+                    listener_name,
+                )
                 continue
             conn = BrokerConnection(endpoint.host or "localhost", endpoint.port, node_id=controller_id,
                                     client_id=f"broker-{broker_id}-controlled-shutdown",
@@ -55,7 +61,8 @@ async def controlled_shutdown(
             await conn.connect()
             try:
                 response = await conn.send(
-                    ApiKey.CONTROLLED_SHUTDOWN, {"broker_id": broker_id, "broker_epoch": broker_epoch}
+                    ApiKey.CONTROLLED_SHUTDOWN,
+                    {"broker_id": broker_id, "broker_epoch": broker_epoch},
                 )
             finally:
                 await conn.close()
@@ -69,7 +76,10 @@ async def controlled_shutdown(
             return True
         log.info(
             "Remaining partitions to move: %s; controller error code %d",
-            ",".join(f"{p['topic_name']}-{p['partition_index']}" for p in remaining), response["error_code"],
+            ",".join(f"{p['topic_name']}-{p['partition_index']}" for p in remaining),
+            response["error_code"],
         )
-    log.warning("Proceeding to do an unclean shutdown as all the controlled shutdown attempts failed")
+    log.warning(
+        "Proceeding to do an unclean shutdown as all the controlled shutdown attempts failed"
+    )
     return False

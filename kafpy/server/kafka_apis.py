@@ -87,7 +87,9 @@ def validate_produce_records(records: memoryview | bytes | None) -> KafkaError |
     """Kafka's check of a v3+ produce payload: exactly one v2 batch (a partial trailing
     batch is dropped later, as Kafka does). Returns the error for the partition, or None."""
     if records is None or len(records) < LOG_OVERHEAD:
-        return InvalidRecordError("Produce requests with version 3 and above must have exactly one record batch")
+        return InvalidRecordError(
+            "Produce requests with version 3 and above must have exactly one record batch"
+        )
     length = int.from_bytes(records[8:12], "big", signed=True)
     if length < _MIN_BATCH_LENGTH:
         return CorruptRecordError(
@@ -95,7 +97,9 @@ def validate_produce_records(records: memoryview | bytes | None) -> KafkaError |
         )
     size = LOG_OVERHEAD + length
     if size > len(records):
-        return InvalidRecordError("Produce requests with version 3 and above must have exactly one record batch")
+        return InvalidRecordError(
+            "Produce requests with version 3 and above must have exactly one record batch"
+        )
     if records[MAGIC_OFFSET] != 2:
         return InvalidRecordError(
             f"Produce requests with version 3 and above are only allowed to contain record batches "
@@ -163,10 +167,13 @@ class KafkaApis:
         if controller is not None and hasattr(controller, "controlled_shutdown"):
             handlers[ApiKey.CONTROLLED_SHUTDOWN] = self.handle_controlled_shutdown
         if group_coordinator is not None:
-            group_apis = GroupApis(group_coordinator, lambda tp: metadata_cache.get_partition_info(tp) is not None)
+            group_apis = GroupApis(
+                group_coordinator, lambda tp: metadata_cache.get_partition_info(tp) is not None
+            )
             handlers[ApiKey.FIND_COORDINATOR] = self.handle_find_coordinator
             handlers[ApiKey.JOIN_GROUP] = lambda r: group_apis.join_group(
-                _body(r), r.api_version, r.header.client_id or "", "/" + r.client_address[0])
+                _body(r), r.api_version, r.header.client_id or "", "/" + r.client_address[0]
+            )
             for key, api in _GROUP_APIS:
                 handlers[key] = _group_handler(getattr(group_apis, api))
         # Serve only what both the codec declares and the broker advertises.
@@ -269,7 +276,10 @@ class KafkaApis:
         except InvalidTopicError:
             return entry(Errors.INVALID_TOPIC_EXCEPTION)
         assert name is not None
-        if not (allow_auto and self.config.auto_create_topics_enable) or self.admin_zk_client is None:
+        if (
+            not (allow_auto and self.config.auto_create_topics_enable)
+            or self.admin_zk_client is None
+        ):
             return entry(Errors.UNKNOWN_TOPIC_OR_PARTITION)
         if topic_names.is_internal(name):
             return entry(Errors.UNKNOWN_TOPIC_OR_PARTITION)  # created by their coordinators
@@ -279,7 +289,9 @@ class KafkaApis:
             await self.admin_zk_client.create_topic(name, partitions, rf, {}, RackAwareMode.SAFE)
             self.log.info(
                 "Auto creation of topic %s with %d partitions and replication factor %d is successful",
-                name, partitions, rf,
+                name,
+                partitions,
+                rf,
             )
         except TopicExistsError:
             pass
@@ -310,9 +322,15 @@ class KafkaApis:
             for tp in order:
                 answers[tp] = _produce_error(tp, Errors.INVALID_REQUIRED_ACKS, None)
         elif entries:
-            answers.update(await self.replica_manager.append_records(body["timeout_ms"], acks, entries))
+            answers.update(
+                await self.replica_manager.append_records(body["timeout_ms"], acks, entries)
+            )
         if acks == 0:
-            failed = {str(tp): Errors(r["error_code"]).name for tp, r in answers.items() if r["error_code"]}
+            failed = {
+                str(tp): Errors(r["error_code"]).name
+                for tp, r in answers.items()
+                if r["error_code"]
+            }
             if failed:
                 raise CloseConnection(
                     f"error during produce request with correlation id {request.header.correlation_id} "
@@ -337,7 +355,11 @@ class KafkaApis:
         session_epoch = body.get("session_epoch", -1)
         if version >= 7 and (session_id != 0 or session_epoch not in (-1, 0)):
             # kafpy keeps no fetch sessions: every fetch is a full one (session id 0)
-            error = Errors.FETCH_SESSION_ID_NOT_FOUND if session_id != 0 else Errors.INVALID_FETCH_SESSION_EPOCH
+            error = (
+                Errors.FETCH_SESSION_ID_NOT_FOUND
+                if session_id != 0
+                else Errors.INVALID_FETCH_SESSION_EPOCH
+            )
             return {"throttle_time_ms": 0, "error_code": error, "session_id": 0, "responses": []}
         infos: list[tuple[TopicPartition, PartitionFetchInfo]] = []
         for topic in body["topics"]:
@@ -417,7 +439,10 @@ class KafkaApis:
             by_topic.setdefault(tp.topic, []).append(
                 {"partition_index": tp.partition, "low_watermark": low, "error_code": error}
             )
-        return {"throttle_time_ms": 0, "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]}
+        return {
+            "throttle_time_ms": 0,
+            "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()],
+        }
 
     async def handle_offset_for_leader_epoch(self, request: Request) -> dict[str, Any]:
         body = request.body
@@ -428,10 +453,18 @@ class KafkaApis:
             parts = []
             for p in t["partitions"]:
                 tp = TopicPartition(t["topic"], p["partition"])
-                answer = {"error_code": Errors.NONE, "partition": tp.partition, "leader_epoch": -1, "end_offset": -1}
+                answer = {
+                    "error_code": Errors.NONE,
+                    "partition": tp.partition,
+                    "leader_epoch": -1,
+                    "end_offset": -1,
+                }
                 try:
                     epoch, end = self.replica_manager.last_offset_for_leader_epoch(
-                        tp, p.get("current_leader_epoch", -1), p["leader_epoch"], replica_id != DEBUGGING_CONSUMER_ID
+                        tp,
+                        p.get("current_leader_epoch", -1),
+                        p["leader_epoch"],
+                        replica_id != DEBUGGING_CONSUMER_ID,
                     )
                     answer.update(leader_epoch=epoch, end_offset=end)
                 except KafkaError as e:
@@ -459,7 +492,9 @@ class KafkaApis:
 
     async def handle_init_producer_id(self, request: Request) -> dict[str, Any]:
         assert self.producer_id_manager is not None and request.body is not None
-        return await self.producer_id_manager.handle_init_producer_id(request.body, request.api_version)
+        return await self.producer_id_manager.handle_init_producer_id(
+            request.body, request.api_version
+        )
 
     # -- controller requests --------------------------------------------------------------
 
@@ -471,7 +506,10 @@ class KafkaApis:
         body = request.body
         assert body is not None
         if self._broker_epoch_is_stale(body):
-            self.log.info("Received LeaderAndIsr request with stale broker epoch %s; ignoring it", body["broker_epoch"])
+            self.log.info(
+                "Received LeaderAndIsr request with stale broker epoch %s; ignoring it",
+                body["broker_epoch"],
+            )
             return _controller_error(body, Errors.STALE_BROKER_EPOCH, "partition_states")
         await self.replica_manager.load_topic_configs(body)
         response = self.replica_manager.become_leader_or_follower(body, request.api_version)
@@ -496,14 +534,19 @@ class KafkaApis:
         body = request.body
         assert body is not None
         if self._broker_epoch_is_stale(body):
-            self.log.info("Received UpdateMetadata request with stale broker epoch %s; ignoring it", body["broker_epoch"])
+            self.log.info(
+                "Received UpdateMetadata request with stale broker epoch %s; ignoring it",
+                body["broker_epoch"],
+            )
             return {"error_code": Errors.STALE_BROKER_EPOCH}
         rm = self.replica_manager
         if body["controller_epoch"] < rm.controller_epoch:
             rm.state_change_log.warning(
                 "Received UpdateMetadata request from controller %d with epoch %d, older than the latest "
                 "known controller epoch %d; ignoring it",
-                body["controller_id"], body["controller_epoch"], rm.controller_epoch,
+                body["controller_id"],
+                body["controller_epoch"],
+                rm.controller_epoch,
             )
             return {"error_code": Errors.STALE_CONTROLLER_EPOCH}
         deleted = self.metadata_cache.update_metadata(body, request.api_version)
@@ -520,17 +563,24 @@ class KafkaApis:
         assert body is not None
         if not (self.controller is not None and self.controller.is_active):
             return {"error_code": Errors.NOT_CONTROLLER, "remaining_partitions": []}
-        error, remaining = await self.controller.controlled_shutdown(body["broker_id"], body.get("broker_epoch", -1))
+        error, remaining = await self.controller.controlled_shutdown(
+            body["broker_id"], body.get("broker_epoch", -1)
+        )
         return {
             "error_code": error,
-            "remaining_partitions": [{"topic_name": tp.topic, "partition_index": tp.partition} for tp in remaining],
+            "remaining_partitions": [
+                {"topic_name": tp.topic, "partition_index": tp.partition} for tp in remaining
+            ],
         }
 
     async def handle_stop_replica(self, request: Request) -> dict[str, Any]:
         body = request.body
         assert body is not None
         if self._broker_epoch_is_stale(body):
-            self.log.info("Received StopReplica request with stale broker epoch %s; ignoring it", body["broker_epoch"])
+            self.log.info(
+                "Received StopReplica request with stale broker epoch %s; ignoring it",
+                body["broker_epoch"],
+            )
             return {"error_code": Errors.STALE_BROKER_EPOCH, "partition_errors": []}
         response = self.replica_manager.stop_replicas(body, request.api_version)
         if self.group_coordinator is not None:
@@ -556,7 +606,9 @@ class KafkaApis:
         if not self.metadata_cache.contains_topic(GROUP_METADATA_TOPIC_NAME):
             await self._create_offsets_topic()
             return answer(Errors.COORDINATOR_NOT_AVAILABLE)
-        info = self.metadata_cache.get_partition_info(TopicPartition(GROUP_METADATA_TOPIC_NAME, partition))
+        info = self.metadata_cache.get_partition_info(
+            TopicPartition(GROUP_METADATA_TOPIC_NAME, partition)
+        )
         if info is None or info.leader < 0:
             return answer(Errors.COORDINATOR_NOT_AVAILABLE)
         for node, endpoint, _ in self.metadata_cache.alive_endpoints(request.listener_name):
@@ -587,7 +639,11 @@ class KafkaApis:
         }
         try:
             await self.admin_zk_client.create_topic(
-                GROUP_METADATA_TOPIC_NAME, cfg.offsets_topic_num_partitions, rf, topic_config, RackAwareMode.SAFE
+                GROUP_METADATA_TOPIC_NAME,
+                cfg.offsets_topic_num_partitions,
+                rf,
+                topic_config,
+                RackAwareMode.SAFE,
             )
             self.log.info("Created %s with %d partitions and replication factor %d",
                           GROUP_METADATA_TOPIC_NAME, cfg.offsets_topic_num_partitions, rf)  # fmt: skip
@@ -611,7 +667,9 @@ def _group_handler(api: Callable[[dict[str, Any], int], Awaitable[dict[str, Any]
 
 def _partition_states(body: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
     """(topic, partition state) of every partition of a LeaderAndIsr request, any version."""
-    out: list[tuple[str, Mapping[str, Any]]] = [(s["topic_name"], s) for s in body.get("ungrouped_partition_states") or ()]
+    out: list[tuple[str, Mapping[str, Any]]] = [
+        (s["topic_name"], s) for s in body.get("ungrouped_partition_states") or ()
+    ]
     for t in body.get("topic_states") or ():
         out.extend((t["topic_name"], s) for s in t["partition_states"])
     return out
@@ -625,8 +683,20 @@ def _produce_error(tp: TopicPartition, code: int, message: str | None) -> dict[s
 def _controller_error(body: Mapping[str, Any], error: int, _: str) -> dict[str, Any]:
     errors = []
     for s in body.get("ungrouped_partition_states") or ():
-        errors.append({"topic_name": s["topic_name"], "partition_index": s["partition_index"], "error_code": error})
+        errors.append(
+            {
+                "topic_name": s["topic_name"],
+                "partition_index": s["partition_index"],
+                "error_code": error,
+            }
+        )
     for t in body.get("topic_states") or ():
         for s in t["partition_states"]:
-            errors.append({"topic_name": t["topic_name"], "partition_index": s["partition_index"], "error_code": error})
+            errors.append(
+                {
+                    "topic_name": t["topic_name"],
+                    "partition_index": s["partition_index"],
+                    "error_code": error,
+                }
+            )
     return {"error_code": error, "partition_errors": errors}

@@ -121,7 +121,9 @@ class KafkaServer:
         self.cluster_id = await self.zk_client.create_or_get_cluster_id(generate_cluster_id())
         self.log.info("Cluster ID = %s", self.cluster_id)
         if cfg.broker_id < 0:
-            raise NotImplementedError("broker.id generation from /brokers/seqid is not built yet; set broker.id")
+            raise NotImplementedError(
+                "broker.id generation from /brokers/seqid is not built yet; set broker.id"
+            )
         check_broker_metadata(cfg.log_dirs, cfg.broker_id, self.cluster_id)
 
         self.scheduler = KafkaScheduler(cfg.background_threads, time=self.time)
@@ -155,7 +157,9 @@ class KafkaServer:
         self.replica_manager.broker_epoch = self.broker_epoch
         self.log.info("Registered broker %d at path /brokers/ids/%d", cfg.broker_id, cfg.broker_id)
 
-        self.controller = KafkaController(cfg, self.zk_client, time=self.time, broker_info=broker_info)
+        self.controller = KafkaController(
+            cfg, self.zk_client, time=self.time, broker_info=broker_info
+        )
         await self.controller.startup()
 
         metadata_cache = self.metadata_cache
@@ -201,7 +205,9 @@ class KafkaServer:
             recovery_threads_per_data_dir=cfg.num_recovery_threads_per_data_dir,
             flush_check_ms=cfg.get("log.flush.scheduler.interval.ms"),
             flush_recovery_offset_checkpoint_ms=cfg.get("log.flush.offset.checkpoint.interval.ms"),
-            flush_start_offset_checkpoint_ms=cfg.get("log.flush.start.offset.checkpoint.interval.ms"),
+            flush_start_offset_checkpoint_ms=cfg.get(
+                "log.flush.start.offset.checkpoint.interval.ms"
+            ),
             retention_check_ms=cfg.get("log.retention.check.interval.ms"),
             initial_task_delay_ms=cfg.get("log.initial.task.delay.ms"),
             scheduler=self.scheduler,
@@ -235,7 +241,11 @@ class KafkaServer:
         """Stop in the reverse order of start-up; each step runs even if an earlier one failed."""
         self.log.info("shutting down")
         steps: list[tuple[str, Any]] = []
-        if self._started and self.zk_client is not None and self.config.get("controlled.shutdown.enable"):
+        if (
+            self._started
+            and self.zk_client is not None
+            and self.config.get("controlled.shutdown.enable")
+        ):
             steps.append(("controlled shutdown", self._controlled_shutdown))
         if self.socket_server is not None:
             steps.append(("socket server", self._shutdown_socket_server))
@@ -266,7 +276,9 @@ class KafkaServer:
     async def _controlled_shutdown(self) -> None:
         """Ask the controller to move this broker's leaderships away while it still serves."""
         assert self.zk_client is not None
-        listener = self.controller.config.inter_broker_listener_name if self.controller else "PLAINTEXT"
+        listener = (
+            self.controller.config.inter_broker_listener_name if self.controller else "PLAINTEXT"
+        )
         await controlled_shutdown(
             self.zk_client, self.broker_id, self.broker_epoch, listener,
             int(self.config.get("controlled.shutdown.max.retries")),
@@ -338,4 +350,8 @@ def _partitions_online(cache: MetadataCache, topic: str, partitions: Collection[
 
 def _security_protocol(listener_name: str) -> str:
     # Without listener.security.protocol.map, Kafka maps a listener named after a protocol to it.
-    return listener_name if listener_name in ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL") else "PLAINTEXT"
+    return (
+        listener_name
+        if listener_name in ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+        else "PLAINTEXT"
+    )

@@ -93,7 +93,9 @@ class MetadataCache:
         self._brokers: dict[int, MetadataBroker] = {}
         self._partitions: dict[str, dict[int, PartitionInfo]] = {}
 
-    def update_metadata(self, request_body: Mapping[str, Any], version: int = 0) -> list[TopicPartition]:
+    def update_metadata(
+        self, request_body: Mapping[str, Any], version: int = 0
+    ) -> list[TopicPartition]:
         """Apply an UpdateMetadata request; returns the partitions it deleted."""
         controller_id = request_body["controller_id"]
         self.controller_id = controller_id if controller_id >= 0 else None

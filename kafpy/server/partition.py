@@ -86,7 +86,9 @@ class Partition:
         local_broker_id: int,
         log_manager: LogManager,
         time: Time,
-        high_watermark_checkpoint: Callable[[TopicPartition, Log], int | None] = lambda tp, log: None,
+        high_watermark_checkpoint: Callable[[TopicPartition, Log], int | None] = lambda tp, log: (
+            None
+        ),
         replica_lag_time_max_ms: int = 30000,
     ) -> None:
         self.topic_partition = tp
@@ -148,7 +150,9 @@ class Partition:
         self.leader_epoch_cache = LeaderEpochFileCache(self.topic_partition, lambda: log.dir)
         checkpointed = self._hw_checkpoint(self.topic_partition, log)
         if checkpointed is None:
-            self.log_ident.info("No checkpointed highwatermark is found for partition %s", self.topic_partition)
+            self.log_ident.info(
+                "No checkpointed highwatermark is found for partition %s", self.topic_partition
+            )
             checkpointed = 0
         hw = min(max(checkpointed, log.log_start_offset), log.log_end_offset)
         self._set_hw(hw)
@@ -197,7 +201,10 @@ class Partition:
             self.leader_replica_id = self.local_broker_id
         self.log_ident.info(
             "%s starts at leader epoch %d from offset %d with high watermark %d.",
-            self.topic_partition, self.leader_epoch, start, self.high_watermark,
+            self.topic_partition,
+            self.leader_epoch,
+            start,
+            self.high_watermark,
         )
         return is_new_leader, self.maybe_increment_leader_hw()
 
@@ -311,7 +318,9 @@ class Partition:
         info = log.read(fetch_offset, max_bytes, max_offset, min_one_message)
         return LogReadResult(info, hw, log.log_start_offset, leo, hw)
 
-    def update_follower_fetch_state(self, replica_id: int, fetch_offset: int, log_start_offset: int = -1) -> bool:
+    def update_follower_fetch_state(
+        self, replica_id: int, fetch_offset: int, log_start_offset: int = -1
+    ) -> bool:
         """Record a follower's fetch position (its log end offset) and log start offset
         (Fetch v5+); True if the HW moved.
 
@@ -326,7 +335,9 @@ class Partition:
         if fetch_offset >= leader_leo:
             replica.last_caught_up_time_ms = now
         elif fetch_offset >= replica.last_fetch_leader_log_end_offset >= 0:
-            replica.last_caught_up_time_ms = max(replica.last_caught_up_time_ms, replica.last_fetch_time_ms)
+            replica.last_caught_up_time_ms = max(
+                replica.last_caught_up_time_ms, replica.last_fetch_time_ms
+            )
         replica.log_end_offset = fetch_offset
         replica.log_start_offset = log_start_offset
         replica.last_fetch_leader_log_end_offset = leader_leo
@@ -488,7 +499,9 @@ class Partition:
         assert self.leader_epoch_cache is not None
         return self.leader_epoch_cache.end_offset_for(leader_epoch, log.log_end_offset)
 
-    def delete_records_on_leader(self, offset: int, broker_alive: Callable[[int], bool]) -> tuple[int, int]:
+    def delete_records_on_leader(
+        self, offset: int, broker_alive: Callable[[int], bool]
+    ) -> tuple[int, int]:
         """DeleteRecords: move the leader's log start offset to `offset` (-1: the high
         watermark); returns (the offset asked for, the low watermark now). The followers
         follow when their fetches tell them the leader's log start offset."""

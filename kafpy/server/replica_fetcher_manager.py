@@ -74,7 +74,9 @@ class ReplicaFetcherManager:
                 return fetcher
         return None
 
-    def add_fetcher_for_partitions(self, partitions: Mapping[TopicPartition, tuple[BrokerEndPoint, int, int]]) -> None:
+    def add_fetcher_for_partitions(
+        self, partitions: Mapping[TopicPartition, tuple[BrokerEndPoint, int, int]]
+    ) -> None:
         """Fetch `tp -> (leader, initial offset, leader epoch)`; each starts by truncating."""
         self.remove_fetcher_for_partitions(partitions)
         grouped: dict[tuple[BrokerEndPoint, int], dict[TopicPartition, tuple[int, int]]] = {}
@@ -94,7 +96,10 @@ class ReplicaFetcherManager:
             fetcher.add_partitions(states)
         self.log.info(
             "Added fetcher for partitions %s",
-            ", ".join(f"{tp} -> (leader {leader.id}, offset {off})" for tp, (leader, off, _) in partitions.items()),
+            ", ".join(
+                f"{tp} -> (leader {leader.id}, offset {off})"
+                for tp, (leader, off, _) in partitions.items()
+            ),
         )
 
     def remove_fetcher_for_partitions(self, partitions: Iterable[TopicPartition]) -> None:

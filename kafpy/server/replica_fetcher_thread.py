@@ -43,7 +43,12 @@ class FetcherChannel(Protocol):
     async def connect(self) -> None: ...
 
     async def send(
-        self, api_key: int, body: Mapping[str, Any], version: int | None = None, *, timeout_ms: int | None = None
+        self,
+        api_key: int,
+        body: Mapping[str, Any],
+        version: int | None = None,
+        *,
+        timeout_ms: int | None = None,
     ) -> dict[str, Any]: ...
 
     def close(self) -> Any: ...
@@ -125,7 +130,9 @@ class ReplicaFetcherThread:
         """Start fetching `tp -> (initial fetch offset, leader epoch)`, truncating first."""
         for tp, (offset, epoch) in states.items():
             self.partition_states[tp] = PartitionFetchState(offset, epoch)
-        self.log.info("Added fetcher to broker %d for partitions %s", self.source.id, sorted(map(str, states)))
+        self.log.info(
+            "Added fetcher to broker %d for partitions %s", self.source.id, sorted(map(str, states))
+        )
         self._wakeup.set()
 
     def remove_partitions(self, partitions: Iterable[TopicPartition]) -> None:
@@ -184,7 +191,9 @@ class ReplicaFetcherThread:
             except asyncio.CancelledError:
                 raise
             except (KafkaError, OSError) as e:
-                self.log.warning("Error in fetch from broker %d: %s; retrying after back-off", self.source.id, e)
+                self.log.warning(
+                    "Error in fetch from broker %d: %s; retrying after back-off", self.source.id, e
+                )
                 self._close_channel()
                 await self._backoff()
             except Exception:
@@ -197,12 +206,16 @@ class ReplicaFetcherThread:
         loop = asyncio.get_running_loop()
         now = loop.time()
         to_truncate = {
-            tp: s for tp, s in self.partition_states.items() if s.truncating and s.delayed_until <= now
+            tp: s
+            for tp, s in self.partition_states.items()
+            if s.truncating and s.delayed_until <= now
         }
         if to_truncate:
             await self._truncate(to_truncate)
         ready = {
-            tp: s for tp, s in self.partition_states.items() if not s.truncating and s.delayed_until <= now
+            tp: s
+            for tp, s in self.partition_states.items()
+            if not s.truncating and s.delayed_until <= now
         }
         if not ready:
             await self._backoff_until_ready()
@@ -214,12 +227,16 @@ class ReplicaFetcherThread:
         wait = min((s.delayed_until for s in self.partition_states.values()), default=now) - now
         self._wakeup.clear()
         with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(self._wakeup.wait(), max(0.01, min(wait, self.config.fetch_backoff_ms / 1000)))
+            await asyncio.wait_for(
+                self._wakeup.wait(), max(0.01, min(wait, self.config.fetch_backoff_ms / 1000))
+            )
 
     def _delay(self, tp: TopicPartition) -> None:
         state = self.partition_states.get(tp)
         if state is not None:
-            state.delayed_until = asyncio.get_running_loop().time() + self.config.fetch_backoff_ms / 1000
+            state.delayed_until = (
+                asyncio.get_running_loop().time() + self.config.fetch_backoff_ms / 1000
+            )
 
     # -- truncation -----------------------------------------------------------------------
 
@@ -240,7 +257,11 @@ class ReplicaFetcherThread:
         topics: dict[str, list[dict[str, int]]] = {}
         for tp, (state, _, epoch) in by_epoch.items():
             topics.setdefault(tp.topic, []).append(
-                {"partition": tp.partition, "current_leader_epoch": state.current_leader_epoch, "leader_epoch": epoch}
+                {
+                    "partition": tp.partition,
+                    "current_leader_epoch": state.current_leader_epoch,
+                    "leader_epoch": epoch,
+                }
             )
         channel = await self._channel_or_connect()
         response = await channel.send(ApiKey.OFFSET_FOR_LEADER_EPOCH, {
@@ -248,10 +269,15 @@ class ReplicaFetcherThread:
             "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()],
         })  # fmt: skip
         answers = {
-            TopicPartition(t["topic"], p["partition"]): p for t in response["topics"] for p in t["partitions"]
+            TopicPartition(t["topic"], p["partition"]): p
+            for t in response["topics"]
+            for p in t["partitions"]
         }
         for tp, (requested_state, partition, epoch) in by_epoch.items():
-            if self.partition_states.get(tp) is not requested_state or self._partition_of(tp) is not partition:
+            if (
+                self.partition_states.get(tp) is not requested_state
+                or self._partition_of(tp) is not partition
+            ):
                 continue  # removed or re-added while we waited
             state = requested_state
             answer = answers.get(tp)
@@ -260,7 +286,11 @@ class ReplicaFetcherThread:
                 continue
             error = answer["error_code"]
             if error in (74, 75, 6, 3):  # FENCED/UNKNOWN_LEADER_EPOCH, NOT_LEADER, UNKNOWN_TOPIC
-                self.log.info("Retrying leader epoch request for partition %s as the leader reported error %d", tp, error)
+                self.log.info(
+                    "Retrying leader epoch request for partition %s as the leader reported error %d",
+                    tp,
+                    error,
+                )
                 self._delay(tp)
                 continue
             if error != NONE or answer["end_offset"] == UNDEFINED_EPOCH_OFFSET:
@@ -274,10 +304,17 @@ class ReplicaFetcherThread:
                 local_epoch, local_end = partition.end_offset_for_epoch(leader_epoch)
                 if local_epoch == leader_epoch and local_end >= 0:
                     target = min(target, local_end)
-            self._truncate_to(tp, state, partition, target, f"leader epoch {leader_epoch} ends at {leader_end}")
+            self._truncate_to(
+                tp, state, partition, target, f"leader epoch {leader_epoch} ends at {leader_end}"
+            )
 
     def _truncate_to(
-        self, tp: TopicPartition, state: PartitionFetchState, partition: Partition, offset: int, why: str
+        self,
+        tp: TopicPartition,
+        state: PartitionFetchState,
+        partition: Partition,
+        offset: int,
+        why: str,
     ) -> None:
         log = partition.log
         assert log is not None
@@ -323,7 +360,9 @@ class ReplicaFetcherThread:
             "rack_id": "",
         }, timeout_ms=self.config.socket_timeout_ms + self.config.fetch_wait_max_ms)  # fmt: skip
         if response.get("error_code", NONE) != NONE:
-            self.log.warning("Fetch from broker %d failed with error %d", self.source.id, response["error_code"])
+            self.log.warning(
+                "Fetch from broker %d failed with error %d", self.source.id, response["error_code"]
+            )
             for tp in requested:
                 self._delay(tp)
             return
@@ -343,7 +382,9 @@ class ReplicaFetcherThread:
                     continue
                 await self._process_partition(tp, requested_state, p)
 
-    async def _process_partition(self, tp: TopicPartition, state: PartitionFetchState, data: dict[str, Any]) -> None:
+    async def _process_partition(
+        self, tp: TopicPartition, state: PartitionFetchState, data: dict[str, Any]
+    ) -> None:
         partition = self._partition_of(tp)
         if partition is None or partition.log is None or partition.is_leader:
             self.partition_states.pop(tp, None)
@@ -360,17 +401,31 @@ class ReplicaFetcherThread:
                 partition.update_follower_high_watermark(data["high_watermark"])
                 # the leader's DeleteRecords (or retention) reaches this copy; the next
                 # Fetch reports the new start, which lets the leader's low watermark move
-                partition.maybe_increment_follower_log_start_offset(data.get("log_start_offset", -1))
+                partition.maybe_increment_follower_log_start_offset(
+                    data.get("log_start_offset", -1)
+                )
             except KafkaError as e:
-                self.log.error("Error appending the fetched data of partition %s at offset %d: %s", tp, state.fetch_offset, e)
+                self.log.error(
+                    "Error appending the fetched data of partition %s at offset %d: %s",
+                    tp,
+                    state.fetch_offset,
+                    e,
+                )
                 self._delay(tp)
         elif error == OFFSET_OUT_OF_RANGE:
             await self._handle_offset_out_of_range(tp, state, partition)
         else:
-            self.log.info("Partition %s fetch from broker %d got error %d; retrying after back-off", tp, self.source.id, error)
+            self.log.info(
+                "Partition %s fetch from broker %d got error %d; retrying after back-off",
+                tp,
+                self.source.id,
+                error,
+            )
             self._delay(tp)
 
-    async def _handle_offset_out_of_range(self, tp: TopicPartition, state: PartitionFetchState, partition: Partition) -> None:
+    async def _handle_offset_out_of_range(
+        self, tp: TopicPartition, state: PartitionFetchState, partition: Partition
+    ) -> None:
         log = partition.log
         assert log is not None
         leader_end = await self._leader_offset(tp, state, LATEST_TIMESTAMP)
@@ -380,7 +435,10 @@ class ReplicaFetcherThread:
         if leader_end < log.log_end_offset:
             self.log.warning(
                 "Reset fetch offset for partition %s from %d to current leader %d's latest offset %d",
-                tp, log.log_end_offset, self.source.id, leader_end,
+                tp,
+                log.log_end_offset,
+                self.source.id,
+                leader_end,
             )
             partition.truncate_to(leader_end)
             state.fetch_offset = log.log_end_offset
@@ -392,12 +450,17 @@ class ReplicaFetcherThread:
         if leader_start > log.log_end_offset:
             self.log.warning(
                 "Reset fetch offset for partition %s from %d to current leader %d's start offset %d",
-                tp, log.log_end_offset, self.source.id, leader_start,
+                tp,
+                log.log_end_offset,
+                self.source.id,
+                leader_start,
             )
             partition.truncate_fully_and_start_at(leader_start)
         state.fetch_offset = log.log_end_offset
 
-    async def _leader_offset(self, tp: TopicPartition, state: PartitionFetchState, timestamp: int) -> int | None:
+    async def _leader_offset(
+        self, tp: TopicPartition, state: PartitionFetchState, timestamp: int
+    ) -> int | None:
         channel = await self._channel_or_connect()
         response = await channel.send(ApiKey.LIST_OFFSETS, {
             "replica_id": self.broker_id,

@@ -173,18 +173,24 @@ class ReplicaManager:
         self.controller_epoch = INITIAL_CONTROLLER_EPOCH
         self.broker_epoch = -1
         self.partitions: dict[TopicPartition, Partition] = {}
-        self.delayed_fetch_purgatory: DelayedOperationPurgatory[DelayedFetch] = DelayedOperationPurgatory(
-            "Fetch", broker_id, timer, fetch_purgatory_purge_interval
+        self.delayed_fetch_purgatory: DelayedOperationPurgatory[DelayedFetch] = (
+            DelayedOperationPurgatory("Fetch", broker_id, timer, fetch_purgatory_purge_interval)
         )
         self.delayed_produce_purgatory: DelayedOperationPurgatory[DelayedProduce] = (
-            DelayedOperationPurgatory("Produce", broker_id, timer, producer_purgatory_purge_interval)
+            DelayedOperationPurgatory(
+                "Produce", broker_id, timer, producer_purgatory_purge_interval
+            )
         )
         self.delayed_delete_records_purgatory: DelayedOperationPurgatory[DelayedDeleteRecords] = (
-            DelayedOperationPurgatory("DeleteRecords", broker_id, timer, delete_records_purgatory_purge_interval)
+            DelayedOperationPurgatory(
+                "DeleteRecords", broker_id, timer, delete_records_purgatory_purge_interval
+            )
         )
         self._hw_checkpoints: dict[Path, dict[TopicPartition, int]] | None = None
         self._hw_checkpoint_task: Any = None
-        self.log = component_logger("kafpy.server.ReplicaManager", f"ReplicaManager broker={broker_id}")
+        self.log = component_logger(
+            "kafpy.server.ReplicaManager", f"ReplicaManager broker={broker_id}"
+        )
         self.state_change_log = component_logger("kafpy.state.change.logger", "Broker", broker_id)
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -212,7 +218,13 @@ class ReplicaManager:
     @property
     def isr_change_propagation_check_ms(self) -> int:
         """How often isr-change-propagation looks at the change set (2500 ms by default)."""
-        return max(1, min(self.isr_change_propagation_blackout_ms, self.isr_change_propagation_max_interval_ms) // 2)
+        return max(
+            1,
+            min(
+                self.isr_change_propagation_blackout_ms, self.isr_change_propagation_max_interval_ms
+            )
+            // 2,
+        )
 
     async def _every(self, name: str, period_ms: int, fun: Callable[[], Any]) -> None:
         while True:
@@ -273,13 +285,15 @@ class ReplicaManager:
             raise NotLeaderOrFollowerError(
                 f"Broker {self.broker_id} is not a replica of {tp}; refresh metadata and retry."
             )
-        raise UnknownTopicOrPartitionError(
-            f"This server does not host this topic-partition: {tp}."
-        )
+        raise UnknownTopicOrPartitionError(f"This server does not host this topic-partition: {tp}.")
 
     def _new_partition(self, tp: TopicPartition) -> Partition:
         return Partition(
-            tp, self.broker_id, self.log_manager, self.time, self._checkpointed_hw,
+            tp,
+            self.broker_id,
+            self.log_manager,
+            self.time,
+            self._checkpointed_hw,
             self.replica_lag_time_max_ms,
         )
 
@@ -299,7 +313,9 @@ class ReplicaManager:
 
     def checkpoint_high_watermarks(self) -> None:
         """Write replication-offset-checkpoint in every log dir (the HW of each hosted log)."""
-        by_dir: dict[Path, dict[TopicPartition, int]] = {d: {} for d in self.log_manager.live_log_dirs}
+        by_dir: dict[Path, dict[TopicPartition, int]] = {
+            d: {} for d in self.log_manager.live_log_dirs
+        }
         for tp, partition in list(self.partitions.items()):
             log = partition.log
             if log is None:
@@ -309,7 +325,9 @@ class ReplicaManager:
             try:
                 OffsetCheckpointFile(data_dir / HIGH_WATERMARK_CHECKPOINT_FILE).write(entries)
             except KafkaStorageError as e:
-                self.log.error("Error while writing to highwatermark file in directory %s: %s", data_dir, e)
+                self.log.error(
+                    "Error while writing to highwatermark file in directory %s: %s", data_dir, e
+                )
 
     # -- controller requests --------------------------------------------------------------
 
@@ -331,9 +349,13 @@ class ReplicaManager:
                 continue
             if overrides:
                 default = self.log_manager.current_default_config
-                self.log_manager.update_topic_config(topic, LogConfig.from_props(default.values(), overrides))
+                self.log_manager.update_topic_config(
+                    topic, LogConfig.from_props(default.values(), overrides)
+                )
 
-    def become_leader_or_follower(self, request: Mapping[str, Any], version: int = 0) -> dict[str, Any]:
+    def become_leader_or_follower(
+        self, request: Mapping[str, Any], version: int = 0
+    ) -> dict[str, Any]:
         """Apply a LeaderAndIsr request; returns the response body."""
         states = list(_leader_and_isr_states(request))
         controller_id = request["controller_id"]
@@ -342,7 +364,10 @@ class ReplicaManager:
             self.state_change_log.warning(
                 "Ignoring LeaderAndIsr request from controller %d with correlation id epoch %d since "
                 "its controller epoch %d is old. Latest known controller epoch is %d",
-                controller_id, controller_epoch, controller_epoch, self.controller_epoch,
+                controller_id,
+                controller_epoch,
+                controller_epoch,
+                self.controller_epoch,
             )
             return _error_response(states, STALE_CONTROLLER_EPOCH)
         self.controller_epoch = controller_epoch
@@ -362,7 +387,10 @@ class ReplicaManager:
                     self.state_change_log.warning(
                         "Ignoring LeaderAndIsr request from controller %d with correlation id epoch %d "
                         "for partition %s as itself is not in assigned replica list %s",
-                        controller_id, controller_epoch, tp, state["replicas"],
+                        controller_id,
+                        controller_epoch,
+                        tp,
+                        state["replicas"],
                     )
                     errors[tp] = UNKNOWN_TOPIC_OR_PARTITION
             else:
@@ -370,7 +398,11 @@ class ReplicaManager:
                     "Ignoring LeaderAndIsr request from controller %d with correlation id epoch %d for "
                     "partition %s since its associated leader epoch %d is not higher than the current "
                     "leader epoch %d",
-                    controller_id, controller_epoch, tp, state["leader_epoch"], partition.leader_epoch,
+                    controller_id,
+                    controller_epoch,
+                    tp,
+                    state["leader_epoch"],
+                    partition.leader_epoch,
                 )
                 errors[tp] = STALE_CONTROLLER_EPOCH
         live_leaders = {
@@ -386,7 +418,11 @@ class ReplicaManager:
                     _, hw_moved = partition.make_leader(state)
                     self.state_change_log.info(
                         "Leader %s starts at leader epoch %d with ISR %s (controller %d epoch %d)",
-                        tp, state["leader_epoch"], state["isr"], controller_id, controller_epoch,
+                        tp,
+                        state["leader_epoch"],
+                        state["isr"],
+                        controller_id,
+                        controller_epoch,
                     )
                 else:
                     if self.metadata_cache.get_alive_broker(state["leader"]) is None:
@@ -394,21 +430,34 @@ class ReplicaManager:
                             "Received LeaderAndIsr request from controller %d epoch %d with "
                             "correlation id for partition %s but cannot become follower since the new "
                             "leader %d is unavailable.",
-                            controller_id, controller_epoch, tp, state["leader"],
+                            controller_id,
+                            controller_epoch,
+                            tp,
+                            state["leader"],
                         )
                     self.replica_fetcher_manager.remove_fetcher_for_partitions([tp])
                     partition.make_follower(state)
                     leader = live_leaders.get(state["leader"])
                     if leader is None:
                         broker = self.metadata_cache.get_alive_broker(state["leader"])
-                        endpoint = None if broker is None else next(iter(broker.endpoints.values()), None)
+                        endpoint = (
+                            None if broker is None else next(iter(broker.endpoints.values()), None)
+                        )
                         if endpoint is not None:
                             leader = BrokerEndPoint(state["leader"], endpoint.host, endpoint.port)
                     if leader is not None and partition.log is not None:
-                        new_followers[tp] = (leader, partition.log.log_end_offset, state["leader_epoch"])
+                        new_followers[tp] = (
+                            leader,
+                            partition.log.log_end_offset,
+                            state["leader_epoch"],
+                        )
                     self.state_change_log.info(
                         "Follower %s of leader %d at leader epoch %d (controller %d epoch %d)",
-                        tp, state["leader"], state["leader_epoch"], controller_id, controller_epoch,
+                        tp,
+                        state["leader"],
+                        state["leader_epoch"],
+                        controller_id,
+                        controller_epoch,
                     )
                 errors[tp] = NONE
             except KafkaError as e:
@@ -434,7 +483,9 @@ class ReplicaManager:
             self.state_change_log.warning(
                 "Ignoring StopReplica request from controller %d since its controller epoch %d is old. "
                 "Latest known controller epoch is %d",
-                request["controller_id"], request["controller_epoch"], self.controller_epoch,
+                request["controller_id"],
+                request["controller_epoch"],
+                self.controller_epoch,
             )
             return _error_response(((tp.topic, {"partition_index": tp.partition}) for tp in partitions),
                                    STALE_CONTROLLER_EPOCH)  # fmt: skip
@@ -449,14 +500,20 @@ class ReplicaManager:
                 if dir_ is not None:
                     dirs.add(dir_)
             except KafkaStorageError as e:
-                self.state_change_log.error("Ignoring stop replica (delete=%s) for partition %s: %s", delete, tp, e)
+                self.state_change_log.error(
+                    "Ignoring stop replica (delete=%s) for partition %s: %s", delete, tp, e
+                )
                 error = KAFKA_STORAGE_ERROR
-            out.append({"topic_name": tp.topic, "partition_index": tp.partition, "error_code": error})
+            out.append(
+                {"topic_name": tp.topic, "partition_index": tp.partition, "error_code": error}
+            )
         # one checkpoint write per log dir for the whole request, not one per deleted log
         self.log_manager.checkpoint_dirs(dirs)
         return {"error_code": NONE, "partition_errors": out}
 
-    def stop_replica(self, tp: TopicPartition, delete: bool, checkpoint: bool = True) -> Path | None:
+    def stop_replica(
+        self, tp: TopicPartition, delete: bool, checkpoint: bool = True
+    ) -> Path | None:
         """Stop serving `tp`; with `delete`, delete its log. Returns the log dir whose
         checkpoints are left to the caller when `checkpoint` is False."""
         self.state_change_log.info("Stopping replica %s (delete=%s)", tp, delete)
@@ -512,7 +569,11 @@ class ReplicaManager:
                 size = records.size_in_bytes
                 info = partition.append_records_to_leader(records, required_acks)
                 if info.valid_bytes != size:
-                    self.log.debug("Dropped %d bytes of a partial batch appended to %s", size - info.valid_bytes, tp)
+                    self.log.debug(
+                        "Dropped %d bytes of a partial batch appended to %s",
+                        size - info.valid_bytes,
+                        tp,
+                    )
                 resp["base_offset"] = info.first_offset
                 resp["log_append_time_ms"] = info.log_append_time
                 resp["log_start_offset"] = info.log_start_offset
@@ -526,7 +587,9 @@ class ReplicaManager:
                 resp["log_start_offset"] = self._log_start_offset_or_unknown(tp)
                 if not isinstance(e, (NotLeaderOrFollowerError, UnknownTopicOrPartitionError)):
                     self.log.debug("Error processing append operation on partition %s: %s", tp, e)
-            except Exception as e:  # a bug or an I/O failure: the partition answers, the broker lives
+            except (
+                Exception
+            ) as e:  # a bug or an I/O failure: the partition answers, the broker lives
                 self.log.exception("Error processing append operation on partition %s", tp)
                 resp["error_code"] = -1
                 resp["error_message"] = str(e)
@@ -553,7 +616,9 @@ class ReplicaManager:
         results: dict[TopicPartition, dict[str, Any]],
         required: Mapping[TopicPartition, int],
     ) -> dict[TopicPartition, dict[str, Any]]:
-        future: asyncio.Future[dict[TopicPartition, dict[str, Any]]] = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[dict[TopicPartition, dict[str, Any]]] = (
+            asyncio.get_running_loop().create_future()
+        )
         statuses = {
             tp: ProducePartitionStatus(required.get(tp, -1), resp) for tp, resp in results.items()
         }
@@ -616,7 +681,9 @@ class ReplicaManager:
     ) -> Callable[[TopicPartition, PartitionFetchInfo], LogOffsetMetadata]:
         def end_offset(tp: TopicPartition, info: PartitionFetchInfo) -> LogOffsetMetadata:
             partition = self.get_partition_or_error(tp)
-            log = partition.local_log_or_error(info.current_leader_epoch, params.fetch_only_from_leader)
+            log = partition.local_log_or_error(
+                info.current_leader_epoch, params.fetch_only_from_leader
+            )
             if params.fetch_only_committed:
                 return partition.high_watermark_metadata
             return log.log_end_offset_metadata
@@ -630,7 +697,9 @@ class ReplicaManager:
         min_one_message = True
         out: list[tuple[TopicPartition, FetchPartitionData]] = []
         for tp, info in fetch_infos:
-            result = self._read_partition(params, tp, info, min(info.max_bytes, limit), min_one_message)
+            result = self._read_partition(
+                params, tp, info, min(info.max_bytes, limit), min_one_message
+            )
             size = 0 if result.records is None else len(result.records)
             if size > 0:
                 min_one_message = False
@@ -680,7 +749,9 @@ class ReplicaManager:
             partition = self.partitions.get(tp)
             if partition is None:
                 continue
-            if partition.update_follower_fetch_state(replica_id, info.fetch_offset, info.log_start_offset):
+            if partition.update_follower_fetch_state(
+                replica_id, info.fetch_offset, info.log_start_offset
+            ):
                 self._complete_delayed_requests(tp)
             else:
                 # the follower's log start offset may have moved the low watermark
@@ -689,7 +760,9 @@ class ReplicaManager:
             if new_isr is not None:
                 self.log.info(
                     "Expanding ISR for partition %s from %s to %s",
-                    tp, ",".join(map(str, partition.isr)), ",".join(map(str, new_isr)),
+                    tp,
+                    ",".join(map(str, partition.isr)),
+                    ",".join(map(str, new_isr)),
                 )
                 self._update_isr(partition, new_isr)
 
@@ -727,14 +800,16 @@ class ReplicaManager:
         tp = partition.topic_partition
         epoch, zk_version = partition.leader_epoch, partition.zk_version
         state = LeaderIsrAndControllerEpoch(
-            LeaderAndIsr(self.broker_id, epoch, tuple(new_isr), zk_version), partition.controller_epoch
+            LeaderAndIsr(self.broker_id, epoch, tuple(new_isr), zk_version),
+            partition.controller_epoch,
         )
         try:
             stat = await self.zk_client.set_topic_partition_state(tp, state, zk_version)
         except BadVersionError:
             current = await self.zk_client.get_topic_partition_state(tp)
             if (
-                current is not None and partition.pending_isr is new_isr
+                current is not None
+                and partition.pending_isr is new_isr
                 and current.leader_and_isr.leader == self.broker_id
                 and current.leader_and_isr.leader_epoch == epoch
             ):
@@ -743,7 +818,9 @@ class ReplicaManager:
                 partition.isr = list(current.leader_and_isr.isr)
                 partition.pending_isr = None
             self.log.info(
-                "Cached zkVersion %d not equal to that in zookeeper, skip updating ISR for %s", zk_version, tp
+                "Cached zkVersion %d not equal to that in zookeeper, skip updating ISR for %s",
+                zk_version,
+                tp,
             )
             return
         except NoNodeError:
@@ -756,9 +833,15 @@ class ReplicaManager:
             return
         self._isr_updated(partition, epoch, new_isr, stat.version)
 
-    def _isr_updated(self, partition: Partition, epoch: int, new_isr: list[int], zk_version: int) -> None:
+    def _isr_updated(
+        self, partition: Partition, epoch: int, new_isr: list[int], zk_version: int
+    ) -> None:
         tp = partition.topic_partition
-        if self.partitions.get(tp) is not partition or not partition.is_leader or partition.leader_epoch != epoch:
+        if (
+            self.partitions.get(tp) is not partition
+            or not partition.is_leader
+            or partition.leader_epoch != epoch
+        ):
             return  # leadership moved while the write was in flight
         partition.apply_isr(new_isr, zk_version)
         self.record_isr_change(tp)
@@ -813,11 +896,17 @@ class ReplicaManager:
         )
 
     def last_offset_for_leader_epoch(
-        self, tp: TopicPartition, current_leader_epoch: int, leader_epoch: int, fetch_only_from_leader: bool = True
+        self,
+        tp: TopicPartition,
+        current_leader_epoch: int,
+        leader_epoch: int,
+        fetch_only_from_leader: bool = True,
     ) -> tuple[int, int]:
         """(epoch, end offset) for OffsetForLeaderEpoch."""
         partition = self.get_partition_or_error(tp)
-        return partition.last_offset_for_leader_epoch(current_leader_epoch, leader_epoch, fetch_only_from_leader)
+        return partition.last_offset_for_leader_epoch(
+            current_leader_epoch, leader_epoch, fetch_only_from_leader
+        )
 
     async def delete_records(
         self, timeout_ms: int, offsets: Mapping[TopicPartition, int]
@@ -831,14 +920,22 @@ class ReplicaManager:
         """
         statuses: dict[TopicPartition, DeleteRecordsPartitionStatus] = {}
         for tp, offset in offsets.items():
-            response: dict[str, Any] = {"partition_index": tp.partition, "low_watermark": -1, "error_code": NONE}
+            response: dict[str, Any] = {
+                "partition_index": tp.partition,
+                "low_watermark": -1,
+                "error_code": NONE,
+            }
             required = -1
             try:
                 partition = self.get_partition_or_error(tp)
-                required, response["low_watermark"] = partition.delete_records_on_leader(offset, self._broker_alive)
+                required, response["low_watermark"] = partition.delete_records_on_leader(
+                    offset, self._broker_alive
+                )
             except KafkaError as e:
                 response["error_code"] = _code(e)
-            except Exception as e:  # a bug or an I/O failure: the partition answers, the broker lives
+            except (
+                Exception
+            ) as e:  # a bug or an I/O failure: the partition answers, the broker lives
                 self.log.exception("Error processing delete records operation on partition %s", tp)
                 response["error_code"] = -1
                 response["error_message"] = str(e)
@@ -846,8 +943,13 @@ class ReplicaManager:
             if response["error_code"] == NONE:
                 self._complete_delayed_requests(tp)
         if all(s.response["error_code"] != NONE for s in statuses.values()):
-            return {tp: (s.response["low_watermark"], s.response["error_code"]) for tp, s in statuses.items()}
-        future: asyncio.Future[dict[TopicPartition, dict[str, Any]]] = asyncio.get_running_loop().create_future()
+            return {
+                tp: (s.response["low_watermark"], s.response["error_code"])
+                for tp, s in statuses.items()
+            }
+        future: asyncio.Future[dict[TopicPartition, dict[str, Any]]] = (
+            asyncio.get_running_loop().create_future()
+        )
 
         def done(answer: dict[TopicPartition, dict[str, Any]]) -> None:
             if not future.done():

@@ -97,8 +97,11 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if reason is not None:
             self.server.log.warning(
                 "Closing connection %s from %s:%d (listener %s): %s",
-                self.connection_id, self.client_address[0], self.client_address[1],
-                self.listener_name, reason,
+                self.connection_id,
+                self.client_address[0],
+                self.client_address[1],
+                self.listener_name,
+                reason,
             )
         self._closed = True
         if self.transport is not None:
@@ -112,7 +115,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if self._end == len(self._buf):
             # make room: move the unread tail to the front (it is less than a frame)
             tail = self._buf[self._start : self._end]
-            self._buf = bytearray(_READ_BUFFER) if len(tail) < _READ_BUFFER else bytearray(2 * len(tail))
+            self._buf = (
+                bytearray(_READ_BUFFER) if len(tail) < _READ_BUFFER else bytearray(2 * len(tail))
+            )
             self._buf[: len(tail)] = tail
             self._start, self._end = 0, len(tail)
         return memoryview(self._buf)[self._end :]
@@ -229,7 +234,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
         except asyncio.CancelledError:
             raise
         except Exception:
-            server.log.exception("Error processing request %s; closing the connection", request.describe())
+            server.log.exception(
+                "Error processing request %s; closing the connection", request.describe()
+            )
             self.close()
             return
         if response is None or self._closed:
@@ -267,7 +274,9 @@ class SocketServer:
         self.handler: RequestHandler = handler  # type: ignore[assignment]
         self.max_request_size = max_request_size
         self.time = time
-        self.log = component_logger("kafpy.network.SocketServer", f"SocketServer brokerId={broker_id}")
+        self.log = component_logger(
+            "kafpy.network.SocketServer", f"SocketServer brokerId={broker_id}"
+        )
         self._servers: dict[str, asyncio.base_events.Server] = {}
         self._connections: set[KafkaConnection] = set()
         self._connection_counter = itertools.count()
@@ -281,7 +290,9 @@ class SocketServer:
                 host or None, port, reuse_address=True, start_serving=False,
             )  # fmt: skip
             self._servers[name] = server
-            self.log.info("Created listener %s on %s:%d", name, host or "0.0.0.0", self.bound_port(name))
+            self.log.info(
+                "Created listener %s on %s:%d", name, host or "0.0.0.0", self.bound_port(name)
+            )
 
     async def start_processing(self, handler: RequestHandler | None = None) -> None:
         """Start accepting connections (after the handler is ready)."""

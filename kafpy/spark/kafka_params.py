@@ -109,8 +109,7 @@ def check_kafka_params(opts: Mapping[str, str], role: Role) -> None:
     protocol = params.get("security.protocol")
     if protocol is not None and protocol.strip().upper() != "PLAINTEXT":
         raise OptionError(
-            f"Option 'kafka.security.protocol' = {protocol!r} is not supported: "
-            f"{_PLAINTEXT_ONLY}."
+            f"Option 'kafka.security.protocol' = {protocol!r} is not supported: {_PLAINTEXT_ONLY}."
         )
     security = sorted(k for k in params if k.startswith(("ssl.", "sasl.")))
     if security:

@@ -176,7 +176,9 @@ class FileRecords:
             f"({MIN_BATCH_LENGTH}) at position {position} in file {self.file}."
         )
 
-    def batch_headers(self, start: int = 0, end: int | None = None) -> Iterator[tuple[int, BatchHeader]]:
+    def batch_headers(
+        self, start: int = 0, end: int | None = None
+    ) -> Iterator[tuple[int, BatchHeader]]:
         """(position, header) of each complete batch from `start`; stops at a partial one."""
         end = self._size if end is None else end
         pos = start
@@ -219,7 +221,9 @@ class FileRecords:
                 off = size
             pos += off
 
-    def search_for_offset_with_size(self, target_offset: int, starting_position: int) -> LogOffsetPosition | None:
+    def search_for_offset_with_size(
+        self, target_offset: int, starting_position: int
+    ) -> LogOffsetPosition | None:
         """The first batch from `starting_position` whose last offset is >= target_offset."""
         for pos, header in self.batch_headers(starting_position):
             last = header[H_BASE_OFFSET] + header[H_LAST_OFFSET_DELTA]

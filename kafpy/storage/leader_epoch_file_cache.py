@@ -118,7 +118,10 @@ class LeaderEpochFileCache:
             if removed:
                 self.log.warning(
                     "New epoch entry EpochEntry(epoch=%d, startOffset=%d) caused truncation of %d "
-                    "conflicting epoch entries", epoch, start_offset, removed,
+                    "conflicting epoch entries",
+                    epoch,
+                    start_offset,
+                    removed,
                 )
             self._epochs.append(epoch)
             self._offsets.append(start_offset)

@@ -173,7 +173,10 @@ class Log:
             self._load_producer_state(self._leo)
         self.log.info(
             "Completed load of log with %d segments, log start offset %d and log end offset %d in %d ms",
-            len(self._segments), self.log_start_offset, self._leo, time.milliseconds() - start,
+            len(self._segments),
+            self.log_start_offset,
+            self._leo,
+            time.milliseconds() - start,
         )
 
     # -- segment map ---------------------------------------------------------------------------
@@ -297,7 +300,9 @@ class Log:
                 file.unlink(missing_ok=True)
             elif name.endswith(CLEANED_FILE_SUFFIX):
                 offset = offset_from_file_name(name)
-                min_cleaned_offset = offset if min_cleaned_offset is None else min(offset, min_cleaned_offset)
+                min_cleaned_offset = (
+                    offset if min_cleaned_offset is None else min(offset, min_cleaned_offset)
+                )
                 clean_files.append(file)
             elif name.endswith(SWAP_FILE_SUFFIX):
                 # Crashed in the middle of a swap: the indexes are rebuilt; a log swap file
@@ -312,11 +317,18 @@ class Log:
         valid_swaps: list[Path] = []
         for file in swap_files:
             # A swap at or after a .cleaned file is part of an unfinished split: drop it.
-            if min_cleaned_offset is not None and offset_from_file_name(file.name) >= min_cleaned_offset:
+            if (
+                min_cleaned_offset is not None
+                and offset_from_file_name(file.name) >= min_cleaned_offset
+            ):
                 self.log.debug(
-                    "Deleting invalid swap file %s minCleanedFileOffset: %d", file, min_cleaned_offset
+                    "Deleting invalid swap file %s minCleanedFileOffset: %d",
+                    file,
+                    min_cleaned_offset,
                 )
-                self._delete_indices_if_exist(_strip_suffix(file, SWAP_FILE_SUFFIX), SWAP_FILE_SUFFIX)
+                self._delete_indices_if_exist(
+                    _strip_suffix(file, SWAP_FILE_SUFFIX), SWAP_FILE_SUFFIX
+                )
                 file.unlink(missing_ok=True)
             else:
                 valid_swaps.append(file)
@@ -359,7 +371,8 @@ class Log:
                         self.log.warning(
                             "Found a corrupted index file corresponding to log file %s due to %s}, "
                             "recovering segment and rebuilding index files...",
-                            segment.log.file, e,
+                            segment.log.file,
+                            e,
                         )
                         self._recover_segment(segment)
                 self._add_segment(segment)
@@ -385,20 +398,30 @@ class Log:
             log_path = _strip_suffix(swap_file, SWAP_FILE_SUFFIX)
             base_offset = offset_from_file_name(log_path.name)
             swap_segment = LogSegment.open(
-                self.dir, base_offset, self.config, self.time,
-                file_already_exists=True, file_suffix=SWAP_FILE_SUFFIX,
+                self.dir,
+                base_offset,
+                self.config,
+                self.time,
+                file_already_exists=True,
+                file_suffix=SWAP_FILE_SUFFIX,
             )
-            self.log.info("Found log file %s from interrupted swap operation, repairing.", swap_file)
+            self.log.info(
+                "Found log file %s from interrupted swap operation, repairing.", swap_file
+            )
             self._recover_segment(swap_segment)
             next_offset = swap_segment.read_next_offset()
             old = [
-                s for s in self._segments_in_range(swap_segment.base_offset, next_offset)
+                s
+                for s in self._segments_in_range(swap_segment.base_offset, next_offset)
                 if s.read_next_offset() > swap_segment.base_offset
             ]
             self._replace_segments([swap_segment], old, is_recovered_swap_file=True)
 
     def _replace_segments(
-        self, new_segments: list[LogSegment], old_segments: list[LogSegment], is_recovered_swap_file: bool = False
+        self,
+        new_segments: list[LogSegment],
+        old_segments: list[LogSegment],
+        is_recovered_swap_file: bool = False,
     ) -> None:
         """Swap `old_segments` for `new_segments` crash-safely (the cleaner's last step)."""
         with self._lock:
@@ -426,13 +449,15 @@ class Log:
                 except (InvalidOffsetError, IndexOffsetOverflowError):
                     self.log.warning(
                         "Found invalid offset during recovery. Deleting the corrupt segment and "
-                        "creating an empty one with starting offset %d", segment.base_offset,
+                        "creating an empty one with starting offset %d",
+                        segment.base_offset,
                     )
                     truncated = segment.truncate_to(segment.base_offset)
                 if truncated > 0:
                     self.log.warning(
                         "Corruption found in segment %d, truncating to offset %d",
-                        segment.base_offset, segment.read_next_offset(),
+                        segment.base_offset,
+                        segment.read_next_offset(),
                     )
                     for later in unflushed[i + 1 :]:
                         self._delete_segment(later)
@@ -443,11 +468,14 @@ class Log:
                 self.log.warning(
                     "Deleting all segments because logEndOffset (%d) is smaller than logStartOffset "
                     "(%d). This could happen if segment files were deleted from the file system.",
-                    log_end_offset, self.log_start_offset,
+                    log_end_offset,
+                    self.log_start_offset,
                 )
                 for segment in self.log_segments():
                     self._delete_segment(segment)
-                self._add_segment(LogSegment.open(self.dir, self.log_start_offset, self.config, self.time))
+                self._add_segment(
+                    LogSegment.open(self.dir, self.log_start_offset, self.config, self.time)
+                )
         self.recovery_point = self.active_segment.read_next_offset()
         return self.recovery_point
 
@@ -495,7 +523,12 @@ class Log:
             segment = self._active
             last_offset = info.last_offset
             if segment.should_roll(
-                config.segment_bytes, config.max_segment_ms, size, info.max_timestamp, last_offset, now
+                config.segment_bytes,
+                config.max_segment_ms,
+                size,
+                info.max_timestamp,
+                last_offset,
+                now,
             ):
                 segment = self._roll_for_append(segment, info, now)
             segment.append(last_offset, info.max_timestamp, info.offset_of_max_timestamp, data)
@@ -551,7 +584,12 @@ class Log:
             self._check_append_size(size)
         segment = self._active
         if segment.should_roll(
-            config.segment_bytes, config.max_segment_ms, size, info.max_timestamp, info.last_offset, now
+            config.segment_bytes,
+            config.max_segment_ms,
+            size,
+            info.max_timestamp,
+            info.last_offset,
+            now,
         ):
             segment = self._roll_for_append(segment, info, now)
         segment.append(info.last_offset, info.max_timestamp, info.offset_of_max_timestamp, data)
@@ -574,9 +612,12 @@ class Log:
         self.log.debug(
             "Rolling new log segment (log_size = %d/%d}, offset_index_size = %d/%d, "
             "time_index_size = %d/%d, inactive_time_ms = %d/%d).",
-            segment.size, config.segment_bytes,
-            segment.offset_index.entries, segment.offset_index.max_entries,
-            segment.time_index.entries, segment.time_index.max_entries,
+            segment.size,
+            config.segment_bytes,
+            segment.offset_index.entries,
+            segment.offset_index.max_entries,
+            segment.time_index.entries,
+            segment.time_index.max_entries,
             segment.time_waited_for_roll(now, info.max_timestamp),
             config.max_segment_ms - segment.roll_jitter_ms,
         )
@@ -597,8 +638,11 @@ class Log:
                         "Trying to roll a new log segment with start offset %d =max(provided offset = "
                         "%s, LEO = %d) while it already exists and is active with size 0. Size of time "
                         "index: %d, size of offset index: %d.",
-                        new_offset, expected_next_offset, self._leo,
-                        active.time_index.entries, active.offset_index.entries,
+                        new_offset,
+                        expected_next_offset,
+                        self._leo,
+                        active.time_index.entries,
+                        active.offset_index.entries,
                     )
                     self._delete_segment(active)
                 else:
@@ -628,7 +672,9 @@ class Log:
                         path.unlink()
                 if self._base_offsets:
                     self.active_segment.on_become_inactive_segment()
-            segment = self._add_segment(LogSegment.open(self.dir, new_offset, self.config, self.time))
+            segment = self._add_segment(
+                LogSegment.open(self.dir, new_offset, self.config, self.time)
+            )
             self._update_log_end_offset(self._leo)
             # a snapshot at the new segment's base offset lets recovery start from this segment
             self.producer_state_manager.update_map_end_offset(new_offset)
@@ -636,15 +682,19 @@ class Log:
             self._schedule("flush-log", lambda: self.flush(new_offset), 0)
             self.log.info(
                 "Rolled new log segment at offset %d in %d ms.",
-                new_offset, self.time.hi_res_milliseconds() - start,
+                new_offset,
+                self.time.hi_res_milliseconds() - start,
             )
             return segment
 
     def _load_producer_state(self, last_offset: int) -> None:
         """Bring the producer state to `last_offset` from snapshots and the log."""
         rebuild_producer_state(
-            self.producer_state_manager, self.log_segments(), self.log_start_offset,
-            last_offset, self.time.milliseconds(),
+            self.producer_state_manager,
+            self.log_segments(),
+            self.log_start_offset,
+            last_offset,
+            self.time.milliseconds(),
         )
 
     def _schedule(self, name: str, fun: Callable[[], object], delay_ms: int) -> None:
@@ -664,7 +714,10 @@ class Log:
             return
         self.log.debug(
             "Flushing log up to offset %d, last flushed: %d,  current time: %d, unflushed: %d",
-            offset, self.last_flush_time, self.time.milliseconds(), self.unflushed_messages,
+            offset,
+            self.last_flush_time,
+            self.time.milliseconds(),
+            self.unflushed_messages,
         )
         for segment in self._segments_in_range(self.recovery_point, offset):
             try:
@@ -700,7 +753,8 @@ class Log:
             next_offset = self._leo
             if start_offset == next_offset:
                 return FetchDataInfo(
-                    self.log_end_offset_metadata, MemoryRecords.empty(),
+                    self.log_end_offset_metadata,
+                    MemoryRecords.empty(),
                     aborted_transactions=[] if include_aborted_txns else None,
                 )
             i = self._floor_index(start_offset)
@@ -713,7 +767,9 @@ class Log:
             while i < len(bases):
                 segment = self._segments[bases[i]]
                 max_position = self._leo_position if i == len(bases) - 1 else segment.size
-                info = segment.read(start_offset, max_offset, max_length, max_position, min_one_message)
+                info = segment.read(
+                    start_offset, max_offset, max_length, max_position, min_one_message
+                )
                 if info is not None:
                     if include_aborted_txns:
                         return self._add_aborted_transactions(start_offset, i, info)
@@ -721,7 +777,9 @@ class Log:
                 i += 1
             return FetchDataInfo(self.log_end_offset_metadata, MemoryRecords.empty())
 
-    def _add_aborted_transactions(self, start_offset: int, index: int, info: FetchDataInfo) -> FetchDataInfo:
+    def _add_aborted_transactions(
+        self, start_offset: int, index: int, info: FetchDataInfo
+    ) -> FetchDataInfo:
         fetch_size = info.records.size_in_bytes
         start_position = info.fetch_offset_metadata.relative_position_in_segment
         segment = self._segments[self._base_offsets[index]]
@@ -740,7 +798,9 @@ class Log:
             aborted.extend(result.aborted_transactions)
             if result.is_complete:
                 break
-        return FetchDataInfo(info.fetch_offset_metadata, info.records, info.first_entry_incomplete, aborted)
+        return FetchDataInfo(
+            info.fetch_offset_metadata, info.records, info.first_entry_incomplete, aborted
+        )
 
     def fetch_offset_by_timestamp(self, target_timestamp: int) -> TimestampOffset | None:
         """The first offset whose record timestamp is >= target (-2: earliest, -1: latest)."""
@@ -772,7 +832,8 @@ class Log:
             if target_offset >= self._leo:
                 self.log.info(
                     "Truncating to %d has no effect as the largest offset in the log is %d",
-                    target_offset, self._leo - 1,
+                    target_offset,
+                    self._leo - 1,
                 )
                 return False
             self.log.info("Truncating to offset %d", target_offset)
@@ -820,7 +881,9 @@ class Log:
                 self.producer_state_manager.truncate_head(new_log_start_offset)
 
     def delete_old_segments(
-        self, predicate: Callable[[LogSegment, LogSegment | None], bool] | None = None, reason: str = ""
+        self,
+        predicate: Callable[[LogSegment, LogSegment | None], bool] | None = None,
+        reason: str = "",
     ) -> int:
         """Delete the segments retention no longer keeps; returns how many.
 
@@ -861,13 +924,17 @@ class Log:
                 return True
             return False
 
-        return self._delete_old_segments(should_delete, f"retention size in bytes {retention_bytes} breach")
+        return self._delete_old_segments(
+            should_delete, f"retention size in bytes {retention_bytes} breach"
+        )
 
     def _delete_log_start_offset_breached_segments(self) -> int:
         def should_delete(segment: LogSegment, next_segment: LogSegment | None) -> bool:
             return next_segment is not None and next_segment.base_offset <= self.log_start_offset
 
-        return self._delete_old_segments(should_delete, f"log start offset {self.log_start_offset} breach")
+        return self._delete_old_segments(
+            should_delete, f"log start offset {self.log_start_offset} breach"
+        )
 
     def _deletable_segments(
         self, predicate: Callable[[LogSegment, LogSegment | None], bool]
@@ -893,7 +960,8 @@ class Log:
                 return 0
             self.log.info(
                 "Found deletable segments with base offsets [%s] due to %s",
-                ",".join(str(s.base_offset) for s in deletable), reason,
+                ",".join(str(s.base_offset) for s in deletable),
+                reason,
             )
             if len(deletable) == len(self._segments):
                 # a log always keeps one segment: roll first when every segment goes
@@ -905,7 +973,9 @@ class Log:
 
     def _delete_segment(self, segment: LogSegment) -> None:
         self.log.info(
-            "Scheduling log segment [baseOffset %d, size %d] for deletion.", segment.base_offset, segment.size
+            "Scheduling log segment [baseOffset %d, size %d] for deletion.",
+            segment.base_offset,
+            segment.size,
         )
         with self._lock:
             if self._segments.get(segment.base_offset) is segment:
@@ -973,4 +1043,3 @@ class Log:
 
 class UnexpectedAppendOffsetError(KafkaError):
     """A follower append starts below the log end offset (Kafka's UnexpectedAppendOffsetException)."""
-

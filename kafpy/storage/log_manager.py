@@ -727,7 +727,9 @@ class LogManager:
         try:
             log.truncate_fully_and_start_at(new_offset)
             if cleaner is not None:
-                cleaner.maybe_truncate_checkpoint(Path(log.dir).parent, tp, log.active_segment.base_offset)
+                cleaner.maybe_truncate_checkpoint(
+                    Path(log.dir).parent, tp, log.active_segment.base_offset
+                )
         finally:
             if cleaner is not None:
                 cleaner.resume_cleaning([tp])

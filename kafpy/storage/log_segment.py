@@ -131,9 +131,15 @@ class LogSegment:
         max_index_size = config.segment_index_bytes
         return cls(
             FileRecords.open(log_file_name(dir, base_offset, file_suffix), file_already_exists),
-            OffsetIndex(offset_index_file_name(dir, base_offset, file_suffix), base_offset, max_index_size),
-            TimeIndex(time_index_file_name(dir, base_offset, file_suffix), base_offset, max_index_size),
-            TransactionIndex(base_offset, transaction_index_file_name(dir, base_offset, file_suffix)),
+            OffsetIndex(
+                offset_index_file_name(dir, base_offset, file_suffix), base_offset, max_index_size
+            ),
+            TimeIndex(
+                time_index_file_name(dir, base_offset, file_suffix), base_offset, max_index_size
+            ),
+            TransactionIndex(
+                base_offset, transaction_index_file_name(dir, base_offset, file_suffix)
+            ),
             base_offset,
             config.index_interval_bytes,
             config.random_segment_jitter(),
@@ -217,16 +223,22 @@ class LogSegment:
             self._offset_of_max_timestamp_so_far = shallow_offset_of_max_timestamp
         if self._bytes_since_last_index_entry > self.index_interval_bytes:
             self.offset_index.append(largest_offset, physical_position)
-            self.time_index.maybe_append(self._max_timestamp_so_far, self._offset_of_max_timestamp_so_far)
+            self.time_index.maybe_append(
+                self._max_timestamp_so_far, self._offset_of_max_timestamp_so_far
+            )
             self._bytes_since_last_index_entry = 0
         self._bytes_since_last_index_entry += size
 
     # -- read ------------------------------------------------------------------------------------
 
-    def translate_offset(self, offset: int, starting_file_position: int = 0) -> LogOffsetPosition | None:
+    def translate_offset(
+        self, offset: int, starting_file_position: int = 0
+    ) -> LogOffsetPosition | None:
         """The first batch whose last offset is >= `offset` (None past the end of the segment)."""
         mapping = self.offset_index.lookup(offset)
-        return self.log.search_for_offset_with_size(offset, max(mapping.position, starting_file_position))
+        return self.log.search_for_offset_with_size(
+            offset, max(mapping.position, starting_file_position)
+        )
 
     def read(
         self,
@@ -244,7 +256,9 @@ class LogSegment:
         last batch of the segment.
         """
         if max_size < 0:
-            raise ValueError(f"Invalid max size {max_size} for log read from segment {self.log.file}")
+            raise ValueError(
+                f"Invalid max size {max_size} for log read from segment {self.log.file}"
+            )
         log_size = self.log.size
         if max_position is None:
             max_position = log_size
@@ -266,7 +280,9 @@ class LogSegment:
             fetch_size = min(min(max_position, end_position) - start_position, adjusted_max_size)
         data = self.log.read(start_position, max(fetch_size, 0))
         return FetchDataInfo(
-            offset_metadata, MemoryRecords(data), first_entry_incomplete=adjusted_max_size < start.size
+            offset_metadata,
+            MemoryRecords(data),
+            first_entry_incomplete=adjusted_max_size < start.size,
         )
 
     def read_next_offset(self) -> int:
@@ -277,7 +293,9 @@ class LogSegment:
             next_offset = header[H_BASE_OFFSET] + header[H_LAST_OFFSET_DELTA] + 1
         return next_offset
 
-    def find_offset_by_timestamp(self, timestamp: int, starting_offset: int | None = None) -> TimestampOffset | None:
+    def find_offset_by_timestamp(
+        self, timestamp: int, starting_offset: int | None = None
+    ) -> TimestampOffset | None:
         """The first record at or after `starting_offset` with a timestamp >= `timestamp`."""
         if starting_offset is None:
             starting_offset = self.base_offset
@@ -322,7 +340,9 @@ class LogSegment:
             if t is None:
                 self._load_first_batch_timestamp()
                 t = self._rolling_based_timestamp
-            waited = max_timestamp_in_messages - t if t is not None and t >= 0 else now - self.created
+            waited = (
+                max_timestamp_in_messages - t if t is not None and t >= 0 else now - self.created
+            )
             if waited > max_segment_ms - self.roll_jitter_ms:
                 return True
         oi = self.offset_index
@@ -400,13 +420,16 @@ class LogSegment:
         except (CorruptRecordError, InvalidRecordError) as e:
             log.warning(
                 "Found invalid messages in log segment %s at byte offset %d: %s.",
-                self.log.file, valid_bytes, e,
+                self.log.file,
+                valid_bytes,
+                e,
             )
         truncated = self.log.size - valid_bytes
         if truncated > 0:
             log.debug(
                 "Truncated %d invalid bytes at the end of segment %s during recovery",
-                truncated, self.log.file,
+                truncated,
+                self.log.file,
             )
         self.log.truncate_to(valid_bytes)
         self.offset_index.trim_to_valid_size()
@@ -482,7 +505,9 @@ class LogSegment:
         if self._max_timestamp_so_far >= 0 and self.time_index.writable:
             try:
                 self.time_index.maybe_append(
-                    self._max_timestamp_so_far, self._offset_of_max_timestamp_so_far, skip_full_check=True
+                    self._max_timestamp_so_far,
+                    self._offset_of_max_timestamp_so_far,
+                    skip_full_check=True,
                 )
             except InvalidOffsetError:
                 pass

@@ -60,7 +60,9 @@ def target_codec(config: LogConfig, source_codec: int) -> int:
     return CompressionType.from_name(name)
 
 
-def analyze_and_validate(buffer: memoryview, config: LogConfig, is_from_client: bool) -> LogAppendInfo:
+def analyze_and_validate(
+    buffer: memoryview, config: LogConfig, is_from_client: bool
+) -> LogAppendInfo:
     """Walk the batch headers, checking sizes, magic and CRCs (Kafka's analyzeAndValidateRecords).
 
     A trailing partial batch is left out of `valid_bytes` (the caller trims it), as Kafka
@@ -175,8 +177,21 @@ class LogValidator:
             if end - pos < 61:  # RECORD_BATCH_OVERHEAD
                 _header_at(buffer, pos, end)  # raises for a bad length, else it is partial
                 break
-            (_, length, _, magic, stored_crc, attributes, last_delta, _, batch_max_ts,
-             producer_id, _, base_sequence, records_in_batch) = unpack_header(buffer, pos)
+            (
+                _,
+                length,
+                _,
+                magic,
+                stored_crc,
+                attributes,
+                last_delta,
+                _,
+                batch_max_ts,
+                producer_id,
+                _,
+                base_sequence,
+                records_in_batch,
+            ) = unpack_header(buffer, pos)
             if length < MIN_BATCH_LENGTH:
                 raise _too_small(length, pos)
             size = length + 12
@@ -334,7 +349,11 @@ def _validate_timestamps(header: tuple[int, ...], offset: int, now: int, diff_ma
 
 
 def _recompress(
-    data: memoryview, info: LogAppendInfo, config: LogConfig, leader_epoch: int, log_append_time: int | None
+    data: memoryview,
+    info: LogAppendInfo,
+    config: LogConfig,
+    leader_epoch: int,
+    log_append_time: int | None,
 ) -> memoryview:
     """Rebuild each batch with the topic's codec (offsets already assigned), as Kafka does
     when compression.type names a codec other than the producer's."""
@@ -345,7 +364,9 @@ def _recompress(
         batch = RecordBatch(data, pos)
         builder = RecordBatchBuilder(
             compression=info.target_codec,
-            timestamp_type=TimestampType.LOG_APPEND_TIME if log_append_time is not None else TimestampType.CREATE_TIME,
+            timestamp_type=TimestampType.LOG_APPEND_TIME
+            if log_append_time is not None
+            else TimestampType.CREATE_TIME,
             base_offset=batch.base_offset,
             partition_leader_epoch=leader_epoch,
             producer_id=batch.producer_id,
@@ -355,7 +376,9 @@ def _recompress(
             log_append_time=log_append_time,
         )
         for record in batch.records():
-            builder.append(record.timestamp, record.key, record.value, record.headers, offset=record.offset)
+            builder.append(
+                record.timestamp, record.key, record.value, record.headers, offset=record.offset
+            )
         built = builder.build()
         _check_size(len(built), config.max_message_bytes)
         out += built

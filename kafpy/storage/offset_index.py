@@ -43,7 +43,9 @@ class OffsetIndex(AbstractIndex):
         super().__init__(file, base_offset, max_index_size, writable)
 
     def _after_entries_changed(self) -> None:
-        self._last_offset = self._parse_entry(self._entries - 1)[0] if self._entries else self.base_offset
+        self._last_offset = (
+            self._parse_entry(self._entries - 1)[0] if self._entries else self.base_offset
+        )
 
     def _parse_entry(self, n: int) -> tuple[int, int]:
         rel, pos = _ENTRY.unpack_from(self._mmap, n * 8)  # type: ignore[arg-type]
@@ -96,7 +98,9 @@ class OffsetIndex(AbstractIndex):
         """
         n = self._entries
         if n >= self._max_entries:
-            raise InvalidOffsetError(f"Attempt to append to a full index (size = {n}) ({self.file}).")
+            raise InvalidOffsetError(
+                f"Attempt to append to a full index (size = {n}) ({self.file})."
+            )
         if n == 0 or offset > self._last_offset:
             rel = offset - self.base_offset
             if not 0 <= rel <= INT32_MAX:

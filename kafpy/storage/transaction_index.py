@@ -34,7 +34,11 @@ class AbortedTxn:
 
     def to_bytes(self) -> bytes:
         return _ENTRY.pack(
-            self.version, self.producer_id, self.first_offset, self.last_offset, self.last_stable_offset
+            self.version,
+            self.producer_id,
+            self.first_offset,
+            self.last_offset,
+            self.last_stable_offset,
         )
 
     @classmethod
@@ -100,7 +104,9 @@ class TransactionIndex:
         with self._lock:
             return [t for t, _ in self._iterate()]
 
-    def collect_aborted_txns(self, fetch_offset: int, upper_bound_offset: int) -> TxnIndexSearchResult:
+    def collect_aborted_txns(
+        self, fetch_offset: int, upper_bound_offset: int
+    ) -> TxnIndexSearchResult:
         """Aborted transactions overlapping [fetch_offset, upper_bound_offset)."""
         with self._lock:
             found: list[AbortedTxn] = []

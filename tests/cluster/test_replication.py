@@ -125,11 +125,15 @@ def _produce_all(cluster: LocalCluster, topic: str, values: list[bytes], **conf:
     return errors
 
 
-def _consume_all(cluster: LocalCluster, topic: str, partitions: int) -> dict[int, list[tuple[int, bytes]]]:
+def _consume_all(
+    cluster: LocalCluster, topic: str, partitions: int
+) -> dict[int, list[tuple[int, bytes]]]:
     """Every record of `topic` below the high watermark: partition -> [(offset, value)]."""
 
     async def go() -> dict[int, list[tuple[int, bytes]]]:
-        async with KafkaClient(live_bootstrap(cluster), request_timeout_ms=10000, retries=20) as client:
+        async with KafkaClient(
+            live_bootstrap(cluster), request_timeout_ms=10000, retries=20
+        ) as client:
             fetcher = Fetcher(client, max_wait_ms=100, reset=OffsetResetStrategy.EARLIEST)
             tps = [TopicPartition(topic, p) for p in range(partitions)]
             fetcher.assign({tp: 0 for tp in tps})
@@ -168,7 +172,9 @@ def test_stopped_follower_drops_out_of_isr_and_rejoins(cluster: LocalCluster, zk
     follower = next(b for b in cluster.brokers if b != leader)
     pid = cluster.brokers[follower].pid
     assert pid is not None
-    os.kill(pid, signal.SIGSTOP)  # a follower that stops fetching (its session lives on for a while)
+    os.kill(
+        pid, signal.SIGSTOP
+    )  # a follower that stops fetching (its session lives on for a while)
     try:
         assert _produce_all(cluster, topic, [b"x"] * 10, acks="1") == []
         state = wait_until(
@@ -179,7 +185,11 @@ def test_stopped_follower_drops_out_of_isr_and_rejoins(cluster: LocalCluster, zk
         os.kill(pid, signal.SIGCONT)
     # the leader shrank it (the controller would have bumped the leader epoch)
     assert state["leader"] == leader and state["leader_epoch"] == epoch
-    wait_until(lambda: follower in zk.partition_state(topic, 0)["isr"], WAIT_S, "the follower to rejoin the ISR")
+    wait_until(
+        lambda: follower in zk.partition_state(topic, 0)["isr"],
+        WAIT_S,
+        "the follower to rejoin the ISR",
+    )
 
 
 def test_killed_follower_catches_up_after_restart(cluster: LocalCluster, zk: Zk) -> None:
@@ -191,7 +201,9 @@ def test_killed_follower_catches_up_after_restart(cluster: LocalCluster, zk: Zk)
     values = [f"v{i}".encode() for i in range(2000)]
     assert _produce_all(cluster, topic, values) == []  # acks=all with min.insync.replicas=1
     _restart(cluster, follower)
-    wait_until(lambda: sorted(zk.partition_state(topic, 0)["isr"]) == [0, 1, 2], WAIT_S, "a full ISR again")
+    wait_until(
+        lambda: sorted(zk.partition_state(topic, 0)["isr"]) == [0, 1, 2], WAIT_S, "a full ISR again"
+    )
     wait_until(
         lambda: _segments(cluster, follower, topic, 0) == _segments(cluster, leader, topic, 0),
         WAIT_S, "the restarted follower's copy to match the leader's",
@@ -209,8 +221,14 @@ def test_not_enough_replicas_with_two_of_three_down(cluster: LocalCluster, zk: Z
         assert _produce_all(cluster, topic, [b"one"], acks="1") == []
         # the followers now lag: the leader (or the controller, if it sees them die first)
         # takes them out of the ISR
-        wait_until(lambda: zk.partition_state(topic, 0)["isr"] == [leader], FAILOVER_S, "the ISR to be the leader alone")
-        errors = _produce_all(cluster, topic, [b"all"], acks="all", retries=0, **{"message.timeout.ms": 10000})
+        wait_until(
+            lambda: zk.partition_state(topic, 0)["isr"] == [leader],
+            FAILOVER_S,
+            "the ISR to be the leader alone",
+        )
+        errors = _produce_all(
+            cluster, topic, [b"all"], acks="all", retries=0, **{"message.timeout.ms": 10000}
+        )
         assert [e.code() for e in errors] == [confluent_kafka.KafkaError.NOT_ENOUGH_REPLICAS]
         under = _topics_cli(cluster, "--describe", "--under-replicated-partitions")
         (line,) = [x for x in under.splitlines() if f"Topic: {topic}\t" in x]
@@ -218,7 +236,9 @@ def test_not_enough_replicas_with_two_of_three_down(cluster: LocalCluster, zk: Z
     finally:
         for b in others:
             _restart(cluster, b)
-    wait_until(lambda: sorted(zk.partition_state(topic, 0)["isr"]) == [0, 1, 2], WAIT_S, "a full ISR again")
+    wait_until(
+        lambda: sorted(zk.partition_state(topic, 0)["isr"]) == [0, 1, 2], WAIT_S, "a full ISR again"
+    )
     assert [v for _, v in _consume_all(cluster, topic, 1)[0]] == [b"one"]
 
 
@@ -255,14 +275,18 @@ class _NumberedProducer(threading.Thread):
         self.producer.flush(120)
 
 
-def test_acks_all_loses_no_acknowledged_record_when_leaders_die(cluster: LocalCluster, zk: Zk) -> None:
+def test_acks_all_loses_no_acknowledged_record_when_leaders_die(
+    cluster: LocalCluster, zk: Zk
+) -> None:
     topic = "faults"
     partitions = 3
     _create(cluster, zk, topic, partitions, **{"min.insync.replicas": "2"})
     writer = _NumberedProducer(cluster, topic)
     writer.start()
     try:
-        wait_until(lambda: len(writer.acked) > 200, WAIT_S, "records acknowledged before the first kill")
+        wait_until(
+            lambda: len(writer.acked) > 200, WAIT_S, "records acknowledged before the first kill"
+        )
         victims = [_leader(zk, topic, 0), _leader(zk, topic, 1), None]
         for victim in victims:
             if victim is None:  # once the controller
@@ -275,7 +299,11 @@ def test_acks_all_loses_no_acknowledged_record_when_leaders_die(cluster: LocalCl
                 lambda v=victim: all(_leader(zk, topic, p) != v for p in range(partitions)),
                 FAILOVER_S, f"every partition led by another broker than {victim}",
             )  # fmt: skip
-            wait_until(lambda b=before: len(writer.acked) > b + 100, WAIT_S, "acknowledgements after the kill")
+            wait_until(
+                lambda b=before: len(writer.acked) > b + 100,
+                WAIT_S,
+                "acknowledgements after the kill",
+            )
             _restart(cluster, victim)
             wait_until(
                 lambda: all(len(zk.partition_state(topic, p)["isr"]) == 3 for p in range(partitions)),
@@ -300,13 +328,17 @@ def test_acks_all_loses_no_acknowledged_record_when_leaders_die(cluster: LocalCl
         assert offsets == sorted(offsets)
 
 
-def test_controlled_shutdown_moves_leadership_without_produce_errors(cluster: LocalCluster, zk: Zk) -> None:
+def test_controlled_shutdown_moves_leadership_without_produce_errors(
+    cluster: LocalCluster, zk: Zk
+) -> None:
     topic = "rolling"
     _create(cluster, zk, topic, 3, **{"min.insync.replicas": "2"})
     writer = _NumberedProducer(cluster, topic)
     writer.start()
     try:
-        wait_until(lambda: len(writer.acked) > 200, WAIT_S, "records acknowledged before the shutdown")
+        wait_until(
+            lambda: len(writer.acked) > 200, WAIT_S, "records acknowledged before the shutdown"
+        )
         victim = _leader(zk, topic, 0)
         epoch = zk.partition_state(topic, 0)["leader_epoch"]
         cluster.stop_broker(victim)  # SIGTERM: the broker asks the controller first
@@ -316,7 +348,9 @@ def test_controlled_shutdown_moves_leadership_without_produce_errors(cluster: Lo
         assert state["leader"] != victim and state["leader_epoch"] > epoch
         assert victim not in state["isr"]
         before = len(writer.acked)
-        wait_until(lambda: len(writer.acked) > before + 100, WAIT_S, "acknowledgements after the shutdown")
+        wait_until(
+            lambda: len(writer.acked) > before + 100, WAIT_S, "acknowledgements after the shutdown"
+        )
         cluster.start_broker(victim)
         wait_until(
             lambda: all(len(zk.partition_state(topic, p)["isr"]) == 3 for p in range(3)),
@@ -343,14 +377,25 @@ def test_preferred_leader_election_moves_leadership_back(cluster: LocalCluster, 
     cluster.stop_broker(0)  # controlled shutdown: leadership moves to 1
     assert _leader(zk, topic, 0) == 1
     cluster.start_broker(0)
-    wait_until(lambda: len(zk.partition_state(topic, 0)["isr"]) == 3, WAIT_S, "broker 0 back in the ISR")
-    assert _leader(zk, topic, 0) == 1  # no automatic move within leader.imbalance.check.interval.seconds
+    wait_until(
+        lambda: len(zk.partition_state(topic, 0)["isr"]) == 3, WAIT_S, "broker 0 back in the ISR"
+    )
+    assert (
+        _leader(zk, topic, 0) == 1
+    )  # no automatic move within leader.imbalance.check.interval.seconds
 
     result = CliRunner().invoke(main, [
         "leader-election", "--zookeeper", cluster.zookeeper.connect, "--election-type", "preferred",
         "--topic", topic, "--partition", "0",
     ])  # fmt: skip
     assert result.exit_code == 0, result.output
-    assert "Successfully started preferred replica election for partitions preferred-0" in result.output
+    assert (
+        "Successfully started preferred replica election for partitions preferred-0"
+        in result.output
+    )
     wait_until(lambda: _leader(zk, topic, 0) == 0, WAIT_S, "the preferred replica to lead again")
-    wait_until(lambda: not zk.exists("/admin/preferred_replica_election"), WAIT_S, "the election node to go")
+    wait_until(
+        lambda: not zk.exists("/admin/preferred_replica_election"),
+        WAIT_S,
+        "the election node to go",
+    )

@@ -19,7 +19,9 @@ def test_produce_and_consume(kafpy_module_broker: KafpyBroker, compression: str 
     topic = f"aio-{uuid.uuid4().hex[:8]}"
 
     async def scenario() -> None:
-        producer = AIOKafkaProducer(bootstrap_servers=bootstrap, compression_type=compression, acks="all")
+        producer = AIOKafkaProducer(
+            bootstrap_servers=bootstrap, compression_type=compression, acks="all"
+        )
         await producer.start()
         try:
             batch = [
@@ -43,7 +45,9 @@ def test_produce_and_consume(kafpy_module_broker: KafpyBroker, compression: str 
                 records = await consumer.getmany(tp, timeout_ms=5000)
                 assert records, f"no records after {len(got)}"
                 got += records[tp]
-            assert [(m.offset, m.key, m.value) for m in got] == [(i, b"k%d" % i, b"v%d" % i) for i in range(N)]
+            assert [(m.offset, m.key, m.value) for m in got] == [
+                (i, b"k%d" % i, b"v%d" % i) for i in range(N)
+            ]
             assert [list(m.headers) for m in got] == [[("i", str(i).encode())] for i in range(N)]
             assert [m.timestamp for m in got] == [1_700_000_000_000 + i for i in range(N)]
             consumer.seek(tp, N - 3)

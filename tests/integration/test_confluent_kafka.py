@@ -35,7 +35,9 @@ def produce(bootstrap: str, topic: str, **config: Any) -> list[tuple[int, int]]:
 
 
 def consume(bootstrap: str, topic: str, offset: int, count: int) -> list[Any]:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "unused", "enable.auto.commit": False})
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "unused", "enable.auto.commit": False}
+    )
     try:
         consumer.assign([TopicPartition(topic, 0, offset)])
         out: list[Any] = []
@@ -73,7 +75,9 @@ def test_produce_and_consume(kafpy_module_broker: KafpyBroker, config: dict[str,
     delivered = produce(bootstrap, topic, **config)
     assert sorted(delivered) == [(0, i) for i in range(N)]
     msgs = consume(bootstrap, topic, 0, N)
-    assert [(m.offset(), m.key(), m.value()) for m in msgs] == [(i, b"k%d" % i, b"v%d" % i * 10) for i in range(N)]
+    assert [(m.offset(), m.key(), m.value()) for m in msgs] == [
+        (i, b"k%d" % i, b"v%d" % i * 10) for i in range(N)
+    ]
     assert [m.headers() for m in msgs] == [[("i", str(i).encode())] for i in range(N)]
     assert [m.timestamp()[1] for m in msgs] == [1_700_000_000_000 + i for i in range(N)]
     # assign with a starting offset in the middle (seek)
@@ -87,7 +91,9 @@ def test_watermarks_and_offsets_for_times(kafpy_module_broker: KafpyBroker) -> N
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "unused"})
     try:
         assert consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10) == (0, N)
-        [found] = consumer.offsets_for_times([TopicPartition(topic, 0, 1_700_000_000_000 + 120)], timeout=10)
+        [found] = consumer.offsets_for_times(
+            [TopicPartition(topic, 0, 1_700_000_000_000 + 120)], timeout=10
+        )
         assert found.offset == 120
     finally:
         consumer.close()

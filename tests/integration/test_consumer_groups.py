@@ -51,7 +51,9 @@ def new_topic(bootstrap: str, partitions: int, records: int = 0) -> str:
     return topic
 
 
-def poll_until(consumers: list[Consumer], done: Callable[[], bool], seen: dict[int, list[Any]] | None = None) -> None:
+def poll_until(
+    consumers: list[Consumer], done: Callable[[], bool], seen: dict[int, list[Any]] | None = None
+) -> None:
     deadline = time.monotonic() + DEADLINE_S
     while not done():
         assert time.monotonic() < deadline, "the group did not settle in time"
@@ -91,12 +93,20 @@ def test_confluent_members_split_rebalance_and_hand_over(broker: KafpyBroker) ->
     c3.subscribe([topic])
     members.append(c3)
     seen.clear()
-    poll_until(members, lambda: split(members) and all(len(assigned(c)) == 2 for c in members), seen)
+    poll_until(
+        members, lambda: split(members) and all(len(assigned(c)) == 2 for c in members), seen
+    )
     for i in range(60):
         p.produce(topic, value=b"after", partition=i % 6)
     p.flush(10)
-    poll_until(members, lambda: all(any(m.value() == b"after" for m in seen.get(i, [])) for i in range(3)), seen)
-    print(f"\nrebalance: member joined -> all 3 members consuming again in {time.monotonic() - start:.3f} s")
+    poll_until(
+        members,
+        lambda: all(any(m.value() == b"after" for m in seen.get(i, [])) for i in range(3)),
+        seen,
+    )
+    print(
+        f"\nrebalance: member joined -> all 3 members consuming again in {time.monotonic() - start:.3f} s"
+    )
 
     # one leaves: its partitions go to the others
     c3.close()
@@ -107,7 +117,9 @@ def test_confluent_members_split_rebalance_and_hand_over(broker: KafpyBroker) ->
         c.close()
 
 
-def test_committed_offsets_survive_restart(kafpy_broker_factory: Callable[..., KafpyBroker]) -> None:
+def test_committed_offsets_survive_restart(
+    kafpy_broker_factory: Callable[..., KafpyBroker],
+) -> None:
     broker = kafpy_broker_factory(GROUP_OVERRIDES)
     b = broker.bootstrap
     topic = new_topic(b, 2, records=40)
@@ -128,7 +140,10 @@ def test_committed_offsets_survive_restart(kafpy_broker_factory: Callable[..., K
     deadline = time.monotonic() + DEADLINE_S
     while True:
         try:
-            after = {tp.partition: tp.offset for tp in c.committed([CTP(topic, 0), CTP(topic, 1)], timeout=5)}
+            after = {
+                tp.partition: tp.offset
+                for tp in c.committed([CTP(topic, 0), CTP(topic, 1)], timeout=5)
+            }
             if after == before:
                 break
         except Exception:  # the coordinator may still be loading
@@ -206,7 +221,10 @@ def test_kcat_balanced_consumer_commits_and_describe_shows_lag(broker: KafpyBrok
     p.flush(10)
     out = cg(b, "--describe", "--group", group)
     rows = [line.split() for line in out.splitlines() if line.startswith(group)]
-    assert [(r[1], r[2], r[3], r[4], r[5]) for r in rows] == [(topic, "0", "10", "15", "5"), (topic, "1", "10", "15", "5")]
+    assert [(r[1], r[2], r[3], r[4], r[5]) for r in rows] == [
+        (topic, "0", "10", "15", "5"),
+        (topic, "1", "10", "15", "5"),
+    ]
     assert group in cg(b, "--list").split()
 
 
@@ -221,10 +239,17 @@ def test_reset_offsets_and_delete(broker: KafpyBroker) -> None:
     b = broker.bootstrap
     topic = new_topic(b, 2, records=10)
     group = f"rs-{uuid.uuid4().hex[:6]}"
-    out = cg(b, "--reset-offsets", "--group", group, "--topic", topic, "--to-offset", "3", "--execute")
-    assert [line.split()[2:] for line in out.splitlines() if line.startswith(group)] == [["0", "3"], ["1", "3"]]
+    out = cg(
+        b, "--reset-offsets", "--group", group, "--topic", topic, "--to-offset", "3", "--execute"
+    )
+    assert [line.split()[2:] for line in out.splitlines() if line.startswith(group)] == [
+        ["0", "3"],
+        ["1", "3"],
+    ]
     out = cg(b, "--describe", "--group", group)
-    assert [line.split()[3:6] for line in out.splitlines() if line.startswith(group)] == [["3", "5", "2"]] * 2
+    assert [line.split()[3:6] for line in out.splitlines() if line.startswith(group)] == [
+        ["3", "5", "2"]
+    ] * 2
     assert "was successful" in cg(b, "--delete", "--group", group)
     assert "does not exist" in cg(b, "--describe", "--group", group, ok=False)
 
@@ -243,8 +268,14 @@ async def _group_requests(bootstrap: str, topic: str) -> dict[str, int]:
         assert time.monotonic() < deadline
         await asyncio.sleep(0.2)
     try:
-        join = {"group_id": group, "session_timeout_ms": 10000, "rebalance_timeout_ms": 10000, "member_id": "",
-                "protocol_type": "consumer", "protocols": [{"name": "range", "metadata": b"\x00\x00\x00\x00\x00\x00"}]}
+        join = {
+            "group_id": group,
+            "session_timeout_ms": 10000,
+            "rebalance_timeout_ms": 10000,
+            "member_id": "",
+            "protocol_type": "consumer",
+            "protocols": [{"name": "range", "metadata": b"\x00\x00\x00\x00\x00\x00"}],
+        }
         r = await conn.send(ApiKey.JOIN_GROUP, join, 4)
         assert r["error_code"] == Errors.MEMBER_ID_REQUIRED
         member = r["member_id"]
@@ -269,7 +300,11 @@ async def _group_requests(bootstrap: str, topic: str) -> dict[str, int]:
                            ("unknown topic", commit(generation, member, "no-such-topic-" + group))):  # fmt: skip
             r = await conn.send(ApiKey.OFFSET_COMMIT, body, 7)
             codes[name] = r["topics"][0]["partitions"][0]["error_code"]
-        r = await conn.send(ApiKey.HEARTBEAT, {"group_id": group, "generation_id": generation + 1, "member_id": member}, 3)
+        r = await conn.send(
+            ApiKey.HEARTBEAT,
+            {"group_id": group, "generation_id": generation + 1, "member_id": member},
+            3,
+        )
         codes["heartbeat wrong generation"] = r["error_code"]
         return codes
     finally:

@@ -20,7 +20,9 @@ def topic_name(prefix: str) -> str:
 
 
 def consume(bootstrap: str, tp: TopicPartition, offset: int, count: int) -> list[Any]:
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, consumer_timeout_ms=10000)
+    consumer = KafkaConsumer(
+        bootstrap_servers=bootstrap, enable_auto_commit=False, consumer_timeout_ms=10000
+    )
     try:
         consumer.assign([tp])
         consumer.seek(tp, offset)
@@ -35,12 +37,16 @@ def consume(bootstrap: str, tp: TopicPartition, offset: int, count: int) -> list
 
 
 @pytest.mark.parametrize("compression", [None, "gzip", "snappy", "lz4", "zstd"])
-def test_default_producer_and_consumer_assign_seek(kafpy_module_broker: KafpyBroker, compression: str | None) -> None:
+def test_default_producer_and_consumer_assign_seek(
+    kafpy_module_broker: KafpyBroker, compression: str | None
+) -> None:
     bootstrap = kafpy_module_broker.bootstrap
     topic = topic_name("kp")
     # linger so that the 50 records travel as one batch: kafka-python sends a batch that
     # compression would not shrink (a lone small record) uncompressed
-    producer = KafkaProducer(bootstrap_servers=bootstrap, compression_type=compression, linger_ms=5000)
+    producer = KafkaProducer(
+        bootstrap_servers=bootstrap, compression_type=compression, linger_ms=5000
+    )
     assert producer.config["enable_idempotence"]  # the default: needs InitProducerId
     futures = [
         producer.send(topic, key=b"k%d" % i, value=b"v%d" % i, headers=[("n", str(i).encode())],
@@ -59,7 +65,9 @@ def test_default_producer_and_consumer_assign_seek(kafpy_module_broker: KafpyBro
 
     tp = TopicPartition(topic, 0)
     msgs = consume(bootstrap, tp, 0, 50)
-    assert [(m.offset, m.key, m.value) for m in msgs] == [(i, b"k%d" % i, b"v%d" % i) for i in range(50)]
+    assert [(m.offset, m.key, m.value) for m in msgs] == [
+        (i, b"k%d" % i, b"v%d" % i) for i in range(50)
+    ]
     assert [m.headers for m in msgs] == [[("n", str(i).encode())] for i in range(50)]
     assert [m.timestamp for m in msgs] == [1_700_000_000_000 + i for i in range(50)]
     # seek into the middle
@@ -102,4 +110,3 @@ def test_admin_client(kafpy_module_broker: KafpyBroker) -> None:
         assert topic not in admin.list_topics()
     finally:
         admin.close()
-

@@ -32,7 +32,9 @@ def test_produce_list_and_consume(kafpy_module_broker: KafpyBroker) -> None:
     assert [br["id"] for br in meta["brokers"]] == [kafpy_module_broker.broker_id]
     assert meta["controllerid"] == kafpy_module_broker.broker_id
     [t] = meta["topics"]
-    assert t["topic"] == topic and [(p["partition"], p["leader"]) for p in t["partitions"]] == [(0, 0)]
+    assert t["topic"] == topic and [(p["partition"], p["leader"]) for p in t["partitions"]] == [
+        (0, 0)
+    ]
     assert f'topic "{topic}" with 1 partitions' in kcat("-b", b, "-L")
 
     out = kcat("-b", b, "-C", "-t", topic, "-e", "-o", "beginning", "-f", "%o|%k|%s\n")

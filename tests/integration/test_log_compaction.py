@@ -40,7 +40,9 @@ def create_topic(bootstrap: str) -> None:
 
 
 def produce(bootstrap: str, round_: int) -> dict[bytes, bytes]:
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "acks": "all", "batch.size": 16384})
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, "linger.ms": 20, "acks": "all", "batch.size": 16384}
+    )
     errors: list[Any] = []
     latest: dict[bytes, bytes] = {}
     for u in range(UPDATES):
@@ -48,7 +50,9 @@ def produce(bootstrap: str, round_: int) -> dict[bytes, bytes]:
             key, value = b"key-%05d" % k, b"round-%d-update-%d-" % (round_, u) + b"x" * 60
             while True:
                 try:
-                    producer.produce(TOPIC, key=key, value=value, on_delivery=lambda e, m: e and errors.append(e))
+                    producer.produce(
+                        TOPIC, key=key, value=value, on_delivery=lambda e, m: e and errors.append(e)
+                    )
                     break
                 except BufferError:  # the local queue is full: let deliveries drain it
                     producer.poll(0.01)
@@ -139,15 +143,23 @@ def test_compaction_end_to_end_and_sigkill_mid_clean(
     expected = produce(broker.bootstrap, 1)
     wait_until(
         lambda: any(p.name.endswith(".cleaned") for p in partition_dir(broker).iterdir()),
-        "a cleaning round in progress", broker,
+        "a cleaning round in progress",
+        broker,
     )
     broker.kill()
     del broker.overrides["log.cleaner.io.max.bytes.per.second"]
     broker.start()
     # the reload discards the half-written segment; the cleaner then runs again
-    wait_until(lambda: cleaned_to(broker) >= active_base(broker) and not any(
-        p.name.endswith((".cleaned", ".swap")) for p in partition_dir(broker).iterdir()
-    ), "cleaning after the restart", broker)
+    wait_until(
+        lambda: (
+            cleaned_to(broker) >= active_base(broker)
+            and not any(
+                p.name.endswith((".cleaned", ".swap")) for p in partition_dir(broker).iterdir()
+            )
+        ),
+        "cleaning after the restart",
+        broker,
+    )
     assert records_outside_active_segment(broker) <= KEYS * 1.05
     seen, _ = consume_all(broker.bootstrap)
     assert seen == expected

@@ -94,5 +94,3 @@ def test_sigkill_mid_produce_keeps_acknowledged_records(kafpy_broker: KafpyBroke
     missing = {o: v for o, v in acked.items() if records.get(o) != v}
     assert missing == {}, f"{len(missing)} acknowledged records lost or changed"
     assert len(records) >= len(acked)
-
-

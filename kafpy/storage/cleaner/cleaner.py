@@ -172,7 +172,9 @@ class _SegmentWriter:
         if not self._parts:
             return
         data = memoryview(b"".join(self._parts))
-        self.dest.append(self._largest_offset, self._max_timestamp, self._offset_of_max_timestamp, data)
+        self.dest.append(
+            self._largest_offset, self._max_timestamp, self._offset_of_max_timestamp, data
+        )
         self.written += len(data)
         self._parts = []
         self._size = 0
@@ -259,7 +261,9 @@ class Cleaner:
         stats.map_complete_ms = self.time.milliseconds()
         self.log.info(
             "Cleaning log %s (cleaning prior to %d, discarding tombstones prior to %d)...",
-            tp, end_offset, delete_horizon_ms,
+            tp,
+            end_offset,
+            delete_horizon_ms,
         )
         groups = self.group_segments_by_size(
             in_range(segments, 0, end_offset), config.segment_bytes, config.segment_index_bytes,
@@ -268,7 +272,14 @@ class Cleaner:
         for group in groups:
             stats.groups.append(len(group))
             cleaned = self.write_cleaned_segment(
-                tp, dir, config, group, self.offset_map, delete_horizon_ms, last_offset_of_producer, stats
+                tp,
+                dir,
+                config,
+                group,
+                self.offset_map,
+                delete_horizon_ms,
+                last_offset_of_producer,
+                stats,
             )
             on_group(cleaned, group)
         stats.buffer_size = self.io_buffer_size
@@ -299,7 +310,10 @@ class Cleaner:
         offset_map.clear()
         self.log.info(
             "Building offset map for log %s for %d segments in offset range [%d, %d).",
-            tp, len(dirty), start, end,
+            tp,
+            len(dirty),
+            start,
+            end,
         )
         # latest_offset starts just below the dirty section so an all-keyless section moves on
         offset_map.update_latest_offset(start - 1)
@@ -307,7 +321,11 @@ class Cleaner:
             self.check_done(tp)
             full = self._build_offset_map_for_segment(tp, segment, offset_map, start, end, stats)
             if full:
-                self.log.debug("Offset map is full, %d segments fully mapped, segment with base offset %d is partially mapped", dirty.index(segment), segment.base_offset)
+                self.log.debug(
+                    "Offset map is full, %d segments fully mapped, segment with base offset %d is partially mapped",
+                    dirty.index(segment),
+                    segment.base_offset,
+                )
                 break
 
     def _build_offset_map_for_segment(
@@ -372,7 +390,8 @@ class Cleaner:
                     log_size + nxt.size <= max_size
                     and index_size + nxt.offset_index.size_in_bytes <= max_index_size
                     and time_index_size + nxt.time_index.size_in_bytes <= max_index_size
-                    and _last_offset_for(segments, i, first_uncleanable_offset) - group[0].base_offset
+                    and _last_offset_for(segments, i, first_uncleanable_offset)
+                    - group[0].base_offset
                     <= _INT32_MAX
                 ):
                     group.append(nxt)
@@ -395,7 +414,9 @@ class Cleaner:
             self.check_done(log_.topic_partition)
             self.log.info(
                 "Swapping in cleaned segment %s for segment(s) %s in log %s",
-                cleaned, [s.base_offset for s in segments], log_.name,
+                cleaned,
+                [s.base_offset for s in segments],
+                log_.name,
             )
             log_._replace_segments([cleaned], segments)
         except BaseException:
@@ -422,12 +443,21 @@ class Cleaner:
                 retain_deletes = old.last_modified > delete_horizon_ms
                 self.log.info(
                     "Cleaning segment %d in log %s (largest timestamp %d) into %d, %s deletes.",
-                    old.base_offset, Path(dir).name, old.largest_timestamp, cleaned.base_offset,
+                    old.base_offset,
+                    Path(dir).name,
+                    old.largest_timestamp,
+                    cleaned.base_offset,
                     "retaining" if retain_deletes else "discarding",
                 )
                 self.clean_into(
-                    tp, old, cleaned, offset_map, retain_deletes, last_offset_of_producer,
-                    config.index_interval_bytes, stats,
+                    tp,
+                    old,
+                    cleaned,
+                    offset_map,
+                    retain_deletes,
+                    last_offset_of_producer,
+                    config.index_interval_bytes,
+                    stats,
                 )
             cleaned.on_become_inactive_segment()
             cleaned.flush()
@@ -490,7 +520,9 @@ class Cleaner:
         stats.bytes_written += writer.written
 
 
-def _last_offset_for(segments: Sequence[SourceSegment], i: int, first_uncleanable_offset: int) -> int:
+def _last_offset_for(
+    segments: Sequence[SourceSegment], i: int, first_uncleanable_offset: int
+) -> int:
     """The last offset segments[i] may hold: just below the next segment's base offset,
     or below the first uncleanable offset for the last segment of the list."""
     if i + 1 < len(segments):
@@ -503,7 +535,8 @@ def last_offsets_of_producers(log_: Log) -> dict[int, int]:
     so that its sequence numbers survive compaction."""
     with log_._lock:  # the producer map changes on appends
         return {
-            pid: e.last_data_offset for pid, e in log_.producer_state_manager.active_producers().items()
+            pid: e.last_data_offset
+            for pid, e in log_.producer_state_manager.active_producers().items()
         }
 
 
@@ -515,7 +548,11 @@ def create_new_cleaned_segment(log_: Log, base_offset: int) -> LogSegment:
 def new_cleaned_segment(dir: Path, base_offset: int, config: LogConfig, time: Time) -> LogSegment:
     """An empty `<base>.log.cleaned` segment (and indexes), replacing any left by a crash."""
     seg = LogSegment.open(
-        Path(dir), base_offset, config, time, file_already_exists=False,
+        Path(dir),
+        base_offset,
+        config,
+        time,
+        file_already_exists=False,
         file_suffix=CLEANED_FILE_SUFFIX,
     )
     seg.log.truncate_to(0)

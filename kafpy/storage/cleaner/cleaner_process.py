@@ -117,8 +117,13 @@ class CleanerProcess:
             log_.config,
             [
                 SegmentInfo(
-                    s.base_offset, str(s.log.file), s.size, s.offset_index.size_in_bytes,
-                    s.time_index.size_in_bytes, s.last_modified, s.largest_timestamp,
+                    s.base_offset,
+                    str(s.log.file),
+                    s.size,
+                    s.offset_index.size_in_bytes,
+                    s.time_index.size_in_bytes,
+                    s.last_modified,
+                    s.largest_timestamp,
                 )
                 for s in segments
             ],
@@ -167,7 +172,9 @@ class CleanerProcess:
         except RoundAbortedError:
             discard_cleaned_files(Path(task.dir), bases)
             check_done(tp)  # raises the reason the round was stopped for
-            raise WorkerRoundError(f"The cleaner worker stopped the round of {tp} unasked") from None
+            raise WorkerRoundError(
+                f"The cleaner worker stopped the round of {tp} unasked"
+            ) from None
         except BaseException:
             self._abort.set()
             concurrent.futures.wait([future])  # the worker stops between chunks
@@ -195,12 +202,18 @@ class CleanerProcess:
                     "cleaned them; the round is discarded"
                 )
             cleaned = LogSegment.open(
-                Path(log_.dir), info.base_offset, log_.config, log_.time,
-                file_already_exists=True, file_suffix=CLEANED_FILE_SUFFIX,
+                Path(log_.dir),
+                info.base_offset,
+                log_.config,
+                log_.time,
+                file_already_exists=True,
+                file_suffix=CLEANED_FILE_SUFFIX,
             )
             log.info(
                 "Swapping in cleaned segment %s for segment(s) %s in log %s",
-                cleaned, info.replaces, log_.name,
+                cleaned,
+                info.replaces,
+                log_.name,
             )
             try:
                 log_._replace_segments([cleaned], old)

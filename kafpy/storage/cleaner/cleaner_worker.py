@@ -129,7 +129,12 @@ def cleaned_file_names(dir: Path, base_offset: int) -> list[Path]:
     """Every file of the `.cleaned` segment of `base_offset` in `dir`."""
     return [
         f(dir, base_offset, CLEANED_FILE_SUFFIX)
-        for f in (log_file_name, offset_index_file_name, time_index_file_name, transaction_index_file_name)
+        for f in (
+            log_file_name,
+            offset_index_file_name,
+            time_index_file_name,
+            transaction_index_file_name,
+        )
     ]
 
 

@@ -228,11 +228,19 @@ class CleanerThread(threading.Thread):
             "\t%.1f MB of log processed in %.1f seconds (%.1f MB/sec).\n"
             "\tIndexed %.1f MB in %.1f seconds (%.1f Mb/sec)\n"
             "\t%d messages read, %d written, %d keyless dropped; %.1f MB written (%.1f%% size reduction)",
-            self.cleaner.id, cleanable.topic_partition, cleanable.first_dirty_offset,
+            self.cleaner.id,
+            cleanable.topic_partition,
+            cleanable.first_dirty_offset,
             end_offset,
-            stats.bytes_read / mb, secs, stats.bytes_read / mb / secs,
-            stats.map_bytes_read / mb, map_secs, stats.map_bytes_read / mb / map_secs,
-            stats.messages_read, stats.messages_written, stats.invalid_messages,
+            stats.bytes_read / mb,
+            secs,
+            stats.bytes_read / mb / secs,
+            stats.map_bytes_read / mb,
+            map_secs,
+            stats.map_bytes_read / mb / map_secs,
+            stats.messages_read,
+            stats.messages_written,
+            stats.invalid_messages,
             stats.bytes_written / mb,
             100.0 * (1.0 - stats.bytes_written / stats.bytes_read) if stats.bytes_read else 0.0,
         )

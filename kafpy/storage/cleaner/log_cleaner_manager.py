@@ -71,7 +71,8 @@ class LogCleanerManager:
         self.time = time
         self.log = component_logger("kafpy.log.LogCleaner", "LogCleanerManager")
         self.checkpoints: dict[Path, OffsetCheckpointFile] = {
-            Path(d): OffsetCheckpointFile(Path(d) / CLEANER_OFFSET_CHECKPOINT_FILE) for d in log_dirs
+            Path(d): OffsetCheckpointFile(Path(d) / CLEANER_OFFSET_CHECKPOINT_FILE)
+            for d in log_dirs
         }
         self._lock = threading.RLock()
         self._paused_cond = threading.Condition(self._lock)
@@ -93,7 +94,9 @@ class LogCleanerManager:
                     self.log.warning("Failed to access checkpoint file in dir %s: %s", d, e)
         return out
 
-    def update_checkpoints(self, data_dir: Path, update: tuple[TopicPartition, int] | None = None) -> None:
+    def update_checkpoints(
+        self, data_dir: Path, update: tuple[TopicPartition, int] | None = None
+    ) -> None:
         """Rewrite `data_dir`'s checkpoint: entries of logs still present, plus `update`."""
         with self._lock:
             checkpoint = self.checkpoints.get(Path(data_dir))
@@ -130,18 +133,27 @@ class LogCleanerManager:
             for tp, log in self.logs().items():
                 if not log.config.compact or tp in self._in_progress or tp in uncleanable:
                     continue
-                first_dirty, first_uncleanable = self.cleanable_offsets(log, last_clean.get(tp), now)
+                first_dirty, first_uncleanable = self.cleanable_offsets(
+                    log, last_clean.get(tp), now
+                )
                 ltc = LogToClean(
-                    tp, log, first_dirty, first_uncleanable,
+                    tp,
+                    log,
+                    first_dirty,
+                    first_uncleanable,
                     self._needs_compaction_now(log, first_dirty, first_uncleanable, now),
                 )
                 if ltc.total_bytes > 0:
                     dirty.append(ltc)
             self.dirtiest_log_cleanable_ratio = max((c.cleanable_ratio for c in dirty), default=0.0)
             cleanable = [
-                c for c in dirty
+                c
+                for c in dirty
                 if c.cleanable_bytes > 0
-                and (c.needs_compaction_now or c.cleanable_ratio >= c.log.config.min_cleanable_dirty_ratio)
+                and (
+                    c.needs_compaction_now
+                    or c.cleanable_ratio >= c.log.config.min_cleanable_dirty_ratio
+                )
             ]
             if not cleanable:
                 return None
@@ -150,7 +162,9 @@ class LogCleanerManager:
             self._in_progress[filthiest.topic_partition] = _IN_PROGRESS
             return filthiest
 
-    def cleanable_offsets(self, log: Log, last_clean_offset: int | None, now: int) -> tuple[int, int]:
+    def cleanable_offsets(
+        self, log: Log, last_clean_offset: int | None, now: int
+    ) -> tuple[int, int]:
         """(first dirty offset, first uncleanable offset) of `log` (Kafka's cleanableOffsets)."""
         segments = log.log_segments()
         log_start_offset = segments[0].base_offset
@@ -159,14 +173,20 @@ class LogCleanerManager:
         elif last_clean_offset < log_start_offset:
             self.log.warning(
                 "Resetting first dirty offset of %s to log start offset %d since the checkpointed "
-                "offset %d is invalid.", log.name, log_start_offset, last_clean_offset,
+                "offset %d is invalid.",
+                log.name,
+                log_start_offset,
+                last_clean_offset,
             )
             first_dirty = log_start_offset
         elif last_clean_offset > log.log_end_offset:
             self.log.warning(
                 "Resetting first dirty offset of %s to log start offset %d since the checkpointed "
                 "offset %d is beyond the log end offset %d.",
-                log.name, log_start_offset, last_clean_offset, log.log_end_offset,
+                log.name,
+                log_start_offset,
+                last_clean_offset,
+                log.log_end_offset,
             )
             first_dirty = log_start_offset
         else:
@@ -186,7 +206,9 @@ class LogCleanerManager:
         first_uncleanable = min(candidates)
         return first_dirty, max(first_dirty, first_uncleanable)
 
-    def _needs_compaction_now(self, log: Log, first_dirty: int, first_uncleanable: int, now: int) -> bool:
+    def _needs_compaction_now(
+        self, log: Log, first_dirty: int, first_uncleanable: int, now: int
+    ) -> bool:
         """True when the oldest dirty data is older than max.compaction.lag.ms (KIP-354)."""
         max_lag = log.config.max_compaction_lag_ms
         if max_lag <= 0 or first_uncleanable <= first_dirty:
@@ -202,7 +224,8 @@ class LogCleanerManager:
         LogCleaningInProgress so that cleaning and deleting never overlap."""
         with self._lock:
             out = [
-                (tp, log) for tp, log in self.logs().items()
+                (tp, log)
+                for tp, log in self.logs().items()
                 if log.config.compact and tp not in self._in_progress
             ]
             for tp, _ in out:
@@ -242,7 +265,9 @@ class LogCleanerManager:
                 lambda: self._is_paused(tp), None if timeout_ms is None else timeout_ms / 1000
             )
             if not ok:
-                raise TimeoutError(f"Cleaning of partition {tp} did not stop within {timeout_ms} ms")
+                raise TimeoutError(
+                    f"Cleaning of partition {tp} did not stop within {timeout_ms} ms"
+                )
         self.log.info("The cleaning for partition %s is aborted and paused", tp)
 
     def _is_paused(self, tp: TopicPartition) -> bool:
@@ -298,7 +323,9 @@ class LogCleanerManager:
                     self._in_progress[tp] = _paused(1)
                     self._paused_cond.notify_all()
                 else:
-                    raise IllegalCleaningStateError(f"In-progress partition {tp} cannot be in {s} state.")
+                    raise IllegalCleaningStateError(
+                        f"In-progress partition {tp} cannot be in {s} state."
+                    )
 
     def mark_partition_uncleanable(self, data_dir: Path, tp: TopicPartition) -> None:
         """Skip `tp` from now on (a round failed on it with an I/O or corruption error)."""

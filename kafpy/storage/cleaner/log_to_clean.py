@@ -62,7 +62,9 @@ class LogToClean:
         self.cleanable_bytes = sum(
             s.size
             for s in segments_in_range(
-                self.log, self.first_dirty_offset, max(self.first_dirty_offset, self.first_uncleanable_offset)
+                self.log,
+                self.first_dirty_offset,
+                max(self.first_dirty_offset, self.first_uncleanable_offset),
             )
         )
         total = self.clean_bytes + self.cleanable_bytes

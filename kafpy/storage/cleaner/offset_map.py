@@ -54,7 +54,9 @@ class SkimpyOffsetMap:
                 "entry; raise log.cleaner.dedupe.buffer.size"
             )
         if not 0 < load_factor <= 1:
-            raise ValueError(f"log.cleaner.io.buffer.load.factor must be in (0, 1], got {load_factor}")
+            raise ValueError(
+                f"log.cleaner.io.buffer.load.factor must be in (0, 1], got {load_factor}"
+            )
         self.load_factor = load_factor
         self.max_entries = max(1, int(self.slots * load_factor))
         self._map: dict[bytes, int] = {}

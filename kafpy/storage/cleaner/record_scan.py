@@ -83,7 +83,14 @@ def scan_records(batch: RecordBatch, data: bytes) -> list[ScannedRecord]:
                 key = None
             value_len, _ = varint(p)
             out.append(
-                ScannedRecord(start, record_end, base_offset + offset_delta, first_ts + ts_delta, key, value_len < 0)
+                ScannedRecord(
+                    start,
+                    record_end,
+                    base_offset + offset_delta,
+                    first_ts + ts_delta,
+                    key,
+                    value_len < 0,
+                )
             )
             pos = record_end
     except IndexError as exc:

@@ -105,6 +105,16 @@ def test_compacted_topics_through_topics_and_configs(zookeeper_connect: str) -> 
     )
     r = kafpy(*topics, "--describe", "--topics-with-overrides")
     assert r.returncode == 0, r.stderr
-    assert "Topic:c\tPartitionCount:1\tReplicationFactor:1\tConfigs:cleanup.policy=compact,delete," in r.stdout
-    r = kafpy(*configs, "--entity-name", "c", "--alter", "--add-config", "cleanup.policy=[compact,forever]")
+    assert (
+        "Topic:c\tPartitionCount:1\tReplicationFactor:1\tConfigs:cleanup.policy=compact,delete,"
+        in r.stdout
+    )
+    r = kafpy(
+        *configs,
+        "--entity-name",
+        "c",
+        "--alter",
+        "--add-config",
+        "cleanup.policy=[compact,forever]",
+    )
     assert r.returncode == 1 and "cleanup.policy" in r.stderr

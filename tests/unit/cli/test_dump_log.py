@@ -24,9 +24,16 @@ T0 = 1_600_000_000_000
 def log_dir(tmp_path: Path) -> Path:
     time = MockTime(T0)
     log = Log(tmp_path / "t-0", LogConfig(index_interval_bytes=50), 0, 0, MockScheduler(time), time)
-    log.append_as_leader(MemoryRecords(bytearray(build_batch([(b"k", b"v"), (None, b"w")], timestamp=T0))), 0)
     log.append_as_leader(
-        MemoryRecords(bytearray(build_batch([(b"k2", b"v2")], timestamp=T0 + 1, compression=CompressionType.GZIP))), 3
+        MemoryRecords(bytearray(build_batch([(b"k", b"v"), (None, b"w")], timestamp=T0))), 0
+    )
+    log.append_as_leader(
+        MemoryRecords(
+            bytearray(
+                build_batch([(b"k2", b"v2")], timestamp=T0 + 1, compression=CompressionType.GZIP)
+            )
+        ),
+        3,
     )
     log.append_as_leader(MemoryRecords(bytearray(build_batch([b"x"], timestamp=T0 + 2))), 3)
     log.close()
@@ -121,7 +128,10 @@ def test_verify_index_only_reports_mismatches(log_dir: Path) -> None:
     code, out, err = run("--files", str(index_path), "--verify-index-only")
     assert code == 0
     assert out.splitlines() == [f"Dumping {index_path}"]
-    assert err.splitlines() == [f"Mismatches in :{index_path.resolve()}", "  Index offset: 5, log offset: 1"]
+    assert err.splitlines() == [
+        f"Mismatches in :{index_path.resolve()}",
+        "  Index offset: 5, log offset: 1",
+    ]
 
 
 def test_index_sanity_check(log_dir: Path) -> None:
@@ -136,7 +146,10 @@ def test_txn_index(tmp_path: Path) -> None:
     idx.append(AbortedTxn(7, 1, 5, 0))
     idx.close()
     code, out, _ = run("--files", str(path))
-    assert out.splitlines()[1] == "version: 0 producerId: 7 firstOffset: 1 lastOffset: 5 lastStableOffset: 0"
+    assert (
+        out.splitlines()[1]
+        == "version: 0 producerId: 7 firstOffset: 1 lastOffset: 5 lastStableOffset: 0"
+    )
 
 
 @pytest.mark.parametrize(
@@ -145,11 +158,17 @@ def test_txn_index(tmp_path: Path) -> None:
         ("missing.log", None, "does not exist"),
         ("notes.log", b"hello", "is not a Kafka segment file"),
         ("00000000000000000000.txt", b"x", "is not a Kafka segment file"),
-        ("00000000000000000000.log", b"hello world, this is text and not batches", "is not a Kafka log segment"),
+        (
+            "00000000000000000000.log",
+            b"hello world, this is text and not batches",
+            "is not a Kafka log segment",
+        ),
         ("00000000000000000005.index", b"", "does not exist"),
     ],
 )
-def test_bad_input_is_one_line_on_stderr_and_exit_1(tmp_path: Path, name: str, content: bytes | None, message: str) -> None:
+def test_bad_input_is_one_line_on_stderr_and_exit_1(
+    tmp_path: Path, name: str, content: bytes | None, message: str
+) -> None:
     path = tmp_path / name
     if content is not None:
         path.write_bytes(content)
@@ -161,7 +180,9 @@ def test_bad_input_is_one_line_on_stderr_and_exit_1(tmp_path: Path, name: str, c
 def test_main_group_dispatches_dump_log(log_dir: Path) -> None:
     from kafpy.cli.main import main
 
-    result = CliRunner().invoke(main, ["dump-log", "--files", str(log_dir / "00000000000000000000.log")])
+    result = CliRunner().invoke(
+        main, ["dump-log", "--files", str(log_dir / "00000000000000000000.log")]
+    )
     assert result.exit_code == 0 and "Starting offset: 0" in result.stdout
 
 
@@ -169,14 +190,22 @@ def test_dump_log_shows_the_offset_gaps_of_a_compacted_segment(tmp_path: Path) -
     from kafpy.records.builder import RecordBatchBuilder
 
     time = MockTime(T0)
-    log = Log(tmp_path / "c-0", LogConfig(cleanup_policy=["compact"]), 0, 0, MockScheduler(time), time)
+    log = Log(
+        tmp_path / "c-0", LogConfig(cleanup_policy=["compact"]), 0, 0, MockScheduler(time), time
+    )
     # what the cleaner leaves: batch boundaries kept, superseded records gone (offsets 1-3)
     b = RecordBatchBuilder(base_offset=0)
     b.append(T0, b"a", b"a-latest", offset=0)
     b.append(T0, b"b", b"b-latest", offset=4)
-    log.append_as_follower(MemoryRecords(bytearray(b.build() + build_batch([(b"c", b"c1")], base_offset=7, timestamp=T0))))
+    log.append_as_follower(
+        MemoryRecords(
+            bytearray(b.build() + build_batch([(b"c", b"c1")], base_offset=7, timestamp=T0))
+        )
+    )
     log.close()
-    code, out, err = run("--files", str(tmp_path / "c-0" / "00000000000000000000.log"), "--print-data-log")
+    code, out, err = run(
+        "--files", str(tmp_path / "c-0" / "00000000000000000000.log"), "--print-data-log"
+    )
     assert code == 0, err
     lines = out.splitlines()
     assert lines[2].startswith("baseOffset: 0 lastOffset: 4 count: 2 ")

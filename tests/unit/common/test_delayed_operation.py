@@ -62,7 +62,9 @@ def test_expiry_completes_once_and_calls_on_expiration() -> None:
 
 def test_purge_drops_completed_operations_from_other_keys() -> None:
     timer = ManualTimer()
-    p: DelayedOperationPurgatory[Op] = DelayedOperationPurgatory("test", timer=timer, purge_interval=3)
+    p: DelayedOperationPurgatory[Op] = DelayedOperationPurgatory(
+        "test", timer=timer, purge_interval=3
+    )
     ops = [Op() for _ in range(2)]
     for op in ops:
         p.try_complete_else_watch(op, ["a", "b"])

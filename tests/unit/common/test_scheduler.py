@@ -23,7 +23,9 @@ def test_mock_scheduler_runs_one_shot_task_when_due() -> None:
     assert len(ran) == 1
 
 
-def test_mock_scheduler_periodic_task_keeps_schedule_after_exception(caplog: pytest.LogCaptureFixture) -> None:
+def test_mock_scheduler_periodic_task_keeps_schedule_after_exception(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     time = MockTime()
     sched = MockScheduler(time)
     calls: list[int] = []

@@ -36,9 +36,13 @@ class Harness:
                                            "consumer", protocols, out.append)  # fmt: skip
         return out
 
-    def sync(self, member: str, generation: int, assignments: dict[str, bytes] | None = None) -> list[dict[str, Any]]:
+    def sync(
+        self, member: str, generation: int, assignments: dict[str, bytes] | None = None
+    ) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
-        self.coordinator.handle_sync_group("g", generation, member, None, assignments or {}, out.append)
+        self.coordinator.handle_sync_group(
+            "g", generation, member, None, assignments or {}, out.append
+        )
         return out
 
     async def settle(self) -> None:
@@ -54,10 +58,16 @@ def test_join_sync_heartbeat_and_a_second_member_rebalances() -> None:
     async def run() -> None:
         h = Harness()
         [first] = h.join(v4=True)
-        assert first["error_code"] == Errors.MEMBER_ID_REQUIRED and first["member_id"].startswith("client-")
+        assert first["error_code"] == Errors.MEMBER_ID_REQUIRED and first["member_id"].startswith(
+            "client-"
+        )
         m1 = first["member_id"]
         [joined] = h.join(m1, v4=True)
-        assert joined["error_code"] == Errors.NONE and joined["leader"] == m1 and joined["generation_id"] == 1
+        assert (
+            joined["error_code"] == Errors.NONE
+            and joined["leader"] == m1
+            and joined["generation_id"] == 1
+        )
         assert [m["member_id"] for m in joined["members"]] == [m1]
         synced = h.sync(m1, 1, {m1: b"all"})
         await h.settle()
@@ -108,21 +118,29 @@ def test_commit_checks_generation_and_member() -> None:
         h = Harness()
         c = h.coordinator
         # simple consumers (generation -1) may commit to a group with no members
-        assert await c.handle_commit_offsets("g", "", None, -1, {TP: OffsetAndMetadata(4)}) == {TP: Errors.NONE}
+        assert await c.handle_commit_offsets("g", "", None, -1, {TP: OffsetAndMetadata(4)}) == {
+            TP: Errors.NONE
+        }
         assert c.handle_fetch_offsets("g", None)[1][TP].offset == 4
         assert await c.handle_commit_offsets("other", "m", None, 3, {TP: OffsetAndMetadata(1)}) == {
-            TP: Errors.ILLEGAL_GENERATION}
+            TP: Errors.ILLEGAL_GENERATION
+        }
         [j] = h.join()
         m = j["member_id"]
         assert await c.handle_commit_offsets("g", m, None, 1, {TP: OffsetAndMetadata(1)}) == {
-            TP: Errors.REBALANCE_IN_PROGRESS}
+            TP: Errors.REBALANCE_IN_PROGRESS
+        }
         h.sync(m, 1, {m: b""})
         await h.settle()
         assert await c.handle_commit_offsets("g", m, None, 7, {TP: OffsetAndMetadata(1)}) == {
-            TP: Errors.ILLEGAL_GENERATION}
+            TP: Errors.ILLEGAL_GENERATION
+        }
         assert await c.handle_commit_offsets("g", "x", None, 1, {TP: OffsetAndMetadata(1)}) == {
-            TP: Errors.UNKNOWN_MEMBER_ID}
-        assert await c.handle_commit_offsets("g", m, None, 1, {TP: OffsetAndMetadata(9)}) == {TP: Errors.NONE}
+            TP: Errors.UNKNOWN_MEMBER_ID
+        }
+        assert await c.handle_commit_offsets("g", m, None, 1, {TP: OffsetAndMetadata(9)}) == {
+            TP: Errors.NONE
+        }
         assert await c.handle_delete_groups(["g", "nope"]) == {"g": Errors.NON_EMPTY_GROUP,
                                                                "nope": Errors.GROUP_ID_NOT_FOUND}  # fmt: skip
         assert c.handle_leave_group("g", [(m, None)]) == (Errors.NONE, [Errors.NONE])
@@ -158,7 +176,9 @@ def test_groups_are_reloaded_by_a_new_coordinator() -> None:
         m = j["member_id"]
         h.sync(m, 1, {m: b"x"})
         await h.settle()
-        await h.coordinator.handle_commit_offsets("g", m, None, 1, {TP: OffsetAndMetadata(11, -1, "md")})
+        await h.coordinator.handle_commit_offsets(
+            "g", m, None, 1, {TP: OffsetAndMetadata(11, -1, "md")}
+        )
         other = GroupCoordinator(0, GroupConfig(), OffsetConfig(offsets_topic_num_partitions=1), h.log, h.time,
                                  timer=h.timer)  # fmt: skip
         other.startup()

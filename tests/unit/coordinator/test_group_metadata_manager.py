@@ -28,8 +28,15 @@ def test_java_string_hash_and_placement() -> None:
     assert java_string_hash("\u00e9t\u00e9") == ((0xE9 * 31 + ord("t")) * 31 + 0xE9)
 
 
-def manager(time: MockTime, log: FakeOffsetsLog, retention_ms: int = 60_000) -> GroupMetadataManager:
-    m = GroupMetadataManager(0, OffsetConfig(offsets_topic_num_partitions=3, offsets_retention_ms=retention_ms), log, time)
+def manager(
+    time: MockTime, log: FakeOffsetsLog, retention_ms: int = 60_000
+) -> GroupMetadataManager:
+    m = GroupMetadataManager(
+        0,
+        OffsetConfig(offsets_topic_num_partitions=3, offsets_retention_ms=retention_ms),
+        log,
+        time,
+    )
     m.owned_partitions.update({0, 1, 2})
     return m
 
@@ -41,8 +48,9 @@ def test_offsets_are_stored_and_reloaded_from_the_log() -> None:
         g = m.add_group(GroupMetadata("g", GroupState.EMPTY, time.milliseconds()))
         assert await m.store_offsets(g, {TP: OffsetAndMetadata(5, -1, "x", 1)}) == {TP: Errors.NONE}
         assert await m.store_offsets(g, {TP: OffsetAndMetadata(9, -1, "y", 2)}) == {TP: Errors.NONE}
-        assert await m.store_offsets(g, {TopicPartition("t", 1): OffsetAndMetadata(1, -1, "z" * 5000)}) == {
-            TopicPartition("t", 1): Errors.OFFSET_METADATA_TOO_LARGE}
+        assert await m.store_offsets(
+            g, {TopicPartition("t", 1): OffsetAndMetadata(1, -1, "z" * 5000)}
+        ) == {TopicPartition("t", 1): Errors.OFFSET_METADATA_TOO_LARGE}
         await m.store_group(g, {})
         fresh = manager(time, log)
         [loaded] = await fresh.load_partition(m.partition_for("g"))
@@ -64,7 +72,9 @@ def test_append_errors_map_to_coordinator_errors() -> None:
         log.fail_with = Errors.NOT_LEADER_OR_FOLLOWER
         assert await m.store_offsets(g, {TP: OffsetAndMetadata(1)}) == {TP: Errors.NOT_COORDINATOR}
         log.fail_with = Errors.MESSAGE_TOO_LARGE
-        assert await m.store_offsets(g, {TP: OffsetAndMetadata(1)}) == {TP: Errors.INVALID_COMMIT_OFFSET_SIZE}
+        assert await m.store_offsets(g, {TP: OffsetAndMetadata(1)}) == {
+            TP: Errors.INVALID_COMMIT_OFFSET_SIZE
+        }
         assert g.offsets == {}
 
     asyncio.run(run())

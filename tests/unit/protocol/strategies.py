@@ -49,7 +49,11 @@ def field_strategy(field: Field, version: int) -> st.SearchStrategy[Any]:
             nullable = True  # an absent tagged struct is None
     else:
         element = ft.element
-        inner = _primitive(element) if isinstance(element, str) else struct_strategy(element.fields, version)
+        inner = (
+            _primitive(element)
+            if isinstance(element, str)
+            else struct_strategy(element.fields, version)
+        )
         base = st.lists(inner, max_size=3)
     return st.one_of(st.none(), base) if nullable else base
 

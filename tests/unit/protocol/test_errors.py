@@ -11,8 +11,12 @@ from kafpy.protocol.errors import Errors, error_code_of
 
 # Kafka renamed these codes after kafka-python took their names.
 KAFKA_NAMES = {
-    -1: "UNKNOWN_SERVER_ERROR", 0: "NONE", 6: "NOT_LEADER_OR_FOLLOWER", 10: "MESSAGE_TOO_LARGE",
-    17: "INVALID_TOPIC_EXCEPTION", 39: "INVALID_REPLICA_ASSIGNMENT",
+    -1: "UNKNOWN_SERVER_ERROR",
+    0: "NONE",
+    6: "NOT_LEADER_OR_FOLLOWER",
+    10: "MESSAGE_TOO_LARGE",
+    17: "INVALID_TOPIC_EXCEPTION",
+    39: "INVALID_REPLICA_ASSIGNMENT",
 }
 
 

@@ -41,12 +41,17 @@ def test_header_versions() -> None:
 
 @settings(max_examples=60, deadline=None, database=None)
 @given(correlation_id=INT32, client_id=CLIENT_IDS, flexible=st.booleans())
-def test_request_header_v1_v2_like_kafka_python(correlation_id: int, client_id: str | None,
-                                                flexible: bool) -> None:
+def test_request_header_v1_v2_like_kafka_python(
+    correlation_id: int, client_id: str | None, flexible: bool
+) -> None:
     api_key, version = (ApiKey.METADATA, 9) if flexible else (ApiKey.METADATA, 8)
     header = RequestHeader(api_key, version, correlation_id, client_id)
-    ref = RefRequestHeader(request_api_key=int(api_key), request_api_version=version,
-                           correlation_id=correlation_id, client_id=client_id)
+    ref = RefRequestHeader(
+        request_api_key=int(api_key),
+        request_api_version=version,
+        correlation_id=correlation_id,
+        client_id=client_id,
+    )
     ours = encode_request_header(header)
     assert ours == bytes(ref.encode(flexible=flexible))
     assert decode_request_header(ours + b"body") == (header, len(ours))
@@ -56,27 +61,36 @@ def test_request_header_v0_literal() -> None:
     header = RequestHeader(ApiKey.CONTROLLED_SHUTDOWN, 0, 258, "ignored")
     assert encode_request_header(header) == b"\x00\x07\x00\x00\x00\x00\x01\x02"
     assert decode_request_header(b"\x00\x07\x00\x00\x00\x00\x01\x02\x00\x00\x00\x01") == (
-        RequestHeader(ApiKey.CONTROLLED_SHUTDOWN, 0, 258, None), 8)
+        RequestHeader(ApiKey.CONTROLLED_SHUTDOWN, 0, 258, None),
+        8,
+    )
 
 
 def test_request_header_v2_skips_tagged_fields() -> None:
-    buf = b"\x00\x03\x00\x09\x00\x00\x00\x05\x00\x01c" b"\x01\x07\x02zz" b"BODY"
+    buf = b"\x00\x03\x00\x09\x00\x00\x00\x05\x00\x01c\x01\x07\x02zzBODY"
     header, offset = decode_request_header(buf)
     assert header == RequestHeader(3, 9, 5, "c")
     assert buf[offset:] == b"BODY"
 
 
 def test_unknown_api_key_still_decodes() -> None:
-    buf = b"\x03\xe7\x00\x02\x00\x00\x00\x09\x00\x02ab" b"junk"
+    buf = b"\x03\xe7\x00\x02\x00\x00\x00\x09\x00\x02abjunk"
     header, offset = decode_request_header(buf)
     assert header == RequestHeader(999, 2, 9, "ab")
     assert offset == 12
 
 
-@pytest.mark.parametrize("buf", [b"", b"\x00\x03\x00", b"\x00\x03\x00\x01\x00\x00\x00\x01\x00",
-                                 b"\x00\x03\x00\x01\x00\x00\x00\x01\x00\x05ab",
-                                 b"\x00\x03\x00\x01\x00\x00\x00\x01\xff\xfe",
-                                 b"\x00\x03\x00\x09\x00\x00\x00\x01\xff\xff\x01\x01\x09"])
+@pytest.mark.parametrize(
+    "buf",
+    [
+        b"",
+        b"\x00\x03\x00",
+        b"\x00\x03\x00\x01\x00\x00\x00\x01\x00",
+        b"\x00\x03\x00\x01\x00\x00\x00\x01\x00\x05ab",
+        b"\x00\x03\x00\x01\x00\x00\x00\x01\xff\xfe",
+        b"\x00\x03\x00\x09\x00\x00\x00\x01\xff\xff\x01\x01\x09",
+    ],
+)
 def test_malformed_request_headers(buf: bytes) -> None:
     with pytest.raises(ProtocolDecodeError, match="RequestHeader"):
         decode_request_header(buf)
@@ -88,7 +102,7 @@ def test_response_header_v0_v1_like_kafka_python(correlation_id: int, flexible: 
     version = 9 if flexible else 8
     frame = b"".join(encode_response(ApiKey.METADATA, version, correlation_id, {}))
     head = bytes(RefResponseHeader(correlation_id=correlation_id).encode(flexible=flexible))
-    assert frame[4:4 + len(head)] == head
+    assert frame[4 : 4 + len(head)] == head
     assert int.from_bytes(frame[:4], "big", signed=True) == len(frame) - 4
 
 
@@ -101,9 +115,17 @@ def test_request_frames_like_kafka_python(version: int) -> None:
     assert encode_request(RequestHeader(ApiKey.METADATA, version, 42, "kafpy"), body) == expected
 
 
-@pytest.mark.parametrize(("api_key", "version"), [
-    (ApiKey.API_VERSIONS, 0), (ApiKey.API_VERSIONS, 3), (ApiKey.METADATA, 5),
-    (ApiKey.METADATA, 12), (ApiKey.FETCH, 11), (ApiKey.FETCH, 12)])
+@pytest.mark.parametrize(
+    ("api_key", "version"),
+    [
+        (ApiKey.API_VERSIONS, 0),
+        (ApiKey.API_VERSIONS, 3),
+        (ApiKey.METADATA, 5),
+        (ApiKey.METADATA, 12),
+        (ApiKey.FETCH, 11),
+        (ApiKey.FETCH, 12),
+    ],
+)
 def test_response_frames_like_kafka_python(api_key: ApiKey, version: int) -> None:
     body = {"throttle_time_ms": 3}
     ref = to_reference(RESPONSES[api_key], version, body)
@@ -118,7 +140,9 @@ def test_response_frames_like_kafka_python(api_key: ApiKey, version: int) -> Non
 
 def test_response_frame_keeps_large_records_as_a_part() -> None:
     payload = bytes(50000)
-    body = {"responses": [{"topic": "t", "partitions": [{"partition_index": 0, "records": payload}]}]}
+    body = {
+        "responses": [{"topic": "t", "partitions": [{"partition_index": 0, "records": payload}]}]
+    }
     parts = encode_response(ApiKey.FETCH, 11, 1, body)
     assert any(p is payload for p in parts)
     frame = b"".join(parts)
@@ -129,10 +153,17 @@ def test_response_frame_keeps_large_records_as_a_part() -> None:
 
 def test_api_versions_error_fallback_body_is_v0() -> None:
     # Kafka answers an ApiVersions request of an unknown version with a v0 body, header v0.
-    frame = b"".join(encode_response(ApiKey.API_VERSIONS, 0, 5, {
-        "error_code": 35, "api_keys": [{"api_key": 18, "min_version": 0, "max_version": 2}]}))
-    assert frame == (b"\x00\x00\x00\x10" b"\x00\x00\x00\x05" b"\x00\x23" b"\x00\x00\x00\x01"
-                     b"\x00\x12\x00\x00\x00\x02")
+    frame = b"".join(
+        encode_response(
+            ApiKey.API_VERSIONS,
+            0,
+            5,
+            {"error_code": 35, "api_keys": [{"api_key": 18, "min_version": 0, "max_version": 2}]},
+        )
+    )
+    assert frame == (
+        b"\x00\x00\x00\x10\x00\x00\x00\x05\x00\x23\x00\x00\x00\x01\x00\x12\x00\x00\x00\x02"
+    )
 
 
 def test_truncated_response_is_a_decode_error() -> None:

@@ -86,7 +86,9 @@ def test_field_names_match_the_reference(pair: tuple[Message, int]) -> None:
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 @given(data=st.data())
-def test_encodes_and_decodes_like_kafka_python(pair: tuple[Message, int], data: st.DataObject) -> None:
+def test_encodes_and_decodes_like_kafka_python(
+    pair: tuple[Message, int], data: st.DataObject
+) -> None:
     m, v = pair
     value = data.draw(message_values(m, v))
     if m.name == "ApiVersionsResponse":
@@ -103,8 +105,12 @@ def test_encodes_and_decodes_like_kafka_python(pair: tuple[Message, int], data: 
 
 
 @pytest.mark.parametrize("pair", ALL_PAIRS, ids=_id)
-@settings(max_examples=4, deadline=None, database=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=4,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(data=st.data())
 def test_round_trips(pair: tuple[Message, int], data: st.DataObject) -> None:
     m, v = pair
@@ -128,7 +134,9 @@ def _default_mismatches(mname: str, fields: list, kp_fields: dict, version: int,
         ours = f.default_for(version)
         ft = f.type.element if isinstance(f.type, Array) else f.type
         if isinstance(ft, Struct):
-            problems += _default_mismatches(mname, ft.fields, kp.fields, version, f"{path}{f.name}.")
+            problems += _default_mismatches(
+                mname, ft.fields, kp.fields, version, f"{path}{f.name}."
+            )
         if "default" in kp._json:
             theirs = kp.default
             if kp._type_str == "bitfield":

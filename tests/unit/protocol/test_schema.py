@@ -29,7 +29,11 @@ FUZZ = settings(
 )
 
 TOY = Message(
-    0, "ToyRequest", "request", (0, 2), 2,
+    0,
+    "ToyRequest",
+    "request",
+    (0, 2),
+    2,
     [
         Field("id", "int32"),
         Field("name", "string", "1+"),
@@ -73,7 +77,10 @@ def test_flexible_version_uses_compact_encodings_and_tagged_fields() -> None:
         b"\x00\x00\x00\x01"  # id
         b"\x03ab"  # compact string
         b"\x00"  # compact null string
-        b"\x02" b"\x00\x02" b"\x02\x02t" b"\x00"  # 1 item: x, 1 tag, no tagged fields
+        b"\x02"
+        b"\x00\x02"
+        b"\x02\x02t"
+        b"\x00"  # 1 item: x, 1 tag, no tagged fields
         b"\x00"  # no tagged fields (extra and info at their defaults)
     )
     decoded = TOY.decode(2, body)
@@ -83,7 +90,7 @@ def test_flexible_version_uses_compact_encodings_and_tagged_fields() -> None:
 def test_tagged_fields_written_when_not_default_in_tag_order() -> None:
     value = {"id": 1, "name": "", "items": [], "info": {"a": 5}, "extra": 9}
     body = TOY.encode(2, value)
-    assert body.endswith(b"\x02" b"\x00\x08" + (9).to_bytes(8, "big") + b"\x01\x02\x05\x00")
+    assert body.endswith(b"\x02\x00\x08" + (9).to_bytes(8, "big") + b"\x01\x02\x05\x00")
     assert TOY.decode(2, body) == {**value, "note": None}
 
 
@@ -97,8 +104,11 @@ def test_unknown_tagged_fields_are_kept() -> None:
 
 def test_records_decode_as_views_over_the_input() -> None:
     payload = b"R" * 10000
-    value = {"acks": 1, "timeout_ms": 5, "topic_data": [
-        {"name": "t", "partition_data": [{"index": 0, "records": payload}]}]}
+    value = {
+        "acks": 1,
+        "timeout_ms": 5,
+        "topic_data": [{"name": "t", "partition_data": [{"index": 0, "records": payload}]}],
+    }
     buf = bytearray(PRODUCE_REQUEST.encode(8, value))
     decoded = PRODUCE_REQUEST.decode(8, buf)
     records = decoded["topic_data"][0]["partition_data"][0]["records"]
@@ -109,8 +119,14 @@ def test_records_decode_as_views_over_the_input() -> None:
 
 def test_encode_parts_keeps_large_payloads_uncopied() -> None:
     payload = memoryview(bytearray(b"x" * 100000))
-    value = {"responses": [{"topic": "t", "partitions": [
-        {"partition_index": 0, "high_watermark": 3, "records": payload}]}]}
+    value = {
+        "responses": [
+            {
+                "topic": "t",
+                "partitions": [{"partition_index": 0, "high_watermark": 3, "records": payload}],
+            }
+        ]
+    }
     parts = FETCH_RESPONSE.encode_parts(11, value)
     assert any(p is payload for p in parts)
     assert b"".join(parts) == FETCH_RESPONSE.encode(11, value)
@@ -119,8 +135,11 @@ def test_encode_parts_keeps_large_payloads_uncopied() -> None:
 
 def test_records_accept_memory_records_and_none() -> None:
     data = b"\x00" * 70
-    value = {"responses": [{"topic": "t", "partitions": [
-        {"partition_index": 0, "records": MemoryRecords(data)}]}]}
+    value = {
+        "responses": [
+            {"topic": "t", "partitions": [{"partition_index": 0, "records": MemoryRecords(data)}]}
+        ]
+    }
     same = {"responses": [{"topic": "t", "partitions": [{"partition_index": 0, "records": data}]}]}
     assert FETCH_RESPONSE.encode(4, value) == FETCH_RESPONSE.encode(4, same)
     none = {"responses": [{"topic": "t", "partitions": [{"partition_index": 0, "records": None}]}]}
@@ -142,13 +161,17 @@ def test_values_that_do_not_fit_are_encode_errors() -> None:
 
 
 def test_truncated_buffer_names_message_version_and_field() -> None:
-    value = {"acks": 1, "timeout_ms": 5, "topic_data": [
-        {"name": "t", "partition_data": [{"index": 0, "records": b"abc"}]}]}
+    value = {
+        "acks": 1,
+        "timeout_ms": 5,
+        "topic_data": [{"name": "t", "partition_data": [{"index": 0, "records": b"abc"}]}],
+    }
     body = PRODUCE_REQUEST.encode(3, value)
     with pytest.raises(ProtocolDecodeError) as info:
         PRODUCE_REQUEST.decode(3, body[:-1])
-    assert str(info.value).startswith("cannot decode ProduceRequest v3: field "
-                                      "topic_data[0].partition_data[0].records: ")
+    assert str(info.value).startswith(
+        "cannot decode ProduceRequest v3: field topic_data[0].partition_data[0].records: "
+    )
     assert info.value.field == "topic_data[0].partition_data[0].records"
     assert info.value.version == 3
     with pytest.raises(ProtocolDecodeError, match="field timeout_ms"):
@@ -157,14 +180,14 @@ def test_truncated_buffer_names_message_version_and_field() -> None:
 
 def test_negative_lengths_and_huge_counts_are_decode_errors() -> None:
     # transactional_id null, acks, timeout, then topic_data count
-    head = b"\xff\xff" b"\x00\x01" b"\x00\x00\x00\x05"
+    head = b"\xff\xff\x00\x01\x00\x00\x00\x05"
     with pytest.raises(ProtocolDecodeError, match="field topic_data: negative array length -2"):
         PRODUCE_REQUEST.decode(3, head + b"\xff\xff\xff\xfe")
     with pytest.raises(ProtocolDecodeError, match="array length 2147483647 is larger"):
         PRODUCE_REQUEST.decode(3, head + b"\x7f\xff\xff\xff")
     with pytest.raises(ProtocolDecodeError, match="field transactional_id: negative string"):
         PRODUCE_REQUEST.decode(3, b"\xff\xf0" + head[2:])
-    topic = b"\x00\x00\x00\x01" b"\x00\x01t" b"\x00\x00\x00\x01" b"\x00\x00\x00\x00"
+    topic = b"\x00\x00\x00\x01\x00\x01t\x00\x00\x00\x01\x00\x00\x00\x00"
     with pytest.raises(ProtocolDecodeError, match="records: negative records length -7"):
         PRODUCE_REQUEST.decode(3, head + topic + b"\xff\xff\xff\xf9")
 
@@ -199,7 +222,9 @@ def test_every_strict_prefix_of_a_valid_body_is_a_decode_error(data: st.DataObje
 
 @FUZZ
 @given(data=st.data())
-def test_random_and_mutated_bytes_decode_or_raise_protocol_decode_error(data: st.DataObject) -> None:
+def test_random_and_mutated_bytes_decode_or_raise_protocol_decode_error(
+    data: st.DataObject,
+) -> None:
     m, v = data.draw(st.sampled_from(ALL_PAIRS))
     if data.draw(st.booleans()):
         buf = bytearray(m.encode(v, data.draw(message_values(m, v))))

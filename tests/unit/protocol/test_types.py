@@ -15,16 +15,26 @@ def enc(codec: t.Type, value: object) -> bytes:
     return b"".join(out)
 
 
-@pytest.mark.parametrize(("value", "encoded"), [
-    (0, b"\x00"), (1, b"\x01"), (127, b"\x7f"), (128, b"\x80\x01"), (300, b"\xac\x02"),
-    (2**32 - 1, b"\xff\xff\xff\xff\x0f")])
+@pytest.mark.parametrize(
+    ("value", "encoded"),
+    [
+        (0, b"\x00"),
+        (1, b"\x01"),
+        (127, b"\x7f"),
+        (128, b"\x80\x01"),
+        (300, b"\xac\x02"),
+        (2**32 - 1, b"\xff\xff\xff\xff\x0f"),
+    ],
+)
 def test_unsigned_varint(value: int, encoded: bytes) -> None:
     assert t.uvarint_bytes(value) == encoded
     assert t.read_uvarint(memoryview(encoded), 0) == (value, len(encoded))
 
 
-@pytest.mark.parametrize(("value", "encoded"), [
-    (0, b"\x00"), (-1, b"\x01"), (1, b"\x02"), (-64, b"\x7f"), (64, b"\x80\x01")])
+@pytest.mark.parametrize(
+    ("value", "encoded"),
+    [(0, b"\x00"), (-1, b"\x01"), (1, b"\x02"), (-64, b"\x7f"), (64, b"\x80\x01")],
+)
 def test_varint_zigzag(value: int, encoded: bytes) -> None:
     assert t.varint_bytes(value) == encoded
     assert t.read_varint(memoryview(encoded), 0) == (value, len(encoded))
@@ -71,17 +81,24 @@ def test_uuid_zero_is_none() -> None:
     assert t.UUID_T.decode(memoryview(bytes(16)), 0) == (None, 16)
 
 
-@pytest.mark.parametrize(("codec", "buf", "reason"), [
-    (t.string_type(False, False), b"\x00\x05ab", "string length 5 runs past the end"),
-    (t.string_type(False, True), b"\xff\xfe", "negative string length -2"),
-    (t.string_type(True, False), b"\x00", "non-nullable string is null"),
-    (t.string_type(False, False), b"\x00\x01\xff", "not valid UTF-8"),
-    (t.bytes_type(False, False), b"\x80\x00\x00\x00", "negative bytes length"),
-    (t.array_type(t.INT64_T, False, False), b"\x00\x00\x00\x02" + bytes(8), "runs past the end"),
-    (t.array_type(t.INT8_T, False, False), b"\x7f\xff\xff\xff", "larger than the bytes left"),
-    (t.INT64_T, b"\x00\x00", "unexpected end of buffer"),
-    (t.UVARINT_T, b"\x80\x80", "unexpected end of buffer"),
-])
+@pytest.mark.parametrize(
+    ("codec", "buf", "reason"),
+    [
+        (t.string_type(False, False), b"\x00\x05ab", "string length 5 runs past the end"),
+        (t.string_type(False, True), b"\xff\xfe", "negative string length -2"),
+        (t.string_type(True, False), b"\x00", "non-nullable string is null"),
+        (t.string_type(False, False), b"\x00\x01\xff", "not valid UTF-8"),
+        (t.bytes_type(False, False), b"\x80\x00\x00\x00", "negative bytes length"),
+        (
+            t.array_type(t.INT64_T, False, False),
+            b"\x00\x00\x00\x02" + bytes(8),
+            "runs past the end",
+        ),
+        (t.array_type(t.INT8_T, False, False), b"\x7f\xff\xff\xff", "larger than the bytes left"),
+        (t.INT64_T, b"\x00\x00", "unexpected end of buffer"),
+        (t.UVARINT_T, b"\x80\x80", "unexpected end of buffer"),
+    ],
+)
 def test_malformed(codec: t.Type, buf: bytes, reason: str) -> None:
     with pytest.raises(t.DecodeFailure, match=reason):
         codec.decode(memoryview(buf), 0)

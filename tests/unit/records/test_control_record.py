@@ -50,7 +50,9 @@ def test_unknown_types_and_bad_keys() -> None:
         ControlRecordType.parse(b"\x00\x00")
     with pytest.raises(InvalidRecordError, match="negative version"):
         ControlRecordType.parse(b"\xff\xff\x00\x01")
-    with pytest.raises(ValueError, match="UNKNOWN is not a control record type that can be written"):
+    with pytest.raises(
+        ValueError, match="UNKNOWN is not a control record type that can be written"
+    ):
         ControlRecordType.UNKNOWN.record_key()
 
 

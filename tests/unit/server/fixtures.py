@@ -141,7 +141,9 @@ class Broker:
         states = [partition_state(topic, p, self.broker_id, **kw) for p in range(partitions)]
         self.metadata_cache.update_metadata(update_metadata(states, [self.broker_id]))
         epoch = kw.get("controller_epoch", 1)
-        resp = self.replica_manager.become_leader_or_follower(leader_and_isr(states, controller_epoch=epoch))
+        resp = self.replica_manager.become_leader_or_follower(
+            leader_and_isr(states, controller_epoch=epoch)
+        )
         assert all(e["error_code"] == 0 for e in resp["partition_errors"]), resp
 
 

@@ -28,7 +28,10 @@ def test_check_writes_missing_and_rejects_mismatch(tmp_path: Path) -> None:
     b.mkdir()
     check_broker_metadata([a, b], 1)
     assert BrokerMetadataCheckpoint(b / "meta.properties").read() == BrokerMetadata(1)
-    with pytest.raises(InconsistentBrokerMetadataError, match="Configured broker.id 2 doesn't match stored broker.id 1"):
+    with pytest.raises(
+        InconsistentBrokerMetadataError,
+        match="Configured broker.id 2 doesn't match stored broker.id 1",
+    ):
         check_broker_metadata([a, b], 2)
 
 
@@ -38,7 +41,9 @@ def test_dirs_disagreeing_are_rejected(tmp_path: Path) -> None:
     b.mkdir()
     BrokerMetadataCheckpoint(a / "meta.properties").write(BrokerMetadata(1))
     BrokerMetadataCheckpoint(b / "meta.properties").write(BrokerMetadata(2))
-    with pytest.raises(InconsistentBrokerMetadataError, match="Failed to match broker.id across log.dirs"):
+    with pytest.raises(
+        InconsistentBrokerMetadataError, match="Failed to match broker.id across log.dirs"
+    ):
         check_broker_metadata([a, b], 1)
 
 
@@ -50,7 +55,9 @@ def test_bad_version_is_a_clear_error(tmp_path: Path) -> None:
 
 def test_cluster_id_written_and_checked(tmp_path: Path) -> None:
     check_broker_metadata([tmp_path], 0, "cluster-a")
-    assert BrokerMetadataCheckpoint(tmp_path / "meta.properties").read() == BrokerMetadata(0, "cluster-a")
+    assert BrokerMetadataCheckpoint(tmp_path / "meta.properties").read() == BrokerMetadata(
+        0, "cluster-a"
+    )
     check_broker_metadata([tmp_path], 0, "cluster-a")
     with pytest.raises(InconsistentBrokerMetadataError, match="trying to join the wrong cluster"):
         check_broker_metadata([tmp_path], 0, "cluster-b")

@@ -31,8 +31,14 @@ from kafpy.server.request_channel import CloseConnection, Request
 from tests.unit.server.fixtures import Broker, leader_and_isr, partition_state, update_metadata
 
 
-def make_request(api_key: int, version: int, body: dict[str, Any] | None, correlation_id: int = 7) -> Request:
-    frame = memoryview(bytearray(encode_request(RequestHeader(api_key, version, correlation_id, "c"), body or {})[4:]))
+def make_request(
+    api_key: int, version: int, body: dict[str, Any] | None, correlation_id: int = 7
+) -> Request:
+    frame = memoryview(
+        bytearray(
+            encode_request(RequestHeader(api_key, version, correlation_id, "c"), body or {})[4:]
+        )
+    )
     header, offset = decode_request_header(frame)
     lo_hi = SUPPORTED_VERSIONS.get(ApiKey(api_key))
     decoded = None
@@ -41,7 +47,9 @@ def make_request(api_key: int, version: int, body: dict[str, Any] | None, correl
     return Request(header, decoded, frame, len(frame), 0, "conn-0", ("127.0.0.1", 1), "PLAINTEXT")
 
 
-def call(apis: KafkaApis, api_key: int, version: int, body: dict[str, Any] | None) -> dict[str, Any] | None:
+def call(
+    apis: KafkaApis, api_key: int, version: int, body: dict[str, Any] | None
+) -> dict[str, Any] | None:
     parts = asyncio.run(apis.handle(make_request(api_key, version, body)))
     if parts is None:
         return None
@@ -52,7 +60,9 @@ def call(apis: KafkaApis, api_key: int, version: int, body: dict[str, Any] | Non
 
 
 def apis_for(broker: Broker, **config: str) -> KafkaApis:
-    cfg = KafkaConfig({"broker.id": str(broker.broker_id), "log.dirs": str(broker.tmp_path / "x"), **config})
+    cfg = KafkaConfig(
+        {"broker.id": str(broker.broker_id), "log.dirs": str(broker.tmp_path / "x"), **config}
+    )
     return KafkaApis(cfg, broker.replica_manager, broker.metadata_cache, None, "cluster-1")
 
 
@@ -82,7 +92,9 @@ def test_unsupported_version_closes_the_connection(broker: Broker) -> None:
 def test_metadata_lists_brokers_topics_and_unknown_topics(broker: Broker) -> None:
     broker.lead("t", 2)
     apis = apis_for(broker, **{"auto.create.topics.enable": "false"})
-    resp = call(apis, ApiKey.METADATA, 8, {"topics": [{"name": "t"}, {"name": "nope"}, {"name": "b@d"}]})
+    resp = call(
+        apis, ApiKey.METADATA, 8, {"topics": [{"name": "t"}, {"name": "nope"}, {"name": "b@d"}]}
+    )
     assert resp is not None
     assert resp["brokers"] == [{"node_id": 0, "host": "127.0.0.1", "port": 9092, "rack": None}]
     assert resp["cluster_id"] == "cluster-1" and resp["controller_id"] == 0
@@ -102,14 +114,23 @@ def test_metadata_auto_creates_topics(broker: Broker, tmp_path: Path) -> None:
         await store.start()
         zk = KafkaZkClient(store)
         await zk.make_sure_persistent_paths_exist()
-        await zk.register_broker(BrokerInfo(ZkBroker(0, (EndPoint("127.0.0.1", 9092, "PLAINTEXT", "PLAINTEXT"),), None)))
-        cfg = KafkaConfig({"broker.id": "0", "log.dirs": str(tmp_path / "x"), "num.partitions": "3"})
+        await zk.register_broker(
+            BrokerInfo(ZkBroker(0, (EndPoint("127.0.0.1", 9092, "PLAINTEXT", "PLAINTEXT"),), None))
+        )
+        cfg = KafkaConfig(
+            {"broker.id": "0", "log.dirs": str(tmp_path / "x"), "num.partitions": "3"}
+        )
         apis = KafkaApis(cfg, broker.replica_manager, broker.metadata_cache, AdminZkClient(zk), "c")
         parts = await apis.handle(make_request(ApiKey.METADATA, 8, {"topics": [{"name": "auto"}]}))
         assert parts is not None
         _, resp = decode_response(ApiKey.METADATA, 8, b"".join(bytes(p) for p in parts)[4:])
-        no_auto = await apis.handle(make_request(
-            ApiKey.METADATA, 8, {"topics": [{"name": "other"}], "allow_auto_topic_creation": False}))
+        no_auto = await apis.handle(
+            make_request(
+                ApiKey.METADATA,
+                8,
+                {"topics": [{"name": "other"}], "allow_auto_topic_creation": False},
+            )
+        )
         assert no_auto is not None
         assignment = await zk.get_partition_assignment_for_topics(["auto"])
         other = await zk.topic_exists("other")
@@ -144,7 +165,11 @@ def test_produce_then_fetch_round_trip(broker: Broker) -> None:
     resp = call(apis, ApiKey.FETCH, 11, fetch)
     assert resp is not None and resp["error_code"] == 0 and resp["session_id"] == 0
     [part] = resp["responses"][0]["partitions"]
-    assert (part["high_watermark"], part["last_stable_offset"], part["log_start_offset"]) == (4, 4, 0)
+    assert (part["high_watermark"], part["last_stable_offset"], part["log_start_offset"]) == (
+        4,
+        4,
+        0,
+    )
     assert [r.offset for r in MemoryRecords(part["records"]).records()] == [0, 1, 2, 3]
     assert call(apis, ApiKey.FETCH, 11, {**fetch, "session_id": 5})["error_code"] == 70  # type: ignore[index]
 
@@ -169,7 +194,9 @@ def test_produce_rejections(broker: Broker) -> None:
     assert error(produce_body(bytes(corrupt))) == 2
     assert error(produce_body(batch, topic="other")) == 3
     with pytest.raises(CloseConnection, match="ack=0"):
-        asyncio.run(apis.handle(make_request(ApiKey.PRODUCE, 8, produce_body(bytes(corrupt), acks=0))))
+        asyncio.run(
+            apis.handle(make_request(ApiKey.PRODUCE, 8, produce_body(bytes(corrupt), acks=0)))
+        )
 
 
 def test_list_offsets(broker: Broker) -> None:
@@ -202,7 +229,9 @@ def test_controller_requests(broker: Broker) -> None:
     lai = call(apis, ApiKey.LEADER_AND_ISR, 1, leader_and_isr(states, controller_epoch=3))
     assert lai is not None and lai["error_code"] == 0
     assert lai["partition_errors"] == [{"topic_name": "t", "partition_index": 0, "error_code": 0}]
-    assert call(apis, ApiKey.UPDATE_METADATA, 4, update_metadata(states, controller_epoch=2)) == {"error_code": 11}
+    assert call(apis, ApiKey.UPDATE_METADATA, 4, update_metadata(states, controller_epoch=2)) == {
+        "error_code": 11
+    }
     broker.replica_manager.broker_epoch = 10
     stale = call(apis, ApiKey.LEADER_AND_ISR, 2, {"controller_id": 0, "controller_epoch": 3, "broker_epoch": 9,
                                                   "topic_states": [], "live_leaders": []})  # fmt: skip

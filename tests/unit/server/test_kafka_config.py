@@ -77,13 +77,17 @@ def test_isr_change_propagation_keys_are_kafpy_specific_with_kafkas_timings() ->
     assert (cfg.replica_isr_change_propagation_blackout_ms, cfg.replica_isr_change_propagation_max_interval_ms) == (
         300, 3000,
     )  # fmt: skip
-    with pytest.raises(InvalidConfigurationError, match="replica.isr.change.propagation.blackout.ms"):
+    with pytest.raises(
+        InvalidConfigurationError, match="replica.isr.change.propagation.blackout.ms"
+    ):
         KafkaConfig({"broker.id": "0", "replica.isr.change.propagation.blackout.ms": "0"})
 
 
 def test_the_shipped_server_properties_fit_one_broker() -> None:
     # `make run` starts one broker from this file: nothing in it may ask for more
-    cfg = KafkaConfig.from_file(Path(__file__).resolve().parents[3] / "config" / "server.properties")
+    cfg = KafkaConfig.from_file(
+        Path(__file__).resolve().parents[3] / "config" / "server.properties"
+    )
     assert cfg.broker_id == 0
     assert cfg.zookeeper_connect is None
     assert cfg.get("default.replication.factor") == 1

@@ -85,8 +85,16 @@ def test_meta_properties_of_another_broker_refuses_start(tmp_path: Path) -> None
 
 def test_kafpy_server_command_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "kafpy", "server", "--override", f"log.dirs={tmp_path}/data",
-         "--override", "listeners=PLAINTEXT://127.0.0.1:0"],
+        [
+            sys.executable,
+            "-m",
+            "kafpy",
+            "server",
+            "--override",
+            f"log.dirs={tmp_path}/data",
+            "--override",
+            "listeners=PLAINTEXT://127.0.0.1:0",
+        ],
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, "LOG_DIR": str(tmp_path / "logs")},
@@ -119,9 +127,19 @@ def test_kafpy_server_command_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
 
 def test_kafpy_server_rejects_bad_config_with_one_line(tmp_path: Path) -> None:
     res = subprocess.run(
-        [sys.executable, "-m", "kafpy", "server", "--override", "num.partitions=zero",
-         "--override", f"log.dirs={tmp_path}"],
-        capture_output=True, text=True, timeout=60,
+        [
+            sys.executable,
+            "-m",
+            "kafpy",
+            "server",
+            "--override",
+            "num.partitions=zero",
+            "--override",
+            f"log.dirs={tmp_path}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert res.returncode == 1
     assert res.stderr.strip().splitlines() == [
@@ -149,7 +167,9 @@ def test_in_process_broker_serves_on_a_bound_port_and_brings_topics_online(tmp_p
                     if meta["topics"][0]["error_code"] == 0:
                         break
                     await asyncio.sleep(0.05)
-                assert meta["brokers"] == [{"node_id": 1, "host": "127.0.0.1", "port": port, "rack": None}]
+                assert meta["brokers"] == [
+                    {"node_id": 1, "host": "127.0.0.1", "port": port, "rack": None}
+                ]
                 assert meta["controller_id"] == 1
                 assert [p["leader_id"] for p in meta["topics"][0]["partitions"]] == [1]
             assert server.log_manager is not None

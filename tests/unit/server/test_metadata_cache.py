@@ -14,7 +14,10 @@ def test_update_and_topic_metadata() -> None:
         [0, 1], controller_id=1,
     ))  # fmt: skip
     assert cache.controller_id == 1
-    assert [(b, ep.port) for b, ep, _ in cache.alive_endpoints("PLAINTEXT")] == [(0, 9092), (1, 9093)]
+    assert [(b, ep.port) for b, ep, _ in cache.alive_endpoints("PLAINTEXT")] == [
+        (0, 9092),
+        (1, 9093),
+    ]
     assert cache.alive_endpoints("SSL") == []
     [topic] = cache.get_topic_metadata(["t", "unknown"], "PLAINTEXT")
     assert topic["name"] == "t" and topic["error_code"] == 0 and not topic["is_internal"]
@@ -29,12 +32,16 @@ def test_update_and_topic_metadata() -> None:
 
 def test_dead_leader_is_leader_not_available() -> None:
     cache = MetadataCache(0)
-    cache.update_metadata(update_metadata([partition_state("t", 0, 2, replicas=[2, 0], offline=[2])], [0]))
+    cache.update_metadata(
+        update_metadata([partition_state("t", 0, 2, replicas=[2, 0], offline=[2])], [0])
+    )
     [p] = cache.get_topic_metadata(["t"], "PLAINTEXT")[0]["partitions"]
     assert (p["error_code"], p["leader_id"], p["offline_replicas"]) == (5, -1, [2])
     # v0 filters replicas without an endpoint and reports REPLICA_NOT_AVAILABLE when the leader lives
     cache.update_metadata(update_metadata([partition_state("t", 0, 0, replicas=[0, 2])], [0]))
-    [p] = cache.get_topic_metadata(["t"], "PLAINTEXT", error_unavailable_endpoints=True)[0]["partitions"]
+    [p] = cache.get_topic_metadata(["t"], "PLAINTEXT", error_unavailable_endpoints=True)[0][
+        "partitions"
+    ]
     assert (p["error_code"], p["replica_nodes"]) == (9, [0])
 
 

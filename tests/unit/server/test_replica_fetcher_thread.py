@@ -69,15 +69,33 @@ class LocalChannel:
                 for p in t["partitions"]:
                     tp = TopicPartition(t["topic"], p["partition"])
                     try:
-                        epoch, end = rm.last_offset_for_leader_epoch(tp, p["current_leader_epoch"], p["leader_epoch"])
-                        parts.append({"partition": tp.partition, "error_code": 0, "leader_epoch": epoch, "end_offset": end})
+                        epoch, end = rm.last_offset_for_leader_epoch(
+                            tp, p["current_leader_epoch"], p["leader_epoch"]
+                        )
+                        parts.append(
+                            {
+                                "partition": tp.partition,
+                                "error_code": 0,
+                                "leader_epoch": epoch,
+                                "end_offset": end,
+                            }
+                        )
                     except KafkaError as e:
-                        parts.append({"partition": tp.partition, "error_code": e.code, "leader_epoch": -1, "end_offset": -1})
+                        parts.append(
+                            {
+                                "partition": tp.partition,
+                                "error_code": e.code,
+                                "leader_epoch": -1,
+                                "end_offset": -1,
+                            }
+                        )
             return {"topics": [{"topic": TP.topic, "partitions": parts}]}
         if api_key == ApiKey.LIST_OFFSETS:
             t = body["topics"][0]
             p = t["partitions"][0]
-            found = rm.fetch_offset_for_timestamp(TopicPartition(t["name"], p["partition_index"]), p["timestamp"], None, -1, True)
+            found = rm.fetch_offset_for_timestamp(
+                TopicPartition(t["name"], p["partition_index"]), p["timestamp"], None, -1, True
+            )
             return {"topics": [{"name": t["name"], "partitions": [{
                 "partition_index": p["partition_index"], "error_code": 0,
                 "offset": -1 if found is None else found.offset, "timestamp": -1}]}]}  # fmt: skip
@@ -96,7 +114,9 @@ def pair(tmp_path: Path) -> Any:
 
 def make_leader(b: Broker, epoch: int, isr: list[int]) -> Partition:
     resp = b.replica_manager.become_leader_or_follower(
-        leader_and_isr([partition_state("t", 0, b.broker_id, leader_epoch=epoch, isr=isr, replicas=[0, 1])])
+        leader_and_isr(
+            [partition_state("t", 0, b.broker_id, leader_epoch=epoch, isr=isr, replicas=[0, 1])]
+        )
     )
     assert resp["partition_errors"][0]["error_code"] == 0
     p = b.replica_manager.get_partition(TP)
@@ -106,7 +126,9 @@ def make_leader(b: Broker, epoch: int, isr: list[int]) -> Partition:
 
 def make_follower(b: Broker, leader: int, epoch: int) -> Partition:
     resp = b.replica_manager.become_leader_or_follower(
-        leader_and_isr([partition_state("t", 0, leader, leader_epoch=epoch, isr=[0, 1], replicas=[0, 1])])
+        leader_and_isr(
+            [partition_state("t", 0, leader, leader_epoch=epoch, isr=[0, 1], replicas=[0, 1])]
+        )
     )
     assert resp["partition_errors"][0]["error_code"] == 0
     p = b.replica_manager.get_partition(TP)
@@ -118,7 +140,9 @@ def append(p: Partition, *values: bytes) -> None:
     p.append_records_to_leader(MemoryRecords(batch(*values)), 1)
 
 
-def fetcher(leader: Broker, follower: Broker, channels: list[LocalChannel] | None = None) -> ReplicaFetcherThread:
+def fetcher(
+    leader: Broker, follower: Broker, channels: list[LocalChannel] | None = None
+) -> ReplicaFetcherThread:
     made = channels if channels is not None else []
 
     def connect(endpoint: BrokerEndPoint) -> LocalChannel:
@@ -136,7 +160,9 @@ def segment_bytes(p: Partition) -> bytes:
     return b"".join(s.log.file.read_bytes()[: s.size] for s in p.log.log_segments())
 
 
-def test_follower_copies_batches_and_takes_the_high_watermark_and_the_leader_expands_the_isr(pair: Any) -> None:
+def test_follower_copies_batches_and_takes_the_high_watermark_and_the_leader_expands_the_isr(
+    pair: Any,
+) -> None:
     leader, follower = pair
     lp = make_leader(leader, 0, isr=[0])
     append(lp, b"a", b"b")
@@ -186,7 +212,9 @@ def test_diverging_follower_truncates_to_the_leaders_epoch_end(pair: Any) -> Non
     asyncio.run(follow())
     assert p0.log is not None and p0.log.log_end_offset == 3
     assert segment_bytes(p0) == segment_bytes(p1)
-    assert p0.leader_epoch_cache is not None and [e.epoch for e in p0.leader_epoch_cache.entries] == [0, 1]
+    assert p0.leader_epoch_cache is not None and [
+        e.epoch for e in p0.leader_epoch_cache.entries
+    ] == [0, 1]
 
 
 def test_follower_without_epochs_truncates_to_its_high_watermark(pair: Any) -> None:

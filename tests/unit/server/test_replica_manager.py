@@ -46,7 +46,9 @@ def produce(b: Broker, tp: TopicPartition, data: memoryview, acks: int = 1) -> d
 
 
 def consumer_params(**kw: Any) -> FetchParams:
-    return FetchParams(**{"replica_id": -1, "max_wait_ms": 0, "min_bytes": 1, "max_bytes": 1 << 20, **kw})
+    return FetchParams(
+        **{"replica_id": -1, "max_wait_ms": 0, "min_bytes": 1, "max_bytes": 1 << 20, **kw}
+    )
 
 
 # -- LeaderAndIsr / StopReplica ------------------------------------------------------------
@@ -126,7 +128,9 @@ def test_stop_replica_delete_renames_the_log_for_deletion(broker: Broker) -> Non
     assert broker.replica_manager.get_partition(TP) is None
     assert broker.log_manager.get_log(TP) is None
     assert not log_dir.exists()
-    assert [p.name.endswith("-delete") for p in log_dir.parent.iterdir() if p.name.startswith("t-0")] == [True]
+    assert [
+        p.name.endswith("-delete") for p in log_dir.parent.iterdir() if p.name.startswith("t-0")
+    ] == [True]
     with pytest.raises(NotLeaderOrFollowerError):  # the metadata cache still lists it
         broker.replica_manager.get_partition_or_error(TP)
     broker.metadata_cache.update_metadata(update_metadata([partition_state("t", 0, -2)]))
@@ -224,8 +228,13 @@ def test_acks_all_waits_for_the_follower_then_times_out_or_completes(broker: Bro
 # -- fetch -----------------------------------------------------------------------------------
 
 
-def fetch(b: Broker, offset: int, params: FetchParams | None = None, max_bytes: int = 1 << 20,
-          current_leader_epoch: int = -1) -> Any:
+def fetch(
+    b: Broker,
+    offset: int,
+    params: FetchParams | None = None,
+    max_bytes: int = 1 << 20,
+    current_leader_epoch: int = -1,
+) -> Any:
     params = params or consumer_params()
     return run(b.replica_manager.fetch_messages(
         params, [(TP, PartitionFetchInfo(offset, max_bytes, current_leader_epoch))]
@@ -237,7 +246,12 @@ def test_fetch_returns_stored_bytes_and_offsets(broker: Broker) -> None:
     produce(broker, TP, batch(b"a", b"b"))
     produce(broker, TP, batch(b"c"))
     r = fetch(broker, 0)
-    assert (r.error_code, r.high_watermark, r.last_stable_offset, r.log_start_offset) == (0, 3, 3, 0)
+    assert (r.error_code, r.high_watermark, r.last_stable_offset, r.log_start_offset) == (
+        0,
+        3,
+        3,
+        0,
+    )
     assert [rec.value for rec in MemoryRecords(r.records).records()] == [b"a", b"b", b"c"]
     r = fetch(broker, 2)
     assert [rec.offset for rec in MemoryRecords(r.records).records()] == [2]
@@ -344,11 +358,17 @@ def test_list_offsets(broker: Broker) -> None:
     latest = rm.fetch_offset_for_timestamp(TP, -1, 0, -1, True)
     by_time = rm.fetch_offset_for_timestamp(TP, 1500, 0, -1, True)
     assert earliest is not None and (earliest.offset, earliest.leader_epoch) == (0, 4)
-    assert latest is not None and (latest.offset, latest.timestamp, latest.leader_epoch) == (2, -1, 4)
+    assert latest is not None and (latest.offset, latest.timestamp, latest.leader_epoch) == (
+        2,
+        -1,
+        4,
+    )
     assert by_time is not None and (by_time.offset, by_time.timestamp) == (1, 2000)
     assert rm.fetch_offset_for_timestamp(TP, 3000, 0, -1, True) is None
     with pytest.raises(NotLeaderOrFollowerError):
-        rm.become_leader_or_follower(leader_and_isr([partition_state("t", 0, 1, leader_epoch=5, replicas=[1, 0])]))
+        rm.become_leader_or_follower(
+            leader_and_isr([partition_state("t", 0, 1, leader_epoch=5, replicas=[1, 0])])
+        )
         rm.fetch_offset_for_timestamp(TP, -1, 0, -1, True)
 
 
@@ -357,8 +377,12 @@ def test_delete_records_moves_log_start_offset(broker: Broker) -> None:
     produce(broker, TP, batch(b"a", b"b", b"c"))
     rm = broker.replica_manager
     assert run(rm.delete_records(1000, {TP: 2})) == {TP: (2, 0)}  # no follower: at once
-    assert run(rm.delete_records(1000, {TP: 9})) == {TP: (-1, 1)}  # above the HW: OFFSET_OUT_OF_RANGE
-    assert run(rm.delete_records(1000, {TopicPartition("nope", 0): 1})) == {TopicPartition("nope", 0): (-1, 3)}
+    assert run(rm.delete_records(1000, {TP: 9})) == {
+        TP: (-1, 1)
+    }  # above the HW: OFFSET_OUT_OF_RANGE
+    assert run(rm.delete_records(1000, {TopicPartition("nope", 0): 1})) == {
+        TopicPartition("nope", 0): (-1, 3)
+    }
     assert fetch(broker, 0).error_code == 1
     assert rm.fetch_offset_for_timestamp(TP, -2, 0, -1, True).offset == 2  # type: ignore[union-attr]
     assert run(rm.delete_records(1000, {TP: -1})) == {TP: (3, 0)}  # -1: up to the high watermark
@@ -370,18 +394,26 @@ def test_delete_records_is_refused_on_compacted_topics(broker: Broker) -> None:
     broker.log_manager.topic_configs["t"] = LogConfig(cleanup_policy=["compact"])
     broker.lead("t")
     produce(broker, TP, batch(b"a", b"b"))
-    assert run(broker.replica_manager.delete_records(1000, {TP: 1})) == {TP: (-1, 44)}  # POLICY_VIOLATION
+    assert run(broker.replica_manager.delete_records(1000, {TP: 1})) == {
+        TP: (-1, 44)
+    }  # POLICY_VIOLATION
 
 
 def _lead_with_follower(broker: Broker, follower_alive: bool = True) -> None:
     states = [partition_state("t", 0, 0, replicas=[0, 1])]
-    broker.metadata_cache.update_metadata(update_metadata(states, [0, 1] if follower_alive else [0]))
+    broker.metadata_cache.update_metadata(
+        update_metadata(states, [0, 1] if follower_alive else [0])
+    )
     broker.replica_manager.become_leader_or_follower(leader_and_isr(states))
 
 
 def _follower_fetch(broker: Broker, offset: int, log_start_offset: int) -> None:
     params = FetchParams(replica_id=1, max_wait_ms=0, min_bytes=1, max_bytes=1 << 20)
-    run(broker.replica_manager.fetch_messages(params, [(TP, PartitionFetchInfo(offset, 1 << 20, -1, log_start_offset))]))
+    run(
+        broker.replica_manager.fetch_messages(
+            params, [(TP, PartitionFetchInfo(offset, 1 << 20, -1, log_start_offset))]
+        )
+    )
 
 
 def test_low_watermark_is_the_smallest_log_start_over_live_replicas(broker: Broker) -> None:
@@ -398,7 +430,9 @@ def test_low_watermark_is_the_smallest_log_start_over_live_replicas(broker: Brok
     assert p.low_watermark_if_leader(alive) == 2
     assert p.low_watermark_if_leader(lambda broker_id: broker_id != 1) == 2
     _follower_fetch(broker, 3, 1)  # (a follower never goes back; the rule takes what it reports)
-    assert p.low_watermark_if_leader(lambda broker_id: broker_id != 1) == 2  # dead followers do not count
+    assert (
+        p.low_watermark_if_leader(lambda broker_id: broker_id != 1) == 2
+    )  # dead followers do not count
     # a new leadership forgets what the followers reported
     p.make_follower(partition_state("t", 0, 1, leader_epoch=1, replicas=[0, 1]))
     p.make_leader(partition_state("t", 0, 0, leader_epoch=2, replicas=[0, 1]))
@@ -411,7 +445,9 @@ def test_delete_records_waits_for_the_follower_then_completes_or_times_out(broke
     _follower_fetch(broker, 4, 0)  # the follower has everything: HW 4
     rm = broker.replica_manager
 
-    async def scenario() -> tuple[dict[TopicPartition, tuple[int, int]], dict[TopicPartition, tuple[int, int]]]:
+    async def scenario() -> tuple[
+        dict[TopicPartition, tuple[int, int]], dict[TopicPartition, tuple[int, int]]
+    ]:
         first = asyncio.ensure_future(rm.delete_records(30_000, {TP: 2}))
         await asyncio.sleep(0)
         assert not first.done() and rm.delayed_delete_records_purgatory.delayed == 1
@@ -451,7 +487,9 @@ def test_waiting_delete_records_answers_not_leader_when_leadership_moves(broker:
     async def scenario() -> dict[TopicPartition, tuple[int, int]]:
         waiting = asyncio.ensure_future(rm.delete_records(30_000, {TP: 1}))
         await asyncio.sleep(0)
-        rm.become_leader_or_follower(leader_and_isr([partition_state("t", 0, 1, leader_epoch=1, replicas=[0, 1])]))
+        rm.become_leader_or_follower(
+            leader_and_isr([partition_state("t", 0, 1, leader_epoch=1, replicas=[0, 1])])
+        )
         return await asyncio.wait_for(waiting, 5)
 
     assert run(scenario()) == {TP: (-1, 6)}
@@ -477,7 +515,9 @@ def test_high_watermark_checkpoint_and_restart(tmp_path: Path) -> None:
     b.stop()
 
 
-def test_acks_all_answers_not_enough_replicas_after_append_when_the_isr_shrinks(broker: Broker) -> None:
+def test_acks_all_answers_not_enough_replicas_after_append_when_the_isr_shrinks(
+    broker: Broker,
+) -> None:
     from kafpy.storage.log_config import LogConfig
 
     broker.log_manager.topic_configs["t"] = LogConfig(min_insync_replicas=2)
@@ -530,7 +570,9 @@ class _Propagation:
         self.time = MockTime()
         self.store = EmbeddedStore(None, time=self.time)
         self.zk = KafkaZkClient(self.store)
-        log_manager = LogManager([tmp_path / "d"], scheduler=MockScheduler(self.time), time=self.time)
+        log_manager = LogManager(
+            [tmp_path / "d"], scheduler=MockScheduler(self.time), time=self.time
+        )
         self.rm = ReplicaManager(0, log_manager, MetadataCache(0), MockScheduler(self.time), self.time,
                                  zk_client=self.zk, **kw)  # fmt: skip
 
@@ -542,7 +584,10 @@ class _Propagation:
         from kafpy.metadata.zk_data import IsrChangeNotificationSequenceZNode as Node
 
         children = sorted(await self.store.get_children("/isr_change_notification"))
-        return [Node.decode((await self.store.get(f"/isr_change_notification/{c}"))[0]) for c in children]
+        return [
+            Node.decode((await self.store.get(f"/isr_change_notification/{c}"))[0])
+            for c in children
+        ]
 
     async def tick(self, ms: int) -> list[set[TopicPartition]]:
         """Advance the clock, run one round of isr-change-propagation; the nodes so far."""
@@ -553,7 +598,10 @@ class _Propagation:
 
 def test_isr_change_propagation_defaults_are_kafkas(tmp_path: Path) -> None:
     p = _Propagation(tmp_path)
-    assert (p.rm.isr_change_propagation_blackout_ms, p.rm.isr_change_propagation_max_interval_ms) == (5000, 60000)
+    assert (
+        p.rm.isr_change_propagation_blackout_ms,
+        p.rm.isr_change_propagation_max_interval_ms,
+    ) == (5000, 60000)
     assert p.rm.isr_change_propagation_check_ms == 2500
 
 

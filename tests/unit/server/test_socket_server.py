@@ -34,12 +34,19 @@ class EchoHandler:
             await self.hold.wait()
         if request.api_key == ApiKey.PRODUCE:
             return None
-        body = {"brokers": [], "topics": [{"name": f"t{request.header.correlation_id}", "partitions": []}]}
-        return encode_response(request.api_key, request.api_version, request.header.correlation_id, body)
+        body = {
+            "brokers": [],
+            "topics": [{"name": f"t{request.header.correlation_id}", "partitions": []}],
+        }
+        return encode_response(
+            request.api_key, request.api_version, request.header.correlation_id, body
+        )
 
 
 def metadata_request(correlation_id: int, client_id: str = "test") -> bytes:
-    return encode_request(RequestHeader(ApiKey.METADATA, 1, correlation_id, client_id), {"topics": None})
+    return encode_request(
+        RequestHeader(ApiKey.METADATA, 1, correlation_id, client_id), {"topics": None}
+    )
 
 
 def produce_request(correlation_id: int, records: bytes = b"") -> bytes:
@@ -54,13 +61,16 @@ def truncated_metadata_request(correlation_id: int) -> bytes:
     return struct.pack(">i", len(frame)) + frame
 
 
-async def read_response(reader: asyncio.StreamReader, api_key: int = ApiKey.METADATA, version: int = 1) -> tuple[int, dict[str, Any]]:
+async def read_response(
+    reader: asyncio.StreamReader, api_key: int = ApiKey.METADATA, version: int = 1
+) -> tuple[int, dict[str, Any]]:
     (size,) = struct.unpack(">i", await reader.readexactly(4))
     return decode_response(api_key, version, await reader.readexactly(size))
 
 
 def with_server(
-    scenario: Callable[[SocketServer, EchoHandler], Awaitable[None]], max_request_size: int = 1 << 20
+    scenario: Callable[[SocketServer, EchoHandler], Awaitable[None]],
+    max_request_size: int = 1 << 20,
 ) -> None:
     async def main() -> None:
         handler = EchoHandler()
@@ -122,11 +132,19 @@ def test_frames_split_anywhere_and_large_frames() -> None:
         (struct.pack(">i", 2_000_000), "invalid request size 2000000"),
         (struct.pack(">i", -5), "invalid request size -5"),
         (struct.pack(">i", 3) + b"abc", "request header does not decode"),
-        (struct.pack(">i", 10) + struct.pack(">hhih", 3, 1, 7, 50), "request header does not decode"),
-        (truncated_metadata_request(9), "Metadata v1 request with correlation id 9 does not decode"),
+        (
+            struct.pack(">i", 10) + struct.pack(">hhih", 3, 1, 7, 50),
+            "request header does not decode",
+        ),
+        (
+            truncated_metadata_request(9),
+            "Metadata v1 request with correlation id 9 does not decode",
+        ),
     ],
 )
-def test_bad_frame_closes_only_that_connection(frame: bytes, reason: str, caplog: pytest.LogCaptureFixture) -> None:
+def test_bad_frame_closes_only_that_connection(
+    frame: bytes, reason: str, caplog: pytest.LogCaptureFixture
+) -> None:
     async def scenario(server: SocketServer, handler: EchoHandler) -> None:
         good_reader, good_writer = await connect(server)
         bad_reader, bad_writer = await connect(server)
@@ -139,9 +157,9 @@ def test_bad_frame_closes_only_that_connection(frame: bytes, reason: str, caplog
 
     with caplog.at_level(logging.WARNING, logger=LOGGER):
         with_server(scenario, max_request_size=1_000_000)
-    assert any(reason in r.getMessage() and "127.0.0.1" in r.getMessage() for r in caplog.records), [
-        r.getMessage() for r in caplog.records
-    ]
+    assert any(
+        reason in r.getMessage() and "127.0.0.1" in r.getMessage() for r in caplog.records
+    ), [r.getMessage() for r in caplog.records]
 
 
 def test_handler_can_close_the_connection(caplog: pytest.LogCaptureFixture) -> None:

@@ -14,10 +14,15 @@ from kafpy.storage.log_config import LogConfig
 T0 = 1_600_000_000_000
 
 
-def batch(values: Sequence[bytes] = (b"v",), base_offset: int = 0, timestamp: int = T0, **kw: object) -> bytes:
+def batch(
+    values: Sequence[bytes] = (b"v",), base_offset: int = 0, timestamp: int = T0, **kw: object
+) -> bytes:
     """One uncompressed batch of `values` (keys k0, k1, ...)."""
     return build_batch(
-        [(b"k%d" % i, v) for i, v in enumerate(values)], base_offset=base_offset, timestamp=timestamp, **kw
+        [(b"k%d" % i, v) for i, v in enumerate(values)],
+        base_offset=base_offset,
+        timestamp=timestamp,
+        **kw,
     )
 
 
@@ -43,7 +48,12 @@ def open_log(
     had_clean_shutdown: bool = True,
 ) -> Log:
     return Log(
-        dir, config or LogConfig(), log_start_offset, recovery_point, clock.scheduler, clock.time,
+        dir,
+        config or LogConfig(),
+        log_start_offset,
+        recovery_point,
+        clock.scheduler,
+        clock.time,
         had_clean_shutdown,
     )
 

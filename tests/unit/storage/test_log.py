@@ -29,7 +29,12 @@ from kafpy.storage.log_config import LogConfig
 
 from .segment_fixtures import T0, Clock, batch, offsets_in, open_log, records
 
-SMALL = LogConfig(segment_bytes=1000, index_interval_bytes=100, segment_index_bytes=1024, file_delete_delay_ms=1000)
+SMALL = LogConfig(
+    segment_bytes=1000,
+    index_interval_bytes=100,
+    segment_index_bytes=1024,
+    file_delete_delay_ms=1000,
+)
 
 
 @pytest.fixture
@@ -47,7 +52,13 @@ def fill(log: Log, n: int, per_batch: int = 2, ts: int | None = None) -> list[in
     firsts = []
     for i in range(n):
         info = log.append_as_leader(
-            records(batch([b"value-%d-%d" % (i, j) for j in range(per_batch)], timestamp=T0 if ts is None else ts)), 0
+            records(
+                batch(
+                    [b"value-%d-%d" % (i, j) for j in range(per_batch)],
+                    timestamp=T0 if ts is None else ts,
+                )
+            ),
+            0,
         )
         firsts.append(info.first_offset)
     return firsts
@@ -76,7 +87,11 @@ def files(dir: Path) -> list[str]:
 def test_parse_topic_partition_name(tmp_path: Path) -> None:
     assert parse_topic_partition_name(tmp_path / "my-topic-3") == TopicPartition("my-topic", 3)
     name = log_delete_dir_name(TopicPartition("my-topic", 3))
-    assert name.startswith("my-topic-3.") and name.endswith("-delete") and len(name) == len("my-topic-3.") + 32 + 7
+    assert (
+        name.startswith("my-topic-3.")
+        and name.endswith("-delete")
+        and len(name) == len("my-topic-3.") + 32 + 7
+    )
     assert parse_topic_partition_name(tmp_path / name) == TopicPartition("my-topic", 3)
     for bad in ("topic", "topic-", "-1", "topic-x", "t-0.-delete", "t-0-delete"):
         with pytest.raises(KafkaStorageError, match="topic-partition"):
@@ -90,7 +105,11 @@ def test_new_log_has_one_empty_segment(log_dir: Path, clock: Clock) -> None:
     log = open_log(log_dir, clock)
     assert (log.log_start_offset, log.log_end_offset, log.num_segments, log.size) == (0, 0, 1, 0)
     assert log.name == "t-0" and log.topic_partition == TopicPartition("t", 0)
-    assert files(log_dir) == ["00000000000000000000.index", "00000000000000000000.log", "00000000000000000000.timeindex"]
+    assert files(log_dir) == [
+        "00000000000000000000.index",
+        "00000000000000000000.log",
+        "00000000000000000000.timeindex",
+    ]
 
 
 def test_append_assigns_offsets_and_read_returns_stored_bytes(log_dir: Path, clock: Clock) -> None:
@@ -103,7 +122,12 @@ def test_append_assigns_offsets_and_read_returns_stored_bytes(log_dir: Path, clo
     assert log.log_end_offset == 4
     data = log.read(0, 1 << 20).records
     assert bytes(data.buffer()) == log_file_name(log_dir, 0).read_bytes()
-    assert [(r.offset, r.value) for r in data.records()] == [(0, b"a"), (1, b"b"), (2, b"c"), (3, b"d")]
+    assert [(r.offset, r.value) for r in data.records()] == [
+        (0, b"a"),
+        (1, b"b"),
+        (2, b"c"),
+        (3, b"d"),
+    ]
     assert all(b.partition_leader_epoch == 3 and b.is_valid() for b in data.batches())
 
 
@@ -151,7 +175,9 @@ def test_batch_too_large_and_append_over_segment_size(log_dir: Path, clock: Cloc
 
 def test_append_as_follower_keeps_offsets(log_dir: Path, clock: Clock) -> None:
     log = open_log(log_dir, clock)
-    info = log.append_as_follower(records(batch([b"a", b"b"], base_offset=0), batch([b"c"], base_offset=5)))
+    info = log.append_as_follower(
+        records(batch([b"a", b"b"], base_offset=0), batch([b"c"], base_offset=5))
+    )
     assert (info.first_offset, info.last_offset, log.log_end_offset) == (0, 5, 6)
     with pytest.raises(UnexpectedAppendOffsetError):
         log.append_as_follower(records(batch([b"z"], base_offset=5)))
@@ -227,7 +253,9 @@ def test_truncate_fully_and_start_at(log_dir: Path, clock: Clock) -> None:
     assert fill(log, 1) == [500]
     clock.time.advance(1000)  # file.delete.delay.ms
     assert files(log_dir) == [
-        "00000000000000000500.index", "00000000000000000500.log", "00000000000000000500.timeindex",
+        "00000000000000000500.index",
+        "00000000000000000500.log",
+        "00000000000000000500.timeindex",
     ]
 
 
@@ -277,13 +305,17 @@ def test_retention_by_time(log_dir: Path, clock: Clock, caplog: pytest.LogCaptur
     messages = [r.getMessage() for r in caplog.records]
     listed = ",".join(map(str, expected))
     assert any(
-        m.endswith(f"Found deletable segments with base offsets [{listed}] due to retention time 1000ms breach")
+        m.endswith(
+            f"Found deletable segments with base offsets [{listed}] due to retention time 1000ms breach"
+        )
         for m in messages
     )
     assert any(m.startswith("[Log partition=t-0, dir=") for m in messages)
 
 
-def test_retention_by_time_keeps_segments_with_recent_timestamps(log_dir: Path, clock: Clock) -> None:
+def test_retention_by_time_keeps_segments_with_recent_timestamps(
+    log_dir: Path, clock: Clock
+) -> None:
     log = open_log(log_dir, clock, SMALL.with_overrides({"retention.ms": 1000}))
     fill(log, 10, ts=T0)
     n_old = log.num_segments - 1
@@ -321,8 +353,12 @@ def test_retention_by_size(log_dir: Path, clock: Clock) -> None:
     assert log.delete_old_segments() == 0
 
 
-def test_retention_respects_cleanup_policy_but_log_start_offset_always_applies(log_dir: Path, clock: Clock) -> None:
-    log = open_log(log_dir, clock, SMALL.with_overrides({"retention.ms": 1, "cleanup.policy": "compact"}))
+def test_retention_respects_cleanup_policy_but_log_start_offset_always_applies(
+    log_dir: Path, clock: Clock
+) -> None:
+    log = open_log(
+        log_dir, clock, SMALL.with_overrides({"retention.ms": 1, "cleanup.policy": "compact"})
+    )
     fill(log, 30)
     clock.time.advance(10_000)
     assert log.delete_old_segments() == 0
@@ -338,7 +374,10 @@ def test_delete_old_segments_with_a_predicate(log_dir: Path, clock: Clock) -> No
     log = open_log(log_dir, clock, SMALL)
     fill(log, 30)
     n = log.num_segments
-    assert log.delete_old_segments(lambda seg, nxt: nxt is not None and seg.base_offset < 20, "test") >= 1
+    assert (
+        log.delete_old_segments(lambda seg, nxt: nxt is not None and seg.base_offset < 20, "test")
+        >= 1
+    )
     assert log.num_segments < n
 
 
@@ -383,7 +422,9 @@ def test_rename_dir_and_delete(log_dir: Path, clock: Clock) -> None:
 # -- loading and recovery -----------------------------------------------------------------------
 
 
-def crashed_log(log_dir: Path, clock: Clock, n: int = 30) -> tuple[list[int], list[tuple[int, int]]]:
+def crashed_log(
+    log_dir: Path, clock: Clock, n: int = 30
+) -> tuple[list[int], list[tuple[int, int]]]:
     """Fill a log and leave it as a crash would: indexes untrimmed, no close."""
     log = open_log(log_dir, clock, SMALL)
     fill(log, n)
@@ -514,7 +555,9 @@ def test_leftover_files_from_deletion_cleaning_and_swap(log_dir: Path, clock: Cl
     assert [s.base_offset for s in log.log_segments()] == [s.base_offset for s in segs]
 
 
-def test_load_deletes_everything_below_log_start_offset_when_files_vanished(log_dir: Path, clock: Clock) -> None:
+def test_load_deletes_everything_below_log_start_offset_when_files_vanished(
+    log_dir: Path, clock: Clock
+) -> None:
     log = open_log(log_dir, clock, SMALL)
     fill(log, 5)
     log.close()

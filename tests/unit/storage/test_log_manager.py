@@ -708,7 +708,9 @@ def test_runs_on_the_real_threaded_scheduler(tmp_path: Path) -> None:
     scheduler = KafkaScheduler(threads=2, time=SYSTEM_TIME)
     scheduler.startup()
     try:
-        m = LogManager([tmp_path / "a"], scheduler=scheduler, initial_default_config=SMALL, broker_id=0)
+        m = LogManager(
+            [tmp_path / "a"], scheduler=scheduler, initial_default_config=SMALL, broker_id=0
+        )
         m.startup()
         append(m.create_log(TP0), 3)
         m.shutdown()
@@ -721,8 +723,13 @@ def test_runs_on_the_real_threaded_scheduler(tmp_path: Path) -> None:
 def test_initial_task_delay_is_configurable(tmp_path: Path) -> None:
     time = MockTime()
     scheduler = MockScheduler(time)
-    lm = LogManager([tmp_path / "d"], scheduler=scheduler, time=time, initial_task_delay_ms=1000,
-                    retention_check_ms=10_000)
+    lm = LogManager(
+        [tmp_path / "d"],
+        scheduler=scheduler,
+        time=time,
+        initial_task_delay_ms=1000,
+        retention_check_ms=10_000,
+    )
     calls: list[int] = []
     lm.cleanup_logs = lambda: calls.append(time.milliseconds()) or 0  # type: ignore[method-assign]
     start = time.milliseconds()

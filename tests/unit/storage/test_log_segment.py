@@ -19,7 +19,9 @@ from .segment_fixtures import T0, batch, offsets_in
 CONFIG = LogConfig(index_interval_bytes=1, segment_index_bytes=4096)
 
 
-def open_segment(dir: Path, base: int = 40, config: LogConfig = CONFIG, exists: bool = False) -> LogSegment:
+def open_segment(
+    dir: Path, base: int = 40, config: LogConfig = CONFIG, exists: bool = False
+) -> LogSegment:
     return LogSegment.open(dir, base, config, MockTime(T0), file_already_exists=exists)
 
 
@@ -32,7 +34,9 @@ def append_batch(seg: LogSegment, base_offset: int, n: int = 2, ts: int = T0) ->
 def test_files_have_kafka_names(tmp_path: Path) -> None:
     open_segment(tmp_path, 42)
     assert sorted(p.name for p in tmp_path.iterdir()) == [
-        "00000000000000000042.index", "00000000000000000042.log", "00000000000000000042.timeindex",
+        "00000000000000000042.index",
+        "00000000000000000042.log",
+        "00000000000000000042.timeindex",
     ]
 
 
@@ -50,7 +54,9 @@ def test_append_writes_the_bytes_as_given_and_indexes_sparsely(tmp_path: Path) -
 
 
 def test_index_interval_bytes_spaces_entries(tmp_path: Path) -> None:
-    seg = open_segment(tmp_path, config=LogConfig(index_interval_bytes=300, segment_index_bytes=4096))
+    seg = open_segment(
+        tmp_path, config=LogConfig(index_interval_bytes=300, segment_index_bytes=4096)
+    )
     sizes = [len(append_batch(seg, 40 + 2 * i)) for i in range(20)]
     # an entry goes in once more than 300 bytes were written since the previous one
     expected, since = [], 0
@@ -103,7 +109,12 @@ def test_translate_offset_and_read_next_offset(tmp_path: Path) -> None:
     assert seg.read_next_offset() == 40
     sizes = [len(append_batch(seg, 40 + 3 * i, n=3)) for i in range(5)]
     pos = seg.translate_offset(47)
-    assert pos is not None and pos.offset == 48 and pos.position == 2 * sizes[0] and pos.size == sizes[0]
+    assert (
+        pos is not None
+        and pos.offset == 48
+        and pos.position == 2 * sizes[0]
+        and pos.size == sizes[0]
+    )
     assert seg.translate_offset(55) is None
     assert seg.read_next_offset() == 55
 
@@ -114,7 +125,9 @@ def test_find_offset_by_timestamp(tmp_path: Path) -> None:
         append_batch(seg, 40 + 2 * i, ts=T0 + 100 * i)
     assert seg.find_offset_by_timestamp(T0 + 150) == TimestampOffset(T0 + 200, 44)
     assert seg.find_offset_by_timestamp(T0 - 5) == TimestampOffset(T0, 40)
-    assert seg.find_offset_by_timestamp(T0 + 100, starting_offset=43) == TimestampOffset(T0 + 100, 43)
+    assert seg.find_offset_by_timestamp(T0 + 100, starting_offset=43) == TimestampOffset(
+        T0 + 100, 43
+    )
     assert seg.find_offset_by_timestamp(T0 + 10_000) is None
 
 
@@ -184,7 +197,9 @@ def test_truncate_to_removes_whole_batches_and_index_entries(tmp_path: Path) -> 
 
 def test_should_roll(tmp_path: Path) -> None:
     time = MockTime(T0)
-    seg = LogSegment.open(tmp_path, 0, LogConfig(segment_index_bytes=4096, segment_jitter_ms=0), time)
+    seg = LogSegment.open(
+        tmp_path, 0, LogConfig(segment_index_bytes=4096, segment_jitter_ms=0), time
+    )
     # empty: never by time, by size only if the append itself is too big
     assert not seg.should_roll(1000, 10, 100, T0 + 10**9, 0, T0 + 10**9)
     assert seg.should_roll(1000, 10**9, 1001, T0, 0, T0)
@@ -210,7 +225,9 @@ def test_should_roll_uses_jitter_and_creation_time_without_timestamps(tmp_path: 
 
 
 def test_should_roll_when_an_index_is_full(tmp_path: Path) -> None:
-    seg = LogSegment.open(tmp_path, 0, LogConfig(segment_index_bytes=24, index_interval_bytes=1), MockTime(T0))
+    seg = LogSegment.open(
+        tmp_path, 0, LogConfig(segment_index_bytes=24, index_interval_bytes=1), MockTime(T0)
+    )
     append_batch(seg, 0)
     append_batch(seg, 2)
     assert seg.time_index.is_full()  # 2 slots, one kept for the final entry
@@ -235,7 +252,8 @@ def test_change_file_suffixes_and_delete(tmp_path: Path) -> None:
     append_batch(seg, 40)
     seg.change_file_suffixes("", ".deleted")
     assert sorted(p.name for p in tmp_path.iterdir()) == [
-        "00000000000000000040.index.deleted", "00000000000000000040.log.deleted",
+        "00000000000000000040.index.deleted",
+        "00000000000000000040.log.deleted",
         "00000000000000000040.timeindex.deleted",
     ]
     info = seg.read(40, None, 1000)  # still readable through the open descriptors

@@ -21,7 +21,9 @@ from kafpy.storage.log_config import LogConfig
 
 from .segment_fixtures import T0, Clock, batch, records
 
-CONFIG = LogConfig(segment_bytes=700, index_interval_bytes=60, segment_index_bytes=64, file_delete_delay_ms=10)
+CONFIG = LogConfig(
+    segment_bytes=700, index_interval_bytes=60, segment_index_bytes=64, file_delete_delay_ms=10
+)
 
 
 class LogMachine(RuleBasedStateMachine):
@@ -36,7 +38,15 @@ class LogMachine(RuleBasedStateMachine):
         self.ts = T0
 
     def open(self, recovery_point: int, clean: bool) -> Log:
-        return Log(self.tmp / "t-0", CONFIG, 0, recovery_point, self.clock.scheduler, self.clock.time, clean)
+        return Log(
+            self.tmp / "t-0",
+            CONFIG,
+            0,
+            recovery_point,
+            self.clock.scheduler,
+            self.clock.time,
+            clean,
+        )
 
     def teardown(self) -> None:
         self.log.close()

@@ -20,9 +20,13 @@ from .segment_fixtures import T0, batch
 NOW = T0 + 10
 
 
-def validate(data: bytes | bytearray, config: LogConfig | None = None, next_offset: int = 100, epoch: int = 7):
+def validate(
+    data: bytes | bytearray, config: LogConfig | None = None, next_offset: int = 100, epoch: int = 7
+):
     buf = memoryview(bytearray(data)) if isinstance(data, bytes) else memoryview(data)
-    return LogValidator(config or LogConfig()).validate_and_assign_offsets(buf, next_offset, NOW, epoch)
+    return LogValidator(config or LogConfig()).validate_and_assign_offsets(
+        buf, next_offset, NOW, epoch
+    )
 
 
 def test_assigns_offsets_and_leader_epoch_in_place_keeping_the_crc() -> None:
@@ -33,8 +37,17 @@ def test_assigns_offsets_and_leader_epoch_in_place_keeping_the_crc() -> None:
     assert [(b.base_offset, b.last_offset) for b in batches] == [(100, 101), (102, 104)]
     assert all(b.partition_leader_epoch == 7 and b.is_valid() for b in batches)
     assert [r.offset for r in MemoryRecords(out).records()] == list(range(100, 105))
-    assert (info.first_offset, info.last_offset, info.num_messages, info.shallow_count) == (100, 104, 5, 2)
-    assert (info.max_timestamp, info.offset_of_max_timestamp, info.log_append_time) == (T0 + 5, 104, -1)
+    assert (info.first_offset, info.last_offset, info.num_messages, info.shallow_count) == (
+        100,
+        104,
+        5,
+        2,
+    )
+    assert (info.max_timestamp, info.offset_of_max_timestamp, info.log_append_time) == (
+        T0 + 5,
+        104,
+        -1,
+    )
     assert info.valid_bytes == len(raw) and info.last_offset_of_first_batch == 101
 
 
@@ -57,7 +70,11 @@ def test_log_append_time_stamps_batches_and_rewrites_crc() -> None:
     assert rb.timestamp_type is TimestampType.LOG_APPEND_TIME and rb.max_timestamp == NOW
     assert rb.is_valid()
     assert [r.timestamp for r in rb.records()] == [NOW, NOW]
-    assert (info.log_append_time, info.max_timestamp, info.offset_of_max_timestamp) == (NOW, NOW, 101)
+    assert (info.log_append_time, info.max_timestamp, info.offset_of_max_timestamp) == (
+        NOW,
+        NOW,
+        101,
+    )
 
 
 def test_batch_larger_than_max_message_bytes() -> None:
@@ -139,6 +156,11 @@ def test_topic_compression_type_recompresses() -> None:
 def test_analyze_for_followers_keeps_offsets_and_reports_order() -> None:
     data = memoryview(batch([b"a", b"b"], base_offset=10) + batch([b"c"], base_offset=12))
     info = analyze_and_validate(data, LogConfig(), False)
-    assert (info.first_offset, info.last_offset, info.offsets_monotonic, info.shallow_count) == (10, 12, True, 2)
+    assert (info.first_offset, info.last_offset, info.offsets_monotonic, info.shallow_count) == (
+        10,
+        12,
+        True,
+        2,
+    )
     backwards = memoryview(batch([b"a"], base_offset=10) + batch([b"c"], base_offset=5))
     assert not analyze_and_validate(backwards, LogConfig(), False).offsets_monotonic

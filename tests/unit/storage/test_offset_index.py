@@ -63,8 +63,12 @@ def test_lookup_uses_warm_section_and_cold_section(tmp_path: Path) -> None:
 
 def test_fetch_upper_bound_offset(tmp_path: Path) -> None:
     idx = filled(tmp_path / "a.index")
-    assert idx.fetch_upper_bound_offset(OffsetPosition(115, 1000), 2500) == OffsetPosition(145, 4000)
-    assert idx.fetch_upper_bound_offset(OffsetPosition(115, 1000), 2000) == OffsetPosition(135, 3000)
+    assert idx.fetch_upper_bound_offset(OffsetPosition(115, 1000), 2500) == OffsetPosition(
+        145, 4000
+    )
+    assert idx.fetch_upper_bound_offset(OffsetPosition(115, 1000), 2000) == OffsetPosition(
+        135, 3000
+    )
     assert idx.fetch_upper_bound_offset(OffsetPosition(195, 9000), 1) is None
 
 
@@ -88,9 +92,12 @@ def test_append_rejects_offsets_that_overflow_int32(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("target", "entries", "last"), [(90, 0, 100), (105, 0, 100), (106, 1, 105), (135, 3, 125), (500, 10, 195)]
+    ("target", "entries", "last"),
+    [(90, 0, 100), (105, 0, 100), (106, 1, 105), (135, 3, 125), (500, 10, 195)],
 )
-def test_truncate_to_removes_entries_at_or_after_offset(tmp_path: Path, target: int, entries: int, last: int) -> None:
+def test_truncate_to_removes_entries_at_or_after_offset(
+    tmp_path: Path, target: int, entries: int, last: int
+) -> None:
     idx = filled(tmp_path / "a.index")
     idx.truncate_to(target)
     assert idx.entries == entries

@@ -111,7 +111,9 @@ def make_cleaner(
     )
 
 
-def to_clean(log: Log, first_dirty: int | None = None, first_uncleanable: int | None = None) -> LogToClean:
+def to_clean(
+    log: Log, first_dirty: int | None = None, first_uncleanable: int | None = None
+) -> LogToClean:
     return LogToClean(
         TopicPartition("t", 0),
         log,

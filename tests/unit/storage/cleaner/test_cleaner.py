@@ -38,10 +38,14 @@ def clock() -> Clock:
 
 
 def updates(keys: int, rounds: int, size: int = 20) -> list[tuple[bytes, bytes]]:
-    return [(b"key-%d" % k, (b"r%d-" % r).ljust(size, b"x")) for r in range(rounds) for k in range(keys)]
+    return [
+        (b"key-%d" % k, (b"r%d-" % r).ljust(size, b"x")) for r in range(rounds) for k in range(keys)
+    ]
 
 
-def test_keeps_only_the_latest_value_of_each_key_at_its_offset(tmp_path: Path, clock: Clock) -> None:
+def test_keeps_only_the_latest_value_of_each_key_at_its_offset(
+    tmp_path: Path, clock: Clock
+) -> None:
     log = tmp_log(tmp_path, clock)
     pairs = updates(10, 8)
     offsets = write_each(log, pairs, per_batch=2)
@@ -66,7 +70,9 @@ def test_keeps_only_the_latest_value_of_each_key_at_its_offset(tmp_path: Path, c
     assert log.size < sum(len(k) + len(v) for k, v in pairs) * 2
 
 
-def test_active_segment_and_records_past_the_map_are_untouched(tmp_path: Path, clock: Clock) -> None:
+def test_active_segment_and_records_past_the_map_are_untouched(
+    tmp_path: Path, clock: Clock
+) -> None:
     log = tmp_log(tmp_path, clock)
     write_each(log, updates(5, 6), per_batch=1)
     active = log.active_segment
@@ -115,7 +121,8 @@ def test_keyless_records_are_dropped_and_counted(tmp_path: Path, clock: Clock) -
 
 
 @pytest.mark.parametrize(
-    "codec", [CompressionType.GZIP, CompressionType.SNAPPY, CompressionType.LZ4, CompressionType.ZSTD]
+    "codec",
+    [CompressionType.GZIP, CompressionType.SNAPPY, CompressionType.LZ4, CompressionType.ZSTD],
 )
 def test_compressed_batches_are_rebuilt_with_their_own_codec(
     tmp_path: Path, clock: Clock, codec: CompressionType
@@ -133,7 +140,13 @@ def test_compressed_batches_are_rebuilt_with_their_own_codec(
 
 def test_batch_boundaries_offsets_and_producer_fields_survive(tmp_path: Path, clock: Clock) -> None:
     log = tmp_log(tmp_path, clock, segment_bytes=4096)
-    first = append(log, [(b"a", b"1"), (b"b", b"1"), (b"c", b"1")], producer_id=7, producer_epoch=2, base_sequence=0)
+    first = append(
+        log,
+        [(b"a", b"1"), (b"b", b"1"), (b"c", b"1")],
+        producer_id=7,
+        producer_epoch=2,
+        base_sequence=0,
+    )
     append(log, [(b"a", b"2"), (b"x", b"1")], producer_id=7, producer_epoch=2, base_sequence=3)
     untouched = append(log, [(b"d", b"1"), (b"e", b"1")])
     log.roll()
@@ -159,7 +172,9 @@ def test_last_batch_of_a_producer_is_kept_empty(tmp_path: Path, clock: Clock) ->
     append(log, [(b"z", b"1")])
     make_cleaner().clean(to_clean(log))
     b0 = [b for b in batches(log) if b.base_offset == first][0]
-    assert b0.record_count == 0 and b0.producer_id == 9 and b0.last_offset == first and b0.is_valid()
+    assert (
+        b0.record_count == 0 and b0.producer_id == 9 and b0.last_offset == first and b0.is_valid()
+    )
     # a reload rebuilds the producer's state from the empty batch
     log.close()
     reopened = open_log(log.dir, clock, compacted_config(segment_bytes=4096))
@@ -176,7 +191,10 @@ def test_control_batches_are_kept_as_they_are(tmp_path: Path, clock: Clock) -> N
     log = tmp_log(tmp_path, clock, segment_bytes=4096)
     append(log, [(b"a", b"1")])
     ctrl = build_end_transaction_marker(
-        EndTransactionMarker(ControlRecordType.COMMIT, 0), producer_id=5, producer_epoch=0, timestamp=T0
+        EndTransactionMarker(ControlRecordType.COMMIT, 0),
+        producer_id=5,
+        producer_epoch=0,
+        timestamp=T0,
     )
     log.append_as_leader(MemoryRecords(bytearray(ctrl)), 0, is_from_client=False)
     append(log, [(b"a", b"2")])
@@ -186,7 +204,9 @@ def test_control_batches_are_kept_as_they_are(tmp_path: Path, clock: Clock) -> N
     assert [b.is_control for b in batches(log)].count(True) == 1
 
 
-def test_a_full_map_bounds_the_round_and_the_next_round_continues(tmp_path: Path, clock: Clock) -> None:
+def test_a_full_map_bounds_the_round_and_the_next_round_continues(
+    tmp_path: Path, clock: Clock
+) -> None:
     log = tmp_log(tmp_path, clock)
     write_each(log, [(b"key-%d" % i, b"v" * 20) for i in range(60)])  # 60 distinct keys
     write_each(log, updates(60, 1))
@@ -219,7 +239,9 @@ def test_grouping_respects_segment_bytes_and_index_size(tmp_path: Path, clock: C
     for g in groups:
         assert len(g) == 1 or sum(s.size for s in g) <= 1024
     assert len(groups) == len(segs)  # every segment is nearly full: none can share
-    groups = Cleaner.group_segments_by_size(segs, 10 * 1024, 1 << 20, log.active_segment.base_offset)
+    groups = Cleaner.group_segments_by_size(
+        segs, 10 * 1024, 1 << 20, log.active_segment.base_offset
+    )
     assert all(sum(s.size for s in g) <= 10 * 1024 for g in groups) and len(groups) < len(segs)
     assert sum(sizes) > 10 * 1024 or len(groups) == 1
     idx = segs[0].offset_index.size_in_bytes
@@ -264,10 +286,14 @@ def test_crash_after_the_swap_rename_is_finished_at_load(tmp_path: Path, clock: 
     cleaner = make_cleaner()
     # do by hand what clean_segments does, then "crash" right after the .swap rename
     group = cleaner.group_segments_by_size(log.log_segments()[:-1], 1 << 20, 1 << 20, 10**9)[0]
-    cleaner.build_offset_map(log, 0, log.active_segment.base_offset, cleaner.offset_map, CleanerStats())
+    cleaner.build_offset_map(
+        log, 0, log.active_segment.base_offset, cleaner.offset_map, CleanerStats()
+    )
     cleaned = create_new_cleaned_segment(log, group[0].base_offset)
     for s in group:
-        cleaner.clean_into(log.topic_partition, s, cleaned, cleaner.offset_map, True, {}, 128, CleanerStats())
+        cleaner.clean_into(
+            log.topic_partition, s, cleaned, cleaner.offset_map, True, {}, 128, CleanerStats()
+        )
     cleaned.on_become_inactive_segment()
     group_end = group[-1].read_next_offset()
     cleaned.change_file_suffixes(".cleaned", SWAP_FILE_SUFFIX)

@@ -80,7 +80,9 @@ def test_a_round_in_the_worker_writes_the_same_bytes_as_in_process(
         proc.shutdown()
     assert end_b == end_a
     assert (stats_b.messages_read, stats_b.messages_written, stats_b.groups) == (
-        stats_a.messages_read, stats_a.messages_written, stats_a.groups,
+        stats_a.messages_read,
+        stats_a.messages_written,
+        stats_a.groups,
     )
     assert files(b) == files(a)
     assert [s.base_offset for s in b.log_segments()] == [s.base_offset for s in a.log_segments()]
@@ -91,7 +93,9 @@ def test_a_round_in_the_worker_writes_the_same_bytes_as_in_process(
     assert key_map(all_records(b))[b"key-0"] == b"after"
 
 
-def test_aborting_mid_round_leaves_no_cleaned_files_and_the_log_intact(tmp_path: Path, clock: Clock) -> None:
+def test_aborting_mid_round_leaves_no_cleaned_files_and_the_log_intact(
+    tmp_path: Path, clock: Clock
+) -> None:
     log = tmp_log(tmp_path, clock)
     write_each(log, updates(12, 8), per_batch=3)
     before = files(log)
@@ -132,7 +136,9 @@ def _manager(tmp_path: Path, clock: Clock, **kw: object) -> LogManager:
     )
     m.cleaner = LogCleaner(
         CleanerConfig(dedupe_buffer_size=1 << 20, io_buffer_size=8192, **kw),  # type: ignore[arg-type]
-        m.live_log_dirs, m.logs_by_topic_partition, clock.time,
+        m.live_log_dirs,
+        m.logs_by_topic_partition,
+        clock.time,
     )
     return m
 
@@ -145,7 +151,9 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def test_the_cleaner_thread_cleans_in_its_worker_and_shutdown_stops_it(tmp_path: Path, clock: Clock) -> None:
+def test_the_cleaner_thread_cleans_in_its_worker_and_shutdown_stops_it(
+    tmp_path: Path, clock: Clock
+) -> None:
     m = _manager(tmp_path, clock)
     try:
         log = m.create_log(TP)
@@ -154,7 +162,9 @@ def test_the_cleaner_thread_cleans_in_its_worker_and_shutdown_stops_it(tmp_path:
         assert m.cleaner is not None
         thread = m.cleaner.cleaners[0]
         assert thread.clean_once() is True
-        checkpoint = OffsetCheckpointFile(m.live_log_dirs[0] / CLEANER_OFFSET_CHECKPOINT_FILE).read()
+        checkpoint = OffsetCheckpointFile(
+            m.live_log_dirs[0] / CLEANER_OFFSET_CHECKPOINT_FILE
+        ).read()
         assert checkpoint == {TP: log.active_segment.base_offset}
         assert key_map(all_records(log)) == expected
         pids = thread.process.worker_pids()
@@ -164,7 +174,9 @@ def test_the_cleaner_thread_cleans_in_its_worker_and_shutdown_stops_it(tmp_path:
     assert not any(_alive(p) for p in pids)
 
 
-def test_shutdown_during_a_round_stops_the_worker_and_discards_the_round(tmp_path: Path, clock: Clock) -> None:
+def test_shutdown_during_a_round_stops_the_worker_and_discards_the_round(
+    tmp_path: Path, clock: Clock
+) -> None:
     m = _manager(tmp_path, clock, max_io_bytes_per_second=50_000, worker_process=True)
     assert m.cleaner is not None
     cleaner = m.cleaner
@@ -196,7 +208,10 @@ def test_shutdown_during_a_round_stops_the_worker_and_discards_the_round(tmp_pat
     # groups swapped in before the shutdown stay (as in Kafka); the rest is as it was
     assert key_map(all_records(log)) == expected
     # and the clean boundary has not moved
-    assert OffsetCheckpointFile(m.live_log_dirs[0] / CLEANER_OFFSET_CHECKPOINT_FILE).read().get(TP, 0) == 0
+    assert (
+        OffsetCheckpointFile(m.live_log_dirs[0] / CLEANER_OFFSET_CHECKPOINT_FILE).read().get(TP, 0)
+        == 0
+    )
     m.cleaner = None
     m.shutdown()
 

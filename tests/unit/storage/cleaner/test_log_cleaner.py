@@ -44,7 +44,9 @@ def manager(tmp_path: Path, clock: Clock) -> Iterator[LogManager]:
     # process (test_cleaner_process.py covers the worker process)
     m.cleaner = LogCleaner(
         CleanerConfig(dedupe_buffer_size=1 << 20, io_buffer_size=8192, worker_process=False),
-        m.live_log_dirs, m.logs_by_topic_partition, clock.time,
+        m.live_log_dirs,
+        m.logs_by_topic_partition,
+        clock.time,
     )
     yield m
     m.shutdown()
@@ -69,8 +71,12 @@ def test_a_round_cleans_and_checkpoints_then_nothing_is_dirty(manager: LogManage
     assert thread.last_stats is not None and thread.last_stats.messages_read > 0
 
 
-def test_compact_delete_logs_get_retention_from_the_cleaner(manager: LogManager, clock: Clock) -> None:
-    log = manager.create_log(TP, compacted_config(cleanup_policy=["compact", "delete"], retention_ms=1000))
+def test_compact_delete_logs_get_retention_from_the_cleaner(
+    manager: LogManager, clock: Clock
+) -> None:
+    log = manager.create_log(
+        TP, compacted_config(cleanup_policy=["compact", "delete"], retention_ms=1000)
+    )
     write_each(log, kv(5, 10))
     segments = log.num_segments
     assert manager.cleanup_logs() == 0  # kafka-log-retention leaves compacted logs to the cleaner
@@ -83,7 +89,9 @@ def test_compact_delete_logs_get_retention_from_the_cleaner(manager: LogManager,
     assert manager.cleaner.cleaner_manager.cleaning_state(TP) is None
 
 
-def _blocking_round(manager: LogManager) -> tuple[threading.Thread, threading.Event, threading.Event]:
+def _blocking_round(
+    manager: LogManager,
+) -> tuple[threading.Thread, threading.Event, threading.Event]:
     """Start a cleaning round in a thread that stops inside the round until released."""
     assert manager.cleaner is not None
     thread = manager.cleaner.cleaners[0]
@@ -106,7 +114,9 @@ def _blocking_round(manager: LogManager) -> tuple[threading.Thread, threading.Ev
     return runner, inside, release
 
 
-def test_deleting_a_log_aborts_the_round_and_waits_for_it(manager: LogManager, clock: Clock) -> None:
+def test_deleting_a_log_aborts_the_round_and_waits_for_it(
+    manager: LogManager, clock: Clock
+) -> None:
     log = manager.create_log(TP)
     write_each(log, kv(5, 10))
     runner, _, release = _blocking_round(manager)

@@ -112,7 +112,9 @@ def test_max_compaction_lag_forces_cleaning_below_the_ratio(logs: Logs, clock: C
     assert got is not None and got.needs_compaction_now
 
 
-def test_bad_checkpoints_reset_to_the_log_start(logs: Logs, caplog: pytest.LogCaptureFixture) -> None:
+def test_bad_checkpoints_reset_to_the_log_start(
+    logs: Logs, caplog: pytest.LogCaptureFixture
+) -> None:
     log = logs.add(TP0)
     write_each(log, kv(40))
     m = logs.manager()

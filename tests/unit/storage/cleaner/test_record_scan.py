@@ -11,7 +11,9 @@ from kafpy.storage.cleaner.record_scan import filter_batch, records_section, sca
 T = 1_700_000_000_000
 
 
-def sample(codec: CompressionType, ts_type: TimestampType = TimestampType.CREATE_TIME) -> RecordBatch:
+def sample(
+    codec: CompressionType, ts_type: TimestampType = TimestampType.CREATE_TIME
+) -> RecordBatch:
     b = RecordBatchBuilder(compression=codec, timestamp_type=ts_type, base_offset=100,
                            producer_id=3, producer_epoch=1, base_sequence=10, log_append_time=T + 99)  # fmt: skip
     b.append(T + 5, b"a", b"1", [("h", b"x")])
