@@ -138,7 +138,7 @@ def encode_response(
 
 def decode_response(
     api_key: int, api_version: int, buf: bytes | bytearray | memoryview
-) -> tuple[int, dict]:
+) -> tuple[int, dict[str, Any]]:
     """The correlation id and body of a response frame (without its size prefix)."""
     mv = as_byte_view(buf)
     message = RESPONSES[ApiKey(api_key)]

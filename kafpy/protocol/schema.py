@@ -190,7 +190,7 @@ def _struct_array_codec(elem: t.Type, compact: bool, nullable: bool) -> t.Type:
     int32_pack = t.INT32.pack
     read_array_length = t.read_array_length
 
-    def encode(value: Any, out: list) -> None:
+    def encode(value: Any, out: list[Any]) -> None:
         if value is None:
             if not nullable:
                 raise ValueError("array cannot be null")
@@ -263,7 +263,7 @@ def _struct_codec(fields: Sequence[Field], version: int, flexible: bool) -> t.Ty
     enc_steps_t = tuple(enc_steps)
     dec_steps_t = tuple(dec_steps)
 
-    def encode(value: Any, out: list) -> None:
+    def encode(value: Any, out: list[Any]) -> None:
         for step in enc_steps_t:
             step(value, out)
         if tag_enc is not None:
@@ -306,10 +306,10 @@ def _fixed_group(group: list[tuple[Field, t.Type]], version: int) -> tuple[Any, 
     if len(group) == 1:
         name, default = pairs[0]
 
-        def encode(value: Any, out: list) -> None:
+        def encode(value: Any, out: list[Any]) -> None:
             out.append(pack(value.get(name, default)))
 
-        def decode(buf: memoryview, pos: int, result: dict) -> int:
+        def decode(buf: memoryview, pos: int, result: dict[str, Any]) -> int:
             if pos + size > len(buf):
                 raise DecodeFailure("unexpected end of buffer")
             result[name] = unpack_from(buf, pos)[0]
@@ -317,11 +317,11 @@ def _fixed_group(group: list[tuple[Field, t.Type]], version: int) -> tuple[Any, 
 
         return encode, decode
 
-    def encode_group(value: Any, out: list) -> None:
+    def encode_group(value: Any, out: list[Any]) -> None:
         get = value.get
         out.append(pack(*[get(n, d) for n, d in pairs]))
 
-    def decode_group(buf: memoryview, pos: int, result: dict) -> int:
+    def decode_group(buf: memoryview, pos: int, result: dict[str, Any]) -> int:
         if pos + size > len(buf):
             # Keep the fields that fit so the caller names the first one that does not.
             for n, s, c in zip(names, sizes, codecs, strict=True):
@@ -341,10 +341,10 @@ def _single(field: Field, codec: t.Type, version: int) -> tuple[Any, Any]:
     enc = codec.encode
     dec = codec.decode
 
-    def encode(value: Any, out: list) -> None:
+    def encode(value: Any, out: list[Any]) -> None:
         enc(value.get(name, default), out)
 
-    def decode(buf: memoryview, pos: int, result: dict) -> int:
+    def decode(buf: memoryview, pos: int, result: dict[str, Any]) -> int:
         result[name], pos = dec(buf, pos)
         return pos
 
@@ -364,7 +364,7 @@ def _tagged_section(tagged: list[Field], version: int, flexible: bool) -> tuple[
     read_uvarint = t.read_uvarint
     empty = t.EMPTY_TAGGED_FIELDS
 
-    def encode(value: Any, out: list) -> None:
+    def encode(value: Any, out: list[Any]) -> None:
         unknown = (
             value.get(UNKNOWN_TAGGED_FIELDS) if known or UNKNOWN_TAGGED_FIELDS in value else None
         )
@@ -377,7 +377,7 @@ def _tagged_section(tagged: list[Field], version: int, flexible: bool) -> tuple[
             # Kafka writes a tagged field only when it differs from its default.
             if (v is None) if is_struct else (v == default):
                 continue
-            parts: list = []
+            parts: list[Any] = []
             codec.encode(v, parts)
             entries.append((tag, b"".join(parts)))
         if unknown:
@@ -389,7 +389,7 @@ def _tagged_section(tagged: list[Field], version: int, flexible: bool) -> tuple[
             out.append(uvarint_bytes(len(data)))
             out.append(data)
 
-    def decode(buf: memoryview, pos: int, result: dict) -> int:
+    def decode(buf: memoryview, pos: int, result: dict[str, Any]) -> int:
         for _, name, default, _, _ in known:
             result[name] = list(default) if isinstance(default, list) else default
         n, pos = read_uvarint(buf, pos)
@@ -488,12 +488,12 @@ class Message:
             self._compiled[version] = c
         return c
 
-    def _encode_into(self, version: int, value: Mapping[str, Any]) -> list:
+    def _encode_into(self, version: int, value: Mapping[str, Any]) -> list[Any]:
         try:
             c = self.compiled(version)
         except ValueError as exc:
             raise ProtocolEncodeError(str(exc)) from None
-        out: list = []
+        out: list[Any] = []
         try:
             c.encode(value, out)
         except (struct.error, TypeError, ValueError, AttributeError, OverflowError) as exc:
@@ -508,13 +508,15 @@ class Message:
         """Same bytes as `encode`, as parts: small pieces joined, large payloads as they are."""
         return coalesce(self._encode_into(version, value))
 
-    def decode(self, version: int, buf: bytes | bytearray | memoryview, offset: int = 0) -> dict:
+    def decode(
+        self, version: int, buf: bytes | bytearray | memoryview, offset: int = 0
+    ) -> dict[str, Any]:
         """Decode a body of `version` starting at `offset` (trailing bytes are ignored)."""
         return self.decode_from(version, buf, offset)[0]
 
     def decode_from(
         self, version: int, buf: bytes | bytearray | memoryview, offset: int = 0
-    ) -> tuple[dict, int]:
+    ) -> tuple[dict[str, Any], int]:
         """Like `decode`, also returning the offset just past the body."""
         try:
             c = self.compiled(version)
@@ -544,10 +546,10 @@ def _format_path(path: list[str]) -> str:
     return text
 
 
-def coalesce(parts: list) -> list[bytes | memoryview]:
+def coalesce(parts: list[Any]) -> list[bytes | memoryview]:
     """Join runs of small parts; keep parts of at least 4 KiB as they are (no copy)."""
     result: list[bytes | memoryview] = []
-    run: list = []
+    run: list[Any] = []
     for p in parts:
         if len(p) >= _PART_COPY_LIMIT:
             if run:
