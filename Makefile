@@ -34,6 +34,7 @@ test: install system-deps
 
 lint: install
 	$(VENV)/bin/ruff check kafpy tests bench
+	$(VENV)/bin/ruff format --check kafpy tests bench
 	$(VENV)/bin/mypy kafpy
 
 bench: install

@@ -10,6 +10,7 @@ messages" goes to stderr, as Kafka's tool does. Errors are one line on stderr, e
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import IO
@@ -282,7 +283,7 @@ def command(
     except ValueError as e:
         raise OneLineError(f"Invalid consumer property: {e}") from None
     client_id = props.get("client.id", "console-consumer")
-    printer = RecordPrinter(formatter, click.get_binary_stream("stdout"))
+    printer = RecordPrinter(formatter, sys.stdout.buffer)
 
     async def main() -> None:
         client = KafkaClient(

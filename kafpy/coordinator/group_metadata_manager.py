@@ -62,7 +62,7 @@ def partition_for(group_id: str, num_partitions: int) -> int:
 
 
 # Kafka maps the append errors of a group or offsets write to what a group client handles.
-_STORE_ERRORS = {
+_STORE_ERRORS: dict[int, int] = {
     Errors.UNKNOWN_TOPIC_OR_PARTITION: Errors.COORDINATOR_NOT_AVAILABLE,
     Errors.NOT_ENOUGH_REPLICAS: Errors.COORDINATOR_NOT_AVAILABLE,
     Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND: Errors.COORDINATOR_NOT_AVAILABLE,
@@ -76,7 +76,7 @@ _TOO_LARGE = (Errors.MESSAGE_TOO_LARGE, Errors.RECORD_LIST_TOO_LARGE, Errors.INV
 def _store_error(code: int, too_large: int) -> int:
     if code in _TOO_LARGE:
         return too_large
-    return _STORE_ERRORS.get(code, code)  # type: ignore[call-overload]
+    return _STORE_ERRORS.get(code, code)
 
 
 class GroupMetadataManager:

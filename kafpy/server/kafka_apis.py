@@ -499,7 +499,7 @@ class KafkaApis:
     # -- controller requests --------------------------------------------------------------
 
     def _broker_epoch_is_stale(self, body: Mapping[str, Any]) -> bool:
-        epoch = body.get("broker_epoch", -1)
+        epoch: int = body.get("broker_epoch", -1)
         return epoch != -1 and epoch < self.replica_manager.broker_epoch
 
     async def handle_leader_and_isr(self, request: Request) -> dict[str, Any]:

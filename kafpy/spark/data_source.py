@@ -26,7 +26,8 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 from kafpy.spark.arrow import spark_schema
-from kafpy.spark.options import OptionError, ReadOptions, WriteOptions, _bool_option, _lower
+from kafpy.spark.errors import OptionError
+from kafpy.spark.options import ReadOptions, WriteOptions, _bool_option, _lower
 from kafpy.spark.reader import KafkaBatchReader, KafkaStreamReader
 from kafpy.spark.writer import KafkaBatchWriter, KafkaStreamWriter, validate_write_schema
 

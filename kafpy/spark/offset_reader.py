@@ -14,8 +14,9 @@ from typing import Any, TypeVar
 from kafpy.client.fetcher import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, Fetcher
 from kafpy.client.kafka_client import KafkaClient
 from kafpy.common.topic_partition import TopicPartition
+from kafpy.spark.errors import OptionError
 from kafpy.spark.offsets import TP
-from kafpy.spark.options import ClientSettings, OffsetSpec, OptionError, ReadOptions
+from kafpy.spark.options import ClientSettings, OffsetSpec, ReadOptions
 
 T = TypeVar("T")
 

@@ -39,8 +39,9 @@ from kafpy.protocol.api_keys import ApiKey
 from kafpy.records.builder import RecordBatchBuilder
 from kafpy.records.compression import CompressionType
 from kafpy.records.record import Header
+from kafpy.spark.errors import OptionError
 from kafpy.spark.offset_reader import close_loop, new_client
-from kafpy.spark.options import OptionError, WriteOptions
+from kafpy.spark.options import WriteOptions
 
 _MAX_BATCH_BYTES = 1 << 20
 

@@ -13,14 +13,13 @@ import os
 import signal
 from typing import Any
 
+import confluent_kafka
+import kafka
 import pytest
 
 from kafpy.client.admin_client import NewTopic
 from kafpy.tools.local_cluster import LocalCluster
 from tests.cluster.support import Zk, admin, live_bootstrap, wait_until, zookeeper
-
-kafka = pytest.importorskip("kafka")
-confluent_kafka = pytest.importorskip("confluent_kafka")
 
 pytestmark = [pytest.mark.zookeeper, pytest.mark.timeout(150)]
 WAIT_S = 45.0

@@ -15,6 +15,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import confluent_kafka
 import pytest
 
 from kafpy.client.admin_client import NewTopic
@@ -30,8 +31,6 @@ from tests.cluster.support import (
     zookeeper,
 )
 from tests.fixtures.cluster import CLUSTER_TEST_DEFAULTS
-
-confluent_kafka = pytest.importorskip("confluent_kafka")
 
 pytestmark = [pytest.mark.zookeeper, pytest.mark.timeout(170)]
 LAG_MS = 3000

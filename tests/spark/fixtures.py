@@ -31,7 +31,6 @@ WORKER_TZ = "America/Los_Angeles"
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
-    pytest.importorskip("pyspark")
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     from pyspark.sql import SparkSession
