@@ -1,17 +1,12 @@
 """`kafpy topics`: create, alter, delete, list and describe topics, like kafka-topics.sh.
 
-Works on the metadata store directly (`--zookeeper HOST:PORT[/chroot]`), as Kafka 2.x's
-kafka-topics.sh does with --zookeeper; the controller of the cluster acts on the writes.
-The command is synchronous: it runs the async admin operations with asyncio.run.
+The options, as Kafka's; the work is kafpy.admin.topic_command's, through the brokers'
+admin APIs (`--bootstrap-server HOST:PORT`) or on the metadata store directly
+(`--zookeeper HOST:PORT[/chroot]`, where the cluster's controller acts on the writes).
 Errors are printed to stderr as one line and exit with status 1.
 """
 
 from __future__ import annotations
-
-import asyncio
-import logging
-from collections.abc import Awaitable, Callable
-from typing import Any
 
 import click
 
@@ -19,61 +14,9 @@ from kafpy.admin.topic_command import (
     TopicCommandError,
     TopicCommandOptions,
     run_topic_command,
+    topic_service,
 )
-from kafpy.metadata.kafka_zk_client import KafkaZkClient
-from kafpy.metadata.store_factory import create_store
-
-CONNECTION_TIMEOUT_MS = 30000
-
-
-class OneLineError(click.ClickException):
-    """A failure shown to the user as one line on stderr, exit status 1."""
-
-    exit_code = 1
-
-    def show(self, file: Any = None) -> None:
-        click.echo(self.format_message(), err=True)
-
-
-class AdminCommand(click.Command):
-    """A click command whose usage errors are one line (with a pointer to --help)."""
-
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        try:
-            return super().parse_args(ctx, args)
-        except click.UsageError as e:
-            raise OneLineError(f"{e.format_message()} (see 'kafpy {self.name} --help')") from None
-
-
-def quiet_logging() -> None:
-    """Keep library log lines (kazoo's reconnection warnings) off the terminal: the command's
-    own output and its one-line error are what the user reads."""
-    root = logging.getLogger()
-    if not root.handlers:
-        root.addHandler(logging.NullHandler())
-
-
-def run_on_store(
-    zookeeper: str, body: Callable[[KafkaZkClient], Awaitable[None]], error_prefix: str
-) -> None:
-    """Open the store at `zookeeper`, run `body`, close; any failure becomes a OneLineError."""
-
-    async def main() -> None:
-        store = create_store(zookeeper, None, connection_timeout_ms=CONNECTION_TIMEOUT_MS)
-        await store.start()
-        try:
-            await body(KafkaZkClient(store))
-        finally:
-            await store.close()
-
-    quiet_logging()
-    try:
-        asyncio.run(main())
-    except KeyboardInterrupt:
-        raise OneLineError(f"{error_prefix}interrupted") from None
-    except Exception as e:  # every failure is reported as one line, never a traceback
-        message = str(e) or type(e).__name__
-        raise OneLineError(f"{error_prefix}{message}") from None
+from kafpy.cli.command_line_utils import AdminCommand, OneLineError, run_command
 
 
 @click.command(
@@ -215,6 +158,7 @@ def command(
     }
     opts = TopicCommandOptions(
         zookeeper=zookeeper,
+        bootstrap_server=bootstrap_server,
         actions=[name for name, on in chosen.items() if on],
         topic=topic,
         partitions=partitions,
@@ -230,23 +174,13 @@ def command(
         topics_with_overrides=topics_with_overrides,
         exclude_internal=exclude_internal,
     )
-    if bootstrap_server is not None:
-        if zookeeper is not None:
-            raise OneLineError(
-                "Only one of --bootstrap-server or --zookeeper must be specified "
-                "(see 'kafpy topics --help')"
-            )
-        from kafpy.cli.topics_bootstrap import run_with_bootstrap_server
-
-        run_with_bootstrap_server(bootstrap_server, opts)
-        return
     try:
         opts.check_args()
     except TopicCommandError as e:
         raise OneLineError(f"{e} (see 'kafpy topics --help')") from None
-    assert opts.zookeeper is not None
 
-    async def body(zk: KafkaZkClient) -> None:
-        await run_topic_command(zk, opts, click.echo)
+    async def main() -> None:
+        async with topic_service(opts) as service:
+            await run_topic_command(service, opts, click.echo)
 
-    run_on_store(opts.zookeeper, body, "Error while executing topic command : ")
+    run_command(main, "Error while executing topic command : ")

@@ -1,14 +1,21 @@
-"""TopicCommand in-process on the embedded store: Kafka's checks, writes and printed lines."""
+"""TopicCommand in-process: Kafka's checks, writes and printed lines through both backends,
+the embedded store (ZookeeperTopicService) and a FakeBroker (AdminClientTopicService)."""
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
+
 import pytest
 
+from kafpy.admin import topic_command
 from kafpy.admin.topic_command import (
+    AdminClientTopicService,
     TopicCommandError,
     TopicCommandOptions,
-    run_topic_command,
+    ZookeeperTopicService,
 )
+from kafpy.client.admin_client import AdminClient
 from kafpy.common.errors import (
     AdminOperationError,
     InvalidConfigurationError,
@@ -20,7 +27,7 @@ from kafpy.common.errors import (
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.metadata.kafka_zk_client import KafkaZkClient
 from kafpy.metadata.zk_data import LeaderAndIsr, LeaderIsrAndControllerEpoch
-from tests.unit.admin.fixtures import register_brokers, run_with_zk
+from tests.unit.admin.fixtures import AdminBroker, register_brokers, run_with_zk
 
 ZK = "127.0.0.1:2181"
 
@@ -33,8 +40,13 @@ def opts(action: str, **kwargs: object) -> TopicCommandOptions:
 
 async def run(zk: KafkaZkClient, o: TopicCommandOptions) -> list[str]:
     lines: list[str] = []
-    await run_topic_command(zk, o, lines.append)
+    await topic_command.run_topic_command(ZookeeperTopicService(zk, ZK), o, lines.append)
     return lines
+
+
+async def run_topic_command(admin: AdminClient, o: TopicCommandOptions, out: Any) -> None:
+    """The command through the admin APIs (as --bootstrap-server runs it)."""
+    await topic_command.run_topic_command(AdminClientTopicService(admin), o, out)
 
 
 async def state(zk: KafkaZkClient, topic: str, partition: int, leader: int, isr: list[int]) -> None:
@@ -399,3 +411,112 @@ def test_check_args(kwargs: dict[str, object], message: str) -> None:
     with pytest.raises(TopicCommandError) as info:
         o.check_args()
     assert message in str(info.value)
+
+
+def admin_opts(action: str, **kwargs: Any) -> TopicCommandOptions:
+    return TopicCommandOptions(actions=[action], **kwargs)
+
+
+def test_admin_client_service_create_list_describe_alter_delete() -> None:
+    async def scenario() -> None:
+        env = AdminBroker()
+        async with env as admin:
+            lines: list[str] = []
+            out = lines.append
+            await run_topic_command(
+                admin,
+                admin_opts(
+                    "create",
+                    topic="orders",
+                    partitions=2,
+                    replication_factor=1,
+                    configs=["retention.ms=1000"],
+                ),
+                out,
+            )
+            await run_topic_command(
+                admin, admin_opts("create", topic="a.b", replica_assignment="0,0"), out
+            )
+            await run_topic_command(
+                admin,
+                admin_opts(
+                    "create", topic="orders", partitions=1, replication_factor=1, if_not_exists=True
+                ),
+                out,
+            )
+            assert lines == [
+                'Created topic "orders".',
+                "WARNING: Due to limitations in metric names, topics with a period ('.') or "
+                "underscore ('_') could collide. To avoid issues it is best to use either, but "
+                "not both.",
+                'Created topic "a.b".',
+            ]
+            with pytest.raises(TopicExistsError, match="Topic 'orders' already exists."):
+                await run_topic_command(
+                    admin,
+                    admin_opts("create", topic="orders", partitions=1, replication_factor=1),
+                    out,
+                )
+            lines.clear()
+            await run_topic_command(admin, admin_opts("list"), out)
+            assert lines == ["a.b", "orders"]
+            lines.clear()
+            await run_topic_command(admin, admin_opts("describe", topic="orders"), out)
+            assert lines == [
+                "Topic:orders\tPartitionCount:2\tReplicationFactor:1\tConfigs:retention.ms=1000",
+                "\tTopic: orders\tPartition: 0\tLeader: 0\tReplicas: 0\tIsr: 0",
+                "\tTopic: orders\tPartition: 1\tLeader: 0\tReplicas: 0\tIsr: 0",
+            ]
+            lines.clear()
+            await run_topic_command(
+                admin,
+                admin_opts(
+                    "alter",
+                    topic="orders",
+                    partitions=3,
+                    configs=["cleanup.policy=compact"],
+                    delete_configs=["retention.ms"],
+                ),
+                out,
+            )
+            assert lines == [
+                "WARNING: Altering topic configuration from this script has been deprecated and "
+                "may be removed in future releases.",
+                "         Going forward, please use kafpy configs for this functionality",
+                'Updated config for topic "orders".',
+                "WARNING: If partitions are increased for a topic that has a key, the partition "
+                "logic or ordering of the messages will be affected",
+                "Adding partitions succeeded!",
+            ]
+            assert env.configs["orders"] == {"cleanup.policy": "compact"}
+            assert len(env.assignments["orders"]) == 3
+            lines.clear()
+            env.leaderless.add(("orders", 1))
+            await run_topic_command(
+                admin, admin_opts("describe", topic="orders", unavailable_partitions=True), out
+            )
+            assert lines == ["\tTopic: orders\tPartition: 1\tLeader: none\tReplicas: 0\tIsr: 0"]
+            lines.clear()
+            await run_topic_command(admin, admin_opts("describe", topics_with_overrides=True), out)
+            assert lines == [
+                "Topic:orders\tPartitionCount:3\tReplicationFactor:1\tConfigs:cleanup.policy=compact"
+            ]
+            lines.clear()
+            await run_topic_command(admin, admin_opts("delete", topic="a.*"), out)
+            assert lines == [
+                "Topic a.b is marked for deletion.",
+                "Note: This will have no impact if delete.topic.enable is not set to true.",
+            ]
+            with pytest.raises(TopicCommandError, match="Topic 'a.b' does not exist as expected"):
+                await run_topic_command(admin, admin_opts("delete", topic="a.b"), out)
+            await run_topic_command(admin, admin_opts("delete", topic="a.b", if_exists=True), out)
+            env.assignments["__consumer_offsets"] = {0: [0]}
+            with pytest.raises(AdminOperationError, match="internal topic"):
+                await run_topic_command(
+                    admin, admin_opts("delete", topic="__consumer_offsets"), out
+                )
+            lines.clear()
+            await run_topic_command(admin, admin_opts("list", exclude_internal=True), out)
+            assert lines == ["orders"]
+
+    asyncio.run(asyncio.wait_for(scenario(), 30))

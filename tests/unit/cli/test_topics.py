@@ -1,4 +1,5 @@
-"""`kafpy topics` as a user runs it: the real command in a subprocess against a real ZooKeeper.
+"""`kafpy topics` as a user runs it: the real command in a subprocess against a real ZooKeeper,
+and in process against a FakeBroker for --bootstrap-server.
 
 Brokers are registered (ephemeral /brokers/ids/N with Kafka's JSON) by a session that the
 test keeps open while the command runs, as live brokers would.
@@ -25,8 +26,7 @@ from kafpy.metadata.zk_data import (
     LeaderIsrAndControllerEpoch,
 )
 from kafpy.metadata.zookeeper_store import ZooKeeperStore
-
-pytestmark = pytest.mark.zookeeper
+from tests.unit.admin.fixtures import AdminBroker
 
 
 def kafpy(*args: str) -> subprocess.CompletedProcess[str]:
@@ -59,6 +59,7 @@ def with_brokers(
     asyncio.run(main())
 
 
+@pytest.mark.zookeeper
 def test_create_describe_alter_list_delete(zookeeper_connect: str) -> None:
     zk_args = ("topics", "--zookeeper", zookeeper_connect)
 
@@ -109,6 +110,7 @@ def test_create_describe_alter_list_delete(zookeeper_connect: str) -> None:
     with_brokers(zookeeper_connect, [0, 1, 2], body)
 
 
+@pytest.mark.zookeeper
 def test_errors_are_one_line_on_stderr(zookeeper_connect: str) -> None:
     zk_args = ("topics", "--zookeeper", zookeeper_connect)
     # no live brokers: automatic assignment fails as Kafka's does
@@ -168,3 +170,38 @@ def test_usage_errors_in_process() -> None:
     assert result.exit_code == 1
     assert "'x' is not a valid integer" in result.output
     assert len(result.output.splitlines()) == 1
+
+
+def test_command_line_routing_and_errors() -> None:
+    runner = CliRunner()
+    both = runner.invoke(
+        command, ["--list", "--zookeeper", "z:2181", "--bootstrap-server", "b:9092"]
+    )
+    assert both.exit_code == 1 and "Only one of --bootstrap-server or --zookeeper" in both.stderr
+    no_action = runner.invoke(command, ["--bootstrap-server", "b:9092"])
+    assert no_action.exit_code == 1 and "exactly one action" in no_action.stderr
+    bad = runner.invoke(command, ["--list", "--bootstrap-server", "nohost"])
+    assert bad.exit_code == 1 and "HOST:PORT" in bad.stderr
+    missing = runner.invoke(command, ["--create", "--topic", "t", "--bootstrap-server", "b:1"])
+    assert missing.exit_code == 1 and '"[partitions]"' in missing.stderr
+
+    async def serve_and_run() -> None:
+        env = AdminBroker()
+        async with env:
+            env.assignments["t"] = {0: [0]}
+            result = await asyncio.to_thread(
+                runner.invoke, command, ["--list", "--bootstrap-server", env.broker.address]
+            )
+            assert result.exit_code == 0, result.stderr
+            assert result.stdout == "t\n"
+            result = await asyncio.to_thread(
+                runner.invoke,
+                command,
+                ["--describe", "--topic", "zz", "--bootstrap-server", env.broker.address],
+            )
+            assert result.exit_code == 1
+            assert result.stderr == (
+                "Error while executing topic command : Topic 'zz' does not exist as expected\n"
+            )
+
+    asyncio.run(asyncio.wait_for(serve_and_run(), 30))
