@@ -18,6 +18,7 @@ import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 from kafpy.admin import topic as topic_rules
 from kafpy.admin.admin_zk_client import AdminZkClient
@@ -39,7 +40,7 @@ from kafpy.common.topic_partition import TopicPartition
 from kafpy.metadata.kafka_zk_client import KafkaZkClient
 from kafpy.metadata.store_factory import create_store
 from kafpy.metadata.zk_data import ConfigType
-from kafpy.storage.log_config import validate_names, validate_topic_config
+from kafpy.storage.log_config import MIN_IN_SYNC_REPLICAS, validate_names, validate_topic_config
 
 Out = Callable[[str], None]
 
@@ -47,6 +48,9 @@ ACTIONS = ("list", "describe", "create", "alter", "delete")
 
 CONNECTION_TIMEOUT_MS = 30000
 REQUEST_TIMEOUT_MS = 30000
+MAX_REPLICATION_FACTOR = 32767  # an INT16 on the wire
+NO_NUM_PARTITIONS = -1
+NO_REPLICATION_FACTOR = -1
 
 
 class TopicCommandError(Exception):
@@ -55,7 +59,8 @@ class TopicCommandError(Exception):
 
 @dataclass
 class TopicCommandOptions:
-    """The parsed options of `kafpy topics` (kafka-topics.sh's)."""
+    """The parsed options of `kafpy topics` (kafka-topics.sh 2.8's); `command_config` is
+    the path of the --command-config file (read by the CLI)."""
 
     zookeeper: str | None = None
     bootstrap_server: str | None = None
@@ -72,7 +77,10 @@ class TopicCommandOptions:
     under_replicated_partitions: bool = False
     unavailable_partitions: bool = False
     topics_with_overrides: bool = False
+    under_min_isr_partitions: bool = False
+    at_min_isr_partitions: bool = False
     exclude_internal: bool = False
+    command_config: str | None = None
 
     @property
     def action(self) -> str:
@@ -90,13 +98,11 @@ class TopicCommandOptions:
                 "--list, --describe, --create, --alter or --delete"
             )
         action = self.action
-        if self.zookeeper and self.bootstrap_server:
+        if bool(self.zookeeper) == bool(self.bootstrap_server):
             raise TopicCommandError(
                 "Only one of --bootstrap-server or --zookeeper must be specified"
             )
-        if not self.zookeeper and not self.bootstrap_server:
-            raise TopicCommandError('Missing required argument "[zookeeper]"')
-        if action not in ("list", "describe") and not self.topic:
+        if (action not in ("list", "describe") or self.if_exists) and not self.topic:
             raise TopicCommandError('Missing required argument "[topic]"')
         used = {
             "config": bool(self.configs),
@@ -107,6 +113,8 @@ class TopicCommandOptions:
             "under-replicated-partitions": self.under_replicated_partitions,
             "unavailable-partitions": self.unavailable_partitions,
             "topics-with-overrides": self.topics_with_overrides,
+            "under-min-isr-partitions": self.under_min_isr_partitions,
+            "at-min-isr-partitions": self.at_min_isr_partitions,
             "if-exists": self.if_exists,
             "if-not-exists": self.if_not_exists,
             "disable-rack-aware": self.disable_rack_aware,
@@ -121,7 +129,9 @@ class TopicCommandOptions:
             "under-replicated-partitions": {"describe"},
             "unavailable-partitions": {"describe"},
             "topics-with-overrides": {"describe"},
-            "if-exists": {"alter", "delete"},
+            "under-min-isr-partitions": {"describe"},
+            "at-min-isr-partitions": {"describe"},
+            "if-exists": {"alter", "delete", "describe"},
             "if-not-exists": {"create"},
             "disable-rack-aware": {"create", "alter"},
             "exclude-internal": {"list", "describe"},
@@ -137,20 +147,31 @@ class TopicCommandOptions:
                     raise TopicCommandError(
                         f'Option "[replica-assignment]" can\'t be used with option "[{other}]"'
                     )
-        filters = [
-            o
-            for o in (
-                "under-replicated-partitions",
-                "unavailable-partitions",
-                "topics-with-overrides",
-            )
-            if used[o]
-        ]
+        filters = [o for o in _DESCRIBE_FILTERS if used[o]]
         if len(filters) > 1:
             raise TopicCommandError(
                 f'Option "[{filters[0]}]" can\'t be used with option "[{filters[1]}]"'
             )
-        if action == "create" and self.replica_assignment is None:
+        if self.zookeeper:
+            # the metadata store does not hold a topic's effective min.insync.replicas
+            for option in ("under-min-isr-partitions", "at-min-isr-partitions"):
+                if used[option]:
+                    raise TopicCommandError(
+                        f'Option "[{option}]" can\'t be used with option "[zookeeper]"'
+                    )
+            if self.command_config is not None:
+                raise TopicCommandError(
+                    'Option "[command-config]" can\'t be used with option "[zookeeper]"'
+                )
+        if (
+            action == "alter"
+            and self.bootstrap_server
+            and self.partitions is None
+            and not self.configs
+            and not self.delete_configs
+        ):
+            raise TopicCommandError('Missing required argument "[partitions]"')
+        if action == "create" and self.replica_assignment is None and self.zookeeper:
             for required, value in (
                 ("partitions", self.partitions),
                 ("replication-factor", self.replication_factor),
@@ -162,6 +183,15 @@ class TopicCommandOptions:
                 parse_bootstrap_servers(self.bootstrap_server)
             except ValueError as e:
                 raise TopicCommandError(str(e)) from None
+
+
+_DESCRIBE_FILTERS = (
+    "under-replicated-partitions",
+    "unavailable-partitions",
+    "under-min-isr-partitions",
+    "at-min-isr-partitions",
+    "topics-with-overrides",
+)
 
 
 def topic_filter(spec: str) -> re.Pattern[str]:
@@ -207,7 +237,7 @@ def parse_topic_configs_to_be_deleted(opts: TopicCommandOptions) -> list[str]:
 @dataclass(frozen=True)
 class CommandTopicPartition:
     """The topic --create asks for: an explicit replica assignment, or a partition count
-    and a replication factor."""
+    and a replication factor (either None: the cluster's default, KIP-464)."""
 
     name: str
     partitions: int | None
@@ -229,6 +259,7 @@ class PartitionDescription:
     leader: int | None
     replicas: Sequence[int]
     isr: Sequence[int]
+    min_isr: int | None = None
     marked_for_deletion: bool = False
 
     def is_under_replicated(self) -> bool:
@@ -237,8 +268,15 @@ class PartitionDescription:
     def is_unavailable(self, live_brokers: set[int]) -> bool:
         return self.leader is None or self.leader not in live_brokers
 
-    def line(self, show_marked: bool) -> str:
-        marked = "\tMarkedForDeletion: true" if show_marked and self.marked_for_deletion else ""
+    def is_under_min_isr(self) -> bool:
+        return self.leader is None or (self.min_isr is not None and len(self.isr) < self.min_isr)
+
+    def is_at_min_isr(self) -> bool:
+        return self.min_isr is not None and len(self.isr) == self.min_isr
+
+    def line(self) -> str:
+        """Kafka 2.8's partition line."""
+        marked = "\tMarkedForDeletion: true" if self.marked_for_deletion else ""
         return (
             f"\tTopic: {self.topic}\tPartition: {self.partition}"
             f"\tLeader: {self.leader if self.leader is not None else 'none'}"
@@ -249,7 +287,8 @@ class PartitionDescription:
 
 @dataclass(frozen=True)
 class TopicDescription:
-    """A topic as describe shows it: its partitions (by id) and its config overrides."""
+    """A topic as describe shows it: its partitions (by id) and the configs it does not
+    take from the defaults."""
 
     topic: str
     partitions: Sequence[PartitionDescription]
@@ -261,11 +300,12 @@ class TopicDescription:
         return len(self.partitions[0].replicas)
 
     def line(self) -> str:
+        """Kafka 2.8's topic line, for a topic without a topic id (kafpy has none yet)."""
         configs = ",".join(f"{k}={v}" for k, v in self.configs.items())
-        marked = "\tMarkedForDeletion:true" if self.marked_for_deletion else ""
+        marked = "\tMarkedForDeletion: true" if self.marked_for_deletion else ""
         return (
-            f"Topic:{self.topic}\tPartitionCount:{len(self.partitions)}\t"
-            f"ReplicationFactor:{self.replication_factor}\tConfigs:{configs}{marked}"
+            f"Topic: {self.topic}\tPartitionCount: {len(self.partitions)}"
+            f"\tReplicationFactor: {self.replication_factor}\tConfigs: {configs}{marked}"
         )
 
 
@@ -400,7 +440,7 @@ class ZookeeperTopicService(TopicService):
                         leader_and_isr.leader if leader_and_isr is not None else None,
                         assignment[partition],
                         list(leader_and_isr.isr) if leader_and_isr is not None else [],
-                        marked,
+                        marked_for_deletion=marked,
                     )
                 )
             configs = await self.zk.get_entity_configs(ConfigType.TOPIC, topic)
@@ -430,14 +470,25 @@ class AdminClientTopicService(TopicService):
         return set(self.admin.client.cluster.brokers)
 
     async def create_topic(self, topic: CommandTopicPartition) -> None:
+        rf = topic.replication_factor
+        if rf is not None and not 1 <= rf <= MAX_REPLICATION_FACTOR:
+            raise TopicCommandError(
+                f"The replication factor must be between 1 and {MAX_REPLICATION_FACTOR} inclusive"
+            )
+        if topic.partitions is not None and topic.partitions < 1:
+            raise TopicCommandError("The partitions must be greater than 0")
         if topic.replica_assignment is not None:
             new_topic = NewTopic(
                 topic.name, replica_assignment=topic.replica_assignment, configs=topic.configs
             )
         else:
-            assert topic.partitions is not None and topic.replication_factor is not None
+            # KIP-464: what is not given is -1, the broker's num.partitions and
+            # default.replication.factor
             new_topic = NewTopic(
-                topic.name, topic.partitions, topic.replication_factor, configs=topic.configs
+                topic.name,
+                NO_NUM_PARTITIONS if topic.partitions is None else topic.partitions,
+                NO_REPLICATION_FACTOR if rf is None else rf,
+                configs=topic.configs,
             )
         await self.admin.create_topics([new_topic])
 
@@ -467,11 +518,17 @@ class AdminClientTopicService(TopicService):
         if not topics:
             return {}
         described = await self.admin.describe_topics(topics)
+        all_configs = await self.admin.describe_configs([ConfigResource.topic(t) for t in topics])
         result = {}
         for topic in topics:
             info = described[topic].partitions
             if not info:
                 continue
+            entries = all_configs.get(ConfigResource.topic(topic), [])
+            min_isr = next(
+                (int(e.value) for e in entries if e.name == MIN_IN_SYNC_REPLICAS and e.value),
+                None,
+            )
             partitions = [
                 PartitionDescription(
                     topic,
@@ -479,24 +536,31 @@ class AdminClientTopicService(TopicService):
                     info[p].leader if info[p].leader >= 0 else None,
                     info[p].replicas,
                     info[p].isr,
+                    min_isr,
                 )
                 for p in sorted(info)
             ]
-            configs = await self.admin.describe_topic_overrides(topic)
+            # as Kafka's: every value not from the defaults, the broker's static ones too
+            configs = {e.name: e.value for e in entries if not e.is_default}
             result[topic] = TopicDescription(topic, partitions, configs)
         return result
 
 
 @asynccontextmanager
-async def topic_service(opts: TopicCommandOptions) -> AsyncIterator[TopicService]:
-    """The backend the options name, connected, and closed again on leaving."""
+async def topic_service(
+    opts: TopicCommandOptions, client_options: Mapping[str, Any] | None = None
+) -> AsyncIterator[TopicService]:
+    """The backend the options name, connected, and closed again on leaving;
+    `client_options` (KafkaClient's keyword arguments, from --command-config) override
+    the admin client's defaults."""
     if opts.bootstrap_server:
-        admin = AdminClient.connect(
-            opts.bootstrap_server,
-            client_id="kafpy-topics",
-            request_timeout_ms=REQUEST_TIMEOUT_MS,
-            retries=3,
-        )
+        options: dict[str, Any] = {
+            "client_id": "kafpy-topics",
+            "request_timeout_ms": REQUEST_TIMEOUT_MS,
+            "retries": 3,
+            **(client_options or {}),
+        }
+        admin = AdminClient.connect(opts.bootstrap_server, **options)
         try:
             await admin.client.start()
             yield AdminClientTopicService(admin)
@@ -613,9 +677,12 @@ async def describe_topic(service: TopicService, opts: TopicCommandOptions, out: 
     topics = await get_topics(service, opts)
     if not topics and opts.topic is not None and not opts.if_exists:
         raise service.topic_not_found(opts.topic)
-    under_replicated = opts.under_replicated_partitions
-    unavailable = opts.unavailable_partitions
-    describe_configs = not unavailable and not under_replicated
+    describe_configs = not (
+        opts.under_replicated_partitions
+        or opts.unavailable_partitions
+        or opts.under_min_isr_partitions
+        or opts.at_min_isr_partitions
+    )
     describe_partitions = not opts.topics_with_overrides
     live_brokers = await service.live_brokers()
     described = await service.describe_topics(topics)
@@ -631,10 +698,12 @@ async def describe_topic(service: TopicService, opts: TopicCommandOptions, out: 
         for partition in description.partitions:
             if (
                 describe_configs
-                or (under_replicated and partition.is_under_replicated())
-                or (unavailable and partition.is_unavailable(live_brokers))
+                or (opts.under_replicated_partitions and partition.is_under_replicated())
+                or (opts.unavailable_partitions and partition.is_unavailable(live_brokers))
+                or (opts.under_min_isr_partitions and partition.is_under_min_isr())
+                or (opts.at_min_isr_partitions and partition.is_at_min_isr())
             ):
-                out(partition.line(show_marked=not describe_configs))
+                out(partition.line())
 
 
 _OPERATIONS: dict[str, Callable[[TopicService, TopicCommandOptions, Out], Awaitable[None]]] = {

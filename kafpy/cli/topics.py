@@ -16,7 +16,12 @@ from kafpy.admin.topic_command import (
     run_topic_command,
     topic_service,
 )
-from kafpy.cli.command_line_utils import AdminCommand, OneLineError, run_command
+from kafpy.cli.command_line_utils import (
+    AdminCommand,
+    OneLineError,
+    load_command_config,
+    run_command,
+)
 
 
 @click.command(
@@ -25,16 +30,22 @@ from kafpy.cli.command_line_utils import AdminCommand, OneLineError, run_command
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
 @click.option(
-    "--zookeeper",
-    metavar="HOSTS",
-    help="REQUIRED: The connection string for the zookeeper connection in the form "
-    "host:port[/chroot]. Multiple hosts can be given to allow fail-over.",
-)
-@click.option(
     "--bootstrap-server",
     metavar="HOST:PORT[,HOST:PORT]",
-    help="The broker(s) to connect to, instead of --zookeeper: the command then works "
-    "through the brokers' admin APIs.",
+    help="REQUIRED (or --zookeeper): the broker(s) to connect to. The command then works "
+    "through the brokers' admin APIs and needs no ZooKeeper connection.",
+)
+@click.option(
+    "--command-config",
+    metavar="FILE",
+    help="A properties file of configs for the admin client (client.id, request.timeout.ms, "
+    "retries, ...); used only with --bootstrap-server.",
+)
+@click.option(
+    "--zookeeper",
+    metavar="HOSTS",
+    help="DEPRECATED: the ZooKeeper connection string, host:port[/chroot]; several hosts "
+    "may be given for fail-over. Use --bootstrap-server instead.",
 )
 @click.option("--list", "list_", is_flag=True, help="List all available topics.")
 @click.option("--create", is_flag=True, help="Create a new topic.")
@@ -48,8 +59,8 @@ from kafpy.cli.command_line_utils import AdminCommand, OneLineError, run_command
 @click.option(
     "--topic",
     metavar="TOPIC",
-    help="The topic to create, alter, delete or describe. Can also accept a regular "
-    "expression except for --create.",
+    help="The topic to create, alter, describe or delete. A regular expression except with "
+    "--create: quote it and escape regular expression symbols with '\\', e.g. \"test\\.topic\".",
 )
 @click.option(
     "--partitions",
@@ -57,13 +68,15 @@ from kafpy.cli.command_line_utils import AdminCommand, OneLineError, run_command
     metavar="N",
     help="The number of partitions for the topic being created or altered (WARNING: if "
     "partitions are increased for a topic that has a key, the partition logic or ordering "
-    "of the messages will be affected).",
+    "of the messages will be affected). Optional for --create with --bootstrap-server: "
+    "the cluster's default (num.partitions).",
 )
 @click.option(
     "--replication-factor",
     type=int,
     metavar="N",
-    help="The replication factor for each partition in the topic being created.",
+    help="The replication factor for each partition in the topic being created. Optional "
+    "with --bootstrap-server: the cluster's default (default.replication.factor).",
 )
 @click.option(
     "--replica-assignment",
@@ -88,17 +101,6 @@ from kafpy.cli.command_line_utils import AdminCommand, OneLineError, run_command
     help="A topic configuration override to remove from an existing topic (repeatable).",
 )
 @click.option(
-    "--if-exists",
-    is_flag=True,
-    help="When altering or deleting topics, act only if the topic exists.",
-)
-@click.option(
-    "--if-not-exists",
-    is_flag=True,
-    help="When creating a topic, act only if it does not already exist.",
-)
-@click.option("--disable-rack-aware", is_flag=True, help="Disable rack aware replica assignment.")
-@click.option(
     "--under-replicated-partitions",
     is_flag=True,
     help="When describing topics, only show under replicated partitions.",
@@ -109,9 +111,35 @@ from kafpy.cli.command_line_utils import AdminCommand, OneLineError, run_command
     help="When describing topics, only show partitions whose leader is not available.",
 )
 @click.option(
+    "--under-min-isr-partitions",
+    is_flag=True,
+    help="When describing topics, only show partitions whose ISR is smaller than the "
+    "topic's min.insync.replicas. Not with --zookeeper.",
+)
+@click.option(
+    "--at-min-isr-partitions",
+    is_flag=True,
+    help="When describing topics, only show partitions whose ISR is as large as the topic's "
+    "min.insync.replicas. Not with --zookeeper.",
+)
+@click.option(
     "--topics-with-overrides",
     is_flag=True,
     help="When describing topics, only show topics that have overridden configs.",
+)
+@click.option(
+    "--if-exists",
+    is_flag=True,
+    help="When altering, deleting or describing topics, act only if the topic exists.",
+)
+@click.option(
+    "--if-not-exists",
+    is_flag=True,
+    help="When creating a topic, act only if it does not already exist.",
+)
+@click.option("--disable-rack-aware", is_flag=True, help="Disable rack aware replica assignment.")
+@click.option(
+    "--force", is_flag=True, help="Suppress console prompts (accepted for compatibility)."
 )
 @click.option(
     "--exclude-internal",
@@ -119,12 +147,10 @@ from kafpy.cli.command_line_utils import AdminCommand, OneLineError, run_command
     help="Exclude internal topics (__consumer_offsets, __transaction_state) when listing or "
     "describing; they are listed by default.",
 )
-@click.option(
-    "--force", is_flag=True, help="Suppress console prompts (accepted for compatibility)."
-)
 def command(
-    zookeeper: str | None,
     bootstrap_server: str | None,
+    command_config: str | None,
+    zookeeper: str | None,
     list_: bool,
     create: bool,
     delete: bool,
@@ -136,14 +162,16 @@ def command(
     replica_assignment: str | None,
     configs: tuple[str, ...],
     delete_configs: tuple[str, ...],
+    under_replicated_partitions: bool,
+    unavailable_partitions: bool,
+    under_min_isr_partitions: bool,
+    at_min_isr_partitions: bool,
+    topics_with_overrides: bool,
     if_exists: bool,
     if_not_exists: bool,
     disable_rack_aware: bool,
-    under_replicated_partitions: bool,
-    unavailable_partitions: bool,
-    topics_with_overrides: bool,
-    exclude_internal: bool,
     force: bool,
+    exclude_internal: bool,
 ) -> None:
     """Create, delete, describe, or change a topic.
 
@@ -172,15 +200,19 @@ def command(
         under_replicated_partitions=under_replicated_partitions,
         unavailable_partitions=unavailable_partitions,
         topics_with_overrides=topics_with_overrides,
+        under_min_isr_partitions=under_min_isr_partitions,
+        at_min_isr_partitions=at_min_isr_partitions,
         exclude_internal=exclude_internal,
+        command_config=command_config,
     )
     try:
         opts.check_args()
     except TopicCommandError as e:
         raise OneLineError(f"{e} (see 'kafpy topics --help')") from None
+    client_options = load_command_config(command_config, lambda line: click.echo(line, err=True))
 
     async def main() -> None:
-        async with topic_service(opts) as service:
+        async with topic_service(opts, client_options) as service:
             await run_topic_command(service, opts, click.echo)
 
     run_command(main, "Error while executing topic command : ")

@@ -46,12 +46,15 @@ def run_with_zk(body: Callable[[KafkaZkClient], Awaitable[None]]) -> None:
 class AdminBroker:
     """A one-broker cluster (id 0, the controller) keeping topics in memory."""
 
+    DEFAULT_CONFIGS = {"min.insync.replicas": "1", "segment.ms": "604800000"}
+
     def __init__(self) -> None:
         self.broker = FakeBroker(node_id=0)
         self.assignments: dict[str, dict[int, list[int]]] = {}
         self.isr: dict[tuple[str, int], list[int]] = {}
         self.configs: dict[str, dict[str, str]] = {}
         self.leaderless: set[tuple[str, int]] = set()
+        self.create_requests: list[dict[str, Any]] = []
 
     async def __aenter__(self) -> AdminClient:
         await self.broker.start()
@@ -109,6 +112,7 @@ class AdminBroker:
         results = []
         for t in body["topics"]:
             name = t["name"]
+            self.create_requests.append(t)
             if name in self.assignments:
                 results.append(
                     {
@@ -121,7 +125,10 @@ class AdminBroker:
             if t["assignments"]:
                 assignment = {a["partition_index"]: a["broker_ids"] for a in t["assignments"]}
             else:
-                assignment = {p: [0] * t["replication_factor"] for p in range(t["num_partitions"])}
+                # -1: the broker's num.partitions (2 here) and default.replication.factor (1)
+                count = 2 if t["num_partitions"] == -1 else t["num_partitions"]
+                rf = 1 if t["replication_factor"] == -1 else t["replication_factor"]
+                assignment = {p: [0] * rf for p in range(count)}
             self.assignments[name] = assignment
             self.configs[name] = {c["name"]: c["value"] for c in t["configs"]}
             results.append({"name": name, "error_code": 0, "error_message": None})
@@ -141,31 +148,27 @@ class AdminBroker:
         return {"results": [{"name": t["name"], "error_code": 0, "error_message": None}]}
 
     def describe_configs(self, header: Any, body: dict[str, Any]) -> dict[str, Any]:
-        r = body["resources"][0]
-        overrides = self.configs.get(r["resource_name"], {})
-        configs = [
-            {"name": k, "value": v, "read_only": False, "config_source": 1, "is_sensitive": False}
-            for k, v in overrides.items()
-        ] + [
-            {
-                "name": "segment.ms",
-                "value": "604800000",
-                "read_only": False,
-                "config_source": 5,
-                "is_sensitive": False,
-            }
-        ]
-        return {
-            "results": [
+        results = []
+        for r in body["resources"]:
+            overrides = self.configs.get(r["resource_name"], {})
+            configs = [
+                {"name": k, "value": v, "read_only": False, "config_source": 1}
+                for k, v in overrides.items()
+            ] + [
+                {"name": k, "value": v, "read_only": False, "config_source": 5}
+                for k, v in self.DEFAULT_CONFIGS.items()
+                if k not in overrides
+            ]
+            results.append(
                 {
                     "error_code": 0,
                     "error_message": None,
                     "resource_type": 2,
                     "resource_name": r["resource_name"],
-                    "configs": configs,
+                    "configs": [{**c, "is_sensitive": False} for c in configs],
                 }
-            ]
-        }
+            )
+        return {"results": results}
 
     def alter_configs(self, header: Any, body: dict[str, Any]) -> dict[str, Any]:
         r = body["resources"][0]

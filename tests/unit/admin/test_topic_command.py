@@ -324,7 +324,7 @@ def test_describe_format() -> None:
         await state(zk, "topic_a", 0, 0, [0])
         out = await run(zk, opts("describe", topic="topic_a"))
         assert out == [
-            "Topic:topic_a\tPartitionCount:2\tReplicationFactor:1\tConfigs:",
+            "Topic: topic_a\tPartitionCount: 2\tReplicationFactor: 1\tConfigs: ",
             "\tTopic: topic_a\tPartition: 0\tLeader: 0\tReplicas: 0\tIsr: 0",
             "\tTopic: topic_a\tPartition: 1\tLeader: none\tReplicas: 0\tIsr: ",
         ]
@@ -355,16 +355,23 @@ def test_describe_filters_and_regex() -> None:
             "\tTopic: down\tPartition: 1\tLeader: none\tReplicas: 0,1\tIsr: ",
         ]
         assert await run(zk, opts("describe", topics_with_overrides=True)) == [
-            "Topic:down\tPartitionCount:2\tReplicationFactor:2\tConfigs:retention.ms=5"
+            "Topic: down\tPartitionCount: 2\tReplicationFactor: 2\tConfigs: retention.ms=5"
         ]
         out = await run(zk, opts("describe", topic="o.*"))
-        assert out[0] == "Topic:ok\tPartitionCount:1\tReplicationFactor:2\tConfigs:"
+        assert out[0] == "Topic: ok\tPartitionCount: 1\tReplicationFactor: 2\tConfigs: "
         assert len(out) == 2
         with pytest.raises(TopicCommandError, match="does not exist"):
             await run(zk, opts("describe", topic="zzz"))
         await zk.create_delete_topic_path("ok")
         out = await run(zk, opts("describe", topic="ok"))
-        assert out[0].endswith("\tMarkedForDeletion:true")
+        assert out[0].endswith("\tMarkedForDeletion: true")
+        # Kafka 2.8 marks the partition lines too
+        assert out == [
+            "Topic: ok\tPartitionCount: 1\tReplicationFactor: 2\tConfigs: "
+            "\tMarkedForDeletion: true",
+            "\tTopic: ok\tPartition: 0\tLeader: 0\tReplicas: 0,1\tIsr: 0,1"
+            "\tMarkedForDeletion: true",
+        ]
 
     run_with_zk(body)
 
@@ -374,7 +381,27 @@ def test_describe_filters_and_regex() -> None:
     [
         ({"actions": []}, "Command must include exactly one action"),
         ({"actions": ["list", "create"]}, "Command must include exactly one action"),
-        ({"actions": ["list"], "zookeeper": None}, 'Missing required argument "[zookeeper]"'),
+        (
+            {"actions": ["list"], "zookeeper": None},
+            "Only one of --bootstrap-server or --zookeeper must be specified",
+        ),
+        (
+            {"actions": ["list"], "bootstrap_server": "127.0.0.1:9092"},
+            "Only one of --bootstrap-server or --zookeeper must be specified",
+        ),
+        ({"actions": ["describe"], "if_exists": True}, 'Missing required argument "[topic]"'),
+        (
+            {"actions": ["describe"], "under_min_isr_partitions": True},
+            'Option "[under-min-isr-partitions]" can\'t be used with option "[zookeeper]"',
+        ),
+        (
+            {"actions": ["describe"], "at_min_isr_partitions": True},
+            'Option "[at-min-isr-partitions]" can\'t be used with option "[zookeeper]"',
+        ),
+        (
+            {"actions": ["list"], "command_config": "admin.properties"},
+            'Option "[command-config]" can\'t be used with option "[zookeeper]"',
+        ),
         ({"actions": ["create"], "partitions": 1}, 'Missing required argument "[topic]"'),
         (
             {"actions": ["create"], "topic": "t", "partitions": 1},
@@ -463,7 +490,7 @@ def test_admin_client_service_create_list_describe_alter_delete() -> None:
             lines.clear()
             await run_topic_command(admin, admin_opts("describe", topic="orders"), out)
             assert lines == [
-                "Topic:orders\tPartitionCount:2\tReplicationFactor:1\tConfigs:retention.ms=1000",
+                "Topic: orders\tPartitionCount: 2\tReplicationFactor: 1\tConfigs: retention.ms=1000",
                 "\tTopic: orders\tPartition: 0\tLeader: 0\tReplicas: 0\tIsr: 0",
                 "\tTopic: orders\tPartition: 1\tLeader: 0\tReplicas: 0\tIsr: 0",
             ]
@@ -499,7 +526,7 @@ def test_admin_client_service_create_list_describe_alter_delete() -> None:
             lines.clear()
             await run_topic_command(admin, admin_opts("describe", topics_with_overrides=True), out)
             assert lines == [
-                "Topic:orders\tPartitionCount:3\tReplicationFactor:1\tConfigs:cleanup.policy=compact"
+                "Topic: orders\tPartitionCount: 3\tReplicationFactor: 1\tConfigs: cleanup.policy=compact"
             ]
             lines.clear()
             await run_topic_command(admin, admin_opts("delete", topic="a.*"), out)
@@ -518,5 +545,103 @@ def test_admin_client_service_create_list_describe_alter_delete() -> None:
             lines.clear()
             await run_topic_command(admin, admin_opts("list", exclude_internal=True), out)
             assert lines == ["orders"]
+
+    asyncio.run(asyncio.wait_for(scenario(), 30))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"actions": ["create"], "topic": "t"}, None),  # KIP-464: the broker's defaults
+        ({"actions": ["create"], "topic": "t", "replication_factor": 1}, None),
+        ({"actions": ["describe"], "under_min_isr_partitions": True}, None),
+        ({"actions": ["describe"], "at_min_isr_partitions": True}, None),
+        ({"actions": ["list"], "command_config": "admin.properties"}, None),
+        ({"actions": ["alter"], "topic": "t"}, 'Missing required argument "[partitions]"'),
+        (
+            {"actions": ["describe"], "at_min_isr_partitions": True, "topics_with_overrides": True},
+            'Option "[at-min-isr-partitions]" can\'t be used with option "[topics-with-overrides]"',
+        ),
+        ({"actions": ["list"], "bootstrap_server": "nohost"}, "expected HOST:PORT"),
+    ],
+)
+def test_check_args_with_bootstrap_server(kwargs: dict[str, object], message: str | None) -> None:
+    o = TopicCommandOptions(**{"bootstrap_server": "127.0.0.1:9092", **kwargs})  # type: ignore[arg-type]
+    if message is None:
+        o.check_args()
+    else:
+        with pytest.raises(TopicCommandError) as info:
+            o.check_args()
+        assert message in str(info.value)
+
+
+def test_admin_client_service_create_with_the_brokers_defaults() -> None:
+    async def scenario() -> None:
+        env = AdminBroker()
+        async with env as admin:
+            lines: list[str] = []
+            await run_topic_command(admin, admin_opts("create", topic="d"), lines.append)
+            assert lines == ['Created topic "d".']
+            request = env.create_requests[-1]
+            assert (request["num_partitions"], request["replication_factor"]) == (-1, -1)
+            assert request["assignments"] == []
+            lines.clear()
+            await run_topic_command(admin, admin_opts("describe", topic="d"), lines.append)
+            assert lines == [
+                "Topic: d\tPartitionCount: 2\tReplicationFactor: 1\tConfigs: ",
+                "\tTopic: d\tPartition: 0\tLeader: 0\tReplicas: 0\tIsr: 0",
+                "\tTopic: d\tPartition: 1\tLeader: 0\tReplicas: 0\tIsr: 0",
+            ]
+            with pytest.raises(
+                TopicCommandError,
+                match="The replication factor must be between 1 and 32767 inclusive",
+            ):
+                await run_topic_command(
+                    admin, admin_opts("create", topic="e", replication_factor=0), lines.append
+                )
+            with pytest.raises(TopicCommandError, match="The partitions must be greater than 0"):
+                await run_topic_command(
+                    admin, admin_opts("create", topic="e", partitions=0), lines.append
+                )
+            assert "e" not in env.assignments
+
+    asyncio.run(asyncio.wait_for(scenario(), 30))
+
+
+def test_admin_client_service_min_isr_filters() -> None:
+    async def scenario() -> None:
+        env = AdminBroker()
+        async with env as admin:
+            env.assignments["strict"] = {p: [0, 1, 2] for p in range(4)}
+            env.configs["strict"] = {"min.insync.replicas": "2"}
+            env.isr.update({("strict", 1): [0, 1], ("strict", 2): [0], ("strict", 3): [0, 1]})
+            env.leaderless.add(("strict", 3))
+            env.assignments["loose"] = {0: [0]}  # min.insync.replicas 1, the default
+            lines: list[str] = []
+            await run_topic_command(
+                admin, admin_opts("describe", under_min_isr_partitions=True), lines.append
+            )
+            assert lines == [
+                "\tTopic: strict\tPartition: 2\tLeader: 0\tReplicas: 0,1,2\tIsr: 0",
+                "\tTopic: strict\tPartition: 3\tLeader: none\tReplicas: 0,1,2\tIsr: 0,1",
+            ]
+            lines.clear()
+            await run_topic_command(
+                admin, admin_opts("describe", at_min_isr_partitions=True), lines.append
+            )
+            assert lines == [
+                "\tTopic: loose\tPartition: 0\tLeader: 0\tReplicas: 0\tIsr: 0",
+                "\tTopic: strict\tPartition: 1\tLeader: 0\tReplicas: 0,1,2\tIsr: 0,1",
+                "\tTopic: strict\tPartition: 3\tLeader: none\tReplicas: 0,1,2\tIsr: 0,1",
+            ]
+            lines.clear()
+            await run_topic_command(
+                admin, admin_opts("describe", under_replicated_partitions=True), lines.append
+            )
+            assert [line.split("\t")[2] for line in lines] == [
+                "Partition: 1",
+                "Partition: 2",
+                "Partition: 3",
+            ]
 
     asyncio.run(asyncio.wait_for(scenario(), 30))

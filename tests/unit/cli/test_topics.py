@@ -11,6 +11,7 @@ import asyncio
 import subprocess
 import sys
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -87,7 +88,7 @@ def test_create_describe_alter_list_delete(zookeeper_connect: str) -> None:
         r = await akafpy(*zk_args, "--describe", "--topic", "topic_a")
         assert r.returncode == 0, r.stderr
         assert r.stdout.splitlines() == [
-            "Topic:topic_a\tPartitionCount:3\tReplicationFactor:3\tConfigs:",
+            "Topic: topic_a\tPartitionCount: 3\tReplicationFactor: 3\tConfigs: ",
             "\tTopic: topic_a\tPartition: 0\tLeader: 1\tReplicas: 1,2,0\tIsr: 1,2,0",
             "\tTopic: topic_a\tPartition: 1\tLeader: none\tReplicas: 2,0,1\tIsr: ",
             "\tTopic: topic_a\tPartition: 2\tLeader: none\tReplicas: 0,1,2\tIsr: ",
@@ -182,7 +183,8 @@ def test_command_line_routing_and_errors() -> None:
     assert no_action.exit_code == 1 and "exactly one action" in no_action.stderr
     bad = runner.invoke(command, ["--list", "--bootstrap-server", "nohost"])
     assert bad.exit_code == 1 and "HOST:PORT" in bad.stderr
-    missing = runner.invoke(command, ["--create", "--topic", "t", "--bootstrap-server", "b:1"])
+    # --create takes the broker's defaults (KIP-464); --alter needs what to change
+    missing = runner.invoke(command, ["--alter", "--topic", "t", "--bootstrap-server", "b:1"])
     assert missing.exit_code == 1 and '"[partitions]"' in missing.stderr
 
     async def serve_and_run() -> None:
@@ -205,3 +207,39 @@ def test_command_line_routing_and_errors() -> None:
             )
 
     asyncio.run(asyncio.wait_for(serve_and_run(), 30))
+
+
+def test_help_lists_kafka_2_8_options_and_zookeeper_is_not_required() -> None:
+    result = CliRunner().invoke(command, ["--help"], terminal_width=200)
+    assert result.exit_code == 0
+    for flag in (
+        "--bootstrap-server", "--command-config", "--under-min-isr-partitions",
+        "--at-min-isr-partitions", "--force",
+    ):  # fmt: skip
+        assert flag in result.output
+    (zookeeper,) = [line for line in result.output.splitlines() if "--zookeeper HOSTS" in line]
+    assert "REQUIRED" not in zookeeper and "DEPRECATED" in zookeeper
+
+
+def test_command_config_refuses_security_it_cannot_honour(tmp_path: Path) -> None:
+    config = tmp_path / "admin.properties"
+    config.write_text("security.protocol=SASL_SSL\nsasl.mechanism=PLAIN\n")
+    runner = CliRunner()
+    args = ["--list", "--bootstrap-server", "127.0.0.1:1", "--command-config", str(config)]
+    result = runner.invoke(command, args)
+    assert result.exit_code == 1
+    assert result.stderr == (
+        f"security.protocol=SASL_SSL in {config} cannot be honoured: kafpy's client connects "
+        "with PLAINTEXT only (no TLS or SASL yet). Remove it and use a PLAINTEXT listener.\n"
+    )
+    config.write_text("ssl.truststore.location=/etc/kafka/truststore.jks\n")
+    result = runner.invoke(command, args)
+    assert result.exit_code == 1
+    assert result.stderr.startswith(f"ssl.truststore.location in {config} cannot be honoured")
+    result = runner.invoke(
+        command, ["--list", "--zookeeper", "127.0.0.1:2181", "--command-config", str(config)]
+    )
+    assert result.exit_code == 1
+    assert result.stderr.startswith(
+        'Option "[command-config]" can\'t be used with option "[zookeeper]"'
+    )
