@@ -247,6 +247,16 @@ class CommandTopicPartition:
     rack_aware_mode: RackAwareMode
 
 
+@dataclass(frozen=True)
+class NewPartitions:
+    """What --alter --partitions asks for: `count` partitions in all; `replica_assignment`
+    is --replica-assignment, whose entries past the existing partitions place the new ones."""
+
+    count: int
+    replica_assignment: str | None
+    rack_aware_mode: RackAwareMode
+
+
 # -- what describe prints ------------------------------------------------------------------------
 
 
@@ -339,15 +349,8 @@ class TopicService(abc.ABC):
     ) -> None: ...
 
     @abc.abstractmethod
-    async def create_partitions(
-        self,
-        topic: str,
-        count: int,
-        replica_assignment: str | None,
-        rack_aware_mode: RackAwareMode,
-    ) -> None:
-        """Grow `topic` to `count` partitions; `replica_assignment` is --replica-assignment,
-        whose entries past the existing partitions place the new ones."""
+    async def create_partitions(self, topic: str, wanted: NewPartitions) -> None:
+        """Grow `topic` as `wanted` says."""
 
     @abc.abstractmethod
     async def delete_topic(self, topic: str) -> None:
@@ -403,21 +406,15 @@ class ZookeeperTopicService(TopicService):
             configs.pop(name, None)
         await self.admin.change_topic_config(topic, configs)
 
-    async def create_partitions(
-        self,
-        topic: str,
-        count: int,
-        replica_assignment: str | None,
-        rack_aware_mode: RackAwareMode,
-    ) -> None:
+    async def create_partitions(self, topic: str, wanted: NewPartitions) -> None:
         existing, _ = await self.zk.get_topic_assignment_and_version(topic)
         if not existing:
             raise InvalidTopicError(f"The topic {topic} does not exist")
         added = None
-        if replica_assignment:
-            added = parse_added_replica_assignment(replica_assignment, len(existing))
-        brokers = await self.admin.get_broker_metadatas(rack_aware_mode)
-        await self.admin.add_partitions(topic, existing, brokers, count, added)
+        if wanted.replica_assignment:
+            added = parse_added_replica_assignment(wanted.replica_assignment, len(existing))
+        brokers = await self.admin.get_broker_metadatas(wanted.rack_aware_mode)
+        await self.admin.add_partitions(topic, existing, brokers, wanted.count, added)
 
     async def delete_topic(self, topic: str) -> None:
         await self.admin.delete_topic(topic)
@@ -497,19 +494,13 @@ class AdminClientTopicService(TopicService):
     ) -> None:
         await self.admin.alter_configs(ConfigResource.topic(topic), added, deleted)
 
-    async def create_partitions(
-        self,
-        topic: str,
-        count: int,
-        replica_assignment: str | None,
-        rack_aware_mode: RackAwareMode,
-    ) -> None:
+    async def create_partitions(self, topic: str, wanted: NewPartitions) -> None:
         existing = len((await self.admin.describe_topics([topic]))[topic].partitions)
         added_assignment = None
-        if replica_assignment:
-            parsed = parse_added_replica_assignment(replica_assignment, existing)
+        if wanted.replica_assignment:
+            parsed = parse_added_replica_assignment(wanted.replica_assignment, existing)
             added_assignment = {topic: [parsed[p] for p in sorted(parsed)]}
-        await self.admin.create_partitions({topic: count}, added_assignment)
+        await self.admin.create_partitions({topic: wanted.count}, added_assignment)
 
     async def delete_topic(self, topic: str) -> None:
         await self.admin.delete_topics([topic])
@@ -641,7 +632,7 @@ async def alter_topic(service: TopicService, opts: TopicCommandOptions, out: Out
                 "logic or ordering of the messages will be affected"
             )
             await service.create_partitions(
-                topic, opts.partitions, opts.replica_assignment, opts.rack_aware_mode
+                topic, NewPartitions(opts.partitions, opts.replica_assignment, opts.rack_aware_mode)
             )
             out("Adding partitions succeeded!")
 

@@ -58,7 +58,7 @@ def test_refused_configs(config: dict[str, str], message: str) -> None:
     assert info.value.format_message().startswith(message)
 
 
-def test_load_command_config(tmp_path: pytest.TempPathFactory) -> None:
+def test_load_command_config() -> None:
     assert load_command_config(None, print) == {}
     with pytest.raises(OneLineError, match="Cannot read properties file"):
         load_command_config("/nonexistent/admin.properties", print)
