@@ -326,10 +326,6 @@ class TopicService(abc.ABC):
     """The primitive reads and writes of the topic command, one implementation per backend."""
 
     @abc.abstractmethod
-    def topic_not_found(self, topic: str | None) -> TopicCommandError:
-        """The error for a --topic that matches no topic."""
-
-    @abc.abstractmethod
     async def list_topics(self) -> list[str]:
         """Every topic name, internal ones included, sorted."""
 
@@ -365,13 +361,9 @@ class ZookeeperTopicService(TopicService):
     """The topic command on the metadata store (`--zookeeper`), as Kafka's
     ZookeeperTopicService: writes go to the store and the controller acts on them."""
 
-    def __init__(self, zk: KafkaZkClient, connect: str | None = None) -> None:
+    def __init__(self, zk: KafkaZkClient) -> None:
         self.zk = zk
-        self.connect = connect
         self.admin = AdminZkClient(zk)
-
-    def topic_not_found(self, topic: str | None) -> TopicCommandError:
-        return TopicCommandError(f"Topic {topic} does not exist on ZK path {self.connect}")
 
     async def list_topics(self) -> list[str]:
         return sorted(await self.zk.get_all_topics_in_cluster())
@@ -453,9 +445,6 @@ class AdminClientTopicService(TopicService):
 
     def __init__(self, admin: AdminClient) -> None:
         self.admin = admin
-
-    def topic_not_found(self, topic: str | None) -> TopicCommandError:
-        return TopicCommandError(f"Topic '{topic}' does not exist as expected")
 
     async def list_topics(self) -> list[str]:
         return await self.admin.list_topics()
@@ -562,12 +551,17 @@ async def topic_service(
         store = create_store(opts.zookeeper, None, connection_timeout_ms=CONNECTION_TIMEOUT_MS)
         await store.start()
         try:
-            yield ZookeeperTopicService(KafkaZkClient(store), opts.zookeeper)
+            yield ZookeeperTopicService(KafkaZkClient(store))
         finally:
             await store.close()
 
 
 # -- the operations ------------------------------------------------------------------------------
+
+
+def topic_not_found(topic: str | None) -> TopicCommandError:
+    """The error for a --topic that matches no topic (Kafka's ensureTopicExists)."""
+    return TopicCommandError(f"Topic '{topic}' does not exist as expected")
 
 
 async def get_topics(service: TopicService, opts: TopicCommandOptions) -> list[str]:
@@ -601,7 +595,7 @@ async def create_topic(service: TopicService, opts: TopicCommandOptions, out: Ou
                 opts.rack_aware_mode,
             )
         )
-        out(f'Created topic "{topic}".')
+        out(f"Created topic {topic}.")
     except TopicExistsError:
         if not opts.if_not_exists:
             raise
@@ -610,7 +604,7 @@ async def create_topic(service: TopicService, opts: TopicCommandOptions, out: Ou
 async def alter_topic(service: TopicService, opts: TopicCommandOptions, out: Out) -> None:
     topics = await get_topics(service, opts)
     if not topics and not opts.if_exists:
-        raise service.topic_not_found(opts.topic)
+        raise topic_not_found(opts.topic)
     for topic in topics:
         if opts.configs or opts.delete_configs:
             out(
@@ -621,11 +615,11 @@ async def alter_topic(service: TopicService, opts: TopicCommandOptions, out: Out
             added = parse_topic_configs_to_be_added(opts, out)
             deleted = parse_topic_configs_to_be_deleted(opts)
             await service.alter_topic_configs(topic, added, deleted)
-            out(f'Updated config for topic "{topic}".')
+            out(f"Updated config for topic {topic}.")
         if opts.partitions is not None:
-            if topic == topic_rules.GROUP_METADATA_TOPIC_NAME:
+            if topic_rules.is_internal(topic):
                 raise TopicCommandError(
-                    "The number of partitions for the offsets topic cannot be changed."
+                    f"The number of partitions for the internal topic {topic} cannot be changed."
                 )
             out(
                 "WARNING: If partitions are increased for a topic that has a key, the partition "
@@ -648,7 +642,7 @@ async def list_topics(service: TopicService, opts: TopicCommandOptions, out: Out
 async def delete_topic(service: TopicService, opts: TopicCommandOptions, out: Out) -> None:
     topics = await get_topics(service, opts)
     if not topics and not opts.if_exists:
-        raise service.topic_not_found(opts.topic)
+        raise topic_not_found(opts.topic)
     for topic in topics:
         if topic_rules.is_internal(topic):
             raise AdminOperationError(
@@ -667,7 +661,7 @@ async def delete_topic(service: TopicService, opts: TopicCommandOptions, out: Ou
 async def describe_topic(service: TopicService, opts: TopicCommandOptions, out: Out) -> None:
     topics = await get_topics(service, opts)
     if not topics and opts.topic is not None and not opts.if_exists:
-        raise service.topic_not_found(opts.topic)
+        raise topic_not_found(opts.topic)
     describe_configs = not (
         opts.under_replicated_partitions
         or opts.unavailable_partitions

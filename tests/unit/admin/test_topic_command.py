@@ -40,7 +40,7 @@ def opts(action: str, **kwargs: object) -> TopicCommandOptions:
 
 async def run(zk: KafkaZkClient, o: TopicCommandOptions) -> list[str]:
     lines: list[str] = []
-    await topic_command.run_topic_command(ZookeeperTopicService(zk, ZK), o, lines.append)
+    await topic_command.run_topic_command(ZookeeperTopicService(zk), o, lines.append)
     return lines
 
 
@@ -61,7 +61,7 @@ def test_create_with_explicit_assignment_writes_kafkas_nodes() -> None:
         assert out == [
             "WARNING: Due to limitations in metric names, topics with a period ('.') or "
             "underscore ('_') could collide. To avoid issues it is best to use either, but not both.",
-            'Created topic "topic_a".',
+            "Created topic topic_a.",
         ]
         assert (await zk.store.get("/brokers/topics/topic_a"))[0] == (
             b'{"version":1,"partitions":{"2":[0,1,2],"1":[2,0,1],"0":[1,2,0]}}'
@@ -75,7 +75,7 @@ def test_create_automatic_then_grow_continues_the_assignment() -> None:
     async def body(zk: KafkaZkClient) -> None:
         await register_brokers(zk, [0, 1, 2])
         out = await run(zk, opts("create", topic="t", partitions=3, replication_factor=3))
-        assert out == ['Created topic "t".']
+        assert out == ["Created topic t."]
         # make the existing assignment the seed's, then grow it to 4 like the seed
         await zk.set_topic_assignment("t", {2: [0, 1, 2], 1: [2, 0, 1], 0: [1, 2, 0]})
         out = await run(zk, opts("alter", topic="t", partitions=4))
@@ -195,7 +195,7 @@ def test_racks() -> None:
             zk,
             opts("create", topic="t", partitions=2, replication_factor=2, disable_rack_aware=True),
         )
-        assert out == ['Created topic "t".']
+        assert out == ["Created topic t."]
 
     run_with_zk(body)
 
@@ -220,11 +220,16 @@ def test_alter_refusals() -> None:
         assert str(info.value).startswith(
             "The number of partitions for a topic can only be increased"
         )
-        with pytest.raises(
-            TopicCommandError, match="Topic nope does not exist on ZK path 127.0.0.1:2181"
-        ):
+        with pytest.raises(TopicCommandError, match="Topic 'nope' does not exist as expected"):
             await run(zk, opts("alter", topic="nope", partitions=3))
         assert await run(zk, opts("alter", topic="nope", partitions=3, if_exists=True)) == []
+        await run(zk, opts("create", topic="__transaction_state", replica_assignment="0"))
+        with pytest.raises(
+            TopicCommandError,
+            match="The number of partitions for the internal topic __transaction_state cannot "
+            "be changed.",
+        ):
+            await run(zk, opts("alter", topic="__transaction_state", partitions=3))
         await run(zk, opts("delete", topic="t"))
         with pytest.raises(InvalidTopicError, match="marked for deletion"):
             await run(zk, opts("alter", topic="t", partitions=3))
@@ -264,7 +269,7 @@ def test_alter_config_through_topics_records_a_change_notification() -> None:
             zk,
             opts("alter", topic="t", configs=["segment.ms=1000"], delete_configs=["retention.ms"]),
         )
-        assert out[-1] == 'Updated config for topic "t".'
+        assert out[-1] == "Updated config for topic t."
         assert await zk.get_entity_configs("topics", "t") == {"segment.ms": "1000"}
         changes = await zk.store.get_children("/config/changes")
         assert len(changes) == 1
@@ -294,7 +299,7 @@ def test_delete() -> None:
             "Topic __consumer_offsets is a kafka internal topic and is not allowed to be marked "
             "for deletion."
         )
-        with pytest.raises(TopicCommandError, match="Topic nope does not exist"):
+        with pytest.raises(TopicCommandError, match="Topic 'nope' does not exist as expected"):
             await run(zk, opts("delete", topic="nope"))
         assert await run(zk, opts("delete", topic="nope", if_exists=True)) == []
 
@@ -472,11 +477,11 @@ def test_admin_client_service_create_list_describe_alter_delete() -> None:
                 out,
             )
             assert lines == [
-                'Created topic "orders".',
+                "Created topic orders.",
                 "WARNING: Due to limitations in metric names, topics with a period ('.') or "
                 "underscore ('_') could collide. To avoid issues it is best to use either, but "
                 "not both.",
-                'Created topic "a.b".',
+                "Created topic a.b.",
             ]
             with pytest.raises(TopicExistsError, match="Topic 'orders' already exists."):
                 await run_topic_command(
@@ -510,7 +515,7 @@ def test_admin_client_service_create_list_describe_alter_delete() -> None:
                 "WARNING: Altering topic configuration from this script has been deprecated and "
                 "may be removed in future releases.",
                 "         Going forward, please use kafpy configs for this functionality",
-                'Updated config for topic "orders".',
+                "Updated config for topic orders.",
                 "WARNING: If partitions are increased for a topic that has a key, the partition "
                 "logic or ordering of the messages will be affected",
                 "Adding partitions succeeded!",
@@ -581,7 +586,7 @@ def test_admin_client_service_create_with_the_brokers_defaults() -> None:
         async with env as admin:
             lines: list[str] = []
             await run_topic_command(admin, admin_opts("create", topic="d"), lines.append)
-            assert lines == ['Created topic "d".']
+            assert lines == ["Created topic d."]
             request = env.create_requests[-1]
             assert (request["num_partitions"], request["replication_factor"]) == (-1, -1)
             assert request["assignments"] == []

@@ -69,7 +69,7 @@ def test_create_describe_alter_list_delete(zookeeper_connect: str) -> None:
             *zk_args, "--create", "--topic", "topic_a", "--replica-assignment", "1:2:0,2:0:1,0:1:2"
         )
         assert r.returncode == 0, r.stderr
-        assert r.stdout.splitlines()[-1] == 'Created topic "topic_a".'
+        assert r.stdout.splitlines()[-1] == "Created topic topic_a."
         assert (await zk.store.get("/brokers/topics/topic_a"))[0] == (
             b'{"version":1,"partitions":{"2":[0,1,2],"1":[2,0,1],"0":[1,2,0]}}'
         )
@@ -79,7 +79,7 @@ def test_create_describe_alter_list_delete(zookeeper_connect: str) -> None:
             *zk_args, "--create", "--topic", "topic-c", "--partitions", "2", "--replication-factor", "3",
             "--config", "retention.ms=1000",
         )  # fmt: skip
-        assert (r.returncode, r.stdout, r.stderr) == (0, 'Created topic "topic-c".\n', "")
+        assert (r.returncode, r.stdout, r.stderr) == (0, "Created topic topic-c.\n", "")
 
         await zk.create_topic_partition_state(
             TopicPartition("topic_a", 0),
