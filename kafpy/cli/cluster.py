@@ -15,7 +15,7 @@ from pathlib import Path
 
 import click
 
-from kafpy.cli.topics import OneLineError, quiet_logging
+from kafpy.cli.command_line_utils import OneLineError, quiet_logging
 from kafpy.tools.local_cluster import (
     CLUSTER_FILE,
     DEFAULT_STOP_TIMEOUT_S,

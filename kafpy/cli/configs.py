@@ -13,7 +13,7 @@ from kafpy.admin.config_command import (
     ConfigCommandOptions,
     run_config_command,
 )
-from kafpy.cli.topics import AdminCommand, OneLineError, run_on_store
+from kafpy.cli.command_line_utils import AdminCommand, OneLineError, run_on_store
 from kafpy.metadata.kafka_zk_client import KafkaZkClient
 
 

@@ -17,8 +17,8 @@ from typing import IO
 
 import click
 
+from kafpy.cli.command_line_utils import AdminCommand, OneLineError, quiet_logging
 from kafpy.cli.console_producer import parse_properties, unescape
-from kafpy.cli.topics import AdminCommand, OneLineError, quiet_logging
 from kafpy.client.fetcher import (
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,

@@ -16,7 +16,7 @@ from typing import IO
 
 import click
 
-from kafpy.cli.topics import AdminCommand, OneLineError, quiet_logging
+from kafpy.cli.command_line_utils import AdminCommand, OneLineError, quiet_logging
 from kafpy.client.kafka_client import KafkaClient, parse_bootstrap_servers
 from kafpy.client.producer import BatchProducer, ProducerRecord, parse_acks
 from kafpy.records.compression import CompressionType

@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from kafpy.cli.topics import AdminCommand, OneLineError, quiet_logging
+from kafpy.cli.command_line_utils import AdminCommand, OneLineError, quiet_logging
 from kafpy.client.kafka_client import KafkaClient
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.coordinator.consumer_protocol import assignment_partitions

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import click
 
-from kafpy.cli.topics import AdminCommand, OneLineError, run_on_store
+from kafpy.cli.command_line_utils import AdminCommand, OneLineError, run_on_store
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.metadata.errors import NodeExistsError
 from kafpy.metadata.kafka_zk_client import KafkaZkClient

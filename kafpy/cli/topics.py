@@ -1,17 +1,12 @@
 """`kafpy topics`: create, alter, delete, list and describe topics, like kafka-topics.sh.
 
-Works on the metadata store directly (`--zookeeper HOST:PORT[/chroot]`), as Kafka 2.x's
-kafka-topics.sh does with --zookeeper; the controller of the cluster acts on the writes.
-The command is synchronous: it runs the async admin operations with asyncio.run.
+The options, as Kafka's; the work is kafpy.admin.topic_command's, through the brokers'
+admin APIs (`--bootstrap-server HOST:PORT`) or on the metadata store directly
+(`--zookeeper HOST:PORT[/chroot]`, where the cluster's controller acts on the writes).
 Errors are printed to stderr as one line and exit with status 1.
 """
 
 from __future__ import annotations
-
-import asyncio
-import logging
-from collections.abc import Awaitable, Callable
-from typing import Any
 
 import click
 
@@ -19,61 +14,14 @@ from kafpy.admin.topic_command import (
     TopicCommandError,
     TopicCommandOptions,
     run_topic_command,
+    topic_service,
 )
-from kafpy.metadata.kafka_zk_client import KafkaZkClient
-from kafpy.metadata.store_factory import create_store
-
-CONNECTION_TIMEOUT_MS = 30000
-
-
-class OneLineError(click.ClickException):
-    """A failure shown to the user as one line on stderr, exit status 1."""
-
-    exit_code = 1
-
-    def show(self, file: Any = None) -> None:
-        click.echo(self.format_message(), err=True)
-
-
-class AdminCommand(click.Command):
-    """A click command whose usage errors are one line (with a pointer to --help)."""
-
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        try:
-            return super().parse_args(ctx, args)
-        except click.UsageError as e:
-            raise OneLineError(f"{e.format_message()} (see 'kafpy {self.name} --help')") from None
-
-
-def quiet_logging() -> None:
-    """Keep library log lines (kazoo's reconnection warnings) off the terminal: the command's
-    own output and its one-line error are what the user reads."""
-    root = logging.getLogger()
-    if not root.handlers:
-        root.addHandler(logging.NullHandler())
-
-
-def run_on_store(
-    zookeeper: str, body: Callable[[KafkaZkClient], Awaitable[None]], error_prefix: str
-) -> None:
-    """Open the store at `zookeeper`, run `body`, close; any failure becomes a OneLineError."""
-
-    async def main() -> None:
-        store = create_store(zookeeper, None, connection_timeout_ms=CONNECTION_TIMEOUT_MS)
-        await store.start()
-        try:
-            await body(KafkaZkClient(store))
-        finally:
-            await store.close()
-
-    quiet_logging()
-    try:
-        asyncio.run(main())
-    except KeyboardInterrupt:
-        raise OneLineError(f"{error_prefix}interrupted") from None
-    except Exception as e:  # every failure is reported as one line, never a traceback
-        message = str(e) or type(e).__name__
-        raise OneLineError(f"{error_prefix}{message}") from None
+from kafpy.cli.command_line_utils import (
+    AdminCommand,
+    OneLineError,
+    load_command_config,
+    run_command,
+)
 
 
 @click.command(
@@ -82,16 +30,22 @@ def run_on_store(
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
 @click.option(
-    "--zookeeper",
-    metavar="HOSTS",
-    help="REQUIRED: The connection string for the zookeeper connection in the form "
-    "host:port[/chroot]. Multiple hosts can be given to allow fail-over.",
-)
-@click.option(
     "--bootstrap-server",
     metavar="HOST:PORT[,HOST:PORT]",
-    help="The broker(s) to connect to, instead of --zookeeper: the command then works "
-    "through the brokers' admin APIs.",
+    help="REQUIRED (or --zookeeper): the broker(s) to connect to. The command then works "
+    "through the brokers' admin APIs and needs no ZooKeeper connection.",
+)
+@click.option(
+    "--command-config",
+    metavar="FILE",
+    help="A properties file of configs for the admin client (client.id, request.timeout.ms, "
+    "retries, ...); used only with --bootstrap-server.",
+)
+@click.option(
+    "--zookeeper",
+    metavar="HOSTS",
+    help="DEPRECATED: the ZooKeeper connection string, host:port[/chroot]; several hosts "
+    "may be given for fail-over. Use --bootstrap-server instead.",
 )
 @click.option("--list", "list_", is_flag=True, help="List all available topics.")
 @click.option("--create", is_flag=True, help="Create a new topic.")
@@ -105,8 +59,8 @@ def run_on_store(
 @click.option(
     "--topic",
     metavar="TOPIC",
-    help="The topic to create, alter, delete or describe. Can also accept a regular "
-    "expression except for --create.",
+    help="The topic to create, alter, describe or delete. A regular expression except with "
+    "--create: quote it and escape regular expression symbols with '\\', e.g. \"test\\.topic\".",
 )
 @click.option(
     "--partitions",
@@ -114,13 +68,15 @@ def run_on_store(
     metavar="N",
     help="The number of partitions for the topic being created or altered (WARNING: if "
     "partitions are increased for a topic that has a key, the partition logic or ordering "
-    "of the messages will be affected).",
+    "of the messages will be affected). Optional for --create with --bootstrap-server: "
+    "the cluster's default (num.partitions).",
 )
 @click.option(
     "--replication-factor",
     type=int,
     metavar="N",
-    help="The replication factor for each partition in the topic being created.",
+    help="The replication factor for each partition in the topic being created. Optional "
+    "with --bootstrap-server: the cluster's default (default.replication.factor).",
 )
 @click.option(
     "--replica-assignment",
@@ -145,17 +101,6 @@ def run_on_store(
     help="A topic configuration override to remove from an existing topic (repeatable).",
 )
 @click.option(
-    "--if-exists",
-    is_flag=True,
-    help="When altering or deleting topics, act only if the topic exists.",
-)
-@click.option(
-    "--if-not-exists",
-    is_flag=True,
-    help="When creating a topic, act only if it does not already exist.",
-)
-@click.option("--disable-rack-aware", is_flag=True, help="Disable rack aware replica assignment.")
-@click.option(
     "--under-replicated-partitions",
     is_flag=True,
     help="When describing topics, only show under replicated partitions.",
@@ -166,9 +111,35 @@ def run_on_store(
     help="When describing topics, only show partitions whose leader is not available.",
 )
 @click.option(
+    "--under-min-isr-partitions",
+    is_flag=True,
+    help="When describing topics, only show partitions whose ISR is smaller than the "
+    "topic's min.insync.replicas. Not with --zookeeper.",
+)
+@click.option(
+    "--at-min-isr-partitions",
+    is_flag=True,
+    help="When describing topics, only show partitions whose ISR is as large as the topic's "
+    "min.insync.replicas. Not with --zookeeper.",
+)
+@click.option(
     "--topics-with-overrides",
     is_flag=True,
     help="When describing topics, only show topics that have overridden configs.",
+)
+@click.option(
+    "--if-exists",
+    is_flag=True,
+    help="When altering, deleting or describing topics, act only if the topic exists.",
+)
+@click.option(
+    "--if-not-exists",
+    is_flag=True,
+    help="When creating a topic, act only if it does not already exist.",
+)
+@click.option("--disable-rack-aware", is_flag=True, help="Disable rack aware replica assignment.")
+@click.option(
+    "--force", is_flag=True, help="Suppress console prompts (accepted for compatibility)."
 )
 @click.option(
     "--exclude-internal",
@@ -176,12 +147,10 @@ def run_on_store(
     help="Exclude internal topics (__consumer_offsets, __transaction_state) when listing or "
     "describing; they are listed by default.",
 )
-@click.option(
-    "--force", is_flag=True, help="Suppress console prompts (accepted for compatibility)."
-)
 def command(
-    zookeeper: str | None,
     bootstrap_server: str | None,
+    command_config: str | None,
+    zookeeper: str | None,
     list_: bool,
     create: bool,
     delete: bool,
@@ -193,14 +162,16 @@ def command(
     replica_assignment: str | None,
     configs: tuple[str, ...],
     delete_configs: tuple[str, ...],
+    under_replicated_partitions: bool,
+    unavailable_partitions: bool,
+    under_min_isr_partitions: bool,
+    at_min_isr_partitions: bool,
+    topics_with_overrides: bool,
     if_exists: bool,
     if_not_exists: bool,
     disable_rack_aware: bool,
-    under_replicated_partitions: bool,
-    unavailable_partitions: bool,
-    topics_with_overrides: bool,
-    exclude_internal: bool,
     force: bool,
+    exclude_internal: bool,
 ) -> None:
     """Create, delete, describe, or change a topic.
 
@@ -215,6 +186,7 @@ def command(
     }
     opts = TopicCommandOptions(
         zookeeper=zookeeper,
+        bootstrap_server=bootstrap_server,
         actions=[name for name, on in chosen.items() if on],
         topic=topic,
         partitions=partitions,
@@ -228,25 +200,19 @@ def command(
         under_replicated_partitions=under_replicated_partitions,
         unavailable_partitions=unavailable_partitions,
         topics_with_overrides=topics_with_overrides,
+        under_min_isr_partitions=under_min_isr_partitions,
+        at_min_isr_partitions=at_min_isr_partitions,
         exclude_internal=exclude_internal,
+        command_config=command_config,
     )
-    if bootstrap_server is not None:
-        if zookeeper is not None:
-            raise OneLineError(
-                "Only one of --bootstrap-server or --zookeeper must be specified "
-                "(see 'kafpy topics --help')"
-            )
-        from kafpy.cli.topics_bootstrap import run_with_bootstrap_server
-
-        run_with_bootstrap_server(bootstrap_server, opts)
-        return
     try:
         opts.check_args()
     except TopicCommandError as e:
         raise OneLineError(f"{e} (see 'kafpy topics --help')") from None
-    assert opts.zookeeper is not None
+    client_options = load_command_config(command_config, lambda line: click.echo(line, err=True))
 
-    async def body(zk: KafkaZkClient) -> None:
-        await run_topic_command(zk, opts, click.echo)
+    async def main() -> None:
+        async with topic_service(opts, client_options) as service:
+            await run_topic_command(service, opts, click.echo)
 
-    run_on_store(opts.zookeeper, body, "Error while executing topic command : ")
+    run_command(main, "Error while executing topic command : ")

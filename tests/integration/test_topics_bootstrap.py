@@ -1,5 +1,6 @@
-"""`kafpy topics --bootstrap-server` against a real broker on a real ZooKeeper: the same
-lines as the `--zookeeper` form reading the same cluster."""
+"""`kafpy topics --bootstrap-server` against a real broker: on a real ZooKeeper the same
+lines as the `--zookeeper` form reading the same cluster; on the embedded store (no
+ZooKeeper, as `make run` starts it) Kafka 2.8's kafka-topics.sh lines and options."""
 
 from __future__ import annotations
 
@@ -7,12 +8,11 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
 from tests.fixtures.broker import KafpyBroker
-
-pytestmark = pytest.mark.zookeeper
 
 WAIT_S = 60.0
 
@@ -56,6 +56,7 @@ def eventually_same(cluster: tuple[tuple[str, ...], tuple[str, ...]], *args: str
         time.sleep(0.2)
 
 
+@pytest.mark.zookeeper
 def test_same_output_as_the_zookeeper_form(
     cluster: tuple[tuple[str, ...], tuple[str, ...]],
 ) -> None:
@@ -72,13 +73,13 @@ def test_same_output_as_the_zookeeper_form(
         "--config",
         "retention.ms=1000",
     )
-    assert (r.returncode, r.stdout, r.stderr) == (0, 'Created topic "orders".\n', "")
+    assert (r.returncode, r.stdout, r.stderr) == (0, "Created topic orders.\n", "")
     r = kafpy(*zookeeper, "--create", "--topic", "payments", "--replica-assignment", "0,0")
     assert r.returncode == 0, r.stderr
 
     described = eventually_same(cluster, "--describe")
     assert (
-        "Topic:orders\tPartitionCount:3\tReplicationFactor:1\tConfigs:retention.ms=1000\n"
+        "Topic: orders\tPartitionCount: 3\tReplicationFactor: 1\tConfigs: retention.ms=1000\n"
         in described
     )
     assert "\tTopic: payments\tPartition: 1\tLeader: 0\tReplicas: 0\tIsr: 0\n" in described
@@ -98,10 +99,10 @@ def test_same_output_as_the_zookeeper_form(
         "retention.ms",
     )
     assert r.returncode == 0, r.stderr
-    assert 'Updated config for topic "orders".' in r.stdout
+    assert "Updated config for topic orders." in r.stdout
     described = eventually_same(cluster, "--describe", "--topic", "orders")
     assert described.splitlines()[0] == (
-        "Topic:orders\tPartitionCount:4\tReplicationFactor:1\tConfigs:cleanup.policy=compact"
+        "Topic: orders\tPartitionCount: 4\tReplicationFactor: 1\tConfigs: cleanup.policy=compact"
     )
     assert (
         eventually_same(cluster, "--describe", "--topics-with-overrides")
@@ -143,3 +144,70 @@ def test_same_output_as_the_zookeeper_form(
     while both(cluster, "--list") != ("orders\n", "orders\n"):
         assert time.monotonic() < deadline, both(cluster, "--list")
         time.sleep(0.2)
+
+
+def describe_when_led(*args: str) -> list[str]:
+    """The describe lines once every partition has a leader."""
+    deadline = time.monotonic() + WAIT_S
+    while True:
+        r = kafpy(*args, "--describe")
+        assert r.returncode == 0, r.stderr
+        if "Leader: none" not in r.stdout or time.monotonic() > deadline:
+            return r.stdout.splitlines()
+        time.sleep(0.2)
+
+
+def test_kafka_2_8_create_and_describe_without_zookeeper(
+    kafpy_broker_factory: Callable[..., KafpyBroker], tmp_path: Path
+) -> None:
+    broker = kafpy_broker_factory(
+        {
+            "num.partitions": "3",
+            "default.replication.factor": "1",
+            "log.segment.bytes": "1073741824",
+        }
+    )
+    bootstrap = ("topics", "--bootstrap-server", broker.bootstrap)
+    admin_config = tmp_path / "admin.properties"
+    admin_config.write_text("client.id=ops-tool\nrequest.timeout.ms=20000\n")
+    # KIP-464: no --partitions, no --replication-factor: the broker's defaults
+    r = kafpy(*bootstrap, "--command-config", str(admin_config), "--create", "--topic", "t")
+    assert (r.returncode, r.stdout, r.stderr) == (0, "Created topic t.\n", "")
+    r = kafpy(
+        *bootstrap, "--create", "--topic", "strict", "--partitions", "2",
+        "--config", "min.insync.replicas=2",
+    )  # fmt: skip
+    assert (r.returncode, r.stderr) == (0, "")
+
+    # Kafka 2.8's lines; Configs holds what is not a default, the broker's static
+    # log.segment.bytes (as segment.bytes) too
+    assert describe_when_led(*bootstrap) == [
+        "Topic: strict\tPartitionCount: 2\tReplicationFactor: 1\t"
+        "Configs: min.insync.replicas=2,segment.bytes=1073741824",
+        "\tTopic: strict\tPartition: 0\tLeader: 0\tReplicas: 0\tIsr: 0",
+        "\tTopic: strict\tPartition: 1\tLeader: 0\tReplicas: 0\tIsr: 0",
+        "Topic: t\tPartitionCount: 3\tReplicationFactor: 1\tConfigs: segment.bytes=1073741824",
+        "\tTopic: t\tPartition: 0\tLeader: 0\tReplicas: 0\tIsr: 0",
+        "\tTopic: t\tPartition: 1\tLeader: 0\tReplicas: 0\tIsr: 0",
+        "\tTopic: t\tPartition: 2\tLeader: 0\tReplicas: 0\tIsr: 0",
+    ]
+    r = kafpy(*bootstrap, "--describe", "--under-min-isr-partitions")
+    assert (r.returncode, r.stderr) == (0, "")
+    assert r.stdout == (
+        "\tTopic: strict\tPartition: 0\tLeader: 0\tReplicas: 0\tIsr: 0\n"
+        "\tTopic: strict\tPartition: 1\tLeader: 0\tReplicas: 0\tIsr: 0\n"
+    )
+    r = kafpy(*bootstrap, "--describe", "--at-min-isr-partitions", "--topic", "t|strict")
+    assert (r.returncode, r.stderr) == (0, "")
+    assert r.stdout.splitlines() == [
+        f"\tTopic: t\tPartition: {p}\tLeader: 0\tReplicas: 0\tIsr: 0" for p in range(3)
+    ]
+    for flag in ("--under-replicated-partitions", "--unavailable-partitions"):
+        r = kafpy(*bootstrap, "--describe", flag)
+        assert (r.returncode, r.stdout, r.stderr) == (0, "", "")
+    r = kafpy(*bootstrap, "--describe", "--topic", "gone", "--if-exists")
+    assert (r.returncode, r.stdout, r.stderr) == (0, "", "")
+    r = kafpy(*bootstrap, "--create", "--topic", "t", "--if-not-exists")
+    assert (r.returncode, r.stdout, r.stderr) == (0, "", "")
+    r = kafpy(*bootstrap, "--list", "--exclude-internal")
+    assert (r.returncode, r.stdout) == (0, "strict\nt\n")

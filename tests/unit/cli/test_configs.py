@@ -106,7 +106,7 @@ def test_compacted_topics_through_topics_and_configs(zookeeper_connect: str) -> 
     r = kafpy(*topics, "--describe", "--topics-with-overrides")
     assert r.returncode == 0, r.stderr
     assert (
-        "Topic:c\tPartitionCount:1\tReplicationFactor:1\tConfigs:cleanup.policy=compact,delete,"
+        "Topic: c\tPartitionCount: 1\tReplicationFactor: 1\tConfigs: cleanup.policy=compact,delete,"
         in r.stdout
     )
     r = kafpy(

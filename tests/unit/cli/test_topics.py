@@ -1,4 +1,5 @@
-"""`kafpy topics` as a user runs it: the real command in a subprocess against a real ZooKeeper.
+"""`kafpy topics` as a user runs it: the real command in a subprocess against a real ZooKeeper,
+and in process against a FakeBroker for --bootstrap-server.
 
 Brokers are registered (ephemeral /brokers/ids/N with Kafka's JSON) by a session that the
 test keeps open while the command runs, as live brokers would.
@@ -10,6 +11,7 @@ import asyncio
 import subprocess
 import sys
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -25,8 +27,7 @@ from kafpy.metadata.zk_data import (
     LeaderIsrAndControllerEpoch,
 )
 from kafpy.metadata.zookeeper_store import ZooKeeperStore
-
-pytestmark = pytest.mark.zookeeper
+from tests.unit.admin.fixtures import AdminBroker
 
 
 def kafpy(*args: str) -> subprocess.CompletedProcess[str]:
@@ -59,6 +60,7 @@ def with_brokers(
     asyncio.run(main())
 
 
+@pytest.mark.zookeeper
 def test_create_describe_alter_list_delete(zookeeper_connect: str) -> None:
     zk_args = ("topics", "--zookeeper", zookeeper_connect)
 
@@ -67,7 +69,7 @@ def test_create_describe_alter_list_delete(zookeeper_connect: str) -> None:
             *zk_args, "--create", "--topic", "topic_a", "--replica-assignment", "1:2:0,2:0:1,0:1:2"
         )
         assert r.returncode == 0, r.stderr
-        assert r.stdout.splitlines()[-1] == 'Created topic "topic_a".'
+        assert r.stdout.splitlines()[-1] == "Created topic topic_a."
         assert (await zk.store.get("/brokers/topics/topic_a"))[0] == (
             b'{"version":1,"partitions":{"2":[0,1,2],"1":[2,0,1],"0":[1,2,0]}}'
         )
@@ -77,7 +79,7 @@ def test_create_describe_alter_list_delete(zookeeper_connect: str) -> None:
             *zk_args, "--create", "--topic", "topic-c", "--partitions", "2", "--replication-factor", "3",
             "--config", "retention.ms=1000",
         )  # fmt: skip
-        assert (r.returncode, r.stdout, r.stderr) == (0, 'Created topic "topic-c".\n', "")
+        assert (r.returncode, r.stdout, r.stderr) == (0, "Created topic topic-c.\n", "")
 
         await zk.create_topic_partition_state(
             TopicPartition("topic_a", 0),
@@ -86,7 +88,7 @@ def test_create_describe_alter_list_delete(zookeeper_connect: str) -> None:
         r = await akafpy(*zk_args, "--describe", "--topic", "topic_a")
         assert r.returncode == 0, r.stderr
         assert r.stdout.splitlines() == [
-            "Topic:topic_a\tPartitionCount:3\tReplicationFactor:3\tConfigs:",
+            "Topic: topic_a\tPartitionCount: 3\tReplicationFactor: 3\tConfigs: ",
             "\tTopic: topic_a\tPartition: 0\tLeader: 1\tReplicas: 1,2,0\tIsr: 1,2,0",
             "\tTopic: topic_a\tPartition: 1\tLeader: none\tReplicas: 2,0,1\tIsr: ",
             "\tTopic: topic_a\tPartition: 2\tLeader: none\tReplicas: 0,1,2\tIsr: ",
@@ -109,6 +111,7 @@ def test_create_describe_alter_list_delete(zookeeper_connect: str) -> None:
     with_brokers(zookeeper_connect, [0, 1, 2], body)
 
 
+@pytest.mark.zookeeper
 def test_errors_are_one_line_on_stderr(zookeeper_connect: str) -> None:
     zk_args = ("topics", "--zookeeper", zookeeper_connect)
     # no live brokers: automatic assignment fails as Kafka's does
@@ -168,3 +171,75 @@ def test_usage_errors_in_process() -> None:
     assert result.exit_code == 1
     assert "'x' is not a valid integer" in result.output
     assert len(result.output.splitlines()) == 1
+
+
+def test_command_line_routing_and_errors() -> None:
+    runner = CliRunner()
+    both = runner.invoke(
+        command, ["--list", "--zookeeper", "z:2181", "--bootstrap-server", "b:9092"]
+    )
+    assert both.exit_code == 1 and "Only one of --bootstrap-server or --zookeeper" in both.stderr
+    no_action = runner.invoke(command, ["--bootstrap-server", "b:9092"])
+    assert no_action.exit_code == 1 and "exactly one action" in no_action.stderr
+    bad = runner.invoke(command, ["--list", "--bootstrap-server", "nohost"])
+    assert bad.exit_code == 1 and "HOST:PORT" in bad.stderr
+    # --create takes the broker's defaults (KIP-464); --alter needs what to change
+    missing = runner.invoke(command, ["--alter", "--topic", "t", "--bootstrap-server", "b:1"])
+    assert missing.exit_code == 1 and '"[partitions]"' in missing.stderr
+
+    async def serve_and_run() -> None:
+        env = AdminBroker()
+        async with env:
+            env.assignments["t"] = {0: [0]}
+            result = await asyncio.to_thread(
+                runner.invoke, command, ["--list", "--bootstrap-server", env.broker.address]
+            )
+            assert result.exit_code == 0, result.stderr
+            assert result.stdout == "t\n"
+            result = await asyncio.to_thread(
+                runner.invoke,
+                command,
+                ["--describe", "--topic", "zz", "--bootstrap-server", env.broker.address],
+            )
+            assert result.exit_code == 1
+            assert result.stderr == (
+                "Error while executing topic command : Topic 'zz' does not exist as expected\n"
+            )
+
+    asyncio.run(asyncio.wait_for(serve_and_run(), 30))
+
+
+def test_help_lists_kafka_2_8_options_and_zookeeper_is_not_required() -> None:
+    result = CliRunner().invoke(command, ["--help"], terminal_width=200)
+    assert result.exit_code == 0
+    for flag in (
+        "--bootstrap-server", "--command-config", "--under-min-isr-partitions",
+        "--at-min-isr-partitions", "--force",
+    ):  # fmt: skip
+        assert flag in result.output
+    (zookeeper,) = [line for line in result.output.splitlines() if "--zookeeper HOSTS" in line]
+    assert "REQUIRED" not in zookeeper and "DEPRECATED" in zookeeper
+
+
+def test_command_config_refuses_security_it_cannot_honour(tmp_path: Path) -> None:
+    config = tmp_path / "admin.properties"
+    config.write_text("security.protocol=SASL_SSL\nsasl.mechanism=PLAIN\n")
+    runner = CliRunner()
+    args = ["--list", "--bootstrap-server", "127.0.0.1:1", "--command-config", str(config)]
+    result = runner.invoke(command, args)
+    assert result.exit_code == 1
+    assert result.stderr == (
+        f"security.protocol=SASL_SSL in {config} cannot be honoured: kafpy's client connects "
+        "with PLAINTEXT only (no TLS or SASL yet). Remove it and use a PLAINTEXT listener.\n"
+    )
+    config.write_text("ssl.truststore.location=/etc/kafka/truststore.jks\n")
+    result = runner.invoke(command, args)
+    assert result.exit_code == 1
+    assert result.stderr.startswith(f"ssl.truststore.location in {config} cannot be honoured")
+    result = runner.invoke(
+        command, ["--list", "--zookeeper", "127.0.0.1:2181", "--command-config", str(config)]
+    )
+    assert result.exit_code == 1
+    assert result.stderr.startswith(
+        'Option "[command-config]" can\'t be used with option "[zookeeper]"'
+    )

@@ -1,0 +1,168 @@
+"""What every `kafpy` admin command shares, after Kafka's `kafka.utils.CommandLineUtils`.
+
+A usage or runtime failure is one line on stderr and exit status 1 (`OneLineError`,
+`AdminCommand`); library log lines stay off the terminal (`quiet_logging`); an async
+command body runs with every failure turned into that one line (`run_command`), on a
+metadata store opened for it if the command works through `--zookeeper` (`run_on_store`);
+`--command-config` files become the admin client's options (`admin_client_options`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+import click
+
+from kafpy.common.properties import PropertiesError, load_properties
+from kafpy.metadata.kafka_zk_client import KafkaZkClient
+from kafpy.metadata.store_factory import create_store
+
+CONNECTION_TIMEOUT_MS = 30000
+
+
+class OneLineError(click.ClickException):
+    """A failure shown to the user as one line on stderr, exit status 1."""
+
+    exit_code = 1
+
+    def show(self, file: Any = None) -> None:
+        click.echo(self.format_message(), err=True)
+
+
+class AdminCommand(click.Command):
+    """A click command whose usage errors are one line (with a pointer to --help)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as e:
+            raise OneLineError(f"{e.format_message()} (see 'kafpy {self.name} --help')") from None
+
+
+def quiet_logging() -> None:
+    """Keep library log lines (kazoo's reconnection warnings) off the terminal: the command's
+    own output and its one-line error are what the user reads."""
+    root = logging.getLogger()
+    if not root.handlers:
+        root.addHandler(logging.NullHandler())
+
+
+def run_command(main: Callable[[], Awaitable[None]], error_prefix: str) -> None:
+    """Run the coroutine function `main` to completion; any failure (an interrupt too)
+    becomes a OneLineError starting with `error_prefix`."""
+
+    async def body() -> None:
+        await main()
+
+    quiet_logging()
+    try:
+        asyncio.run(body())
+    except KeyboardInterrupt:
+        raise OneLineError(f"{error_prefix}interrupted") from None
+    except Exception as e:  # every failure is reported as one line, never a traceback
+        message = str(e) or type(e).__name__
+        raise OneLineError(f"{error_prefix}{message}") from None
+
+
+def run_on_store(
+    zookeeper: str, body: Callable[[KafkaZkClient], Awaitable[None]], error_prefix: str
+) -> None:
+    """Open the store at `zookeeper`, run `body`, close; any failure becomes a OneLineError."""
+
+    async def main() -> None:
+        store = create_store(zookeeper, None, connection_timeout_ms=CONNECTION_TIMEOUT_MS)
+        await store.start()
+        try:
+            await body(KafkaZkClient(store))
+        finally:
+            await store.close()
+
+    run_command(main, error_prefix)
+
+
+# Kafka admin client configs kafpy's client honours, and its keyword argument for each.
+_ADMIN_CLIENT_CONFIGS = {
+    "client.id": "client_id",
+    "request.timeout.ms": "request_timeout_ms",
+    "retries": "retries",
+    "retry.backoff.ms": "retry_backoff_ms",
+    "socket.connection.setup.timeout.ms": "connect_timeout_ms",
+}
+# Read by Kafka's admin client too, and harmless to leave to kafpy's behaviour: the command
+# line's --bootstrap-server wins, and the others tune timing and buffers only.
+_IGNORED_ADMIN_CLIENT_CONFIGS = {
+    "bootstrap.servers",
+    "client.dns.lookup",
+    "connections.max.idle.ms",
+    "default.api.timeout.ms",
+    "metadata.max.age.ms",
+    "receive.buffer.bytes",
+    "reconnect.backoff.max.ms",
+    "reconnect.backoff.ms",
+    "send.buffer.bytes",
+    "socket.connection.setup.timeout.max.ms",
+}
+_SECURITY_PREFIXES = ("ssl.", "sasl.", "security.")
+
+
+def admin_client_options(
+    config: Mapping[str, str], source: str, warn: Callable[[str], None]
+) -> dict[str, Any]:
+    """The KafkaClient keyword arguments for the admin client configs of a --command-config
+    file (`source` names it in messages). Security settings are refused: kafpy's client
+    speaks PLAINTEXT only, and must not connect without the TLS or SASL asked for. A config
+    kafpy does not use is reported through `warn` by name."""
+    protocol = config.get("security.protocol", "PLAINTEXT").strip().upper()
+    if protocol != "PLAINTEXT":
+        raise OneLineError(
+            f"security.protocol={config['security.protocol']} in {source} cannot be honoured: "
+            "kafpy's client connects with PLAINTEXT only (no TLS or SASL yet). Remove it and "
+            "use a PLAINTEXT listener."
+        )
+    security = sorted(
+        k for k in config if k.startswith(_SECURITY_PREFIXES) and k != "security.protocol"
+    )
+    if security:
+        raise OneLineError(
+            f"{', '.join(security)} in {source} cannot be honoured: kafpy's client has no TLS "
+            "or SASL yet. Remove these settings and use a PLAINTEXT listener."
+        )
+    options: dict[str, Any] = {}
+    for key, value in config.items():
+        if key in _ADMIN_CLIENT_CONFIGS:
+            name = _ADMIN_CLIENT_CONFIGS[key]
+            if name == "client_id":
+                options[name] = value
+                continue
+            try:
+                options[name] = int(value)
+            except ValueError:
+                raise OneLineError(
+                    f"Invalid value {value} for configuration {key} in {source}: "
+                    "not a number of type int"
+                ) from None
+            if options[name] < 0:
+                raise OneLineError(
+                    f"Invalid value {value} for configuration {key} in {source}: "
+                    "the value must be at least 0"
+                )
+        elif key not in _IGNORED_ADMIN_CLIENT_CONFIGS and key != "security.protocol":
+            warn(
+                f"WARNING: The configuration '{key}' in {source} isn't used by kafpy's admin client."
+            )
+    return options
+
+
+def load_command_config(path: str | None, warn: Callable[[str], None]) -> dict[str, Any]:
+    """The admin client's options from the --command-config properties file at `path`
+    (none when it is None); an unreadable file or a refused setting is a OneLineError."""
+    if path is None:
+        return {}
+    try:
+        config = load_properties(path)
+    except PropertiesError as e:
+        raise OneLineError(str(e)) from None
+    return admin_client_options(config, path, warn)
