@@ -17,9 +17,7 @@ from typing import Any
 
 from kafpy.common.delayed_operation import DelayedOperation
 from kafpy.common.topic_partition import TopicPartition
-
-NONE = 0
-REQUEST_TIMED_OUT = 7
+from kafpy.protocol.errors import Errors
 
 
 @dataclass(slots=True)
@@ -51,18 +49,18 @@ class DelayedDeleteRecords(DelayedOperation):
         self._check = check_partition
         self._callback = on_complete
         for status in statuses.values():
-            if status.response["error_code"] != NONE:
+            if status.response["error_code"] != Errors.NONE:
                 status.acks_pending = False
             else:
                 # until the replicas confirm, the answer for this partition is a timeout
-                status.response["error_code"] = REQUEST_TIMED_OUT
+                status.response["error_code"] = Errors.REQUEST_TIMED_OUT
 
     def try_complete(self) -> bool:
         for tp, status in self.statuses.items():
             if not status.acks_pending:
                 continue
             error, low_watermark = self._check(tp)
-            if error != NONE or low_watermark >= status.required_offset:
+            if error != Errors.NONE or low_watermark >= status.required_offset:
                 status.acks_pending = False
                 status.response["error_code"] = error
                 status.response["low_watermark"] = low_watermark

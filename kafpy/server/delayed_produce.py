@@ -15,11 +15,7 @@ from typing import Any
 
 from kafpy.common.delayed_operation import DelayedOperation
 from kafpy.common.topic_partition import TopicPartition
-
-NONE = 0
-NOT_LEADER_OR_FOLLOWER = 6
-REQUEST_TIMED_OUT = 7
-NOT_ENOUGH_REPLICAS_AFTER_APPEND = 20
+from kafpy.protocol.errors import Errors
 
 
 @dataclass(slots=True)
@@ -50,11 +46,11 @@ class DelayedProduce(DelayedOperation):
         self._check = check_partition
         self._callback = on_complete
         for status in statuses.values():
-            if status.response["error_code"] != NONE:
+            if status.response["error_code"] != Errors.NONE:
                 status.acks_pending = False
             else:
                 # until the ISR confirms, the answer for this partition is a timeout
-                status.response["error_code"] = REQUEST_TIMED_OUT
+                status.response["error_code"] = Errors.REQUEST_TIMED_OUT
 
     def try_complete(self) -> bool:
         for tp, status in self.statuses.items():
