@@ -43,6 +43,8 @@ from kafpy.common.logger import component_logger
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.metadata.kafka_zk_client import KafkaZkClient
 from kafpy.metadata.zk_data import ConfigType as ZkConfigType
+from kafpy.protocol.config_resource import AlterConfigOp, ConfigResourceType, ConfigSource
+from kafpy.protocol.errors import Errors, error_code_of
 from kafpy.server.kafka_config import KAFKA_CONFIG_DEF, KafkaConfig
 from kafpy.storage.log_config import (
     LOG_CONFIG_DEF,
@@ -54,57 +56,14 @@ from kafpy.storage.log_config import (
 
 __all__ = [
     "AdminManager",
-    "ConfigResourceType",
-    "ConfigSource",
     "CreateTopicRequestMetadata",
 ]
 
 # Wire error codes (Kafka's Errors).
-NONE = 0
-UNKNOWN_SERVER_ERROR = -1
-UNKNOWN_TOPIC_OR_PARTITION = 3
-REQUEST_TIMED_OUT = 7
-INVALID_REQUEST = 42
-TOPIC_DELETION_DISABLED = 73
 
 NO_NUM_PARTITIONS = -1
 NO_REPLICATION_FACTOR = -1
 _POLL_S = 0.1  # re-check of a wait's condition when no metadata change was signalled
-
-
-class ConfigResourceType:
-    """ConfigResource.Type ids on the wire."""
-
-    UNKNOWN = 0
-    ANY = 1
-    TOPIC = 2
-    GROUP = 3
-    BROKER = 4
-    BROKER_LOGGER = 8
-
-    NAMES = {0: "UNKNOWN", 1: "ANY", 2: "TOPIC", 3: "GROUP", 4: "BROKER", 8: "BROKER_LOGGER"}
-
-
-class ConfigSource:
-    """DescribeConfigsResponse.ConfigSource ids."""
-
-    UNKNOWN = 0
-    DYNAMIC_TOPIC_CONFIG = 1
-    DYNAMIC_BROKER_CONFIG = 2
-    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
-    STATIC_BROKER_CONFIG = 4
-    DEFAULT_CONFIG = 5
-    DYNAMIC_BROKER_LOGGER_CONFIG = 6
-
-
-class AlterConfigOp:
-    """IncrementalAlterConfigs operation ids."""
-
-    SET = 0
-    DELETE = 1
-    APPEND = 2
-    SUBTRACT = 3
-    NAMES = {0: "SET", 1: "DELETE", 2: "APPEND", 3: "SUBTRACT"}
 
 
 _CONFIG_TYPE_IDS = {
@@ -163,10 +122,6 @@ def _config_string(type_: ConfigType | None, value: object) -> str | None:
     if isinstance(value, list | tuple):
         return ",".join(str(v) for v in value)
     return str(value)
-
-
-def _error_code(e: BaseException) -> int:
-    return e.code if isinstance(e, KafkaError) else UNKNOWN_SERVER_ERROR
 
 
 def _duplicates(names: Sequence[str]) -> set[str]:
@@ -284,7 +239,7 @@ class AdminManager:
 
         if not await self._wait_until(all_online, timeout_ms):
             for topic in pending:
-                results[topic]["error_code"] = REQUEST_TIMED_OUT
+                results[topic]["error_code"] = Errors.REQUEST_TIMED_OUT
                 results[topic]["error_message"] = (
                     f"Timed out after {timeout_ms} ms waiting for the partitions of topic "
                     f"'{topic}' to get leaders; the request was accepted and the partitions "
@@ -311,10 +266,10 @@ class AdminManager:
         changed: dict[str, Collection[int]] = {}
         for topic in topics:
             name = topic["name"]
-            result = {"name": name, "error_code": NONE, "error_message": None}
+            result = {"name": name, "error_code": Errors.NONE, "error_message": None}
             order.append(result)
             if name in dupes:
-                result["error_code"] = INVALID_REQUEST
+                result["error_code"] = Errors.INVALID_REQUEST
                 result["error_message"] = duplicate_message
                 continue
             results[name] = result
@@ -327,7 +282,7 @@ class AdminManager:
         if changed:
             if timeout_ms <= 0:
                 for name in changed:
-                    results[name]["error_code"] = REQUEST_TIMED_OUT
+                    results[name]["error_code"] = Errors.REQUEST_TIMED_OUT
                     results[name]["error_message"] = no_wait_message.format(
                         name=name, timeout_ms=timeout_ms
                     )
@@ -424,12 +379,12 @@ class AdminManager:
         names: list[str] = list(dict.fromkeys(body.get("topic_names") or []))
         timeout_ms = int(body.get("timeout_ms", 0))
         order: list[dict[str, Any]] = [
-            {"name": n, "error_code": NONE, "error_message": None} for n in names
+            {"name": n, "error_code": Errors.NONE, "error_message": None} for n in names
         ]
         results: dict[str, dict[str, Any]] = {r["name"]: r for r in order}
         if not self.config.get("delete.topic.enable"):
             # Kafka answers INVALID_REQUEST before v3, which had no dedicated error
-            code = INVALID_REQUEST if version < 3 else TOPIC_DELETION_DISABLED
+            code = Errors.INVALID_REQUEST if version < 3 else Errors.TOPIC_DELETION_DISABLED
             for r in order:
                 r["error_code"] = code
                 r["error_message"] = (
@@ -453,7 +408,7 @@ class AdminManager:
         if marked:
             if timeout_ms <= 0:
                 for name in marked:
-                    results[name]["error_code"] = REQUEST_TIMED_OUT
+                    results[name]["error_code"] = Errors.REQUEST_TIMED_OUT
                     results[name]["error_message"] = (
                         f"Topic '{name}' was marked for deletion but the request's timeout "
                         f"({timeout_ms} ms) did not allow waiting for the deletion."
@@ -475,7 +430,7 @@ class AdminManager:
 
         if not await self._wait_until(all_gone, timeout_ms):
             for name in pending:
-                results[name]["error_code"] = REQUEST_TIMED_OUT
+                results[name]["error_code"] = Errors.REQUEST_TIMED_OUT
                 results[name]["error_message"] = (
                     f"Timed out after {timeout_ms} ms waiting for topic '{name}' to be deleted; "
                     "it is marked for deletion and the controller will delete it."
@@ -554,7 +509,7 @@ class AdminManager:
             rname = resource["resource_name"]
             keys = resource.get("configuration_keys")
             result: dict[str, Any] = {
-                "error_code": NONE,
+                "error_code": Errors.NONE,
                 "error_message": None,
                 "resource_type": rtype,
                 "resource_name": rname,
@@ -573,7 +528,7 @@ class AdminManager:
                     )
                 else:
                     raise InvalidRequestError(
-                        f"Unsupported resource type: {ConfigResourceType.NAMES.get(rtype, rtype)}"
+                        f"Unsupported resource type: {ConfigResourceType.for_id(rtype).name}"
                     )
                 if keys:
                     wanted = set(keys)
@@ -727,7 +682,7 @@ class AdminManager:
                 else:
                     raise InvalidRequestError(
                         "AlterConfigs is only supported for topics and brokers, but resource type "
-                        f"is {ConfigResourceType.NAMES.get(rtype, rtype)}"
+                        f"is {ConfigResourceType.for_id(rtype).name}"
                     )
             except Exception as e:
                 self._set_error(
@@ -755,7 +710,7 @@ class AdminManager:
                         f"Error due to duplicate config keys : {','.join(sorted(dupes))}"
                     )
                 null_updates = [
-                    f"{AlterConfigOp.NAMES.get(op['config_operation'], op['config_operation'])}:{op['name']}"
+                    f"{AlterConfigOp.name_of(op['config_operation'])}:{op['name']}"
                     for op in ops
                     if op.get("value") is None and op["config_operation"] != AlterConfigOp.DELETE
                 ]
@@ -780,7 +735,7 @@ class AdminManager:
                 else:
                     raise InvalidRequestError(
                         "AlterConfigs is only supported for topics and brokers, but resource type "
-                        f"is {ConfigResourceType.NAMES.get(rtype, rtype)}"
+                        f"is {ConfigResourceType.for_id(rtype).name}"
                     )
             except Exception as e:
                 self._set_error(
@@ -794,7 +749,7 @@ class AdminManager:
     @staticmethod
     def _config_response(rtype: int, rname: str) -> dict[str, Any]:
         return {
-            "error_code": NONE,
+            "error_code": Errors.NONE,
             "error_message": None,
             "resource_type": rtype,
             "resource_name": rname,
@@ -871,7 +826,7 @@ class AdminManager:
         raise ValueError(f"{api!r} is not an admin API of AdminManager")
 
     def _set_error(self, result: dict[str, Any], e: Exception, what: str) -> None:
-        result["error_code"] = _error_code(e)
+        result["error_code"] = error_code_of(e)
         result["error_message"] = str(e) or None
         if isinstance(e, KafkaError):
             self.log.info("%s: %s", what, e)

@@ -14,7 +14,8 @@ from kafpy.common.errors import PolicyViolationError
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.metadata.kafka_zk_client import KafkaZkClient
 from kafpy.metadata.zk_data import LeaderAndIsr, LeaderIsrAndControllerEpoch
-from kafpy.server.admin_manager import AdminManager, ConfigSource, CreateTopicRequestMetadata
+from kafpy.protocol.config_resource import ConfigSource
+from kafpy.server.admin_manager import AdminManager, CreateTopicRequestMetadata
 from kafpy.server.kafka_config import KafkaConfig
 from tests.unit.admin.fixtures import register_brokers, run_with_zk
 
@@ -31,7 +32,8 @@ NOT_CONTROLLER = 41
 INVALID_REQUEST = 42
 POLICY_VIOLATION = 44
 TOPIC_DELETION_DISABLED = 73
-TOPIC, BROKER, BROKER_LOGGER, GROUP = 2, 4, 8, 3
+TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
+NO_CONFIG_RESOURCE_TYPE = 3  # ResourceType GROUP for ACLs; ConfigResource.Type has no 3
 
 
 class Metadata:
@@ -577,7 +579,7 @@ def test_describe_broker_static_configs() -> None:
         ),
         (BROKER, "x", INVALID_REQUEST, "Broker id must be an integer, but it is: x"),
         (BROKER_LOGGER, "0", INVALID_REQUEST, "not supported by kafpy"),
-        (GROUP, "g", INVALID_REQUEST, "Unsupported resource type: GROUP"),
+        (NO_CONFIG_RESOURCE_TYPE, "g", INVALID_REQUEST, "Unsupported resource type: UNKNOWN"),
     ],
 )
 def test_describe_config_errors(resource_type: int, name: str, code: int, message: str) -> None:
@@ -684,11 +686,11 @@ def test_alter_configs_replaces_the_topic_overrides_and_notifies() -> None:
         ),
         (BROKER, "1", {"num.partitions": "3"}, INVALID_REQUEST, "Unexpected broker id"),
         (
-            GROUP,
+            NO_CONFIG_RESOURCE_TYPE,
             "g",
             {"a": "b"},
             INVALID_REQUEST,
-            "only supported for topics and brokers, but resource type is GROUP",
+            "only supported for topics and brokers, but resource type is UNKNOWN",
         ),
     ],
 )
