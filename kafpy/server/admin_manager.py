@@ -36,7 +36,6 @@ from kafpy.common.errors import (
     InvalidTopicError,
     KafkaError,
     TopicAlreadyMarkedForDeletionError,
-    TopicExistsError,
     UnknownTopicOrPartitionError,
 )
 from kafpy.common.logger import component_logger
@@ -313,8 +312,6 @@ class AdminManager:
 
     async def _create_topic(self, topic: Mapping[str, Any], validate_only: bool) -> Collection[int]:
         name: str = topic["name"]
-        if await self.zk_client.topic_exists(name):
-            raise TopicExistsError(f"Topic '{name}' already exists.")
         configs_in = list(topic.get("configs") or [])
         null_configs = [c["name"] for c in configs_in if c.get("value") is None]
         if null_configs:
@@ -342,7 +339,6 @@ class AdminManager:
             if replication_factor == NO_REPLICATION_FACTOR
             else replication_factor
         )
-        topic_rules.validate(name)
         if assignments_in:
             # As in Kafka, unknown brokers are not refused here (TopicCommand does not either).
             assignment = {
@@ -352,6 +348,8 @@ class AdminManager:
         else:
             brokers = await self.admin_zk_client.get_broker_metadatas(RackAwareMode.ENFORCED)
             assignment = assign_replicas_to_brokers(brokers, resolved_partitions, resolved_rf)
+        # the one check of the name, of existence (the write still fails on a topic created
+        # meanwhile), of the assignment and of the configs
         await self.admin_zk_client.validate_create_or_update_topic(
             name, assignment, configs, update=False
         )
@@ -367,7 +365,7 @@ class AdminManager:
             )
         if not validate_only:
             await self.admin_zk_client.create_or_update_topic_partition_assignment_path_in_zk(
-                name, assignment, configs
+                name, assignment, configs, validate=False
             )
         return list(assignment)
 
@@ -461,6 +459,7 @@ class AdminManager:
         self, topic: Mapping[str, Any], validate_only: bool
     ) -> Collection[int]:
         name: str = topic["name"]
+        topic_rules.validate(name)
         count = int(topic["count"])
         existing, _version = await self.zk_client.get_topic_assignment_and_version(name)
         if not existing:

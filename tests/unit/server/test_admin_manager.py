@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import Awaitable, Callable, Collection
 from typing import Any
 
 import pytest
 
+from kafpy.admin import topic as topic_rules
 from kafpy.common.errors import PolicyViolationError
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.metadata.kafka_zk_client import KafkaZkClient
@@ -235,6 +237,59 @@ def test_create_topic_errors(topic: dict[str, Any], code: int, message: str) -> 
             assert not await zk.topic_exists(topic["name"])
 
     run(body)
+
+
+@pytest.mark.parametrize("validate_only", [False, True])
+def test_create_topic_checks_existence_and_validates_the_name_once(
+    validate_only: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[str] = []
+
+    def counting_validate(topic: str, validate: Any = topic_rules.validate) -> None:
+        calls.append(f"validate {topic}")
+        validate(topic)
+
+    monkeypatch.setattr(topic_rules, "validate", counting_validate)
+
+    async def body(admin: AdminManager, zk: KafkaZkClient, metadata: Metadata) -> None:
+        topic_exists = zk.topic_exists
+
+        async def counting_topic_exists(topic: str) -> bool:
+            calls.append(f"exists {topic}")
+            return await topic_exists(topic)
+
+        monkeypatch.setattr(zk, "topic_exists", counting_topic_exists)
+        metadata.online["t"] = {0}
+        response = await admin.create_topics(
+            create_body(new_topic("t", 1, 1), validate_only=validate_only), 4
+        )
+        assert errors(response) == {"t": NONE}
+        assert sorted(calls) == ["exists t", "validate t"]
+
+    run(body)
+
+
+@pytest.mark.parametrize("api", ["create_topics", "create_partitions"])
+def test_an_empty_topic_name_is_an_invalid_topic_without_an_error_in_the_log(
+    api: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def body(admin: AdminManager, zk: KafkaZkClient, metadata: Metadata) -> None:
+        await create_online(admin, metadata, "t")
+        if api == "create_topics":
+            response = await admin.create_topics(create_body(new_topic("", 1, 1)), 4)
+            [result] = response["topics"]
+        else:
+            request = {"name": "", "count": 2, "assignments": None}
+            response = await admin.create_partitions(partitions_body(request), 1)
+            [result] = response["results"]
+        assert (result["name"], result["error_code"]) == ("", INVALID_TOPIC_EXCEPTION)
+        assert result["error_message"] == "Topic name is illegal, it can't be empty"
+        assert len((await zk.get_topic_assignment_and_version("t"))[0]) == 1
+
+    with caplog.at_level(logging.INFO):
+        run(body)
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
+    assert any("it can't be empty" in r.getMessage() for r in caplog.records)
 
 
 def test_duplicate_topics_in_one_request_are_invalid() -> None:
