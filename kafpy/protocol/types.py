@@ -388,10 +388,6 @@ def read_array_length(buf: memoryview, pos: int, compact: bool, nullable: bool) 
     return n, pos
 
 
-def array_length_bytes(n: int, compact: bool) -> bytes:
-    return uvarint_bytes(n + 1) if compact else INT32.pack(n)
-
-
 NULL_ARRAY_CLASSIC = b"\xff\xff\xff\xff"
 NULL_ARRAY_COMPACT = b"\x00"
 EMPTY_TAGGED_FIELDS = b"\x00"
