@@ -11,7 +11,7 @@ gets INVALID_REQUEST saying so.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from kafpy.admin import topic as topic_rules
@@ -272,44 +272,69 @@ class ConfigHelper:
     async def alter_configs(self, body: Mapping[str, Any], version: int) -> dict[str, Any]:
         """The AlterConfigs response body (v0–1): a topic's overrides are replaced by the
         given set."""
-        validate_only = bool(body.get("validate_only", False))
-        responses = []
-        for resource in body.get("resources") or []:
-            rtype = int(resource["resource_type"])
-            rname = resource["resource_name"]
-            response = config_response(rtype, rname)
-            try:
-                entries = list(resource.get("configs") or [])
-                null_updates = [c["name"] for c in entries if c.get("value") is None]
-                if null_updates:
-                    raise InvalidRequestError(
-                        f"Null value not supported for : {','.join(null_updates)}"
-                    )
-                props = {c["name"]: c["value"] for c in entries}
-                if rtype == ConfigResourceType.TOPIC:
-                    await self._alter_topic_configs(rname, props, validate_only)
-                elif rtype == ConfigResourceType.BROKER:
-                    self._alter_broker_configs(rname)
-                else:
-                    raise InvalidRequestError(
-                        "AlterConfigs is only supported for topics and brokers, but resource type "
-                        f"is {ConfigResourceType.for_id(rtype).name}"
-                    )
-            except Exception as e:
-                set_error(
-                    self.log,
-                    response,
-                    e,
-                    f"Error processing alter configs request for resource {rname}",
+
+        async def alter(rtype: int, rname: str, entries: list[Any], validate_only: bool) -> None:
+            null_updates = [c["name"] for c in entries if c.get("value") is None]
+            if null_updates:
+                raise InvalidRequestError(
+                    f"Null value not supported for : {','.join(null_updates)}"
                 )
-            responses.append(response)
-        return {"throttle_time_ms": 0, "responses": responses}
+            props = {c["name"]: c["value"] for c in entries}
+            if rtype == ConfigResourceType.TOPIC:
+                await self._alter_topic_configs(rname, props, validate_only)
+            elif rtype == ConfigResourceType.BROKER:
+                self._alter_broker_configs(rname)
+            else:
+                raise _alter_not_supported(rtype)
+
+        return await self._alter_each(body, alter, "alter configs")
 
     async def incremental_alter_configs(
         self, body: Mapping[str, Any], version: int
     ) -> dict[str, Any]:
         """The IncrementalAlterConfigs response body (v0–1): SET, DELETE, APPEND and SUBTRACT
         applied to a topic's current overrides."""
+
+        async def alter(rtype: int, rname: str, ops: list[Any], validate_only: bool) -> None:
+            dupes = duplicates([op["name"] for op in ops])
+            if dupes:
+                raise InvalidRequestError(
+                    f"Error due to duplicate config keys : {','.join(sorted(dupes))}"
+                )
+            null_updates = [
+                f"{AlterConfigOp.name_of(op['config_operation'])}:{op['name']}"
+                for op in ops
+                if op.get("value") is None and op["config_operation"] != AlterConfigOp.DELETE
+            ]
+            if null_updates:
+                raise InvalidRequestError(
+                    f"Null value not supported for : {','.join(null_updates)}"
+                )
+            if rtype == ConfigResourceType.TOPIC:
+                props = await self.admin_zk_client.fetch_entity_config(ZkConfigType.TOPIC, rname)
+                _apply_incremental(ops, props)
+                await self._alter_topic_configs(rname, props, validate_only)
+            elif rtype == ConfigResourceType.BROKER:
+                self._alter_broker_configs(rname)
+            elif rtype == ConfigResourceType.BROKER_LOGGER:
+                self._check_broker_id(rname)
+                raise InvalidRequestError(
+                    "Broker logger configs (BROKER_LOGGER) are not supported by kafpy; "
+                    "set log levels with the broker's logging configuration."
+                )
+            else:
+                raise _alter_not_supported(rtype)
+
+        return await self._alter_each(body, alter, "incremental alter configs")
+
+    async def _alter_each(
+        self,
+        body: Mapping[str, Any],
+        alter: Callable[[int, str, list[Any], bool], Awaitable[None]],
+        what: str,
+    ) -> dict[str, Any]:
+        """One response per resource of an alter request: `alter(type, name, configs,
+        validate_only)` raises to answer the resource with an error."""
         validate_only = bool(body.get("validate_only", False))
         responses = []
         for resource in body.get("resources") or []:
@@ -317,46 +342,10 @@ class ConfigHelper:
             rname = resource["resource_name"]
             response = config_response(rtype, rname)
             try:
-                ops = list(resource.get("configs") or [])
-                dupes = duplicates([op["name"] for op in ops])
-                if dupes:
-                    raise InvalidRequestError(
-                        f"Error due to duplicate config keys : {','.join(sorted(dupes))}"
-                    )
-                null_updates = [
-                    f"{AlterConfigOp.name_of(op['config_operation'])}:{op['name']}"
-                    for op in ops
-                    if op.get("value") is None and op["config_operation"] != AlterConfigOp.DELETE
-                ]
-                if null_updates:
-                    raise InvalidRequestError(
-                        f"Null value not supported for : {','.join(null_updates)}"
-                    )
-                if rtype == ConfigResourceType.TOPIC:
-                    props = await self.admin_zk_client.fetch_entity_config(
-                        ZkConfigType.TOPIC, rname
-                    )
-                    _apply_incremental(ops, props)
-                    await self._alter_topic_configs(rname, props, validate_only)
-                elif rtype == ConfigResourceType.BROKER:
-                    self._alter_broker_configs(rname)
-                elif rtype == ConfigResourceType.BROKER_LOGGER:
-                    self._check_broker_id(rname)
-                    raise InvalidRequestError(
-                        "Broker logger configs (BROKER_LOGGER) are not supported by kafpy; "
-                        "set log levels with the broker's logging configuration."
-                    )
-                else:
-                    raise InvalidRequestError(
-                        "AlterConfigs is only supported for topics and brokers, but resource type "
-                        f"is {ConfigResourceType.for_id(rtype).name}"
-                    )
+                await alter(rtype, rname, list(resource.get("configs") or []), validate_only)
             except Exception as e:
                 set_error(
-                    self.log,
-                    response,
-                    e,
-                    f"Error processing incremental alter configs request for resource {rname}",
+                    self.log, response, e, f"Error processing {what} request for resource {rname}"
                 )
             responses.append(response)
         return {"throttle_time_ms": 0, "responses": responses}
@@ -385,6 +374,13 @@ class ConfigHelper:
             "Dynamic broker configs are not supported by kafpy: change server.properties (or "
             f"--override) and restart broker {self.config.broker_id} instead."
         )
+
+
+def _alter_not_supported(rtype: int) -> InvalidRequestError:
+    return InvalidRequestError(
+        "AlterConfigs is only supported for topics and brokers, but resource type is "
+        f"{ConfigResourceType.for_id(rtype).name}"
+    )
 
 
 def _apply_incremental(ops: Sequence[Mapping[str, Any]], props: dict[str, str]) -> None:
