@@ -18,7 +18,8 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-Encoder = Callable[[Any, list], None]
+# an encoder appends the encoded chunks (bytes-like) of a value to a list, joined once at the end
+Encoder = Callable[[Any, list[Any]], None]
 Decoder = Callable[[memoryview, int], tuple[Any, int]]
 
 INT8 = struct.Struct(">b")
@@ -158,7 +159,7 @@ def _fixed(name: str, st: struct.Struct) -> Type:
     unpack_from = st.unpack_from
     size = st.size
 
-    def encode(value: Any, out: list) -> None:
+    def encode(value: Any, out: list[Any]) -> None:
         out.append(pack(value))
 
     def decode(buf: memoryview, pos: int) -> tuple[Any, int]:
@@ -169,7 +170,7 @@ def _fixed(name: str, st: struct.Struct) -> Type:
     return Type(name, encode, decode, fmt=st.format[-1], size=size)
 
 
-def _encode_bool(value: Any, out: list) -> None:
+def _encode_bool(value: Any, out: list[Any]) -> None:
     out.append(b"\x01" if value else b"\x00")
 
 
@@ -179,7 +180,7 @@ def _decode_bool(buf: memoryview, pos: int) -> tuple[Any, int]:
     return buf[pos] != 0, pos + 1
 
 
-def _encode_uuid(value: Any, out: list) -> None:
+def _encode_uuid(value: Any, out: list[Any]) -> None:
     if value is None:
         out.append(ZERO_UUID.bytes)
     elif isinstance(value, uuid.UUID):
@@ -210,21 +211,21 @@ UUID_T = Type("uuid", _encode_uuid, _decode_uuid, size=16)
 
 
 def _varint_type() -> Type:
-    def encode(value: Any, out: list) -> None:
+    def encode(value: Any, out: list[Any]) -> None:
         out.append(varint_bytes(value))
 
     return Type("varint", encode, read_varint)
 
 
 def _varlong_type() -> Type:
-    def encode(value: Any, out: list) -> None:
+    def encode(value: Any, out: list[Any]) -> None:
         out.append(varlong_bytes(value))
 
     return Type("varlong", encode, read_varlong)
 
 
 def _uvarint_type() -> Type:
-    def encode(value: Any, out: list) -> None:
+    def encode(value: Any, out: list[Any]) -> None:
         out.append(uvarint_bytes(value))
 
     return Type("unsigned_varint", encode, read_uvarint)
@@ -282,7 +283,7 @@ def string_type(compact: bool, nullable: bool) -> Type:
     """A UTF-8 string: int16 length (classic) or uvarint length + 1 (compact)."""
     name = ("compact_" if compact else "") + ("nullable_" if nullable else "") + "string"
 
-    def encode(value: Any, out: list) -> None:
+    def encode(value: Any, out: list[Any]) -> None:
         if value is None:
             if not nullable:
                 raise ValueError(f"{name} cannot be null")
@@ -332,7 +333,7 @@ def bytes_type(compact: bool, nullable: bool, records: bool = False) -> Type:
     base = "records" if records else "bytes"
     name = ("compact_" if compact else "") + ("nullable_" if nullable else "") + base
 
-    def encode(value: Any, out: list) -> None:
+    def encode(value: Any, out: list[Any]) -> None:
         if value is None:
             if not nullable:
                 raise ValueError(f"{name} cannot be null")
@@ -411,7 +412,7 @@ def array_type(element: Type, compact: bool, nullable: bool) -> Type:
                 structs[n] = st
         return st
 
-    def encode(value: Any, out: list) -> None:
+    def encode(value: Any, out: list[Any]) -> None:
         if value is None:
             if not nullable:
                 raise ValueError(f"{name} cannot be null")
