@@ -100,10 +100,13 @@ class AdminZkClient:
         assignment: Mapping[int, Sequence[int]],
         config: Mapping[str, str] | None = None,
         update: bool = False,
+        validate: bool = True,
     ) -> None:
-        """Validate, then write the config node (on create) and the assignment."""
+        """Validate (unless the caller just did: `validate=False`), then write the config
+        node (on create) and the assignment."""
         config = dict(config or {})
-        await self.validate_create_or_update_topic(topic, assignment, config, update)
+        if validate:
+            await self.validate_create_or_update_topic(topic, assignment, config, update)
         try:
             if not update:
                 log.info(

@@ -9,7 +9,6 @@ operation raises the KafkaError of the response's error code, with the broker's 
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -18,39 +17,10 @@ from kafpy.client.cluster import Node, TopicInfo
 from kafpy.client.kafka_client import KafkaClient
 from kafpy.client.response_errors import raise_for_code
 from kafpy.protocol.api_keys import ApiKey
+from kafpy.protocol.config_resource import AlterConfigOp, ConfigResourceType, ConfigSource
 from kafpy.protocol.errors import Errors
 
 DEFAULT_TIMEOUT_MS = 30000
-
-
-class ConfigResourceType(enum.IntEnum):
-    """Kafka's ConfigResource.Type codes."""
-
-    UNKNOWN = 0
-    TOPIC = 2
-    BROKER = 4
-    BROKER_LOGGER = 8
-
-
-class ConfigSource(enum.IntEnum):
-    """Where a described config value comes from (DescribeConfigs v1+ `config_source`)."""
-
-    UNKNOWN = 0
-    DYNAMIC_TOPIC_CONFIG = 1
-    DYNAMIC_BROKER_CONFIG = 2
-    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
-    STATIC_BROKER_CONFIG = 4
-    DEFAULT_CONFIG = 5
-    DYNAMIC_BROKER_LOGGER_CONFIG = 6
-
-
-class AlterConfigOp(enum.IntEnum):
-    """IncrementalAlterConfigs operations."""
-
-    SET = 0
-    DELETE = 1
-    APPEND = 2
-    SUBTRACT = 3
 
 
 class ConfigResource(NamedTuple):

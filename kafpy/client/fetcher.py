@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafpy.client.kafka_client import KafkaClient
-from kafpy.client.response_errors import error_for_code, is_retriable
+from kafpy.client.response_errors import error_for_code
 from kafpy.common.errors import KafkaError
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.protocol.api_keys import ApiKey
@@ -210,7 +210,7 @@ class Fetcher:
                 out_of_range.append(tp)
                 continue
             if code:
-                if is_retriable(code):
+                if Errors.for_code(code).retriable:
                     retry.add(tp.topic)
                     continue
                 raise error_for_code(code, None, f"Fetching {tp} at offset {self.positions[tp]}")

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 from kafpy.client.cluster import Cluster, Node
 from kafpy.client.connection import BrokerConnection
-from kafpy.client.response_errors import error_for_code, is_retriable
+from kafpy.client.response_errors import error_for_code
 from kafpy.common.errors import (
     BrokerNotAvailableError,
     KafkaConnectionError,
@@ -62,7 +62,7 @@ def error_codes(body: Any) -> list[tuple[int, str | None]]:
     def walk(value: Any) -> None:
         if isinstance(value, Mapping):
             code = value.get("error_code")
-            if isinstance(code, int) and code != 0:
+            if isinstance(code, int) and code != Errors.NONE:
                 found.append((code, value.get("error_message")))
             for v in value.values():
                 if isinstance(v, (Mapping, list)):
@@ -79,7 +79,7 @@ def raise_retriable_errors(body: dict[str, Any]) -> None:
     """A response check: raise the first retriable error code in the body, so that the
     request is retried after a metadata refresh; other errors are left to the caller."""
     for code, message in error_codes(body):
-        if is_retriable(code):
+        if Errors.for_code(code).retriable:
             raise error_for_code(code, message)
 
 
@@ -283,7 +283,9 @@ class KafkaClient:
         if leader is not None:
             return leader
         topic = self.cluster.topic(tp.topic)
-        if topic is None or (topic.error_code == 0 and tp.partition not in topic.partitions):
+        if topic is None or (
+            topic.error_code == Errors.NONE and tp.partition not in topic.partitions
+        ):
             raise error_for_code(
                 Errors.UNKNOWN_TOPIC_OR_PARTITION,
                 f"Partition {tp} does not exist (the topic has "

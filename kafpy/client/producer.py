@@ -17,7 +17,7 @@ from typing import Any
 
 from kafpy.client.kafka_client import KafkaClient
 from kafpy.client.partitioner import StickyPartitioner, partition_for_key
-from kafpy.client.response_errors import error_for_code, is_retriable
+from kafpy.client.response_errors import error_for_code
 from kafpy.common.errors import KafkaError, LeaderNotAvailableError
 from kafpy.common.time import SYSTEM_TIME, Time
 from kafpy.common.topic_partition import TopicPartition
@@ -87,11 +87,11 @@ class BatchProducer:
                 return partitions
             await self.client.refresh_metadata([topic], allow_auto_topic_creation=True)
             info = self.client.cluster.topic(topic)
-            if info is not None and info.partitions and info.error_code == 0:
+            if info is not None and info.partitions and info.error_code == Errors.NONE:
                 return sorted(info.partitions)
             code = Errors.UNKNOWN_TOPIC_OR_PARTITION if info is None else info.error_code
-            if (code and not is_retriable(code)) or tries_left == 0:
-                if code == 0:
+            if (code and not Errors.for_code(code).retriable) or tries_left == 0:
+                if code == Errors.NONE:
                     raise LeaderNotAvailableError(f"Topic {topic} has no partitions yet.")
                 raise error_for_code(code, None, f"Getting metadata of topic {topic}")
             await self.client.backoff()

@@ -62,27 +62,3 @@ def assignment_partitions(data: bytes) -> list[TopicPartition]:
         return out
     except struct.error as e:
         raise ValueError(f"consumer protocol: truncated assignment ({e})") from e
-
-
-def encode_assignment(partitions: list[TopicPartition], version: int = 0) -> bytes:
-    """Assignment bytes (used by tests and tools)."""
-    by_topic: dict[str, list[int]] = {}
-    for tp in partitions:
-        by_topic.setdefault(tp.topic, []).append(tp.partition)
-    out = bytearray(_INT16.pack(version) + _INT32.pack(len(by_topic)))
-    for topic, parts in by_topic.items():
-        name = topic.encode()
-        out += _INT16.pack(len(name)) + name + _INT32.pack(len(parts))
-        for p in parts:
-            out += _INT32.pack(p)
-    out += _INT32.pack(-1)  # no user data
-    return bytes(out)
-
-
-def encode_subscription(topics: list[str], version: int = 0) -> bytes:
-    out = bytearray(_INT16.pack(version) + _INT32.pack(len(topics)))
-    for t in topics:
-        name = t.encode()
-        out += _INT16.pack(len(name)) + name
-    out += _INT32.pack(-1)
-    return bytes(out)

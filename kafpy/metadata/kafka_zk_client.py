@@ -425,17 +425,6 @@ class KafkaZkClient:
         await self.set_or_create_entity_configs("topics", topic, config)
         await self.create_topic_assignment(topic, assignment)
 
-    async def multi_set_topic_assignments(
-        self, assignments: Mapping[str, tuple[Mapping[int, Sequence[int]], int]]
-    ) -> None:
-        """Set several topics' assignments atomically, each at its expected version."""
-        await self.store.multi(
-            [
-                SetDataOp(TopicZNode.path(t), TopicZNode.encode(a), v)
-                for t, (a, v) in assignments.items()
-            ]
-        )
-
     # -- controller --------------------------------------------------------------------------
 
     async def get_controller_id(self, watch: WatchCallback | None = None) -> int | None:

@@ -182,3 +182,24 @@ class MetadataStore(ABC):
             return await self.get_children(path)
         except NoNodeError:
             return []
+
+
+def validate_path(path: str) -> None:
+    """Raise ValueError unless `path` is a valid absolute ZooKeeper path."""
+    if not isinstance(path, str) or not path.startswith("/"):
+        raise ValueError(f"Invalid metadata path {path!r}: it must start with '/'.")
+    if path == "/":
+        return
+    if path.endswith("/"):
+        raise ValueError(f"Invalid metadata path {path!r}: it must not end with '/'.")
+    if "\x00" in path:
+        raise ValueError(f"Invalid metadata path {path!r}: it contains a NUL character.")
+    for name in path[1:].split("/"):
+        if name in ("", ".", ".."):
+            raise ValueError(f"Invalid metadata path {path!r}: empty, '.' or '..' element.")
+
+
+def parent_of(path: str) -> str:
+    """The path of the parent of a node (`/` for a top-level node)."""
+    index = path.rfind("/")
+    return "/" if index == 0 else path[:index]

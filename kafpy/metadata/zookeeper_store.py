@@ -29,7 +29,6 @@ from kazoo.protocol.states import KazooState, ZnodeStat
 from kazoo.retry import KazooRetry
 
 from kafpy.common.logger import component_logger
-from kafpy.metadata.embedded_store import parent_of, validate_path
 from kafpy.metadata.errors import (
     BadVersionError,
     ConnectionLossError,
@@ -51,6 +50,8 @@ from kafpy.metadata.store import (
     Stat,
     WatchCallback,
     WatchedEvent,
+    parent_of,
+    validate_path,
 )
 
 DATA = "data"

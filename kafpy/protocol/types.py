@@ -18,6 +18,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+# an encoder appends the encoded chunks (bytes-like) of a value to a list, joined once at the end
 Encoder = Callable[[Any, list[Any]], None]
 Decoder = Callable[[memoryview, int], tuple[Any, int]]
 
@@ -386,10 +387,6 @@ def read_array_length(buf: memoryview, pos: int, compact: bool, nullable: bool) 
     if n > len(buf) - pos:
         raise DecodeFailure(f"array length {n} is larger than the bytes left ({len(buf) - pos})")
     return n, pos
-
-
-def array_length_bytes(n: int, compact: bool) -> bytes:
-    return uvarint_bytes(n + 1) if compact else INT32.pack(n)
 
 
 NULL_ARRAY_CLASSIC = b"\xff\xff\xff\xff"

@@ -16,8 +16,7 @@ import logging
 from kafpy.client.connection import BrokerConnection
 from kafpy.metadata.kafka_zk_client import KafkaZkClient
 from kafpy.protocol.api_keys import ApiKey
-
-NONE = 0
+from kafpy.protocol.errors import Errors
 
 
 async def controlled_shutdown(
@@ -71,7 +70,7 @@ async def controlled_shutdown(
                         "the configured controller.socket.timeout.ms: %s", e)  # fmt: skip
             continue
         remaining = response.get("remaining_partitions") or []
-        if response["error_code"] == NONE and not remaining:
+        if response["error_code"] == Errors.NONE and not remaining:
             log.info("Controlled shutdown succeeded")
             return True
         log.info(

@@ -15,24 +15,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from kafpy.common.delayed_operation import DelayedOperation
 from kafpy.common.topic_partition import TopicPartition
-
-NONE = 0
-REQUEST_TIMED_OUT = 7
+from kafpy.protocol.errors import Errors
+from kafpy.server.delayed_partition_operation import DelayedPartitionOperation, PartitionStatus
 
 
 @dataclass(slots=True)
-class DeleteRecordsPartitionStatus:
+class DeleteRecordsPartitionStatus(PartitionStatus):
     """The offset the low watermark must reach and the partition's answer
     (a DeleteRecords partition dict: partition_index, low_watermark, error_code)."""
 
-    required_offset: int
-    response: dict[str, Any]
-    acks_pending: bool = True
 
-
-class DelayedDeleteRecords(DelayedOperation):
+class DelayedDeleteRecords(DelayedPartitionOperation):
     """Waits for each partition's low watermark to reach its `required_offset`.
 
     `check_partition(tp)` returns (error code, low watermark): the partition's current
@@ -46,29 +40,13 @@ class DelayedDeleteRecords(DelayedOperation):
         check_partition: Callable[[TopicPartition], tuple[int, int]],
         on_complete: Callable[[dict[TopicPartition, dict[str, Any]]], None],
     ) -> None:
-        super().__init__(timeout_ms)
-        self.statuses = statuses
+        super().__init__(timeout_ms, statuses, on_complete)
         self._check = check_partition
-        self._callback = on_complete
-        for status in statuses.values():
-            if status.response["error_code"] != NONE:
-                status.acks_pending = False
-            else:
-                # until the replicas confirm, the answer for this partition is a timeout
-                status.response["error_code"] = REQUEST_TIMED_OUT
 
-    def try_complete(self) -> bool:
-        for tp, status in self.statuses.items():
-            if not status.acks_pending:
-                continue
-            error, low_watermark = self._check(tp)
-            if error != NONE or low_watermark >= status.required_offset:
-                status.acks_pending = False
-                status.response["error_code"] = error
-                status.response["low_watermark"] = low_watermark
-        if not any(s.acks_pending for s in self.statuses.values()):
-            return self.force_complete()
+    def try_complete_partition(self, tp: TopicPartition, status: PartitionStatus) -> bool:
+        error, low_watermark = self._check(tp)
+        if error != Errors.NONE or low_watermark >= status.required_offset:
+            status.response["error_code"] = error
+            status.response["low_watermark"] = low_watermark
+            return True
         return False
-
-    def on_complete(self) -> None:
-        self._callback({tp: s.response for tp, s in self.statuses.items()})

@@ -13,25 +13,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from kafpy.common.delayed_operation import DelayedOperation
 from kafpy.common.topic_partition import TopicPartition
-
-NONE = 0
-NOT_LEADER_OR_FOLLOWER = 6
-REQUEST_TIMED_OUT = 7
-NOT_ENOUGH_REPLICAS_AFTER_APPEND = 20
+from kafpy.server.delayed_partition_operation import DelayedPartitionOperation, PartitionStatus
 
 
 @dataclass(slots=True)
-class ProducePartitionStatus:
+class ProducePartitionStatus(PartitionStatus):
     """The offset the ISR must reach and the partition's answer (a Produce partition dict)."""
 
-    required_offset: int
-    response: dict[str, Any]
-    acks_pending: bool = True
 
-
-class DelayedProduce(DelayedOperation):
+class DelayedProduce(DelayedPartitionOperation):
     """Waits for each partition's high watermark to reach its `required_offset`.
 
     `check_partition(tp, required_offset)` returns (done, error code): done when the
@@ -45,28 +36,11 @@ class DelayedProduce(DelayedOperation):
         check_partition: Callable[[TopicPartition, int], tuple[bool, int]],
         on_complete: Callable[[dict[TopicPartition, dict[str, Any]]], None],
     ) -> None:
-        super().__init__(timeout_ms)
-        self.statuses = statuses
+        super().__init__(timeout_ms, statuses, on_complete)
         self._check = check_partition
-        self._callback = on_complete
-        for status in statuses.values():
-            if status.response["error_code"] != NONE:
-                status.acks_pending = False
-            else:
-                # until the ISR confirms, the answer for this partition is a timeout
-                status.response["error_code"] = REQUEST_TIMED_OUT
 
-    def try_complete(self) -> bool:
-        for tp, status in self.statuses.items():
-            if not status.acks_pending:
-                continue
-            done, error = self._check(tp, status.required_offset)
-            if done:
-                status.acks_pending = False
-                status.response["error_code"] = error
-        if not any(s.acks_pending for s in self.statuses.values()):
-            return self.force_complete()
-        return False
-
-    def on_complete(self) -> None:
-        self._callback({tp: s.response for tp, s in self.statuses.items()})
+    def try_complete_partition(self, tp: TopicPartition, status: PartitionStatus) -> bool:
+        done, error = self._check(tp, status.required_offset)
+        if done:
+            status.response["error_code"] = error
+        return done

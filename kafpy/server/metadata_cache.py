@@ -14,13 +14,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafpy.common.topic_partition import TopicPartition
+from kafpy.protocol.errors import Errors
 
 LEADER_DURING_DELETE = -2
 NO_LEADER = -1
-NONE = 0
-LEADER_NOT_AVAILABLE = 5
-UNKNOWN_TOPIC_OR_PARTITION = 3
-LISTENER_NOT_FOUND = 72
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 # UpdateMetadata v1/v2 carry a security protocol id instead of a listener name.
 _SECURITY_PROTOCOLS = {0: "PLAINTEXT", 1: "SSL", 2: "SASL_PLAINTEXT", 3: "SASL_SSL"}
@@ -171,7 +168,7 @@ class MetadataCache:
                 for index, info in sorted(parts.items())
             ]  # fmt: skip
             out.append({
-                "error_code": NONE,
+                "error_code": Errors.NONE,
                 "name": topic,
                 "is_internal": topic in INTERNAL_TOPICS,
                 "partitions": partitions,
@@ -192,15 +189,15 @@ class MetadataCache:
             replicas = [r for r in replicas if self._has_endpoint(r, listener_name)]
             isr = [r for r in isr if self._has_endpoint(r, listener_name)]
         leader = self._brokers.get(info.leader)
-        error = NONE
+        error = Errors.NONE
         leader_id = info.leader
         if leader is None or leader.endpoint(listener_name) is None:
             leader_id = NO_LEADER
-            error = LEADER_NOT_AVAILABLE
+            error = Errors.LEADER_NOT_AVAILABLE
             if leader is not None and error_unavailable_listeners:
-                error = LISTENER_NOT_FOUND
+                error = Errors.LISTENER_NOT_FOUND
         elif len(replicas) < len(info.replicas) or len(isr) < len(info.isr):
-            error = 9  # REPLICA_NOT_AVAILABLE
+            error = Errors.REPLICA_NOT_AVAILABLE
         return {
             "error_code": error,
             "partition_index": index,

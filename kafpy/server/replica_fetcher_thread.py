@@ -24,17 +24,23 @@ from kafpy.common.errors import KafkaError
 from kafpy.common.logger import component_logger
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.protocol.api_keys import ApiKey
+from kafpy.protocol.errors import Errors
 from kafpy.records.memory_records import MemoryRecords
 
 if TYPE_CHECKING:
     from kafpy.server.partition import Partition
 
-NONE = 0
-OFFSET_OUT_OF_RANGE = 1
 EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
 UNDEFINED_EPOCH = -1
 UNDEFINED_EPOCH_OFFSET = -1
+# OffsetsForLeaderEpoch answers after which the follower asks again later
+_RETRIABLE_EPOCH_ERRORS = (
+    Errors.FENCED_LEADER_EPOCH,
+    Errors.UNKNOWN_LEADER_EPOCH,
+    Errors.NOT_LEADER_OR_FOLLOWER,
+    Errors.UNKNOWN_TOPIC_OR_PARTITION,
+)
 
 
 class FetcherChannel(Protocol):
@@ -285,7 +291,7 @@ class ReplicaFetcherThread:
                 self._delay(tp)
                 continue
             error = answer["error_code"]
-            if error in (74, 75, 6, 3):  # FENCED/UNKNOWN_LEADER_EPOCH, NOT_LEADER, UNKNOWN_TOPIC
+            if error in _RETRIABLE_EPOCH_ERRORS:
                 self.log.info(
                     "Retrying leader epoch request for partition %s as the leader reported error %d",
                     tp,
@@ -293,7 +299,7 @@ class ReplicaFetcherThread:
                 )
                 self._delay(tp)
                 continue
-            if error != NONE or answer["end_offset"] == UNDEFINED_EPOCH_OFFSET:
+            if error != Errors.NONE or answer["end_offset"] == UNDEFINED_EPOCH_OFFSET:
                 self._truncate_to(tp, state, partition, partition.high_watermark,
                                   f"the leader could not answer for epoch {epoch}")  # fmt: skip
                 continue
@@ -359,7 +365,7 @@ class ReplicaFetcherThread:
             "forgotten_topics_data": [],
             "rack_id": "",
         }, timeout_ms=self.config.socket_timeout_ms + self.config.fetch_wait_max_ms)  # fmt: skip
-        if response.get("error_code", NONE) != NONE:
+        if response.get("error_code", Errors.NONE) != Errors.NONE:
             self.log.warning(
                 "Fetch from broker %d failed with error %d", self.source.id, response["error_code"]
             )
@@ -390,7 +396,7 @@ class ReplicaFetcherThread:
             self.partition_states.pop(tp, None)
             return
         error = data["error_code"]
-        if error == NONE:
+        if error == Errors.NONE:
             records = data.get("records")
             try:
                 if records:
@@ -412,7 +418,7 @@ class ReplicaFetcherThread:
                     e,
                 )
                 self._delay(tp)
-        elif error == OFFSET_OUT_OF_RANGE:
+        elif error == Errors.OFFSET_OUT_OF_RANGE:
             await self._handle_offset_out_of_range(tp, state, partition)
         else:
             self.log.info(
@@ -473,7 +479,7 @@ class ReplicaFetcherThread:
         })  # fmt: skip
         for t in response["topics"]:
             for p in t["partitions"]:
-                if p["partition_index"] == tp.partition and p["error_code"] == NONE:
+                if p["partition_index"] == tp.partition and p["error_code"] == Errors.NONE:
                     offset: int = p["offset"]
                     return offset
         return None

@@ -46,6 +46,7 @@ from kafpy.metadata.zk_data import (
     LeaderAndIsr,
     LeaderIsrAndControllerEpoch,
 )
+from kafpy.protocol.errors import Errors, error_code_of
 from kafpy.records.memory_records import MemoryRecords
 from kafpy.server.delayed_delete_records import DelayedDeleteRecords, DeleteRecordsPartitionStatus
 from kafpy.server.delayed_fetch import DelayedFetch, FetchPartitionStatus
@@ -62,22 +63,12 @@ from kafpy.storage.offset_checkpoint_file import OffsetCheckpointFile
 
 HIGH_WATERMARK_CHECKPOINT_FILE = "replication-offset-checkpoint"
 INITIAL_CONTROLLER_EPOCH = 0
-NONE = 0
-STALE_CONTROLLER_EPOCH = 11
-UNKNOWN_TOPIC_OR_PARTITION = 3
-KAFKA_STORAGE_ERROR = 56
-NOT_LEADER_OR_FOLLOWER = 6
-NOT_ENOUGH_REPLICAS_AFTER_APPEND = 20
 DEBUGGING_CONSUMER_ID = -2
 # Kafka 2.x's ReplicaManager.IsrChangePropagationBlackOut / IsrChangePropagationInterval;
 # the isr-change-propagation task runs every half blackout (2500 ms)
 ISR_CHANGE_PROPAGATION_BLACKOUT_MS = 5000
 ISR_CHANGE_PROPAGATION_MAX_INTERVAL_MS = 60000
 FUTURE_LOCAL_REPLICA_ID = -3
-
-
-def _code(exc: BaseException) -> int:
-    return exc.code if isinstance(exc, KafkaError) else -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -369,7 +360,7 @@ class ReplicaManager:
                 controller_epoch,
                 self.controller_epoch,
             )
-            return _error_response(states, STALE_CONTROLLER_EPOCH)
+            return _error_response(states, Errors.STALE_CONTROLLER_EPOCH)
         self.controller_epoch = controller_epoch
         self._hw_checkpoints = None  # read each dir's checkpoint at most once per request
         errors: dict[TopicPartition, int] = {}
@@ -392,7 +383,7 @@ class ReplicaManager:
                         tp,
                         state["replicas"],
                     )
-                    errors[tp] = UNKNOWN_TOPIC_OR_PARTITION
+                    errors[tp] = Errors.UNKNOWN_TOPIC_OR_PARTITION
             else:
                 self.state_change_log.info(
                     "Ignoring LeaderAndIsr request from controller %d with correlation id epoch %d for "
@@ -404,7 +395,7 @@ class ReplicaManager:
                     state["leader_epoch"],
                     partition.leader_epoch,
                 )
-                errors[tp] = STALE_CONTROLLER_EPOCH
+                errors[tp] = Errors.STALE_CONTROLLER_EPOCH
         live_leaders = {
             b["broker_id"]: BrokerEndPoint(b["broker_id"], b["host_name"], b["port"])
             for b in request.get("live_leaders") or ()
@@ -459,16 +450,16 @@ class ReplicaManager:
                         controller_id,
                         controller_epoch,
                     )
-                errors[tp] = NONE
+                errors[tp] = Errors.NONE
             except KafkaError as e:
                 self.state_change_log.error("Error while making %s leader or follower: %s", tp, e)
-                errors[tp] = _code(e)
+                errors[tp] = error_code_of(e)
             self._complete_delayed_requests(tp)
         self._hw_checkpoints = None
         if new_followers:
             self.replica_fetcher_manager.add_fetcher_for_partitions(new_followers)
         return {
-            "error_code": NONE,
+            "error_code": Errors.NONE,
             "partition_errors": [
                 {"topic_name": topic, "partition_index": state["partition_index"],
                  "error_code": errors[TopicPartition(topic, state["partition_index"])]}
@@ -488,13 +479,13 @@ class ReplicaManager:
                 self.controller_epoch,
             )
             return _error_response(((tp.topic, {"partition_index": tp.partition}) for tp in partitions),
-                                   STALE_CONTROLLER_EPOCH)  # fmt: skip
+                                   Errors.STALE_CONTROLLER_EPOCH)  # fmt: skip
         self.controller_epoch = request["controller_epoch"]
         delete = bool(request.get("delete_partitions"))
         out = []
         dirs: set[Path] = set()
         for tp in partitions:
-            error = NONE
+            error = Errors.NONE
             try:
                 dir_ = self.stop_replica(tp, delete, checkpoint=False)
                 if dir_ is not None:
@@ -503,13 +494,13 @@ class ReplicaManager:
                 self.state_change_log.error(
                     "Ignoring stop replica (delete=%s) for partition %s: %s", delete, tp, e
                 )
-                error = KAFKA_STORAGE_ERROR
+                error = Errors.KAFKA_STORAGE_ERROR
             out.append(
                 {"topic_name": tp.topic, "partition_index": tp.partition, "error_code": error}
             )
         # one checkpoint write per log dir for the whole request, not one per deleted log
         self.log_manager.checkpoint_dirs(dirs)
-        return {"error_code": NONE, "partition_errors": out}
+        return {"error_code": Errors.NONE, "partition_errors": out}
 
     def stop_replica(
         self, tp: TopicPartition, delete: bool, checkpoint: bool = True
@@ -556,7 +547,7 @@ class ReplicaManager:
         required: dict[TopicPartition, int] = {}
         for tp, data in entries.items():
             resp: dict[str, Any] = {
-                "index": tp.partition, "error_code": NONE, "base_offset": -1,
+                "index": tp.partition, "error_code": Errors.NONE, "base_offset": -1,
                 "log_append_time_ms": -1, "log_start_offset": -1, "record_errors": [],
                 "error_message": None,
             }  # fmt: skip
@@ -580,7 +571,7 @@ class ReplicaManager:
                 required[tp] = info.last_offset + 1
                 self.delayed_fetch_purgatory.check_and_complete(tp)
             except KafkaError as e:
-                resp["error_code"] = _code(e)
+                resp["error_code"] = error_code_of(e)
                 resp["error_message"] = str(e)
                 # As Kafka: the partition's log start offset, which lets an idempotent producer
                 # tell an UNKNOWN_PRODUCER_ID caused by retention (safe to reset) from real loss.
@@ -591,7 +582,7 @@ class ReplicaManager:
                 Exception
             ) as e:  # a bug or an I/O failure: the partition answers, the broker lives
                 self.log.exception("Error processing append operation on partition %s", tp)
-                resp["error_code"] = -1
+                resp["error_code"] = Errors.UNKNOWN_SERVER_ERROR
                 resp["error_message"] = str(e)
         if required_acks != -1 or not required or self._isr_has_all(required):
             return results
@@ -634,12 +625,12 @@ class ReplicaManager:
     def _check_replicated(self, tp: TopicPartition, required_offset: int) -> tuple[bool, int]:
         partition = self.partitions.get(tp)
         if partition is None or not partition.is_leader or partition.log is None:
-            return True, NOT_LEADER_OR_FOLLOWER
+            return True, Errors.NOT_LEADER_OR_FOLLOWER
         if partition.high_watermark >= required_offset:
             if len(partition.isr) < partition.log.config.min_insync_replicas:
-                return True, NOT_ENOUGH_REPLICAS_AFTER_APPEND
-            return True, NONE
-        return False, NONE
+                return True, Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+            return True, Errors.NONE
+        return False, Errors.NONE
 
     # -- fetch ----------------------------------------------------------------------------
 
@@ -656,7 +647,7 @@ class ReplicaManager:
         for _, r in results:
             if r.records is not None:
                 readable += len(r.records)
-            if r.error_code != NONE:
+            if r.error_code != Errors.NONE:
                 errored = True
         if params.max_wait_ms <= 0 or not fetch_infos or readable >= params.min_bytes or errored:
             return results
@@ -727,13 +718,13 @@ class ReplicaManager:
             if p is not None and p.log is not None:
                 hw = lso = p.high_watermark
                 lso_start = p.log.log_start_offset
-            return FetchPartitionData(_code(e), hw, lso, lso_start, None, None, error=e)
+            return FetchPartitionData(error_code_of(e), hw, lso, lso_start, None, None, error=e)
         except Exception as e:
             self.log.exception("Error processing fetch with max size %d from offset %d on partition %s",
                                max_bytes, info.fetch_offset, tp)  # fmt: skip
             return FetchPartitionData(-1, error=KafkaError(str(e)))
         return FetchPartitionData(
-            NONE,
+            Errors.NONE,
             read.high_watermark,
             read.last_stable_offset,
             read.log_start_offset,
@@ -923,7 +914,7 @@ class ReplicaManager:
             response: dict[str, Any] = {
                 "partition_index": tp.partition,
                 "low_watermark": -1,
-                "error_code": NONE,
+                "error_code": Errors.NONE,
             }
             required = -1
             try:
@@ -932,17 +923,17 @@ class ReplicaManager:
                     offset, self._broker_alive
                 )
             except KafkaError as e:
-                response["error_code"] = _code(e)
+                response["error_code"] = error_code_of(e)
             except (
                 Exception
             ) as e:  # a bug or an I/O failure: the partition answers, the broker lives
                 self.log.exception("Error processing delete records operation on partition %s", tp)
-                response["error_code"] = -1
+                response["error_code"] = Errors.UNKNOWN_SERVER_ERROR
                 response["error_message"] = str(e)
             statuses[tp] = DeleteRecordsPartitionStatus(required, response)
-            if response["error_code"] == NONE:
+            if response["error_code"] == Errors.NONE:
                 self._complete_delayed_requests(tp)
-        if all(s.response["error_code"] != NONE for s in statuses.values()):
+        if all(s.response["error_code"] != Errors.NONE for s in statuses.values()):
             return {
                 tp: (s.response["low_watermark"], s.response["error_code"])
                 for tp, s in statuses.items()
@@ -967,10 +958,10 @@ class ReplicaManager:
         """(error code, low watermark) for DelayedDeleteRecords."""
         partition = self.partitions.get(tp)
         if partition is None:
-            return UNKNOWN_TOPIC_OR_PARTITION, -1
+            return Errors.UNKNOWN_TOPIC_OR_PARTITION, -1
         if not partition.is_leader or partition.log is None:
-            return NOT_LEADER_OR_FOLLOWER, -1
-        return NONE, partition.low_watermark_if_leader(self._broker_alive)
+            return Errors.NOT_LEADER_OR_FOLLOWER, -1
+        return Errors.NONE, partition.low_watermark_if_leader(self._broker_alive)
 
 
 def _leader_and_isr_states(request: Mapping[str, Any]) -> Iterable[tuple[str, Mapping[str, Any]]]:

@@ -17,6 +17,7 @@ from kafpy.common.errors import TopicExistsError, UnknownTopicOrPartitionError
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.api_versions import SUPPORTED_VERSIONS
+from kafpy.protocol.errors import Errors
 from kafpy.records.compression import CompressionType
 from tests.fixtures.broker import KafpyBroker
 
@@ -93,3 +94,47 @@ def test_admin_configs_and_partitions(kafpy_broker: KafpyBroker) -> None:
                 await admin.describe_topics(["conf"])
 
     run(scenario())
+
+
+def test_an_empty_topic_name_is_refused_as_an_invalid_topic(kafpy_broker: KafpyBroker) -> None:
+    async def scenario() -> None:
+        async with BrokerConnection("127.0.0.1", kafpy_broker.port) as conn:
+            create = await conn.send(
+                ApiKey.CREATE_TOPICS,
+                {
+                    "topics": [
+                        {
+                            "name": "",
+                            "num_partitions": 1,
+                            "replication_factor": 1,
+                            "assignments": [],
+                            "configs": [],
+                        }
+                    ],
+                    "timeout_ms": 5000,
+                    "validate_only": False,
+                },
+                4,
+            )
+            partitions = await conn.send(
+                ApiKey.CREATE_PARTITIONS,
+                {
+                    "topics": [{"name": "", "count": 2, "assignments": None}],
+                    "timeout_ms": 5000,
+                    "validate_only": False,
+                },
+                1,
+            )
+        for result in (create["topics"][0], partitions["results"][0]):
+            assert (result["error_code"], result["error_message"]) == (
+                Errors.INVALID_TOPIC_EXCEPTION,
+                "Topic name is illegal, it can't be empty",
+            )
+        async with AdminClient.connect(kafpy_broker.bootstrap) as admin:
+            await admin.create_topics([NewTopic("after-empty", 1, 1)])
+            assert "after-empty" in await admin.list_topics()
+
+    run(scenario())
+    log = kafpy_broker.log_path.read_text(errors="replace")
+    assert " ERROR " not in log, kafpy_broker.log_tail()
+    assert "Traceback" not in log, kafpy_broker.log_tail()

@@ -12,7 +12,6 @@ from kafpy.client.admin_client import (
     AdminClient,
     ConfigEntry,
     ConfigResource,
-    ConfigSource,
     NewTopic,
 )
 from kafpy.common.errors import (
@@ -24,6 +23,7 @@ from kafpy.common.errors import (
     UnknownTopicOrPartitionError,
 )
 from kafpy.protocol.api_keys import ApiKey
+from kafpy.protocol.config_resource import ConfigSource
 from tests.unit.client.fake_broker import FakeBroker, metadata_body, no_sleep
 
 

@@ -4,110 +4,42 @@ admin API and its error cases."""
 from __future__ import annotations
 
 import asyncio
-import json
-from collections.abc import Awaitable, Callable, Collection
+import logging
 from typing import Any
 
 import pytest
 
+from kafpy.admin import topic as topic_rules
 from kafpy.common.errors import PolicyViolationError
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.metadata.kafka_zk_client import KafkaZkClient
 from kafpy.metadata.zk_data import LeaderAndIsr, LeaderIsrAndControllerEpoch
-from kafpy.server.admin_manager import AdminManager, ConfigSource, CreateTopicRequestMetadata
-from kafpy.server.kafka_config import KafkaConfig
-from tests.unit.admin.fixtures import register_brokers, run_with_zk
-
-NONE = 0
-UNKNOWN_TOPIC_OR_PARTITION = 3
-REQUEST_TIMED_OUT = 7
-INVALID_TOPIC_EXCEPTION = 17
-TOPIC_ALREADY_EXISTS = 36
-INVALID_PARTITIONS = 37
-INVALID_REPLICATION_FACTOR = 38
-INVALID_REPLICA_ASSIGNMENT = 39
-INVALID_CONFIG = 40
-NOT_CONTROLLER = 41
-INVALID_REQUEST = 42
-POLICY_VIOLATION = 44
-TOPIC_DELETION_DISABLED = 73
-TOPIC, BROKER, BROKER_LOGGER, GROUP = 2, 4, 8, 3
-
-
-class Metadata:
-    """A stand-in metadata cache: which partitions have leaders, which topics are known."""
-
-    def __init__(self) -> None:
-        self.online: dict[str, set[int]] = {}
-
-    def partitions_online(self, topic: str, partitions: Collection[int]) -> bool:
-        return set(partitions) <= self.online.get(topic, set())
-
-    def contains(self, topic: str) -> bool:
-        return topic in self.online
-
-
-def config(**overrides: object) -> KafkaConfig:
-    props: dict[str, object] = {"broker.id": "0", "log.dirs": "/tmp/kafpy-unused"}
-    props.update(overrides)
-    return KafkaConfig(props)
-
-
-def run(
-    body: Callable[[AdminManager, KafkaZkClient, Metadata], Awaitable[None]],
-    brokers: Collection[int] = (0,),
-    with_metadata: bool = True,
-    **overrides: object,
-) -> None:
-    async def main(zk: KafkaZkClient) -> None:
-        await register_brokers(zk, brokers)
-        metadata = Metadata()
-        hooks: dict[str, Any] = (
-            {
-                "partitions_online": metadata.partitions_online,
-                "topic_exists_in_metadata": metadata.contains,
-            }
-            if with_metadata
-            else {}
-        )
-        await body(AdminManager(config(**overrides), zk, **hooks), zk, metadata)
-
-    run_with_zk(main)
-
-
-def create_body(
-    *topics: dict[str, Any], timeout_ms: int = 1000, validate_only: bool = False
-) -> dict[str, Any]:
-    return {"topics": list(topics), "timeout_ms": timeout_ms, "validate_only": validate_only}
-
-
-def new_topic(
-    name: str,
-    partitions: int = -1,
-    rf: int = -1,
-    assignments: list[dict[str, Any]] | None = None,
-    configs: dict[str, str | None] | None = None,
-) -> dict[str, Any]:
-    return {
-        "name": name,
-        "num_partitions": partitions,
-        "replication_factor": rf,
-        "assignments": assignments or [],
-        "configs": [{"name": k, "value": v} for k, v in (configs or {}).items()],
-    }
-
-
-def errors(response: dict[str, Any], key: str = "topics") -> dict[str, int]:
-    return {r["name"]: r["error_code"] for r in response[key]}
-
-
-async def create_online(
-    admin: AdminManager, metadata: Metadata, name: str, partitions: int = 1, **kw: Any
-) -> None:
-    metadata.online[name] = set(range(partitions))
-    response = await admin.create_topics(create_body(new_topic(name, partitions, 1, **kw)), 4)
-    assert errors(response) == {name: NONE}, response
-
+from kafpy.server.admin_manager import AdminManager, CreateTopicRequestMetadata
+from tests.unit.server.admin_fixtures import (
+    INVALID_CONFIG,
+    INVALID_PARTITIONS,
+    INVALID_REPLICA_ASSIGNMENT,
+    INVALID_REPLICATION_FACTOR,
+    INVALID_REQUEST,
+    INVALID_TOPIC_EXCEPTION,
+    NONE,
+    NOT_CONTROLLER,
+    POLICY_VIOLATION,
+    REQUEST_TIMED_OUT,
+    TOPIC,
+    TOPIC_ALREADY_EXISTS,
+    TOPIC_DELETION_DISABLED,
+    UNKNOWN_TOPIC_OR_PARTITION,
+    Metadata,
+    config,
+    create_body,
+    create_online,
+    describe,
+    errors,
+    incremental,
+    new_topic,
+    run,
+)
 
 # -- CreateTopics -------------------------------------------------------------------------------
 
@@ -233,6 +165,59 @@ def test_create_topic_errors(topic: dict[str, Any], code: int, message: str) -> 
             assert not await zk.topic_exists(topic["name"])
 
     run(body)
+
+
+@pytest.mark.parametrize("validate_only", [False, True])
+def test_create_topic_checks_existence_and_validates_the_name_once(
+    validate_only: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[str] = []
+
+    def counting_validate(topic: str, validate: Any = topic_rules.validate) -> None:
+        calls.append(f"validate {topic}")
+        validate(topic)
+
+    monkeypatch.setattr(topic_rules, "validate", counting_validate)
+
+    async def body(admin: AdminManager, zk: KafkaZkClient, metadata: Metadata) -> None:
+        topic_exists = zk.topic_exists
+
+        async def counting_topic_exists(topic: str) -> bool:
+            calls.append(f"exists {topic}")
+            return await topic_exists(topic)
+
+        monkeypatch.setattr(zk, "topic_exists", counting_topic_exists)
+        metadata.online["t"] = {0}
+        response = await admin.create_topics(
+            create_body(new_topic("t", 1, 1), validate_only=validate_only), 4
+        )
+        assert errors(response) == {"t": NONE}
+        assert sorted(calls) == ["exists t", "validate t"]
+
+    run(body)
+
+
+@pytest.mark.parametrize("api", ["create_topics", "create_partitions"])
+def test_an_empty_topic_name_is_an_invalid_topic_without_an_error_in_the_log(
+    api: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def body(admin: AdminManager, zk: KafkaZkClient, metadata: Metadata) -> None:
+        await create_online(admin, metadata, "t")
+        if api == "create_topics":
+            response = await admin.create_topics(create_body(new_topic("", 1, 1)), 4)
+            [result] = response["topics"]
+        else:
+            request = {"name": "", "count": 2, "assignments": None}
+            response = await admin.create_partitions(partitions_body(request), 1)
+            [result] = response["results"]
+        assert (result["name"], result["error_code"]) == ("", INVALID_TOPIC_EXCEPTION)
+        assert result["error_message"] == "Topic name is illegal, it can't be empty"
+        assert len((await zk.get_topic_assignment_and_version("t"))[0]) == 1
+
+    with caplog.at_level(logging.INFO):
+        run(body)
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
+    assert any("it can't be empty" in r.getMessage() for r in caplog.records)
 
 
 def test_duplicate_topics_in_one_request_are_invalid() -> None:
@@ -450,359 +435,6 @@ def test_create_partitions_of_duplicated_or_deleted_topics() -> None:
             ("t", INVALID_REQUEST), ("t", INVALID_REQUEST), ("gone", INVALID_TOPIC_EXCEPTION),
         ]  # fmt: skip
         assert response["results"][2]["error_message"] == "The topic 'gone' is queued for deletion."
-
-    run(body)
-
-
-# -- DescribeConfigs ---------------------------------------------------------------------------------
-
-
-def describe(
-    resource_type: int, name: str, keys: list[str] | None = None, synonyms: bool = False
-) -> dict[str, Any]:
-    return {
-        "resources": [
-            {"resource_type": resource_type, "resource_name": name, "configuration_keys": keys}
-        ],
-        "include_synonyms": synonyms,
-        "include_documentation": False,
-    }
-
-
-def by_name(response: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    [result] = response["results"]
-    assert result["error_code"] == NONE, result
-    return {c["name"]: c for c in result["configs"]}
-
-
-def test_describe_topic_configs_sources_and_synonyms() -> None:
-    async def body(admin: AdminManager, zk: KafkaZkClient, metadata: Metadata) -> None:
-        await create_online(admin, metadata, "t", configs={"retention.ms": "1000"})
-        configs = by_name(await admin.describe_configs(describe(TOPIC, "t", synonyms=True), 1))
-        assert configs["retention.ms"] == {
-            "name": "retention.ms",
-            "value": "1000",
-            "read_only": False,
-            "is_default": False,
-            "config_source": ConfigSource.DYNAMIC_TOPIC_CONFIG,
-            "is_sensitive": False,
-            "synonyms": [
-                {
-                    "name": "retention.ms",
-                    "value": "1000",
-                    "source": ConfigSource.DYNAMIC_TOPIC_CONFIG,
-                },
-                {
-                    "name": "log.retention.hours",
-                    "value": "168",
-                    "source": ConfigSource.DEFAULT_CONFIG,
-                },
-            ],
-            "config_type": 5,  # LONG
-            "documentation": None,
-        }
-        # segment.bytes comes from server.properties (log.segment.bytes)
-        segment = configs["segment.bytes"]
-        assert (segment["value"], segment["config_source"], segment["is_default"]) == (
-            "2048",
-            ConfigSource.STATIC_BROKER_CONFIG,
-            False,
-        )
-        assert segment["synonyms"][0] == {
-            "name": "log.segment.bytes",
-            "value": "2048",
-            "source": ConfigSource.STATIC_BROKER_CONFIG,
-        }
-        cleanup = configs["cleanup.policy"]
-        assert (cleanup["value"], cleanup["config_source"], cleanup["is_default"]) == (
-            "delete",
-            ConfigSource.DEFAULT_CONFIG,
-            True,
-        )
-        assert configs["segment.ms"]["value"] == str(7 * 24 * 3600 * 1000)
-        throttled = configs["leader.replication.throttled.replicas"]
-        assert (throttled["value"], throttled["synonyms"]) == ("", [])  # no broker synonym
-        assert len(configs) == 26  # every topic-level key
-
-    run(body, **{"log.segment.bytes": "2048"})
-
-
-def test_describe_selected_keys_without_synonyms() -> None:
-    async def body(admin: AdminManager, zk: KafkaZkClient, metadata: Metadata) -> None:
-        await create_online(admin, metadata, "t")
-        response = await admin.describe_configs(
-            describe(TOPIC, "t", ["min.insync.replicas", "not.a.key"], synonyms=True), 0
-        )
-        configs = by_name(response)
-        assert list(configs) == ["min.insync.replicas"]
-        assert configs["min.insync.replicas"]["synonyms"] == []  # v0 has none
-        assert configs["min.insync.replicas"]["is_default"] is True
-        # an empty key list means all keys, as null does
-        assert len(by_name(await admin.describe_configs(describe(TOPIC, "t", []), 2))) == 26
-
-    run(body)
-
-
-def test_describe_broker_static_configs() -> None:
-    async def body(admin: AdminManager, zk: KafkaZkClient, metadata: Metadata) -> None:
-        configs = by_name(await admin.describe_configs(describe(BROKER, "0", synonyms=True), 2))
-        assert configs["num.partitions"]["value"] == "4"
-        assert configs["num.partitions"]["config_source"] == ConfigSource.STATIC_BROKER_CONFIG
-        assert configs["num.partitions"]["read_only"] is True
-        assert configs["default.replication.factor"]["config_source"] == ConfigSource.DEFAULT_CONFIG
-        retention = configs["log.retention.ms"]
-        assert retention["value"] is None
-        assert [(s["name"], s["source"]) for s in retention["synonyms"]] == [
-            ("log.retention.minutes", ConfigSource.STATIC_BROKER_CONFIG),
-            ("log.retention.hours", ConfigSource.DEFAULT_CONFIG),
-        ]
-        secret = configs["some.plugin.secret"]  # unknown keys are reported, valueless
-        assert (secret["value"], secret["is_sensitive"]) == (None, True)
-        # the cluster-wide defaults: no dynamic configs in kafpy
-        assert by_name(await admin.describe_configs(describe(BROKER, ""), 2)) == {}
-
-    run(body, **{"num.partitions": "4", "log.retention.minutes": "30", "some.plugin.secret": "x"})
-
-
-@pytest.mark.parametrize(
-    ("resource_type", "name", "code", "message"),
-    [
-        (TOPIC, "nope", UNKNOWN_TOPIC_OR_PARTITION, "The topic 'nope' does not exist."),
-        (TOPIC, "bad name", INVALID_TOPIC_EXCEPTION, "illegal"),
-        (
-            BROKER,
-            "5",
-            INVALID_REQUEST,
-            "Unexpected broker id, expected 0 or empty string, but received 5",
-        ),
-        (BROKER, "x", INVALID_REQUEST, "Broker id must be an integer, but it is: x"),
-        (BROKER_LOGGER, "0", INVALID_REQUEST, "not supported by kafpy"),
-        (GROUP, "g", INVALID_REQUEST, "Unsupported resource type: GROUP"),
-    ],
-)
-def test_describe_config_errors(resource_type: int, name: str, code: int, message: str) -> None:
-    async def body(admin: AdminManager, zk: KafkaZkClient, metadata: Metadata) -> None:
-        response = await admin.describe_configs(describe(resource_type, name), 1)
-        [result] = response["results"]
-        assert (result["error_code"], result["configs"], result["resource_name"]) == (
-            code,
-            [],
-            name,
-        )
-        assert message in result["error_message"]
-
-    run(body)
-
-
-# -- AlterConfigs -------------------------------------------------------------------------------------
-
-
-def alter(
-    resource_type: int, name: str, configs: dict[str, str | None], validate_only: bool = False
-) -> dict[str, Any]:
-    return {
-        "resources": [
-            {
-                "resource_type": resource_type,
-                "resource_name": name,
-                "configs": [{"name": k, "value": v} for k, v in configs.items()],
-            }
-        ],
-        "validate_only": validate_only,
-    }
-
-
-async def notifications(zk: KafkaZkClient) -> list[str]:
-    out = []
-    for child in await zk.store.get_children_or_empty("/config/changes"):
-        data, _ = await zk.store.get(f"/config/changes/{child}")
-        out.append(json.loads(data)["entity_path"])
-    return out
-
-
-def test_alter_configs_replaces_the_topic_overrides_and_notifies() -> None:
-    async def body(admin: AdminManager, zk: KafkaZkClient, metadata: Metadata) -> None:
-        await create_online(admin, metadata, "t", configs={"retention.ms": "1000"})
-        response = await admin.alter_configs(
-            alter(TOPIC, "t", {"cleanup.policy": "compact"}, validate_only=True), 1
-        )
-        assert response["responses"] == [
-            {
-                "error_code": NONE,
-                "error_message": None,
-                "resource_type": TOPIC,
-                "resource_name": "t",
-            }
-        ]
-        assert await zk.get_entity_configs("topics", "t") == {"retention.ms": "1000"}
-        assert await notifications(zk) == []
-        response = await admin.alter_configs(alter(TOPIC, "t", {"cleanup.policy": "compact"}), 1)
-        assert response["responses"][0]["error_code"] == NONE
-        assert await zk.get_entity_configs("topics", "t") == {"cleanup.policy": "compact"}
-        assert await notifications(zk) == ["topics/t"]
-
-    run(body)
-
-
-@pytest.mark.parametrize(
-    ("resource_type", "name", "configs", "code", "message"),
-    [
-        (
-            TOPIC,
-            "nope",
-            {"retention.ms": "1"},
-            UNKNOWN_TOPIC_OR_PARTITION,
-            "The topic 'nope' does not exist.",
-        ),
-        (
-            TOPIC,
-            "t",
-            {"retention.mss": "1"},
-            INVALID_CONFIG,
-            "Unknown topic config name: retention.mss",
-        ),
-        (
-            TOPIC,
-            "t",
-            {"retention.ms": "x"},
-            INVALID_REQUEST,
-            "Invalid config value for resource ConfigResource(type=TOPIC, name='t')",
-        ),
-        (
-            TOPIC,
-            "t",
-            {"retention.ms": None},
-            INVALID_REQUEST,
-            "Null value not supported for : retention.ms",
-        ),
-        (
-            BROKER,
-            "0",
-            {"num.partitions": "3"},
-            INVALID_REQUEST,
-            "Dynamic broker configs are not supported by kafpy",
-        ),
-        (BROKER, "1", {"num.partitions": "3"}, INVALID_REQUEST, "Unexpected broker id"),
-        (
-            GROUP,
-            "g",
-            {"a": "b"},
-            INVALID_REQUEST,
-            "only supported for topics and brokers, but resource type is GROUP",
-        ),
-    ],
-)
-def test_alter_config_errors(
-    resource_type: int, name: str, configs: dict[str, str | None], code: int, message: str
-) -> None:
-    async def body(admin: AdminManager, zk: KafkaZkClient, metadata: Metadata) -> None:
-        await create_online(admin, metadata, "t", configs={"retention.ms": "1000"})
-        [result] = (await admin.alter_configs(alter(resource_type, name, configs), 0))["responses"]
-        assert result["error_code"] == code and message in result["error_message"], result
-        assert await zk.get_entity_configs("topics", "t") == {"retention.ms": "1000"}
-        assert await notifications(zk) == []
-
-    run(body)
-
-
-def incremental(
-    name: str, *ops: tuple[str, int, str | None], resource_type: int = TOPIC
-) -> dict[str, Any]:
-    return {
-        "resources": [
-            {
-                "resource_type": resource_type,
-                "resource_name": name,
-                "configs": [{"name": n, "config_operation": op, "value": v} for n, op, v in ops],
-            }
-        ],
-        "validate_only": False,
-    }
-
-
-def test_incremental_alter_configs_operations() -> None:
-    async def body(admin: AdminManager, zk: KafkaZkClient, metadata: Metadata) -> None:
-        await create_online(
-            admin, metadata, "t", configs={"retention.ms": "1000", "segment.ms": "5000"}
-        )
-        response = await admin.incremental_alter_configs(
-            incremental(
-                "t",
-                ("retention.ms", 0, "2000"),  # SET
-                ("segment.ms", 1, None),  # DELETE
-                ("cleanup.policy", 2, "compact"),  # APPEND to the default "delete"
-                ("leader.replication.throttled.replicas", 2, "0:1,1:1"),
-            ),
-            1,
-        )
-        assert response["responses"][0]["error_code"] == NONE, response
-        assert await zk.get_entity_configs("topics", "t") == {
-            "retention.ms": "2000",
-            "cleanup.policy": "delete,compact",
-            "leader.replication.throttled.replicas": "0:1,1:1",
-        }
-        response = await admin.incremental_alter_configs(
-            incremental("t", ("cleanup.policy", 3, "delete")), 0
-        )
-        assert response["responses"][0]["error_code"] == NONE
-        assert (await zk.get_entity_configs("topics", "t"))["cleanup.policy"] == "compact"
-        assert await notifications(zk) == ["topics/t", "topics/t"]
-
-    run(body)
-
-
-@pytest.mark.parametrize(
-    ("ops", "code", "message"),
-    [
-        (
-            (("retention.ms", 0, "1"), ("retention.ms", 1, None)),
-            INVALID_REQUEST,
-            "Error due to duplicate config keys : retention.ms",
-        ),
-        (
-            (("retention.ms", 0, None),),
-            INVALID_REQUEST,
-            "Null value not supported for : SET:retention.ms",
-        ),
-        (
-            (("retention.ms", 2, "5"),),
-            INVALID_REQUEST,
-            "Config value append is not allowed for config key: retention.ms",
-        ),
-        (
-            (("retention.ms", 3, "5"),),
-            INVALID_REQUEST,
-            "Config value subtract is not allowed for config key: retention.ms",
-        ),
-        ((("no.such", 2, "5"),), INVALID_CONFIG, "Unknown topic config name: no.such"),
-        ((("retention.ms", 9, "5"),), INVALID_REQUEST, "Unknown config operation 9"),
-        ((("segment.bytes", 0, "1"),), INVALID_REQUEST, "segment.bytes"),
-    ],
-)
-def test_incremental_alter_config_errors(
-    ops: tuple[tuple[str, int, str | None], ...], code: int, message: str
-) -> None:
-    async def body(admin: AdminManager, zk: KafkaZkClient, metadata: Metadata) -> None:
-        await create_online(admin, metadata, "t")
-        [result] = (await admin.incremental_alter_configs(incremental("t", *ops), 1))["responses"]
-        assert result["error_code"] == code and message in result["error_message"], result
-        assert await zk.get_entity_configs("topics", "t") == {}
-
-    run(body)
-
-
-def test_incremental_alter_of_broker_configs_is_refused() -> None:
-    async def body(admin: AdminManager, zk: KafkaZkClient, metadata: Metadata) -> None:
-        for rtype in (BROKER, BROKER_LOGGER):
-            [result] = (
-                await admin.incremental_alter_configs(
-                    incremental("0", ("x", 0, "1"), resource_type=rtype), 1
-                )
-            )["responses"]
-            assert (
-                result["error_code"] == INVALID_REQUEST
-                and "not supported by kafpy" in result["error_message"]
-            )
 
     run(body)
 
