@@ -6,11 +6,11 @@ then maybe damages its bytes. Each request goes on its own connection. Meanwhile
 well-behaved producer and consumer work on a topic of their own. The broker must never
 die, must answer or close only the fuzzed connection, and the side pair must lose nothing.
 
-Topic names the fuzzer draws never name the side topic, so a well-formed controller request
-(which Kafka too obeys from anyone while no ACL demands ClusterAction) cannot touch it. Such a
-request can still raise the controller epoch this broker believes in, after which the real
-controller's requests are ignored as stale, exactly as in Kafka; so the side consumer reads
-by assignment (no group, no new topic) and the side topic exists before the fuzzing starts.
+Topic names the fuzzer draws never name the side topic. The fuzzer never speaks as the
+controller: kafpy, like Kafka while no ACL demands ClusterAction, obeys any well-formed
+LeaderAndIsr, UpdateMetadata or StopReplica whose controller epoch is current (it could tell
+this broker that no broker is alive), so those carry a stale controller epoch and reach the
+decoder and the epoch check only; ControlledShutdown names some other broker.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.api_versions import SUPPORTED_VERSIONS
 from kafpy.protocol.headers import RequestHeader, encode_request
 from kafpy.protocol.messages import REQUESTS
@@ -106,12 +107,19 @@ def _body(message: Message, version: int) -> st.SearchStrategy[dict[str, Any]]:
     return _struct(Struct([f for f in message.fields if f.in_version(version)]), version)
 
 
+_FROM_CONTROLLER = {ApiKey.LEADER_AND_ISR, ApiKey.UPDATE_METADATA, ApiKey.STOP_REPLICA}
+
+
 @st.composite
 def well_formed_request(draw: st.DrawFn) -> bytes:
     api_key = draw(st.sampled_from(sorted(SUPPORTED_VERSIONS)))
     lo, hi = SUPPORTED_VERSIONS[api_key]
     version = draw(st.integers(lo, hi))
     body = draw(_body(REQUESTS[api_key], version))
+    if api_key in _FROM_CONTROLLER:
+        body["controller_epoch"] = draw(st.integers(-(2**31), -1))
+    elif api_key == ApiKey.CONTROLLED_SHUTDOWN:
+        body["broker_id"] = draw(st.integers(1, 2**31 - 1))
     header = RequestHeader(api_key, version, draw(st.integers(0, 2**31 - 1)), "fuzz")
     return encode_request(header, body)
 
