@@ -8,11 +8,12 @@ and delete requests then wait, as Kafka's DelayedCreatePartitions / DelayedDelet
 do, until the new partitions have leaders or the topic is gone, or the request's timeout
 passes (REQUEST_TIMED_OUT). Config changes write `/config/topics/<topic>` and a change
 notification under `/config/changes`, which every broker's DynamicConfigManager applies to
-its logs.
+its logs; dynamic broker configs (`/config/brokers/<id>`, `/config/brokers/<default>`) are
+validated and described by the broker's DynamicBrokerConfig.
 
 Errors are per topic or per resource, with Kafka's codes and a message that names the
-topic and what to change. Dynamic broker configs and broker-logger configs are not built:
-altering them gets INVALID_REQUEST saying so.
+topic and what to change. Broker-logger configs are not built: altering them gets
+INVALID_REQUEST saying so.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from typing import Any
 from kafpy.admin import topic as topic_rules
 from kafpy.admin.admin_zk_client import AdminZkClient
 from kafpy.admin.replica_assignment import RackAwareMode, assign_replicas_to_brokers
-from kafpy.common.config_def import ConfigKey, ConfigType
+from kafpy.common.config_def import ConfigDef, ConfigKey, ConfigType
 from kafpy.common.errors import (
     InvalidConfigurationError,
     InvalidPartitionsError,
@@ -42,7 +43,13 @@ from kafpy.common.errors import (
 from kafpy.common.logger import component_logger
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.metadata.kafka_zk_client import KafkaZkClient
+from kafpy.metadata.zk_data import ConfigEntityName
 from kafpy.metadata.zk_data import ConfigType as ZkConfigType
+from kafpy.server.dynamic_broker_config import (
+    ALL_DYNAMIC_CONFIGS,
+    DynamicBrokerConfig,
+    broker_config_synonyms,
+)
 from kafpy.server.kafka_config import KAFKA_CONFIG_DEF, KafkaConfig
 from kafpy.storage.log_config import (
     LOG_CONFIG_DEF,
@@ -119,22 +126,12 @@ _CONFIG_TYPE_IDS = {
     ConfigType.PASSWORD: 9,
 }
 
-# Kafka's DynamicBrokerConfig.brokerConfigSynonyms: keys that stand for one setting, most
-# specific first.
-_BROKER_SYNONYM_GROUPS = (
-    ("log.roll.ms", "log.roll.hours"),
-    ("log.roll.jitter.ms", "log.roll.jitter.hours"),
-    ("log.flush.interval.ms", "log.flush.scheduler.interval.ms"),
-    ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
-)
-
-
-def broker_synonyms(name: str) -> list[str]:
-    for group in _BROKER_SYNONYM_GROUPS:
-        if name in group:
-            # log.flush.scheduler.interval.ms alone is not a synonym of the interval
-            return list(group) if name != "log.flush.scheduler.interval.ms" else [name]
-    return [name]
+_CONFIG_SOURCE_IDS = {
+    "DYNAMIC_BROKER_CONFIG": 2,
+    "DYNAMIC_DEFAULT_BROKER_CONFIG": 3,
+    "STATIC_BROKER_CONFIG": 4,
+    "DEFAULT_CONFIG": 5,
+}
 
 
 @dataclass(frozen=True)
@@ -190,6 +187,8 @@ class AdminManager:
         create_topic_policy: called with a CreateTopicRequestMetadata for each topic to
             create; raise PolicyViolationError to refuse it (Kafka's
             create.topic.policy.class.name).
+        dynamic_config: the broker's DynamicBrokerConfig (dynamic broker configs over
+            `config`); defaults to one without dynamic configs.
 
     Call `try_complete_delayed_topic_operations(topic)` after each UpdateMetadata so that
     waiting creates and deletes finish at once instead of at their next periodic check.
@@ -204,8 +203,10 @@ class AdminManager:
         partitions_online: Predicate | None = None,
         topic_exists_in_metadata: Predicate | None = None,
         create_topic_policy: Callable[[CreateTopicRequestMetadata], None] | None = None,
+        dynamic_config: DynamicBrokerConfig | None = None,
     ) -> None:
         self.config = config
+        self.dynamic_config = dynamic_config or DynamicBrokerConfig(config)
         self.zk_client = zk_client
         self.admin_zk_client = admin_zk_client or AdminZkClient(zk_client)
         self._partitions_online = partitions_online or self._partitions_have_leaders_in_store
@@ -593,7 +594,8 @@ class AdminManager:
         if not await self.zk_client.topic_exists(topic):
             raise UnknownTopicOrPartitionError(f"The topic '{topic}' does not exist.")
         overrides = await self.admin_zk_client.fetch_entity_config(ZkConfigType.TOPIC, topic)
-        log_config = LogConfig.from_props(self.config.log_default_config().values(), overrides)
+        defaults = self.dynamic_config.current.log_default_config()
+        log_config = LogConfig.from_props(defaults.values(), overrides)
         entries = []
         for key in sorted(LOG_CONFIG_DEF, key=lambda k: k.name):
             value = _config_string(key.type, log_config.get(key.name))
@@ -604,7 +606,7 @@ class AdminManager:
                 )
             broker_key = broker_config_synonym(key.name)
             if broker_key is not None:
-                synonyms.extend(self._broker_synonyms(broker_key))
+                synonyms.extend(self._config_synonyms(broker_key))
             entries.append(self._entry(key, value, synonyms, False, include_synonyms, include_docs))
         return entries
 
@@ -624,53 +626,62 @@ class AdminManager:
             )
         return broker_id
 
-    def _broker_synonyms(self, name: str) -> list[dict[str, Any]]:
-        """The static (server.properties) then default values of `name` and its synonyms."""
-        originals = self.config.originals
+    def _config_synonyms(self, name: str) -> list[dict[str, Any]]:
+        """Kafka's configSynonyms: the values of `name` and its synonyms, by source in
+        order of precedence (this broker's dynamic configs, the cluster's dynamic defaults,
+        server.properties, the defaults), from `name` itself on."""
+        names = broker_config_synonyms(name)
         found = []
-        names = broker_synonyms(name)
-        for synonym in names:
-            if synonym in originals and originals[synonym] is not None:
-                key = KAFKA_CONFIG_DEF.key(synonym) if synonym in KAFKA_CONFIG_DEF else None
-                found.append(
-                    {
-                        "name": synonym,
-                        "value": _config_string(key.type if key else None, originals[synonym]),
-                        "source": ConfigSource.STATIC_BROKER_CONFIG,
-                    }
-                )
-        for synonym in names:
-            if synonym in KAFKA_CONFIG_DEF:
-                key = KAFKA_CONFIG_DEF.key(synonym)
-                if key.has_default and key.default is not None:
+        for source, values in self.dynamic_config.synonym_sources():
+            for synonym in names:
+                if values.get(synonym) is not None:
+                    key = KAFKA_CONFIG_DEF.key(synonym) if synonym in KAFKA_CONFIG_DEF else None
                     found.append(
                         {
                             "name": synonym,
-                            "value": _config_string(key.type, key.default),
-                            "source": ConfigSource.DEFAULT_CONFIG,
+                            "value": _config_string(key.type if key else None, values[synonym]),
+                            "source": _CONFIG_SOURCE_IDS[source],
                         }
                     )
+        while found and found[0]["name"] != name:
+            found.pop(0)
         return found
 
     def _describe_broker(
         self, name: str | None, include_synonyms: bool, include_docs: bool
     ) -> list[dict[str, Any]]:
         if self._check_broker_id(name) is None:
-            return []  # the cluster-wide dynamic defaults: kafpy has none
+            # the cluster-wide dynamic defaults: their own entries only
+            entries = []
+            for config_name, raw in sorted(self.dynamic_config.dynamic_default_configs.items()):
+                key = KAFKA_CONFIG_DEF.key(config_name) if config_name in KAFKA_CONFIG_DEF else None
+                synonyms = [
+                    s
+                    for s in self._config_synonyms(config_name)
+                    if s["source"] == ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
+                ]
+                entries.append(
+                    self._entry(key, _config_string(key.type if key else None, raw), synonyms,
+                                config_name not in ALL_DYNAMIC_CONFIGS, include_synonyms,
+                                include_docs, config_name)
+                )  # fmt: skip
+            return entries
+        current = self.dynamic_config.current
         values: dict[str, Any] = {
             k: v
-            for k, v in self.config.originals.items()
+            for k, v in current.originals.items()
             if v is not None and k not in KAFKA_CONFIG_DEF
         }
-        values.update({key.name: self.config.get(key.name) for key in KAFKA_CONFIG_DEF})
+        values.update({key.name: current.get(key.name) for key in KAFKA_CONFIG_DEF})
         entries = []
         for config_name in sorted(values):
             key = KAFKA_CONFIG_DEF.key(config_name) if config_name in KAFKA_CONFIG_DEF else None
-            synonyms = self._broker_synonyms(config_name)
+            synonyms = self._config_synonyms(config_name)
             value = _config_string(key.type if key else None, values[config_name])
             entries.append(
-                self._entry(key, value, synonyms, True, include_synonyms, include_docs, config_name)
-            )
+                self._entry(key, value, synonyms, config_name not in ALL_DYNAMIC_CONFIGS,
+                            include_synonyms, include_docs, config_name)
+            )  # fmt: skip
         return entries
 
     @staticmethod
@@ -723,7 +734,7 @@ class AdminManager:
                 if rtype == ConfigResourceType.TOPIC:
                     await self._alter_topic_configs(rname, props, validate_only)
                 elif rtype == ConfigResourceType.BROKER:
-                    self._alter_broker_configs(rname)
+                    await self._alter_broker_configs(rname, props, validate_only)
                 else:
                     raise InvalidRequestError(
                         "AlterConfigs is only supported for topics and brokers, but resource type "
@@ -770,7 +781,11 @@ class AdminManager:
                     _apply_incremental(ops, props)
                     await self._alter_topic_configs(rname, props, validate_only)
                 elif rtype == ConfigResourceType.BROKER:
-                    self._alter_broker_configs(rname)
+                    props = await self.admin_zk_client.fetch_entity_config(
+                        ZkConfigType.BROKER, self._broker_entity(rname)
+                    )
+                    _apply_incremental(ops, props, KAFKA_CONFIG_DEF)
+                    await self._alter_broker_configs(rname, props, validate_only)
                 elif rtype == ConfigResourceType.BROKER_LOGGER:
                     self._check_broker_id(rname)
                     raise InvalidRequestError(
@@ -818,12 +833,24 @@ class AdminManager:
             self.log.info("Updating topic %s with new configuration %s", topic, dict(props))
             await self.admin_zk_client.change_topic_config(topic, props)
 
-    def _alter_broker_configs(self, name: str | None) -> None:
-        self._check_broker_id(name)
-        raise InvalidRequestError(
-            "Dynamic broker configs are not supported by kafpy: change server.properties (or "
-            f"--override) and restart broker {self.config.broker_id} instead."
-        )
+    def _broker_entity(self, name: str | None) -> str:
+        broker_id = self._check_broker_id(name)
+        return ConfigEntityName.DEFAULT if broker_id is None else str(broker_id)
+
+    async def _alter_broker_configs(
+        self, name: str | None, props: Mapping[str, str], validate_only: bool
+    ) -> None:
+        """Replace the dynamic configs of this broker (`name` its id) or of the cluster
+        default (`name` empty) with `props`, as Kafka's alterBrokerConfigs."""
+        broker_id = self._check_broker_id(name)
+        resource = f"ConfigResource(type=BROKER, name='{name or ''}')"
+        try:
+            self.dynamic_config.validate(props, per_broker=broker_id is not None)
+        except InvalidRequestError as e:
+            raise InvalidRequestError(f"Invalid config value for resource {resource}: {e}") from e
+        if not validate_only:
+            self.log.info("Updating dynamic configs of %s: %s", resource, dict(props))
+            await self.admin_zk_client.change_broker_config(broker_id, props)
 
     # -- responses for refused requests -----------------------------------------------------------------
 
@@ -887,8 +914,11 @@ def _check_consecutive_partitions(assignment: Mapping[int, Sequence[int]]) -> No
         )
 
 
-def _apply_incremental(ops: Sequence[Mapping[str, Any]], props: dict[str, str]) -> None:
-    """Apply IncrementalAlterConfigs operations to a topic's overrides, in place."""
+def _apply_incremental(
+    ops: Sequence[Mapping[str, Any]], props: dict[str, str], config_def: ConfigDef = LOG_CONFIG_DEF
+) -> None:
+    """Apply IncrementalAlterConfigs operations to a topic's overrides (or, with
+    KAFKA_CONFIG_DEF, a broker's dynamic configs), in place."""
     for op in ops:
         name = op["name"]
         kind = op["config_operation"]
@@ -898,9 +928,10 @@ def _apply_incremental(ops: Sequence[Mapping[str, Any]], props: dict[str, str]) 
         elif kind == AlterConfigOp.DELETE:
             props.pop(name, None)
         elif kind in (AlterConfigOp.APPEND, AlterConfigOp.SUBTRACT):
-            if name not in LOG_CONFIG_DEF:
-                raise InvalidConfigurationError(f"Unknown topic config name: {name}")
-            key = LOG_CONFIG_DEF.key(name)
+            if name not in config_def:
+                kind_of = "topic" if config_def is LOG_CONFIG_DEF else "broker"
+                raise InvalidConfigurationError(f"Unknown {kind_of} config name: {name}")
+            key = config_def.key(name)
             verb = "append" if kind == AlterConfigOp.APPEND else "subtract"
             if key.type is not ConfigType.LIST:
                 raise InvalidRequestError(

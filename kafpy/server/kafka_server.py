@@ -37,6 +37,11 @@ from kafpy.metadata.zk_data import Broker, BrokerInfo, EndPoint
 from kafpy.server.admin_manager import AdminManager
 from kafpy.server.broker_metadata_checkpoint import check_broker_metadata
 from kafpy.server.controlled_shutdown import controlled_shutdown
+from kafpy.server.dynamic_broker_config import (
+    DynamicBrokerConfig,
+    DynamicControllerConfig,
+    DynamicLogConfig,
+)
 from kafpy.server.dynamic_config_manager import DynamicConfigManager
 from kafpy.server.kafka_apis import KafkaApis
 from kafpy.server.kafka_config import KafkaConfig
@@ -85,6 +90,7 @@ class KafkaServer:
         self.group_coordinator: GroupCoordinator | None = None
         self.apis: KafkaApis | None = None
         self.dynamic_config_manager: DynamicConfigManager | None = None
+        self.dynamic_config = DynamicBrokerConfig(config)
         self.broker_epoch = -1
         self.cluster_id: str | None = None
         self._shutdown_requested = asyncio.Event()
@@ -166,7 +172,7 @@ class KafkaServer:
         self.admin_manager = AdminManager(
             cfg, self.zk_client,
             partitions_online=lambda topic, partitions: _partitions_online(metadata_cache, topic, partitions),
-            topic_exists_in_metadata=metadata_cache.contains_topic,
+            topic_exists_in_metadata=metadata_cache.contains_topic, dynamic_config=self.dynamic_config,
         )  # fmt: skip
         self.producer_id_manager = ProducerIdManager(cfg.broker_id, self.zk_client)
         self.group_coordinator = GroupCoordinator(
@@ -179,8 +185,10 @@ class KafkaServer:
             self.cluster_id, controller=self.controller, admin_manager=self.admin_manager,
             producer_id_manager=self.producer_id_manager, group_coordinator=self.group_coordinator,
         )  # fmt: skip
+        self.dynamic_config.add_reconfigurable(DynamicLogConfig(self.log_manager))
+        self.dynamic_config.add_reconfigurable(DynamicControllerConfig(self.controller))
         self.dynamic_config_manager = DynamicConfigManager.for_log_manager(
-            self.zk_client, self.log_manager, self.time
+            self.zk_client, self.log_manager, self.time, self.dynamic_config
         )
         await self.dynamic_config_manager.startup()
         await self.socket_server.start_processing(self.apis)
