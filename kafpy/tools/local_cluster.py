@@ -40,6 +40,7 @@ from kafpy.metadata.kafka_zk_client import KafkaZkClient
 from kafpy.metadata.store_factory import create_store
 from kafpy.metadata.zookeeper_server import four_letter_word, free_port
 from kafpy.protocol.api_keys import ApiKey
+from kafpy.storage.log_manager import LOCK_FILE_NAME
 
 CLUSTER_FILE = "cluster.json"
 CLUSTER_FILE_VERSION = 1
@@ -98,6 +99,23 @@ def process_alive(pid: int | None, start_time: int | None = None) -> bool:
     if fields[0] in ("Z", "X"):
         return False
     return start_time is None or len(fields) <= 19 or int(fields[19]) == start_time
+
+
+def lock_holder(path: Path) -> int | None:
+    """The pid of the process holding a flock on `path`, from Linux's /proc/locks (None if
+    no process holds one, or elsewhere)."""
+    try:
+        st = path.stat()
+        text = Path("/proc/locks").read_text()
+    except OSError:
+        return None
+    device = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    for line in text.splitlines():
+        # "1: FLOCK  ADVISORY  WRITE 7723 fe:00:2148705 0 EOF"; "1: -> FLOCK ..." are waiters
+        fields = line.split()
+        if len(fields) >= 6 and fields[1] == "FLOCK" and fields[5] == device:
+            return int(fields[4])
+    return None
 
 
 def _child_pids(pid: int) -> list[int]:
@@ -201,6 +219,17 @@ class BrokerProcess:
     @property
     def alive(self) -> bool:
         return process_alive(self.pid, self.start_time)
+
+    def find_process(self) -> bool:
+        """When the recorded process is gone, take the one holding this broker's log dir
+        lock as the broker (it was restarted by hand); True if the record changed."""
+        if self.alive:
+            return False
+        pid = lock_holder(self.data_dir / LOCK_FILE_NAME)
+        if pid is None or not process_alive(pid):
+            return False
+        self.pid, self.start_time, self.process = pid, process_start_time(pid), None
+        return True
 
     def log_tail(self, lines: int = 40) -> str:
         return _tail(self.output_path, lines)
@@ -406,6 +435,8 @@ class LocalCluster:
         except (KeyError, TypeError, ValueError) as e:
             raise LocalClusterError(f"{path} is damaged ({e!r}); remove it.") from e
         cluster.brokers = {b.broker_id: b for b in brokers}
+        for b in brokers:
+            b.find_process()
         return cluster
 
     def running_processes(self) -> list[str]:
@@ -535,6 +566,40 @@ class LocalCluster:
         self.wait_registered([broker_id])
         if wait_for_metadata:
             self.wait_for_metadata([broker_id])
+        return broker
+
+    def restart_broker(
+        self,
+        broker_id: int,
+        timeout_s: float = DEFAULT_STOP_TIMEOUT_S,
+        progress: Progress | None = None,
+    ) -> BrokerProcess:
+        """Stop one broker cleanly (SIGKILL after `timeout_s`), wait until its registration
+        is gone, and start it again with its ports and data; return once it is registered
+        and knows every live broker."""
+        say = progress or (lambda _: None)
+        broker = self.brokers.get(broker_id)
+        if broker is None:
+            ids = ", ".join(map(str, sorted(self.brokers)))
+            raise LocalClusterError(
+                f"The cluster in {self.base_dir} has no broker {broker_id} (its brokers: {ids})."
+            )
+        if self.zookeeper.managed and not self.zookeeper.alive:
+            raise LocalClusterError(
+                f"The cluster's ZooKeeper is not running; start the cluster with "
+                f"`kafpy cluster up --dir {self.base_dir}`."
+            )
+        if broker.alive:
+            killed = self._stop_brokers([broker], timeout_s)
+            say(
+                f"broker {broker_id} "
+                + ("killed after not stopping within the timeout" if killed else "stopped")
+            )
+        else:
+            say(f"broker {broker_id} was not running")
+        self.wait_unregistered(broker_id)
+        self.start_broker(broker_id)
+        say(f"broker {broker_id} registered at {broker.address} (pid {broker.pid})")
         return broker
 
     # --- waiting ---
