@@ -11,7 +11,8 @@ import pytest
 
 from kafpy.metadata.kafka_zk_client import KafkaZkClient
 from kafpy.metadata.zookeeper_server import free_port
-from kafpy.tools.local_cluster import LocalCluster, process_alive
+from kafpy.tools.local_cluster import LocalCluster
+from kafpy.tools.processes import process_alive
 from tests.cluster.support import metadata
 
 pytestmark = [pytest.mark.zookeeper, pytest.mark.timeout(150)]
