@@ -14,13 +14,15 @@ controller's unclean-election default) what changed.
 Only keys Kafka 2.8 makes dynamic may be stored ("Cannot update these configs
 dynamically: ..." otherwise, as Kafka says it). Of those, kafpy applies the log keys
 (Kafka's DynamicLogConfig: log.retention.ms, log.segment.bytes, message.max.bytes,
-unclean.leader.election.enable, min.insync.replicas, ...); the others (thread pools,
-cleaner threads and throttle, listeners, SSL, quotas on connections) are refused by name,
-since kafpy cannot change them on a running broker yet.
+unclean.leader.election.enable, min.insync.replicas, ...) and the log cleaner's
+(log.cleaner.threads, its buffers, throttle and backoff); the others (thread pools,
+num.replica.fetchers, listeners, SSL, quotas on connections) are refused by name, since
+kafpy cannot change them on a running broker yet.
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
@@ -30,12 +32,14 @@ from kafpy.common.logger import component_logger
 from kafpy.controller.controller_config import ControllerConfig
 from kafpy.metadata.zk_data import ConfigEntityName
 from kafpy.server.kafka_config import KAFKA_CONFIG_DEF, KafkaConfig
+from kafpy.storage.cleaner.cleaner_config import CleanerConfig
 from kafpy.storage.log_config import LOG_CONFIG_DEF, MESSAGE_FORMAT_VERSION, LogConfig
 
 __all__ = [
     "ALL_DYNAMIC_CONFIGS",
     "DEFAULT_ENTITY_NAME",
     "DynamicBrokerConfig",
+    "DynamicCleanerConfig",
     "DynamicControllerConfig",
     "DynamicLogConfig",
     "RECONFIGURABLE_LOG_CONFIGS",
@@ -82,7 +86,7 @@ ALL_DYNAMIC_CONFIGS: frozenset[str] = (
 )
 """Every key Kafka 2.8 lets an operator change without a restart (security keys aside)."""
 
-APPLIED_DYNAMIC_CONFIGS: frozenset[str] = RECONFIGURABLE_LOG_CONFIGS
+APPLIED_DYNAMIC_CONFIGS: frozenset[str] = RECONFIGURABLE_LOG_CONFIGS | _CLEANER_CONFIGS
 """The dynamic keys a running kafpy broker applies."""
 
 # Kafka's DynamicBrokerConfig.brokerConfigSynonyms: keys standing for one setting, most
@@ -257,6 +261,10 @@ class _LogManagerTarget(Protocol):
     def reconfigure_default_log_config(self, config: LogConfig) -> None: ...
 
 
+class _CleanerTarget(Protocol):
+    def reconfigure_cleaner(self, config: CleanerConfig) -> None: ...
+
+
 class _ControllerTarget(Protocol):
     config: ControllerConfig
 
@@ -280,6 +288,36 @@ class DynamicLogConfig:
                 topic, LogConfig.from_props(defaults.values(), config.originals)
             )
         self.log_manager.reconfigure_default_log_config(defaults)
+
+
+class DynamicCleanerConfig:
+    """Gives the LogCleaner new log.cleaner.* settings (Kafka's LogCleaner as a
+    BrokerReconfigurable). Its threads are restarted off the event loop, since stopping
+    them waits for a round in progress to abort."""
+
+    def __init__(self, log_manager: _CleanerTarget) -> None:
+        self.log_manager = log_manager
+        self._pending: set[asyncio.Future[None]] = set()
+
+    def __call__(self, old: KafkaConfig, new: KafkaConfig) -> None:
+        config = new.log_cleaner_config()
+        if config == old.log_cleaner_config():
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self.log_manager.reconfigure_cleaner(config)
+            return
+        future = loop.run_in_executor(None, self.log_manager.reconfigure_cleaner, config)
+        self._pending.add(future)
+        future.add_done_callback(self._done)
+
+    def _done(self, future: asyncio.Future[None]) -> None:
+        self._pending.discard(future)
+        if not future.cancelled() and future.exception() is not None:
+            component_logger("kafpy.server.DynamicBrokerConfig", "DynamicBrokerConfig").error(
+                "Failed to reconfigure the log cleaner: %s", future.exception()
+            )
 
 
 class DynamicControllerConfig:

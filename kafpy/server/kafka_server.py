@@ -39,6 +39,7 @@ from kafpy.server.broker_metadata_checkpoint import check_broker_metadata
 from kafpy.server.controlled_shutdown import controlled_shutdown
 from kafpy.server.dynamic_broker_config import (
     DynamicBrokerConfig,
+    DynamicCleanerConfig,
     DynamicControllerConfig,
     DynamicLogConfig,
 )
@@ -186,6 +187,7 @@ class KafkaServer:
             producer_id_manager=self.producer_id_manager, group_coordinator=self.group_coordinator,
         )  # fmt: skip
         self.dynamic_config.add_reconfigurable(DynamicLogConfig(self.log_manager))
+        self.dynamic_config.add_reconfigurable(DynamicCleanerConfig(self.log_manager))
         self.dynamic_config.add_reconfigurable(DynamicControllerConfig(self.controller))
         self.dynamic_config_manager = DynamicConfigManager.for_log_manager(
             self.zk_client, self.log_manager, self.time, self.dynamic_config

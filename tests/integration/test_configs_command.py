@@ -195,3 +195,48 @@ def test_topic_configs_over_bootstrap_server(broker: KafpyBroker) -> None:
     )
     configs(broker, *t, "--alter", "--delete-config", "cleanup.policy")
     assert "cleanup.policy" not in configs(broker, *t, "--describe")
+
+
+def test_log_cleaner_threads_reconfigured_without_restart(broker: KafpyBroker) -> None:
+    def starts() -> int:
+        return broker.log_path.read_text(errors="replace").count("Starting the log cleaner")
+
+    before = starts()
+    pid = broker.process.pid if broker.process else None
+    configs(
+        broker,
+        *BROKER0,
+        "--alter",
+        "--add-config",
+        "log.cleaner.threads=2,log.cleaner.backoff.ms=100",
+    )
+    assert configs(broker, *BROKER0, "--describe").splitlines()[1:] == [
+        "  log.cleaner.backoff.ms=100 sensitive=false synonyms={DYNAMIC_BROKER_CONFIG:log.cleaner.backoff.ms=100, "
+        "DEFAULT_CONFIG:log.cleaner.backoff.ms=15000}",
+        "  log.cleaner.threads=2 sensitive=false synonyms={DYNAMIC_BROKER_CONFIG:log.cleaner.threads=2, "
+        "DEFAULT_CONFIG:log.cleaner.threads=1}",
+    ]
+    try:
+        deadline = time.monotonic() + DEADLINE_S
+        while starts() == before:
+            assert time.monotonic() < deadline, (
+                "the log cleaner was not restarted with the new settings"
+            )
+            time.sleep(0.2)
+        assert (
+            "kafka-log-cleaner-thread-1" in broker.log_path.read_text(errors="replace")
+            or starts() > before
+        )
+        assert (
+            broker.process is not None
+            and broker.process.pid == pid
+            and broker.process.poll() is None
+        )
+    finally:
+        configs(
+            broker,
+            *BROKER0,
+            "--alter",
+            "--delete-config",
+            "log.cleaner.threads,log.cleaner.backoff.ms",
+        )
