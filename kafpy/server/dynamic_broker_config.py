@@ -14,10 +14,10 @@ controller's unclean-election default) what changed.
 Only keys Kafka 2.8 makes dynamic may be stored ("Cannot update these configs
 dynamically: ..." otherwise, as Kafka says it). Of those, kafpy applies the log keys
 (Kafka's DynamicLogConfig: log.retention.ms, log.segment.bytes, message.max.bytes,
-unclean.leader.election.enable, min.insync.replicas, ...) and the log cleaner's
-(log.cleaner.threads, its buffers, throttle and backoff); the others (thread pools,
-num.replica.fetchers, listeners, SSL, quotas on connections) are refused by name, since
-kafpy cannot change them on a running broker yet.
+unclean.leader.election.enable, min.insync.replicas, ...), the log cleaner's
+(log.cleaner.threads, its buffers, throttle and backoff) and num.replica.fetchers; the
+others (the other thread pools, listeners, SSL, quotas on connections) are refused by
+name, since kafpy cannot change them on a running broker yet.
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ __all__ = [
     "DynamicCleanerConfig",
     "DynamicControllerConfig",
     "DynamicLogConfig",
+    "DynamicReplicaFetcherConfig",
     "RECONFIGURABLE_LOG_CONFIGS",
     "broker_config_synonyms",
 ]
@@ -86,7 +87,9 @@ ALL_DYNAMIC_CONFIGS: frozenset[str] = (
 )
 """Every key Kafka 2.8 lets an operator change without a restart (security keys aside)."""
 
-APPLIED_DYNAMIC_CONFIGS: frozenset[str] = RECONFIGURABLE_LOG_CONFIGS | _CLEANER_CONFIGS
+APPLIED_DYNAMIC_CONFIGS: frozenset[str] = (
+    RECONFIGURABLE_LOG_CONFIGS | _CLEANER_CONFIGS | {"num.replica.fetchers"}
+)
 """The dynamic keys a running kafpy broker applies."""
 
 # Kafka's DynamicBrokerConfig.brokerConfigSynonyms: keys standing for one setting, most
@@ -265,6 +268,10 @@ class _CleanerTarget(Protocol):
     def reconfigure_cleaner(self, config: CleanerConfig) -> None: ...
 
 
+class _FetcherManagerTarget(Protocol):
+    async def resize_thread_pool(self, new_size: int) -> None: ...
+
+
 class _ControllerTarget(Protocol):
     config: ControllerConfig
 
@@ -318,6 +325,23 @@ class DynamicCleanerConfig:
             component_logger("kafpy.server.DynamicBrokerConfig", "DynamicBrokerConfig").error(
                 "Failed to reconfigure the log cleaner: %s", future.exception()
             )
+
+
+class DynamicReplicaFetcherConfig:
+    """Resizes the replica fetcher pool when num.replica.fetchers changes (Kafka's
+    DynamicThreadPool for the fetchers)."""
+
+    def __init__(self, fetcher_manager: _FetcherManagerTarget) -> None:
+        self.fetcher_manager = fetcher_manager
+        self._pending: set[asyncio.Task[None]] = set()
+
+    def __call__(self, old: KafkaConfig, new: KafkaConfig) -> None:
+        size = int(new.get("num.replica.fetchers"))
+        if size == int(old.get("num.replica.fetchers")):
+            return
+        task = asyncio.get_running_loop().create_task(self.fetcher_manager.resize_thread_pool(size))
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
 
 
 class DynamicControllerConfig:

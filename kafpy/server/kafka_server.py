@@ -42,6 +42,7 @@ from kafpy.server.dynamic_broker_config import (
     DynamicCleanerConfig,
     DynamicControllerConfig,
     DynamicLogConfig,
+    DynamicReplicaFetcherConfig,
 )
 from kafpy.server.dynamic_config_manager import DynamicConfigManager
 from kafpy.server.kafka_apis import KafkaApis
@@ -188,6 +189,9 @@ class KafkaServer:
         )  # fmt: skip
         self.dynamic_config.add_reconfigurable(DynamicLogConfig(self.log_manager))
         self.dynamic_config.add_reconfigurable(DynamicCleanerConfig(self.log_manager))
+        self.dynamic_config.add_reconfigurable(
+            DynamicReplicaFetcherConfig(self.replica_manager.replica_fetcher_manager)
+        )
         self.dynamic_config.add_reconfigurable(DynamicControllerConfig(self.controller))
         self.dynamic_config_manager = DynamicConfigManager.for_log_manager(
             self.zk_client, self.log_manager, self.time, self.dynamic_config
