@@ -32,7 +32,7 @@ def run(*args: str) -> tuple[int, str, str]:
 def test_listed_by_kafpy() -> None:
     code, out, _ = run("--help")
     assert code == 0
-    for sub in ("up", "down", "status"):
+    for sub in ("up", "down", "status", "restart"):
         assert sub in out
 
 

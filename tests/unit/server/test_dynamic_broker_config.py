@@ -6,10 +6,12 @@ from __future__ import annotations
 import pytest
 
 from kafpy.common.errors import InvalidRequestError
+from kafpy.controller.controller_config import ControllerConfig
 from kafpy.server.dynamic_broker_config import (
     ALL_DYNAMIC_CONFIGS,
     RECONFIGURABLE_LOG_CONFIGS,
     DynamicBrokerConfig,
+    DynamicControllerConfig,
     DynamicLogConfig,
 )
 from kafpy.server.kafka_config import KafkaConfig
@@ -89,3 +91,29 @@ def test_log_defaults_reach_topics_with_and_without_overrides() -> None:
     assert state.current_default_config.retention_ms == 1234
     assert state.topic_configs["t"].retention_ms == 1234
     assert state.topic_configs["t"].segment_bytes == 2048  # the topic's own override stays
+
+
+class ControllerState:
+    """The controller's part DynamicControllerConfig changes: its config and the
+    UncleanLeaderElectionEnable event."""
+
+    def __init__(self) -> None:
+        self.config = ControllerConfig(broker_id=0)
+        self.unclean_elections_triggered = 0
+
+    def enable_default_unclean_leader_election(self) -> None:
+        self.unclean_elections_triggered += 1
+
+
+def test_unclean_leader_election_default_reaches_the_controller() -> None:
+    d = dynamic()
+    controller = ControllerState()
+    d.add_reconfigurable(DynamicControllerConfig(controller))
+    d.update_default_config({"unclean.leader.election.enable": "true"})
+    assert controller.config.unclean_leader_election_enable is True
+    assert controller.unclean_elections_triggered == 1
+    d.update_default_config({"unclean.leader.election.enable": "true", "log.retention.ms": "5"})
+    assert controller.unclean_elections_triggered == 1  # no change, no new election
+    d.update_default_config({})
+    assert controller.config.unclean_leader_election_enable is False
+    assert controller.unclean_elections_triggered == 1
