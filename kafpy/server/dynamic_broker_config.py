@@ -30,7 +30,8 @@ from typing import Any, Protocol
 from kafpy.common.errors import InvalidConfigurationError, InvalidRequestError
 from kafpy.common.logger import component_logger
 from kafpy.controller.controller_config import ControllerConfig
-from kafpy.metadata.zk_data import ConfigEntityName
+from kafpy.metadata.kafka_zk_client import KafkaZkClient
+from kafpy.metadata.zk_data import ConfigEntityName, ConfigType
 from kafpy.server.kafka_config import KAFKA_CONFIG_DEF, KafkaConfig
 from kafpy.storage.cleaner.cleaner_config import CleanerConfig
 from kafpy.storage.log_config import LOG_CONFIG_DEF, MESSAGE_FORMAT_VERSION, LogConfig
@@ -189,6 +190,16 @@ class DynamicBrokerConfig:
             raise InvalidRequestError(str(e)) from e
 
     # -- updates from /config/brokers (DynamicConfigManager's BrokerConfigHandler) -------------
+
+    async def initialize(self, zk_client: KafkaZkClient) -> None:
+        """Read the stored dynamic configs before the broker's components are built (Kafka's
+        DynamicBrokerConfig.initialize), so that logs, cleaner, fetchers and controller
+        start with them rather than with server.properties alone."""
+        default = await zk_client.get_entity_configs(ConfigType.BROKER, DEFAULT_ENTITY_NAME)
+        own = await zk_client.get_entity_configs(ConfigType.BROKER, str(self.broker_id))
+        self.dynamic_default_configs = self._usable(default, "default")
+        self.dynamic_broker_configs = self._usable(own, f"broker {self.broker_id}")
+        self._update()
 
     def update_default_config(self, props: Mapping[str, str]) -> None:
         """The cluster-wide defaults at /config/brokers/<default> changed."""

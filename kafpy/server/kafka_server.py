@@ -126,6 +126,7 @@ class KafkaServer:
         await self.store.start()
         self.zk_client = KafkaZkClient(self.store)
         await self.zk_client.make_sure_persistent_paths_exist()
+        await self.dynamic_config.initialize(self.zk_client)
         self.cluster_id = await self.zk_client.create_or_get_cluster_id(generate_cluster_id())
         self.log.info("Cluster ID = %s", self.cluster_id)
         if cfg.broker_id < 0:
@@ -136,7 +137,9 @@ class KafkaServer:
 
         self.scheduler = KafkaScheduler(cfg.background_threads, time=self.time)
         self.scheduler.startup()
-        topic_configs = await self._fetch_topic_configs(cfg.log_default_config())
+        topic_configs = await self._fetch_topic_configs(
+            self.dynamic_config.current.log_default_config()
+        )
         loop = asyncio.get_running_loop()
         # Loading logs blocks (recovery may read whole segments): keep it off the loop.
         self.log_manager = await loop.run_in_executor(None, self._create_log_manager, topic_configs)
@@ -154,7 +157,7 @@ class KafkaServer:
             high_watermark_checkpoint_interval_ms=cfg.replica_high_watermark_checkpoint_interval_ms,
             fetch_purgatory_purge_interval=cfg.fetch_purgatory_purge_interval_requests,
             producer_purgatory_purge_interval=cfg.producer_purgatory_purge_interval_requests,
-            zk_client=self.zk_client, fetcher_config=_replica_fetcher_config(cfg),
+            zk_client=self.zk_client, fetcher_config=_replica_fetcher_config(self.dynamic_config.current),
             isr_change_propagation_blackout_ms=cfg.replica_isr_change_propagation_blackout_ms,
             isr_change_propagation_max_interval_ms=cfg.replica_isr_change_propagation_max_interval_ms,
         )  # fmt: skip
@@ -166,7 +169,7 @@ class KafkaServer:
         self.log.info("Registered broker %d at path /brokers/ids/%d", cfg.broker_id, cfg.broker_id)
 
         self.controller = KafkaController(
-            cfg, self.zk_client, time=self.time, broker_info=broker_info
+            self.dynamic_config.current, self.zk_client, time=self.time, broker_info=broker_info
         )
         await self.controller.startup()
 
@@ -209,7 +212,7 @@ class KafkaServer:
         return configs
 
     def _create_log_manager(self, topic_configs: dict[str, LogConfig]) -> LogManager:
-        cfg = self.config
+        cfg = self.dynamic_config.current  # server.properties and the stored dynamic configs
         assert self.scheduler is not None
         return LogManager(
             cfg.log_dirs,

@@ -240,3 +240,36 @@ def test_log_cleaner_threads_reconfigured_without_restart(broker: KafpyBroker) -
             "--delete-config",
             "log.cleaner.threads,log.cleaner.backoff.ms",
         )
+
+
+def test_stored_dynamic_configs_apply_from_the_start_of_a_restart(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    # server.properties keeps logs one hour, the dynamic default ten days: two-hour-old
+    # records must survive a restart, even though retention runs as soon as logs load
+    b = KafpyBroker(
+        tmp_path_factory.mktemp("restart-broker"),
+        {
+            "log.retention.hours": "1",
+            "log.retention.check.interval.ms": "50",
+            "log.initial.task.delay.ms": "0",
+        },
+    )
+    b.start()
+    try:
+        configs(b, *DEFAULT, "--alter", "--add-config", f"log.retention.ms={240 * HOUR_MS}")
+        topic = new_topic(b)
+        p = Producer({"bootstrap.servers": b.bootstrap})
+        old = int(time.time() * 1000) - 2 * HOUR_MS
+        for i in range(3):
+            p.produce(topic, value=b"old%d" % i, timestamp=old + i)
+        assert p.flush(30) == 0
+        b.restart()
+        c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "cfg-restart"})
+        try:
+            assert c.get_watermark_offsets(CTP(topic, 0), timeout=10) == (0, 3)
+        finally:
+            c.close()
+        assert "retention time 3600000ms breach" not in b.log_path.read_text(errors="replace")
+    finally:
+        b.stop()
