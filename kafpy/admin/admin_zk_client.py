@@ -32,7 +32,7 @@ from kafpy.common.errors import (
 )
 from kafpy.metadata.errors import NodeExistsError
 from kafpy.metadata.kafka_zk_client import KafkaZkClient
-from kafpy.metadata.zk_data import ConfigType, TopicZNode
+from kafpy.metadata.zk_data import ConfigEntityName, ConfigType, TopicZNode
 from kafpy.storage.log_config import validate_topic_config
 
 log = logging.getLogger(__name__)
@@ -256,6 +256,12 @@ class AdminZkClient:
                 f"Entity type '{entity_type}' is not supported by kafpy; only "
                 f"'{ConfigType.TOPIC}' configs can be changed."
             )
+
+    async def change_broker_config(self, broker_id: int | None, configs: Mapping[str, str]) -> None:
+        """Write the dynamic configs of broker `broker_id` (None: the cluster-wide defaults
+        at /config/brokers/<default>) and notify the brokers through /config/changes."""
+        name = ConfigEntityName.DEFAULT if broker_id is None else str(broker_id)
+        await self._change_entity_config(ConfigType.BROKER, name, configs)
 
     async def validate_topic_config(self, topic: str, configs: Mapping[str, str]) -> None:
         topic_rules.validate(topic)

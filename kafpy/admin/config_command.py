@@ -1,8 +1,13 @@
-"""ConfigCommand: describe and alter entity configs, as kafka-configs does with --zookeeper.
+"""ConfigCommand: describe and alter entity configs, as kafka-configs does.
 
-After Kafka's `kafka.admin.ConfigCommand`. kafpy supports the `topics` entity type: an
-alter rewrites /config/topics/<t> with the final set of overrides and records a change
-notification under /config/changes, which the brokers apply.
+After Kafka 2.8's `kafka.admin.ConfigCommand`, with its two backends:
+
+- `--zookeeper`: the `topics` entity type, on the metadata store. An alter rewrites
+  /config/topics/<t> with the final set of overrides and records a change notification
+  under /config/changes, which the brokers apply.
+- `--bootstrap-server`: `topics` and `brokers` (a broker id, or `--entity-default` for the
+  cluster-wide defaults) through DescribeConfigs and IncrementalAlterConfigs; the brokers
+  validate, store and apply the change. Output lines as kafka-configs.sh 2.8 prints them.
 """
 
 from __future__ import annotations
@@ -12,13 +17,21 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from kafpy.admin.admin_zk_client import AdminZkClient
+from kafpy.client.admin_client import (
+    AdminClient,
+    ConfigEntry,
+    ConfigResource,
+)
 from kafpy.common.errors import InvalidConfigurationError
 from kafpy.metadata.kafka_zk_client import KafkaZkClient
 from kafpy.metadata.zk_data import ConfigType
+from kafpy.protocol.config_resource import ConfigResourceType, ConfigSource
 
 Out = Callable[[str], None]
 
 SUPPORTED_ENTITY_TYPES = (ConfigType.TOPIC,)
+SUPPORTED_BOOTSTRAP_ENTITY_TYPES = (ConfigType.TOPIC, ConfigType.BROKER)
+BROKER_DEFAULT_ENTITY_NAME = ""  # Kafka's ConfigCommand.BrokerDefaultEntityName
 
 
 class ConfigCommandError(Exception):
@@ -35,6 +48,9 @@ class ConfigCommandOptions:
     entity_name: str | None = None
     add_config: str | None = None
     delete_config: Sequence[str] = field(default_factory=list)
+    bootstrap_server: str | None = None
+    entity_default: bool = False
+    describe_all: bool = False
 
     @property
     def action(self) -> str:
@@ -43,8 +59,10 @@ class ConfigCommandOptions:
     def check_args(self) -> None:
         if len(self.actions) != 1:
             raise ConfigCommandError("Command must include exactly one action: --describe, --alter")
-        if not self.zookeeper:
-            raise ConfigCommandError('Missing required argument "[zookeeper]"')
+        if bool(self.zookeeper) == bool(self.bootstrap_server):
+            raise ConfigCommandError(
+                "Only one of --bootstrap-server or --zookeeper must be specified"
+            )
         if not self.entity_type:
             raise ConfigCommandError('Missing required argument "[entity-type]"')
         if self.entity_type not in ConfigType.ALL:
@@ -52,18 +70,40 @@ class ConfigCommandOptions:
                 f"Invalid entity type {self.entity_type}; --entity-type must be one of "
                 f"{', '.join(ConfigType.ALL)}"
             )
-        if self.entity_type not in SUPPORTED_ENTITY_TYPES:
+        supported = (
+            SUPPORTED_BOOTSTRAP_ENTITY_TYPES if self.bootstrap_server else SUPPORTED_ENTITY_TYPES
+        )
+        if self.entity_type not in supported:
             raise ConfigCommandError(
-                f"Entity type '{self.entity_type}' is not supported by kafpy; use "
-                f"--entity-type {ConfigType.TOPIC}"
+                f"Entity type '{self.entity_type}' is not supported by kafpy with "
+                f"--{'bootstrap-server' if self.bootstrap_server else 'zookeeper'}; use "
+                f"--entity-type {' or '.join(supported)}"
+            )
+        if self.entity_default and self.entity_type != ConfigType.BROKER:
+            raise ConfigCommandError("--entity-default is only valid with --entity-type brokers")
+        if self.entity_default and self.entity_name:
+            raise ConfigCommandError("Only one of --entity-name or --entity-default may be given")
+        if self.describe_all and self.action != "describe":
+            raise ConfigCommandError('Option "[all]" can only be used with option "[describe]"')
+        if (
+            self.bootstrap_server
+            and self.entity_type == ConfigType.BROKER
+            and self.entity_name
+            and not self.entity_name.isdigit()
+        ):
+            raise ConfigCommandError(
+                "The entity name for brokers must be a valid integer broker id, but it is: "
+                f"{self.entity_name}"
             )
         if self.action == "describe" and (self.add_config or self.delete_config):
             option = "add-config" if self.add_config else "delete-config"
             raise ConfigCommandError(f'Option "[describe]" can\'t be used with option "[{option}]"')
         if self.action == "alter":
-            if not self.entity_name:
+            if not self.entity_name and not self.entity_default:
                 raise ConfigCommandError(
                     f"An entity name must be specified with --alter of {self.entity_type}"
+                    if self.entity_type != ConfigType.BROKER
+                    else "--entity-name or --entity-default must be specified with --alter of brokers"
                 )
             if not self.add_config and not self.delete_config:
                 raise ConfigCommandError(
@@ -142,3 +182,95 @@ async def run_config_command(zk: KafkaZkClient, opts: ConfigCommandOptions, out:
         await alter_config(zk, opts, out)
     else:
         await describe_config(zk, opts, out)
+
+
+# -- the --bootstrap-server backend (Kafka's alterConfig / describeConfig over an Admin) ---------
+
+
+def _resource(entity_type: str, entity_name: str) -> ConfigResource:
+    if entity_type == ConfigType.TOPIC:
+        return ConfigResource.topic(entity_name)
+    return ConfigResource(ConfigResourceType.BROKER, entity_name)
+
+
+_DYNAMIC_SOURCE = {
+    ConfigType.TOPIC: ConfigSource.DYNAMIC_TOPIC_CONFIG,
+    ConfigType.BROKER: ConfigSource.DYNAMIC_BROKER_CONFIG,
+}
+
+
+async def get_resource_config(
+    admin: AdminClient, entity_type: str, entity_name: str, describe_all: bool
+) -> list[ConfigEntry]:
+    """Kafka's getResourceConfig: the entity's configs with synonyms, only those set on
+    the entity itself (its dynamic source) unless `describe_all`."""
+    resource = _resource(entity_type, entity_name)
+    entries = (await admin.describe_configs([resource], include_synonyms=True))[resource]
+    if describe_all:
+        return entries
+    if entity_type == ConfigType.BROKER and entity_name == BROKER_DEFAULT_ENTITY_NAME:
+        source = ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
+    else:
+        source = _DYNAMIC_SOURCE[entity_type]
+    return [e for e in entries if e.source is source]
+
+
+def _value(value: str | None) -> str:
+    return "null" if value is None else value
+
+
+async def describe_config_via_admin(
+    admin: AdminClient, opts: ConfigCommandOptions, out: Out
+) -> None:
+    """Kafka's describeResourceConfig: a header line per entity, then
+    `  key=value sensitive=false synonyms={SOURCE:key=value, ...}` per config."""
+    assert opts.entity_type is not None
+    entity_type = opts.entity_type
+    if opts.entity_default:
+        entities = [BROKER_DEFAULT_ENTITY_NAME]
+    elif opts.entity_name:
+        entities = [opts.entity_name]
+    elif entity_type == ConfigType.TOPIC:
+        entities = await admin.list_topics(include_internal=True)
+    else:
+        nodes, _ = await admin.describe_cluster()
+        entities = [str(n.node_id) for n in nodes] + [BROKER_DEFAULT_ENTITY_NAME]
+    for entity in entities:
+        if entity == BROKER_DEFAULT_ENTITY_NAME and entity_type == ConfigType.BROKER:
+            out(f"Default configs for {entity_type} in the cluster are:")
+        else:
+            source = "All" if opts.describe_all else "Dynamic"
+            out(f"{source} configs for {entity_type[:-1]} {entity} are:")
+        for e in await get_resource_config(admin, entity_type, entity, opts.describe_all):
+            synonyms = ", ".join(f"{s.source.name}:{s.name}={_value(s.value)}" for s in e.synonyms)
+            sensitive = "true" if e.is_sensitive else "false"
+            out(f"  {e.name}={_value(e.value)} sensitive={sensitive} synonyms={{{synonyms}}}")
+
+
+async def alter_config_via_admin(admin: AdminClient, opts: ConfigCommandOptions, out: Out) -> None:
+    """Kafka's alterConfig: deleting a key not set on the entity is refused; then one
+    IncrementalAlterConfigs of SETs and DELETEs."""
+    assert opts.entity_type is not None
+    entity_type = opts.entity_type
+    entity = BROKER_DEFAULT_ENTITY_NAME if opts.entity_default else str(opts.entity_name)
+    to_add = parse_configs_to_be_added(opts.add_config)
+    to_delete = parse_configs_to_be_deleted(opts.delete_config)
+    old = {e.name for e in await get_resource_config(admin, entity_type, entity, False)}
+    missing = [name for name in to_delete if name not in old]
+    if missing:
+        raise InvalidConfigurationError(f"Invalid config(s): {','.join(missing)}")
+    await admin.alter_configs(_resource(entity_type, entity), to_add, to_delete)
+    if entity:
+        out(f"Completed updating config for {entity_type[:-1]} {entity}.")
+    else:
+        out(f"Completed updating default config for {entity_type} in the cluster.")
+
+
+async def run_config_command_via_admin(
+    admin: AdminClient, opts: ConfigCommandOptions, out: Out
+) -> None:
+    """Run the action of `opts` over --bootstrap-server (check_args() first)."""
+    if opts.action == "alter":
+        await alter_config_via_admin(admin, opts, out)
+    else:
+        await describe_config_via_admin(admin, opts, out)

@@ -1,10 +1,12 @@
-"""`kafpy cluster up|down|status`: a local development cluster on loopback.
+"""`kafpy cluster up|down|status|restart`: a local development cluster on loopback.
 
 `up` starts a ZooKeeper (unless `--zookeeper` names one) and N `kafpy server` processes,
 each with its own ports and directories under `--dir`, detached so they outlive the
 command; it returns once every broker is registered and serving, and prints the bootstrap
 string. `down` stops the processes recorded in `<dir>/cluster.json`; `status` says which
-run and who is controller. The work is done by `kafpy.tools.local_cluster.LocalCluster`.
+run and who is controller; `restart BROKER_ID` stops one broker cleanly and starts it again.
+A broker restarted by hand (`kafpy server <dir>/broker-<id>/server.properties`) is found
+by the lock it holds on its log dir, so `status`, `down` and `restart` see it. The work is done by `kafpy.tools.local_cluster.LocalCluster`.
 Errors are one line on stderr, exit status 1.
 """
 
@@ -155,6 +157,23 @@ def down(directory: Path, timeout_s: float) -> None:
         return
     cluster.stop(timeout_s, _echo)
     _echo(f"Cluster in {directory} stopped (its data stays there).")
+
+
+@command.command("restart")
+@click.argument("broker_id", type=int)
+@_dir_option
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0), default=DEFAULT_STOP_TIMEOUT_S,
+              show_default=True, help="Seconds to wait after SIGTERM before SIGKILL.")  # fmt: skip
+def restart(broker_id: int, directory: Path, timeout_s: float) -> None:
+    """Restart one broker: stop it (SIGTERM, then SIGKILL) and start it again with its
+    ports and data; return once it is registered and serving."""
+    try:
+        cluster = LocalCluster.load(directory)
+        cluster.restart_broker(broker_id, timeout_s, _echo)
+    except LocalClusterError as e:
+        raise OneLineError(f"Cannot restart broker {broker_id}: {e}") from None
+    except KeyboardInterrupt:
+        raise OneLineError("Interrupted.") from None
 
 
 @command.command("status")

@@ -1,10 +1,14 @@
-"""`kafpy configs`: describe and alter topic config overrides, like kafka-configs.sh --zookeeper.
+"""`kafpy configs`: describe and alter configs, like kafka-configs.sh.
 
-An alter rewrites /config/topics/<topic> and records a change notification under
-/config/changes, which the brokers apply. Errors are one line on stderr, exit status 1.
+With --zookeeper (topics): an alter rewrites /config/topics/<topic> and records a change
+notification under /config/changes, which the brokers apply. With --bootstrap-server
+(topics and brokers, --entity-default for the cluster-wide broker defaults): through
+DescribeConfigs and IncrementalAlterConfigs. Errors are one line on stderr, exit status 1.
 """
 
 from __future__ import annotations
+
+import asyncio
 
 import click
 
@@ -12,8 +16,10 @@ from kafpy.admin.config_command import (
     ConfigCommandError,
     ConfigCommandOptions,
     run_config_command,
+    run_config_command_via_admin,
 )
-from kafpy.cli.command_line_utils import AdminCommand, OneLineError, run_on_store
+from kafpy.cli.command_line_utils import AdminCommand, OneLineError, quiet_logging, run_on_store
+from kafpy.client.admin_client import AdminClient
 from kafpy.metadata.kafka_zk_client import KafkaZkClient
 
 
@@ -28,18 +34,34 @@ from kafpy.metadata.kafka_zk_client import KafkaZkClient
     help="REQUIRED: The connection string for the zookeeper connection in the form "
     "host:port[/chroot]. Multiple hosts can be given to allow fail-over.",
 )
+@click.option(
+    "--bootstrap-server",
+    metavar="HOST:PORT",
+    help="The Kafka server to connect to (instead of --zookeeper); needed for broker configs.",
+)
 @click.option("--alter", is_flag=True, help="Alter the configuration for the entity.")
 @click.option("--describe", is_flag=True, help="List configs for the given entity.")
 @click.option(
     "--entity-type",
     metavar="TYPE",
-    help="Type of entity; kafpy supports 'topics'.",
+    help="Type of entity: 'topics', or 'brokers' with --bootstrap-server.",
 )
 @click.option(
     "--entity-name",
     metavar="NAME",
-    help="Name of the entity (the topic name). Without it, --describe lists every topic "
-    "that has overrides.",
+    help="Name of the entity (a topic name, a broker id). Without it, --describe lists "
+    "every entity.",
+)
+@click.option(
+    "--entity-default",
+    is_flag=True,
+    help="The cluster-wide default of the entity type (brokers).",
+)
+@click.option(
+    "--all",
+    "describe_all",
+    is_flag=True,
+    help="With --describe: every config, not only those set on the entity.",
 )
 @click.option(
     "--add-config",
@@ -58,15 +80,18 @@ from kafpy.metadata.kafka_zk_client import KafkaZkClient
 )
 def command(
     zookeeper: str | None,
+    bootstrap_server: str | None,
     alter: bool,
     describe: bool,
     entity_type: str | None,
     entity_name: str | None,
+    entity_default: bool,
+    describe_all: bool,
     add_config: str | None,
     delete_config: tuple[str, ...],
     force: bool,
 ) -> None:
-    """Add/Remove entity config for a topic.
+    """Add/Remove entity config for a topic or a broker.
 
     Exactly one action: --describe or --alter.
     """
@@ -77,14 +102,39 @@ def command(
         entity_name=entity_name,
         add_config=add_config,
         delete_config=list(delete_config),
+        bootstrap_server=bootstrap_server,
+        entity_default=entity_default,
+        describe_all=describe_all,
     )
     try:
         opts.check_args()
     except ConfigCommandError as e:
         raise OneLineError(f"{e} (see 'kafpy configs --help')") from None
+    if bootstrap_server is not None:
+        _run_via_admin(bootstrap_server, opts)
+        return
     assert opts.zookeeper is not None
 
     async def body(zk: KafkaZkClient) -> None:
         await run_config_command(zk, opts, click.echo)
 
     run_on_store(opts.zookeeper, body, "Error while executing config command : ")
+
+
+def _run_via_admin(bootstrap_server: str, opts: ConfigCommandOptions) -> None:
+    async def main() -> None:
+        admin = AdminClient.connect(bootstrap_server, client_id="kafpy-configs")
+        try:
+            await run_config_command_via_admin(admin, opts, click.echo)
+        finally:
+            await admin.close()
+
+    quiet_logging()
+    try:
+        asyncio.run(main())
+    except ConfigCommandError as e:
+        raise OneLineError(f"{e} (see 'kafpy configs --help')") from None
+    except KeyboardInterrupt:
+        raise OneLineError("Error while executing config command : interrupted") from None
+    except Exception as e:  # one line, never a traceback
+        raise OneLineError(f"Error while executing config command : {e}") from None

@@ -1,14 +1,23 @@
 """`kafpy consumer-groups`: list, describe, reset the offsets of, and delete consumer groups.
 
-Kafka's ConsumerGroupCommand through a broker: ListGroups on every broker, then for one
-group FindCoordinator and DescribeGroups / OffsetFetch / OffsetCommit / DeleteGroups on
-its coordinator, and ListOffsets on the partitions' leaders for log end offsets and lag.
+Kafka 2.8's ConsumerGroupCommand (kafka-consumer-groups.sh) through a broker: ListGroups on
+every broker, then for each group FindCoordinator and DescribeGroups / OffsetFetch /
+OffsetCommit / DeleteGroups on its coordinator, and ListOffsets on the partitions' leaders
+for log start and end offsets, offsets by timestamp and lag. The tables, messages and the
+CSV of `--export` are printed as kafka-consumer-groups.sh prints them.
 """
 
 from __future__ import annotations
 
 import asyncio
+import csv
+import io
+import re
+import sys
+import time
 from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import click
@@ -22,6 +31,9 @@ from kafpy.protocol.errors import Errors
 
 Out = Callable[[str], None]
 EARLIEST, LATEST = -2, -1
+UNKNOWN_OFFSET = -1
+MISSING = "-"
+GROUP_STATES = ("PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Empty")
 _RETRIABLE_COORDINATOR = (
     Errors.COORDINATOR_NOT_AVAILABLE,
     Errors.COORDINATOR_LOAD_IN_PROGRESS,
@@ -33,10 +45,34 @@ class GroupCommandError(Exception):
     """A failure of the command, shown as `Error: <message>`."""
 
 
-def format_table(rows: list[list[str]]) -> list[str]:
-    """Columns left-aligned to the widest cell, one space apart (Kafka's layout)."""
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return [" ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+def kafka_format(widths: list[int | None], values: list[object]) -> str:
+    """One line as Kafka's `%-Ns %-Ms ... %s` format strings lay it out: each value
+    left-aligned in at least its width (never cut), one space apart; None: no padding."""
+    return " ".join(
+        str(v) if w is None else f"{v!s:<{w}}" for w, v in zip(widths, values, strict=True)
+    )
+
+
+@dataclass(frozen=True)
+class MemberDescription:
+    """One member of a described group, its assignment decoded."""
+
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    host: str
+    assignment: list[TopicPartition]
+
+
+@dataclass(frozen=True)
+class GroupDescription:
+    """A group as DescribeGroups and FindCoordinator describe it."""
+
+    group_id: str
+    state: str
+    assignment_strategy: str
+    members: list[MemberDescription]
+    coordinator: str  # "host:port (id)" as Kafka prints it
 
 
 class ConsumerGroupService:
@@ -69,12 +105,12 @@ class ConsumerGroupService:
         api: ApiKey,
         body: dict[str, Any],
         error_of: Callable[[dict[str, Any]], int],
-    ) -> dict[str, Any]:
+    ) -> tuple[int, dict[str, Any]]:
         for _ in range(self.attempts):
             node = await self.coordinator(group)
             r = await self.client.send_to_node(node, api, body)
             if error_of(r) not in _RETRIABLE_COORDINATOR:
-                return r
+                return node, r
             await asyncio.sleep(0.2)
         raise GroupCommandError(f"The coordinator of group '{group}' did not answer; retry later.")
 
@@ -90,19 +126,37 @@ class ConsumerGroupService:
             groups.update(g["group_id"] for g in r["groups"])
         return sorted(groups)
 
-    async def describe(self, group: str) -> dict[str, Any]:
-        r = await self._to_coordinator(group, ApiKey.DESCRIBE_GROUPS, {"groups": [group]},
-                                       lambda r: r["groups"][0]["error_code"])  # fmt: skip
+    async def describe(self, group: str) -> GroupDescription:
+        node, r = await self._to_coordinator(group, ApiKey.DESCRIBE_GROUPS, {"groups": [group]},
+                                             lambda r: r["groups"][0]["error_code"])  # fmt: skip
         described: dict[str, Any] = r["groups"][0]
         if described["error_code"] != Errors.NONE:
             raise GroupCommandError(
                 f"Describing group '{group}' failed: {Errors(described['error_code']).name}"
             )
-        return described
+        members = [
+            MemberDescription(
+                m["member_id"],
+                m.get("group_instance_id"),
+                m["client_id"],
+                m["client_host"],
+                assignment_partitions(m["member_assignment"]),
+            )
+            for m in described["members"]
+        ]
+        broker = self.client.node(node)
+        where = f"{broker.host}:{broker.port}" if broker is not None else "unknown"
+        return GroupDescription(
+            group,
+            described["group_state"],
+            described["protocol_data"],
+            members,
+            f"{where} ({node})",
+        )
 
     async def committed(self, group: str) -> dict[TopicPartition, int]:
-        r = await self._to_coordinator(group, ApiKey.OFFSET_FETCH, {"group_id": group, "topics": None},
-                                       lambda r: r.get("error_code", 0))  # fmt: skip
+        _, r = await self._to_coordinator(group, ApiKey.OFFSET_FETCH, {"group_id": group, "topics": None},
+                                          lambda r: r.get("error_code", 0))  # fmt: skip
         if r.get("error_code", 0) != Errors.NONE:
             raise GroupCommandError(
                 f"Fetching the offsets of group '{group}' failed: {Errors(r['error_code']).name}"
@@ -113,6 +167,8 @@ class ConsumerGroupService:
         }  # fmt: skip
 
     async def list_offset(self, tp: TopicPartition, timestamp: int) -> int:
+        """The offset ListOffsets gives for `timestamp` (EARLIEST, LATEST or a time in ms;
+        UNKNOWN_OFFSET when no record is that late)."""
         body = {
             "replica_id": -1,
             "isolation_level": 0,
@@ -131,7 +187,7 @@ class ConsumerGroupService:
             )
         if "offset" in p:
             return int(p["offset"])
-        return int(p["old_style_offsets"][0])
+        return int(p["old_style_offsets"][0]) if p["old_style_offsets"] else UNKNOWN_OFFSET
 
     async def partitions_of(self, topic: str) -> list[TopicPartition]:
         await self.client.refresh_metadata([topic])
@@ -152,8 +208,8 @@ class ConsumerGroupService:
             )
         body = {"group_id": group, "generation_id_or_member_epoch": -1, "member_id": "",
                 "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]}  # fmt: skip
-        r = await self._to_coordinator(group, ApiKey.OFFSET_COMMIT, body,
-                                       lambda r: r["topics"][0]["partitions"][0]["error_code"])  # fmt: skip
+        _, r = await self._to_coordinator(group, ApiKey.OFFSET_COMMIT, body,
+                                          lambda r: r["topics"][0]["partitions"][0]["error_code"])  # fmt: skip
         for t in r["topics"]:
             for p in t["partitions"]:
                 if p["error_code"] != Errors.NONE:
@@ -165,82 +221,348 @@ class ConsumerGroupService:
     async def delete(self, groups: list[str]) -> dict[str, int]:
         results: dict[str, int] = {}
         for group in groups:
-            r = await self._to_coordinator(group, ApiKey.DELETE_GROUPS, {"groups_names": [group]},
-                                           lambda r: r["results"][0]["error_code"])  # fmt: skip
+            _, r = await self._to_coordinator(group, ApiKey.DELETE_GROUPS, {"groups_names": [group]},
+                                              lambda r: r["results"][0]["error_code"])  # fmt: skip
             results[group] = r["results"][0]["error_code"]
         return results
 
 
-async def describe_group(service: ConsumerGroupService, group: str, out: Out) -> None:
-    described = await service.describe(group)
-    state = described["group_state"]
+def should_print_member_state(group: str, state: str, rows: int, out: Out, err: Out) -> bool:
+    """Kafka's shouldPrintMemberState: the line about the group's state, and whether its
+    table has anything to show."""
     if state == "Dead":
         raise GroupCommandError(f"Consumer group '{group}' does not exist.")
+    if state == "Empty":
+        err(f"\nConsumer group '{group}' has no active members.")
+    elif state in ("PreparingRebalance", "CompletingRebalance"):
+        err(f"\nWarning: Consumer group '{group}' is rebalancing.")
+    return rows > 0
+
+
+async def describe_offsets(service: ConsumerGroupService, group: str, out: Out, err: Out) -> None:
+    """`--describe [--offsets]`: one row per assigned or committed partition."""
+    described = await service.describe(group)
+    if described.state == "Dead":
+        should_print_member_state(group, described.state, 0, out, err)
     committed = await service.committed(group)
-    owners: dict[TopicPartition, tuple[str, str, str]] = {}
-    for m in described["members"]:
-        for tp in assignment_partitions(m["member_assignment"]):
-            owners[tp] = (m["member_id"], m["client_host"], m["client_id"])
-    if state == "PreparingRebalance" or state == "CompletingRebalance":
-        out(f"Warning: Consumer group '{group}' is rebalancing.")
-    elif not described["members"]:
-        out(f"Consumer group '{group}' has no active members.")
-    out("")
-    rows = [
-        [
-            "GROUP",
-            "TOPIC",
-            "PARTITION",
-            "CURRENT-OFFSET",
-            "LOG-END-OFFSET",
-            "LAG",
-            "CONSUMER-ID",
-            "HOST",
-            "CLIENT-ID",
-        ]
+    rows: list[list[object]] = []
+    assigned: set[TopicPartition] = set()
+    members = [m for m in described.members if m.assignment]
+    for m in sorted(members, key=lambda m: -len(m.assignment)):
+        assigned.update(m.assignment)
+        for tp in sorted(m.assignment, key=lambda tp: tp.partition):
+            rows.append(await _offset_row(service, group, tp, committed.get(tp), m.member_id,
+                                          m.host, m.client_id))  # fmt: skip
+    for tp in sorted(set(committed) - assigned):
+        rows.append(await _offset_row(service, group, tp, committed[tp], MISSING, MISSING, MISSING))
+    if not should_print_member_state(group, described.state, len(rows), out, err):
+        return
+    widths: list[int | None] = [
+        max([15] + [len(str(r[0])) for r in rows]),
+        max([15] + [len(str(r[1])) for r in rows]),
+        10, 15, 15, 15,
+        max([15] + [len(str(r[6])) for r in rows]),
+        max([15] + [len(str(r[7])) for r in rows]),
+        None,
+    ]  # fmt: skip
+    out("\n" + kafka_format(widths, ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET",
+                                     "LAG", "CONSUMER-ID", "HOST", "CLIENT-ID"]))  # fmt: skip
+    for row in rows:
+        out(kafka_format(widths, row))
+
+
+async def _offset_row(
+    service: ConsumerGroupService, group: str, tp: TopicPartition, current: int | None,
+    member: str, host: str, client: str,
+) -> list[object]:  # fmt: skip
+    end = await service.list_offset(tp, LATEST)
+    lag = MISSING if current is None else str(end - current)
+    return [group, tp.topic, tp.partition, MISSING if current is None else current, end, lag,
+            member, host, client]  # fmt: skip
+
+
+async def describe_members(
+    service: ConsumerGroupService, group: str, verbose: bool, out: Out, err: Out
+) -> None:
+    """`--describe --members [--verbose]`: one row per member."""
+    d = await service.describe(group)
+    if not should_print_member_state(group, d.state, len(d.members), out, err):
+        return
+    with_instance = any(m.group_instance_id for m in d.members)
+    widths: list[int | None] = [
+        max([15] + [len(group)]),
+        max([15] + [len(m.member_id) for m in d.members]),
+        *(
+            [max([17] + [len(m.group_instance_id or "") for m in d.members])]
+            if with_instance
+            else []
+        ),
+        max([15] + [len(m.host) for m in d.members]),
+        max([15] + [len(m.client_id) for m in d.members]),
+        15,
     ]
-    for tp in sorted(set(committed) | set(owners)):
+
+    def line(values: list[object], last: str) -> str:
+        if not with_instance:
+            values = values[:2] + values[3:]
+        return kafka_format(widths, values) + " " + (last if verbose else "")
+
+    out("\n" + line(["GROUP", "CONSUMER-ID", "GROUP-INSTANCE-ID", "HOST", "CLIENT-ID", "#PARTITIONS"],
+                    "ASSIGNMENT"))  # fmt: skip
+    for m in d.members:
+        by_topic: dict[str, list[int]] = {}
+        for tp in m.assignment:
+            by_topic.setdefault(tp.topic, []).append(tp.partition)
+        assignment = ", ".join(
+            sorted(f"{t}({','.join(map(str, sorted(ps)))})" for t, ps in by_topic.items())
+        )
+        out(line([group, m.member_id, m.group_instance_id or "", m.host, m.client_id, len(m.assignment)],
+                 assignment or MISSING))  # fmt: skip
+
+
+async def describe_state(service: ConsumerGroupService, group: str, out: Out, err: Out) -> None:
+    """`--describe --state`: the group's coordinator, assignment strategy, state and size."""
+    d = await service.describe(group)
+    should_print_member_state(group, d.state, 1, out, err)
+    width = max(25, len(d.coordinator))
+    widths: list[int | None] = [width, 25, 20, 15, None]
+    out(
+        "\n"
+        + kafka_format(
+            widths, ["GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"]
+        )
+    )
+    out(
+        kafka_format(widths, [group, d.coordinator, d.assignment_strategy, d.state, len(d.members)])
+    )
+
+
+async def list_groups(service: ConsumerGroupService, states: set[str] | None, out: Out) -> None:
+    """`--list [--state [s,...]]`: group ids, or a GROUP STATE table."""
+    groups = await service.list_groups()
+    if states is None:
+        for g in groups:
+            out(g)
+        return
+    listed = [(g, (await service.describe(g)).state) for g in groups]
+    listed = [(g, s) for g, s in listed if not states or s in states]
+    width = max([15] + [len(g) for g, _ in listed])
+    out(kafka_format([width, None], ["GROUP", "STATE"]))
+    for g, s in listed:
+        out(kafka_format([width, None], [g, s]))
+
+
+def parse_states(value: str) -> set[str]:
+    """Kafka's consumerGroupStatesFromString, matching names in any case."""
+    by_lower = {s.lower(): s for s in GROUP_STATES}
+    parsed = {by_lower.get(s.strip().lower()) for s in value.split(",")}
+    if None in parsed:
+        raise OneLineError(
+            f"Invalid state list '{value}'. Valid states are: {', '.join(GROUP_STATES)}"
+        )
+    return {s for s in parsed if s is not None}
+
+
+# -- reset-offsets -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ResetSpec:
+    """What --reset-offsets resets to: the scenario (`to-earliest`, `shift-by`, ...) and its
+    value, and the scope (--all-topics, --topic t / t:0,1, or the plan of --from-file)."""
+
+    scenario: str
+    value: Any
+    all_topics: bool
+    topics: tuple[str, ...]
+    plan: dict[str, dict[TopicPartition, int]] | None = None
+
+
+def parse_datetime(value: str) -> int:
+    """Kafka's Utils.getDateTime: 'YYYY-MM-DDTHH:mm:SS.sss' with an optional zone ('Z',
+    '+01:00'); without one, UTC. Milliseconds since the epoch."""
+    date, sep, rest = value.partition("T")
+    if not sep or not rest:
+        raise OneLineError(
+            f"Error parsing timestamp. It does not contain a 'T' according to ISO8601 format (Actual value: {value})"
+        )
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise OneLineError(
+            f"--to-datetime: '{value}' is not a date and time; use the format 'YYYY-MM-DDTHH:mm:SS.sss'"
+        ) from None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return int(parsed.timestamp() * 1000)
+
+
+_DURATION = re.compile(
+    r"([-+]?)P(?:([-+]?[0-9]+)D)?(?:T(?:([-+]?[0-9]+)H)?(?:([-+]?[0-9]+)M)?(?:([-+]?[0-9]+)(?:[.,]([0-9]{0,9}))?S)?)?",
+    re.IGNORECASE,
+)
+
+
+def parse_duration(value: str) -> timedelta:
+    """java.time.Duration.parse: ISO-8601 'PnDTnHnMn.nS'."""
+    m = _DURATION.fullmatch(value)
+    if m is None or value.upper().endswith("T") or value.upper() in ("P", "-P", "+P"):
+        raise OneLineError(
+            f"--by-duration: '{value}' is not a duration; use the format 'PnDTnHnMnS'"
+        )
+    sign, days, hours, minutes, seconds, fraction = m.groups()
+    d = timedelta(days=int(days or 0), hours=int(hours or 0), minutes=int(minutes or 0),
+                  seconds=int(seconds or 0), microseconds=int((fraction or "0").ljust(6, "0")[:6]))  # fmt: skip
+    return -d if sign == "-" else d
+
+
+def parse_reset_plan(text: str, groups: tuple[str, ...]) -> dict[str, dict[TopicPartition, int]]:
+    """The CSV of --from-file, as --export writes it: `topic,partition,offset` lines for
+    one group, `group,topic,partition,offset` lines otherwise."""
+    rows = [r for r in csv.reader(io.StringIO(text)) if r]
+
+    def three(r: list[str]) -> bool:
+        return len(r) == 3 and r[1].lstrip("-").isdigit() and r[2].lstrip("-").isdigit()
+
+    plan: dict[str, dict[TopicPartition, int]] = {}
+    try:
+        if len(groups) == 1 and rows and three(rows[0]):
+            for topic, partition, offset in rows:
+                plan.setdefault(groups[0], {})[TopicPartition(topic, int(partition))] = int(offset)
+        else:
+            for group, topic, partition, offset in rows:
+                plan.setdefault(group, {})[TopicPartition(topic, int(partition))] = int(offset)
+    except ValueError:
+        raise OneLineError(
+            "--from-file: each line must be 'topic,partition,offset' (one group) or "
+            "'group,topic,partition,offset', as --export writes them"
+        ) from None
+    return plan
+
+
+async def _clamp(
+    service: ConsumerGroupService, requested: dict[TopicPartition, int], err: Out
+) -> dict[TopicPartition, int]:
+    """Kafka's checkOffsetsRange: offsets outside the log are moved to its ends."""
+    out: dict[TopicPartition, int] = {}
+    for tp, offset in requested.items():
         end = await service.list_offset(tp, LATEST)
-        current = committed.get(tp)
-        member, host, client = owners.get(tp, ("-", "-", "-"))
-        rows.append([group, tp.topic, str(tp.partition), "-" if current is None else str(current), str(end),
-                     "-" if current is None else str(max(end - current, 0)), member, host, client])  # fmt: skip
-    for line in format_table(rows):
-        out(line)
+        start = await service.list_offset(tp, EARLIEST)
+        if offset > end:
+            err(f"WARN New offset ({offset}) is higher than latest offset for topic partition {tp}. "
+                f"Value will be set to {end}")  # fmt: skip
+            offset = end
+        elif offset < start:
+            err(f"WARN New offset ({offset}) is lower than earliest offset for topic partition {tp}. "
+                f"Value will be set to {start}")  # fmt: skip
+            offset = start
+        out[tp] = offset
+    return out
+
+
+async def _partitions_to_reset(
+    service: ConsumerGroupService, group: str, spec: ResetSpec
+) -> list[TopicPartition]:
+    if spec.all_topics:
+        return sorted(await service.committed(group))
+    parts: list[TopicPartition] = []
+    for arg in spec.topics:
+        topic, sep, partitions = arg.partition(":")
+        if sep:
+            try:
+                parts += [TopicPartition(topic, int(p)) for p in partitions.split(",")]
+            except ValueError:
+                raise GroupCommandError(
+                    f"--topic '{arg}': partitions must be numbers, as in 'topic:0,1,2'"
+                ) from None
+        else:
+            parts += await service.partitions_of(topic)
+    return parts
+
+
+async def prepare_offsets_to_reset(
+    service: ConsumerGroupService, group: str, spec: ResetSpec, err: Out
+) -> dict[TopicPartition, int]:
+    """Kafka's prepareOffsetsToReset: the new offset of each partition in scope."""
+    parts = await _partitions_to_reset(service, group, spec)
+    kind = spec.scenario
+    if kind == "to-offset":
+        return await _clamp(service, {tp: int(spec.value) for tp in parts}, err)
+    if kind == "to-earliest":
+        return {tp: await service.list_offset(tp, EARLIEST) for tp in parts}
+    if kind == "to-latest":
+        return {tp: await service.list_offset(tp, LATEST) for tp in parts}
+    if kind == "shift-by":
+        committed = await service.committed(group)
+        for tp in parts:
+            if tp not in committed:
+                raise OneLineError(
+                    f"Cannot shift offset for partition {tp} since there is no current committed offset"
+                )
+        return await _clamp(service, {tp: committed[tp] + int(spec.value) for tp in parts}, err)
+    if kind in ("to-datetime", "by-duration"):
+        timestamp = int(spec.value)
+        new: dict[TopicPartition, int] = {}
+        for tp in parts:
+            offset = await service.list_offset(tp, timestamp)
+            new[tp] = offset if offset != UNKNOWN_OFFSET else await service.list_offset(tp, LATEST)
+        return new
+    if kind == "from-file":
+        assert spec.plan is not None
+        if group not in spec.plan:
+            raise GroupCommandError(f"No reset plan for group {group} found")
+        return await _clamp(service, spec.plan[group], err)
+    if kind == "to-current":
+        committed = await service.committed(group)
+        return {
+            tp: committed[tp] if tp in committed else await service.list_offset(tp, LATEST)
+            for tp in parts
+        }
+    raise AssertionError(kind)
 
 
 async def reset_offsets(
-    service: ConsumerGroupService,
-    group: str,
-    topic: str,
-    target: tuple[str, int],
-    execute: bool,
-    out: Out,
-) -> None:
-    described = await service.describe(group)
-    if described["group_state"] not in ("Empty", "Dead"):
-        raise GroupCommandError(
-            f"Assignments can only be reset if the group '{group}' is inactive, but the current state is "
-            f"{described['group_state']}."
-        )
-    new: dict[TopicPartition, int] = {}
-    for tp in await service.partitions_of(topic):
-        earliest = await service.list_offset(tp, EARLIEST)
-        latest = await service.list_offset(tp, LATEST)
-        kind, value = target
-        if kind == "earliest":
-            new[tp] = earliest
-        elif kind == "latest":
-            new[tp] = latest
-        else:
-            new[tp] = min(max(value, earliest), latest)
-    if execute:
-        await service.commit(group, new)
-    out("")
-    rows = [["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"]]
-    rows += [[group, tp.topic, str(tp.partition), str(o)] for tp, o in new.items()]
-    for line in format_table(rows):
-        out(line)
+    service: ConsumerGroupService, groups: list[str], spec: ResetSpec, execute: bool, err: Out
+) -> tuple[dict[str, dict[TopicPartition, int]], list[str]]:
+    """Kafka's resetOffsets: the new offsets per group (committed with `execute`), and the
+    errors of groups that could not be reset (active groups)."""
+    result: dict[str, dict[TopicPartition, int]] = {}
+    failures: list[str] = []
+    for group in groups:
+        state = (await service.describe(group)).state
+        if state not in ("Empty", "Dead"):
+            failures.append(
+                f"Assignments can only be reset if the group '{group}' is inactive, but the current state is {state}."
+            )
+            result[group] = {}
+            continue
+        new = await prepare_offsets_to_reset(service, group, spec, err)
+        if execute:
+            await service.commit(group, new)
+        result[group] = new
+    return result, failures
+
+
+def print_offsets_to_reset(result: dict[str, dict[TopicPartition, int]], out: Out) -> None:
+    """Kafka's printOffsetsToReset: the GROUP TOPIC PARTITION NEW-OFFSET table."""
+    widths: list[int | None] = [30, 30, 10, 15]
+    if result:
+        out("\n" + kafka_format(widths, ["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"]))
+    for group, offsets in result.items():
+        for tp in sorted(offsets):
+            out(kafka_format(widths, [group, tp.topic, tp.partition, offsets[tp]]))
+
+
+def export_offsets_to_csv(result: dict[str, dict[TopicPartition, int]], single_group: bool) -> str:
+    """Kafka's exportOffsetsToCsv: `topic,partition,offset` lines for one --group,
+    `group,topic,partition,offset` lines otherwise."""
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    for group, offsets in result.items():
+        for tp in sorted(offsets):
+            row = [tp.topic, tp.partition, offsets[tp]]
+            writer.writerow(row if single_group else [group, *row])
+    return buf.getvalue()
 
 
 async def delete_groups(service: ConsumerGroupService, groups: list[str], out: Out) -> None:
@@ -250,87 +572,175 @@ async def delete_groups(service: ConsumerGroupService, groups: list[str], out: O
         names = ", ".join(f"'{g}'" for g in groups)
         out(f"Deletion of requested consumer groups ({names}) was successful.")
         return
-    out("Deletion of some consumer groups failed:")
+    out("\nError: Deletion of some consumer groups failed:")
     for g, e in failed.items():
         out(f"* Group '{g}' could not be deleted due to: {Errors(e).name}")
     ok = [g for g in groups if g not in failed]
     if ok:
-        out(f"These consumer groups were deleted successfully: {', '.join(repr(g) for g in ok)}")
+        out(f"\nThese consumer groups were deleted successfully: {', '.join(repr(g) for g in ok)}")
     raise GroupCommandError("Not every group could be deleted.")
 
 
+_SCENARIOS = ("to-offset", "to-earliest", "to-latest", "shift-by", "to-datetime", "by-duration",
+              "to-current", "from-file")  # fmt: skip
+_USAGE = "(see 'kafpy consumer-groups --help')"
+
+
 @click.command(cls=AdminCommand, name="consumer-groups")
-@click.option("--bootstrap-server", required=True, help="host:port of a broker to connect to.")
+@click.option("--bootstrap-server", required=True, help="REQUIRED: The server(s) to connect to.")
 @click.option("--list", "do_list", is_flag=True, help="List all consumer groups.")
-@click.option(
-    "--describe", "do_describe", is_flag=True, help="Describe a group: offsets, lag and owners."
-)
-@click.option(
-    "--reset-offsets",
-    "do_reset",
-    is_flag=True,
-    help="Reset a group's offsets (the group must be inactive).",
-)
+@click.option("--describe", "do_describe", is_flag=True,
+              help="Describe consumer group and list offset lag (number of messages not yet processed).")  # fmt: skip
+@click.option("--reset-offsets", "do_reset", is_flag=True,
+              help="Reset offsets of consumer groups (they must be inactive).")  # fmt: skip
 @click.option("--delete", "do_delete", is_flag=True, help="Delete groups (they must be empty).")
+@click.option("--delete-offsets", "do_delete_offsets", is_flag=True,
+              help="Delete offsets of a consumer group (needs the OffsetDelete API).")  # fmt: skip
 @click.option(
-    "--group", "groups", multiple=True, help="The consumer group (repeatable for --delete)."
+    "--group", "groups", multiple=True, help="The consumer group we wish to act on (repeatable)."
 )
-@click.option("--topic", help="The topic whose offsets --reset-offsets resets.")
-@click.option("--to-earliest", is_flag=True, help="Reset to the earliest offset.")
-@click.option("--to-latest", is_flag=True, help="Reset to the latest offset.")
+@click.option("--all-groups", is_flag=True, help="Apply to all consumer groups.")
+@click.option("--topic", "topics", multiple=True,
+              help="Topic to reset ('topic' or 'topic:0,1,2' for some partitions; repeatable).")  # fmt: skip
 @click.option(
-    "--to-offset", type=int, default=None, help="Reset to this offset (clamped to the log's range)."
+    "--all-topics", is_flag=True, help="Consider all topics assigned to a group in the reset."
 )
-@click.option("--dry-run", is_flag=True, help="Show the new offsets only (the default).")
-@click.option("--execute", is_flag=True, help="Commit the new offsets.")
+@click.option("--members", is_flag=True, help="With --describe: describe the members of the group.")
+@click.option(
+    "--verbose", is_flag=True, help="With --describe --members: show each member's assignment."
+)
+@click.option("--offsets", "offsets_opt", is_flag=True,
+              help="With --describe: partitions, offsets and lag (the default).")  # fmt: skip
+@click.option("--state", "state", is_flag=False, flag_value="", default=None,
+              help="With --describe: the group's state; with --list: states of groups (optionally only these, "
+                   "comma-separated).")  # fmt: skip
+@click.option("--to-earliest", is_flag=True, help="Reset offsets to earliest offset.")
+@click.option("--to-latest", is_flag=True, help="Reset offsets to latest offset.")
+@click.option("--to-current", is_flag=True, help="Reset offsets to current offset.")
+@click.option("--to-offset", type=int, default=None, help="Reset offsets to a specific offset.")
+@click.option("--shift-by", type=int, default=None,
+              help="Reset offsets shifting current offset by 'n', where 'n' can be positive or negative.")  # fmt: skip
+@click.option("--to-datetime", default=None,
+              help="Reset offsets to offset from datetime. Format: 'YYYY-MM-DDTHH:mm:SS.sss'")  # fmt: skip
+@click.option("--by-duration", default=None,
+              help="Reset offsets to offset by duration from current timestamp. Format: 'PnDTnHnMnS'")  # fmt: skip
+@click.option("--from-file", default=None, type=click.Path(dir_okay=False),
+              help="Reset offsets to values defined in CSV file.")  # fmt: skip
+@click.option(
+    "--dry-run", is_flag=True, help="Only show results without executing changes (the default)."
+)
+@click.option("--execute", is_flag=True, help="Execute operation.")
+@click.option("--export", is_flag=True, help="Export operation execution to a CSV format.")
 def command(
     bootstrap_server: str, do_list: bool, do_describe: bool, do_reset: bool, do_delete: bool,
-    groups: tuple[str, ...], topic: str | None, to_earliest: bool, to_latest: bool, to_offset: int | None,
-    dry_run: bool, execute: bool,
+    do_delete_offsets: bool, groups: tuple[str, ...], all_groups: bool, topics: tuple[str, ...],
+    all_topics: bool, members: bool, verbose: bool, offsets_opt: bool, state: str | None,
+    to_earliest: bool, to_latest: bool, to_current: bool, to_offset: int | None, shift_by: int | None,
+    to_datetime: str | None, by_duration: str | None, from_file: str | None, dry_run: bool,
+    execute: bool, export: bool,
 ) -> None:  # fmt: skip
-    """List, describe, reset offsets of, or delete consumer groups."""
-    actions = [a for a, on in (("list", do_list), ("describe", do_describe), ("reset", do_reset),
-                               ("delete", do_delete)) if on]  # fmt: skip
+    """List, describe, reset offsets of, or delete consumer groups (kafka-consumer-groups.sh)."""
+    actions = [a for a, on in (("list", do_list), ("describe", do_describe), ("delete", do_delete),
+                               ("reset-offsets", do_reset), ("delete-offsets", do_delete_offsets)) if on]  # fmt: skip
     if len(actions) != 1:
         raise OneLineError(
-            "Command must include exactly one action: --list, --describe, --delete, --reset-offsets "
-            "(see 'kafpy consumer-groups --help')"
+            "Command must include exactly one action: --list, --describe, --delete, --reset-offsets, "
+            f"--delete-offsets {_USAGE}"
         )
     action = actions[0]
-    if action != "list" and not groups:
-        raise OneLineError(f"Option --{action if action != 'reset' else 'reset-offsets'} needs --group "
-                           "(see 'kafpy consumer-groups --help')")  # fmt: skip
-    target: tuple[str, int] = ("latest", 0)
-    if action == "reset":
-        chosen = [t for t, on in (("earliest", to_earliest), ("latest", to_latest), ("offset", to_offset is not None))
-                  if on]  # fmt: skip
-        if len(chosen) != 1 or topic is None:
-            raise OneLineError("Option --reset-offsets needs --topic and one of --to-earliest, --to-latest, "
-                               "--to-offset (see 'kafpy consumer-groups --help')")  # fmt: skip
+    if action == "delete-offsets":
+        raise OneLineError(
+            "Error: --delete-offsets needs the OffsetDelete API (Kafka 2.4+), which kafpy's brokers do "
+            "not offer yet; reset the group's offsets with --reset-offsets instead."
+        )
+    if groups and all_groups:
+        raise OneLineError(f"Option --group is not valid with --all-groups {_USAGE}")
+    if action in ("describe", "delete", "reset-offsets") and not groups and not all_groups:
+        raise OneLineError(
+            f"Option --{action} takes one of these options: --all-groups, --group {_USAGE}"
+        )
+    if action == "describe":
+        if sum((members, offsets_opt, state is not None)) > 1:
+            raise OneLineError(f"Option --describe takes at most one of these options: --members, --offsets, "
+                               f"--state {_USAGE}")  # fmt: skip
+        if state:
+            raise OneLineError(f"Option --describe does not take a value for --state {_USAGE}")
+    if action == "delete" and topics:
+        raise OneLineError(
+            "The consumer does not support topic-specific offset deletion from a consumer group."
+        )
+    states = parse_states(state) if action == "list" and state else (set() if state == "" else None)
+    spec = None
+    if action == "reset-offsets":
         if dry_run and execute:
-            raise OneLineError("Option --dry-run and --execute cannot be used together")
-        target = (chosen[0], to_offset or 0)
+            raise OneLineError(
+                f"Option --reset-offsets only accepts one of --execute and --dry-run {_USAGE}"
+            )
+        given = {"to-offset": to_offset, "to-earliest": to_earliest or None, "to-latest": to_latest or None,
+                 "shift-by": shift_by, "to-datetime": to_datetime, "by-duration": by_duration,
+                 "to-current": to_current or None, "from-file": from_file}  # fmt: skip
+        chosen = [s for s in _SCENARIOS if given[s] is not None]
+        if len(chosen) != 1:
+            raise OneLineError("Option --reset-offsets requires one of the following scenarios: "
+                               + ", ".join(f"--{s}" for s in _SCENARIOS) + f" {_USAGE}")  # fmt: skip
+        scenario = chosen[0]
+        if not all_topics and not topics and scenario != "from-file":
+            raise OneLineError(
+                f"One of the reset scopes should be defined: --all-topics, --topic. {_USAGE}"
+            )
+        if all_topics and topics:
+            raise OneLineError(f"Option --all-topics is not valid with --topic {_USAGE}")
+        value: Any = given[scenario]
+        plan = None
+        if scenario == "to-datetime":
+            value = parse_datetime(str(to_datetime))
+        elif scenario == "by-duration":
+            value = int((time.time() - parse_duration(str(by_duration)).total_seconds()) * 1000)
+        elif scenario == "from-file":
+            try:
+                with open(str(from_file), encoding="utf-8") as f:
+                    plan = parse_reset_plan(f.read(), groups)
+            except OSError as e:
+                raise OneLineError(f"--from-file: cannot read {from_file}: {e.strerror}") from None
+        spec = ResetSpec(scenario, value, all_topics, topics, plan)
+        if not dry_run and not execute:
+            click.echo("WARN: No action will be performed as the --execute option is missing.In a future major "
+                       "release, the default behavior of this command will be to prompt the user before executing "
+                       "the reset rather than doing a dry run. You should add the --dry-run option explicitly if you "
+                       "are scripting this command and want to keep the current default behavior without "
+                       "prompting.", err=True)  # fmt: skip
+
+    def err(line: str) -> None:
+        click.echo(line, err=True)
+
+    failures: list[str] = []
 
     async def main() -> None:
         client = KafkaClient(bootstrap_server, client_id="kafpy-consumer-groups", retries=3)
         try:
             service = ConsumerGroupService(client)
             if action == "list":
-                for g in await service.list_groups():
-                    click.echo(g)
-            elif action == "describe":
-                await describe_group(service, groups[0], click.echo)
-            elif action == "reset":
-                if not execute and not dry_run:
-                    click.echo("WARN: No action will be performed as the --execute option is missing. In a future "
-                               "major release, the default behavior of this command will be to prompt the user "
-                               "before executing the reset rather than doing a dry run. You should add the "
-                               "--dry-run option explicitly if you are scripting this command and want to keep "
-                               "the current default behavior without prompting.")  # fmt: skip
-                assert topic is not None
-                await reset_offsets(service, groups[0], topic, target, execute, click.echo)
+                await list_groups(service, states, click.echo)
+                return
+            targets = await service.list_groups() if all_groups else list(groups)
+            if action == "describe":
+                for group in sorted(targets) if all_groups else targets:
+                    if members:
+                        await describe_members(service, group, verbose, click.echo, err)
+                    elif state is not None:
+                        await describe_state(service, group, click.echo, err)
+                    else:
+                        await describe_offsets(service, group, click.echo, err)
+            elif action == "reset-offsets":
+                assert spec is not None
+                result, failed = await reset_offsets(service, targets, spec, execute, err)
+                failures.extend(failed)
+                if export:
+                    click.echo(export_offsets_to_csv(result, len(groups) == 1))
+                else:
+                    print_offsets_to_reset({g: o for g, o in result.items() if o}, click.echo)
             else:
-                await delete_groups(service, list(groups), click.echo)
+                await delete_groups(service, targets, click.echo)
         finally:
             await client.close()
 
@@ -338,10 +748,16 @@ def command(
     try:
         asyncio.run(main())
     except GroupCommandError as e:
-        raise OneLineError(f"Error: {e}") from None
+        raise OneLineError(f"\nError: {e}") from None
     except KeyboardInterrupt:
         raise OneLineError("Error: interrupted") from None
+    except OneLineError:
+        raise
     except Exception as e:  # one line, never a traceback
         raise OneLineError(
-            f"Error: Executing consumer group command failed due to {e or type(e).__name__}"
+            f"\nError: Executing consumer group command failed due to {e or type(e).__name__}"
         ) from None
+    if failures:
+        for failure in failures:
+            click.echo(f"\nError: {failure}")
+        sys.exit(1)

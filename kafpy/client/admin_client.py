@@ -39,8 +39,17 @@ class ConfigResource(NamedTuple):
 
 
 @dataclass(frozen=True)
+class ConfigSynonym:
+    """Another place a described config's value comes from (DescribeConfigs v1+)."""
+
+    name: str
+    value: str | None
+    source: ConfigSource
+
+
+@dataclass(frozen=True)
 class ConfigEntry:
-    """One described config value."""
+    """One described config value; `synonyms` only when asked for (include_synonyms)."""
 
     name: str
     value: str | None
@@ -48,6 +57,7 @@ class ConfigEntry:
     is_default: bool = False
     read_only: bool = False
     is_sensitive: bool = False
+    synonyms: tuple[ConfigSynonym, ...] = ()
 
     @property
     def is_topic_override(self) -> bool:
@@ -185,9 +195,14 @@ class AdminClient:
     # --- configs (DescribeConfigs, IncrementalAlterConfigs / AlterConfigs) ---
 
     async def describe_configs(
-        self, resources: Sequence[ConfigResource], keys: Sequence[str] | None = None
+        self,
+        resources: Sequence[ConfigResource],
+        keys: Sequence[str] | None = None,
+        *,
+        include_synonyms: bool = False,
     ) -> dict[ConfigResource, list[ConfigEntry]]:
-        """The configs of each resource (all of them, or only `keys`)."""
+        """The configs of each resource (all of them, or only `keys`), with where else
+        their values come from if `include_synonyms`."""
         result: dict[ConfigResource, list[ConfigEntry]] = {}
         for group, send in self._by_destination(resources):
             body = {
@@ -199,7 +214,7 @@ class AdminClient:
                     }
                     for r in group
                 ],
-                "include_synonyms": False,
+                "include_synonyms": include_synonyms,
             }
             response = await send(ApiKey.DESCRIBE_CONFIGS, body)
             _raise_first(response["results"], "Describing configs of")
@@ -334,7 +349,18 @@ def _config_entry(c: Mapping[str, Any]) -> ConfigEntry:
         is_default=is_default,
         read_only=bool(c.get("read_only", False)),
         is_sensitive=bool(c.get("is_sensitive", False)),
+        synonyms=tuple(
+            ConfigSynonym(s["name"], s["value"], _config_source(s["source"]))
+            for s in c.get("synonyms") or ()
+        ),
     )
+
+
+def _config_source(value: int) -> ConfigSource:
+    try:
+        return ConfigSource(value)
+    except ValueError:
+        return ConfigSource.UNKNOWN
 
 
 def _raise_first(results: Iterable[Mapping[str, Any]], action: str) -> None:

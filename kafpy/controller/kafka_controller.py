@@ -211,6 +211,18 @@ class KafkaController:
 
         self.event_manager.put(ControllerEvent(name, state, process))
 
+    def enable_default_unclean_leader_election(self) -> None:
+        """unclean.leader.election.enable was turned on for the brokers: offline partitions
+        may now elect a leader out of the ISR (Kafka's UncleanLeaderElectionEnable event)."""
+
+        async def body() -> None:
+            if self.is_active:
+                await self.partition_state_machine.trigger_online_partition_state_change()
+
+        self._put(
+            "UncleanLeaderElectionEnable", ControllerState.UNCLEAN_LEADER_ELECTION_ENABLE, body
+        )
+
     def _on_session_expired(self) -> None:
         self.event_manager.clear()
         self._put(

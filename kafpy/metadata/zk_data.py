@@ -107,6 +107,13 @@ class ConfigType:
     ALL = (TOPIC, CLIENT, USER, BROKER)
 
 
+class ConfigEntityName:
+    """Kafka's ConfigEntityName: the entity name of cluster-wide defaults
+    (`/config/brokers/<default>`)."""
+
+    DEFAULT = "<default>"
+
+
 # ---------------------------------------------------------------------------------------
 # /controller and /controller_epoch
 

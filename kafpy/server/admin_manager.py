@@ -40,6 +40,7 @@ from kafpy.server.delayed_topic_operations import (
     Predicate,
     call_predicate,
 )
+from kafpy.server.dynamic_broker_config import DynamicBrokerConfig
 from kafpy.server.kafka_config import KafkaConfig
 
 __all__ = [
@@ -80,6 +81,8 @@ class AdminManager:
         create_topic_policy: called with a CreateTopicRequestMetadata for each topic to
             create; raise PolicyViolationError to refuse it (Kafka's
             create.topic.policy.class.name).
+        dynamic_config: the broker's DynamicBrokerConfig (dynamic broker configs over
+            `config`); defaults to one without dynamic configs.
 
     Call `try_complete_delayed_topic_operations(topic)` after each UpdateMetadata so that
     waiting creates and deletes finish at once instead of at their next periodic check.
@@ -94,8 +97,10 @@ class AdminManager:
         partitions_online: Predicate | None = None,
         topic_exists_in_metadata: Predicate | None = None,
         create_topic_policy: Callable[[CreateTopicRequestMetadata], None] | None = None,
+        dynamic_config: DynamicBrokerConfig | None = None,
     ) -> None:
         self.config = config
+        self.dynamic_config = dynamic_config or DynamicBrokerConfig(config)
         self.zk_client = zk_client
         self.admin_zk_client = admin_zk_client or AdminZkClient(zk_client)
         self._partitions_online = partitions_online or self._partitions_have_leaders_in_store
@@ -107,7 +112,9 @@ class AdminManager:
         self.delayed_topic_operations = DelayedTopicOperations(
             self._partitions_online, self._topic_exists_in_metadata
         )
-        self.config_helper = ConfigHelper(config, zk_client, self.admin_zk_client, self.log)
+        self.config_helper = ConfigHelper(
+            self.dynamic_config, zk_client, self.admin_zk_client, self.log
+        )
 
     # -- waiting for the controller's work -------------------------------------------------------
 

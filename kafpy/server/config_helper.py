@@ -4,9 +4,10 @@ Kafka 2.8 describes configs in `kafka.server.ConfigHelper` and alters them in it
 AdminManager; here both are one class, which AdminManager hands those requests to.
 Topic configs are read from and written to `/config/topics/<topic>` (with a change
 notification under `/config/changes`, which every broker's DynamicConfigManager applies to
-its logs); broker configs are described from the broker's KafkaConfig with their synonyms
-and sources. Dynamic broker configs and broker-logger configs are not built: altering them
-gets INVALID_REQUEST saying so.
+its logs); broker configs are described from the broker's DynamicBrokerConfig (static
+configs, `/config/brokers/<id>` and `/config/brokers/<default>`) with their synonyms and
+sources, and altered there. Broker-logger configs are not built: altering them gets
+INVALID_REQUEST saying so.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 
 from kafpy.admin import topic as topic_rules
 from kafpy.admin.admin_zk_client import AdminZkClient
-from kafpy.common.config_def import ConfigKey, ConfigType
+from kafpy.common.config_def import ConfigDef, ConfigKey, ConfigType
 from kafpy.common.errors import (
     InvalidConfigurationError,
     InvalidRequestError,
@@ -24,11 +25,17 @@ from kafpy.common.errors import (
 )
 from kafpy.common.logger import PrefixAdapter
 from kafpy.metadata.kafka_zk_client import KafkaZkClient
+from kafpy.metadata.zk_data import ConfigEntityName
 from kafpy.metadata.zk_data import ConfigType as ZkConfigType
 from kafpy.protocol.config_resource import AlterConfigOp, ConfigResourceType, ConfigSource
 from kafpy.protocol.errors import Errors
 from kafpy.server.admin_results import config_response, duplicates, set_error
-from kafpy.server.kafka_config import KAFKA_CONFIG_DEF, KafkaConfig
+from kafpy.server.dynamic_broker_config import (
+    ALL_DYNAMIC_CONFIGS,
+    DynamicBrokerConfig,
+    broker_config_synonyms,
+)
+from kafpy.server.kafka_config import KAFKA_CONFIG_DEF
 from kafpy.storage.log_config import (
     LOG_CONFIG_DEF,
     LogConfig,
@@ -37,7 +44,7 @@ from kafpy.storage.log_config import (
     validate_topic_config,
 )
 
-__all__ = ["ConfigHelper", "broker_synonyms"]
+__all__ = ["ConfigHelper"]
 
 _CONFIG_TYPE_IDS = {
     ConfigType.BOOLEAN: 1,
@@ -51,23 +58,12 @@ _CONFIG_TYPE_IDS = {
     ConfigType.PASSWORD: 9,
 }
 
-# Kafka's DynamicBrokerConfig.brokerConfigSynonyms: keys that stand for one setting, most
-# specific first.
-_BROKER_SYNONYM_GROUPS = (
-    ("log.roll.ms", "log.roll.hours"),
-    ("log.roll.jitter.ms", "log.roll.jitter.hours"),
-    ("log.flush.interval.ms", "log.flush.scheduler.interval.ms"),
-    ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
-)
-
-
-def broker_synonyms(name: str) -> list[str]:
-    """`name` and the broker config keys that stand for the same setting, most specific first."""
-    for group in _BROKER_SYNONYM_GROUPS:
-        if name in group:
-            # log.flush.scheduler.interval.ms alone is not a synonym of the interval
-            return list(group) if name != "log.flush.scheduler.interval.ms" else [name]
-    return [name]
+_CONFIG_SOURCE_IDS = {
+    "DYNAMIC_BROKER_CONFIG": ConfigSource.DYNAMIC_BROKER_CONFIG,
+    "DYNAMIC_DEFAULT_BROKER_CONFIG": ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG,
+    "STATIC_BROKER_CONFIG": ConfigSource.STATIC_BROKER_CONFIG,
+    "DEFAULT_CONFIG": ConfigSource.DEFAULT_CONFIG,
+}
 
 
 def _config_string(type_: ConfigType | None, value: object) -> str | None:
@@ -87,7 +83,8 @@ class ConfigHelper:
     """Describes and alters the configs of topics and of this broker.
 
     Parameters:
-        config: the broker's KafkaConfig (the static configs and defaults it reports).
+        dynamic_config: the broker's DynamicBrokerConfig (its static configs, dynamic
+            configs and defaults, which it reports and alters).
         zk_client: the broker's KafkaZkClient.
         admin_zk_client: writes topic config overrides and their change notifications.
         log: the AdminManager's logger, which errors of single resources are logged to.
@@ -95,12 +92,13 @@ class ConfigHelper:
 
     def __init__(
         self,
-        config: KafkaConfig,
+        dynamic_config: DynamicBrokerConfig,
         zk_client: KafkaZkClient,
         admin_zk_client: AdminZkClient,
         log: PrefixAdapter,
     ) -> None:
-        self.config = config
+        self.dynamic_config = dynamic_config
+        self.broker_id = dynamic_config.current.broker_id
         self.zk_client = zk_client
         self.admin_zk_client = admin_zk_client
         self.log = log
@@ -159,7 +157,8 @@ class ConfigHelper:
         if not await self.zk_client.topic_exists(topic):
             raise UnknownTopicOrPartitionError(f"The topic '{topic}' does not exist.")
         overrides = await self.admin_zk_client.fetch_entity_config(ZkConfigType.TOPIC, topic)
-        log_config = LogConfig.from_props(self.config.log_default_config().values(), overrides)
+        defaults = self.dynamic_config.current.log_default_config()
+        log_config = LogConfig.from_props(defaults.values(), overrides)
         entries = []
         for key in sorted(LOG_CONFIG_DEF, key=lambda k: k.name):
             value = _config_string(key.type, log_config.get(key.name))
@@ -170,7 +169,7 @@ class ConfigHelper:
                 )
             broker_key = broker_config_synonym(key.name)
             if broker_key is not None:
-                synonyms.extend(self._broker_synonyms(broker_key))
+                synonyms.extend(self._config_synonyms(broker_key))
             entries.append(self._entry(key, value, synonyms, False, include_synonyms, include_docs))
         return entries
 
@@ -183,60 +182,69 @@ class ConfigHelper:
             broker_id = int(name)
         except ValueError:
             raise InvalidRequestError(f"Broker id must be an integer, but it is: {name}") from None
-        if broker_id != self.config.broker_id:
+        if broker_id != self.broker_id:
             raise InvalidRequestError(
-                f"Unexpected broker id, expected {self.config.broker_id} or empty string, but "
+                f"Unexpected broker id, expected {self.broker_id} or empty string, but "
                 f"received {name}"
             )
         return broker_id
 
-    def _broker_synonyms(self, name: str) -> list[dict[str, Any]]:
-        """The static (server.properties) then default values of `name` and its synonyms."""
-        originals = self.config.originals
+    def _config_synonyms(self, name: str) -> list[dict[str, Any]]:
+        """Kafka's configSynonyms: the values of `name` and its synonyms, by source in
+        order of precedence (this broker's dynamic configs, the cluster's dynamic defaults,
+        server.properties, the defaults), from `name` itself on."""
+        names = broker_config_synonyms(name)
         found = []
-        names = broker_synonyms(name)
-        for synonym in names:
-            if synonym in originals and originals[synonym] is not None:
-                key = KAFKA_CONFIG_DEF.key(synonym) if synonym in KAFKA_CONFIG_DEF else None
-                found.append(
-                    {
-                        "name": synonym,
-                        "value": _config_string(key.type if key else None, originals[synonym]),
-                        "source": ConfigSource.STATIC_BROKER_CONFIG,
-                    }
-                )
-        for synonym in names:
-            if synonym in KAFKA_CONFIG_DEF:
-                key = KAFKA_CONFIG_DEF.key(synonym)
-                if key.has_default and key.default is not None:
+        for source, values in self.dynamic_config.synonym_sources():
+            for synonym in names:
+                if values.get(synonym) is not None:
+                    key = KAFKA_CONFIG_DEF.key(synonym) if synonym in KAFKA_CONFIG_DEF else None
                     found.append(
                         {
                             "name": synonym,
-                            "value": _config_string(key.type, key.default),
-                            "source": ConfigSource.DEFAULT_CONFIG,
+                            "value": _config_string(key.type if key else None, values[synonym]),
+                            "source": _CONFIG_SOURCE_IDS[source],
                         }
                     )
+        while found and found[0]["name"] != name:
+            found.pop(0)
         return found
 
     def _describe_broker(
         self, name: str | None, include_synonyms: bool, include_docs: bool
     ) -> list[dict[str, Any]]:
         if self._check_broker_id(name) is None:
-            return []  # the cluster-wide dynamic defaults: kafpy has none
+            # the cluster-wide dynamic defaults: their own entries only
+            entries = []
+            for config_name, raw in sorted(self.dynamic_config.dynamic_default_configs.items()):
+                key = KAFKA_CONFIG_DEF.key(config_name) if config_name in KAFKA_CONFIG_DEF else None
+                synonyms = [
+                    s
+                    for s in self._config_synonyms(config_name)
+                    if s["source"] == ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
+                ]
+                entries.append(
+                    self._entry(key, _config_string(key.type if key else None, raw), synonyms,
+                                config_name not in ALL_DYNAMIC_CONFIGS, include_synonyms,
+                                include_docs, config_name)
+                )  # fmt: skip
+            return entries
+        current = self.dynamic_config.current
         values: dict[str, Any] = {
             k: v
-            for k, v in self.config.originals.items()
+            for k, v in current.originals.items()
             if v is not None and k not in KAFKA_CONFIG_DEF
         }
-        values.update({key.name: self.config.get(key.name) for key in KAFKA_CONFIG_DEF})
+        values.update({key.name: current.get(key.name) for key in KAFKA_CONFIG_DEF})
         entries = []
         for config_name in sorted(values):
             key = KAFKA_CONFIG_DEF.key(config_name) if config_name in KAFKA_CONFIG_DEF else None
-            synonyms = self._broker_synonyms(config_name)
+            synonyms = self._config_synonyms(config_name)
             value = _config_string(key.type if key else None, values[config_name])
             entries.append(
-                self._entry(key, value, synonyms, True, include_synonyms, include_docs, config_name)
-            )
+                self._entry(key, value, synonyms, config_name not in ALL_DYNAMIC_CONFIGS,
+                            include_synonyms, include_docs, config_name)
+            )  # fmt: skip
         return entries
 
     @staticmethod
@@ -283,7 +291,7 @@ class ConfigHelper:
             if rtype == ConfigResourceType.TOPIC:
                 await self._alter_topic_configs(rname, props, validate_only)
             elif rtype == ConfigResourceType.BROKER:
-                self._alter_broker_configs(rname)
+                await self._alter_broker_configs(rname, props, validate_only)
             else:
                 raise _alter_not_supported(rtype)
 
@@ -315,7 +323,11 @@ class ConfigHelper:
                 _apply_incremental(ops, props)
                 await self._alter_topic_configs(rname, props, validate_only)
             elif rtype == ConfigResourceType.BROKER:
-                self._alter_broker_configs(rname)
+                props = await self.admin_zk_client.fetch_entity_config(
+                    ZkConfigType.BROKER, self._broker_entity(rname)
+                )
+                _apply_incremental(ops, props, KAFKA_CONFIG_DEF)
+                await self._alter_broker_configs(rname, props, validate_only)
             elif rtype == ConfigResourceType.BROKER_LOGGER:
                 self._check_broker_id(rname)
                 raise InvalidRequestError(
@@ -368,12 +380,24 @@ class ConfigHelper:
             self.log.info("Updating topic %s with new configuration %s", topic, dict(props))
             await self.admin_zk_client.change_topic_config(topic, props)
 
-    def _alter_broker_configs(self, name: str | None) -> None:
-        self._check_broker_id(name)
-        raise InvalidRequestError(
-            "Dynamic broker configs are not supported by kafpy: change server.properties (or "
-            f"--override) and restart broker {self.config.broker_id} instead."
-        )
+    def _broker_entity(self, name: str | None) -> str:
+        broker_id = self._check_broker_id(name)
+        return ConfigEntityName.DEFAULT if broker_id is None else str(broker_id)
+
+    async def _alter_broker_configs(
+        self, name: str | None, props: Mapping[str, str], validate_only: bool
+    ) -> None:
+        """Replace the dynamic configs of this broker (`name` its id) or of the cluster
+        default (`name` empty) with `props`, as Kafka's alterBrokerConfigs."""
+        broker_id = self._check_broker_id(name)
+        resource = f"ConfigResource(type=BROKER, name='{name or ''}')"
+        try:
+            self.dynamic_config.validate(props, per_broker=broker_id is not None)
+        except InvalidRequestError as e:
+            raise InvalidRequestError(f"Invalid config value for resource {resource}: {e}") from e
+        if not validate_only:
+            self.log.info("Updating dynamic configs of %s: %s", resource, dict(props))
+            await self.admin_zk_client.change_broker_config(broker_id, props)
 
 
 def _alter_not_supported(rtype: int) -> InvalidRequestError:
@@ -383,8 +407,11 @@ def _alter_not_supported(rtype: int) -> InvalidRequestError:
     )
 
 
-def _apply_incremental(ops: Sequence[Mapping[str, Any]], props: dict[str, str]) -> None:
-    """Apply IncrementalAlterConfigs operations to a topic's overrides, in place."""
+def _apply_incremental(
+    ops: Sequence[Mapping[str, Any]], props: dict[str, str], config_def: ConfigDef = LOG_CONFIG_DEF
+) -> None:
+    """Apply IncrementalAlterConfigs operations to a topic's overrides (or, with
+    KAFKA_CONFIG_DEF, a broker's dynamic configs), in place."""
     for op in ops:
         name = op["name"]
         kind = op["config_operation"]
@@ -394,9 +421,10 @@ def _apply_incremental(ops: Sequence[Mapping[str, Any]], props: dict[str, str]) 
         elif kind == AlterConfigOp.DELETE:
             props.pop(name, None)
         elif kind in (AlterConfigOp.APPEND, AlterConfigOp.SUBTRACT):
-            if name not in LOG_CONFIG_DEF:
-                raise InvalidConfigurationError(f"Unknown topic config name: {name}")
-            key = LOG_CONFIG_DEF.key(name)
+            if name not in config_def:
+                kind_of = "topic" if config_def is LOG_CONFIG_DEF else "broker"
+                raise InvalidConfigurationError(f"Unknown {kind_of} config name: {name}")
+            key = config_def.key(name)
             verb = "append" if kind == AlterConfigOp.APPEND else "subtract"
             if key.type is not ConfigType.LIST:
                 raise InvalidRequestError(

@@ -11,9 +11,12 @@ entity type. Topic overrides become the topic's LogConfig in the LogManager (its
 change at once, logs created later get it too). Notifications older than 15 minutes are
 deleted by whichever broker sees them, as Kafka does.
 
-At start-up every topic's stored overrides are applied once, so changes made while the
-broker was down are not missed. Only topic configs have a handler: kafpy has no dynamic
-broker, client or user configs.
+Broker configs (`/config/brokers/<default>` and `/config/brokers/<id>`) go to the
+BrokerConfigHandler, which hands them to the broker's DynamicBrokerConfig; a broker ignores
+the per-broker configs of other brokers.
+
+At start-up every stored entity config is applied once, so changes made while the broker
+was down are not missed. Client and user configs (quotas) have no handler yet.
 """
 
 from __future__ import annotations
@@ -34,9 +37,10 @@ from kafpy.metadata.zk_data import (
     ConfigType,
     ZkDataError,
 )
+from kafpy.server.dynamic_broker_config import DEFAULT_ENTITY_NAME, DynamicBrokerConfig
 from kafpy.storage.log_config import LogConfig
 
-__all__ = ["ConfigHandler", "DynamicConfigManager", "TopicConfigHandler"]
+__all__ = ["BrokerConfigHandler", "ConfigHandler", "DynamicConfigManager", "TopicConfigHandler"]
 
 CHANGE_EXPIRATION_MS = 15 * 60 * 1000
 _PREFIX = ConfigEntityChangeNotificationSequenceZNode.SEQUENCE_NUMBER_PREFIX
@@ -77,6 +81,20 @@ class TopicConfigHandler:
         self.log_manager.update_topic_config(entity_name, config)
 
 
+class BrokerConfigHandler:
+    """Hands the cluster-wide dynamic broker defaults and this broker's own dynamic configs
+    to its DynamicBrokerConfig (Kafka's BrokerConfigHandler)."""
+
+    def __init__(self, dynamic_config: DynamicBrokerConfig) -> None:
+        self.dynamic_config = dynamic_config
+
+    def process_config_changes(self, entity_name: str, overrides: Mapping[str, str]) -> None:
+        if entity_name == DEFAULT_ENTITY_NAME:
+            self.dynamic_config.update_default_config(overrides)
+        elif entity_name.strip() == str(self.dynamic_config.broker_id):
+            self.dynamic_config.update_broker_config(overrides)
+
+
 class DynamicConfigManager:
     """Watches `/config/changes` and applies each change through the handler of its entity type.
 
@@ -105,10 +123,18 @@ class DynamicConfigManager:
 
     @classmethod
     def for_log_manager(
-        cls, zk_client: KafkaZkClient, log_manager: _TopicConfigTarget, time: Time = SYSTEM_TIME
+        cls,
+        zk_client: KafkaZkClient,
+        log_manager: _TopicConfigTarget,
+        time: Time = SYSTEM_TIME,
+        dynamic_config: DynamicBrokerConfig | None = None,
     ) -> DynamicConfigManager:
-        """The broker's manager: topic config changes go to `log_manager`."""
-        return cls(zk_client, {ConfigType.TOPIC: TopicConfigHandler(log_manager)}, time)
+        """The broker's manager: topic config changes go to `log_manager`, broker config
+        changes to `dynamic_config`."""
+        handlers: dict[str, ConfigHandler] = {ConfigType.TOPIC: TopicConfigHandler(log_manager)}
+        if dynamic_config is not None:
+            handlers[ConfigType.BROKER] = BrokerConfigHandler(dynamic_config)
+        return cls(zk_client, handlers, time)
 
     async def startup(self) -> None:
         await self.zk_client.store.ensure_path(ConfigEntityChangeNotificationZNode.path)

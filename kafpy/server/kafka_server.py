@@ -37,6 +37,13 @@ from kafpy.metadata.zk_data import Broker, BrokerInfo, EndPoint
 from kafpy.server.admin_manager import AdminManager
 from kafpy.server.broker_metadata_checkpoint import check_broker_metadata
 from kafpy.server.controlled_shutdown import controlled_shutdown
+from kafpy.server.dynamic_broker_config import (
+    DynamicBrokerConfig,
+    DynamicCleanerConfig,
+    DynamicControllerConfig,
+    DynamicLogConfig,
+    DynamicReplicaFetcherConfig,
+)
 from kafpy.server.dynamic_config_manager import DynamicConfigManager
 from kafpy.server.kafka_apis import KafkaApis
 from kafpy.server.kafka_config import KafkaConfig
@@ -85,6 +92,7 @@ class KafkaServer:
         self.group_coordinator: GroupCoordinator | None = None
         self.apis: KafkaApis | None = None
         self.dynamic_config_manager: DynamicConfigManager | None = None
+        self.dynamic_config = DynamicBrokerConfig(config)
         self.broker_epoch = -1
         self.cluster_id: str | None = None
         self._shutdown_requested = asyncio.Event()
@@ -118,6 +126,7 @@ class KafkaServer:
         await self.store.start()
         self.zk_client = KafkaZkClient(self.store)
         await self.zk_client.make_sure_persistent_paths_exist()
+        await self.dynamic_config.initialize(self.zk_client)
         self.cluster_id = await self.zk_client.create_or_get_cluster_id(generate_cluster_id())
         self.log.info("Cluster ID = %s", self.cluster_id)
         if cfg.broker_id < 0:
@@ -128,7 +137,9 @@ class KafkaServer:
 
         self.scheduler = KafkaScheduler(cfg.background_threads, time=self.time)
         self.scheduler.startup()
-        topic_configs = await self._fetch_topic_configs(cfg.log_default_config())
+        topic_configs = await self._fetch_topic_configs(
+            self.dynamic_config.current.log_default_config()
+        )
         loop = asyncio.get_running_loop()
         # Loading logs blocks (recovery may read whole segments): keep it off the loop.
         self.log_manager = await loop.run_in_executor(None, self._create_log_manager, topic_configs)
@@ -146,7 +157,7 @@ class KafkaServer:
             high_watermark_checkpoint_interval_ms=cfg.replica_high_watermark_checkpoint_interval_ms,
             fetch_purgatory_purge_interval=cfg.fetch_purgatory_purge_interval_requests,
             producer_purgatory_purge_interval=cfg.producer_purgatory_purge_interval_requests,
-            zk_client=self.zk_client, fetcher_config=_replica_fetcher_config(cfg),
+            zk_client=self.zk_client, fetcher_config=_replica_fetcher_config(self.dynamic_config.current),
             isr_change_propagation_blackout_ms=cfg.replica_isr_change_propagation_blackout_ms,
             isr_change_propagation_max_interval_ms=cfg.replica_isr_change_propagation_max_interval_ms,
         )  # fmt: skip
@@ -158,7 +169,7 @@ class KafkaServer:
         self.log.info("Registered broker %d at path /brokers/ids/%d", cfg.broker_id, cfg.broker_id)
 
         self.controller = KafkaController(
-            cfg, self.zk_client, time=self.time, broker_info=broker_info
+            self.dynamic_config.current, self.zk_client, time=self.time, broker_info=broker_info
         )
         await self.controller.startup()
 
@@ -166,7 +177,7 @@ class KafkaServer:
         self.admin_manager = AdminManager(
             cfg, self.zk_client,
             partitions_online=lambda topic, partitions: _partitions_online(metadata_cache, topic, partitions),
-            topic_exists_in_metadata=metadata_cache.contains_topic,
+            topic_exists_in_metadata=metadata_cache.contains_topic, dynamic_config=self.dynamic_config,
         )  # fmt: skip
         self.producer_id_manager = ProducerIdManager(cfg.broker_id, self.zk_client)
         self.group_coordinator = GroupCoordinator(
@@ -179,8 +190,14 @@ class KafkaServer:
             self.cluster_id, controller=self.controller, admin_manager=self.admin_manager,
             producer_id_manager=self.producer_id_manager, group_coordinator=self.group_coordinator,
         )  # fmt: skip
+        self.dynamic_config.add_reconfigurable(DynamicLogConfig(self.log_manager))
+        self.dynamic_config.add_reconfigurable(DynamicCleanerConfig(self.log_manager))
+        self.dynamic_config.add_reconfigurable(
+            DynamicReplicaFetcherConfig(self.replica_manager.replica_fetcher_manager)
+        )
+        self.dynamic_config.add_reconfigurable(DynamicControllerConfig(self.controller))
         self.dynamic_config_manager = DynamicConfigManager.for_log_manager(
-            self.zk_client, self.log_manager, self.time
+            self.zk_client, self.log_manager, self.time, self.dynamic_config
         )
         await self.dynamic_config_manager.startup()
         await self.socket_server.start_processing(self.apis)
@@ -195,7 +212,7 @@ class KafkaServer:
         return configs
 
     def _create_log_manager(self, topic_configs: dict[str, LogConfig]) -> LogManager:
-        cfg = self.config
+        cfg = self.dynamic_config.current  # server.properties and the stored dynamic configs
         assert self.scheduler is not None
         return LogManager(
             cfg.log_dirs,

@@ -9,6 +9,7 @@ are shut down.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable, Mapping
 
 from kafpy.client.connection import BrokerConnection
@@ -106,6 +107,23 @@ class ReplicaFetcherManager:
         tps = list(partitions)
         for fetcher in self.fetchers.values():
             fetcher.remove_partitions(tps)
+
+    async def resize_thread_pool(self, new_size: int) -> None:
+        """Run `new_size` fetchers per leader (Kafka's resizeThreadPool, for a dynamic
+        num.replica.fetchers): every partition moves, from where it has got to, to the
+        fetcher its id maps to under the new count; fetchers left without partitions stop."""
+        current = self.config.num_replica_fetchers
+        self.log.info("Resizing fetcher thread pool size from %d to %d", current, new_size)
+        self.config = dataclasses.replace(self.config, num_replica_fetchers=new_size)
+        if new_size != current:
+            moved = {
+                tp: (leader, state.fetch_offset, state.current_leader_epoch)
+                for (leader, _), fetcher in list(self.fetchers.items())
+                for tp, state in list(fetcher.partition_states.items())
+            }
+            if moved:
+                self.add_fetcher_for_partitions(moved)
+        await self.shutdown_idle_fetcher_threads()
 
     async def shutdown_idle_fetcher_threads(self) -> None:
         for key in [k for k, f in self.fetchers.items() if f.partition_count == 0]:

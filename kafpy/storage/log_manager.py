@@ -755,6 +755,13 @@ class LogManager:
         for log in logs:
             log.update_config(config)
 
+    def reconfigure_cleaner(self, config: CleanerConfig) -> None:
+        """Apply new log.cleaner.* settings to the running LogCleaner (dynamic broker
+        configs); blocks until its old threads have stopped."""
+        self.cleaner_config = config
+        if self.cleaner is not None:
+            self.cleaner.reconfigure(config)
+
     # ------------------------------------------------------------------ scheduled tasks
 
     def cleanup_logs(self) -> int:

@@ -16,20 +16,20 @@ recorded, so a recycled pid is never signalled.
 
 The ZooKeeper it manages is a `kafpy zookeeper` process (which runs the JVM and stops it on
 SIGTERM); with `zookeeper_connect` an existing ensemble is used and left alone. Tests
-drive single brokers with `start_broker`, `stop_broker` and `kill_broker`.
+drive single brokers with `start_broker`, `stop_broker`, `kill_broker` and `restart_broker`.
+
+This module orchestrates; the records of the processes and cluster.json are in
+`tools/process_records.py`, the process helpers in `tools/processes.py`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
-import os
 import signal
-import subprocess
 import sys
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -40,241 +40,48 @@ from kafpy.metadata.kafka_zk_client import KafkaZkClient
 from kafpy.metadata.store_factory import create_store
 from kafpy.metadata.zookeeper_server import four_letter_word, free_port
 from kafpy.protocol.api_keys import ApiKey
+from kafpy.tools.process_records import (
+    CLUSTER_FILE,
+    CLUSTER_FILE_VERSION,
+    HOST,
+    BrokerProcess,
+    LocalClusterError,
+    ZooKeeperProcess,
+    read_cluster_file,
+    write_cluster_file,
+)
+from kafpy.tools.processes import (
+    POLL_S,
+    child_pids,
+    last_line,
+    process_alive,
+    process_start_time,
+    send_signal,
+    spawn_detached,
+    wait_gone,
+)
 
-CLUSTER_FILE = "cluster.json"
-CLUSTER_FILE_VERSION = 1
-HOST = "127.0.0.1"
+__all__ = [
+    "CLUSTER_FILE",
+    "DEFAULT_START_TIMEOUT_S",
+    "DEFAULT_STOP_TIMEOUT_S",
+    "BrokerProcess",
+    "BrokerStatus",
+    "ClusterStatus",
+    "LocalCluster",
+    "LocalClusterError",
+    "ZooKeeperProcess",
+]
+
 DEFAULT_START_TIMEOUT_S = 60.0
 DEFAULT_STOP_TIMEOUT_S = 30.0
-_POLL_S = 0.05
 
 T = TypeVar("T")
 Progress = Callable[[str], None]
 
 
-class LocalClusterError(Exception):
-    """The local cluster could not be started, found or stopped; the message says why."""
-
-
-# --- processes ------------------------------------------------------------------------------
-
-
-def _proc_stat(pid: int) -> list[str] | None:
-    """The fields of /proc/<pid>/stat from the state on (field 3), or None if it is gone."""
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    # the command name (field 2) is in parentheses and may itself hold spaces or parentheses
-    return text[text.rindex(")") + 2 :].split()
-
-
-def process_start_time(pid: int) -> int | None:
-    """The process's start time in clock ticks since boot (Linux), None where unknown."""
-    fields = _proc_stat(pid)
-    return int(fields[19]) if fields is not None and len(fields) > 19 else None
-
-
-def process_alive(pid: int | None, start_time: int | None = None) -> bool:
-    """Whether `pid` is a running process (not a zombie) and, when `start_time` is given
-    and /proc knows it, the same process that was started then."""
-    if pid is None or pid <= 0:
-        return False
-    try:
-        # reap it if it is our own exited child, so it does not linger as a zombie
-        if os.waitpid(pid, os.WNOHANG)[0] == pid:
-            return False
-    except ChildProcessError:
-        pass
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    fields = _proc_stat(pid)
-    if fields is None:
-        return sys.platform != "linux"
-    if fields[0] in ("Z", "X"):
-        return False
-    return start_time is None or len(fields) <= 19 or int(fields[19]) == start_time
-
-
-def _child_pids(pid: int) -> list[int]:
-    """The processes whose parent is `pid` (Linux; empty elsewhere)."""
-    children = []
-    for entry in Path("/proc").glob("[0-9]*"):
-        fields = _proc_stat(int(entry.name))
-        if fields is not None and len(fields) > 1 and int(fields[1]) == pid:
-            children.append(int(entry.name))
-    return children
-
-
-def _signal(pid: int, sig: int) -> None:
-    try:
-        os.kill(pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def _wait_gone(processes: Iterable[tuple[int, int | None]], deadline: float) -> list[int]:
-    """Wait until every (pid, start time) has exited or the deadline passes; the pids left."""
-    left = list(processes)
-    while left:
-        left = [(pid, st) for pid, st in left if process_alive(pid, st)]
-        if not left or time.monotonic() > deadline:
-            break
-        time.sleep(_POLL_S)
-    return [pid for pid, _ in left]
-
-
-def _spawn(
-    command: list[str], cwd: Path, output: Path, env: Mapping[str, str] | None = None
-) -> subprocess.Popen[bytes]:
-    output.parent.mkdir(parents=True, exist_ok=True)
-    with open(output, "ab") as out:
-        return subprocess.Popen(
-            command,
-            cwd=cwd,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
-            # its own session: it outlives the command that started it and ignores the
-            # terminal's Ctrl-C, as a daemon does
-            start_new_session=True,
-        )
-
-
-def _tail(path: Path, lines: int = 20) -> str:
-    try:
-        text = path.read_text("utf-8", "replace")
-    except OSError:
-        return "(no output)"
-    return "\n".join(text.splitlines()[-lines:])
-
-
-def _last_line(path: Path) -> str:
-    lines = [line for line in _tail(path, 50).splitlines() if line.strip()]
-    return lines[-1].strip() if lines else "(no output)"
-
-
 def _escape_property(value: str) -> str:
     return value.replace("\\", "\\\\").replace("\n", "\\n")
-
-
-# --- members --------------------------------------------------------------------------------
-
-
-@dataclass
-class BrokerProcess:
-    """One broker of the local cluster: its id, listener, directories and process."""
-
-    broker_id: int
-    port: int
-    dir: Path
-    host: str = HOST
-    pid: int | None = None
-    start_time: int | None = None
-    process: subprocess.Popen[bytes] | None = field(default=None, repr=False, compare=False)
-
-    @property
-    def address(self) -> str:
-        return f"{self.host}:{self.port}"
-
-    @property
-    def properties_path(self) -> Path:
-        return self.dir / "server.properties"
-
-    @property
-    def data_dir(self) -> Path:
-        return self.dir / "data"
-
-    @property
-    def logs_dir(self) -> Path:
-        return self.dir / "logs"
-
-    @property
-    def output_path(self) -> Path:
-        return self.logs_dir / "server.out"
-
-    @property
-    def alive(self) -> bool:
-        return process_alive(self.pid, self.start_time)
-
-    def log_tail(self, lines: int = 40) -> str:
-        return _tail(self.output_path, lines)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.broker_id,
-            "host": self.host,
-            "port": self.port,
-            "dir": str(self.dir),
-            "pid": self.pid,
-            "start_time": self.start_time,
-        }
-
-    @classmethod
-    def from_json(cls, value: Mapping[str, Any]) -> BrokerProcess:
-        return cls(
-            broker_id=int(value["id"]),
-            port=int(value["port"]),
-            dir=Path(value["dir"]),
-            host=str(value.get("host", HOST)),
-            pid=value.get("pid"),
-            start_time=value.get("start_time"),
-        )
-
-
-@dataclass
-class ZooKeeperProcess:
-    """The cluster's ZooKeeper: managed (a `kafpy zookeeper` process in `dir`, whose JVM is
-    `jvm_pid`) or external (only its connect string is known)."""
-
-    connect: str
-    dir: Path | None = None
-    port: int | None = None
-    pid: int | None = None
-    start_time: int | None = None
-    jvm_pid: int | None = None
-    jvm_start_time: int | None = None
-
-    @property
-    def managed(self) -> bool:
-        return self.dir is not None
-
-    @property
-    def output_path(self) -> Path | None:
-        return None if self.dir is None else self.dir / "kafpy-zookeeper.out"
-
-    @property
-    def alive(self) -> bool:
-        return process_alive(self.pid, self.start_time)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "connect": self.connect,
-            "dir": None if self.dir is None else str(self.dir),
-            "port": self.port,
-            "pid": self.pid,
-            "start_time": self.start_time,
-            "jvm_pid": self.jvm_pid,
-            "jvm_start_time": self.jvm_start_time,
-        }
-
-    @classmethod
-    def from_json(cls, value: Mapping[str, Any]) -> ZooKeeperProcess:
-        directory = value.get("dir")
-        return cls(
-            connect=str(value["connect"]),
-            dir=None if directory is None else Path(directory),
-            port=value.get("port"),
-            pid=value.get("pid"),
-            start_time=value.get("start_time"),
-            jvm_pid=value.get("jvm_pid"),
-            jvm_start_time=value.get("jvm_start_time"),
-        )
 
 
 @dataclass(frozen=True)
@@ -370,32 +177,17 @@ class LocalCluster:
         }
 
     def save(self) -> None:
-        """Write cluster.json (through a temporary file, so a reader never sees half)."""
-        self.base_dir.mkdir(parents=True, exist_ok=True)
-        tmp = self.cluster_file.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(self.to_json(), indent=2) + "\n", "utf-8")
-        tmp.replace(self.cluster_file)
+        """Write cluster.json."""
+        write_cluster_file(self.base_dir, self.to_json())
 
     @classmethod
     def load(cls, base_dir: Path | str) -> LocalCluster:
-        """The cluster recorded in `base_dir/cluster.json`."""
-        path = Path(base_dir).absolute() / CLUSTER_FILE
-        try:
-            value = json.loads(path.read_text("utf-8"))
-        except FileNotFoundError as e:
-            raise LocalClusterError(
-                f"No local cluster in {path.parent}: {CLUSTER_FILE} not found "
-                "(start one with `kafpy cluster up`, or pass its --dir)."
-            ) from e
-        except (OSError, ValueError) as e:
-            raise LocalClusterError(f"Cannot read {path}: {e}") from e
-        if not isinstance(value, dict) or value.get("version") != CLUSTER_FILE_VERSION:
-            raise LocalClusterError(
-                f"{path} is not a cluster file of version {CLUSTER_FILE_VERSION}; "
-                "remove it if no cluster of it is running."
-            )
+        """The cluster recorded in `base_dir/cluster.json`; a broker whose recorded process
+        is gone but that was restarted by hand is found again (BrokerProcess.find_process)."""
+        directory = Path(base_dir).absolute()
+        value = read_cluster_file(directory)
         cluster = cls.__new__(cls)
-        cluster.base_dir = path.parent
+        cluster.base_dir = directory
         cluster.overrides = dict(value.get("overrides", {}))
         cluster.zookeeper_tick_ms = int(value.get("zookeeper_tick_ms", 500))
         cluster.start_timeout_s = DEFAULT_START_TIMEOUT_S
@@ -404,8 +196,12 @@ class LocalCluster:
             cluster.zookeeper = ZooKeeperProcess.from_json(value["zookeeper"])
             brokers = [BrokerProcess.from_json(b) for b in value["brokers"]]
         except (KeyError, TypeError, ValueError) as e:
-            raise LocalClusterError(f"{path} is damaged ({e!r}); remove it.") from e
+            raise LocalClusterError(
+                f"{directory / CLUSTER_FILE} is damaged ({e!r}); remove it."
+            ) from e
         cluster.brokers = {b.broker_id: b for b in brokers}
+        for b in brokers:
+            b.find_process()
         return cluster
 
     def running_processes(self) -> list[str]:
@@ -450,7 +246,7 @@ class LocalCluster:
         zk = self.zookeeper
         assert zk.dir is not None and zk.port is not None and zk.output_path is not None
         zk.dir.mkdir(parents=True, exist_ok=True)
-        process = _spawn(
+        process = spawn_detached(
             [
                 self.python, "-m", "kafpy", "zookeeper",
                 "--data-dir", str(zk.dir),
@@ -467,7 +263,7 @@ class LocalCluster:
             if process.poll() is not None:
                 raise LocalClusterError(
                     f"ZooKeeper exited with code {process.returncode} while starting: "
-                    f"{_last_line(zk.output_path)} (see {zk.output_path})"
+                    f"{last_line(zk.output_path)} (see {zk.output_path})"
                 )
             try:
                 if "Mode: standalone" in four_letter_word(HOST, zk.port, "srvr", 1.0):
@@ -479,10 +275,10 @@ class LocalCluster:
                     f"ZooKeeper did not serve on {zk.connect} within "
                     f"{self.start_timeout_s:.0f} s (see {zk.output_path})."
                 )
-            time.sleep(_POLL_S)
+            time.sleep(POLL_S)
         # the JVM is the `kafpy zookeeper` process's child: recorded, so that `down` can
         # still stop it should its parent have to be killed
-        jvms = _child_pids(process.pid)
+        jvms = child_pids(process.pid)
         if jvms:
             zk.jvm_pid, zk.jvm_start_time = jvms[0], process_start_time(jvms[0])
         self.save()
@@ -515,7 +311,7 @@ class LocalCluster:
     def _spawn_broker(self, broker: BrokerProcess) -> None:
         self.write_properties(broker)
         broker.logs_dir.mkdir(parents=True, exist_ok=True)
-        process = _spawn(
+        process = spawn_detached(
             [self.python, "-m", "kafpy", "server", str(broker.properties_path)],
             broker.dir,
             broker.output_path,
@@ -535,6 +331,40 @@ class LocalCluster:
         self.wait_registered([broker_id])
         if wait_for_metadata:
             self.wait_for_metadata([broker_id])
+        return broker
+
+    def restart_broker(
+        self,
+        broker_id: int,
+        timeout_s: float = DEFAULT_STOP_TIMEOUT_S,
+        progress: Progress | None = None,
+    ) -> BrokerProcess:
+        """Stop one broker cleanly (SIGKILL after `timeout_s`), wait until its registration
+        is gone, and start it again with its ports and data; return once it is registered
+        and knows every live broker."""
+        say = progress or (lambda _: None)
+        broker = self.brokers.get(broker_id)
+        if broker is None:
+            ids = ", ".join(map(str, sorted(self.brokers)))
+            raise LocalClusterError(
+                f"The cluster in {self.base_dir} has no broker {broker_id} (its brokers: {ids})."
+            )
+        if self.zookeeper.managed and not self.zookeeper.alive:
+            raise LocalClusterError(
+                f"The cluster's ZooKeeper is not running; start the cluster with "
+                f"`kafpy cluster up --dir {self.base_dir}`."
+            )
+        if broker.alive:
+            killed = self._stop_brokers([broker], timeout_s)
+            say(
+                f"broker {broker_id} "
+                + ("killed after not stopping within the timeout" if killed else "stopped")
+            )
+        else:
+            say(f"broker {broker_id} was not running")
+        self.wait_unregistered(broker_id)
+        self.start_broker(broker_id)
+        say(f"broker {broker_id} registered at {broker.address} (pid {broker.pid})")
         return broker
 
     # --- waiting ---
@@ -590,7 +420,7 @@ class LocalCluster:
                         f"{timeout_s or self.start_timeout_s:.0f} s (see "
                         f"{self.brokers[min(waiting)].output_path})."
                     )
-                await asyncio.sleep(_POLL_S * 2)
+                await asyncio.sleep(POLL_S * 2)
 
         self.zk_call(poll)
 
@@ -602,7 +432,7 @@ class LocalCluster:
         status = f" with code {code}" if code is not None else ""
         raise LocalClusterError(
             f"Broker {broker.broker_id} exited{status} while starting: "
-            f"{_last_line(broker.output_path)} (see {broker.output_path})"
+            f"{last_line(broker.output_path)} (see {broker.output_path})"
         )
 
     def wait_unregistered(self, broker_id: int, timeout_s: float = 60.0) -> None:
@@ -615,7 +445,7 @@ class LocalCluster:
                     raise LocalClusterError(
                         f"Broker {broker_id} is still registered after {timeout_s:.0f} s."
                     )
-                await asyncio.sleep(_POLL_S * 2)
+                await asyncio.sleep(POLL_S * 2)
 
         self.zk_call(poll, timeout_s)
 
@@ -654,7 +484,7 @@ class LocalCluster:
                         f"{self.brokers[waiting[0]].output_path})."
                     )
                 if waiting:
-                    await asyncio.sleep(_POLL_S * 2)
+                    await asyncio.sleep(POLL_S * 2)
 
         asyncio.run(poll())
 
@@ -667,8 +497,8 @@ class LocalCluster:
         """SIGKILL one broker: no shutdown at all, its session expires in ZooKeeper later."""
         broker = self.brokers[broker_id]
         if broker.alive and broker.pid is not None:
-            _signal(broker.pid, signal.SIGKILL)
-            _wait_gone([(broker.pid, broker.start_time)], time.monotonic() + DEFAULT_STOP_TIMEOUT_S)
+            send_signal(broker.pid, signal.SIGKILL)
+            wait_gone([(broker.pid, broker.start_time)], time.monotonic() + DEFAULT_STOP_TIMEOUT_S)
 
     def stop_broker(self, broker_id: int, timeout_s: float = DEFAULT_STOP_TIMEOUT_S) -> None:
         """Stop one broker cleanly (SIGTERM; SIGKILL after `timeout_s`)."""
@@ -679,17 +509,17 @@ class LocalCluster:
         running = [b for b in brokers if b.alive and b.pid is not None]
         for b in running:
             assert b.pid is not None
-            _signal(b.pid, signal.SIGTERM)
-        left = _wait_gone(
+            send_signal(b.pid, signal.SIGTERM)
+        left = wait_gone(
             [(b.pid, b.start_time) for b in running if b.pid is not None],
             time.monotonic() + timeout_s,
         )
         killed = []
         for b in running:
             if b.pid in left:
-                _signal(b.pid, signal.SIGKILL)
+                send_signal(b.pid, signal.SIGKILL)
                 killed.append(b.broker_id)
-        _wait_gone([(pid, None) for pid in left], time.monotonic() + 10)
+        wait_gone([(pid, None) for pid in left], time.monotonic() + 10)
         return killed
 
     def stop_zookeeper(self, timeout_s: float = DEFAULT_STOP_TIMEOUT_S) -> bool:
@@ -697,14 +527,14 @@ class LocalCluster:
         zk = self.zookeeper
         clean = True
         if zk.pid is not None and zk.alive:
-            _signal(zk.pid, signal.SIGTERM)
-            if _wait_gone([(zk.pid, zk.start_time)], time.monotonic() + timeout_s):
-                _signal(zk.pid, signal.SIGKILL)
+            send_signal(zk.pid, signal.SIGTERM)
+            if wait_gone([(zk.pid, zk.start_time)], time.monotonic() + timeout_s):
+                send_signal(zk.pid, signal.SIGKILL)
                 clean = False
         if zk.jvm_pid is not None and process_alive(zk.jvm_pid, zk.jvm_start_time):
-            _signal(zk.jvm_pid, signal.SIGTERM)
-            if _wait_gone([(zk.jvm_pid, zk.jvm_start_time)], time.monotonic() + 10):
-                _signal(zk.jvm_pid, signal.SIGKILL)
+            send_signal(zk.jvm_pid, signal.SIGTERM)
+            if wait_gone([(zk.jvm_pid, zk.jvm_start_time)], time.monotonic() + 10):
+                send_signal(zk.jvm_pid, signal.SIGKILL)
                 clean = False
         return clean
 

@@ -22,7 +22,8 @@ from kazoo.exceptions import NoNodeError
 from kafpy.client.admin_client import AdminClient
 from kafpy.client.connection import BrokerConnection
 from kafpy.protocol.api_keys import ApiKey
-from kafpy.tools.local_cluster import BrokerProcess, LocalCluster
+from kafpy.tools.local_cluster import LocalCluster
+from kafpy.tools.process_records import BrokerProcess
 
 T = TypeVar("T")
 UNKNOWN_TOPIC_OR_PARTITION = 3

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
+from kafpy.metadata.kafka_zk_client import KafkaZkClient
 from kafpy.metadata.zookeeper_server import free_port
-from kafpy.tools.local_cluster import LocalCluster, process_alive
+from kafpy.tools.local_cluster import LocalCluster
+from kafpy.tools.processes import process_alive
 from tests.cluster.support import metadata
 
 pytestmark = [pytest.mark.zookeeper, pytest.mark.timeout(150)]
@@ -139,3 +142,67 @@ def test_up_with_a_broker_that_cannot_start_stops_everything(tmp_path: Path) -> 
     (pid_line,) = [x for x in up.stdout.splitlines() if x.startswith("ZooKeeper serving on ")]
     zookeeper_pid = int(pid_line.rsplit("pid ", 1)[1].rstrip(")"))
     assert not process_alive(zookeeper_pid)
+
+
+def test_restart_and_a_broker_restarted_by_hand(tmp_path: Path) -> None:
+    directory = str(tmp_path / "dev")
+    up = kafpy_cluster_command("up", "--brokers", "2", "--dir", directory)
+    assert up.returncode == 0, up.stderr
+    cluster = LocalCluster.load(directory)
+    by_hand: subprocess.Popen[bytes] | None = None
+    try:
+        # broker 1 dies and its operator starts it again by hand, outside `kafpy cluster`
+        b1 = cluster.brokers[1]
+        old_pid = b1.pid
+        cluster.kill_broker(1)
+        cluster.wait_unregistered(1)
+        with open(tmp_path / "by-hand.out", "ab") as out:
+            by_hand = subprocess.Popen(
+                [sys.executable, "-m", "kafpy", "server", str(b1.properties_path)],
+                stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+            )  # fmt: skip
+
+        async def registered(zk: KafkaZkClient) -> list[int]:
+            return await zk.get_all_broker_ids()
+
+        deadline = time.monotonic() + 60
+        while 1 not in cluster.zk_call(registered):
+            assert by_hand.poll() is None and time.monotonic() < deadline, (
+                "broker 1 did not come back"
+            )
+            time.sleep(0.2)
+
+        status = kafpy_cluster_command("status", "--dir", directory)
+        assert status.returncode == 0, status.stdout + status.stderr
+        lines = status.stdout.splitlines()
+        assert any(
+            line.startswith(f"broker 1 {b1.address} (pid {by_hand.pid}): running, registered")
+            for line in lines
+        ), lines
+        assert old_pid != by_hand.pid
+
+        # `restart` stops the by-hand process and starts the broker as the cluster's own
+        restart = kafpy_cluster_command("restart", "1", "--dir", directory)
+        assert restart.returncode == 0, restart.stderr
+        assert by_hand.wait(30) == 0  # stopped cleanly by SIGTERM
+        restarted = LocalCluster.load(directory).brokers[1]
+        assert restarted.pid not in (old_pid, by_hand.pid) and restarted.alive
+        assert restart.stdout.splitlines() == [
+            "broker 1 stopped",
+            f"broker 1 registered at {b1.address} (pid {restarted.pid})",
+        ]
+        status = kafpy_cluster_command("status", "--dir", directory)
+        assert status.returncode == 0, status.stdout + status.stderr
+        assert sorted(b["node_id"] for b in metadata(cluster.brokers[0], [])["brokers"]) == [0, 1]
+
+        missing = kafpy_cluster_command("restart", "7", "--dir", directory)
+        assert missing.returncode == 1
+        assert missing.stderr == (
+            f"Cannot restart broker 7: The cluster in {Path(directory).absolute()} has no broker 7 "
+            "(its brokers: 0, 1).\n"
+        )
+    finally:
+        LocalCluster.load(directory).stop(timeout_s=10)
+        if by_hand is not None and by_hand.poll() is None:
+            by_hand.kill()
+            by_hand.wait()

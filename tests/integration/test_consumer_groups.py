@@ -320,3 +320,214 @@ def test_errors_are_kafkas_codes(broker: KafpyBroker) -> None:
         "heartbeat wrong generation": Errors.ILLEGAL_GENERATION,
         "sync unknown member": Errors.UNKNOWN_MEMBER_ID,
     }
+
+
+# -- kafka-consumer-groups.sh 2.8: describe sub-actions, reset scenarios and scopes ---------
+
+
+RESET_FMT = "%-30s %-30s %-10s %-15s"  # ConsumerGroupCommand.printOffsetsToReset
+
+
+def cg_split(bootstrap: str, *args: str, ok: bool = True) -> tuple[str, str]:
+    res = subprocess.run([sys.executable, "-m", "kafpy", "consumer-groups", "--bootstrap-server", bootstrap, *args],
+                         capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert (res.returncode == 0) == ok, res.stdout + res.stderr
+    return res.stdout, res.stderr
+
+
+def table(out: str, first: str) -> list[str]:
+    """The lines of the table whose header starts with `first`, header included."""
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(first))
+    return [line for line in lines[start:] if line.strip()]
+
+
+def test_describe_offsets_members_and_state_of_an_active_group(broker: KafpyBroker) -> None:
+    b = broker.bootstrap
+    topic = new_topic(b, 2, records=20)
+    group = f"ds-{uuid.uuid4().hex[:6]}"
+    c = Consumer({"bootstrap.servers": b, "group.id": group, "enable.auto.commit": False,
+                  "client.id": "describer", **FAST})  # fmt: skip
+    c.subscribe([topic])
+    got: dict[int, list[Any]] = {}
+    poll_until([c], lambda: len(got.get(0, [])) >= 20, got)
+    c.commit(asynchronous=False)
+    try:
+        out, _ = cg_split(b, "--describe", "--group", group, "--members")
+        header, row = table(out, "GROUP")
+        member = row.split()[1]
+        host = row.split()[2]
+        w = max(15, len(member))
+        hw = max(15, len(host))
+        fmt = f"%-15s %-{w}s %-{hw}s %-15s %-15s "
+        assert header == fmt % ("GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS")
+        assert row == fmt % (group, member, host, "describer", 2)
+
+        out, _ = cg_split(b, "--describe", "--group", group, "--members", "--verbose")
+        header, row = table(out, "GROUP")
+        assert (
+            header
+            == fmt % ("GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS") + "ASSIGNMENT"
+        )
+        assert row == fmt % (group, member, host, "describer", 2) + f"{topic}(0,1)"
+
+        out, _ = cg_split(b, "--describe", "--group", group, "--state")
+        coordinator = f"{broker.host}:{broker.port} (0)"
+        cw = max(25, len(coordinator))
+        sfmt = f"%-{cw}s %-25s %-20s %-15s %s"
+        assert table(out, "GROUP") == [
+            sfmt % ("GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"),
+            sfmt % (group, coordinator, "range", "Stable", 1),
+        ]
+
+        for args in ((), ("--offsets",)):
+            out, _ = cg_split(b, "--describe", "--group", group, *args)
+            ofmt = f"%-15s %-15s %-10s %-15s %-15s %-15s %-{w}s %-{hw}s %s"
+            assert table(out, "GROUP") == [
+                ofmt % ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG",
+                        "CONSUMER-ID", "HOST", "CLIENT-ID"),
+                ofmt % (group, topic, 0, 10, 10, 0, member, host, "describer"),
+                ofmt % (group, topic, 1, 10, 10, 0, member, host, "describer"),
+            ]  # fmt: skip
+
+        # an active group's offsets are not reset
+        out, _ = cg_split(b, "--reset-offsets", "--group", group, "--all-topics", "--to-earliest",
+                          "--execute", ok=False)  # fmt: skip
+        assert (f"Error: Assignments can only be reset if the group '{group}' is inactive, but the current "
+                "state is Stable.") in out  # fmt: skip
+        assert "NEW-OFFSET" not in out
+    finally:
+        c.close()
+
+    # no members left: the state line on stderr, the committed offsets without owners
+    out, err = cg_split(b, "--describe", "--group", group)
+    assert f"\nConsumer group '{group}' has no active members." in err
+    assert [line.split() for line in table(out, "GROUP")[1:]] == [
+        [group, topic, "0", "10", "10", "0", "-", "-", "-"],
+        [group, topic, "1", "10", "10", "0", "-", "-", "-"],
+    ]
+    out, err = cg_split(b, "--describe", "--group", group, "--members")
+    assert f"Consumer group '{group}' has no active members." in err
+    assert "CONSUMER-ID" not in out
+    out, _ = cg_split(b, "--describe", "--group", group, "--state")
+    assert table(out, "GROUP")[1].split()[-2:] == ["Empty", "0"]
+
+    out, _ = cg_split(b, "--list", "--state")
+    assert [group, "Empty"] in [line.split() for line in out.splitlines()]
+    assert out.splitlines()[0].split() == ["GROUP", "STATE"]
+    out, _ = cg_split(b, "--list", "--state", "stable")
+    assert group not in out
+    _, err = cg_split(b, "--list", "--state", "sleepy", ok=False)
+    assert (
+        "Invalid state list 'sleepy'. Valid states are: PreparingRebalance, CompletingRebalance, Stable, Dead, Empty"
+        in err
+    )
+
+
+def test_describe_all_groups(broker: KafpyBroker) -> None:
+    b = broker.bootstrap
+    topic = new_topic(b, 1, records=4)
+    groups = sorted(f"ag-{uuid.uuid4().hex[:6]}" for _ in range(2))
+    for g in groups:
+        cg(b, "--reset-offsets", "--group", g, "--topic", topic, "--to-offset", "1", "--execute")
+    out, _ = cg_split(b, "--describe", "--all-groups")
+    rows = [
+        line.split()[:4] for line in out.splitlines() if line.split()[:1] in ([g] for g in groups)
+    ]
+    assert rows == [[groups[0], topic, "0", "1"], [groups[1], topic, "0", "1"]]
+
+
+def offsets_of(bootstrap: str, group: str) -> list[str]:
+    out = cg(bootstrap, "--describe", "--group", group)
+    return [line.split()[3] for line in out.splitlines() if line.startswith(group)]
+
+
+def test_reset_offsets_scenarios_and_scopes(broker: KafpyBroker, tmp_path: Any) -> None:
+    b = broker.bootstrap
+    topic = new_topic(b, 2)
+    base = 1_700_000_000_000  # 2023-11-14T22:13:20Z
+    p = Producer({"bootstrap.servers": b})
+    for i in range(10):
+        for part in (0, 1):
+            p.produce(topic, value=b"v", partition=part, timestamp=base + i * 1000)
+    assert p.flush(30) == 0
+    group = f"rso-{uuid.uuid4().hex[:6]}"
+    rst = ("--reset-offsets", "--group", group)
+
+    out, err = cg_split(b, *rst, "--topic", topic, "--to-offset", "3", "--execute")
+    assert table(out, "GROUP") == [
+        RESET_FMT % ("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"),
+        RESET_FMT % (group, topic, 0, 3),
+        RESET_FMT % (group, topic, 1, 3),
+    ]
+    assert offsets_of(b, group) == ["3", "3"]
+
+    cg(b, *rst, "--all-topics", "--shift-by", "2", "--execute")
+    assert offsets_of(b, group) == ["5", "5"]
+    out, err = cg_split(b, *rst, "--all-topics", "--shift-by", "100")  # dry run by default
+    assert "WARN: No action will be performed as the --execute option is missing." in err
+    assert [line.split()[2:] for line in out.splitlines() if line.startswith(group)] == [
+        ["0", "10"],
+        ["1", "10"],
+    ]
+    assert offsets_of(b, group) == ["5", "5"]
+
+    out = cg(b, *rst, "--topic", f"{topic}:1", "--to-earliest", "--execute")
+    assert [line.split()[2:] for line in out.splitlines() if line.startswith(group)] == [["1", "0"]]
+    assert offsets_of(b, group) == ["5", "0"]
+    cg(b, *rst, "--topic", f"{topic}:1", "--to-current", "--execute")
+    assert offsets_of(b, group) == ["5", "0"]
+
+    out, _ = cg_split(b, *rst, "--all-topics", "--to-latest", "--export", "--dry-run")
+    assert out == f"{topic},0,10\n{topic},1,10\n\n"
+
+    for when, expected in (("2023-11-14T22:13:24.000", "4"), ("2023-11-14T23:13:27.000+01:00", "7"),
+                           ("2023-11-14T22:13:22.500Z", "3"), ("2030-01-01T00:00:00.000", "10")):  # fmt: skip
+        cg(b, *rst, "--topic", f"{topic}:0", "--to-datetime", when, "--execute")
+        assert offsets_of(b, group)[0] == expected, when
+    cg(b, *rst, "--topic", topic, "--by-duration", "P36500D", "--execute")
+    assert offsets_of(b, group) == ["0", "0"]
+    cg(b, *rst, "--topic", topic, "--by-duration", "PT1M", "--execute")
+    assert offsets_of(b, group) == ["10", "10"]
+
+    plan = tmp_path / "plan.csv"
+    plan.write_text(f"{topic},0,4\n{topic},1,60\n")
+    out, err = cg_split(b, *rst, "--from-file", str(plan), "--execute")
+    assert "Value will be set to 10" in err
+    assert offsets_of(b, group) == ["4", "10"]
+    other = f"rso2-{uuid.uuid4().hex[:6]}"
+    plan.write_text(f"{group},{topic},0,1\n{other},{topic},1,2\n")
+    cg(
+        b,
+        "--reset-offsets",
+        "--group",
+        group,
+        "--group",
+        other,
+        "--from-file",
+        str(plan),
+        "--execute",
+    )
+    assert offsets_of(b, group) == ["1", "10"]
+    assert offsets_of(b, other) == ["2"]
+    out, _ = cg_split(
+        b,
+        "--reset-offsets",
+        "--group",
+        group,
+        "--group",
+        other,
+        "--all-topics",
+        "--to-earliest",
+        "--export",
+    )
+    assert sorted(out.split()) == sorted(
+        [f"{group},{topic},0,0", f"{group},{topic},1,0", f"{other},{topic},1,0"]
+    )
+
+    _, err = cg_split(b, *rst, "--to-earliest", ok=False)
+    assert "One of the reset scopes should be defined: --all-topics, --topic." in err
+    _, err = cg_split(b, *rst, "--all-topics", "--to-earliest", "--to-latest", ok=False)
+    assert "requires one of the following scenarios" in err
+    _, err = cg_split(b, "--delete-offsets", "--group", group, "--topic", topic, ok=False)
+    assert "OffsetDelete" in err

@@ -87,6 +87,17 @@ class LogCleaner:
         if saved is not None and sys.getswitchinterval() == GIL_SWITCH_INTERVAL_S:
             sys.setswitchinterval(saved)
 
+    def reconfigure(self, config: CleanerConfig) -> None:
+        """Take new thread count, buffers, throttle and backoff (Kafka's
+        LogCleaner.reconfigure for the dynamic log.cleaner.* configs): the threads stop
+        (a round in progress is aborted) and new ones start; the cleaning states and
+        checkpoints in the LogCleanerManager are kept. Blocks until the old threads end."""
+        self.shutdown()
+        self.config = config
+        self.throttler = Throttler(config.max_io_bytes_per_second, 300, self.time)
+        self.cleaners = [CleanerThread(self, i) for i in range(config.num_threads)]
+        self.startup()
+
     # -- used by LogManager -------------------------------------------------------------------------
 
     def abort_cleaning(self, tp: TopicPartition) -> None:

@@ -116,3 +116,23 @@ def test_change_topic_config_writes_config_and_notification() -> None:
             await admin.change_configs("brokers", "0", {})
 
     run_with_zk(body)
+
+
+def test_change_broker_config_writes_kafkas_nodes_and_notifications() -> None:
+    async def body(zk: KafkaZkClient) -> None:
+        admin = AdminZkClient(zk)
+        await admin.change_broker_config(0, {"log.retention.ms": "1000"})
+        await admin.change_broker_config(None, {"message.max.bytes": "2000"})
+        assert (await zk.store.get("/config/brokers/0"))[0] == (
+            b'{"version":1,"config":{"log.retention.ms":"1000"}}'
+        )
+        assert (await zk.store.get("/config/brokers/<default>"))[0] == (
+            b'{"version":1,"config":{"message.max.bytes":"2000"}}'
+        )
+        changes = sorted(await zk.store.get_children("/config/changes"))
+        assert [(await zk.store.get(f"/config/changes/{c}"))[0] for c in changes] == [
+            b'{"version":2,"entity_path":"brokers/0"}',
+            b'{"version":2,"entity_path":"brokers/<default>"}',
+        ]
+
+    run_with_zk(body)

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -22,9 +20,8 @@ from kafpy.tools.local_cluster import (
     ClusterStatus,
     LocalCluster,
     LocalClusterError,
-    process_alive,
-    process_start_time,
 )
+from kafpy.tools.processes import process_start_time
 
 
 def run(*args: str) -> tuple[int, str, str]:
@@ -35,7 +32,7 @@ def run(*args: str) -> tuple[int, str, str]:
 def test_listed_by_kafpy() -> None:
     code, out, _ = run("--help")
     assert code == 0
-    for sub in ("up", "down", "status"):
+    for sub in ("up", "down", "status", "restart"):
         assert sub in out
 
 
@@ -150,34 +147,6 @@ def test_generated_server_properties(tmp_path: Path) -> None:
 def test_at_least_one_broker(tmp_path: Path) -> None:
     with pytest.raises(LocalClusterError, match="at least one broker, not 0"):
         LocalCluster(tmp_path, 0)
-
-
-def test_process_alive() -> None:
-    me = os.getpid()
-    assert process_alive(me)
-    assert process_alive(me, process_start_time(me))
-    start = process_start_time(me)
-    assert start is not None
-    assert not process_alive(me, start + 1)  # a recycled pid is another process
-    assert not process_alive(None)
-    child = subprocess.Popen([sys.executable, "-c", "pass"])
-    child.wait()
-    assert not process_alive(child.pid)
-
-
-def test_process_alive_sees_an_exited_child_that_was_not_waited_for() -> None:
-    child = subprocess.Popen([sys.executable, "-c", "pass"])
-    pid = child.pid
-    # not reaped: a zombie still answers kill(pid, 0)
-    while process_start_time(pid) is not None and not _is_zombie(pid):
-        pass
-    assert not process_alive(pid)
-    child.returncode = 0  # reaped by process_alive; keep Popen from waiting again
-
-
-def _is_zombie(pid: int) -> bool:
-    text = Path(f"/proc/{pid}/stat").read_text()
-    return text[text.rindex(")") + 2] == "Z"
 
 
 def test_status_lines() -> None:

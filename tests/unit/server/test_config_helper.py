@@ -55,11 +55,8 @@ def test_describe_topic_configs_sources_and_synonyms() -> None:
                     "value": "1000",
                     "source": ConfigSource.DYNAMIC_TOPIC_CONFIG,
                 },
-                {
-                    "name": "log.retention.hours",
-                    "value": "168",
-                    "source": ConfigSource.DEFAULT_CONFIG,
-                },
+                # Kafka's configSynonyms keeps the broker synonyms from log.retention.ms on:
+                # the log.retention.hours default alone is dropped
             ],
             "config_type": 5,  # LONG
             "documentation": None,
@@ -115,13 +112,16 @@ def test_describe_broker_static_configs() -> None:
         assert configs["default.replication.factor"]["config_source"] == ConfigSource.DEFAULT_CONFIG
         retention = configs["log.retention.ms"]
         assert retention["value"] is None
-        assert [(s["name"], s["source"]) for s in retention["synonyms"]] == [
+        # Kafka's configSynonyms drops the synonyms before the described key itself
+        assert retention["synonyms"] == []
+        minutes = configs["log.retention.minutes"]
+        assert [(s["name"], s["source"]) for s in minutes["synonyms"]] == [
             ("log.retention.minutes", ConfigSource.STATIC_BROKER_CONFIG),
             ("log.retention.hours", ConfigSource.DEFAULT_CONFIG),
         ]
         secret = configs["some.plugin.secret"]  # unknown keys are reported, valueless
         assert (secret["value"], secret["is_sensitive"]) == (None, True)
-        # the cluster-wide defaults: no dynamic configs in kafpy
+        # the cluster-wide defaults: no dynamic configs set
         assert by_name(await admin.describe_configs(describe(BROKER, ""), 2)) == {}
 
     run(body, **{"num.partitions": "4", "log.retention.minutes": "30", "some.plugin.secret": "x"})
@@ -220,7 +220,7 @@ def test_alter_configs_replaces_the_topic_overrides_and_notifies() -> None:
             "0",
             {"num.partitions": "3"},
             INVALID_REQUEST,
-            "Dynamic broker configs are not supported by kafpy",
+            "Cannot update these configs dynamically: Set(num.partitions)",
         ),
         (BROKER, "1", {"num.partitions": "3"}, INVALID_REQUEST, "Unexpected broker id"),
         (
@@ -318,15 +318,81 @@ def test_incremental_alter_config_errors(
 
 def test_incremental_alter_of_broker_configs_is_refused() -> None:
     async def body(admin: AdminManager, zk: KafkaZkClient, metadata: Metadata) -> None:
-        for rtype in (BROKER, BROKER_LOGGER):
+        for rtype, message in ((BROKER, "Unknown broker config name(s): x"),
+                               (BROKER_LOGGER, "not supported by kafpy")):  # fmt: skip
             [result] = (
                 await admin.incremental_alter_configs(
                     incremental("0", ("x", 0, "1"), resource_type=rtype), 1
                 )
             )["responses"]
-            assert (
-                result["error_code"] == INVALID_REQUEST
-                and "not supported by kafpy" in result["error_message"]
-            )
+            assert result["error_code"] == INVALID_REQUEST and message in result["error_message"]
+
+    run(body)
+
+
+def test_dynamic_broker_configs_stored_and_described() -> None:
+    async def body(admin: AdminManager, zk: KafkaZkClient, metadata: Metadata) -> None:
+        [ok] = (await admin.incremental_alter_configs(
+            incremental("0", ("log.retention.ms", 0, "1000"), resource_type=BROKER), 1))["responses"]  # fmt: skip
+        assert ok["error_code"] == NONE, ok
+        assert await zk.get_entity_configs("brokers", "0") == {"log.retention.ms": "1000"}
+        [ok] = (await admin.incremental_alter_configs(
+            incremental("", ("log.retention.ms", 0, "2000"), resource_type=BROKER), 1))["responses"]  # fmt: skip
+        assert ok["error_code"] == NONE, ok
+        assert await zk.get_entity_configs("brokers", "<default>") == {"log.retention.ms": "2000"}
+        # what the broker's DynamicConfigManager does on the notifications
+        admin.dynamic_config.update_broker_config({"log.retention.ms": "1000"})
+        admin.dynamic_config.update_default_config({"log.retention.ms": "2000"})
+
+        retention = by_name(await admin.describe_configs(describe(BROKER, "0", synonyms=True), 2))[
+            "log.retention.ms"
+        ]
+        assert (retention["value"], retention["config_source"], retention["read_only"]) == (
+            "1000",
+            ConfigSource.DYNAMIC_BROKER_CONFIG,
+            False,
+        )
+        assert [(s["name"], s["value"], s["source"]) for s in retention["synonyms"]] == [
+            ("log.retention.ms", "1000", ConfigSource.DYNAMIC_BROKER_CONFIG),
+            ("log.retention.ms", "2000", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),
+            ("log.retention.hours", "5", ConfigSource.STATIC_BROKER_CONFIG),
+            ("log.retention.hours", "168", ConfigSource.DEFAULT_CONFIG),
+        ]
+        default = by_name(await admin.describe_configs(describe(BROKER, "", synonyms=True), 2))
+        assert list(default) == ["log.retention.ms"]
+        assert default["log.retention.ms"]["synonyms"] == [
+            {
+                "name": "log.retention.ms",
+                "value": "2000",
+                "source": ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG,
+            }
+        ]
+        await create_online(admin, metadata, "t")
+        topic = by_name(await admin.describe_configs(describe(TOPIC, "t", synonyms=True), 1))
+        assert (topic["retention.ms"]["value"], topic["retention.ms"]["config_source"]) == (
+            "1000",
+            ConfigSource.DYNAMIC_BROKER_CONFIG,
+        )
+
+    run(body, **{"log.retention.hours": "5"})
+
+
+@pytest.mark.parametrize(
+    ("props", "message"),
+    [
+        ({"broker.id": "3"}, "Cannot update these configs dynamically: Set(broker.id)"),
+        ({"num.io.threads": "3"}, "kafpy cannot apply these configs without a restart yet"),
+        ({"log.segment.bytes": "1"}, "log.segment.bytes"),
+        ({"no.such.key": "1"}, "Unknown broker config name(s): no.such.key"),
+    ],
+)
+def test_dynamic_broker_config_refusals(props: dict[str, str], message: str) -> None:
+    async def body(admin: AdminManager, zk: KafkaZkClient, metadata: Metadata) -> None:
+        ops = [(k, 0, v) for k, v in props.items()]
+        [result] = (
+            await admin.incremental_alter_configs(incremental("0", *ops, resource_type=BROKER), 1)
+        )["responses"]
+        assert result["error_code"] == INVALID_REQUEST and message in result["error_message"]
+        assert await zk.get_entity_configs("brokers", "0") == {}
 
     run(body)

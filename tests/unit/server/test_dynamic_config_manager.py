@@ -126,3 +126,23 @@ def test_bad_notifications_and_configs_are_skipped() -> None:
         await manager.shutdown()
 
     run(body)
+
+
+def test_broker_config_changes_reach_dynamic_broker_config() -> None:
+    from kafpy.server.dynamic_broker_config import DynamicBrokerConfig
+    from kafpy.server.kafka_config import KafkaConfig
+
+    async def body(zk: KafkaZkClient, time: MockTime) -> None:
+        admin = AdminZkClient(zk)
+        await admin.change_broker_config(None, {"log.retention.ms": "3000"})  # before start-up
+        dynamic = DynamicBrokerConfig(KafkaConfig({"broker.id": "0", "log.dirs": "/tmp/x"}))
+        manager = DynamicConfigManager.for_log_manager(zk, FakeLogManager(), time, dynamic)
+        await manager.startup()
+        assert dynamic.current.log_default_config().retention_ms == 3000
+        await admin.change_broker_config(1, {"log.retention.ms": "1"})  # another broker's
+        await admin.change_broker_config(0, {"log.retention.ms": "2000"})
+        await settle(lambda: dynamic.dynamic_broker_configs == {"log.retention.ms": "2000"})
+        assert dynamic.current.log_default_config().retention_ms == 2000
+        await manager.shutdown()
+
+    run(body)

@@ -214,3 +214,32 @@ def test_threads_clean_in_the_background_and_stop(tmp_path: Path, clock: Clock) 
         m.shutdown()
     assert not any(t.is_alive() for t in m.cleaner.cleaners)
     assert sys.getswitchinterval() == switch_interval
+
+
+def test_reconfigure_replaces_the_threads_and_keeps_the_cleaning_states(
+    manager: LogManager,
+) -> None:
+    assert manager.cleaner is not None
+    cleaner = manager.cleaner
+    cleaner_manager = cleaner.cleaner_manager
+    log = manager.create_log(TP)
+    write_each(log, kv(5, 10))
+    cleaner.abort_and_pause_cleaning(TP)
+    cleaner.startup()
+    old_threads = list(cleaner.cleaners)
+    new_config = CleanerConfig(
+        num_threads=2, dedupe_buffer_size=1 << 20, io_buffer_size=8192, backoff_ms=50,
+        max_io_bytes_per_second=1e6, worker_process=False,
+    )  # fmt: skip
+    manager.reconfigure_cleaner(new_config)
+    assert manager.cleaner_config == new_config and cleaner.config == new_config
+    assert not any(t.is_alive() for t in old_threads)
+    assert [t.name for t in cleaner.cleaners] == [
+        "kafka-log-cleaner-thread-0",
+        "kafka-log-cleaner-thread-1",
+    ]
+    assert all(t.is_alive() for t in cleaner.cleaners)
+    assert cleaner.throttler is not None
+    # the same manager: the partition paused before is still paused
+    assert cleaner.cleaner_manager is cleaner_manager
+    assert cleaner_manager.cleaning_state(TP) is not None

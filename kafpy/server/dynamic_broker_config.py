@@ -1,0 +1,373 @@
+"""DynamicBrokerConfig: the part of a broker's configuration that changes without a restart
+(Kafka's `kafka.server.DynamicBrokerConfig`).
+
+A broker's effective configuration is server.properties (the static configs), overridden
+by the cluster-wide dynamic defaults stored at `/config/brokers/<default>`, overridden by
+this broker's own dynamic configs at `/config/brokers/<id>`. Whoever alters them
+(IncrementalAlterConfigs / AlterConfigs through `AdminManager`, i.e. `kafpy configs
+--bootstrap-server B --entity-type brokers --alter ...`) writes the node and a change
+notification under `/config/changes`; every broker's DynamicConfigManager hands the new
+overrides to `update_default_config` / `update_broker_config`, which rebuild the effective
+KafkaConfig and tell the reconfigurables (the LogManager's topic defaults, the
+controller's unclean-election default) what changed.
+
+Only keys Kafka 2.8 makes dynamic may be stored ("Cannot update these configs
+dynamically: ..." otherwise, as Kafka says it). Of those, kafpy applies the log keys
+(Kafka's DynamicLogConfig: log.retention.ms, log.segment.bytes, message.max.bytes,
+unclean.leader.election.enable, min.insync.replicas, ...), the log cleaner's
+(log.cleaner.threads, its buffers, throttle and backoff) and num.replica.fetchers; the
+others (the other thread pools, listeners, SSL, quotas on connections) are refused by
+name, since kafpy cannot change them on a running broker yet.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
+
+from kafpy.common.errors import InvalidConfigurationError, InvalidRequestError
+from kafpy.common.logger import component_logger
+from kafpy.controller.controller_config import ControllerConfig
+from kafpy.metadata.kafka_zk_client import KafkaZkClient
+from kafpy.metadata.zk_data import ConfigEntityName, ConfigType
+from kafpy.server.kafka_config import KAFKA_CONFIG_DEF, KafkaConfig
+from kafpy.storage.cleaner.cleaner_config import CleanerConfig
+from kafpy.storage.log_config import LOG_CONFIG_DEF, MESSAGE_FORMAT_VERSION, LogConfig
+
+__all__ = [
+    "ALL_DYNAMIC_CONFIGS",
+    "DEFAULT_ENTITY_NAME",
+    "DynamicBrokerConfig",
+    "DynamicCleanerConfig",
+    "DynamicControllerConfig",
+    "DynamicLogConfig",
+    "DynamicReplicaFetcherConfig",
+    "RECONFIGURABLE_LOG_CONFIGS",
+    "broker_config_synonyms",
+]
+
+DEFAULT_ENTITY_NAME = ConfigEntityName.DEFAULT
+
+# Kafka's DynamicLogConfig.ReconfigurableConfigs: the broker keys topic configs default
+# from (LogConfig.TopicConfigSynonyms), the message format version excepted.
+RECONFIGURABLE_LOG_CONFIGS: frozenset[str] = frozenset(
+    key.server_default_property
+    for key in LOG_CONFIG_DEF
+    if key.server_default_property is not None and key.name != MESSAGE_FORMAT_VERSION
+)
+
+# The other sets of Kafka 2.8's DynamicBrokerConfig.AllDynamicConfigs: dynamic in Kafka,
+# not (yet) applicable on a running kafpy broker.
+_CLEANER_CONFIGS = frozenset({
+    "log.cleaner.threads", "log.cleaner.dedupe.buffer.size", "log.cleaner.io.buffer.load.factor",
+    "log.cleaner.io.buffer.size", "log.cleaner.io.max.bytes.per.second", "log.cleaner.backoff.ms",
+})  # fmt: skip
+_THREAD_POOL_CONFIGS = frozenset({
+    "num.io.threads", "num.network.threads", "num.replica.fetchers",
+    "num.recovery.threads.per.data.dir", "background.threads",
+})  # fmt: skip
+_LISTENER_CONFIGS = frozenset(
+    {"advertised.listeners", "listeners", "listener.security.protocol.map"}
+)
+_SOCKET_SERVER_CONFIGS = frozenset({
+    "max.connections.per.ip", "max.connections.per.ip.overrides", "max.connections",
+    "max.connection.creation.rate",
+})  # fmt: skip
+_OTHER_DYNAMIC_CONFIGS = frozenset({"metric.reporters"})
+_SECURITY_PREFIXES = ("ssl.", "sasl.", "listener.name.")
+
+ALL_DYNAMIC_CONFIGS: frozenset[str] = (
+    RECONFIGURABLE_LOG_CONFIGS
+    | _CLEANER_CONFIGS
+    | _THREAD_POOL_CONFIGS
+    | _LISTENER_CONFIGS
+    | _SOCKET_SERVER_CONFIGS
+    | _OTHER_DYNAMIC_CONFIGS
+)
+"""Every key Kafka 2.8 lets an operator change without a restart (security keys aside)."""
+
+APPLIED_DYNAMIC_CONFIGS: frozenset[str] = (
+    RECONFIGURABLE_LOG_CONFIGS | _CLEANER_CONFIGS | {"num.replica.fetchers"}
+)
+"""The dynamic keys a running kafpy broker applies."""
+
+# Kafka's DynamicBrokerConfig.brokerConfigSynonyms: keys standing for one setting, most
+# specific first.
+_SYNONYM_GROUPS = (
+    ("log.roll.ms", "log.roll.hours"),
+    ("log.roll.jitter.ms", "log.roll.jitter.hours"),
+    ("log.flush.interval.ms", "log.flush.scheduler.interval.ms"),
+    ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
+)
+
+
+def broker_config_synonyms(name: str) -> list[str]:
+    """The keys that stand for the same setting as `name`, most specific first."""
+    for group in _SYNONYM_GROUPS:
+        if name in group:
+            # log.flush.scheduler.interval.ms alone is not a synonym of the interval
+            return list(group) if name != "log.flush.scheduler.interval.ms" else [name]
+    return [name]
+
+
+def _is_dynamic(name: str) -> bool:
+    return name in ALL_DYNAMIC_CONFIGS or name.startswith(_SECURITY_PREFIXES)
+
+
+def _scala_set(names: list[str]) -> str:
+    return "Set(" + ", ".join(names) + ")"
+
+
+Reconfigurable = Callable[[KafkaConfig, KafkaConfig], None]
+"""Called with (old, new) effective configs after a dynamic change."""
+
+
+class DynamicBrokerConfig:
+    """The dynamic configs of one broker over its static server.properties: validates
+    alterations, keeps the current dynamic defaults and per-broker configs, and applies
+    them to the registered reconfigurables.
+
+    Parameters:
+        static: the broker's KafkaConfig as server.properties (and --override) made it.
+    """
+
+    def __init__(self, static: KafkaConfig) -> None:
+        self.static = static
+        self.static_broker_configs: dict[str, object] = {
+            k: v for k, v in static.originals.items() if v is not None
+        }
+        self.dynamic_default_configs: dict[str, str] = {}
+        self.dynamic_broker_configs: dict[str, str] = {}
+        self.current: KafkaConfig = static
+        self._reconfigurables: list[Reconfigurable] = []
+        self.log = component_logger(
+            "kafpy.server.DynamicBrokerConfig", "DynamicBrokerConfig", static.broker_id
+        )
+
+    @property
+    def broker_id(self) -> int:
+        return self.static.broker_id
+
+    def add_reconfigurable(self, reconfigurable: Reconfigurable) -> None:
+        """Call `reconfigurable(old, new)` after every change of the effective config."""
+        self._reconfigurables.append(reconfigurable)
+
+    # -- validation (AlterConfigs / IncrementalAlterConfigs) -----------------------------------
+
+    def validate(self, props: Mapping[str, str], per_broker: bool) -> None:
+        """Refuse, with InvalidRequestError naming the keys, what may not be stored as the
+        dynamic configs of this broker (`per_broker`) or of the cluster default."""
+        unknown = sorted(k for k in props if k not in KAFKA_CONFIG_DEF and not _is_dynamic(k))
+        if unknown:
+            raise InvalidRequestError(
+                f"Unknown broker config name(s): {', '.join(unknown)}; see the broker "
+                "configuration keys of Kafka 2.8"
+            )
+        not_dynamic = sorted(k for k in props if not _is_dynamic(k))
+        if not_dynamic:
+            raise InvalidRequestError(
+                f"Cannot update these configs dynamically: {_scala_set(not_dynamic)}"
+            )
+        not_applied = sorted(k for k in props if k not in APPLIED_DYNAMIC_CONFIGS)
+        if not_applied:
+            raise InvalidRequestError(
+                f"kafpy cannot apply these configs without a restart yet: "
+                f"{_scala_set(not_applied)}; set them in server.properties and restart the "
+                f"broker{'' if per_broker else 's'}"
+            )
+        for name, value in props.items():
+            try:
+                KAFKA_CONFIG_DEF.parse_value(name, value)
+            except InvalidConfigurationError as e:
+                raise InvalidRequestError(f"Invalid value for {name}: {e}") from e
+        default = props if not per_broker else self.dynamic_default_configs
+        broker = props if per_broker else self.dynamic_broker_configs
+        try:
+            self._effective(default, broker)
+        except InvalidConfigurationError as e:
+            raise InvalidRequestError(str(e)) from e
+
+    # -- updates from /config/brokers (DynamicConfigManager's BrokerConfigHandler) -------------
+
+    async def initialize(self, zk_client: KafkaZkClient) -> None:
+        """Read the stored dynamic configs before the broker's components are built (Kafka's
+        DynamicBrokerConfig.initialize), so that logs, cleaner, fetchers and controller
+        start with them rather than with server.properties alone."""
+        default = await zk_client.get_entity_configs(ConfigType.BROKER, DEFAULT_ENTITY_NAME)
+        own = await zk_client.get_entity_configs(ConfigType.BROKER, str(self.broker_id))
+        self.dynamic_default_configs = self._usable(default, "default")
+        self.dynamic_broker_configs = self._usable(own, f"broker {self.broker_id}")
+        self._update()
+
+    def update_default_config(self, props: Mapping[str, str]) -> None:
+        """The cluster-wide defaults at /config/brokers/<default> changed."""
+        self.dynamic_default_configs = self._usable(props, "default")
+        self._update()
+
+    def update_broker_config(self, props: Mapping[str, str]) -> None:
+        """This broker's configs at /config/brokers/<id> changed."""
+        self.dynamic_broker_configs = self._usable(props, f"broker {self.broker_id}")
+        self._update()
+
+    def _usable(self, props: Mapping[str, str], where: str) -> dict[str, str]:
+        usable: dict[str, str] = {}
+        for name, value in props.items():
+            try:
+                if name not in APPLIED_DYNAMIC_CONFIGS:
+                    raise InvalidConfigurationError("it cannot be updated dynamically")
+                KAFKA_CONFIG_DEF.parse_value(name, value)
+            except InvalidConfigurationError as e:
+                self.log.error(
+                    "Ignoring the stored dynamic config %s=%s of %s: %s", name, value, where, e
+                )
+                continue
+            usable[name] = value
+        return usable
+
+    def _effective(self, default: Mapping[str, str], broker: Mapping[str, str]) -> KafkaConfig:
+        props: dict[str, object] = dict(self.static_broker_configs)
+        props.update(default)
+        props.update(broker)
+        return KafkaConfig(props)
+
+    def _update(self) -> None:
+        try:
+            new = self._effective(self.dynamic_default_configs, self.dynamic_broker_configs)
+        except InvalidConfigurationError as e:
+            self.log.error("Dynamic broker configs not applied: %s", e)
+            return
+        old, self.current = self.current, new
+        self.log.info(
+            "Dynamic broker configs now: default %s, broker %s",
+            self.dynamic_default_configs,
+            self.dynamic_broker_configs,
+        )
+        for reconfigurable in self._reconfigurables:
+            try:
+                reconfigurable(old, new)
+            except Exception:
+                self.log.exception("Failed to apply dynamic broker configs to %s", reconfigurable)
+
+    # -- describing ----------------------------------------------------------------------------
+
+    def synonym_sources(self) -> list[tuple[str, Mapping[str, Any]]]:
+        """Where a broker key's value can come from, in Kafka's order of precedence:
+        (source name, values) for DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG,
+        STATIC_BROKER_CONFIG and DEFAULT_CONFIG."""
+        defaults = {
+            k.name: k.default for k in KAFKA_CONFIG_DEF if k.has_default and k.default is not None
+        }
+        return [
+            ("DYNAMIC_BROKER_CONFIG", self.dynamic_broker_configs),
+            ("DYNAMIC_DEFAULT_BROKER_CONFIG", self.dynamic_default_configs),
+            ("STATIC_BROKER_CONFIG", self.static_broker_configs),
+            ("DEFAULT_CONFIG", defaults),
+        ]
+
+
+class _LogManagerTarget(Protocol):
+    topic_configs: dict[str, LogConfig]
+
+    def update_topic_config(self, topic: str, config: LogConfig) -> None: ...
+
+    def reconfigure_default_log_config(self, config: LogConfig) -> None: ...
+
+
+class _CleanerTarget(Protocol):
+    def reconfigure_cleaner(self, config: CleanerConfig) -> None: ...
+
+
+class _FetcherManagerTarget(Protocol):
+    async def resize_thread_pool(self, new_size: int) -> None: ...
+
+
+class _ControllerTarget(Protocol):
+    config: ControllerConfig
+
+    def enable_default_unclean_leader_election(self) -> None: ...
+
+
+class DynamicLogConfig:
+    """Applies new broker log defaults to the LogManager (Kafka's DynamicLogConfig): logs of
+    topics without overrides take the new defaults, topics with overrides keep them over
+    the new defaults; logs created later get them too."""
+
+    def __init__(self, log_manager: _LogManagerTarget) -> None:
+        self.log_manager = log_manager
+
+    def __call__(self, old: KafkaConfig, new: KafkaConfig) -> None:
+        defaults = new.log_default_config()
+        if defaults == old.log_default_config():
+            return
+        for topic, config in list(self.log_manager.topic_configs.items()):
+            self.log_manager.update_topic_config(
+                topic, LogConfig.from_props(defaults.values(), config.originals)
+            )
+        self.log_manager.reconfigure_default_log_config(defaults)
+
+
+class DynamicCleanerConfig:
+    """Gives the LogCleaner new log.cleaner.* settings (Kafka's LogCleaner as a
+    BrokerReconfigurable). Its threads are restarted off the event loop, since stopping
+    them waits for a round in progress to abort."""
+
+    def __init__(self, log_manager: _CleanerTarget) -> None:
+        self.log_manager = log_manager
+        self._pending: set[asyncio.Future[None]] = set()
+
+    def __call__(self, old: KafkaConfig, new: KafkaConfig) -> None:
+        config = new.log_cleaner_config()
+        if config == old.log_cleaner_config():
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self.log_manager.reconfigure_cleaner(config)
+            return
+        future = loop.run_in_executor(None, self.log_manager.reconfigure_cleaner, config)
+        self._pending.add(future)
+        future.add_done_callback(self._done)
+
+    def _done(self, future: asyncio.Future[None]) -> None:
+        self._pending.discard(future)
+        if not future.cancelled() and future.exception() is not None:
+            component_logger("kafpy.server.DynamicBrokerConfig", "DynamicBrokerConfig").error(
+                "Failed to reconfigure the log cleaner: %s", future.exception()
+            )
+
+
+class DynamicReplicaFetcherConfig:
+    """Resizes the replica fetcher pool when num.replica.fetchers changes (Kafka's
+    DynamicThreadPool for the fetchers)."""
+
+    def __init__(self, fetcher_manager: _FetcherManagerTarget) -> None:
+        self.fetcher_manager = fetcher_manager
+        self._pending: set[asyncio.Task[None]] = set()
+
+    def __call__(self, old: KafkaConfig, new: KafkaConfig) -> None:
+        size = int(new.get("num.replica.fetchers"))
+        if size == int(old.get("num.replica.fetchers")):
+            return
+        task = asyncio.get_running_loop().create_task(self.fetcher_manager.resize_thread_pool(size))
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
+
+
+class DynamicControllerConfig:
+    """Gives the controller the new default of unclean.leader.election.enable; turning it on
+    elects leaders for offline partitions at once, as Kafka's controller does."""
+
+    def __init__(self, controller: _ControllerTarget) -> None:
+        self.controller = controller
+
+    def __call__(self, old: KafkaConfig, new: KafkaConfig) -> None:
+        enabled = bool(new.get("unclean.leader.election.enable"))
+        if enabled == self.controller.config.unclean_leader_election_enable:
+            return
+        self.controller.config = dataclasses.replace(
+            self.controller.config, unclean_leader_election_enable=enabled
+        )
+        if enabled:
+            self.controller.enable_default_unclean_leader_election()

@@ -1,0 +1,119 @@
+"""DynamicBrokerConfig: the effective config over static, default and per-broker dynamic
+configs, and the log defaults it hands to the LogManager without a restart."""
+
+from __future__ import annotations
+
+import pytest
+
+from kafpy.common.errors import InvalidRequestError
+from kafpy.controller.controller_config import ControllerConfig
+from kafpy.server.dynamic_broker_config import (
+    ALL_DYNAMIC_CONFIGS,
+    RECONFIGURABLE_LOG_CONFIGS,
+    DynamicBrokerConfig,
+    DynamicControllerConfig,
+    DynamicLogConfig,
+)
+from kafpy.server.kafka_config import KafkaConfig
+from kafpy.storage.log_config import LogConfig
+
+
+def dynamic(**props: str) -> DynamicBrokerConfig:
+    return DynamicBrokerConfig(KafkaConfig({"broker.id": "0", "log.dirs": "/tmp/x", **props}))
+
+
+class LogManagerState:
+    """The LogManager's config state DynamicLogConfig changes (defaults and topic configs)."""
+
+    def __init__(self, default: LogConfig, topic_configs: dict[str, LogConfig]) -> None:
+        self.current_default_config = default
+        self.topic_configs = topic_configs
+
+    def update_topic_config(self, topic: str, config: LogConfig) -> None:
+        self.topic_configs[topic] = config
+
+    def reconfigure_default_log_config(self, config: LogConfig) -> None:
+        self.current_default_config = config
+
+
+def test_log_keys_are_kafkas_dynamic_log_configs() -> None:
+    assert {"log.retention.ms", "log.segment.bytes", "message.max.bytes",
+            "unclean.leader.election.enable", "min.insync.replicas"} <= RECONFIGURABLE_LOG_CONFIGS  # fmt: skip
+    # Kafka makes only the ms forms dynamic, and never the message format version
+    assert (
+        not {"log.retention.hours", "log.roll.hours", "log.message.format.version"}
+        & ALL_DYNAMIC_CONFIGS
+    )
+
+
+def test_precedence_broker_over_default_over_static() -> None:
+    d = dynamic(**{"log.retention.hours": "5"})
+    assert d.current.log_default_config().retention_ms == 5 * 3600 * 1000
+    d.update_default_config({"log.retention.ms": "2000"})
+    assert d.current.log_default_config().retention_ms == 2000
+    d.update_broker_config({"log.retention.ms": "1000"})
+    assert d.current.log_default_config().retention_ms == 1000
+    d.update_broker_config({})
+    assert d.current.log_default_config().retention_ms == 2000
+
+
+def test_stored_values_that_cannot_apply_are_ignored() -> None:
+    d = dynamic()
+    d.update_broker_config(
+        {"log.retention.ms": "soon", "num.io.threads": "2", "message.max.bytes": "5000"}
+    )
+    assert d.dynamic_broker_configs == {"message.max.bytes": "5000"}
+    assert d.current.log_default_config().max_message_bytes == 5000
+
+
+def test_validate_refuses_by_name() -> None:
+    d = dynamic()
+    with pytest.raises(
+        InvalidRequestError,
+        match=r"Cannot update these configs dynamically: Set\(broker.id, zookeeper.connect\)",
+    ):
+        d.validate({"zookeeper.connect": "x", "broker.id": "2"}, per_broker=True)
+    with pytest.raises(InvalidRequestError, match=r"without a restart yet: Set\(listeners\)"):
+        d.validate({"listeners": "PLAINTEXT://:1"}, per_broker=True)
+    with pytest.raises(InvalidRequestError, match="log.retention.ms"):
+        d.validate({"log.retention.ms": "soon"}, per_broker=False)
+    d.validate({"log.retention.ms": "1000"}, per_broker=False)
+
+
+def test_log_defaults_reach_topics_with_and_without_overrides() -> None:
+    d = dynamic()
+    base = d.current.log_default_config()
+    state = LogManagerState(
+        base, {"t": LogConfig.from_props(base.values(), {"segment.bytes": "2048"})}
+    )
+    d.add_reconfigurable(DynamicLogConfig(state))
+    d.update_default_config({"log.retention.ms": "1234"})
+    assert state.current_default_config.retention_ms == 1234
+    assert state.topic_configs["t"].retention_ms == 1234
+    assert state.topic_configs["t"].segment_bytes == 2048  # the topic's own override stays
+
+
+class ControllerState:
+    """The controller's part DynamicControllerConfig changes: its config and the
+    UncleanLeaderElectionEnable event."""
+
+    def __init__(self) -> None:
+        self.config = ControllerConfig(broker_id=0)
+        self.unclean_elections_triggered = 0
+
+    def enable_default_unclean_leader_election(self) -> None:
+        self.unclean_elections_triggered += 1
+
+
+def test_unclean_leader_election_default_reaches_the_controller() -> None:
+    d = dynamic()
+    controller = ControllerState()
+    d.add_reconfigurable(DynamicControllerConfig(controller))
+    d.update_default_config({"unclean.leader.election.enable": "true"})
+    assert controller.config.unclean_leader_election_enable is True
+    assert controller.unclean_elections_triggered == 1
+    d.update_default_config({"unclean.leader.election.enable": "true", "log.retention.ms": "5"})
+    assert controller.unclean_elections_triggered == 1  # no change, no new election
+    d.update_default_config({})
+    assert controller.config.unclean_leader_election_enable is False
+    assert controller.unclean_elections_triggered == 1
