@@ -224,7 +224,7 @@ class KafkaServer:
                 # port 0 (tests): advertise the port the listener got
                 self.socket_server.bound_port(name) if port == 0 and name in bound else port,
                 name,
-                _security_protocol(name),
+                self.config.security_protocol(name),
             )
             for name, host, port in self.config.advertised_listeners
         )
@@ -346,12 +346,3 @@ def _partitions_online(cache: MetadataCache, topic: str, partitions: Collection[
         if info is None or info.leader < 0 or cache.get_alive_broker(info.leader) is None:
             return False
     return True
-
-
-def _security_protocol(listener_name: str) -> str:
-    # Without listener.security.protocol.map, Kafka maps a listener named after a protocol to it.
-    return (
-        listener_name
-        if listener_name in ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-        else "PLAINTEXT"
-    )

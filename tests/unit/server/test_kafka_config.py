@@ -33,6 +33,7 @@ def test_log_dirs_win_over_log_dir_and_broker_keys_map_to_topic_defaults(tmp_pat
             "log.retention.minutes": "5",
             "log.segment.bytes": "1048576",
             "listeners": "PLAINTEXT://127.0.0.1:9093,INTERNAL://localhost:9094",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT",
         }
     )
     assert cfg.log_dirs == [tmp_path / "a", tmp_path / "b"]

@@ -1,0 +1,74 @@
+"""`kafpy server` start-up as a user meets it: configurations it must refuse, and a broker
+that answers admin requests the moment its port accepts connections."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.fixtures.broker import free_port
+
+
+def _run_server(tmp_path: Path, overrides: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    args = [sys.executable, "-m", "kafpy", "server"]
+    for key, value in {"broker.id": "0", "log.dirs": str(tmp_path / "logs"), **overrides}.items():
+        args += ["--override", f"{key}={value}"]
+    return subprocess.run(args, capture_output=True, text=True, timeout=60)
+
+
+def _listening(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), 1).close()
+    except OSError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize(
+    ("listeners", "extra", "message"),
+    [
+        ("SSL://127.0.0.1:{port}", {}, "Listener SSL://127.0.0.1:{port} uses security protocol SSL"),
+        ("SASL_SSL://127.0.0.1:{port}", {}, "uses security protocol SASL_SSL"),
+        ("SASL_PLAINTEXT://127.0.0.1:{port}", {}, "uses security protocol SASL_PLAINTEXT"),
+        (
+            "EXTERNAL://127.0.0.1:{port}",
+            {"listener.security.protocol.map": "EXTERNAL:SASL_SSL",
+             "inter.broker.listener.name": "EXTERNAL"},
+            "Listener EXTERNAL://127.0.0.1:{port} uses security protocol SASL_SSL",
+        ),
+        (
+            "PLAINTEXT://127.0.0.1:{port},SSL://127.0.0.1:{port2}",
+            {"security.inter.broker.protocol": "SSL"},
+            "Listener SSL://127.0.0.1:{port2} uses security protocol SSL",
+        ),
+        (
+            "PLAINTEXT://127.0.0.1:{port},INTERNAL://127.0.0.1:{port2}",
+            {"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:SSL",
+             "inter.broker.listener.name": "INTERNAL"},
+            "Listener INTERNAL://127.0.0.1:{port2} uses security protocol SSL",
+        ),
+        ("PLAINTEXT://127.0.0.1:{port},OTHER://127.0.0.1:{port2}", {},
+         "No security protocol defined for listener OTHER"),
+        ("PLAINTEXT://127.0.0.1:{port},PLAINTEXT://127.0.0.1:{port2}", {}, "different name"),
+        (
+            "PLAINTEXT://127.0.0.1:{port},INTERNAL://127.0.0.1:{port}",
+            {"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT"},
+            "Each listener must have a different port",
+        ),
+        ("PLAINTEXT://127.0.0.1:{port}", {"inter.broker.listener.name": "INTERNAL"},
+         "inter.broker.listener.name must be a listener name defined in advertised.listeners"),
+    ],
+)  # fmt: skip
+def test_a_listener_kafpy_cannot_honour_stops_the_broker_at_start_up(
+    tmp_path: Path, listeners: str, extra: dict[str, str], message: str
+) -> None:
+    port, port2 = free_port(), free_port()
+    result = _run_server(tmp_path, {"listeners": listeners.format(port=port, port2=port2), **extra})
+    assert result.returncode != 0
+    assert message.format(port=port, port2=port2) in result.stderr
+    assert "Created listener" not in result.stderr
+    assert not _listening(port) and not _listening(port2)
