@@ -94,3 +94,14 @@ def test_the_shipped_server_properties_fit_one_broker() -> None:
     assert cfg.get("default.replication.factor") == 1
     assert cfg.get("offsets.topic.replication.factor") == 1
     assert cfg.get("group.initial.rebalance.delay.ms") == 0
+
+
+def test_message_max_bytes_default_is_kafka_2x() -> None:
+    # 1 MiB + the 12-byte log overhead (KAFKA-4203); before Kafka 1.1 it was 1000012
+    cfg = KafkaConfig({"broker.id": "0"})
+    assert cfg.get("message.max.bytes") == 1048588
+    assert cfg.log_default_config().max_message_bytes == 1048588
+    assert cfg.log_cleaner_config().max_message_size == 1048588
+    # the topic default follows the broker's
+    cfg = KafkaConfig({"broker.id": "0", "message.max.bytes": "2000000"})
+    assert cfg.log_default_config().max_message_bytes == 2000000
