@@ -5,7 +5,8 @@ check, the background scheduler, LogManager (loading and recovering every log),
 MetadataCache, the socket server bound (not accepting yet), ReplicaManager, the broker's
 registration under /brokers/ids, the controller (elects itself or follows), AdminManager,
 the producer id manager, the group coordinator, KafkaApis, the dynamic config listener, and last the socket
-server accepting connections.
+server accepting connections; Metadata requests wait (MetadataReadinessGate) until this
+broker has its first UpdateMetadata, so no client is told of an empty cluster.
 
 Shutdown runs backwards: stop serving clients, the config listener, the group
 coordinator, the controller,
@@ -34,6 +35,7 @@ from kafpy.metadata.kafka_zk_client import KafkaZkClient
 from kafpy.metadata.store import MetadataStore
 from kafpy.metadata.store_factory import create_store
 from kafpy.metadata.zk_data import Broker, BrokerInfo, EndPoint
+from kafpy.protocol.api_keys import ApiKey
 from kafpy.server.admin_manager import AdminManager
 from kafpy.server.broker_metadata_checkpoint import check_broker_metadata
 from kafpy.server.controlled_shutdown import controlled_shutdown
@@ -44,6 +46,7 @@ from kafpy.server.metadata_cache import MetadataCache
 from kafpy.server.producer_id_manager import ProducerIdManager
 from kafpy.server.replica_fetcher_thread import ReplicaFetcherConfig
 from kafpy.server.replica_manager import ReplicaManager
+from kafpy.server.request_channel import Request, ResponseParts
 from kafpy.server.socket_server import SocketServer
 from kafpy.storage.log_config import LogConfig
 from kafpy.storage.log_manager import LogManager
@@ -183,7 +186,9 @@ class KafkaServer:
             self.zk_client, self.log_manager, self.time
         )
         await self.dynamic_config_manager.startup()
-        await self.socket_server.start_processing(self.apis)
+        await self.socket_server.start_processing(
+            MetadataReadinessGate(self.apis, self.metadata_cache, self.socket_server)
+        )
 
     async def _fetch_topic_configs(self, default: LogConfig) -> dict[str, LogConfig]:
         assert self.zk_client is not None
@@ -337,6 +342,45 @@ def _replica_fetcher_config(cfg: KafkaConfig) -> ReplicaFetcherConfig:
         fetch_backoff_ms=int(cfg.get("replica.fetch.backoff.ms")),
         socket_timeout_ms=int(cfg.get("replica.socket.timeout.ms")),
     )
+
+
+class MetadataReadinessGate:
+    """Holds Metadata requests until this broker's own metadata is known.
+
+    The listeners accept connections before the controller (this broker or another) has
+    sent this broker its first UpdateMetadata, as Kafka's do; a Metadata answer from that
+    window lists no brokers and no controller, and a client such as librdkafka then waits
+    for a controller it is never told about. So Metadata waits (at most
+    `METADATA_HOLD_MAX_S`) until the cache lists this broker alive and a controller;
+    then the gate steps aside and the socket server calls KafkaApis directly.
+    """
+
+    METADATA_HOLD_MAX_S = 10.0
+
+    def __init__(self, apis: KafkaApis, cache: MetadataCache, socket_server: SocketServer) -> None:
+        self._apis = apis
+        self._cache = cache
+        self._socket_server = socket_server
+        self._known = asyncio.Event()
+
+    def _check(self) -> bool:
+        cache = self._cache
+        if cache.controller_id is None or cache.get_alive_broker(cache.broker_id) is None:
+            return False
+        self._known.set()
+        self._socket_server.handler = self._apis
+        return True
+
+    async def handle(self, request: Request) -> ResponseParts | None:
+        if request.api_key == ApiKey.METADATA and not self._known.is_set():
+            try:
+                await asyncio.wait_for(self._known.wait(), self.METADATA_HOLD_MAX_S)
+            except TimeoutError:
+                pass  # answer with what is known: the client retries
+        response = await self._apis.handle(request)
+        if request.api_key == ApiKey.UPDATE_METADATA and not self._known.is_set():
+            self._check()
+        return response
 
 
 def _partitions_online(cache: MetadataCache, topic: str, partitions: Collection[int]) -> bool:

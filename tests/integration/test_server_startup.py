@@ -3,14 +3,20 @@ that answers admin requests the moment its port accepts connections."""
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.fixtures.broker import free_port
+from tests.fixtures.broker import KafpyBroker, free_port
+
+# generous: a create that is answered at all is answered in well under a second
+CREATE_TOPICS_RESULT_TIMEOUT_S = 20.0
 
 
 def _run_server(tmp_path: Path, overrides: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -72,3 +78,34 @@ def test_a_listener_kafpy_cannot_honour_stops_the_broker_at_start_up(
     assert message.format(port=port, port2=port2) in result.stderr
     assert "Created listener" not in result.stderr
     assert not _listening(port) and not _listening(port2)
+
+
+def _start_without_waiting(broker: KafpyBroker) -> None:
+    """Start `kafpy server` and return as soon as its port accepts a connection."""
+    broker.data_dir.mkdir(parents=True, exist_ok=True)
+    with broker.log_path.open("ab") as log:
+        broker.process = subprocess.Popen(
+            broker.command(), stdout=log, stderr=subprocess.STDOUT,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while not _listening(broker.port):
+        assert broker.process.poll() is None, broker.log_tail()
+        assert time.monotonic() < deadline, broker.log_tail()
+        time.sleep(0.005)
+
+
+def test_create_topics_the_moment_the_port_accepts_never_hangs(tmp_path: Path) -> None:
+    for attempt in range(20):
+        broker = KafpyBroker(tmp_path / f"broker-{attempt}")
+        try:
+            _start_without_waiting(broker)
+            admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+            futures = admin.create_topics([NewTopic("sp", 2, 1), NewTopic("out", 1, 1)])
+            for name, future in futures.items():
+                try:
+                    assert future.result(CREATE_TOPICS_RESULT_TIMEOUT_S) is None
+                except Exception as e:
+                    pytest.fail(f"attempt {attempt}: creating {name}: {e}\n{broker.log_tail()}")
+        finally:
+            broker.stop()
