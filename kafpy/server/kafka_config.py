@@ -7,6 +7,7 @@ typed properties, never by raw key strings.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -20,6 +21,7 @@ from kafpy.common.config_def import (
     Validator,
     ValidString,
     config_error,
+    format_value,
 )
 from kafpy.common.errors import InvalidConfigurationError
 from kafpy.common.properties import load_properties
@@ -146,6 +148,7 @@ def _broker_config_def() -> ConfigDef:
         .define("group.initial.rebalance.delay.ms", t.INT, 3000, None, m)
         .define("group.max.size", t.INT, 2147483647, Range.at_least(1), m)
         .define("controlled.shutdown.enable", t.BOOLEAN, True, None, m)
+        .define("controller.socket.timeout.ms", t.INT, 30000, None, m)
         .define("socket.request.max.bytes", t.INT, 104857600, Range.at_least(1), h,
                 "The largest request a client may send; a bigger one closes its connection.")
         .define("socket.send.buffer.bytes", t.INT, 102400, None, h)
@@ -186,8 +189,9 @@ KAFKA_CONFIG_DEF: ConfigDef = _broker_config_def()
 class KafkaConfig:
     """A broker's parsed and validated configuration.
 
-    Unknown keys are kept (`originals`) and ignored, as Kafka does; a bad value raises
-    InvalidConfigurationError naming the key and the allowed values.
+    Unknown keys are kept (`originals`) and ignored, as Kafka does (`unknown_keys`, warned
+    about at start-up by `log_values`); a bad value raises InvalidConfigurationError naming
+    the key and the allowed values.
     """
 
     def __init__(self, props: Mapping[str, object]) -> None:
@@ -219,6 +223,30 @@ class KafkaConfig:
 
     def get(self, key: str) -> Any:
         return self._values[key]
+
+    def unknown_keys(self) -> list[str]:
+        """The supplied keys this broker does not know, in the order they were given."""
+        return [key for key in self.originals if key not in KAFKA_CONFIG_DEF]
+
+    def values_text(self) -> str:
+        """Kafka's "KafkaConfig values:" block: every key sorted, `key = value` a line,
+        passwords `[hidden]`."""
+        lines = ["KafkaConfig values: \n"]
+        for key in KAFKA_CONFIG_DEF.names():
+            value = self._values[key]
+            if KAFKA_CONFIG_DEF.key(key).type is ConfigType.PASSWORD and value is not None:
+                shown = "[hidden]"
+            else:
+                shown = format_value(value)
+            lines.append(f"\t{key} = {shown}\n")
+        return "".join(lines)
+
+    def log_values(self, log: logging.Logger | logging.LoggerAdapter[logging.Logger]) -> None:
+        """Log the effective configuration and warn about each unknown key, as Kafka's broker
+        does at start-up."""
+        log.info("%s", self.values_text())
+        for key in self.unknown_keys():
+            log.warning("The configuration '%s' was supplied but isn't a known config.", key)
 
     @property
     def broker_id(self) -> int:
@@ -367,6 +395,66 @@ class KafkaConfig:
     @property
     def producer_purgatory_purge_interval_requests(self) -> int:
         return int(self._values["producer.purgatory.purge.interval.requests"])
+
+    @property
+    def log_flush_scheduler_interval_ms(self) -> int:
+        return int(self._values["log.flush.scheduler.interval.ms"])
+
+    @property
+    def log_flush_offset_checkpoint_interval_ms(self) -> int:
+        return int(self._values["log.flush.offset.checkpoint.interval.ms"])
+
+    @property
+    def log_flush_start_offset_checkpoint_interval_ms(self) -> int:
+        return int(self._values["log.flush.start.offset.checkpoint.interval.ms"])
+
+    @property
+    def log_retention_check_interval_ms(self) -> int:
+        return int(self._values["log.retention.check.interval.ms"])
+
+    @property
+    def log_initial_task_delay_ms(self) -> int:
+        return int(self._values["log.initial.task.delay.ms"])
+
+    @property
+    def controlled_shutdown_enable(self) -> bool:
+        return bool(self._values["controlled.shutdown.enable"])
+
+    @property
+    def controlled_shutdown_max_retries(self) -> int:
+        return int(self._values["controlled.shutdown.max.retries"])
+
+    @property
+    def controlled_shutdown_retry_backoff_ms(self) -> int:
+        return int(self._values["controlled.shutdown.retry.backoff.ms"])
+
+    @property
+    def num_replica_fetchers(self) -> int:
+        return int(self._values["num.replica.fetchers"])
+
+    @property
+    def replica_fetch_max_bytes(self) -> int:
+        return int(self._values["replica.fetch.max.bytes"])
+
+    @property
+    def replica_fetch_response_max_bytes(self) -> int:
+        return int(self._values["replica.fetch.response.max.bytes"])
+
+    @property
+    def replica_fetch_wait_max_ms(self) -> int:
+        return int(self._values["replica.fetch.wait.max.ms"])
+
+    @property
+    def replica_fetch_min_bytes(self) -> int:
+        return int(self._values["replica.fetch.min.bytes"])
+
+    @property
+    def replica_fetch_backoff_ms(self) -> int:
+        return int(self._values["replica.fetch.backoff.ms"])
+
+    @property
+    def replica_socket_timeout_ms(self) -> int:
+        return int(self._values["replica.socket.timeout.ms"])
 
     @property
     def log_cleaner_enable(self) -> bool:

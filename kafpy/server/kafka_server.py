@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import logging
 import uuid
 from collections.abc import Collection, Coroutine
 from typing import Any
@@ -50,6 +51,8 @@ from kafpy.server.request_channel import Request, ResponseParts
 from kafpy.server.socket_server import SocketServer
 from kafpy.storage.log_config import LogConfig
 from kafpy.storage.log_manager import LogManager
+
+_CONFIG_LOG = logging.getLogger("kafpy.server.KafkaConfig")
 
 
 def generate_cluster_id() -> str:
@@ -100,6 +103,7 @@ class KafkaServer:
     async def startup(self) -> None:
         """Start every subsystem; on failure, stop what was started and re-raise."""
         self.log.info("starting")
+        self.config.log_values(_CONFIG_LOG)
         try:
             await self._startup()
         except BaseException:
@@ -208,13 +212,11 @@ class KafkaServer:
             initial_default_config=cfg.log_default_config(),
             cleaner_config=cfg.log_cleaner_config(),
             recovery_threads_per_data_dir=cfg.num_recovery_threads_per_data_dir,
-            flush_check_ms=cfg.get("log.flush.scheduler.interval.ms"),
-            flush_recovery_offset_checkpoint_ms=cfg.get("log.flush.offset.checkpoint.interval.ms"),
-            flush_start_offset_checkpoint_ms=cfg.get(
-                "log.flush.start.offset.checkpoint.interval.ms"
-            ),
-            retention_check_ms=cfg.get("log.retention.check.interval.ms"),
-            initial_task_delay_ms=cfg.get("log.initial.task.delay.ms"),
+            flush_check_ms=cfg.log_flush_scheduler_interval_ms,
+            flush_recovery_offset_checkpoint_ms=cfg.log_flush_offset_checkpoint_interval_ms,
+            flush_start_offset_checkpoint_ms=cfg.log_flush_start_offset_checkpoint_interval_ms,
+            retention_check_ms=cfg.log_retention_check_interval_ms,
+            initial_task_delay_ms=cfg.log_initial_task_delay_ms,
             scheduler=self.scheduler,
             time=self.time,
             broker_id=cfg.broker_id,
@@ -246,11 +248,7 @@ class KafkaServer:
         """Stop in the reverse order of start-up; each step runs even if an earlier one failed."""
         self.log.info("shutting down")
         steps: list[tuple[str, Any]] = []
-        if (
-            self._started
-            and self.zk_client is not None
-            and self.config.get("controlled.shutdown.enable")
-        ):
+        if self._started and self.zk_client is not None and self.config.controlled_shutdown_enable:
             steps.append(("controlled shutdown", self._controlled_shutdown))
         if self.socket_server is not None:
             steps.append(("socket server", self._shutdown_socket_server))
@@ -286,8 +284,8 @@ class KafkaServer:
         )
         await controlled_shutdown(
             self.zk_client, self.broker_id, self.broker_epoch, listener,
-            int(self.config.get("controlled.shutdown.max.retries")),
-            int(self.config.get("controlled.shutdown.retry.backoff.ms")), self.log,
+            self.config.controlled_shutdown_max_retries,
+            self.config.controlled_shutdown_retry_backoff_ms, self.log,
         )  # fmt: skip
 
     async def _shutdown_socket_server(self) -> None:
@@ -334,13 +332,13 @@ class KafkaServer:
 
 def _replica_fetcher_config(cfg: KafkaConfig) -> ReplicaFetcherConfig:
     return ReplicaFetcherConfig(
-        num_replica_fetchers=int(cfg.get("num.replica.fetchers")),
-        fetch_max_bytes=int(cfg.get("replica.fetch.max.bytes")),
-        fetch_response_max_bytes=int(cfg.get("replica.fetch.response.max.bytes")),
-        fetch_wait_max_ms=int(cfg.get("replica.fetch.wait.max.ms")),
-        fetch_min_bytes=int(cfg.get("replica.fetch.min.bytes")),
-        fetch_backoff_ms=int(cfg.get("replica.fetch.backoff.ms")),
-        socket_timeout_ms=int(cfg.get("replica.socket.timeout.ms")),
+        num_replica_fetchers=cfg.num_replica_fetchers,
+        fetch_max_bytes=cfg.replica_fetch_max_bytes,
+        fetch_response_max_bytes=cfg.replica_fetch_response_max_bytes,
+        fetch_wait_max_ms=cfg.replica_fetch_wait_max_ms,
+        fetch_min_bytes=cfg.replica_fetch_min_bytes,
+        fetch_backoff_ms=cfg.replica_fetch_backoff_ms,
+        socket_timeout_ms=cfg.replica_socket_timeout_ms,
     )
 
 

@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -109,3 +110,19 @@ def test_create_topics_the_moment_the_port_accepts_never_hangs(tmp_path: Path) -
                     pytest.fail(f"attempt {attempt}: creating {name}: {e}\n{broker.log_tail()}")
         finally:
             broker.stop()
+
+
+def test_start_up_logs_the_configuration_and_warns_of_unknown_keys(
+    kafpy_broker_factory: Callable[..., KafpyBroker],
+) -> None:
+    broker = kafpy_broker_factory({"num.partitons": "3"})
+    broker.stop()
+    text = broker.log_path.read_text()
+    assert (
+        "The configuration 'num.partitons' was supplied but isn't a known config. "
+        "(kafpy.server.KafkaConfig)" in text
+    )
+    block = text[text.index("KafkaConfig values: \n") :]
+    assert "\tnum.partitions = 1\n" in block
+    assert f"\tlisteners = PLAINTEXT://127.0.0.1:{broker.port}\n" in block
+    assert "num.partitons =" not in block

@@ -105,3 +105,34 @@ def test_message_max_bytes_default_is_kafka_2x() -> None:
     # the topic default follows the broker's
     cfg = KafkaConfig({"broker.id": "0", "message.max.bytes": "2000000"})
     assert cfg.log_default_config().max_message_bytes == 2000000
+
+
+def test_unknown_keys_are_kept_and_listed() -> None:
+    cfg = KafkaConfig({"broker.id": "0", "num.partitons": "3", "num.partitions": "2"})
+    assert cfg.unknown_keys() == ["num.partitons"]
+    assert cfg.num_partitions == 2
+
+
+def test_values_text_is_kafkas_block_sorted() -> None:
+    text = KafkaConfig({"broker.id": "4", "log.dirs": "/a,/b"}).values_text()
+    lines = text.split("\n")
+    assert lines[0] == "KafkaConfig values: "
+    entries = [line for line in lines[1:] if line]
+    assert all(line.startswith("\t") and " = " in line for line in entries)
+    keys = [line[1:].split(" = ")[0] for line in entries]
+    assert keys == sorted(keys) and "broker.id" in keys and "log.retention.hours" in keys
+    assert "\tbroker.id = 4\n" in text
+    assert "\tlog.dirs = /a,/b\n" in text
+    assert "\tbroker.rack = null\n" in text
+    assert "\tauto.create.topics.enable = true\n" in text
+    assert "\tlog.cleanup.policy = [delete]\n" in text
+
+
+def test_typed_properties_replace_raw_gets() -> None:
+    cfg = KafkaConfig({"broker.id": "0", "controlled.shutdown.max.retries": "7",
+                       "replica.fetch.backoff.ms": "250", "log.initial.task.delay.ms": "10"})  # fmt: skip
+    assert cfg.controlled_shutdown_max_retries == 7
+    assert cfg.controlled_shutdown_enable is True
+    assert cfg.replica_fetch_backoff_ms == 250
+    assert cfg.log_initial_task_delay_ms == 10
+    assert cfg.num_replica_fetchers == 1
