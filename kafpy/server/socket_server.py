@@ -286,7 +286,7 @@ class SocketServer:
         loop = asyncio.get_running_loop()
         for name, host, port in self.listeners:
             server = await loop.create_server(
-                lambda name=name: KafkaConnection(self, name),  # type: ignore[misc]
+                lambda name=name: KafkaConnection(self, name),
                 host or None, port, reuse_address=True, start_serving=False,
             )  # fmt: skip
             self._servers[name] = server
