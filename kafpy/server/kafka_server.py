@@ -279,11 +279,8 @@ class KafkaServer:
     async def _controlled_shutdown(self) -> None:
         """Ask the controller to move this broker's leaderships away while it still serves."""
         assert self.zk_client is not None
-        listener = (
-            self.controller.config.inter_broker_listener_name if self.controller else "PLAINTEXT"
-        )
         await controlled_shutdown(
-            self.zk_client, self.broker_id, self.broker_epoch, listener,
+            self.zk_client, self.broker_id, self.broker_epoch, self.config.inter_broker_listener_name,
             self.config.controlled_shutdown_max_retries,
             self.config.controlled_shutdown_retry_backoff_ms, self.log,
         )  # fmt: skip
