@@ -15,6 +15,7 @@ from typing import Any
 
 from kafpy.common.config_def import (
     ConfigDef,
+    ConfigKey,
     ConfigType,
     Importance,
     Range,
@@ -233,11 +234,7 @@ class KafkaConfig:
         passwords `[hidden]`."""
         lines = ["KafkaConfig values: \n"]
         for key in KAFKA_CONFIG_DEF.names():
-            value = self._values[key]
-            if KAFKA_CONFIG_DEF.key(key).type is ConfigType.PASSWORD and value is not None:
-                shown = "[hidden]"
-            else:
-                shown = format_value(value)
+            shown = logged_value(KAFKA_CONFIG_DEF.key(key), self._values[key])
             lines.append(f"\t{key} = {shown}\n")
         return "".join(lines)
 
@@ -478,6 +475,13 @@ class KafkaConfig:
     def log_default_config(self) -> LogConfig:
         """The LogConfig topics get when they have no overrides."""
         return LogConfig.from_props(self._log_defaults)
+
+
+def logged_value(key: ConfigKey, value: object) -> str:
+    """A value as Kafka logs it: Java's toString, a password as `[hidden]`."""
+    if key.type is ConfigType.PASSWORD and value is not None:
+        return "[hidden]"
+    return format_value(value)
 
 
 def ensure_security_protocol_supported(listener: str, protocol: str) -> None:

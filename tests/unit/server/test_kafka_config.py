@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from kafpy.common.config_def import ConfigKey, ConfigType, Importance
 from kafpy.common.errors import InvalidConfigurationError
-from kafpy.server.kafka_config import KafkaConfig
+from kafpy.server.kafka_config import KafkaConfig, logged_value
 
 
 def test_defaults_are_kafkas() -> None:
@@ -136,3 +137,11 @@ def test_typed_properties_replace_raw_gets() -> None:
     assert cfg.replica_fetch_backoff_ms == 250
     assert cfg.log_initial_task_delay_ms == 10
     assert cfg.num_replica_fetchers == 1
+
+
+def test_passwords_are_logged_hidden() -> None:
+    key = ConfigKey("x.password", ConfigType.PASSWORD, None, None, Importance.HIGH, "")
+    assert logged_value(key, "s3cret") == "[hidden]"
+    assert logged_value(key, None) == "null"
+    plain = ConfigKey("x.name", ConfigType.STRING, None, None, Importance.HIGH, "")
+    assert logged_value(plain, "visible") == "visible"
