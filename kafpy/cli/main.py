@@ -13,6 +13,7 @@ import click
 
 COMMANDS: dict[str, str] = {
     "server": "kafpy.cli.server",
+    "server-stop": "kafpy.cli.server_stop",
     "topics": "kafpy.cli.topics",
     "configs": "kafpy.cli.configs",
     "dump-log": "kafpy.cli.dump_log",

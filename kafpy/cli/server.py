@@ -1,8 +1,13 @@
 """`kafpy server [server.properties] [--override key=value ...]`: run one broker.
 
 With no properties file: broker 0 on 127.0.0.1:9092, `log.dirs=./kafpy-data`, on the
-embedded metadata store. SIGTERM and SIGINT shut the broker down cleanly. With `LOG_DIR` set, server.log,
-controller.log and state-change.log are written there too, as Kafka's scripts do.
+embedded metadata store. SIGTERM and SIGINT shut the broker down cleanly.
+
+Logging as Kafka's scripts set it up: the log4j-style file named by `KAFPY_LOG_CONFIG`
+(Kafka's KAFKA_LOG4J_OPTS), else `log4j.properties` next to the properties file, else
+Kafka's layout (`kafpy.common.logger.DEFAULT_LOG4J_PROPERTIES`). With `LOG_DIR` set,
+server.log, controller.log, state-change.log and log-cleaner.log are written there, rolled
+every hour; without it, logs go to stderr only.
 """
 
 from __future__ import annotations
@@ -16,9 +21,8 @@ from pathlib import Path
 import click
 
 from kafpy.common.errors import KafkaError
-from kafpy.common.logger import configure_logging
+from kafpy.common.logger import LoggingConfigError, configure_logging, load_logging_config
 from kafpy.common.properties import PropertiesError
-from kafpy.controller.controller_log_files import add_controller_log_files
 from kafpy.metadata.errors import MetadataStoreError
 from kafpy.server.kafka_config import KafkaConfig
 from kafpy.server.kafka_server import KafkaServer, run_event_loop
@@ -38,6 +42,20 @@ def _parse_overrides(values: tuple[str, ...]) -> dict[str, str]:
             raise click.BadParameter(f"'{v}' is not of the form key=value", param_hint="--override")
         out[key.strip()] = value.strip()
     return out
+
+
+LOG_CONFIG_ENV = "KAFPY_LOG_CONFIG"
+LOG_CONFIG_FILE = "log4j.properties"
+
+
+def _logging_config_path(properties: Path | None) -> Path | None:
+    """KAFPY_LOG_CONFIG, else log4j.properties beside the properties file, else None."""
+    named = os.environ.get(LOG_CONFIG_ENV)
+    if named:
+        return Path(named)
+    if properties is not None and (properties.parent / LOG_CONFIG_FILE).is_file():
+        return properties.parent / LOG_CONFIG_FILE
+    return None
 
 
 async def _run(config: KafkaConfig) -> None:
@@ -67,12 +85,15 @@ def command(properties: Path | None, overrides: tuple[str, ...]) -> None:
     Without PROPERTIES: broker.id=0, listeners=PLAINTEXT://127.0.0.1:9092,
     log.dirs=./kafpy-data and the embedded metadata store (no zookeeper.connect).
     """
-    # LOG_DIR is the environment variable Kafka's scripts use for server.log, controller.log
-    # and state-change.log; without it, logs go to stderr only.
+    # LOG_DIR is the environment variable Kafka's scripts use for the log files' directory
     logs_dir = os.environ.get("LOG_DIR") or None
-    configure_logging(logs_dir=logs_dir)
-    if logs_dir is not None:
-        add_controller_log_files(logs_dir)
+    log_config_path = _logging_config_path(properties)
+    try:
+        log_config = None if log_config_path is None else load_logging_config(log_config_path)
+        configure_logging(logs_dir=logs_dir, config=log_config)
+    except (LoggingConfigError, PropertiesError, OSError) as e:
+        click.echo(f"Invalid logging configuration {log_config_path}: {e}", err=True)
+        sys.exit(1)
     extra = _parse_overrides(overrides)
     try:
         if properties is None:

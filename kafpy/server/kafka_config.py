@@ -7,12 +7,23 @@ typed properties, never by raw key strings.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from kafpy.common.config_def import ConfigDef, ConfigType, Importance, Range, Validator
+from kafpy.common.config_def import (
+    ConfigDef,
+    ConfigKey,
+    ConfigType,
+    Importance,
+    Range,
+    Validator,
+    ValidString,
+    config_error,
+    format_value,
+)
 from kafpy.common.errors import InvalidConfigurationError
 from kafpy.common.properties import load_properties
 from kafpy.storage.cleaner.cleaner_config import CleanerConfig
@@ -23,6 +34,15 @@ from kafpy.storage.log_config import (
 )
 
 _LISTENER = re.compile(r"^([A-Za-z0-9_]+)://(\[[0-9a-fA-F:]+\]|[^:]*):(-?\d+)$")
+
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+"""Kafka's security protocols, the values `listener.security.protocol.map` may name."""
+
+SUPPORTED_SECURITY_PROTOCOLS = frozenset({"PLAINTEXT"})
+"""The protocols this broker can honour. A listener on any other protocol stops start-up:
+serving it as plaintext would be a silent downgrade. Security support widens this set."""
+
+DEFAULT_LISTENER_SECURITY_PROTOCOL_MAP = ",".join(f"{p}:{p}" for p in SECURITY_PROTOCOLS)
 
 
 class _ListenerList(Validator):
@@ -49,6 +69,26 @@ class _ListenerList(Validator):
         return "a list of LISTENER://host:port"
 
 
+class _ProtocolMap(Validator):
+    """`NAME:PROTOCOL` pairs separated by commas, each protocol one of Kafka's."""
+
+    def ensure_valid(self, name: str, value: object) -> None:
+        for entry in str(value).split(","):
+            listener, sep, protocol = entry.strip().partition(":")
+            if not sep or not listener.strip():
+                raise config_error(
+                    name, value, f"Map entry '{entry.strip()}' is not of the form NAME:PROTOCOL"
+                )
+            if protocol.strip().upper() not in SECURITY_PROTOCOLS:
+                raise config_error(
+                    name, value, f"Unknown security protocol '{protocol.strip()}' for listener "
+                    f"{listener.strip()}; it must be one of {', '.join(SECURITY_PROTOCOLS)}"
+                )  # fmt: skip
+
+    def describe(self) -> str:
+        return "a list of NAME:PROTOCOL"
+
+
 def _broker_config_def() -> ConfigDef:
     h, m = Importance.HIGH, Importance.MEDIUM
     t = ConfigType
@@ -60,6 +100,13 @@ def _broker_config_def() -> ConfigDef:
         .define("broker.rack", t.STRING, None, None, m, "Rack of the broker (rack-aware assignment).")
         .define("listeners", t.STRING, "PLAINTEXT://:9092", _ListenerList(), h)
         .define("advertised.listeners", t.STRING, None, None, h)
+        .define("listener.security.protocol.map", t.STRING, DEFAULT_LISTENER_SECURITY_PROTOCOL_MAP,
+                _ProtocolMap(), Importance.LOW,
+                "Listener name to security protocol, as NAME:PROTOCOL pairs.")
+        .define("security.inter.broker.protocol", t.STRING, "PLAINTEXT", ValidString(*SECURITY_PROTOCOLS), m,
+                "The security protocol brokers talk to each other with.")
+        .define("inter.broker.listener.name", t.STRING, None, None, m,
+                "The listener brokers talk to each other on (instead of security.inter.broker.protocol).")
         .define("log.dir", t.STRING, "/tmp/kafka-logs", None, h)
         .define("log.dirs", t.STRING, None, None, h)
         .define("zookeeper.connect", t.STRING, None, None, h,
@@ -102,6 +149,7 @@ def _broker_config_def() -> ConfigDef:
         .define("group.initial.rebalance.delay.ms", t.INT, 3000, None, m)
         .define("group.max.size", t.INT, 2147483647, Range.at_least(1), m)
         .define("controlled.shutdown.enable", t.BOOLEAN, True, None, m)
+        .define("controller.socket.timeout.ms", t.INT, 30000, None, m)
         .define("socket.request.max.bytes", t.INT, 104857600, Range.at_least(1), h,
                 "The largest request a client may send; a bigger one closes its connection.")
         .define("socket.send.buffer.bytes", t.INT, 102400, None, h)
@@ -142,8 +190,9 @@ KAFKA_CONFIG_DEF: ConfigDef = _broker_config_def()
 class KafkaConfig:
     """A broker's parsed and validated configuration.
 
-    Unknown keys are kept (`originals`) and ignored, as Kafka does; a bad value raises
-    InvalidConfigurationError naming the key and the allowed values.
+    Unknown keys are kept (`originals`) and ignored, as Kafka does (`unknown_keys`, warned
+    about at start-up by `log_values`); a bad value raises InvalidConfigurationError naming
+    the key and the allowed values.
     """
 
     def __init__(self, props: Mapping[str, object]) -> None:
@@ -161,6 +210,7 @@ class KafkaConfig:
             )
         if not self.log_dirs:
             raise InvalidConfigurationError("log.dirs must name at least one directory")
+        self._validate_listeners()
         # Fails here, not at start-up, when a log key is out of range.
         self._log_defaults = log_config_defaults_from_broker(
             {k: v for k, v in props.items() if k in BROKER_LOG_CONFIG_DEF}
@@ -174,6 +224,26 @@ class KafkaConfig:
 
     def get(self, key: str) -> Any:
         return self._values[key]
+
+    def unknown_keys(self) -> list[str]:
+        """The supplied keys this broker does not know, in the order they were given."""
+        return [key for key in self.originals if key not in KAFKA_CONFIG_DEF]
+
+    def values_text(self) -> str:
+        """Kafka's "KafkaConfig values:" block: every key sorted, `key = value` a line,
+        passwords `[hidden]`."""
+        lines = ["KafkaConfig values: \n"]
+        for key in KAFKA_CONFIG_DEF.names():
+            shown = logged_value(KAFKA_CONFIG_DEF.key(key), self._values[key])
+            lines.append(f"\t{key} = {shown}\n")
+        return "".join(lines)
+
+    def log_values(self, log: logging.Logger | logging.LoggerAdapter[logging.Logger]) -> None:
+        """Log the effective configuration and warn about each unknown key, as Kafka's broker
+        does at start-up."""
+        log.info("%s", self.values_text())
+        for key in self.unknown_keys():
+            log.warning("The configuration '%s' was supplied but isn't a known config.", key)
 
     @property
     def broker_id(self) -> int:
@@ -193,6 +263,68 @@ class KafkaConfig:
     def advertised_listeners(self) -> list[tuple[str, str, int]]:
         value = self._values["advertised.listeners"] or self._values["listeners"]
         return _parse_listeners(value)
+
+    @property
+    def listener_security_protocol_map(self) -> dict[str, str]:
+        """Listener name -> security protocol (`listener.security.protocol.map`)."""
+        out: dict[str, str] = {}
+        for entry in str(self._values["listener.security.protocol.map"]).split(","):
+            listener, _, protocol = entry.strip().partition(":")
+            out[listener.strip()] = protocol.strip().upper()
+        return out
+
+    @property
+    def inter_broker_listener_name(self) -> str:
+        """`inter.broker.listener.name`, or the listener named after
+        `security.inter.broker.protocol` when it is unset (as Kafka)."""
+        name: str | None = self._values["inter.broker.listener.name"]
+        return name or str(self._values["security.inter.broker.protocol"])
+
+    def security_protocol(self, listener_name: str) -> str:
+        """The security protocol of a listener, from `listener.security.protocol.map`."""
+        return self.listener_security_protocol_map[listener_name]
+
+    def _validate_listeners(self) -> None:
+        """Kafka's checks of `listeners` and `advertised.listeners` against the protocol map
+        and the inter-broker listener, then the one check of what kafpy can serve."""
+        protocols = self.listener_security_protocol_map
+        listeners = self.listeners
+        advertised = self.advertised_listeners
+        for key, entries in (("listeners", listeners), ("advertised.listeners", advertised)):
+            for name, _, _ in entries:
+                if name not in protocols:
+                    raise InvalidConfigurationError(
+                        f"No security protocol defined for listener {name} in {key}: add "
+                        f"{name}:PLAINTEXT to listener.security.protocol.map, or name the "
+                        "listener after its protocol"
+                    )
+        ports = [port for _, _, port in listeners if port != 0]
+        if len(set(ports)) != len(ports):
+            raise InvalidConfigurationError(
+                "Each listener must have a different port, listeners: "
+                + str(self._values["listeners"])
+            )
+        for name, host, port in listeners:
+            ensure_security_protocol_supported(f"{name}://{host}:{port}", protocols[name])
+        if (
+            "inter.broker.listener.name" in self.originals
+            and "security.inter.broker.protocol" in self.originals
+        ):
+            raise InvalidConfigurationError(
+                "Only one of inter.broker.listener.name and security.inter.broker.protocol "
+                "should be set."
+            )
+        inter_broker = self.inter_broker_listener_name
+        advertised_names = [name for name, _, _ in advertised]
+        if inter_broker not in advertised_names:
+            raise InvalidConfigurationError(
+                "inter.broker.listener.name must be a listener name defined in "
+                "advertised.listeners. The valid options based on currently configured "
+                f"listeners are {','.join(advertised_names)}"
+            )
+        ensure_security_protocol_supported(
+            f"{inter_broker} (the inter-broker listener)", protocols[inter_broker]
+        )
 
     @property
     def log_dirs(self) -> list[Path]:
@@ -262,6 +394,66 @@ class KafkaConfig:
         return int(self._values["producer.purgatory.purge.interval.requests"])
 
     @property
+    def log_flush_scheduler_interval_ms(self) -> int:
+        return int(self._values["log.flush.scheduler.interval.ms"])
+
+    @property
+    def log_flush_offset_checkpoint_interval_ms(self) -> int:
+        return int(self._values["log.flush.offset.checkpoint.interval.ms"])
+
+    @property
+    def log_flush_start_offset_checkpoint_interval_ms(self) -> int:
+        return int(self._values["log.flush.start.offset.checkpoint.interval.ms"])
+
+    @property
+    def log_retention_check_interval_ms(self) -> int:
+        return int(self._values["log.retention.check.interval.ms"])
+
+    @property
+    def log_initial_task_delay_ms(self) -> int:
+        return int(self._values["log.initial.task.delay.ms"])
+
+    @property
+    def controlled_shutdown_enable(self) -> bool:
+        return bool(self._values["controlled.shutdown.enable"])
+
+    @property
+    def controlled_shutdown_max_retries(self) -> int:
+        return int(self._values["controlled.shutdown.max.retries"])
+
+    @property
+    def controlled_shutdown_retry_backoff_ms(self) -> int:
+        return int(self._values["controlled.shutdown.retry.backoff.ms"])
+
+    @property
+    def num_replica_fetchers(self) -> int:
+        return int(self._values["num.replica.fetchers"])
+
+    @property
+    def replica_fetch_max_bytes(self) -> int:
+        return int(self._values["replica.fetch.max.bytes"])
+
+    @property
+    def replica_fetch_response_max_bytes(self) -> int:
+        return int(self._values["replica.fetch.response.max.bytes"])
+
+    @property
+    def replica_fetch_wait_max_ms(self) -> int:
+        return int(self._values["replica.fetch.wait.max.ms"])
+
+    @property
+    def replica_fetch_min_bytes(self) -> int:
+        return int(self._values["replica.fetch.min.bytes"])
+
+    @property
+    def replica_fetch_backoff_ms(self) -> int:
+        return int(self._values["replica.fetch.backoff.ms"])
+
+    @property
+    def replica_socket_timeout_ms(self) -> int:
+        return int(self._values["replica.socket.timeout.ms"])
+
+    @property
     def log_cleaner_enable(self) -> bool:
         return bool(self._values["log.cleaner.enable"])
 
@@ -283,6 +475,27 @@ class KafkaConfig:
     def log_default_config(self) -> LogConfig:
         """The LogConfig topics get when they have no overrides."""
         return LogConfig.from_props(self._log_defaults)
+
+
+def logged_value(key: ConfigKey, value: object) -> str:
+    """A value as Kafka logs it: Java's toString, a password as `[hidden]`."""
+    if key.type is ConfigType.PASSWORD and value is not None:
+        return "[hidden]"
+    return format_value(value)
+
+
+def ensure_security_protocol_supported(listener: str, protocol: str) -> None:
+    """Refuse a listener whose security protocol kafpy cannot honour (never serve it weaker).
+
+    The one place that decides which protocols a broker may serve; the security work relaxes
+    it per protocol.
+    """
+    if protocol not in SUPPORTED_SECURITY_PROTOCOLS:
+        raise InvalidConfigurationError(
+            f"Listener {listener} uses security protocol {protocol}, which kafpy does not "
+            f"support yet (supported: {', '.join(sorted(SUPPORTED_SECURITY_PROTOCOLS))}); "
+            "kafpy will not serve it as plaintext. Use a PLAINTEXT listener or remove this one."
+        )
 
 
 def _parse_listeners(value: str) -> list[tuple[str, str, int]]:

@@ -5,7 +5,8 @@ check, the background scheduler, LogManager (loading and recovering every log),
 MetadataCache, the socket server bound (not accepting yet), ReplicaManager, the broker's
 registration under /brokers/ids, the controller (elects itself or follows), AdminManager,
 the producer id manager, the group coordinator, KafkaApis, the dynamic config listener, and last the socket
-server accepting connections.
+server accepting connections; Metadata requests wait (MetadataReadinessGate) until this
+broker has its first UpdateMetadata, so no client is told of an empty cluster.
 
 Shutdown runs backwards: stop serving clients, the config listener, the group
 coordinator, the controller,
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import logging
 import uuid
 from collections.abc import Collection, Coroutine
 from typing import Any
@@ -34,6 +36,7 @@ from kafpy.metadata.kafka_zk_client import KafkaZkClient
 from kafpy.metadata.store import MetadataStore
 from kafpy.metadata.store_factory import create_store
 from kafpy.metadata.zk_data import Broker, BrokerInfo, EndPoint
+from kafpy.protocol.api_keys import ApiKey
 from kafpy.server.admin_manager import AdminManager
 from kafpy.server.broker_metadata_checkpoint import check_broker_metadata
 from kafpy.server.controlled_shutdown import controlled_shutdown
@@ -51,9 +54,12 @@ from kafpy.server.metadata_cache import MetadataCache
 from kafpy.server.producer_id_manager import ProducerIdManager
 from kafpy.server.replica_fetcher_thread import ReplicaFetcherConfig
 from kafpy.server.replica_manager import ReplicaManager
+from kafpy.server.request_channel import Request, ResponseParts
 from kafpy.server.socket_server import SocketServer
 from kafpy.storage.log_config import LogConfig
 from kafpy.storage.log_manager import LogManager
+
+_CONFIG_LOG = logging.getLogger("kafpy.server.KafkaConfig")
 
 
 def generate_cluster_id() -> str:
@@ -105,6 +111,7 @@ class KafkaServer:
     async def startup(self) -> None:
         """Start every subsystem; on failure, stop what was started and re-raise."""
         self.log.info("starting")
+        self.config.log_values(_CONFIG_LOG)
         try:
             await self._startup()
         except BaseException:
@@ -200,7 +207,9 @@ class KafkaServer:
             self.zk_client, self.log_manager, self.time, self.dynamic_config
         )
         await self.dynamic_config_manager.startup()
-        await self.socket_server.start_processing(self.apis)
+        await self.socket_server.start_processing(
+            MetadataReadinessGate(self.apis, self.metadata_cache, self.socket_server)
+        )
 
     async def _fetch_topic_configs(self, default: LogConfig) -> dict[str, LogConfig]:
         assert self.zk_client is not None
@@ -220,13 +229,11 @@ class KafkaServer:
             initial_default_config=cfg.log_default_config(),
             cleaner_config=cfg.log_cleaner_config(),
             recovery_threads_per_data_dir=cfg.num_recovery_threads_per_data_dir,
-            flush_check_ms=cfg.get("log.flush.scheduler.interval.ms"),
-            flush_recovery_offset_checkpoint_ms=cfg.get("log.flush.offset.checkpoint.interval.ms"),
-            flush_start_offset_checkpoint_ms=cfg.get(
-                "log.flush.start.offset.checkpoint.interval.ms"
-            ),
-            retention_check_ms=cfg.get("log.retention.check.interval.ms"),
-            initial_task_delay_ms=cfg.get("log.initial.task.delay.ms"),
+            flush_check_ms=cfg.log_flush_scheduler_interval_ms,
+            flush_recovery_offset_checkpoint_ms=cfg.log_flush_offset_checkpoint_interval_ms,
+            flush_start_offset_checkpoint_ms=cfg.log_flush_start_offset_checkpoint_interval_ms,
+            retention_check_ms=cfg.log_retention_check_interval_ms,
+            initial_task_delay_ms=cfg.log_initial_task_delay_ms,
             scheduler=self.scheduler,
             time=self.time,
             broker_id=cfg.broker_id,
@@ -241,7 +248,7 @@ class KafkaServer:
                 # port 0 (tests): advertise the port the listener got
                 self.socket_server.bound_port(name) if port == 0 and name in bound else port,
                 name,
-                _security_protocol(name),
+                self.config.security_protocol(name),
             )
             for name, host, port in self.config.advertised_listeners
         )
@@ -258,11 +265,7 @@ class KafkaServer:
         """Stop in the reverse order of start-up; each step runs even if an earlier one failed."""
         self.log.info("shutting down")
         steps: list[tuple[str, Any]] = []
-        if (
-            self._started
-            and self.zk_client is not None
-            and self.config.get("controlled.shutdown.enable")
-        ):
+        if self._started and self.zk_client is not None and self.config.controlled_shutdown_enable:
             steps.append(("controlled shutdown", self._controlled_shutdown))
         if self.socket_server is not None:
             steps.append(("socket server", self._shutdown_socket_server))
@@ -293,13 +296,10 @@ class KafkaServer:
     async def _controlled_shutdown(self) -> None:
         """Ask the controller to move this broker's leaderships away while it still serves."""
         assert self.zk_client is not None
-        listener = (
-            self.controller.config.inter_broker_listener_name if self.controller else "PLAINTEXT"
-        )
         await controlled_shutdown(
-            self.zk_client, self.broker_id, self.broker_epoch, listener,
-            int(self.config.get("controlled.shutdown.max.retries")),
-            int(self.config.get("controlled.shutdown.retry.backoff.ms")), self.log,
+            self.zk_client, self.broker_id, self.broker_epoch, self.config.inter_broker_listener_name,
+            self.config.controlled_shutdown_max_retries,
+            self.config.controlled_shutdown_retry_backoff_ms, self.log,
         )  # fmt: skip
 
     async def _shutdown_socket_server(self) -> None:
@@ -346,14 +346,53 @@ class KafkaServer:
 
 def _replica_fetcher_config(cfg: KafkaConfig) -> ReplicaFetcherConfig:
     return ReplicaFetcherConfig(
-        num_replica_fetchers=int(cfg.get("num.replica.fetchers")),
-        fetch_max_bytes=int(cfg.get("replica.fetch.max.bytes")),
-        fetch_response_max_bytes=int(cfg.get("replica.fetch.response.max.bytes")),
-        fetch_wait_max_ms=int(cfg.get("replica.fetch.wait.max.ms")),
-        fetch_min_bytes=int(cfg.get("replica.fetch.min.bytes")),
-        fetch_backoff_ms=int(cfg.get("replica.fetch.backoff.ms")),
-        socket_timeout_ms=int(cfg.get("replica.socket.timeout.ms")),
+        num_replica_fetchers=cfg.num_replica_fetchers,
+        fetch_max_bytes=cfg.replica_fetch_max_bytes,
+        fetch_response_max_bytes=cfg.replica_fetch_response_max_bytes,
+        fetch_wait_max_ms=cfg.replica_fetch_wait_max_ms,
+        fetch_min_bytes=cfg.replica_fetch_min_bytes,
+        fetch_backoff_ms=cfg.replica_fetch_backoff_ms,
+        socket_timeout_ms=cfg.replica_socket_timeout_ms,
     )
+
+
+class MetadataReadinessGate:
+    """Holds Metadata requests until this broker's own metadata is known.
+
+    The listeners accept connections before the controller (this broker or another) has
+    sent this broker its first UpdateMetadata, as Kafka's do; a Metadata answer from that
+    window lists no brokers and no controller, and a client such as librdkafka then waits
+    for a controller it is never told about. So Metadata waits (at most
+    `METADATA_HOLD_MAX_S`) until the cache lists this broker alive and a controller;
+    then the gate steps aside and the socket server calls KafkaApis directly.
+    """
+
+    METADATA_HOLD_MAX_S = 10.0
+
+    def __init__(self, apis: KafkaApis, cache: MetadataCache, socket_server: SocketServer) -> None:
+        self._apis = apis
+        self._cache = cache
+        self._socket_server = socket_server
+        self._known = asyncio.Event()
+
+    def _check(self) -> bool:
+        cache = self._cache
+        if cache.controller_id is None or cache.get_alive_broker(cache.broker_id) is None:
+            return False
+        self._known.set()
+        self._socket_server.handler = self._apis
+        return True
+
+    async def handle(self, request: Request) -> ResponseParts | None:
+        if request.api_key == ApiKey.METADATA and not self._known.is_set():
+            try:
+                await asyncio.wait_for(self._known.wait(), self.METADATA_HOLD_MAX_S)
+            except TimeoutError:
+                pass  # answer with what is known: the client retries
+        response = await self._apis.handle(request)
+        if request.api_key == ApiKey.UPDATE_METADATA and not self._known.is_set():
+            self._check()
+        return response
 
 
 def _partitions_online(cache: MetadataCache, topic: str, partitions: Collection[int]) -> bool:
@@ -363,12 +402,3 @@ def _partitions_online(cache: MetadataCache, topic: str, partitions: Collection[
         if info is None or info.leader < 0 or cache.get_alive_broker(info.leader) is None:
             return False
     return True
-
-
-def _security_protocol(listener_name: str) -> str:
-    # Without listener.security.protocol.map, Kafka maps a listener named after a protocol to it.
-    return (
-        listener_name
-        if listener_name in ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-        else "PLAINTEXT"
-    )

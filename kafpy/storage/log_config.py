@@ -166,7 +166,7 @@ def _topic_config_def() -> ConfigDef:
                 "log.retention.bytes")
         .define(RETENTION_MS, t.LONG, 7 * 24 * 60 * 60 * 1000, Range.at_least(-1), m,
                 "How long to keep a segment before deleting it (-1: forever).", "log.retention.ms")
-        .define(MAX_MESSAGE_BYTES, t.INT, 1000012, Range.at_least(0), m,
+        .define(MAX_MESSAGE_BYTES, t.INT, 1048588, Range.at_least(0), m,
                 "The largest record batch size allowed.", "message.max.bytes")
         .define(INDEX_INTERVAL_BYTES, t.INT, 4096, Range.at_least(0), m,
                 "Bytes of log between two offset index entries.", "log.index.interval.bytes")
@@ -247,7 +247,7 @@ def _broker_log_config_def() -> ConfigDef:
         .define("log.retention.hours", t.INT, 24 * 7, None, h)
         .define("log.retention.check.interval.ms", t.LONG, 5 * 60 * 1000, Range.at_least(1), m)
         .define("log.initial.task.delay.ms", t.LONG, 30 * 1000, Range.at_least(0), m)
-        .define("message.max.bytes", t.INT, 1000012, Range.at_least(0), h)
+        .define("message.max.bytes", t.INT, 1048588, Range.at_least(0), h)
         .define("log.index.interval.bytes", t.INT, 4096, Range.at_least(0), m)
         .define("log.segment.delete.delay.ms", t.LONG, 60000, Range.at_least(0), h)
         .define("log.cleaner.enable", t.BOOLEAN, True, None, m)

@@ -174,7 +174,8 @@ def init_worker(
     global _abort, _progress, _cleaner
     from kafpy.common.logger import configure_logging  # noqa: PLC0415
 
-    configure_logging(log_level, logs_dir=logs_dir)
+    # the broker rolls the files; the worker follows them
+    configure_logging(log_level, logs_dir=logs_dir, roll_files=False)
     # Ctrl-C reaches the whole process group: the broker stops the worker itself on shutdown
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     # background work: the broker's event loop gets the CPU first when both want it
@@ -251,7 +252,7 @@ def log_level() -> int:
 
 
 def logs_dir() -> str | None:
-    """The directory of the broker's server.log, which the worker appends to as well
+    """The broker's logs directory (where server.log is), whose files the worker appends to as well
     (each record is one append of one line), or None when the broker logs to no file."""
     for handler in logging.getLogger("kafpy").handlers:
         if isinstance(handler, logging.FileHandler):

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from kafpy.common.config_def import ConfigKey, ConfigType, Importance
 from kafpy.common.errors import InvalidConfigurationError
-from kafpy.server.kafka_config import KafkaConfig
+from kafpy.server.kafka_config import KafkaConfig, logged_value
 
 
 def test_defaults_are_kafkas() -> None:
@@ -33,6 +34,7 @@ def test_log_dirs_win_over_log_dir_and_broker_keys_map_to_topic_defaults(tmp_pat
             "log.retention.minutes": "5",
             "log.segment.bytes": "1048576",
             "listeners": "PLAINTEXT://127.0.0.1:9093,INTERNAL://localhost:9094",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT",
         }
     )
     assert cfg.log_dirs == [tmp_path / "a", tmp_path / "b"]
@@ -93,3 +95,53 @@ def test_the_shipped_server_properties_fit_one_broker() -> None:
     assert cfg.get("default.replication.factor") == 1
     assert cfg.get("offsets.topic.replication.factor") == 1
     assert cfg.get("group.initial.rebalance.delay.ms") == 0
+
+
+def test_message_max_bytes_default_is_kafka_2x() -> None:
+    # 1 MiB + the 12-byte log overhead (KAFKA-4203); before Kafka 1.1 it was 1000012
+    cfg = KafkaConfig({"broker.id": "0"})
+    assert cfg.get("message.max.bytes") == 1048588
+    assert cfg.log_default_config().max_message_bytes == 1048588
+    assert cfg.log_cleaner_config().max_message_size == 1048588
+    # the topic default follows the broker's
+    cfg = KafkaConfig({"broker.id": "0", "message.max.bytes": "2000000"})
+    assert cfg.log_default_config().max_message_bytes == 2000000
+
+
+def test_unknown_keys_are_kept_and_listed() -> None:
+    cfg = KafkaConfig({"broker.id": "0", "num.partitons": "3", "num.partitions": "2"})
+    assert cfg.unknown_keys() == ["num.partitons"]
+    assert cfg.num_partitions == 2
+
+
+def test_values_text_is_kafkas_block_sorted() -> None:
+    text = KafkaConfig({"broker.id": "4", "log.dirs": "/a,/b"}).values_text()
+    lines = text.split("\n")
+    assert lines[0] == "KafkaConfig values: "
+    entries = [line for line in lines[1:] if line]
+    assert all(line.startswith("\t") and " = " in line for line in entries)
+    keys = [line[1:].split(" = ")[0] for line in entries]
+    assert keys == sorted(keys) and "broker.id" in keys and "log.retention.hours" in keys
+    assert "\tbroker.id = 4\n" in text
+    assert "\tlog.dirs = /a,/b\n" in text
+    assert "\tbroker.rack = null\n" in text
+    assert "\tauto.create.topics.enable = true\n" in text
+    assert "\tlog.cleanup.policy = [delete]\n" in text
+
+
+def test_typed_properties_replace_raw_gets() -> None:
+    cfg = KafkaConfig({"broker.id": "0", "controlled.shutdown.max.retries": "7",
+                       "replica.fetch.backoff.ms": "250", "log.initial.task.delay.ms": "10"})  # fmt: skip
+    assert cfg.controlled_shutdown_max_retries == 7
+    assert cfg.controlled_shutdown_enable is True
+    assert cfg.replica_fetch_backoff_ms == 250
+    assert cfg.log_initial_task_delay_ms == 10
+    assert cfg.num_replica_fetchers == 1
+
+
+def test_passwords_are_logged_hidden() -> None:
+    key = ConfigKey("x.password", ConfigType.PASSWORD, None, None, Importance.HIGH, "")
+    assert logged_value(key, "s3cret") == "[hidden]"
+    assert logged_value(key, None) == "null"
+    plain = ConfigKey("x.name", ConfigType.STRING, None, None, Importance.HIGH, "")
+    assert logged_value(plain, "visible") == "visible"

@@ -30,7 +30,7 @@ KAFKA_DEFAULTS = {
     "flush.ms": LONG_MAX,
     "retention.bytes": -1,
     "retention.ms": 7 * DAY_MS,
-    "max.message.bytes": 1000012,
+    "max.message.bytes": 1048588,
     "index.interval.bytes": 4096,
     "file.delete.delay.ms": 60000,
     "delete.retention.ms": DAY_MS,

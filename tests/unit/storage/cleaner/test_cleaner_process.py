@@ -216,10 +216,10 @@ def test_shutdown_during_a_round_stops_the_worker_and_discards_the_round(
     m.shutdown()
 
 
-def test_the_worker_logs_into_the_brokers_server_log(tmp_path: Path, clock: Clock) -> None:
+def test_the_worker_logs_into_the_brokers_log_cleaner_log(tmp_path: Path, clock: Clock) -> None:
     import logging
 
-    from kafpy.common.logger import configure_logging
+    from kafpy.common.logger import configure_logging, reset_logging
 
     root = logging.getLogger("kafpy")
     saved = (root.handlers[:], root.level, root.propagate)
@@ -233,8 +233,9 @@ def test_the_worker_logs_into_the_brokers_server_log(tmp_path: Path, clock: Cloc
         finally:
             proc.shutdown()
     finally:
-        for handler in root.handlers:
-            handler.close()
+        reset_logging()
         root.handlers[:], root.level, root.propagate = saved
-    server_log = (tmp_path / "logs" / "server.log").read_text()
-    assert f"Beginning cleaning of log {log.topic_partition}" in server_log
+    # kafpy.log.LogCleaner goes to log-cleaner.log only, as Kafka's log4j.properties routes it
+    cleaner_log = (tmp_path / "logs" / "log-cleaner.log").read_text()
+    assert f"Beginning cleaning of log {log.topic_partition}" in cleaner_log
+    assert "Beginning cleaning" not in (tmp_path / "logs" / "server.log").read_text()

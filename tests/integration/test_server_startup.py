@@ -1,0 +1,128 @@
+"""`kafpy server` start-up as a user meets it: configurations it must refuse, and a broker
+that answers admin requests the moment its port accepts connections."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from tests.fixtures.broker import KafpyBroker, free_port
+
+# generous: a create that is answered at all is answered in well under a second
+CREATE_TOPICS_RESULT_TIMEOUT_S = 20.0
+
+
+def _run_server(tmp_path: Path, overrides: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    args = [sys.executable, "-m", "kafpy", "server"]
+    for key, value in {"broker.id": "0", "log.dirs": str(tmp_path / "logs"), **overrides}.items():
+        args += ["--override", f"{key}={value}"]
+    return subprocess.run(args, capture_output=True, text=True, timeout=60)
+
+
+def _listening(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), 1).close()
+    except OSError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize(
+    ("listeners", "extra", "message"),
+    [
+        ("SSL://127.0.0.1:{port}", {}, "Listener SSL://127.0.0.1:{port} uses security protocol SSL"),
+        ("SASL_SSL://127.0.0.1:{port}", {}, "uses security protocol SASL_SSL"),
+        ("SASL_PLAINTEXT://127.0.0.1:{port}", {}, "uses security protocol SASL_PLAINTEXT"),
+        (
+            "EXTERNAL://127.0.0.1:{port}",
+            {"listener.security.protocol.map": "EXTERNAL:SASL_SSL",
+             "inter.broker.listener.name": "EXTERNAL"},
+            "Listener EXTERNAL://127.0.0.1:{port} uses security protocol SASL_SSL",
+        ),
+        (
+            "PLAINTEXT://127.0.0.1:{port},SSL://127.0.0.1:{port2}",
+            {"security.inter.broker.protocol": "SSL"},
+            "Listener SSL://127.0.0.1:{port2} uses security protocol SSL",
+        ),
+        (
+            "PLAINTEXT://127.0.0.1:{port},INTERNAL://127.0.0.1:{port2}",
+            {"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:SSL",
+             "inter.broker.listener.name": "INTERNAL"},
+            "Listener INTERNAL://127.0.0.1:{port2} uses security protocol SSL",
+        ),
+        ("PLAINTEXT://127.0.0.1:{port},OTHER://127.0.0.1:{port2}", {},
+         "No security protocol defined for listener OTHER"),
+        ("PLAINTEXT://127.0.0.1:{port},PLAINTEXT://127.0.0.1:{port2}", {}, "different name"),
+        (
+            "PLAINTEXT://127.0.0.1:{port},INTERNAL://127.0.0.1:{port}",
+            {"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT"},
+            "Each listener must have a different port",
+        ),
+        ("PLAINTEXT://127.0.0.1:{port}", {"inter.broker.listener.name": "INTERNAL"},
+         "inter.broker.listener.name must be a listener name defined in advertised.listeners"),
+    ],
+)  # fmt: skip
+def test_a_listener_kafpy_cannot_honour_stops_the_broker_at_start_up(
+    tmp_path: Path, listeners: str, extra: dict[str, str], message: str
+) -> None:
+    port, port2 = free_port(), free_port()
+    result = _run_server(tmp_path, {"listeners": listeners.format(port=port, port2=port2), **extra})
+    assert result.returncode != 0
+    assert message.format(port=port, port2=port2) in result.stderr
+    assert "Created listener" not in result.stderr
+    assert not _listening(port) and not _listening(port2)
+
+
+def _start_without_waiting(broker: KafpyBroker) -> None:
+    """Start `kafpy server` and return as soon as its port accepts a connection."""
+    broker.data_dir.mkdir(parents=True, exist_ok=True)
+    with broker.log_path.open("ab") as log:
+        broker.process = subprocess.Popen(
+            broker.command(), stdout=log, stderr=subprocess.STDOUT,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while not _listening(broker.port):
+        assert broker.process.poll() is None, broker.log_tail()
+        assert time.monotonic() < deadline, broker.log_tail()
+        time.sleep(0.005)
+
+
+def test_create_topics_the_moment_the_port_accepts_never_hangs(tmp_path: Path) -> None:
+    for attempt in range(20):
+        broker = KafpyBroker(tmp_path / f"broker-{attempt}")
+        try:
+            _start_without_waiting(broker)
+            admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+            futures = admin.create_topics([NewTopic("sp", 2, 1), NewTopic("out", 1, 1)])
+            for name, future in futures.items():
+                try:
+                    assert future.result(CREATE_TOPICS_RESULT_TIMEOUT_S) is None
+                except Exception as e:
+                    pytest.fail(f"attempt {attempt}: creating {name}: {e}\n{broker.log_tail()}")
+        finally:
+            broker.stop()
+
+
+def test_start_up_logs_the_configuration_and_warns_of_unknown_keys(
+    kafpy_broker_factory: Callable[..., KafpyBroker],
+) -> None:
+    broker = kafpy_broker_factory({"num.partitons": "3"})
+    broker.stop()
+    text = broker.log_path.read_text()
+    assert (
+        "The configuration 'num.partitons' was supplied but isn't a known config. "
+        "(kafpy.server.KafkaConfig)" in text
+    )
+    block = text[text.index("KafkaConfig values: \n") :]
+    assert "\tnum.partitions = 1\n" in block
+    assert f"\tlisteners = PLAINTEXT://127.0.0.1:{broker.port}\n" in block
+    assert "num.partitons =" not in block
