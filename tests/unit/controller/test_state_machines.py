@@ -5,16 +5,21 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Iterable
 
 import pytest
 
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.controller.controller_context import PartitionAndReplica
+from kafpy.controller.partition_leader_election import (
+    OfflinePartitionLeaderElectionStrategy,
+)
+from kafpy.controller.partition_state_machine import MAX_ELECTION_ATTEMPTS, PartitionState
 from kafpy.controller.partition_state_machine import VALID_PREVIOUS_STATES as PARTITION_TABLE
-from kafpy.controller.partition_state_machine import PartitionState
 from kafpy.controller.replica_state_machine import VALID_PREVIOUS_STATES as REPLICA_TABLE
 from kafpy.controller.replica_state_machine import ReplicaState
 from kafpy.controller.state_change_logger import STATE_CHANGE_LOGGER_NAME
+from kafpy.metadata.zk_data import LeaderIsrAndControllerEpoch
 from tests.unit.controller.fixtures import ControllerCluster
 
 R, P = ReplicaState, PartitionState
@@ -124,5 +129,51 @@ def test_offline_replica_sends_stop_replica_and_shrinks_the_isr() -> None:
             assert state.leader_and_isr.leader_epoch == 1
             lai_brokers = sorted(r.broker_id for r in cluster.sent if r.api_key == 4)
             assert lai_brokers == [0, 1]
+
+    asyncio.run(main())
+
+
+def test_an_election_whose_state_keeps_changing_ends_with_an_error(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Every read of the state is followed by another writer's update, so every write hits a
+    zkVersion conflict: the election gives up after its bounded retries and logs it."""
+
+    async def main() -> None:
+        async with ControllerCluster() as cluster:
+            await cluster.start(0, 1, 2)
+            await cluster.admin.create_topic_with_config("t", {0: [1, 2, 0]}, {})
+            await cluster.settle()
+            ctl = cluster.controller()
+            tp = TopicPartition("t", 0)
+            zk = ctl.partition_state_machine.zk_client
+            read = zk.get_topic_partition_states
+            reads = 0
+
+            async def read_then_overwrite(
+                partitions: Iterable[TopicPartition],
+            ) -> dict[TopicPartition, LeaderIsrAndControllerEpoch]:
+                nonlocal reads
+                reads += 1
+                if reads > 100:
+                    raise RuntimeError("the election never stops retrying")
+                states = await read(partitions)
+                for p, state in states.items():
+                    await cluster.admin.set_topic_partition_state(p, state)  # bumps the version
+                return states
+
+            zk.get_topic_partition_states = read_then_overwrite  # type: ignore[method-assign]
+            with caplog.at_level(logging.ERROR, logger=STATE_CHANGE_LOGGER_NAME):
+                failed = await ctl.partition_state_machine.handle_state_changes(
+                    [tp], P.ONLINE_PARTITION, OfflinePartitionLeaderElectionStrategy()
+                )
+            assert reads == MAX_ELECTION_ATTEMPTS
+            assert list(failed) == [tp]
+            assert (
+                "failed to change state for partition t-0 from OnlinePartition to "
+                "OnlinePartition: Failed to elect leader for partition t-0 under strategy "
+                "OfflinePartitionLeaderElectionStrategy(false): its state in ZooKeeper "
+                "changed under every one of 10 attempts"
+            ) in caplog.text
 
     asyncio.run(main())
