@@ -499,7 +499,7 @@ class KafkaApis:
     # -- controller requests --------------------------------------------------------------
 
     def _broker_epoch_is_stale(self, body: Mapping[str, Any]) -> bool:
-        epoch = body.get("broker_epoch", -1)
+        epoch: int = body.get("broker_epoch", -1)
         return epoch != -1 and epoch < self.replica_manager.broker_epoch
 
     async def handle_leader_and_isr(self, request: Request) -> dict[str, Any]:
@@ -514,6 +514,8 @@ class KafkaApis:
         await self.replica_manager.load_topic_configs(body)
         response = self.replica_manager.become_leader_or_follower(body, request.api_version)
         self._on_leadership_change(body, response)
+        # as Kafka's becomeLeaderOrFollower: fetchers left without partitions stop
+        await self.replica_manager.replica_fetcher_manager.shutdown_idle_fetcher_threads()
         return response
 
     def _on_leadership_change(self, body: Mapping[str, Any], response: Mapping[str, Any]) -> None:
