@@ -180,7 +180,7 @@ class KafkaServer:
             producer_id_manager=self.producer_id_manager, group_coordinator=self.group_coordinator,
         )  # fmt: skip
         self.dynamic_config_manager = DynamicConfigManager.for_log_manager(
-            self.zk_client, self.log_manager, self.time
+            self.zk_client, self.log_manager, self.time, controller=self.controller
         )
         await self.dynamic_config_manager.startup()
         await self.socket_server.start_processing(self.apis)
