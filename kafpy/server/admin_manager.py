@@ -245,6 +245,10 @@ class AdminManager:
             result = await result
         return bool(result)
 
+    async def wait_for_metadata(self, done: Callable[[], Awaitable[bool]], timeout_ms: int) -> bool:
+        """Wait, as creates and deletes do, until `done()` (ElectLeaders waits for leaders)."""
+        return await self._wait_until(done, timeout_ms)
+
     async def _wait_until(self, done: Callable[[], Awaitable[bool]], timeout_ms: int) -> bool:
         """Wait until `done()` is true (checked on every metadata change and every 100 ms)
         or `timeout_ms` passed; returns the last answer of `done()`."""
