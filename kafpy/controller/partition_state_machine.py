@@ -31,7 +31,7 @@ from kafpy.controller.partition_leader_election import (
     offline_partition_leader_election,
     preferred_replica_partition_leader_election,
 )
-from kafpy.controller.replica_state_machine import StateChangeFailedError
+from kafpy.controller.replica_state_machine import MAX_ZK_UPDATE_ATTEMPTS, StateChangeFailedError
 from kafpy.controller.state_change_logger import StateChangeLogger
 from kafpy.metadata.errors import NodeExistsError
 from kafpy.metadata.kafka_zk_client import KafkaZkClient
@@ -59,10 +59,6 @@ VALID_PREVIOUS_STATES: dict[PartitionState, tuple[PartitionState, ...]] = {
 
 # topic -> whether unclean leader election is enabled for it (its config, else the broker's)
 UncleanLeaderElectionCheck = Callable[[str], Awaitable[bool]]
-
-# Rounds of one election: a round retries only the partitions whose state node changed
-# under it (zkVersion conflict), so this bounds a conflict that never resolves.
-MAX_ELECTION_ATTEMPTS = 10
 
 
 class PartitionStateMachine:
@@ -312,11 +308,11 @@ class PartitionStateMachine:
     ) -> tuple[list[TopicPartition], dict[TopicPartition, Exception]]:
         """Elect leaders under `strategy`, retrying the partitions whose state node another
         writer changed meanwhile (read again, elected again), at most
-        MAX_ELECTION_ATTEMPTS times; every failure is logged to the state-change log."""
+        MAX_ZK_UPDATE_ATTEMPTS times; every failure is logged to the state-change log."""
         elected: list[TopicPartition] = []
         failed: dict[TopicPartition, Exception] = {}
         remaining = list(partitions)
-        for _ in range(MAX_ELECTION_ATTEMPTS):
+        for _ in range(MAX_ZK_UPDATE_ATTEMPTS):
             if not remaining:
                 break
             done, errors, remaining = await self._do_elect_leader_for_partitions(
@@ -327,7 +323,7 @@ class PartitionStateMachine:
         for tp in remaining:
             failed[tp] = StateChangeFailedError(
                 f"Failed to elect leader for partition {tp} under strategy {strategy}: its "
-                f"state in ZooKeeper changed under every one of {MAX_ELECTION_ATTEMPTS} attempts "
+                f"state in ZooKeeper changed under every one of {MAX_ZK_UPDATE_ATTEMPTS} attempts "
                 "(zkVersion conflict); giving up until the next election"
             )
         for tp, e in failed.items():
