@@ -17,7 +17,7 @@ from confluent_kafka import KafkaError as CkKafkaError
 from confluent_kafka import TopicPartition as CkTopicPartition
 from confluent_kafka.admin import AdminClient as CkAdminClient
 
-from kafpy.client.admin_client import NewTopic
+from kafpy.client.admin_client import ConfigResource, NewTopic
 from kafpy.client.connection import BrokerConnection
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.tools.local_cluster import LocalCluster
@@ -190,3 +190,32 @@ def test_kafka_clients_elect_leaders_and_only_the_controller_answers(
         elsewhere = asyncio.run(raw(others[0], version))
         [result] = elsewhere["replica_election_results"]
         assert result["partition_result"][0]["error_code"] == NOT_CONTROLLER, (version, elsewhere)
+
+
+def test_enabling_unclean_election_on_a_topic_elects_its_offline_partition(
+    cluster: LocalCluster, zk: Zk
+) -> None:
+    """As Kafka 2.8: the controller acts on the config change at once, not at the next
+    broker change."""
+    controller, _ = wait_until(lambda: zk.controller()[0] is not None and zk.controller(),
+                               WAIT_S, "a controller")  # fmt: skip
+    in_sync, out_of_sync = [b for b in cluster.brokers if b != controller]
+    create(cluster, zk, "configured", {0: [in_sync, out_of_sync]})
+    cluster.stop_broker(out_of_sync)
+    cluster.stop_broker(in_sync)
+    wait_until(lambda: leader(zk, "configured", 0) == -1, FAILOVER_S, "configured-0 offline")
+    cluster.start_broker(out_of_sync)
+    state = zk.partition_state("configured", 0)
+    assert state is not None and (state["leader"], state["isr"]) == (-1, [in_sync])
+
+    admin(
+        cluster,
+        lambda a: a.alter_configs(
+            ConfigResource.topic("configured"), {"unclean.leader.election.enable": "true"}
+        ),
+    )
+    wait_until(lambda: leader(zk, "configured", 0) == out_of_sync, WAIT_S,
+               "the out-of-sync replica to lead configured-0")  # fmt: skip
+    state = zk.partition_state("configured", 0)
+    assert state is not None and state["isr"] == [out_of_sync]
+    cluster.start_broker(in_sync)
