@@ -2,7 +2,7 @@
 
 After Kafka's `KafkaAdminClient`, for what `kafpy topics --bootstrap-server` and tools
 need: list and describe topics (Metadata), create and delete topics, add partitions,
-describe and alter configs. Topic operations go to the controller (a broker that is not
+describe and alter configs, elect leaders. Topic operations go to the controller (a broker that is not
 the controller answers NOT_CONTROLLER, and the request follows the controller). A failed
 operation raises the KafkaError of the response's error code, with the broker's message.
 """
@@ -15,7 +15,10 @@ from typing import Any, NamedTuple
 
 from kafpy.client.cluster import Node, TopicInfo
 from kafpy.client.kafka_client import KafkaClient
-from kafpy.client.response_errors import raise_for_code
+from kafpy.client.response_errors import error_for_code, raise_for_code
+from kafpy.common.election_type import ElectionType
+from kafpy.common.errors import KafkaError
+from kafpy.common.topic_partition import TopicPartition
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.config_resource import AlterConfigOp, ConfigResourceType, ConfigSource
 from kafpy.protocol.errors import Errors
@@ -278,6 +281,39 @@ class AdminClient:
         }
         response = await send(api, body)
         _raise_first(response["responses"], "Altering configs of")
+
+    # --- leader election (ElectLeaders) ---
+
+    async def elect_leaders(
+        self,
+        election_type: ElectionType,
+        partitions: Iterable[TopicPartition] | None,
+        *,
+        timeout_ms: int = DEFAULT_TIMEOUT_MS,
+    ) -> dict[TopicPartition, KafkaError | None]:
+        """Elect the leaders of `partitions` (None: every partition that needs an election)
+        on the controller, as Kafka's Admin.electLeaders: each partition's error
+        (ElectionNotNeeded where its leader was already right), or None where elected.
+        `timeout_ms` bounds how long the controller waits for the new leaders."""
+        topics: dict[str, list[int]] = {}
+        for tp in partitions if partitions is not None else ():
+            topics.setdefault(tp.topic, []).append(tp.partition)
+        body = {
+            "election_type": int(election_type),
+            "topic_partitions": None
+            if partitions is None
+            else [{"topic": t, "partitions": ps} for t, ps in topics.items()],
+            "timeout_ms": timeout_ms,
+        }
+        response = await self.client.send_to_controller(ApiKey.ELECT_LEADERS, body)
+        raise_for_code(response.get("error_code", Errors.NONE), None, "Electing leaders")
+        return {
+            TopicPartition(t["topic"], p["partition_id"]): None
+            if p["error_code"] == Errors.NONE
+            else error_for_code(p["error_code"], p.get("error_message"))
+            for t in response["replica_election_results"]
+            for p in t["partition_result"]
+        }
 
     def _by_destination(
         self, resources: Sequence[ConfigResource]

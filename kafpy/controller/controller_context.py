@@ -184,11 +184,6 @@ class ControllerContext:
             del self.replica_states[r]
         self.all_topics.discard(topic)
 
-    def remove_topics_not_in(self, topics: set[str]) -> None:
-        """Drop the assignments of topics that no longer exist."""
-        for topic in [t for t in self._assignments if t not in topics]:
-            self._assignments.pop(topic, None)
-
     def reset(self) -> None:
         """Forget everything (on resignation)."""
         self.__init__()  # type: ignore[misc]

@@ -21,9 +21,11 @@ time, broker_info)`, `await controller.startup()` after the broker registered it
 from __future__ import annotations
 
 import asyncio
+import enum
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
+from kafpy.common.election_type import ElectionType
 from kafpy.common.errors import ControllerMovedError
 from kafpy.common.logger import component_logger
 from kafpy.common.time import SYSTEM_TIME, Time
@@ -40,13 +42,18 @@ from kafpy.controller.controller_context import ControllerContext, PartitionAndR
 from kafpy.controller.controller_event_manager import ControllerEvent, ControllerEventManager
 from kafpy.controller.controller_state import ControllerState
 from kafpy.controller.log_format import comma_list, scala_map, scala_set
-from kafpy.controller.partition_state_machine import (
-    ElectionStrategy,
-    PartitionState,
-    PartitionStateMachine,
-    elect_leaders_for_online_partitions,
+from kafpy.controller.partition_leader_election import (
+    ControlledShutdownPartitionLeaderElectionStrategy,
+    OfflinePartitionLeaderElectionStrategy,
+    PartitionLeaderElectionStrategy,
+    PreferredReplicaPartitionLeaderElectionStrategy,
 )
-from kafpy.controller.replica_state_machine import ReplicaState, ReplicaStateMachine
+from kafpy.controller.partition_state_machine import PartitionState, PartitionStateMachine
+from kafpy.controller.replica_state_machine import (
+    ReplicaState,
+    ReplicaStateMachine,
+    StateChangeFailedError,
+)
 from kafpy.controller.state_change_logger import StateChangeLogger
 from kafpy.controller.topic_deletion_manager import TopicDeletionManager
 from kafpy.metadata.errors import NodeExistsError, NoNodeError
@@ -60,16 +67,35 @@ from kafpy.metadata.zk_data import (
     PreferredReplicaElectionZNode,
     TopicZNode,
 )
+from kafpy.protocol.errors import Errors
 
 UNKNOWN_CONTROLLER_ID = -1
 
 
+class ElectionTrigger(enum.Enum):
+    """Who asked for a replica leader election (Kafka's ElectionTrigger)."""
+
+    ZK_TRIGGERED = "ZkTriggered"
+    AUTO_TRIGGERED = "AutoTriggered"
+    ADMIN_CLIENT_TRIGGERED = "AdminClientTriggered"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class ElectionResult(NamedTuple):
+    """The outcome of one partition's election: its leader, or the error that stopped it
+    (an `Errors` code, with the message an ElectLeaders response carries)."""
+
+    error_code: int = Errors.NONE
+    error_message: str | None = None
+    leader: int = -1
+
+
 def _error_name(code: int) -> str:
     try:
-        from kafpy.protocol.errors import Errors
-
         return Errors(code).name
-    except (ImportError, ValueError):
+    except ValueError:
         return str(code)
 
 
@@ -730,8 +756,10 @@ class KafkaController:
             if ctx.partition_leadership_info[tp].leader_and_isr.leader == broker_id
         ]
         followed = [tp for tp in to_act if tp not in set(led)]
-        await elect_leaders_for_online_partitions(
-            self.partition_state_machine, led, ElectionStrategy.CONTROLLED_SHUTDOWN
+        await self.partition_state_machine.handle_state_changes(
+            led,
+            PartitionState.ONLINE_PARTITION,
+            ControlledShutdownPartitionLeaderElectionStrategy(),
         )
         await self.replica_state_machine.handle_state_changes(
             [PartitionAndReplica(tp.topic, tp.partition, broker_id) for tp in followed],
@@ -751,34 +779,133 @@ class KafkaController:
         )
         return 0, remaining
 
-    async def elect_preferred_leaders(
-        self, partitions: Iterable[TopicPartition] | None = None
-    ) -> None:
-        """Move the leadership of `partitions` (default: all) to their preferred replicas
-        where those are alive and in sync (queued as a ManualLeaderBalance event)."""
+    async def elect_leaders(
+        self,
+        partitions: Iterable[TopicPartition] | None,
+        election_type: ElectionType,
+        timeout_s: float = 60.0,
+    ) -> dict[TopicPartition, ElectionResult]:
+        """ElectLeaders from an admin client: elect the leaders of `partitions` (None: every
+        partition) under `election_type`, as an event on the controller's queue (Kafka's
+        ReplicaLeaderElection). A broker that is not the controller answers NOT_CONTROLLER
+        for each partition."""
+        future: asyncio.Future[dict[TopicPartition, ElectionResult]] = (
+            asyncio.get_running_loop().create_future()
+        )
+        requested = None if partitions is None else list(partitions)
 
         async def process() -> None:
-            if not self.is_active:
-                return
-            ctx = self.context
-            chosen = (
-                list(partitions) if partitions is not None else list(ctx.partition_leadership_info)
-            )
-            candidates = [
-                tp for tp in chosen
-                if tp in ctx.partition_leadership_info
-                and (a := ctx.partition_replica_assignment(tp))
-                and ctx.partition_leadership_info[tp].leader_and_isr.leader != a[0]
-                and not self._is_topic_queued_for_deletion(tp.topic)
-            ]  # fmt: skip
-            if candidates:
-                elected, failed = await elect_leaders_for_online_partitions(
-                    self.partition_state_machine, candidates, ElectionStrategy.PREFERRED_REPLICA
-                )
-                self.log.info("Preferred replica election: moved %s; not moved %s",
-                              comma_list(elected), comma_list(sorted(failed)))  # fmt: skip
+            try:
+                if not self.is_active:
+                    result = {tp: ElectionResult(Errors.NOT_CONTROLLER) for tp in requested or ()}
+                else:
+                    chosen = self.context.all_partitions() if requested is None else requested
+                    result = await self._process_replica_leader_election(
+                        chosen, election_type, ElectionTrigger.ADMIN_CLIENT_TRIGGERED
+                    )
+            except BaseException as e:
+                if not future.done():
+                    future.set_exception(e)
+                raise
+            if not future.done():
+                future.set_result(result)
 
-        self._put("PreferredReplicaLeaderElection", ControllerState.MANUAL_LEADER_BALANCE, process)
+        self._put("ReplicaLeaderElection", ControllerState.MANUAL_LEADER_BALANCE, process)
+        try:
+            return await asyncio.wait_for(future, timeout_s)
+        except ControllerMovedError:
+            return {tp: ElectionResult(Errors.NOT_CONTROLLER) for tp in requested or ()}
+
+    async def _process_replica_leader_election(
+        self,
+        partitions: Iterable[TopicPartition],
+        election_type: ElectionType,
+        trigger: ElectionTrigger,
+    ) -> dict[TopicPartition, ElectionResult]:
+        """Kafka's processReplicaLeaderElection: unknown partitions and topics being
+        deleted are refused, partitions whose leader is already right need no election,
+        the rest are elected through the partition state machine."""
+        ctx = self.context
+        results: dict[TopicPartition, ElectionResult] = {}
+        electable: list[TopicPartition] = []
+        for tp in dict.fromkeys(partitions):
+            assignment = ctx.partition_replica_assignment(tp)
+            info = ctx.partition_leadership_info.get(tp)
+            leader = info.leader_and_isr.leader if info is not None else -1
+            if not assignment:
+                results[tp] = ElectionResult(
+                    Errors.UNKNOWN_TOPIC_OR_PARTITION, "The partition does not exist."
+                )
+            elif self._is_topic_queued_for_deletion(tp.topic):
+                results[tp] = ElectionResult(
+                    Errors.INVALID_TOPIC_EXCEPTION, "The topic is being deleted"
+                )
+            elif election_type is ElectionType.PREFERRED and leader == assignment[0]:
+                results[tp] = ElectionResult(Errors.ELECTION_NOT_NEEDED, None, leader)
+            elif election_type is ElectionType.UNCLEAN and ctx.is_replica_online(leader, tp):
+                results[tp] = ElectionResult(Errors.ELECTION_NOT_NEEDED, None, leader)
+            else:
+                electable.append(tp)
+        if not electable:
+            return results
+        self.log.info(
+            "Starting replica leader election (%s) for partitions %s triggered by %s",
+            election_type,
+            ",".join(map(str, electable)),
+            trigger,
+        )
+        psm = self.partition_state_machine
+        strategy: PartitionLeaderElectionStrategy
+        if election_type is ElectionType.PREFERRED:
+            strategy = PreferredReplicaPartitionLeaderElectionStrategy()
+        else:
+            await psm.handle_state_changes(electable, PartitionState.OFFLINE_PARTITION)
+            strategy = OfflinePartitionLeaderElectionStrategy(
+                allow_unclean=trigger is ElectionTrigger.ADMIN_CLIENT_TRIGGERED
+            )
+        failed = await psm.handle_state_changes(
+            electable, PartitionState.ONLINE_PARTITION, strategy
+        )
+        for tp in electable:
+            error = failed.get(tp)
+            if error is None:
+                leader = ctx.partition_leadership_info[tp].leader_and_isr.leader
+                results[tp] = ElectionResult(Errors.NONE, None, leader)
+            elif isinstance(error, StateChangeFailedError):
+                code = (
+                    Errors.PREFERRED_LEADER_NOT_AVAILABLE
+                    if election_type is ElectionType.PREFERRED
+                    else Errors.ELIGIBLE_LEADERS_NOT_AVAILABLE
+                )
+                results[tp] = ElectionResult(code, str(error))
+            elif isinstance(error, ControllerMovedError):
+                raise error
+            else:
+                results[tp] = ElectionResult(Errors.UNKNOWN_SERVER_ERROR, str(error))
+            if error is not None and trigger is not ElectionTrigger.ADMIN_CLIENT_TRIGGERED:
+                self.log.warning(
+                    "Error completing replica leader election (%s) for partition %s: %s",
+                    election_type,
+                    tp,
+                    error,
+                )
+        return results
+
+    def enable_topic_unclean_leader_election(self, topic: str) -> None:
+        """The topic's unclean.leader.election.enable became true: elect leaders for its
+        offline partitions now, from any live replica where no in-sync one is live (Kafka's
+        TopicUncleanLeaderElectionEnable event; a broker that is not the controller ignores
+        it)."""
+
+        async def process() -> None:
+            if self.is_active:
+                await self.partition_state_machine.trigger_online_partition_state_change(topic)
+
+        self._put(
+            "TopicUncleanLeaderElectionEnable",
+            ControllerState.UNCLEAN_LEADER_ELECTION_ENABLE,
+            process,
+        )
 
     async def _process_preferred_replica_election_znode(self) -> None:
         """/admin/preferred_replica_election (written by `kafpy leader-election`): move the
@@ -797,14 +924,10 @@ class KafkaController:
         except Exception as e:
             self.log.warning("Ignoring malformed %s: %s", path, e)
             partitions = set()
-        ctx = self.context
-        known = [tp for tp in sorted(partitions) if tp in ctx.partition_leadership_info]
-        if known:
-            elected, failed = await elect_leaders_for_online_partitions(
-                self.partition_state_machine, known, ElectionStrategy.PREFERRED_REPLICA
+        if partitions:
+            await self._process_replica_leader_election(
+                sorted(partitions), ElectionType.PREFERRED, ElectionTrigger.ZK_TRIGGERED
             )
-            self.log.info("Preferred replica election: moved %s; not moved %s",
-                          comma_list(elected), comma_list(sorted(failed)))  # fmt: skip
         try:
             await store.delete(path)
         except NoNodeError:
@@ -865,14 +988,9 @@ class KafkaController:
             return
         partitions = self.imbalanced_partitions()
         if partitions:
-            elected, _ = await elect_leaders_for_online_partitions(
-                self.partition_state_machine, partitions, ElectionStrategy.PREFERRED_REPLICA
+            await self._process_replica_leader_election(
+                partitions, ElectionType.PREFERRED, ElectionTrigger.AUTO_TRIGGERED
             )
-            if elected:
-                self.log.info(
-                    "Auto leader rebalance moved %s to their preferred replicas",
-                    comma_list(elected),
-                )
 
     # -- ISR changes -------------------------------------------------------------------------------
 

@@ -2,12 +2,14 @@
 
 As Kafka's `PartitionLeaderElectionAlgorithms`: pure functions over the assignment, the
 ISR and the live replicas. Assignment order matters: the first eligible replica in the
-assignment (the preferred replica first) wins.
+assignment (the preferred replica first) wins. The strategies name which algorithm a
+PartitionStateMachine election uses (Kafka's PartitionLeaderElectionStrategy).
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 
 
 def offline_partition_leader_election(
@@ -48,3 +50,38 @@ def controlled_shutdown_partition_leader_election(
         if replica in live_replicas and replica in isr and replica not in shutting_down:
             return replica
     return None
+
+
+@dataclass(frozen=True)
+class OfflinePartitionLeaderElectionStrategy:
+    """Elect from the live ISR; with `allow_unclean`, or when the topic's
+    unclean.leader.election.enable says so, from any live replica."""
+
+    allow_unclean: bool = False
+
+    def __str__(self) -> str:
+        return f"OfflinePartitionLeaderElectionStrategy({str(self.allow_unclean).lower()})"
+
+
+@dataclass(frozen=True)
+class PreferredReplicaPartitionLeaderElectionStrategy:
+    """Elect the preferred (first assigned) replica if it is live and in sync."""
+
+    def __str__(self) -> str:
+        return "PreferredReplicaPartitionLeaderElectionStrategy"
+
+
+@dataclass(frozen=True)
+class ControlledShutdownPartitionLeaderElectionStrategy:
+    """Move the leadership away from brokers shutting down, which also leave the ISR."""
+
+    def __str__(self) -> str:
+        return "ControlledShutdownPartitionLeaderElectionStrategy"
+
+
+# Kafka's PartitionLeaderElectionStrategy (its reassignment strategy waits for reassignment)
+PartitionLeaderElectionStrategy = (
+    OfflinePartitionLeaderElectionStrategy
+    | PreferredReplicaPartitionLeaderElectionStrategy
+    | ControlledShutdownPartitionLeaderElectionStrategy
+)

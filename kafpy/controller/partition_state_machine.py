@@ -5,8 +5,10 @@ As Kafka's `kafka.controller.PartitionStateMachine`. A partition is NonExistent,
 Online elects a leader: a new partition's first live assigned replica leads with the live
 assigned replicas as ISR, its state node is created in ZooKeeper (leader epoch 0, fenced
 by the controller epoch) and LeaderAndIsr goes to those replicas; an Offline or Online
-partition gets a leader from its live ISR (or, when the topic allows unclean election, any
-live replica), written to ZooKeeper with a version check. Invalid transitions are logged
+partition gets a leader under an election strategy (offline: from its live ISR, or any
+live replica when unclean election is allowed; preferred replica; controlled shutdown),
+written to ZooKeeper with a version check. Every election, whatever triggered it, goes
+through `handle_state_changes` and the state-change log. Invalid transitions are logged
 to state-change.log and not applied.
 """
 
@@ -22,11 +24,14 @@ from kafpy.controller.controller_channel_manager import ControllerBrokerRequestB
 from kafpy.controller.controller_context import ControllerContext
 from kafpy.controller.log_format import comma_list
 from kafpy.controller.partition_leader_election import (
+    OfflinePartitionLeaderElectionStrategy,
+    PartitionLeaderElectionStrategy,
+    PreferredReplicaPartitionLeaderElectionStrategy,
     controlled_shutdown_partition_leader_election,
     offline_partition_leader_election,
     preferred_replica_partition_leader_election,
 )
-from kafpy.controller.replica_state_machine import StateChangeFailedError
+from kafpy.controller.replica_state_machine import MAX_ZK_UPDATE_ATTEMPTS, StateChangeFailedError
 from kafpy.controller.state_change_logger import StateChangeLogger
 from kafpy.metadata.errors import NodeExistsError
 from kafpy.metadata.kafka_zk_client import KafkaZkClient
@@ -103,36 +108,53 @@ class PartitionStateMachine:
             else:
                 self.context.partition_states[tp] = PartitionState.OFFLINE_PARTITION
 
-    async def trigger_online_partition_state_change(self) -> None:
-        """Try to bring every New or Offline partition online (topics being deleted excepted)."""
+    async def trigger_online_partition_state_change(self, topic: str | None = None) -> None:
+        """Try to bring every New or Offline partition (of `topic`, default: of every topic)
+        online, topics being deleted excepted; offline partitions elect from their ISR, or
+        from any live replica where the topic's unclean.leader.election.enable allows it."""
         partitions = [
             tp
             for tp, s in self.context.partition_states.items()
             if s in (PartitionState.NEW_PARTITION, PartitionState.OFFLINE_PARTITION)
+            and (topic is None or tp.topic == topic)
             and not self.is_topic_queued_for_deletion(tp.topic)
         ]
-        await self.handle_state_changes(partitions, PartitionState.ONLINE_PARTITION)
+        await self.handle_state_changes(
+            partitions,
+            PartitionState.ONLINE_PARTITION,
+            OfflinePartitionLeaderElectionStrategy(allow_unclean=False),
+        )
 
     # -- queries ----------------------------------------------------------------------------
 
     def partition_state(self, tp: TopicPartition) -> PartitionState:
         return self.context.partition_states.get(tp, PartitionState.NON_EXISTENT_PARTITION)
 
-    def partitions_in_state(self, state: PartitionState) -> list[TopicPartition]:
-        return [tp for tp, s in self.context.partition_states.items() if s is state]
-
     # -- transitions ------------------------------------------------------------------------
 
     async def handle_state_changes(
-        self, partitions: Iterable[TopicPartition], target_state: PartitionState
+        self,
+        partitions: Iterable[TopicPartition],
+        target_state: PartitionState,
+        strategy: PartitionLeaderElectionStrategy | None = None,
     ) -> dict[TopicPartition, Exception]:
-        """Move `partitions` to `target_state`; returns the partitions that failed."""
+        """Move `partitions` to `target_state`; returns the partitions that failed.
+
+        Online or Offline partitions going Online elect a leader under `strategy` (Kafka's
+        handleStateChanges(partitions, OnlinePartition, Some(strategy))); without one they
+        elect as offline partitions do, from the ISR unless the topic allows unclean
+        election. New partitions going Online get their first leader whatever the strategy.
+        """
         partitions = list(partitions)
         if not partitions:
             return {}
         try:
             self.batch.new_batch()
-            failed = await self._do_handle_state_changes(partitions, target_state)
+            failed = await self._do_handle_state_changes(
+                partitions,
+                target_state,
+                strategy or OfflinePartitionLeaderElectionStrategy(allow_unclean=False),
+            )
             self.batch.send_requests_to_brokers(self.context.epoch)
             return failed
         except ControllerMovedError:
@@ -168,7 +190,10 @@ class PartitionStateMachine:
         self._log_failed_state_change(tp, current, target, e)
 
     async def _do_handle_state_changes(
-        self, partitions: Sequence[TopicPartition], target: PartitionState
+        self,
+        partitions: Sequence[TopicPartition],
+        target: PartitionState,
+        strategy: PartitionLeaderElectionStrategy,
     ) -> dict[TopicPartition, Exception]:
         ctx = self.context
         scl = self._scl()
@@ -210,7 +235,7 @@ class PartitionStateMachine:
                     )
                     ctx.partition_states[tp] = target
             if to_elect:
-                elected, elect_failed = await self._elect_leader_for_partitions(to_elect)
+                elected, elect_failed = await self._elect_leader_for_partitions(to_elect, strategy)
                 failed.update(elect_failed)
                 for tp in elected:
                     scl.trace(
@@ -279,17 +304,28 @@ class PartitionStateMachine:
         return successful, failed
 
     async def _elect_leader_for_partitions(
-        self, partitions: Sequence[TopicPartition]
+        self, partitions: Sequence[TopicPartition], strategy: PartitionLeaderElectionStrategy
     ) -> tuple[list[TopicPartition], dict[TopicPartition, Exception]]:
-        """Offline-partition election for each partition, retrying those whose state node
-        moved meanwhile."""
+        """Elect leaders under `strategy`, retrying the partitions whose state node another
+        writer changed meanwhile (read again, elected again), at most
+        MAX_ZK_UPDATE_ATTEMPTS times; every failure is logged to the state-change log."""
         elected: list[TopicPartition] = []
         failed: dict[TopicPartition, Exception] = {}
         remaining = list(partitions)
-        while remaining:
-            done, errors, remaining = await self._do_elect_leader_for_partitions(remaining)
+        for _ in range(MAX_ZK_UPDATE_ATTEMPTS):
+            if not remaining:
+                break
+            done, errors, remaining = await self._do_elect_leader_for_partitions(
+                remaining, strategy
+            )
             elected.extend(done)
             failed.update(errors)
+        for tp in remaining:
+            failed[tp] = StateChangeFailedError(
+                f"Failed to elect leader for partition {tp} under strategy {strategy}: its "
+                f"state in ZooKeeper changed under every one of {MAX_ZK_UPDATE_ATTEMPTS} attempts "
+                "(zkVersion conflict); giving up until the next election"
+            )
         for tp, e in failed.items():
             self._log_failed_state_change(
                 tp, self.partition_state(tp), PartitionState.ONLINE_PARTITION, e
@@ -297,13 +333,16 @@ class PartitionStateMachine:
         return elected, failed
 
     async def _do_elect_leader_for_partitions(
-        self, partitions: Sequence[TopicPartition]
+        self, partitions: Sequence[TopicPartition], strategy: PartitionLeaderElectionStrategy
     ) -> tuple[list[TopicPartition], dict[TopicPartition, Exception], list[TopicPartition]]:
+        """One round: read the states, choose leaders, write them with version checks.
+        Returns (elected, failed, to retry)."""
         ctx = self.context
         failed: dict[TopicPartition, Exception] = {}
         current = await self.zk_client.get_topic_partition_states(partitions)
         new_states: dict[TopicPartition, LeaderAndIsr] = {}
         recipients: dict[TopicPartition, list[int]] = {}
+        unclean_by_topic: dict[str, bool] = {}
         for tp in partitions:
             state = current.get(tp)
             if state is None:
@@ -323,21 +362,51 @@ class PartitionStateMachine:
             lai = state.leader_and_isr
             assignment = ctx.partition_replica_assignment(tp)
             live = [r for r in assignment if ctx.is_replica_online(r, tp)]
-            live_isr = [r for r in lai.isr if ctx.is_replica_online(r, tp)]
-            unclean = False
-            if not live_isr:
-                unclean = await self.unclean_leader_election_enabled(tp.topic)
-            leader = offline_partition_leader_election(assignment, lai.isr, live, unclean)
+            isr: list[int]
+            if isinstance(strategy, OfflinePartitionLeaderElectionStrategy):
+                live_isr = [r for r in lai.isr if ctx.is_replica_online(r, tp)]
+                unclean = strategy.allow_unclean
+                if not live_isr and not unclean:
+                    if tp.topic not in unclean_by_topic:
+                        unclean_by_topic[tp.topic] = await self.unclean_leader_election_enabled(
+                            tp.topic
+                        )
+                    unclean = unclean_by_topic[tp.topic]
+                leader = offline_partition_leader_election(assignment, lai.isr, live, unclean)
+                if leader is None:
+                    failed[tp] = StateChangeFailedError(
+                        f"Failed to elect leader for partition {tp} under strategy {strategy}: no "
+                        "replica in ISR is alive. Live brokers are: "
+                        f"[{comma_list(sorted(ctx.live_broker_ids))}], ISR brokers are: "
+                        f"[{comma_list(lai.isr)}]"
+                    )
+                    continue
+                if not live_isr:
+                    self.log.warning(
+                        "No broker in ISR is alive for %s. Elect leader %d from live brokers "
+                        "%s. There's potential data loss.",
+                        tp,
+                        leader,
+                        comma_list(live),
+                    )
+                isr = live_isr if live_isr else [leader]
+            elif isinstance(strategy, PreferredReplicaPartitionLeaderElectionStrategy):
+                leader = preferred_replica_partition_leader_election(assignment, lai.isr, live)
+                isr = list(lai.isr)
+            else:
+                shutting = ctx.shutting_down_broker_ids
+                leader = controlled_shutdown_partition_leader_election(
+                    assignment, lai.isr, live, shutting
+                )
+                isr = [r for r in lai.isr if r not in shutting]
             if leader is None:
                 failed[tp] = StateChangeFailedError(
-                    f"Failed to elect leader for partition {tp} under strategy "
-                    f"OfflinePartitionLeaderElectionStrategy: no replica in ISR is alive. Live "
-                    f"brokers are: [{comma_list(sorted(ctx.live_broker_ids))}], ISR brokers are: "
-                    f"[{comma_list(lai.isr)}]"
+                    f"Failed to elect leader for partition {tp} under strategy {strategy}: no "
+                    f"eligible replica among the live assigned replicas [{comma_list(live)}] "
+                    f"and the ISR [{comma_list(lai.isr)}]"
                 )
                 continue
-            new_isr = live_isr if live_isr else [leader]
-            new_states[tp] = lai.new_leader_and_isr(leader, new_isr)
+            new_states[tp] = lai.new_leader_and_isr(leader, isr)
             recipients[tp] = live
         if not new_states:
             return [], failed, []
@@ -356,85 +425,6 @@ class PartitionStateMachine:
             )
             elected.append(tp)
         return elected, failed, list(result.partitions_to_retry)
-
-
-class ElectionStrategy(enum.Enum):
-    """How an online partition gets a new leader (Kafka's PartitionLeaderElectionStrategy)."""
-
-    PREFERRED_REPLICA = "PreferredReplicaPartitionLeaderElectionStrategy"
-    CONTROLLED_SHUTDOWN = "ControlledShutdownPartitionLeaderElectionStrategy"
-
-
-async def elect_leaders_for_online_partitions(
-    psm: PartitionStateMachine, partitions: Sequence[TopicPartition], strategy: ElectionStrategy
-) -> tuple[list[TopicPartition], dict[TopicPartition, Exception]]:
-    """Move the leadership of online partitions (OnlinePartition -> OnlinePartition): to the
-    preferred replica, or away from the brokers shutting down (which also leave the ISR).
-    Partitions whose leader would not change are left alone. Returns (elected, failed)."""
-    ctx = psm.context
-    elected: list[TopicPartition] = []
-    failed: dict[TopicPartition, Exception] = {}
-    remaining = [
-        tp for tp in partitions if psm.partition_state(tp) is PartitionState.ONLINE_PARTITION
-    ]
-    psm.batch.new_batch()
-    try:
-        for _ in range(10):
-            if not remaining:
-                break
-            current = await psm.zk_client.get_topic_partition_states(remaining)
-            new_states: dict[TopicPartition, LeaderAndIsr] = {}
-            recipients: dict[TopicPartition, list[int]] = {}
-            for tp in remaining:
-                state = current.get(tp)
-                if state is None or state.controller_epoch > ctx.epoch:
-                    failed[tp] = StateChangeFailedError(
-                        f"Cannot elect a leader for {tp}: its state moved on"
-                    )
-                    continue
-                lai = state.leader_and_isr
-                assignment = ctx.partition_replica_assignment(tp)
-                live = [r for r in assignment if ctx.is_replica_online(r, tp)]
-                if strategy is ElectionStrategy.PREFERRED_REPLICA:
-                    leader = preferred_replica_partition_leader_election(assignment, lai.isr, live)
-                    isr = list(lai.isr)
-                else:
-                    shutting = ctx.shutting_down_broker_ids
-                    leader = controlled_shutdown_partition_leader_election(
-                        assignment, lai.isr, live, shutting
-                    )
-                    isr = [r for r in lai.isr if r not in shutting]
-                if leader is None:
-                    failed[tp] = StateChangeFailedError(
-                        f"Failed to elect leader for partition {tp} under strategy {strategy.value}: no "
-                        f"eligible replica in ISR [{comma_list(lai.isr)}]"
-                    )
-                    continue
-                if leader == lai.leader and list(isr) == list(lai.isr):
-                    continue
-                new_states[tp] = lai.new_leader_and_isr(leader, isr)
-                recipients[tp] = [r for r in live if r not in ctx.shutting_down_broker_ids]
-            if not new_states:
-                break
-            result = await psm.zk_client.update_leader_and_isr(
-                new_states, ctx.epoch, ctx.epoch_zk_version
-            )
-            for tp, outcome in result.finished.items():
-                if isinstance(outcome, Exception):
-                    failed[tp] = outcome
-                    continue
-                state = LeaderIsrAndControllerEpoch(outcome, ctx.epoch)
-                ctx.partition_leadership_info[tp] = state
-                psm.batch.add_leader_and_isr_request_for_brokers(
-                    recipients[tp], tp, state, ctx.partition_replica_assignment(tp), False
-                )
-                elected.append(tp)
-            remaining = list(result.partitions_to_retry)
-        psm.batch.send_requests_to_brokers(ctx.epoch)
-    except Exception:
-        psm.batch.clear()
-        raise
-    return elected, failed
 
 
 def _describe(lai: LeaderAndIsr) -> str:

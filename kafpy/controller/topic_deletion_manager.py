@@ -160,9 +160,6 @@ class TopicDeletionManager:
     def is_topic_queued_up_for_deletion(self, topic: str) -> bool:
         return self.is_delete_topic_enabled and topic in self.topics_to_be_deleted
 
-    def is_partition_to_be_deleted(self, tp: TopicPartition) -> bool:
-        return self.is_delete_topic_enabled and tp in self.partitions_to_be_deleted
-
     def is_topic_ineligible_for_deletion(self, topic: str) -> bool:
         return not self.is_delete_topic_enabled or topic in self.topics_ineligible_for_deletion
 

@@ -15,11 +15,14 @@ from dataclasses import dataclass, field, replace
 
 from kafpy.common.errors import ControllerMovedError
 from kafpy.common.topic_partition import TopicPartition
-from kafpy.metadata.errors import BadVersionError, NodeExistsError, NoNodeError
+from kafpy.metadata.errors import BadVersionError, NodeExistsError, NoNodeError, NotEmptyError
 from kafpy.metadata.store import (
+    MULTI_OPS_PER_REQUEST,
     CheckOp,
     CreateOp,
+    DeleteOp,
     MetadataStore,
+    Op,
     SetDataOp,
     Stat,
     WatchCallback,
@@ -196,7 +199,37 @@ class KafkaZkClient:
         return {topic: sorted(assignment) for topic, assignment in by_topic.items()}
 
     async def delete_topic_znode(self, topic: str) -> None:
-        """Delete /brokers/topics/<topic> and its partition states (end of a deletion)."""
+        """Delete /brokers/topics/<topic> and its partition states (end of a deletion).
+
+        The layout is known, so each partition's state and partition nodes go in
+        transactions of MULTI_OPS_PER_REQUEST deletes, all sent together; whatever else
+        is left (or a transaction that met an unexpected node) goes by the recursive
+        delete."""
+        try:
+            children = await self.store.get_children(TopicPartitionsZNode.path(topic))
+        except NoNodeError:
+            children = []
+        partitions = [TopicPartition(topic, int(c)) for c in children if c.isdigit()]
+
+        async def delete_partitions(chunk: list[TopicPartition]) -> None:
+            ops: list[Op] = []
+            for tp in chunk:
+                ops += [
+                    DeleteOp(TopicPartitionStateZNode.path(tp)),
+                    DeleteOp(TopicPartitionZNode.path(tp)),
+                ]
+            try:
+                await self.store.multi(ops)
+            except (NoNodeError, NotEmptyError):
+                pass  # left to the recursive delete
+
+        per_request = MULTI_OPS_PER_REQUEST // 2
+        await asyncio.gather(
+            *(
+                delete_partitions(partitions[i : i + per_request])
+                for i in range(0, len(partitions), per_request)
+            )
+        )
         try:
             await self.store.delete(TopicZNode.path(topic), recursive=True)
         except NoNodeError:
@@ -217,13 +250,12 @@ class KafkaZkClient:
     async def get_topic_partition_states(
         self, partitions: Iterable[TopicPartition]
     ) -> dict[TopicPartition, LeaderIsrAndControllerEpoch]:
-        """States of the given partitions that have one."""
-        result: dict[TopicPartition, LeaderIsrAndControllerEpoch] = {}
-        for tp in partitions:
-            state = await self.get_topic_partition_state(tp)
-            if state is not None:
-                result[tp] = state
-        return result
+        """States of the given partitions that have one. The reads are sent together
+        (pipelined on the store's connection, as Kafka's getTopicPartitionStatesRaw), not
+        one round trip after another."""
+        tps = list(partitions)
+        states = await asyncio.gather(*(self.get_topic_partition_state(tp) for tp in tps))
+        return {tp: state for tp, state in zip(tps, states, strict=True) if state is not None}
 
     async def create_topic_partition_state(
         self, tp: TopicPartition, state: LeaderIsrAndControllerEpoch
@@ -294,12 +326,34 @@ class KafkaZkClient:
         expected_controller_epoch_zk_version: int,
     ) -> UpdateLeaderAndIsrResult:
         """Write new leaders/ISRs to existing state nodes, each at the LeaderAndIsr's
-        `zk_version` and fenced by the controller epoch's znode version.
+        `zk_version` and fenced by the controller epoch's znode version. The writes go
+        MULTI_OPS_PER_REQUEST to a transaction, the transactions all sent together.
 
         Raises ControllerMovedError when /controller_epoch is no longer at
         `expected_controller_epoch_zk_version`.
         """
         result = UpdateLeaderAndIsrResult()
+
+        async def update_chunk(chunk: list[TopicPartition]) -> None:
+            """One transaction for the chunk; if any write in it fails (a version moved),
+            each partition again on its own, so the outcome is per partition."""
+            ops: list[Op] = [
+                CheckOp(ControllerEpochZNode.path, expected_controller_epoch_zk_version)
+            ]
+            for tp in chunk:
+                lai = leader_and_isrs[tp]
+                data = TopicPartitionStateZNode.encode(
+                    LeaderIsrAndControllerEpoch(lai, controller_epoch)
+                )
+                ops.append(SetDataOp(TopicPartitionStateZNode.path(tp), data, lai.zk_version))
+            try:
+                stats = await self.store.multi(ops)
+            except Exception:
+                await asyncio.gather(*(update_one(tp) for tp in chunk))
+                return
+            for tp, stat in zip(chunk, stats[1:], strict=True):
+                assert isinstance(stat, Stat)
+                result.finished[tp] = replace(leader_and_isrs[tp], zk_version=stat.version)
 
         async def update_one(tp: TopicPartition) -> None:
             lai = leader_and_isrs[tp]
@@ -323,7 +377,13 @@ class KafkaZkClient:
             assert isinstance(stat, Stat)
             result.finished[tp] = replace(lai, zk_version=stat.version)
 
-        await asyncio.gather(*(update_one(tp) for tp in leader_and_isrs))
+        partitions = list(leader_and_isrs)
+        await asyncio.gather(
+            *(
+                update_chunk(partitions[i : i + MULTI_OPS_PER_REQUEST])
+                for i in range(0, len(partitions), MULTI_OPS_PER_REQUEST)
+            )
+        )
         if result.partitions_to_retry:
             current = await self.get_controller_epoch()
             if current is None or current[1].version != expected_controller_epoch_zk_version:

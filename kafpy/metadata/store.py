@@ -92,6 +92,10 @@ class CheckOp:
 
 Op = CreateOp | SetDataOp | DeleteOp | CheckOp
 
+# Operations per transaction when many nodes change at once: far below ZooKeeper's request
+# limit (jute.maxbuffer, 1 MiB), and only a few round trips per 1,000 partitions.
+MULTI_OPS_PER_REQUEST = 100
+
 
 class MetadataStore(ABC):
     """A hierarchical, versioned key-value store with sessions and watches.

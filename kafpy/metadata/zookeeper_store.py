@@ -40,6 +40,7 @@ from kafpy.metadata.errors import (
     SessionExpiredError,
 )
 from kafpy.metadata.store import (
+    MULTI_OPS_PER_REQUEST,
     CheckOp,
     CreateOp,
     DeleteOp,
@@ -502,17 +503,47 @@ class ZooKeeperStore(MetadataStore):
         await self._call("delete", path, self._kazoo().delete_async(path, version))
 
     async def _delete_descendants(self, path: str) -> None:
+        """Delete everything under `path`, deepest level first. Each level's listings are
+        sent together (kazoo pipelines them on the one connection), then its deletes, in
+        transactions of MULTI_OPS_PER_REQUEST: a topic of 1,000 partitions costs a few
+        round trips, not 4,000."""
+        levels: list[list[str]] = []
+        current = [path]
+        while current:
+            listings = await asyncio.gather(*(self._children_or_empty(p) for p in current))
+            current = [
+                f"{parent.rstrip('/')}/{child}"
+                for parent, children in zip(current, listings, strict=True)
+                for child in children
+            ]
+            if current:
+                levels.append(current)
+        for level in reversed(levels):
+            chunks = [
+                level[i : i + MULTI_OPS_PER_REQUEST]
+                for i in range(0, len(level), MULTI_OPS_PER_REQUEST)
+            ]
+            await asyncio.gather(*(self._delete_all(chunk) for chunk in chunks))
+
+    async def _delete_all(self, paths: list[str]) -> None:
+        """Delete `paths` in one transaction; if one of them went meanwhile, the others one
+        by one."""
         try:
-            children = await self.get_children(path)
+            await self.multi([DeleteOp(p) for p in paths])
         except NoNodeError:
-            return
-        for child in children:
-            child_path = f"{path.rstrip('/')}/{child}"
-            await self._delete_descendants(child_path)
-            try:
-                await self._call("delete", child_path, self._kazoo().delete_async(child_path))
-            except NoNodeError:
-                pass  # deleted by someone else meanwhile
+            await asyncio.gather(*(self._delete_if_exists(p) for p in paths))
+
+    async def _children_or_empty(self, path: str) -> list[str]:
+        try:
+            return await self.get_children(path)
+        except NoNodeError:
+            return []
+
+    async def _delete_if_exists(self, path: str) -> None:
+        try:
+            await self._call("delete", path, self._kazoo().delete_async(path))
+        except NoNodeError:
+            pass  # deleted by someone else meanwhile
 
     async def multi(self, ops: Sequence[Op]) -> list[str | Stat | None]:
         transaction = self._kazoo().transaction()

@@ -1,8 +1,10 @@
 """The API versions this broker advertises in ApiVersions and answers.
 
 Non-flexible ranges (kafka-python, librdkafka and aiokafka all negotiate down), except
-IncrementalAlterConfigs 0-1 (Kafka 2.8's range; v1 is flexible, which the codec handles). The ranges must read as Kafka >= 0.11 to kafka-python's version guess (Metadata
-up to 8, Fetch up to 11), or it falls back to old message formats.
+IncrementalAlterConfigs 0-1 and ElectLeaders 0-2 (Kafka 2.8's ranges; their last version
+is flexible, which the codec handles). The ranges must read as Kafka >= 0.11 to
+kafka-python's version guess (Metadata up to 8, Fetch up to 11), or it falls back to old
+message formats.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.ALTER_CONFIGS: (0, 1),
     ApiKey.CREATE_PARTITIONS: (0, 1),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
+    ApiKey.ELECT_LEADERS: (0, 2),
     # the group APIs at Kafka 2.4's non-flexible ranges
     ApiKey.OFFSET_COMMIT: (0, 7),
     ApiKey.OFFSET_FETCH: (0, 5),

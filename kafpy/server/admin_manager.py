@@ -136,6 +136,10 @@ class AdminManager:
             s.leader_and_isr.leader >= 0 for s in states.values()
         )
 
+    async def wait_for_metadata(self, done: Callable[[], Awaitable[bool]], timeout_ms: int) -> bool:
+        """Wait, as creates and deletes do, until `done()` (ElectLeaders waits for leaders)."""
+        return await self.delayed_topic_operations.wait_until(done, timeout_ms)
+
     async def _apply_per_topic(
         self,
         topics: list[Mapping[str, Any]],

@@ -74,7 +74,7 @@ class DelayedTopicOperations:
                     del pending[topic]
             return not pending
 
-        if not await self._wait_until(all_online, timeout_ms):
+        if not await self.wait_until(all_online, timeout_ms):
             for topic in pending:
                 results[topic]["error_code"] = Errors.REQUEST_TIMED_OUT
                 results[topic]["error_message"] = (
@@ -96,7 +96,7 @@ class DelayedTopicOperations:
                     pending.discard(name)
             return not pending
 
-        if not await self._wait_until(all_gone, timeout_ms):
+        if not await self.wait_until(all_gone, timeout_ms):
             for name in pending:
                 results[name]["error_code"] = Errors.REQUEST_TIMED_OUT
                 results[name]["error_message"] = (
@@ -104,7 +104,7 @@ class DelayedTopicOperations:
                     "it is marked for deletion and the controller will delete it."
                 )
 
-    async def _wait_until(self, done: Callable[[], Awaitable[bool]], timeout_ms: int) -> bool:
+    async def wait_until(self, done: Callable[[], Awaitable[bool]], timeout_ms: int) -> bool:
         """Wait until `done()` is true (checked on every metadata change and every 100 ms)
         or `timeout_ms` passed; returns the last answer of `done()`."""
         loop = asyncio.get_running_loop()

@@ -38,7 +38,7 @@ from kafpy.metadata.zk_data import (
     ZkDataError,
 )
 from kafpy.server.dynamic_broker_config import DEFAULT_ENTITY_NAME, DynamicBrokerConfig
-from kafpy.storage.log_config import LogConfig
+from kafpy.storage.log_config import UNCLEAN_LEADER_ELECTION_ENABLE, LogConfig
 
 __all__ = ["BrokerConfigHandler", "ConfigHandler", "DynamicConfigManager", "TopicConfigHandler"]
 
@@ -58,12 +58,20 @@ class _TopicConfigTarget(Protocol):
     def update_topic_config(self, topic: str, config: LogConfig) -> None: ...
 
 
+class _UncleanElectionTarget(Protocol):
+    def enable_topic_unclean_leader_election(self, topic: str) -> None: ...
+
+
 class TopicConfigHandler:
     """Turns a topic's overrides into its LogConfig (the broker's defaults overridden) and
-    gives it to the LogManager."""
+    gives it to the LogManager; when the overrides enable unclean leader election, tells
+    the controller, which elects leaders for the topic's offline partitions (as Kafka's)."""
 
-    def __init__(self, log_manager: _TopicConfigTarget) -> None:
+    def __init__(
+        self, log_manager: _TopicConfigTarget, controller: _UncleanElectionTarget | None = None
+    ) -> None:
         self.log_manager = log_manager
+        self.controller = controller
         self.log = component_logger("kafpy.server.TopicConfigHandler", "TopicConfigHandler")
 
     def process_config_changes(self, entity_name: str, overrides: Mapping[str, str]) -> None:
@@ -79,6 +87,9 @@ class TopicConfigHandler:
             return
         self.log.info("Processing override for topic %s: %s", entity_name, dict(overrides))
         self.log_manager.update_topic_config(entity_name, config)
+        if self.controller is not None and UNCLEAN_LEADER_ELECTION_ENABLE in overrides:
+            if config.unclean_leader_election_enable:
+                self.controller.enable_topic_unclean_leader_election(entity_name)
 
 
 class BrokerConfigHandler:
@@ -128,10 +139,14 @@ class DynamicConfigManager:
         log_manager: _TopicConfigTarget,
         time: Time = SYSTEM_TIME,
         dynamic_config: DynamicBrokerConfig | None = None,
+        controller: _UncleanElectionTarget | None = None,
     ) -> DynamicConfigManager:
-        """The broker's manager: topic config changes go to `log_manager`, broker config
-        changes to `dynamic_config`."""
-        handlers: dict[str, ConfigHandler] = {ConfigType.TOPIC: TopicConfigHandler(log_manager)}
+        """The broker's manager: topic config changes go to `log_manager` (and enabling
+        unclean leader election to `controller`), broker config changes to
+        `dynamic_config`."""
+        handlers: dict[str, ConfigHandler] = {
+            ConfigType.TOPIC: TopicConfigHandler(log_manager, controller)
+        }
         if dynamic_config is not None:
             handlers[ConfigType.BROKER] = BrokerConfigHandler(dynamic_config)
         return cls(zk_client, handlers, time)

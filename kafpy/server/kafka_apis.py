@@ -19,6 +19,7 @@ from typing import Any
 from kafpy.admin import topic as topic_names
 from kafpy.admin.admin_zk_client import AdminZkClient
 from kafpy.admin.replica_assignment import RackAwareMode
+from kafpy.common.election_type import ElectionType
 from kafpy.common.errors import (
     CorruptRecordError,
     InvalidRecordError,
@@ -166,6 +167,8 @@ class KafkaApis:
             handlers[ApiKey.INIT_PRODUCER_ID] = self.handle_init_producer_id
         if controller is not None and hasattr(controller, "controlled_shutdown"):
             handlers[ApiKey.CONTROLLED_SHUTDOWN] = self.handle_controlled_shutdown
+        if controller is not None and hasattr(controller, "elect_leaders"):
+            handlers[ApiKey.ELECT_LEADERS] = self.handle_elect_leaders
         if group_coordinator is not None:
             group_apis = GroupApis(
                 group_coordinator, lambda tp: metadata_cache.get_partition_info(tp) is not None
@@ -514,6 +517,8 @@ class KafkaApis:
         await self.replica_manager.load_topic_configs(body)
         response = self.replica_manager.become_leader_or_follower(body, request.api_version)
         self._on_leadership_change(body, response)
+        # as Kafka's becomeLeaderOrFollower: fetchers left without partitions stop
+        await self.replica_manager.replica_fetcher_manager.shutdown_idle_fetcher_threads()
         return response
 
     def _on_leadership_change(self, body: Mapping[str, Any], response: Mapping[str, Any]) -> None:
@@ -572,6 +577,61 @@ class KafkaApis:
                 {"topic_name": tp.topic, "partition_index": tp.partition} for tp in remaining
             ],
         }
+
+    async def handle_elect_leaders(self, request: Request) -> dict[str, Any]:
+        """ElectLeaders (KIP-183; election types from v1, KIP-460), answered by the
+        controller; other brokers answer NOT_CONTROLLER per partition. A partition elected
+        is answered once this broker's metadata shows its new leader, or REQUEST_TIMED_OUT
+        after timeout_ms (Kafka's DelayedElectLeader). Asked for every partition (null
+        topic_partitions), those that needed no election are left out, as Kafka does."""
+        body = _body(request)
+        requested = body.get("topic_partitions")
+        timeout_ms = max(0, int(body.get("timeout_ms", 60000)))
+        if requested is None:
+            partitions = [
+                TopicPartition(topic, p)
+                for topic in self.metadata_cache.get_all_topics()
+                for p in sorted(self.metadata_cache.partitions_for(topic))
+            ]
+        else:
+            partitions = [TopicPartition(t["topic"], p) for t in requested for p in t["partitions"]]
+        code = int(body.get("election_type", ElectionType.PREFERRED))
+        if code not in ElectionType.__members__.values():
+            message = f"Unknown election type {code}: 0 (preferred) or 1 (unclean)."
+            return _elect_leaders_response(
+                {tp: (Errors.INVALID_REQUEST, message) for tp in partitions}
+            )
+        if not self.controller.is_active:
+            return _elect_leaders_response({tp: (Errors.NOT_CONTROLLER, None) for tp in partitions})
+        try:
+            elected = await self.controller.elect_leaders(
+                None if requested is None else partitions, ElectionType(code), timeout_ms / 1000
+            )
+        except TimeoutError:
+            return _elect_leaders_response(
+                {tp: (Errors.REQUEST_TIMED_OUT, None) for tp in partitions}
+            )
+        results: dict[TopicPartition, tuple[int, str | None]] = {
+            tp: (r.error_code, r.error_message)
+            for tp, r in elected.items()
+            if requested is not None or r.error_code != Errors.ELECTION_NOT_NEEDED
+        }
+        expected = {tp: r.leader for tp, r in elected.items() if r.error_code == Errors.NONE}
+
+        async def leaders_known() -> bool:
+            return all(
+                (info := self.metadata_cache.get_partition_info(tp)) is not None
+                and info.leader == leader
+                for tp, leader in expected.items()
+            )
+
+        if expected and self.admin_manager is not None:
+            if not await self.admin_manager.wait_for_metadata(leaders_known, timeout_ms):
+                for tp, leader in expected.items():
+                    info = self.metadata_cache.get_partition_info(tp)
+                    if info is None or info.leader != leader:
+                        results[tp] = (Errors.REQUEST_TIMED_OUT, None)
+        return _elect_leaders_response(results)
 
     async def handle_stop_replica(self, request: Request) -> dict[str, Any]:
         body = request.body
@@ -673,6 +733,23 @@ def _partition_states(body: Mapping[str, Any]) -> list[tuple[str, Mapping[str, A
     for t in body.get("topic_states") or ():
         out.extend((t["topic_name"], s) for s in t["partition_states"])
     return out
+
+
+def _elect_leaders_response(
+    results: Mapping[TopicPartition, tuple[int, str | None]],
+) -> dict[str, Any]:
+    by_topic: dict[str, list[dict[str, Any]]] = {}
+    for tp, (code, message) in results.items():
+        by_topic.setdefault(tp.topic, []).append(
+            {"partition_id": tp.partition, "error_code": code, "error_message": message}
+        )
+    return {
+        "throttle_time_ms": 0,
+        "error_code": Errors.NONE,
+        "replica_election_results": [
+            {"topic": topic, "partition_result": parts} for topic, parts in by_topic.items()
+        ],
+    }
 
 
 def _produce_error(tp: TopicPartition, code: int, message: str | None) -> dict[str, Any]:

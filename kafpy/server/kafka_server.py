@@ -204,7 +204,11 @@ class KafkaServer:
         )
         self.dynamic_config.add_reconfigurable(DynamicControllerConfig(self.controller))
         self.dynamic_config_manager = DynamicConfigManager.for_log_manager(
-            self.zk_client, self.log_manager, self.time, self.dynamic_config
+            self.zk_client,
+            self.log_manager,
+            self.time,
+            self.dynamic_config,
+            controller=self.controller,
         )
         await self.dynamic_config_manager.startup()
         await self.socket_server.start_processing(

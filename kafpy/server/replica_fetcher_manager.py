@@ -69,12 +69,6 @@ class ReplicaFetcherManager:
             connect_timeout_ms=min(self.config.socket_timeout_ms, 5000),
         )  # fmt: skip
 
-    def fetcher_for(self, tp: TopicPartition) -> ReplicaFetcherThread | None:
-        for fetcher in self.fetchers.values():
-            if tp in fetcher.partition_states:
-                return fetcher
-        return None
-
     def add_fetcher_for_partitions(
         self, partitions: Mapping[TopicPartition, tuple[BrokerEndPoint, int, int]]
     ) -> None:

@@ -609,7 +609,6 @@ class LogManager:
         if self.cleaner is not None:
             # waits for a cleaning round on tp to stop before the files move
             self.cleaner.abort_cleaning(tp)
-            self.cleaner.update_checkpoints(data_dir)
         try:
             removed.rename_dir(log_delete_dir_name(tp))
         except Exception as e:
@@ -629,8 +628,11 @@ class LogManager:
         return removed
 
     def checkpoint_dirs(self, dirs: Iterable[Path]) -> None:
-        """Write the recovery-point and log-start-offset checkpoints of `dirs`."""
+        """Write the recovery-point, log-start-offset and cleaner-offset checkpoints of
+        `dirs` (the cleaner's keeps only the logs still here)."""
         for data_dir in set(dirs):
+            if self.cleaner is not None:
+                self.cleaner.update_checkpoints(data_dir)
             self._checkpoint_recovery_offsets_in_dir(data_dir)
             self._checkpoint_log_start_offsets_in_dir(data_dir)
 

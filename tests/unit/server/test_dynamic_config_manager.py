@@ -143,6 +143,31 @@ def test_broker_config_changes_reach_dynamic_broker_config() -> None:
         await admin.change_broker_config(0, {"log.retention.ms": "2000"})
         await settle(lambda: dynamic.dynamic_broker_configs == {"log.retention.ms": "2000"})
         assert dynamic.current.log_default_config().retention_ms == 2000
+
+
+class RecordingController:
+    """Records the topics whose unclean leader election the handler reports enabled."""
+
+    def __init__(self) -> None:
+        self.enabled: list[str] = []
+
+    def enable_topic_unclean_leader_election(self, topic: str) -> None:
+        self.enabled.append(topic)
+
+
+def test_enabling_unclean_leader_election_is_passed_to_the_controller() -> None:
+    """As Kafka's TopicConfigHandler: the controller elects the topic's offline partitions
+    as soon as the topic allows unclean election, not at the next broker change."""
+
+    async def body(zk: KafkaZkClient, time: MockTime) -> None:
+        lm, controller = FakeLogManager(), RecordingController()
+        manager = DynamicConfigManager.for_log_manager(zk, lm, time, controller=controller)
+        await manager.startup()
+        admin = AdminZkClient(zk)
+        await admin.change_topic_config("u", {"unclean.leader.election.enable": "false"})
+        await admin.change_topic_config("t", {"unclean.leader.election.enable": "true"})
+        await settle(lambda: len(lm.updates) == 2)
+        assert controller.enabled == ["t"]
         await manager.shutdown()
 
     run(body)

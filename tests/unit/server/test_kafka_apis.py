@@ -241,3 +241,21 @@ def test_controller_requests(broker: Broker) -> None:
                                                "topics": [{"name": "t", "partition_indexes": [0]}]})  # fmt: skip
     assert stop is not None and stop["partition_errors"][0]["error_code"] == 0
     assert broker.log_manager.get_log(TopicPartition("t", 0)) is None
+
+
+def test_leader_and_isr_shuts_down_fetchers_left_idle(broker: Broker) -> None:
+    """As Kafka's becomeLeaderOrFollower: a fetcher whose partitions all moved away (here the
+    follower became the leader) is stopped, not left polling its old leader."""
+    apis = apis_for(broker)
+
+    async def main() -> None:
+        follower = [partition_state("t", 0, 1, leader_epoch=1, replicas=[1, 0])]
+        broker.metadata_cache.update_metadata(update_metadata(follower, [0, 1], base_port=1))
+        await apis.handle(make_request(ApiKey.LEADER_AND_ISR, 1, leader_and_isr(follower)))
+        fetchers = broker.replica_manager.replica_fetcher_manager.fetchers
+        assert [f.partition_count for f in fetchers.values()] == [1]
+        leader = [partition_state("t", 0, 0, leader_epoch=2, replicas=[1, 0])]
+        await apis.handle(make_request(ApiKey.LEADER_AND_ISR, 1, leader_and_isr(leader)))
+        assert fetchers == {}
+
+    asyncio.run(main())

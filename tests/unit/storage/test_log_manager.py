@@ -759,3 +759,30 @@ def test_async_delete_without_checkpoint_defers_it_to_checkpoint_dirs(tmp_path: 
     after = (lm.live_log_dirs[0] / "recovery-point-offset-checkpoint").read_text()
     assert "gone" not in after and "kept 0 0" in after
     lm.shutdown()
+
+
+def test_async_delete_without_checkpoint_defers_the_cleaner_checkpoint_too(
+    tmp_path: Path,
+) -> None:
+    """A StopReplica deleting 1,000 logs rewrote cleaner-offset-checkpoint 1,000 times (about
+    20 ms each on the broker's event loop); now once per dir, in checkpoint_dirs."""
+    time = MockTime()
+    scheduler = MockScheduler(time)
+    d = tmp_path / "d"
+    lm = LogManager([d], scheduler=scheduler, time=time, cleaner_config=CleanerConfig())
+    lm.startup()
+    assert lm.cleaner is not None
+    data_dir = lm.live_log_dirs[0]
+    for tp in [TopicPartition("gone", p) for p in range(3)] + [TopicPartition("kept", 0)]:
+        lm.create_log(tp)
+        lm.cleaner.cleaner_manager.update_checkpoints(data_dir, (tp, 5))
+    checkpoint = data_dir / "cleaner-offset-checkpoint"
+    before = checkpoint.read_text()
+    assert "gone 0 5" in before and "kept 0 5" in before
+    for p in range(3):
+        lm.async_delete(TopicPartition("gone", p), checkpoint=False)
+    assert checkpoint.read_text() == before
+    lm.checkpoint_dirs([data_dir])
+    after = checkpoint.read_text()
+    assert "gone" not in after and "kept 0 5" in after
+    lm.shutdown()
