@@ -76,6 +76,7 @@ __all__ = [
     "FUTURE_DIR_SUFFIX",
     "LATEST_TIMESTAMP",
     "Log",
+    "LogDirFailedError",
     "filename_prefix_from_offset",
     "log_delete_dir_name",
     "log_file_name",
@@ -493,6 +494,21 @@ class Log:
         UnknownProducerIdError. A retried batch is not written again: the returned info
         carries the offsets it was written at (shallow_count 0).
         """
+        try:
+            return self._append_as_leader(records, leader_epoch, is_from_client)
+        except OSError as e:
+            raise self._io_error(
+                f"Error while appending records to {self.topic_partition}", e
+            ) from e
+
+    def _io_error(self, msg: str, e: OSError) -> LogDirFailedError:
+        return LogDirFailedError(
+            f"{msg} in dir {self.dir.parent}: {e.strerror or e}", self.dir.parent
+        )
+
+    def _append_as_leader(
+        self, records: MemoryRecords, leader_epoch: int, is_from_client: bool
+    ) -> LogAppendInfo:
         # The produce hot path: one header walk (validator), one roll check, one write;
         # _write is inlined here because each Python call costs a few percent of an append.
         buffer = records.buffer()
@@ -569,7 +585,12 @@ class Log:
                 )
             psm = self.producer_state_manager
             producers = psm.analyze_and_validate(data, AppendOrigin.REPLICATION)
-            self._write(data, info, now)
+            try:
+                self._write(data, info, now)
+            except OSError as e:
+                raise self._io_error(
+                    f"Error while appending records to {self.topic_partition}", e
+                ) from e
             if producers is not None:
                 psm.apply(producers)
             psm.map_end_offset = self._leo
@@ -722,8 +743,12 @@ class Log:
         for segment in self._segments_in_range(self.recovery_point, offset):
             try:
                 segment.flush()
-            except (OSError, ValueError):
+            except (OSError, ValueError) as e:
                 if self._segments.get(segment.base_offset) is segment:
+                    if isinstance(e, OSError):
+                        raise self._io_error(
+                            f"Error while flushing log for {self.topic_partition}", e
+                        ) from e
                     raise
                 # the segment was deleted or closed meanwhile: nothing left to flush
         with self._lock:
@@ -1039,6 +1064,15 @@ class Log:
 
     def __repr__(self) -> str:
         return f"Log(dir={self.dir}, topic={self.topic_partition.topic}, partition={self.topic_partition.partition})"
+
+
+class LogDirFailedError(KafkaStorageError):
+    """An I/O error on a log's files (Kafka's KafkaStorageException from an IOException):
+    `log_dir` names the data dir to take offline."""
+
+    def __init__(self, message: str, log_dir: Path) -> None:
+        super().__init__(message)
+        self.log_dir = log_dir
 
 
 class UnexpectedAppendOffsetError(KafkaError):

@@ -108,6 +108,13 @@ class LogCleanerManager:
                 existing[update[0]] = update[1]
             checkpoint.write(existing)
 
+    def handle_log_dir_failure(self, data_dir: Path) -> None:
+        """Forget an offline dir: its checkpoint and uncleanable partitions."""
+        self.log.info("Stopping cleaning logs in dir %s", data_dir)
+        with self._lock:
+            self.checkpoints.pop(Path(data_dir), None)
+            self._uncleanable.pop(Path(data_dir), None)
+
     def maybe_truncate_checkpoint(self, data_dir: Path, tp: TopicPartition, offset: int) -> None:
         """Move `tp`'s clean boundary back to `offset` if the log was truncated below it."""
         with self._lock:
