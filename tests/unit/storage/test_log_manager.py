@@ -759,3 +759,32 @@ def test_async_delete_without_checkpoint_defers_it_to_checkpoint_dirs(tmp_path: 
     after = (lm.live_log_dirs[0] / "recovery-point-offset-checkpoint").read_text()
     assert "gone" not in after and "kept 0 0" in after
     lm.shutdown()
+
+
+def test_log_dir_failure_takes_the_dir_offline_and_the_last_one_halts(
+    tmp_path: Path, managers: Managers
+) -> None:
+    halted: list[int] = []
+    a, b = tmp_path / "a", tmp_path / "b"
+    m = managers([a, b], halt=halted.append)
+    in_a, in_b = TopicPartition("t", 0), TopicPartition("t", 1)
+    append(m.create_log(in_a))
+    append(m.create_log(in_b))
+    log_a = m.get_log(in_a)
+    assert log_a is not None and log_a.dir.parent == a.resolve()
+
+    assert m.handle_log_dir_failure(a.resolve()) == [in_a]
+    assert m.live_log_dirs == [b.resolve()]
+    assert m.offline_log_dirs == [a.resolve()]
+    assert m.get_log(in_a) is None and m.get_log(in_b) is not None
+    with pytest.raises(KafkaStorageError):
+        append(log_a)  # closed: nothing more is written in the failed dir
+    # new logs go to the healthy dir; its checkpoints go on, the failed dir's stop
+    assert m.create_log(TopicPartition("t", 2)).dir.parent == b.resolve()
+    m.checkpoint_log_recovery_offsets()
+    assert not (a / RECOVERY_POINT_CHECKPOINT_FILE).exists()
+    assert halted == []
+    # a second report of the same dir changes nothing; the last dir failing halts
+    assert m.handle_log_dir_failure(a.resolve()) == []
+    m.handle_log_dir_failure(b.resolve())
+    assert halted == [1]
