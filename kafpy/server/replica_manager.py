@@ -370,7 +370,14 @@ class ReplicaManager:
             try:
                 entries = OffsetCheckpointFile(data_dir / HIGH_WATERMARK_CHECKPOINT_FILE).read()
             except KafkaStorageError as e:
-                self.log.error("Error reading the high watermark checkpoint of %s: %s", data_dir, e)
+                # as a missing file: the high watermarks start at the log start offsets and
+                # move up again as the ISR confirms; the next checkpoint replaces the file
+                self.log.warning(
+                    "Error while reading %s in %s, reading it as empty: %s",
+                    HIGH_WATERMARK_CHECKPOINT_FILE,
+                    data_dir,
+                    e,
+                )
                 entries = {}
             self._hw_checkpoints[data_dir] = entries
         return entries.get(tp)

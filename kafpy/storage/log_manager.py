@@ -350,13 +350,14 @@ class LogManager:
 
     def _read_checkpoint(
         self, checkpoint: OffsetCheckpointFile, kind: str, d: Path
-    ) -> dict[TopicPartition, int]:
+    ) -> dict[TopicPartition, int] | None:
+        """The checkpoint's entries, or None (warned about) if it cannot be read."""
         try:
             return checkpoint.read()
         except KafkaStorageError as e:
             self.log.warning("Error occurred while reading %s file of directory %s: %s", kind, d, e)
             self.log.warning("Resetting the %s to 0 for all logs in %s", kind.replace("-", " "), d)
-            return {}
+            return None
 
     def _load_logs(self) -> None:
         self.log.info("Loading logs from log dirs %s", [str(d) for d in self._live_log_dirs])
@@ -385,8 +386,22 @@ class LogManager:
                 recovery_points = self._read_checkpoint(
                     self._recovery_point_checkpoints[d], RECOVERY_POINT_CHECKPOINT_FILE, d
                 )
-                log_start_offsets = self._read_checkpoint(
-                    self._log_start_offset_checkpoints[d], LOG_START_OFFSET_CHECKPOINT_FILE, d
+                if recovery_points is None:
+                    recovery_points = {}
+                    if had_clean_shutdown:
+                        # recovery point 0 means "recover everything": do it now rather than
+                        # trust a dir whose checkpoint is garbage
+                        self.log.warning(
+                            "Attempting recovery for all logs in %s since its %s is unreadable",
+                            d,
+                            RECOVERY_POINT_CHECKPOINT_FILE,
+                        )
+                        had_clean_shutdown = False
+                log_start_offsets = (
+                    self._read_checkpoint(
+                        self._log_start_offset_checkpoints[d], LOG_START_OFFSET_CHECKPOINT_FILE, d
+                    )
+                    or {}
                 )
                 log_dirs = sorted(p for p in d.iterdir() if p.is_dir())
                 progress = _LoadProgress(d, len(log_dirs))

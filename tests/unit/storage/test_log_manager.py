@@ -350,6 +350,37 @@ def test_malformed_checkpoints_warn_and_reset_to_zero(
     assert log is not None and log.log_end_offset == 5
 
 
+def test_a_non_utf8_recovery_point_checkpoint_recovers_the_dir_despite_a_clean_shutdown(
+    tmp_path: Path,
+    managers: Managers,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    m = managers([tmp_path / "a"])
+    append(m.create_log(TP0), 5)
+    managers.shutdown(m)
+    assert (tmp_path / "a" / CLEAN_SHUTDOWN_FILE).exists()
+    (tmp_path / "a" / RECOVERY_POINT_CHECKPOINT_FILE).write_bytes(b"0\n1\nt 0 \xff\xfe5\n")
+    (tmp_path / "a" / LOG_START_OFFSET_CHECKPOINT_FILE).write_bytes(b"\x80\x81")
+    # a torn tail that only recovery cuts off
+    segment = tmp_path / "a" / "t-0" / "00000000000000000000.log"
+    good_size = segment.stat().st_size
+    with open(segment, "ab") as f:
+        f.write(b"\x00\x00\x00\x00\x00\x00\x00\x05\x00\x00")
+
+    spy = LogSpy(monkeypatch)
+    with caplog.at_level(logging.WARNING, LOGGER):
+        m2 = managers([tmp_path / "a"])
+    assert spy.calls["t-0"]["recovery_point"] == 0
+    assert spy.calls["t-0"]["had_clean_shutdown"] is False
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert any(RECOVERY_POINT_CHECKPOINT_FILE in w and "not UTF-8" in w for w in warnings)
+    assert any(LOG_START_OFFSET_CHECKPOINT_FILE in w and "not UTF-8" in w for w in warnings)
+    assert segment.stat().st_size == good_size
+    log = m2.get_log(TP0)
+    assert log is not None and log.log_end_offset == 5
+
+
 def test_loading_logs_progress(
     tmp_path: Path, managers: Managers, caplog: pytest.LogCaptureFixture
 ) -> None:
