@@ -5,4 +5,5 @@ pytest_plugins = [
     "tests.fixtures.broker",
     "tests.fixtures.cluster",
     "tests.fixtures.tmpfs",
+    "tests.fixtures.processes",
 ]
