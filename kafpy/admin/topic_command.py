@@ -12,13 +12,13 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from kafpy.admin import topic as topic_rules
 from kafpy.admin.admin_zk_client import AdminZkClient
 from kafpy.admin.replica_assignment import (
     RackAwareMode,
     parse_added_replica_assignment,
     parse_replica_assignment,
 )
+from kafpy.common import topic as topic_rules
 from kafpy.common.errors import (
     AdminOperationError,
     InvalidTopicError,

@@ -14,7 +14,6 @@ import dataclasses
 
 import click
 
-from kafpy.admin import topic as topic_rules
 from kafpy.admin.replica_assignment import (
     parse_added_replica_assignment,
     parse_replica_assignment,
@@ -30,6 +29,7 @@ from kafpy.admin.topic_command import (
 from kafpy.cli.topics import OneLineError, quiet_logging
 from kafpy.client.admin_client import AdminClient, ConfigResource, NewTopic
 from kafpy.client.kafka_client import parse_bootstrap_servers
+from kafpy.common import topic as topic_rules
 from kafpy.common.errors import AdminOperationError, TopicExistsError
 
 REQUEST_TIMEOUT_MS = 30000

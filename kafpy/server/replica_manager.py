@@ -38,6 +38,7 @@ from kafpy.common.errors import (
 from kafpy.common.logger import component_logger
 from kafpy.common.scheduler import Scheduler
 from kafpy.common.time import Time
+from kafpy.common.topic import validate_topic_partition
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.metadata.errors import BadVersionError, NoNodeError
 from kafpy.metadata.kafka_zk_client import KafkaZkClient
@@ -449,6 +450,20 @@ class ReplicaManager:
         to_apply: list[tuple[Partition, Mapping[str, Any]]] = []
         for topic, state in states:
             tp = TopicPartition(topic, state["partition_index"])
+            try:
+                validate_topic_partition(topic, tp.partition)
+            except InvalidTopicError as e:
+                # nothing is created for it: a forged name must not become a directory
+                self.state_change_log.error(
+                    "Ignoring LeaderAndIsr request from controller %d epoch %d for partition "
+                    "%s: %s",
+                    controller_id,
+                    controller_epoch,
+                    tp,
+                    e,
+                )
+                errors[tp] = e.code
+                continue
             if tp in self.offline_partitions:
                 self.state_change_log.warning(
                     "Ignoring LeaderAndIsr request from controller %d with correlation id epoch %d "

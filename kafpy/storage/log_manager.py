@@ -20,6 +20,7 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
+import shutil
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -31,6 +32,7 @@ from kafpy.common.errors import KafkaStorageError
 from kafpy.common.logger import component_logger
 from kafpy.common.scheduler import ScheduledTask, Scheduler
 from kafpy.common.time import SYSTEM_TIME, Time
+from kafpy.common.topic import validate_topic_partition
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.storage.cleaner import CleanerConfig, LogCleaner
 from kafpy.storage.log import (
@@ -649,11 +651,15 @@ class LogManager:
         return min(self._live_log_dirs, key=lambda d: counts[d])
 
     def create_log(self, tp: TopicPartition, config: LogConfig | None = None) -> Log:
-        """The log of `tp`, created empty in the least-loaded dir if it does not exist yet."""
+        """The log of `tp`, created empty in the least-loaded dir if it does not exist yet.
+
+        Raises InvalidTopicError before touching the disk unless the topic name is legal
+        and the partition >= 0; a log that fails to open leaves no directory behind."""
         with self._lock:
             existing = self._logs.get(tp)
             if existing is not None:
                 return existing
+            validate_topic_partition(tp.topic, tp.partition)
             if not self._live_log_dirs:
                 raise KafkaStorageError(
                     f"Can not create log for {tp} because log directories "
@@ -662,13 +668,18 @@ class LogManager:
             cfg = config or self.topic_configs.get(tp.topic, self.current_default_config)
             data_dir = self.next_log_dir()
             log_dir = data_dir / f"{tp.topic}-{tp.partition}"
+            created = not log_dir.exists()
             try:
-                log_dir.mkdir(parents=True, exist_ok=True)
-            except OSError as e:
-                raise KafkaStorageError(
-                    f"Error while creating log for {tp} in dir {data_dir}: {e.strerror or e}"
-                ) from e
-            log = Log(log_dir, cfg, 0, 0, self.scheduler, self.time, True)
+                log_dir.mkdir(exist_ok=True)
+                log = Log(log_dir, cfg, 0, 0, self.scheduler, self.time, True)
+            except Exception as e:
+                if created:
+                    shutil.rmtree(log_dir, ignore_errors=True)
+                if isinstance(e, OSError):
+                    raise KafkaStorageError(
+                        f"Error while creating log for {tp} in dir {data_dir}: {e.strerror or e}"
+                    ) from e
+                raise
             self._logs[tp] = log
         props = ", ".join(f"{k} -> {v}" for k, v in cfg.originals.items())
         self.log.info(

@@ -703,3 +703,18 @@ def test_an_io_error_takes_the_log_dir_offline_and_its_partitions_answer_storage
     assert resp["partition_errors"][0]["error_code"] == 56
     # the partition in the healthy dir is served as before
     assert produce(broker, t1, batch(b"d"))["error_code"] == 0
+
+
+def test_leader_and_isr_with_illegal_names_is_refused_per_partition(broker: Broker) -> None:
+    resp = broker.replica_manager.become_leader_or_follower(leader_and_isr([
+        partition_state("", -5, 0), partition_state("t", -1, 0), partition_state("a/b", 0, 0),
+        partition_state("t", 0, 0),
+    ]))  # fmt: skip
+    errors = {
+        (e["topic_name"], e["partition_index"]): e["error_code"] for e in resp["partition_errors"]
+    }
+    assert errors == {("", -5): 17, ("t", -1): 17, ("a/b", 0): 17, ("t", 0): 0}
+    assert [log.topic_partition for log in broker.log_manager.all_logs()] == [TP]
+    assert sorted(
+        p.name for d in ("d1", "d2") for p in (broker.tmp_path / d).iterdir() if p.is_dir()
+    ) == ["t-0"]

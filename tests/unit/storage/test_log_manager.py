@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from kafpy.common.errors import KafkaStorageError
+from kafpy.common.errors import InvalidTopicError, KafkaStorageError
 from kafpy.common.scheduler import MockScheduler
 from kafpy.common.time import MockTime
 from kafpy.common.topic_partition import TopicPartition
@@ -819,3 +819,34 @@ def test_log_dir_failure_takes_the_dir_offline_and_the_last_one_halts(
     assert m.handle_log_dir_failure(a.resolve()) == []
     m.handle_log_dir_failure(b.resolve())
     assert halted == [1]
+
+
+@pytest.mark.parametrize(
+    ("topic", "partition"), [("", -5), ("", 0), ("t", -1), ("..", 0), ("a/b", 0), ("x" * 250, 0)]
+)
+def test_create_log_refuses_illegal_names_before_touching_the_disk(
+    tmp_path: Path, managers: Managers, topic: str, partition: int
+) -> None:
+    m = managers([tmp_path / "a"])
+    before = sorted(p.name for p in (tmp_path / "a").iterdir())
+    with pytest.raises(InvalidTopicError):
+        m.create_log(TopicPartition(topic, partition))
+    assert sorted(p.name for p in (tmp_path / "a").iterdir()) == before
+    assert m.all_logs() == []
+
+
+def test_create_log_that_fails_leaves_no_directory(
+    tmp_path: Path, managers: Managers, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    m = managers([tmp_path / "a"])
+
+    class FailingLog(Log):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(log_manager_module, "Log", FailingLog)
+    with pytest.raises(KafkaStorageError, match="Error while creating log for t-0 .*No space"):
+        m.create_log(TP0)
+    assert not (tmp_path / "a" / "t-0").exists()
+    assert m.get_log(TP0) is None
