@@ -87,9 +87,19 @@ __all__ = [
 ]
 
 
+# the longest file name the file systems Kafka runs on take, in bytes
+MAX_FILE_NAME_BYTES = 255
+
+
 def log_delete_dir_name(tp: TopicPartition) -> str:
-    """The name a deleted partition's directory is renamed to: `t-0.<uuid hex>-delete`."""
-    return f"{tp.topic}-{tp.partition}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
+    """The name a deleted partition's directory is renamed to: `t-0.<uuid hex>-delete`.
+
+    As Kafka 3.x does, the topic part is cut so that the name fits in 255 bytes: a legal
+    topic name has up to 249 characters, and with the suffix it would not fit otherwise.
+    (Only the files' deletion reads the name back; a cut topic name is enough for it.)
+    """
+    suffix = f"-{tp.partition}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
+    return tp.topic[: max(0, MAX_FILE_NAME_BYTES - len(suffix))] + suffix
 
 
 def parse_topic_partition_name(dir: Path) -> TopicPartition:

@@ -98,6 +98,20 @@ def test_parse_topic_partition_name(tmp_path: Path) -> None:
             parse_topic_partition_name(tmp_path / bad)
 
 
+@pytest.mark.parametrize("partition", [0, 2147483647])
+def test_delete_dir_name_of_a_249_character_topic_fits_in_255_bytes(
+    tmp_path: Path, partition: int
+) -> None:
+    topic = "t" * 241 + ".x_y-z.9"
+    assert len(topic) == 249
+    name = log_delete_dir_name(TopicPartition(topic, partition))
+    assert len(name.encode()) == 255 and name.endswith("-delete")
+    # the topic part is cut; the partition and the unique id stay whole
+    cut = parse_topic_partition_name(tmp_path / name)
+    assert cut.partition == partition and topic.startswith(cut.topic)
+    (tmp_path / name).mkdir()  # the file system takes it
+
+
 # -- append and read ----------------------------------------------------------------------------
 
 

@@ -555,6 +555,25 @@ def test_delete_dirs_found_at_startup_are_deleted_after_delay(
     assert m2.logs_to_be_deleted() == []
 
 
+def test_a_249_character_topic_is_deleted_and_its_delete_dir_loads_at_startup(
+    tmp_path: Path, managers: Managers, time: MockTime
+) -> None:
+    tp = TopicPartition("d" * 249, 7)
+    m = managers([tmp_path / "a"])
+    append(m.create_log(tp), 3)
+    removed = m.async_delete(tp)
+    assert removed is not None and removed.dir.name.endswith("-delete")
+    assert [p.name for p in (tmp_path / "a").iterdir() if p.is_dir()] == [removed.dir.name]
+    managers.shutdown(m)  # before kafka-delete-logs ran: the next start finds the dir
+
+    m2 = managers([tmp_path / "a"])
+    assert [log.dir for log, _ in m2.logs_to_be_deleted()] == [removed.dir]
+    m2.startup()
+    time.advance(60000)
+    assert not removed.dir.exists()
+    assert m2.logs_to_be_deleted() == []
+
+
 def test_failed_deletion_is_logged_and_requeued(
     tmp_path: Path,
     managers: Managers,
