@@ -641,7 +641,7 @@ class Log:
     def _roll_for_append(self, segment: LogSegment, info: LogAppendInfo, now: int) -> LogSegment:
         config = self.config
         self.log.debug(
-            "Rolling new log segment (log_size = %d/%d}, offset_index_size = %d/%d, "
+            "Rolling new log segment (log_size = %d/%d, offset_index_size = %d/%d, "
             "time_index_size = %d/%d, inactive_time_ms = %d/%d).",
             segment.size,
             config.segment_bytes,

@@ -215,6 +215,19 @@ def test_roll_by_size(log_dir: Path, clock: Clock) -> None:
     assert log.recovery_point == segments[-1].base_offset
 
 
+def test_roll_logs_kafkas_debug_line(
+    log_dir: Path, clock: Clock, caplog: pytest.LogCaptureFixture
+) -> None:
+    log = open_log(log_dir, clock, SMALL)
+    with caplog.at_level(logging.DEBUG, "kafpy.log.Log"):
+        fill(log, 30)
+    rolling = [m for m in caplog.messages if "Rolling new log segment" in m]
+    assert rolling
+    first = rolling[0]
+    assert "(log_size = " in first and "/1000, offset_index_size = " in first
+    assert "}" not in first
+
+
 def test_roll_by_time_against_first_batch_timestamp(log_dir: Path, clock: Clock) -> None:
     log = open_log(log_dir, clock, LogConfig(segment_ms=1000, segment_jitter_ms=0))
     fill(log, 1, ts=T0)
