@@ -502,23 +502,9 @@ class Log:
         InvalidRecordError (bad magic or header) and InvalidTimestampError; for idempotent
         producers OutOfOrderSequenceError, InvalidProducerEpochError and
         UnknownProducerIdError. A retried batch is not written again: the returned info
-        carries the offsets it was written at (shallow_count 0).
+        carries the offsets it was written at (shallow_count 0). An I/O error raises
+        LogDirFailedError, with the active segment as it was before the append.
         """
-        try:
-            return self._append_as_leader(records, leader_epoch, is_from_client)
-        except OSError as e:
-            raise self._io_error(
-                f"Error while appending records to {self.topic_partition}", e
-            ) from e
-
-    def _io_error(self, msg: str, e: OSError) -> LogDirFailedError:
-        return LogDirFailedError(
-            f"{msg} in dir {self.dir.parent}: {e.strerror or e}", self.dir.parent
-        )
-
-    def _append_as_leader(
-        self, records: MemoryRecords, leader_epoch: int, is_from_client: bool
-    ) -> LogAppendInfo:
         # The produce hot path: one header walk (validator), one roll check, one write;
         # _write is inlined here because each Python call costs a few percent of an append.
         buffer = records.buffer()
@@ -548,16 +534,19 @@ class Log:
                 self._check_append_size(size)
             segment = self._active
             last_offset = info.last_offset
-            if segment.should_roll(
-                config.segment_bytes,
-                config.max_segment_ms,
-                size,
-                info.max_timestamp,
-                last_offset,
-                now,
-            ):
-                segment = self._roll_for_append(segment, info, now)
-            segment.append(last_offset, info.max_timestamp, info.offset_of_max_timestamp, data)
+            try:
+                if segment.should_roll(
+                    config.segment_bytes,
+                    config.max_segment_ms,
+                    size,
+                    info.max_timestamp,
+                    last_offset,
+                    now,
+                ):
+                    segment = self._roll_for_append(segment, info, now)
+                segment.append(last_offset, info.max_timestamp, info.offset_of_max_timestamp, data)
+            except OSError as e:
+                raise self._io_error("Error while appending records to", e) from e
             self._leo = last_offset + 1
             if producers is not None:
                 psm.apply(producers)
@@ -598,13 +587,18 @@ class Log:
             try:
                 self._write(data, info, now)
             except OSError as e:
-                raise self._io_error(
-                    f"Error while appending records to {self.topic_partition}", e
-                ) from e
+                raise self._io_error("Error while appending records to", e) from e
             if producers is not None:
                 psm.apply(producers)
             psm.map_end_offset = self._leo
             return info
+
+    def _io_error(self, msg: str, e: OSError) -> LogDirFailedError:
+        """`msg` about this log, for an I/O error: its data dir is to go offline."""
+        parent = self.dir.parent
+        return LogDirFailedError(
+            f"{msg} {self.topic_partition} in dir {parent}: {e.strerror or e}", parent
+        )
 
     def _write(self, data: memoryview, info: LogAppendInfo, now: int) -> None:
         """Append validated batches to the active segment, rolling first if it is due."""
@@ -756,9 +750,7 @@ class Log:
             except (OSError, ValueError) as e:
                 if self._segments.get(segment.base_offset) is segment:
                     if isinstance(e, OSError):
-                        raise self._io_error(
-                            f"Error while flushing log for {self.topic_partition}", e
-                        ) from e
+                        raise self._io_error("Error while flushing the log of", e) from e
                     raise
                 # the segment was deleted or closed meanwhile: nothing left to flush
         with self._lock:
