@@ -1,3 +1,9 @@
 """Wires the fixtures each package owns (tests/fixtures/*) into every test."""
 
-pytest_plugins = ["tests.fixtures.zookeeper", "tests.fixtures.broker", "tests.fixtures.cluster"]
+pytest_plugins = [
+    "tests.fixtures.zookeeper",
+    "tests.fixtures.broker",
+    "tests.fixtures.cluster",
+    "tests.fixtures.tmpfs",
+    "tests.fixtures.processes",
+]

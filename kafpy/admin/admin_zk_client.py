@@ -13,7 +13,6 @@ import logging
 import random
 from collections.abc import Mapping, Sequence
 
-from kafpy.admin import topic as topic_rules
 from kafpy.admin.replica_assignment import (
     Assignment,
     BrokerMetadata,
@@ -21,6 +20,7 @@ from kafpy.admin.replica_assignment import (
     assign_replicas_to_brokers,
     validate_replica_assignment,
 )
+from kafpy.common import topic as topic_rules
 from kafpy.common.errors import (
     AdminOperationError,
     InvalidPartitionsError,

@@ -20,7 +20,6 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafpy.admin import topic as topic_rules
 from kafpy.admin.admin_zk_client import AdminZkClient
 from kafpy.admin.replica_assignment import (
     Assignment,
@@ -30,6 +29,7 @@ from kafpy.admin.replica_assignment import (
 )
 from kafpy.client.admin_client import AdminClient, ConfigResource, NewTopic
 from kafpy.client.kafka_client import parse_bootstrap_servers
+from kafpy.common import topic as topic_rules
 from kafpy.common.errors import (
     AdminOperationError,
     InvalidTopicError,

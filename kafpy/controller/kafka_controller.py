@@ -64,6 +64,8 @@ from kafpy.metadata.zk_data import (
     ControllerZNode,
     IsrChangeNotificationSequenceZNode,
     IsrChangeNotificationZNode,
+    LogDirEventNotificationSequenceZNode,
+    LogDirEventNotificationZNode,
     PreferredReplicaElectionZNode,
     TopicZNode,
 )
@@ -289,6 +291,13 @@ class KafkaController:
             self._process_isr_change_notification,
         )
 
+    def _log_dir_event_notification_watcher(self, event: WatchedEvent) -> None:
+        self._put(
+            "LogDirEventNotification",
+            ControllerState.LOG_DIR_CHANGE,
+            self._process_log_dir_event_notification,
+        )
+
     def _register_partition_modifications_handler(
         self, topic: str
     ) -> Callable[[WatchedEvent], None]:
@@ -435,6 +444,7 @@ class KafkaController:
         self.log.info("Registering handlers")
         await self._initialize_controller_context()
         await self._process_isr_change_notification()
+        await self._process_log_dir_event_notification()
         await self._process_preferred_replica_election_znode()
         self._start_auto_leader_rebalance()
         to_delete, ineligible = await self._fetch_topic_deletions_in_progress()
@@ -702,6 +712,28 @@ class KafkaController:
                 broker_id,
                 scala_map(failed),
             )
+        # Kafka: KAFKA_STORAGE_ERROR marks the replica offline (its log dir failed), NONE
+        # online again; the newly offline ones lose leadership and leave the ISR
+        offline: set[TopicPartition] = set()
+        online: set[TopicPartition] = set()
+        for p in _leader_and_isr_partition_errors(response):
+            tp = TopicPartition(str(p.get("topic_name", "")), int(p["partition_index"]))
+            code = int(p.get("error_code", 0))
+            if code == Errors.KAFKA_STORAGE_ERROR:
+                offline.add(tp)
+            elif code == 0:
+                online.add(tp)
+        previous = self.context.replicas_on_offline_dirs.get(broker_id, set())
+        current = (previous - online) | offline
+        self.context.replicas_on_offline_dirs[broker_id] = current
+        new_offline = sorted(current - previous)
+        if new_offline:
+            self.state_change_logger.info(
+                f"Mark replicas {comma_list(new_offline)} on broker {broker_id} as offline"
+            )
+            await self.on_replicas_become_offline(
+                [PartitionAndReplica(tp.topic, tp.partition, broker_id) for tp in new_offline]
+            )
 
     # -- controlled shutdown and preferred leaders ------------------------------------------------
 
@@ -732,13 +764,13 @@ class KafkaController:
         self, broker_id: int, broker_epoch: int
     ) -> tuple[int, list[TopicPartition]]:
         if not self.is_active:
-            return 14, []  # NOT_CONTROLLER
+            return Errors.NOT_CONTROLLER, []
         ctx = self.context
         self.log.info("Shutting down broker %d", broker_id)
         if broker_id not in ctx.live_or_shutting_down_broker_ids:
-            return 8, []  # BROKER_NOT_AVAILABLE
+            return Errors.BROKER_NOT_AVAILABLE, []
         if broker_epoch != -1 and broker_epoch < ctx.live_broker_epoch(broker_id):
-            return 77, []  # STALE_BROKER_EPOCH
+            return Errors.STALE_BROKER_EPOCH, []
         ctx.shutting_down_broker_ids.add(broker_id)
         self.log.debug(
             "All shutting down brokers: %s", comma_list(sorted(ctx.shutting_down_broker_ids))
@@ -777,7 +809,7 @@ class KafkaController:
             len(remaining),
             comma_list(remaining),
         )
-        return 0, remaining
+        return Errors.NONE, remaining
 
     async def elect_leaders(
         self,
@@ -1026,6 +1058,42 @@ class KafkaController:
         self.log.debug("Sending MetadataRequest to Brokers: %s for TopicPartitions: %s",
                        sorted(ctx.live_or_shutting_down_broker_ids), comma_list(known))  # fmt: skip
         self.send_update_metadata_request(sorted(ctx.live_or_shutting_down_broker_ids), known)
+
+    # -- log dir failures ------------------------------------------------------------------------
+
+    async def _process_log_dir_event_notification(self) -> None:
+        """Brokers reported a failed log dir: send LeaderAndIsr for all their replicas, whose
+        answers (KAFKA_STORAGE_ERROR) say which are offline, and delete the notifications
+        (Kafka's LogDirEventNotification)."""
+        if not self.is_active:
+            return
+        store = self.zk_client.store
+        children = await store.get_children(
+            LogDirEventNotificationZNode.path, self._log_dir_event_notification_watcher
+        )
+        broker_ids: set[int] = set()
+        for child in sorted(children):
+            path = f"{LogDirEventNotificationZNode.path}/{child}"
+            try:
+                data, _ = await store.get(path)
+                broker = LogDirEventNotificationSequenceZNode.decode(data)
+                if broker is not None:
+                    broker_ids.add(broker)
+            except NoNodeError:
+                continue
+            except Exception as e:  # a malformed notification must not stop the others
+                self.log.warning("Ignoring log dir event notification %s: %s", child, e)
+            try:
+                await store.delete(path)
+            except NoNodeError:
+                pass
+        if not broker_ids:
+            return
+        self.log.info(
+            "Handling log directory failure for brokers %s", comma_list(sorted(broker_ids))
+        )
+        replicas = self.context.replicas_on_brokers(broker_ids)
+        await self.replica_state_machine.handle_state_changes(replicas, ReplicaState.ONLINE_REPLICA)
 
     # -- broker changes ----------------------------------------------------------------------------------
 

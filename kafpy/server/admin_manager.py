@@ -18,9 +18,9 @@ from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kafpy.admin import topic as topic_rules
 from kafpy.admin.admin_zk_client import AdminZkClient
 from kafpy.admin.replica_assignment import RackAwareMode, assign_replicas_to_brokers
+from kafpy.common import topic as topic_rules
 from kafpy.common.errors import (
     InvalidPartitionsError,
     InvalidReplicaAssignmentError,

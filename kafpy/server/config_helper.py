@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
-from kafpy.admin import topic as topic_rules
 from kafpy.admin.admin_zk_client import AdminZkClient
+from kafpy.common import topic as topic_rules
 from kafpy.common.config_def import ConfigDef, ConfigKey, ConfigType
 from kafpy.common.errors import (
     InvalidConfigurationError,

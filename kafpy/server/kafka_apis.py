@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from kafpy.admin import topic as topic_names
 from kafpy.admin.admin_zk_client import AdminZkClient
 from kafpy.admin.replica_assignment import RackAwareMode
+from kafpy.common import topic as topic_names
 from kafpy.common.election_type import ElectionType
 from kafpy.common.errors import (
     CorruptRecordError,

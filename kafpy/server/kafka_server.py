@@ -50,6 +50,7 @@ from kafpy.server.dynamic_broker_config import (
 from kafpy.server.dynamic_config_manager import DynamicConfigManager
 from kafpy.server.kafka_apis import KafkaApis
 from kafpy.server.kafka_config import KafkaConfig
+from kafpy.server.log_dir_failure_channel import LogDirFailureChannel
 from kafpy.server.metadata_cache import MetadataCache
 from kafpy.server.producer_id_manager import ProducerIdManager
 from kafpy.server.replica_fetcher_thread import ReplicaFetcherConfig
@@ -99,6 +100,7 @@ class KafkaServer:
         self.apis: KafkaApis | None = None
         self.dynamic_config_manager: DynamicConfigManager | None = None
         self.dynamic_config = DynamicBrokerConfig(config)
+        self.log_dir_failure_channel = LogDirFailureChannel()
         self.broker_epoch = -1
         self.cluster_id: str | None = None
         self._shutdown_requested = asyncio.Event()
@@ -167,6 +169,7 @@ class KafkaServer:
             zk_client=self.zk_client, fetcher_config=_replica_fetcher_config(self.dynamic_config.current),
             isr_change_propagation_blackout_ms=cfg.replica_isr_change_propagation_blackout_ms,
             isr_change_propagation_max_interval_ms=cfg.replica_isr_change_propagation_max_interval_ms,
+            log_dir_failure_channel=self.log_dir_failure_channel,
         )  # fmt: skip
         self.replica_manager.startup()
 
@@ -241,6 +244,7 @@ class KafkaServer:
             scheduler=self.scheduler,
             time=self.time,
             broker_id=cfg.broker_id,
+            log_dir_failure_handler=self.log_dir_failure_channel.maybe_add_offline_log_dir,
         )
 
     def _broker_info(self) -> BrokerInfo:

@@ -9,12 +9,17 @@ the full picture at start-up and changes afterwards; a partition whose leader is
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kafpy.common.errors import InvalidTopicError
+from kafpy.common.topic import validate_topic_partition
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.protocol.errors import Errors
+
+log = logging.getLogger("kafpy.server.MetadataCache")
 
 LEADER_DURING_DELETE = -2
 NO_LEADER = -1
@@ -100,6 +105,13 @@ class MetadataCache:
         deleted: list[TopicPartition] = []
         for topic, state in _partition_states(request_body):
             index = state["partition_index"]
+            try:
+                validate_topic_partition(topic, index)
+            except InvalidTopicError as e:
+                log.error(
+                    "Ignoring the state of partition %s-%s in UpdateMetadata: %s", topic, index, e
+                )
+                continue
             if state["leader"] == LEADER_DURING_DELETE:
                 parts = self._partitions.get(topic)
                 if parts is not None and parts.pop(index, None) is not None:

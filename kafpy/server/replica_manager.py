@@ -38,6 +38,7 @@ from kafpy.common.errors import (
 from kafpy.common.logger import component_logger
 from kafpy.common.scheduler import Scheduler
 from kafpy.common.time import Time
+from kafpy.common.topic import validate_topic_partition
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.metadata.errors import BadVersionError, NoNodeError
 from kafpy.metadata.kafka_zk_client import KafkaZkClient
@@ -45,17 +46,19 @@ from kafpy.metadata.zk_data import (
     IsrChangeNotificationSequenceZNode,
     LeaderAndIsr,
     LeaderIsrAndControllerEpoch,
+    LogDirEventNotificationSequenceZNode,
 )
 from kafpy.protocol.errors import Errors, error_code_of
 from kafpy.records.memory_records import MemoryRecords
 from kafpy.server.delayed_delete_records import DelayedDeleteRecords, DeleteRecordsPartitionStatus
 from kafpy.server.delayed_fetch import DelayedFetch, FetchPartitionStatus
 from kafpy.server.delayed_produce import DelayedProduce, ProducePartitionStatus
+from kafpy.server.log_dir_failure_channel import LogDirFailureChannel
 from kafpy.server.metadata_cache import INTERNAL_TOPICS, MetadataCache
 from kafpy.server.partition import Partition, TimestampAndOffset
 from kafpy.server.replica_fetcher_manager import ReplicaFetcherManager
 from kafpy.server.replica_fetcher_thread import BrokerEndPoint, FetcherChannel, ReplicaFetcherConfig
-from kafpy.storage.log import Log
+from kafpy.storage.log import Log, LogDirFailedError
 from kafpy.storage.log_append_info import LogOffsetMetadata
 from kafpy.storage.log_config import LogConfig
 from kafpy.storage.log_manager import LogManager
@@ -140,8 +143,12 @@ class ReplicaManager:
         fetcher_connect: Callable[[BrokerEndPoint], FetcherChannel] | None = None,
         isr_change_propagation_blackout_ms: int = ISR_CHANGE_PROPAGATION_BLACKOUT_MS,
         isr_change_propagation_max_interval_ms: int = ISR_CHANGE_PROPAGATION_MAX_INTERVAL_MS,
+        log_dir_failure_channel: LogDirFailureChannel | None = None,
     ) -> None:
         self.broker_id = broker_id
+        self.log_dir_failure_channel = log_dir_failure_channel or LogDirFailureChannel()
+        # partitions whose log dir went offline (Kafka's HostedPartition.Offline)
+        self.offline_partitions: set[TopicPartition] = set()
         self.zk_client = zk_client
         self.isr_change_propagation_blackout_ms = isr_change_propagation_blackout_ms
         self.isr_change_propagation_max_interval_ms = isr_change_propagation_max_interval_ms
@@ -204,6 +211,7 @@ class ReplicaManager:
                                          self.maybe_shrink_isr)),
             loop.create_task(self._every("isr-change-propagation", self.isr_change_propagation_check_ms,
                                          self.maybe_propagate_isr_changes)),
+            loop.create_task(self._log_dir_failure_handler()),
         ]  # fmt: skip
 
     @property
@@ -228,6 +236,61 @@ class ReplicaManager:
                 raise
             except Exception:
                 self.log.exception("Uncaught exception in scheduled task '%s'", name)
+
+    async def _log_dir_failure_handler(self) -> None:
+        """LogDirFailureHandler: take each dir reported to the channel offline."""
+        while True:
+            d = await self.log_dir_failure_channel.take_next_offline_log_dir()
+            try:
+                await self.handle_log_dir_failure(d)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                self.log.exception("Error while handling the failure of log dir %s", d)
+
+    def report_log_dir_failure(self, d: Path, msg: str, e: BaseException) -> None:
+        """Report an I/O error on log dir `d` (LogManager calls this from its tasks)."""
+        self.log_dir_failure_channel.maybe_add_offline_log_dir(d, msg, e)
+
+    async def handle_log_dir_failure(self, d: Path, send_zk_notification: bool = True) -> None:
+        """Stop serving the replicas in `d` (Kafka's ReplicaManager.handleLogDirFailure):
+        their fetchers stop, they answer KAFKA_STORAGE_ERROR from now on, LogManager
+        closes their logs, and the controller learns of it through
+        /log_dir_event_notification (it then moves leadership to other replicas)."""
+        d = Path(d)
+        if not self.log_manager.is_log_dir_online(d):
+            return
+        self.log.warning("Stopping serving replicas in dir %s", d)
+        offline = [
+            tp
+            for tp, p in self.partitions.items()
+            if p.log is not None and Path(p.log.dir).parent == d
+        ]
+        self.replica_fetcher_manager.remove_fetcher_for_partitions(offline)
+        for tp in offline:
+            partition = self.partitions.pop(tp)
+            partition.forget()
+            self.offline_partitions.add(tp)
+        if self._hw_checkpoints is not None:
+            self._hw_checkpoints.pop(d, None)
+        self.log.warning(
+            "Broker %d stopped fetcher for partitions %s because they are in the failed log "
+            "directory %s.",
+            self.broker_id,
+            ",".join(map(str, offline)),
+            d,
+        )
+        self.log_manager.handle_log_dir_failure(d)
+        for tp in offline:
+            self._complete_delayed_requests(tp)
+        if send_zk_notification and self.zk_client is not None:
+            await self.zk_client.store.create(
+                LogDirEventNotificationSequenceZNode.path(),
+                LogDirEventNotificationSequenceZNode.encode(self.broker_id),
+                sequential=True,
+                make_parents=True,
+            )
+        self.log.warning("Stopped serving replicas in dir %s", d)
 
     async def shutdown_fetchers(self) -> None:
         """Stop the replica fetchers and the ISR tasks (before `shutdown`)."""
@@ -272,6 +335,8 @@ class ReplicaManager:
         partition = self.partitions.get(tp)
         if partition is not None:
             return partition
+        if tp in self.offline_partitions:
+            raise KafkaStorageError(f"Partition {tp} is in an offline log directory")
         if self.metadata_cache.get_partition_info(tp) is not None:
             raise NotLeaderOrFollowerError(
                 f"Broker {self.broker_id} is not a replica of {tp}; refresh metadata and retry."
@@ -297,7 +362,14 @@ class ReplicaManager:
             try:
                 entries = OffsetCheckpointFile(data_dir / HIGH_WATERMARK_CHECKPOINT_FILE).read()
             except KafkaStorageError as e:
-                self.log.error("Error reading the high watermark checkpoint of %s: %s", data_dir, e)
+                # as a missing file: the high watermarks start at the log start offsets and
+                # move up again as the ISR confirms; the next checkpoint replaces the file
+                self.log.warning(
+                    "Error while reading %s in %s, reading it as empty: %s",
+                    HIGH_WATERMARK_CHECKPOINT_FILE,
+                    data_dir,
+                    e,
+                )
                 entries = {}
             self._hw_checkpoints[data_dir] = entries
         return entries.get(tp)
@@ -316,8 +388,10 @@ class ReplicaManager:
             try:
                 OffsetCheckpointFile(data_dir / HIGH_WATERMARK_CHECKPOINT_FILE).write(entries)
             except KafkaStorageError as e:
-                self.log.error(
-                    "Error while writing to highwatermark file in directory %s: %s", data_dir, e
+                self.report_log_dir_failure(
+                    data_dir,
+                    f"Error while writing to highwatermark file in directory {data_dir}",
+                    e,
                 )
 
     # -- controller requests --------------------------------------------------------------
@@ -367,6 +441,31 @@ class ReplicaManager:
         to_apply: list[tuple[Partition, Mapping[str, Any]]] = []
         for topic, state in states:
             tp = TopicPartition(topic, state["partition_index"])
+            try:
+                validate_topic_partition(topic, tp.partition)
+            except InvalidTopicError as e:
+                # nothing is created for it: a forged name must not become a directory
+                self.state_change_log.error(
+                    "Ignoring LeaderAndIsr request from controller %d epoch %d for partition "
+                    "%s: %s",
+                    controller_id,
+                    controller_epoch,
+                    tp,
+                    e,
+                )
+                errors[tp] = e.code
+                continue
+            if tp in self.offline_partitions:
+                self.state_change_log.warning(
+                    "Ignoring LeaderAndIsr request from controller %d with correlation id epoch %d "
+                    "for partition %s as the local replica for the partition is in an offline "
+                    "log directory",
+                    controller_id,
+                    controller_epoch,
+                    tp,
+                )
+                errors[tp] = Errors.KAFKA_STORAGE_ERROR
+                continue
             partition = self.partitions.get(tp)
             if partition is None:
                 partition = self._new_partition(tp)
@@ -570,6 +669,12 @@ class ReplicaManager:
                 resp["log_start_offset"] = info.log_start_offset
                 required[tp] = info.last_offset + 1
                 self.delayed_fetch_purgatory.check_and_complete(tp)
+            except LogDirFailedError as e:
+                # the segment was cut back to its size before the append; the dir goes
+                # offline and nothing more is written there
+                self.report_log_dir_failure(e.log_dir, f"Error while appending records to {tp}", e)
+                resp["error_code"] = e.code
+                resp["error_message"] = str(e)
             except KafkaError as e:
                 resp["error_code"] = error_code_of(e)
                 resp["error_message"] = str(e)
@@ -578,9 +683,16 @@ class ReplicaManager:
                 resp["log_start_offset"] = self._log_start_offset_or_unknown(tp)
                 if not isinstance(e, (NotLeaderOrFollowerError, UnknownTopicOrPartitionError)):
                     self.log.debug("Error processing append operation on partition %s: %s", tp, e)
-            except (
-                Exception
-            ) as e:  # a bug or an I/O failure: the partition answers, the broker lives
+            except OSError as e:
+                # an I/O error outside the log's own writes: its dir is no safer
+                log = self.log_manager.get_log(tp)
+                if log is not None:
+                    self.report_log_dir_failure(
+                        Path(log.dir).parent, f"Error while appending records to {tp}", e
+                    )
+                resp["error_code"] = Errors.KAFKA_STORAGE_ERROR
+                resp["error_message"] = str(e)
+            except Exception as e:  # a bug: this partition answers, the broker lives
                 self.log.exception("Error processing append operation on partition %s", tp)
                 resp["error_code"] = Errors.UNKNOWN_SERVER_ERROR
                 resp["error_message"] = str(e)

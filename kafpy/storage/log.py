@@ -76,6 +76,7 @@ __all__ = [
     "FUTURE_DIR_SUFFIX",
     "LATEST_TIMESTAMP",
     "Log",
+    "LogDirFailedError",
     "filename_prefix_from_offset",
     "log_delete_dir_name",
     "log_file_name",
@@ -86,9 +87,19 @@ __all__ = [
 ]
 
 
+# the longest file name the file systems Kafka runs on take, in bytes
+MAX_FILE_NAME_BYTES = 255
+
+
 def log_delete_dir_name(tp: TopicPartition) -> str:
-    """The name a deleted partition's directory is renamed to: `t-0.<uuid hex>-delete`."""
-    return f"{tp.topic}-{tp.partition}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
+    """The name a deleted partition's directory is renamed to: `t-0.<uuid hex>-delete`.
+
+    As Kafka 3.x does, the topic part is cut so that the name fits in 255 bytes: a legal
+    topic name has up to 249 characters, and with the suffix it would not fit otherwise.
+    (Only the files' deletion reads the name back; a cut topic name is enough for it.)
+    """
+    suffix = f"-{tp.partition}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
+    return tp.topic[: max(0, MAX_FILE_NAME_BYTES - len(suffix))] + suffix
 
 
 def parse_topic_partition_name(dir: Path) -> TopicPartition:
@@ -491,7 +502,8 @@ class Log:
         InvalidRecordError (bad magic or header) and InvalidTimestampError; for idempotent
         producers OutOfOrderSequenceError, InvalidProducerEpochError and
         UnknownProducerIdError. A retried batch is not written again: the returned info
-        carries the offsets it was written at (shallow_count 0).
+        carries the offsets it was written at (shallow_count 0). An I/O error raises
+        LogDirFailedError, with the active segment as it was before the append.
         """
         # The produce hot path: one header walk (validator), one roll check, one write;
         # _write is inlined here because each Python call costs a few percent of an append.
@@ -522,16 +534,19 @@ class Log:
                 self._check_append_size(size)
             segment = self._active
             last_offset = info.last_offset
-            if segment.should_roll(
-                config.segment_bytes,
-                config.max_segment_ms,
-                size,
-                info.max_timestamp,
-                last_offset,
-                now,
-            ):
-                segment = self._roll_for_append(segment, info, now)
-            segment.append(last_offset, info.max_timestamp, info.offset_of_max_timestamp, data)
+            try:
+                if segment.should_roll(
+                    config.segment_bytes,
+                    config.max_segment_ms,
+                    size,
+                    info.max_timestamp,
+                    last_offset,
+                    now,
+                ):
+                    segment = self._roll_for_append(segment, info, now)
+                segment.append(last_offset, info.max_timestamp, info.offset_of_max_timestamp, data)
+            except OSError as e:
+                raise self._io_error("Error while appending records to", e) from e
             self._leo = last_offset + 1
             if producers is not None:
                 psm.apply(producers)
@@ -569,11 +584,21 @@ class Log:
                 )
             psm = self.producer_state_manager
             producers = psm.analyze_and_validate(data, AppendOrigin.REPLICATION)
-            self._write(data, info, now)
+            try:
+                self._write(data, info, now)
+            except OSError as e:
+                raise self._io_error("Error while appending records to", e) from e
             if producers is not None:
                 psm.apply(producers)
             psm.map_end_offset = self._leo
             return info
+
+    def _io_error(self, msg: str, e: OSError) -> LogDirFailedError:
+        """`msg` about this log, for an I/O error: its data dir is to go offline."""
+        parent = self.dir.parent
+        return LogDirFailedError(
+            f"{msg} {self.topic_partition} in dir {parent}: {e.strerror or e}", parent
+        )
 
     def _write(self, data: memoryview, info: LogAppendInfo, now: int) -> None:
         """Append validated batches to the active segment, rolling first if it is due."""
@@ -610,7 +635,7 @@ class Log:
     def _roll_for_append(self, segment: LogSegment, info: LogAppendInfo, now: int) -> LogSegment:
         config = self.config
         self.log.debug(
-            "Rolling new log segment (log_size = %d/%d}, offset_index_size = %d/%d, "
+            "Rolling new log segment (log_size = %d/%d, offset_index_size = %d/%d, "
             "time_index_size = %d/%d, inactive_time_ms = %d/%d).",
             segment.size,
             config.segment_bytes,
@@ -722,8 +747,10 @@ class Log:
         for segment in self._segments_in_range(self.recovery_point, offset):
             try:
                 segment.flush()
-            except (OSError, ValueError):
+            except (OSError, ValueError) as e:
                 if self._segments.get(segment.base_offset) is segment:
+                    if isinstance(e, OSError):
+                        raise self._io_error("Error while flushing the log of", e) from e
                     raise
                 # the segment was deleted or closed meanwhile: nothing left to flush
         with self._lock:
@@ -1039,6 +1066,15 @@ class Log:
 
     def __repr__(self) -> str:
         return f"Log(dir={self.dir}, topic={self.topic_partition.topic}, partition={self.topic_partition.partition})"
+
+
+class LogDirFailedError(KafkaStorageError):
+    """An I/O error on a log's files (Kafka's KafkaStorageException from an IOException):
+    `log_dir` names the data dir to take offline."""
+
+    def __init__(self, message: str, log_dir: Path) -> None:
+        super().__init__(message)
+        self.log_dir = log_dir
 
 
 class UnexpectedAppendOffsetError(KafkaError):

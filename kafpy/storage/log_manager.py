@@ -18,10 +18,12 @@ compacts logs with `cleanup.policy=compact` on its own threads.
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
+import shutil
 import threading
 from collections import deque
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
@@ -30,12 +32,14 @@ from kafpy.common.errors import KafkaStorageError
 from kafpy.common.logger import component_logger
 from kafpy.common.scheduler import ScheduledTask, Scheduler
 from kafpy.common.time import SYSTEM_TIME, Time
+from kafpy.common.topic import validate_topic_partition
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.storage.cleaner import CleanerConfig, LogCleaner
 from kafpy.storage.log import (
     CLEAN_SHUTDOWN_FILE,
     DELETE_DIR_SUFFIX,
     Log,
+    LogDirFailedError,
     log_delete_dir_name,
     parse_topic_partition_name,
 )
@@ -52,6 +56,12 @@ INITIAL_TASK_DELAY_MS = 30 * 1000
 # kafka-delete-logs never reschedules itself sooner than this when nothing is due, so
 # file.delete.delay.ms=0 does not turn it into a busy loop.
 _MIN_DELETE_LOGS_POLL_MS = 1000
+
+
+def _halt(status: int) -> None:
+    """End the process at once (Kafka's Exit.halt), after writing out the log lines."""
+    logging.shutdown()
+    os._exit(status)
 
 
 class LogDirLockError(KafkaStorageError):
@@ -128,6 +138,9 @@ class LogManager:
       initial_task_delay_ms: delay before the first run of each task [log.initial.task.delay.ms].
       scheduler, time: where background tasks run and what clock they use.
       broker_id: for the `[LogManager id=N]` log prefix.
+      log_dir_failure_handler: called with (dir, message, error) when a background task
+        hits an I/O error on a dir (the broker's LogDirFailureChannel).
+      halt: ends the process when no log dir is left (`handle_log_dir_failure`).
 
     Construction validates and locks the dirs and loads all logs (blocking). Raises
     KafkaStorageError (LogDirLockError for a locked dir) naming the dir at fault.
@@ -150,6 +163,8 @@ class LogManager:
         scheduler: Scheduler,
         time: Time = SYSTEM_TIME,
         broker_id: int | None = None,
+        log_dir_failure_handler: Callable[[Path, str, BaseException], None] | None = None,
+        halt: Callable[[int], None] = _halt,
     ) -> None:
         if recovery_threads_per_data_dir < 1:
             raise ValueError(
@@ -168,6 +183,9 @@ class LogManager:
         self.scheduler = scheduler
         self.time = time
         self.cleaner: LogCleaner | None = None
+        # reports an I/O error on a dir (the broker's LogDirFailureChannel)
+        self.log_dir_failure_handler = log_dir_failure_handler
+        self._halt = halt
 
         # logCreationOrDeletionLock: guards the maps below against the scheduler's threads
         self._lock = threading.RLock()
@@ -275,17 +293,73 @@ class LogManager:
     def offline_log_dirs(self) -> list[Path]:
         return list(self._offline_dirs)
 
+    def is_log_dir_online(self, d: Path | str) -> bool:
+        return Path(d) in self._live_log_dirs
+
+    def _report_log_dir_failure(self, d: Path, msg: str, e: BaseException) -> None:
+        if self.log_dir_failure_handler is not None:
+            self.log_dir_failure_handler(d, msg, e)
+
+    def handle_log_dir_failure(self, d: Path | str) -> list[TopicPartition]:
+        """Take `d` offline (Kafka's LogManager.handleLogDirFailure): it leaves the live
+        dirs, its checkpoints are no longer written, and its logs are closed without
+        flushing and removed. With no live dir left the broker halts, as Kafka does: it
+        cannot serve anything, and a clean shutdown would write over what the disk holds.
+        Returns the partitions whose logs went offline."""
+        d = Path(d)
+        self.log.warning("Stopping serving logs in dir %s", d)
+        with self._lock:
+            if d not in self._live_log_dirs:
+                return []
+            self._live_log_dirs.remove(d)
+            self._offline_dirs.append(d)
+            if not self._live_log_dirs:
+                self.log.critical(
+                    "Shutdown broker because all log dirs in %s have failed",
+                    ", ".join(map(str, self._offline_dirs)),
+                )
+                self._halt(1)
+                return []
+            self._recovery_point_checkpoints.pop(d, None)
+            self._log_start_offset_checkpoints.pop(d, None)
+            offline = [tp for tp, log in self._logs.items() if Path(log.dir).parent == d]
+            removed = [self._logs.pop(tp) for tp in offline]
+            self._logs_to_be_deleted = deque(
+                (log, t) for log, t in self._logs_to_be_deleted if Path(log.dir).parent != d
+            )
+            locks = [lock for lock in self._dir_locks if lock.path.parent == d]
+            self._dir_locks = [lock for lock in self._dir_locks if lock.path.parent != d]
+        if self.cleaner is not None:
+            self.cleaner.handle_log_dir_failure(d)
+        for log in removed:
+            try:
+                log.close_handlers()
+            except OSError as e:
+                self.log.debug("Error closing the files of %s: %s", log, e)
+        for lock in locks:
+            try:
+                lock.release()
+            except OSError:
+                pass
+        self.log.warning(
+            "Logs for partitions %s are offline due to failure on log directory %s",
+            ",".join(map(str, offline)),
+            d,
+        )
+        return offline
+
     # ------------------------------------------------------------------ loading
 
     def _read_checkpoint(
         self, checkpoint: OffsetCheckpointFile, kind: str, d: Path
-    ) -> dict[TopicPartition, int]:
+    ) -> dict[TopicPartition, int] | None:
+        """The checkpoint's entries, or None (warned about) if it cannot be read."""
         try:
             return checkpoint.read()
         except KafkaStorageError as e:
             self.log.warning("Error occurred while reading %s file of directory %s: %s", kind, d, e)
             self.log.warning("Resetting the %s to 0 for all logs in %s", kind.replace("-", " "), d)
-            return {}
+            return None
 
     def _load_logs(self) -> None:
         self.log.info("Loading logs from log dirs %s", [str(d) for d in self._live_log_dirs])
@@ -314,8 +388,22 @@ class LogManager:
                 recovery_points = self._read_checkpoint(
                     self._recovery_point_checkpoints[d], RECOVERY_POINT_CHECKPOINT_FILE, d
                 )
-                log_start_offsets = self._read_checkpoint(
-                    self._log_start_offset_checkpoints[d], LOG_START_OFFSET_CHECKPOINT_FILE, d
+                if recovery_points is None:
+                    recovery_points = {}
+                    if had_clean_shutdown:
+                        # recovery point 0 means "recover everything": do it now rather than
+                        # trust a dir whose checkpoint is garbage
+                        self.log.warning(
+                            "Attempting recovery for all logs in %s since its %s is unreadable",
+                            d,
+                            RECOVERY_POINT_CHECKPOINT_FILE,
+                        )
+                        had_clean_shutdown = False
+                log_start_offsets = (
+                    self._read_checkpoint(
+                        self._log_start_offset_checkpoints[d], LOG_START_OFFSET_CHECKPOINT_FILE, d
+                    )
+                    or {}
                 )
                 log_dirs = sorted(p for p in d.iterdir() if p.is_dir())
                 progress = _LoadProgress(d, len(log_dirs))
@@ -563,11 +651,15 @@ class LogManager:
         return min(self._live_log_dirs, key=lambda d: counts[d])
 
     def create_log(self, tp: TopicPartition, config: LogConfig | None = None) -> Log:
-        """The log of `tp`, created empty in the least-loaded dir if it does not exist yet."""
+        """The log of `tp`, created empty in the least-loaded dir if it does not exist yet.
+
+        Raises InvalidTopicError before touching the disk unless the topic name is legal
+        and the partition >= 0; a log that fails to open leaves no directory behind."""
         with self._lock:
             existing = self._logs.get(tp)
             if existing is not None:
                 return existing
+            validate_topic_partition(tp.topic, tp.partition)
             if not self._live_log_dirs:
                 raise KafkaStorageError(
                     f"Can not create log for {tp} because log directories "
@@ -576,13 +668,18 @@ class LogManager:
             cfg = config or self.topic_configs.get(tp.topic, self.current_default_config)
             data_dir = self.next_log_dir()
             log_dir = data_dir / f"{tp.topic}-{tp.partition}"
+            created = not log_dir.exists()
             try:
-                log_dir.mkdir(parents=True, exist_ok=True)
-            except OSError as e:
-                raise KafkaStorageError(
-                    f"Error while creating log for {tp} in dir {data_dir}: {e.strerror or e}"
-                ) from e
-            log = Log(log_dir, cfg, 0, 0, self.scheduler, self.time, True)
+                log_dir.mkdir(exist_ok=True)
+                log = Log(log_dir, cfg, 0, 0, self.scheduler, self.time, True)
+            except Exception as e:
+                if created:
+                    shutil.rmtree(log_dir, ignore_errors=True)
+                if isinstance(e, OSError):
+                    raise KafkaStorageError(
+                        f"Error while creating log for {tp} in dir {data_dir}: {e.strerror or e}"
+                    ) from e
+                raise
             self._logs[tp] = log
         props = ", ".join(f"{k} -> {v}" for k, v in cfg.originals.items())
         self.log.info(
@@ -804,6 +901,8 @@ class LogManager:
                 )
                 if since >= log.config.flush_ms:
                     log.flush()
+            except LogDirFailedError as e:
+                self._report_log_dir_failure(e.log_dir, f"Error flushing topic {tp.topic}", e)
             except Exception as e:
                 self.log.error("Error flushing topic %s: %s", tp.topic, e)
 
@@ -832,8 +931,8 @@ class LogManager:
         except KafkaStorageError as e:
             if raise_errors:
                 raise
-            self.log.error(
-                "Disk error while writing recovery offsets checkpoint in directory %s: %s", d, e
+            self._report_log_dir_failure(
+                d, f"Disk error while writing recovery offsets checkpoint in directory {d}", e
             )
 
     def _checkpoint_log_start_offsets_in_dir(
@@ -855,6 +954,6 @@ class LogManager:
         except KafkaStorageError as e:
             if raise_errors:
                 raise
-            self.log.error(
-                "Disk error while writing log start offsets checkpoint in directory %s: %s", d, e
+            self._report_log_dir_failure(
+                d, f"Disk error while writing log start offsets checkpoint in directory {d}", e
             )

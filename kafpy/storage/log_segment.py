@@ -211,13 +211,18 @@ class LogSegment:
             self._rolling_based_timestamp = largest_timestamp
         if not 0 <= largest_offset - self.base_offset <= INT32_MAX:
             self._ensure_offset_in_range(largest_offset)
-        # FileRecords.append, inlined (the produce path)
-        written = os.write(log_file._fd, data)
-        if written < size:
-            log_file._size += written
-            log_file.append(data[written:])
-        else:
-            log_file._size += size
+        # FileRecords.append, inlined (the produce path). The size counts only a complete
+        # write: a failure part-way (ENOSPC, EIO) cuts the file back to where it was, so no
+        # torn batch is ever followed by another append.
+        fd = log_file._fd
+        try:
+            written = os.write(fd, data)
+            while written < size:
+                written += os.write(fd, data[written:])
+        except OSError:
+            self._truncate_torn_write(physical_position)
+            raise
+        log_file._size += size
         if largest_timestamp > self._max_timestamp_so_far:
             self._max_timestamp_so_far = largest_timestamp
             self._offset_of_max_timestamp_so_far = shallow_offset_of_max_timestamp
@@ -228,6 +233,20 @@ class LogSegment:
             )
             self._bytes_since_last_index_entry = 0
         self._bytes_since_last_index_entry += size
+
+    def _truncate_torn_write(self, size: int) -> None:
+        """Cut the `.log` back to `size` bytes after a failed append (indexes untouched)."""
+        fd = self.log._fd
+        try:
+            os.ftruncate(fd, size)
+            os.lseek(fd, size, os.SEEK_SET)
+        except OSError as e:
+            log.error(
+                "Failed to truncate %s back to %d bytes after a failed append: %s",
+                self.log.file,
+                size,
+                e,
+            )
 
     # -- read ------------------------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ torn one.
 from __future__ import annotations
 
 import os
+import re
 import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -20,6 +21,9 @@ from typing import Generic, TypeVar
 
 from kafpy.common.errors import KafkaStorageError
 from kafpy.common.topic_partition import TopicPartition
+
+_DIGITS = re.compile(r"[0-9]+")
+_LONG = re.compile(r"-?[0-9]+")
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -96,13 +100,21 @@ class CheckpointFile(Generic[K, V]):
         """
         with self._lock:
             try:
-                text = self.path.read_text(encoding="utf-8")
+                data = self.path.read_bytes()
             except FileNotFoundError:
                 return {}
             except OSError as e:
                 raise KafkaStorageError(
                     f"Error while reading checkpoint file {self.path}: {e.strerror or e}"
                 ) from e
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            line = data.count(b"\n", 0, e.start) + 1
+            raise MalformedCheckpointError(
+                f"Checkpoint file {self.path} is not UTF-8 text: byte {e.start} at line {line} "
+                f"cannot be decoded"
+            ) from e
         return self._parse(text)
 
     def _parse(self, text: str) -> dict[K, V]:
@@ -122,7 +134,7 @@ class CheckpointFile(Generic[K, V]):
                 f"Checkpoint file {self.path} has no entry count at line 2"
             )
         count_line = lines[1].strip()
-        if not count_line.isdigit():
+        if not _DIGITS.fullmatch(count_line):
             raise MalformedCheckpointError(
                 f"Malformed entry count in checkpoint file {self.path} at line 2: '{count_line}'"
             )
@@ -132,7 +144,10 @@ class CheckpointFile(Generic[K, V]):
         for lineno, line in enumerate(lines[2:], start=3):
             if not line.strip():
                 continue
-            parsed = self._parse_entry(line)
+            try:
+                parsed = self._parse_entry(line)
+            except ValueError:
+                parsed = None
             if parsed is None:
                 raise MalformedCheckpointError(
                     f"Malformed line in checkpoint file {self.path} at line {lineno}: '{line}'"
@@ -156,13 +171,10 @@ def _parse_offset_entry(line: str) -> tuple[TopicPartition, int] | None:
     if len(parts) != 3:
         return None
     topic, partition, offset = parts
-    try:
-        p, o = int(partition), int(offset)
-    except ValueError:
+    # ASCII digits only, as Kafka's toInt/toLong (Python's int() also takes "1_0", "٣")
+    if not _DIGITS.fullmatch(partition) or not _LONG.fullmatch(offset):
         return None
-    if p < 0:
-        return None
-    return TopicPartition(topic, p), o
+    return TopicPartition(topic, int(partition)), int(offset)
 
 
 class OffsetCheckpointFile(CheckpointFile[TopicPartition, int]):

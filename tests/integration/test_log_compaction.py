@@ -18,6 +18,7 @@ from kafpy.records import MemoryRecords
 from kafpy.storage.cleaner.log_cleaner_manager import CLEANER_OFFSET_CHECKPOINT_FILE
 from kafpy.storage.offset_checkpoint_file import OffsetCheckpointFile
 from tests.fixtures.broker import KafpyBroker
+from tests.fixtures.processes import command_line, descendants, wait_gone
 
 TOPIC = "compacted"
 # CI size; the full size: KAFPY_COMPACTION_KEYS=10000 KAFPY_COMPACTION_UPDATES=50
@@ -146,7 +147,13 @@ def test_compaction_end_to_end_and_sigkill_mid_clean(
         "a cleaning round in progress",
         broker,
     )
+    assert broker.process is not None
+    workers = descendants(broker.process.pid)  # the cleaner worker and its resource tracker
+    assert workers, "a round is in progress but the broker has no worker process"
     broker.kill()
+    # the worker dies with its broker: nothing is left running, reparented or not
+    left = wait_gone(workers)
+    assert not left, [f"{p}: {command_line(p)}" for p in left]
     del broker.overrides["log.cleaner.io.max.bytes.per.second"]
     broker.start()
     # the reload discards the half-written segment; the cleaner then runs again

@@ -3,10 +3,14 @@ mid-produce keeps every record it acknowledged (acks=1), and a torn tail is cut 
 
 from __future__ import annotations
 
+import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
+import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.fixtures.broker import KafpyBroker
 
@@ -94,3 +98,54 @@ def test_sigkill_mid_produce_keeps_acknowledged_records(kafpy_broker: KafpyBroke
     missing = {o: v for o, v in acked.items() if records.get(o) != v}
     assert missing == {}, f"{len(missing)} acknowledged records lost or changed"
     assert len(records) >= len(acked)
+
+
+@pytest.mark.parametrize(
+    "checkpoint",
+    [
+        "recovery-point-offset-checkpoint",
+        "log-start-offset-checkpoint",
+        "replication-offset-checkpoint",
+        "cleaner-offset-checkpoint",
+    ],
+)
+def test_restart_with_a_malformed_checkpoint(
+    kafpy_broker_factory: Callable[..., KafpyBroker], checkpoint: str
+) -> None:
+    broker = kafpy_broker_factory({"log.cleaner.backoff.ms": "100"})
+    topic = f"cp-{uuid.uuid4().hex[:8]}"
+    compacted = f"cpc-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    new_topic = NewTopic(compacted, 1, 1, config={"cleanup.policy": "compact"})
+    admin.create_topics([new_topic])[compacted].result(30)
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "acks": "all"})
+    for i in range(200):
+        producer.produce(topic, value=b"%d" % i)
+        producer.produce(compacted, key=b"k%d" % (i % 3), value=b"%d" % i)
+    assert producer.flush(30) == 0
+    assert broker.stop() == 0
+    assert (broker.log_dir / checkpoint).exists() or checkpoint == "cleaner-offset-checkpoint"
+    (broker.log_dir / checkpoint).write_bytes(b"0\n1\n\xff\xfe\x00 garbage \x80\n")
+
+    broker.start()
+    assert consume_all(broker.bootstrap, topic) == [(i, b"%d" % i) for i in range(200)]
+    # the partitions are led again (LeaderAndIsr went through) and take more records
+    offsets: list[int] = []
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "acks": "all"})
+    producer.produce(topic, value=b"more", on_delivery=lambda e, m: offsets.append(m.offset()))
+    assert producer.flush(30) == 0
+    assert offsets == [200]
+    # warned about by name
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        out = broker.log_path.read_text(errors="replace")
+        warned = [
+            line
+            for line in out.splitlines()
+            if "WARN" in line and checkpoint in line and "not UTF-8" in line
+        ]
+        if warned:
+            break
+        time.sleep(0.2)
+    assert warned, broker.log_tail()
+    assert "Traceback" not in out

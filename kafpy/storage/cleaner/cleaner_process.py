@@ -13,6 +13,7 @@ from __future__ import annotations
 import concurrent.futures
 import logging
 import multiprocessing
+import os
 import queue
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
@@ -86,6 +87,7 @@ class CleanerProcess:
                     self.thread_id,
                     log_level(),
                     logs_dir(),
+                    os.getpid(),
                 ),
             )
         return self._executor

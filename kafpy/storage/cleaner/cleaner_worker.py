@@ -16,9 +16,13 @@ RoundAbortedError.
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import os
 import signal
+import sys
+import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from multiprocessing.queues import Queue
@@ -167,11 +171,15 @@ def init_worker(
     thread_id: int,
     log_level: int,
     logs_dir: str | None = None,
+    broker_pid: int | None = None,
 ) -> None:
-    """The worker's initializer: keep the abort Event and the progress Queue (where each
-    group's cleaned segment is announced as soon as it is written) and build this
-    process's Cleaner (its offset map is reused by every round, as a cleaner thread's is)."""
+    """The worker's initializer: tie the worker's life to its broker's (`broker_pid`),
+    keep the abort Event and the progress Queue (where each group's cleaned segment is
+    announced as soon as it is written) and build this process's Cleaner (its offset map
+    is reused by every round, as a cleaner thread's is)."""
     global _abort, _progress, _cleaner
+    if broker_pid is not None:
+        exit_with_parent(broker_pid)
     from kafpy.common.logger import configure_logging  # noqa: PLC0415
 
     # the broker rolls the files; the worker follows them
@@ -193,6 +201,43 @@ def init_worker(
         SYSTEM_TIME,
         _check_abort,
     )
+
+
+PARENT_WATCH_INTERVAL_S = 1.0
+_PR_SET_PDEATHSIG = 1
+
+
+def exit_with_parent(parent_pid: int) -> None:
+    """End this process when `parent_pid` (its parent, the broker) dies, however it dies.
+
+    On Linux, prctl(PR_SET_PDEATHSIG) has the kernel send SIGKILL when the parent goes
+    (a broker killed with SIGKILL runs no shutdown code, so nothing else would stop the
+    worker; its .cleaned files are discarded when the broker loads the log again). As a
+    fallback, and where prctl is missing, a daemon thread watches for the worker being
+    handed to another parent. Exits at once if the parent is already gone.
+    """
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+                raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
+        except (OSError, AttributeError) as e:
+            logging.getLogger("kafpy.log.LogCleaner").warning(
+                "Cleaner worker %d cannot ask to die with its broker (%s); watching it instead",
+                os.getpid(),
+                e,
+            )
+    # the parent may have died before prctl took effect: then this process has a new one
+    if os.getppid() != parent_pid:
+        os._exit(1)
+
+    def watch() -> None:
+        while True:
+            time.sleep(PARENT_WATCH_INTERVAL_S)
+            if os.getppid() != parent_pid:
+                os._exit(1)
+
+    threading.Thread(target=watch, name="cleaner-parent-watch", daemon=True).start()
 
 
 def _check_abort(tp: object) -> None:

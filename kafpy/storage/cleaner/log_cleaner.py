@@ -112,6 +112,10 @@ class LogCleaner:
     def update_checkpoints(self, data_dir: Path) -> None:
         self.cleaner_manager.update_checkpoints(data_dir)
 
+    def handle_log_dir_failure(self, data_dir: Path) -> None:
+        """Stop writing `data_dir`'s cleaner checkpoint: the dir is offline."""
+        self.cleaner_manager.handle_log_dir_failure(data_dir)
+
     def maybe_truncate_checkpoint(self, data_dir: Path, tp: TopicPartition, offset: int) -> None:
         self.cleaner_manager.maybe_truncate_checkpoint(data_dir, tp, offset)
 

@@ -87,12 +87,24 @@ class LogCleanerManager:
         """Every partition's last clean offset, from all dirs."""
         out: dict[TopicPartition, int] = {}
         with self._lock:
-            for d, checkpoint in self.checkpoints.items():
-                try:
-                    out.update(checkpoint.read())
-                except KafkaStorageError as e:
-                    self.log.warning("Failed to access checkpoint file in dir %s: %s", d, e)
+            for checkpoint in self.checkpoints.values():
+                out.update(self._read(checkpoint))
         return out
+
+    def _read(self, checkpoint: OffsetCheckpointFile) -> dict[TopicPartition, int]:
+        """A dir's cleaner offsets; an unreadable file counts as empty (every log of the
+        dir is cleaned from its start again), and its next write replaces it."""
+        try:
+            return checkpoint.read()
+        except KafkaStorageError as e:
+            self.log.warning(
+                "Failed to access checkpoint file %s in dir %s: %s. Cleaning the logs there "
+                "from their start.",
+                checkpoint.path.name,
+                checkpoint.path.parent,
+                e,
+            )
+            return {}
 
     def update_checkpoints(
         self, data_dir: Path, update: tuple[TopicPartition, int] | None = None
@@ -103,10 +115,17 @@ class LogCleanerManager:
             if checkpoint is None:
                 return
             live = self.logs()
-            existing = {tp: off for tp, off in checkpoint.read().items() if tp in live}
+            existing = {tp: off for tp, off in self._read(checkpoint).items() if tp in live}
             if update is not None:
                 existing[update[0]] = update[1]
             checkpoint.write(existing)
+
+    def handle_log_dir_failure(self, data_dir: Path) -> None:
+        """Forget an offline dir: its checkpoint and uncleanable partitions."""
+        self.log.info("Stopping cleaning logs in dir %s", data_dir)
+        with self._lock:
+            self.checkpoints.pop(Path(data_dir), None)
+            self._uncleanable.pop(Path(data_dir), None)
 
     def maybe_truncate_checkpoint(self, data_dir: Path, tp: TopicPartition, offset: int) -> None:
         """Move `tp`'s clean boundary back to `offset` if the log was truncated below it."""
@@ -114,7 +133,7 @@ class LogCleanerManager:
             checkpoint = self.checkpoints.get(Path(data_dir))
             if checkpoint is None:
                 return
-            existing = checkpoint.read()
+            existing = self._read(checkpoint)
             if existing.get(tp, -1) > offset:
                 existing[tp] = offset
                 checkpoint.write(existing)

@@ -21,7 +21,7 @@ from kafpy.metadata.zk_data import LeaderIsrAndControllerEpoch
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.errors import Errors
 from kafpy.protocol.messages import REQUESTS
-from tests.unit.controller.fixtures import ControllerCluster, SentRequest
+from tests.unit.controller.fixtures import ControllerCluster, SentRequest, healthy_response
 
 LAI, UM, SR = ApiKey.LEADER_AND_ISR, ApiKey.UPDATE_METADATA, ApiKey.STOP_REPLICA
 
@@ -599,6 +599,39 @@ def test_election_results_for_unknown_unelectable_and_non_controller() -> None:
             tp: ElectionResult(Errors.NOT_CONTROLLER)
         }
 
+
+# -- log dir failures ---------------------------------------------------------------------------
+
+
+def test_log_dir_event_moves_leadership_off_the_replicas_in_the_failed_dir() -> None:
+    async def body(cluster: ControllerCluster) -> None:
+        await cluster.start(0, 1, 2)
+        await cluster.admin.create_topic_with_config("t", {0: [1, 2, 0], 1: [2, 1, 0]}, {})
+        await cluster.settle()
+        storage_error = healthy_response_with_errors({1: 56})
+        cluster.responder = storage_error
+        cluster.sent.clear()
+        await cluster.admin.store.create(
+            "/log_dir_event_notification/log_dir_event_",
+            b'{"version":1,"broker":1,"event":1}',
+            sequential=True,
+        )
+        await cluster.settle()
+        # the controller asked broker 1 about its replicas, learnt they are offline...
+        assert sorted(p for r in cluster.requests(LAI, 1) for p in r.partitions()) == [
+            ("t", 0),
+            ("t", 1),
+        ]
+        ctx = cluster.controller().context
+        assert ctx.replicas_on_offline_dirs[1] == {TopicPartition("t", 0), TopicPartition("t", 1)}
+        assert ctx.replica_states[PartitionAndReplica("t", 0, 1)] is ReplicaState.OFFLINE_REPLICA
+        # ...and moved leadership away and took them out of the ISRs
+        state0 = await state_json(cluster, "t", 0)
+        assert state0 is not None and state0["leader"] == 2 and state0["isr"] == [2, 0]
+        state1 = await state_json(cluster, "t", 1)
+        assert state1 is not None and state1["leader"] == 2 and state1["isr"] == [2, 0]
+        assert await cluster.admin.store.get_children("/log_dir_event_notification") == []
+
     run(body)
 
 
@@ -670,3 +703,21 @@ def test_controlled_shutdown_moves_leadership_through_the_state_machine(
         ) in caplog.text
 
     run(body)
+
+
+def healthy_response_with_errors(
+    codes: dict[int, int],
+) -> Callable[[SentRequest], dict[str, object]]:
+    """A broker in `codes` answers LeaderAndIsr with that error for every partition."""
+
+    def respond(request: SentRequest) -> dict[str, object]:
+        answer: dict[str, object] = dict(healthy_response(request))
+        code = codes.get(request.broker_id)
+        if request.api_key == LAI and code is not None:
+            answer["partition_errors"] = [
+                {"topic_name": t, "partition_index": p, "error_code": code}
+                for t, p in request.partitions()
+            ]
+        return answer
+
+    return respond

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from kafpy.admin import topic as topic_rules
+from kafpy.common import topic as topic_rules
 from kafpy.common.errors import PolicyViolationError
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.metadata.kafka_zk_client import KafkaZkClient

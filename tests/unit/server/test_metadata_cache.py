@@ -68,3 +68,13 @@ def test_leader_during_delete_removes_partitions() -> None:
     cache.update_metadata(update_metadata([partition_state("t", 1, -2)]))
     assert not cache.contains_topic("t")
     assert cache.get_topic_metadata(["t"], "PLAINTEXT") == []
+
+
+def test_partition_states_with_illegal_names_are_ignored() -> None:
+    cache = MetadataCache(0)
+    cache.update_metadata(
+        update_metadata([partition_state("", -5, 0), partition_state("t", -1, 0),
+                         partition_state("t", 0, 0)])
+    )  # fmt: skip
+    assert cache.get_all_topics() == ["t"]
+    assert list(cache.partitions_for("t")) == [0]

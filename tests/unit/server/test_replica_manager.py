@@ -4,6 +4,7 @@ purgatory, offsets, leader epochs and high-watermark checkpoints (MockTime, no s
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
@@ -668,3 +669,52 @@ def test_an_isr_shrink_is_recorded_for_propagation(broker: Broker) -> None:
     rm.maybe_shrink_isr()
     assert rm.isr_change_set == {TP}
     assert rm.last_isr_change_ms == broker.time.milliseconds()
+
+
+def test_an_io_error_takes_the_log_dir_offline_and_its_partitions_answer_storage_error(
+    broker: Broker,
+) -> None:
+    broker.lead("t", 2)
+    t0, t1 = TopicPartition("t", 0), TopicPartition("t", 1)
+    assert produce(broker, t0, batch(b"a"))["error_code"] == 0
+    log0 = broker.log_manager.get_log(t0)
+    assert log0 is not None
+    failed_dir = log0.dir.parent
+    # the disk under t-0's dir stops taking writes: its active segment's fd turns read-only
+    segment_file = log0.active_segment.log
+    read_only = os.open(segment_file.file, os.O_RDONLY)
+    os.dup2(read_only, segment_file.fd)
+    os.close(read_only)
+
+    r = produce(broker, t0, batch(b"b"))
+    assert r["error_code"] == 56 and "Error while appending records to t-0" in r["error_message"]
+    rm = broker.replica_manager
+    assert rm.log_dir_failure_channel.has_offline_log_dir(failed_dir)
+    run(rm.handle_log_dir_failure(failed_dir))  # what the LogDirFailureHandler task does
+
+    assert broker.log_manager.live_log_dirs == [broker.log_manager.get_log(t1).dir.parent]  # type: ignore[union-attr]
+    assert broker.log_manager.get_log(t0) is None
+    assert produce(broker, t0, batch(b"c"))["error_code"] == 56
+    fetched = run(rm.fetch_messages(consumer_params(), [(t0, PartitionFetchInfo(0, 1 << 20))]))
+    assert fetched[0][1].error_code == 56
+    resp = rm.become_leader_or_follower(
+        leader_and_isr([partition_state("t", 0, 0, leader_epoch=1)])
+    )
+    assert resp["partition_errors"][0]["error_code"] == 56
+    # the partition in the healthy dir is served as before
+    assert produce(broker, t1, batch(b"d"))["error_code"] == 0
+
+
+def test_leader_and_isr_with_illegal_names_is_refused_per_partition(broker: Broker) -> None:
+    resp = broker.replica_manager.become_leader_or_follower(leader_and_isr([
+        partition_state("", -5, 0), partition_state("t", -1, 0), partition_state("a/b", 0, 0),
+        partition_state("t", 0, 0),
+    ]))  # fmt: skip
+    errors = {
+        (e["topic_name"], e["partition_index"]): e["error_code"] for e in resp["partition_errors"]
+    }
+    assert errors == {("", -5): 17, ("t", -1): 17, ("a/b", 0): 17, ("t", 0): 0}
+    assert [log.topic_partition for log in broker.log_manager.all_logs()] == [TP]
+    assert sorted(
+        p.name for d in ("d1", "d2") for p in (broker.tmp_path / d).iterdir() if p.is_dir()
+    ) == ["t-0"]

@@ -98,6 +98,20 @@ def test_parse_topic_partition_name(tmp_path: Path) -> None:
             parse_topic_partition_name(tmp_path / bad)
 
 
+@pytest.mark.parametrize("partition", [0, 2147483647])
+def test_delete_dir_name_of_a_249_character_topic_fits_in_255_bytes(
+    tmp_path: Path, partition: int
+) -> None:
+    topic = "t" * 241 + ".x_y-z.9"
+    assert len(topic) == 249
+    name = log_delete_dir_name(TopicPartition(topic, partition))
+    assert len(name.encode()) == 255 and name.endswith("-delete")
+    # the topic part is cut; the partition and the unique id stay whole
+    cut = parse_topic_partition_name(tmp_path / name)
+    assert cut.partition == partition and topic.startswith(cut.topic)
+    (tmp_path / name).mkdir()  # the file system takes it
+
+
 # -- append and read ----------------------------------------------------------------------------
 
 
@@ -199,6 +213,19 @@ def test_roll_by_size(log_dir: Path, clock: Clock) -> None:
     # rolled segments are trimmed and flushed (the flush-log task ran at once on the MockScheduler)
     assert offset_index_file_name(log_dir, 0).stat().st_size == 8 * segments[0].offset_index.entries
     assert log.recovery_point == segments[-1].base_offset
+
+
+def test_roll_logs_kafkas_debug_line(
+    log_dir: Path, clock: Clock, caplog: pytest.LogCaptureFixture
+) -> None:
+    log = open_log(log_dir, clock, SMALL)
+    with caplog.at_level(logging.DEBUG, "kafpy.log.Log"):
+        fill(log, 30)
+    rolling = [m for m in caplog.messages if "Rolling new log segment" in m]
+    assert rolling
+    first = rolling[0]
+    assert "(log_size = " in first and "/1000, offset_index_size = " in first
+    assert "}" not in first
 
 
 def test_roll_by_time_against_first_batch_timestamp(log_dir: Path, clock: Clock) -> None:

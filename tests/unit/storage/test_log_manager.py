@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from kafpy.common.errors import KafkaStorageError
+from kafpy.common.errors import InvalidTopicError, KafkaStorageError
 from kafpy.common.scheduler import MockScheduler
 from kafpy.common.time import MockTime
 from kafpy.common.topic_partition import TopicPartition
@@ -350,6 +350,37 @@ def test_malformed_checkpoints_warn_and_reset_to_zero(
     assert log is not None and log.log_end_offset == 5
 
 
+def test_a_non_utf8_recovery_point_checkpoint_recovers_the_dir_despite_a_clean_shutdown(
+    tmp_path: Path,
+    managers: Managers,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    m = managers([tmp_path / "a"])
+    append(m.create_log(TP0), 5)
+    managers.shutdown(m)
+    assert (tmp_path / "a" / CLEAN_SHUTDOWN_FILE).exists()
+    (tmp_path / "a" / RECOVERY_POINT_CHECKPOINT_FILE).write_bytes(b"0\n1\nt 0 \xff\xfe5\n")
+    (tmp_path / "a" / LOG_START_OFFSET_CHECKPOINT_FILE).write_bytes(b"\x80\x81")
+    # a torn tail that only recovery cuts off
+    segment = tmp_path / "a" / "t-0" / "00000000000000000000.log"
+    good_size = segment.stat().st_size
+    with open(segment, "ab") as f:
+        f.write(b"\x00\x00\x00\x00\x00\x00\x00\x05\x00\x00")
+
+    spy = LogSpy(monkeypatch)
+    with caplog.at_level(logging.WARNING, LOGGER):
+        m2 = managers([tmp_path / "a"])
+    assert spy.calls["t-0"]["recovery_point"] == 0
+    assert spy.calls["t-0"]["had_clean_shutdown"] is False
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert any(RECOVERY_POINT_CHECKPOINT_FILE in w and "not UTF-8" in w for w in warnings)
+    assert any(LOG_START_OFFSET_CHECKPOINT_FILE in w and "not UTF-8" in w for w in warnings)
+    assert segment.stat().st_size == good_size
+    log = m2.get_log(TP0)
+    assert log is not None and log.log_end_offset == 5
+
+
 def test_loading_logs_progress(
     tmp_path: Path, managers: Managers, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -521,6 +552,25 @@ def test_delete_dirs_found_at_startup_are_deleted_after_delay(
     assert leftover.exists()  # queued at load time, not yet 60 s ago
     time.advance(60000 - INITIAL_TASK_DELAY_MS)
     assert not leftover.exists()
+    assert m2.logs_to_be_deleted() == []
+
+
+def test_a_249_character_topic_is_deleted_and_its_delete_dir_loads_at_startup(
+    tmp_path: Path, managers: Managers, time: MockTime
+) -> None:
+    tp = TopicPartition("d" * 249, 7)
+    m = managers([tmp_path / "a"])
+    append(m.create_log(tp), 3)
+    removed = m.async_delete(tp)
+    assert removed is not None and removed.dir.name.endswith("-delete")
+    assert [p.name for p in (tmp_path / "a").iterdir() if p.is_dir()] == [removed.dir.name]
+    managers.shutdown(m)  # before kafka-delete-logs ran: the next start finds the dir
+
+    m2 = managers([tmp_path / "a"])
+    assert [log.dir for log, _ in m2.logs_to_be_deleted()] == [removed.dir]
+    m2.startup()
+    time.advance(60000)
+    assert not removed.dir.exists()
     assert m2.logs_to_be_deleted() == []
 
 
@@ -786,3 +836,63 @@ def test_async_delete_without_checkpoint_defers_the_cleaner_checkpoint_too(
     after = checkpoint.read_text()
     assert "gone" not in after and "kept 0 5" in after
     lm.shutdown()
+
+
+def test_log_dir_failure_takes_the_dir_offline_and_the_last_one_halts(
+    tmp_path: Path, managers: Managers
+) -> None:
+    halted: list[int] = []
+    a, b = tmp_path / "a", tmp_path / "b"
+    m = managers([a, b], halt=halted.append)
+    in_a, in_b = TopicPartition("t", 0), TopicPartition("t", 1)
+    append(m.create_log(in_a))
+    append(m.create_log(in_b))
+    log_a = m.get_log(in_a)
+    assert log_a is not None and log_a.dir.parent == a.resolve()
+
+    assert m.handle_log_dir_failure(a.resolve()) == [in_a]
+    assert m.live_log_dirs == [b.resolve()]
+    assert m.offline_log_dirs == [a.resolve()]
+    assert m.get_log(in_a) is None and m.get_log(in_b) is not None
+    with pytest.raises(KafkaStorageError):
+        append(log_a)  # closed: nothing more is written in the failed dir
+    # new logs go to the healthy dir; its checkpoints go on, the failed dir's stop
+    assert m.create_log(TopicPartition("t", 2)).dir.parent == b.resolve()
+    m.checkpoint_log_recovery_offsets()
+    assert not (a / RECOVERY_POINT_CHECKPOINT_FILE).exists()
+    assert halted == []
+    # a second report of the same dir changes nothing; the last dir failing halts
+    assert m.handle_log_dir_failure(a.resolve()) == []
+    m.handle_log_dir_failure(b.resolve())
+    assert halted == [1]
+
+
+@pytest.mark.parametrize(
+    ("topic", "partition"), [("", -5), ("", 0), ("t", -1), ("..", 0), ("a/b", 0), ("x" * 250, 0)]
+)
+def test_create_log_refuses_illegal_names_before_touching_the_disk(
+    tmp_path: Path, managers: Managers, topic: str, partition: int
+) -> None:
+    m = managers([tmp_path / "a"])
+    before = sorted(p.name for p in (tmp_path / "a").iterdir())
+    with pytest.raises(InvalidTopicError):
+        m.create_log(TopicPartition(topic, partition))
+    assert sorted(p.name for p in (tmp_path / "a").iterdir()) == before
+    assert m.all_logs() == []
+
+
+def test_create_log_that_fails_leaves_no_directory(
+    tmp_path: Path, managers: Managers, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    m = managers([tmp_path / "a"])
+
+    class FailingLog(Log):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(log_manager_module, "Log", FailingLog)
+    with pytest.raises(KafkaStorageError, match="Error while creating log for t-0 .*No space"):
+        m.create_log(TP0)
+    assert not (tmp_path / "a" / "t-0").exists()
+    assert m.get_log(TP0) is None

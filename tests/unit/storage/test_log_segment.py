@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import errno
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -279,3 +281,30 @@ def test_flush_is_safe_after_close(tmp_path: Path) -> None:
     seg.flush()
     rb = RecordBatch(log_file_name(tmp_path, 40).read_bytes())
     assert rb.is_valid() and rb.base_offset == 40
+
+
+def test_an_append_that_fails_part_way_leaves_the_segment_as_it_was(
+    small_tmpfs: Callable[[int], Path],
+) -> None:
+    # A real filesystem that fills up: the write of the big batch stops part-way (ENOSPC).
+    mount = small_tmpfs(64 * 1024)
+    seg = open_segment(mount)
+    first = append_batch(seg, 40)
+    for i in range(3):  # fill the index pages while there is room
+        append_batch(seg, 42 + 2 * i)
+    size_before = seg.size
+    log_before = log_file_name(mount, 40).read_bytes()
+    index_entries = seg.offset_index.entries
+    big = batch([os.urandom(100 * 1024)], base_offset=48)
+    with pytest.raises(OSError) as failure:
+        seg.append(48, T0, 48, MemoryRecords(big))
+    assert failure.value.errno == errno.ENOSPC
+    assert seg.size == size_before
+    assert log_file_name(mount, 40).read_bytes() == log_before
+    assert seg.offset_index.entries == index_entries
+    # the segment goes on as if the failed append never happened
+    after = append_batch(seg, 48)
+    assert log_file_name(mount, 40).read_bytes() == log_before + after
+    assert log_before.startswith(first)
+    assert seg.recover() == 0
+    assert seg.read_next_offset() == 50

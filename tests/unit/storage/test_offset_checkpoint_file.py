@@ -78,6 +78,12 @@ def test_leftover_tmp_file_is_ignored_and_overwritten(tmp_path: Path) -> None:
         (b"0\n1\nt x 1\n", "at line 3: 't x 1'"),
         (b"0\n1\nt 0 1.5\n", "at line 3"),
         (b"0\n1\nt -1 5\n", "at line 3"),
+        (b"0\n1\nt\xff\xfe 0 5\n", "is not UTF-8 text: byte 5 at line 3"),
+        (b"\x80\n0\n", "is not UTF-8 text: byte 0 at line 1"),
+        ("0\n\u00b2\n".encode(), "Malformed entry count"),
+        (b"0\n1\nt 0 1_000\n", "at line 3"),
+        ("0\n1\nt \u0663 5\n".encode(), "at line 3"),
+        (b"0\n1\nt 0 5 6\n", "at line 3"),
     ],
 )
 def test_malformed_files(tmp_path: Path, content: bytes, message: str) -> None:

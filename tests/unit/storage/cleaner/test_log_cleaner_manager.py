@@ -144,6 +144,21 @@ def test_checkpoints_are_updated_truncated_and_filtered_to_live_logs(logs: Logs)
     assert text == "0\n1\nt 0 20\n"
 
 
+@pytest.mark.parametrize("garbage", [b"\xff\xfe\x00garbage", b"0\n2\nt 0 5\n", b"7\n0\n"])
+def test_a_malformed_cleaner_checkpoint_is_warned_about_and_replaced(
+    logs: Logs, caplog: pytest.LogCaptureFixture, garbage: bytes
+) -> None:
+    logs.add(TP0)
+    (logs.dir / CLEANER_OFFSET_CHECKPOINT_FILE).write_bytes(garbage)
+    m = logs.manager()
+    assert m.all_cleaner_checkpoints() == {}  # cleaned from the start again
+    m.maybe_truncate_checkpoint(logs.dir, TP0, 3)
+    m.update_checkpoints(logs.dir, (TP0, 30))
+    assert (logs.dir / CLEANER_OFFSET_CHECKPOINT_FILE).read_text() == "0\n1\nt 0 30\n"
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert any(f"{CLEANER_OFFSET_CHECKPOINT_FILE} in dir {logs.dir}" in w for w in warnings)
+
+
 def test_pause_and_resume_count(logs: Logs) -> None:
     m = logs.manager()
     m.abort_and_pause_cleaning(TP0)

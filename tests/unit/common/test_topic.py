@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kafpy.admin import topic
+from kafpy.common import topic
 from kafpy.common.errors import InvalidTopicError
 
 

@@ -42,6 +42,16 @@ def validate(topic: str) -> None:
         )
 
 
+def validate_topic_partition(topic: str, partition: int) -> None:
+    """Raise InvalidTopicError unless `topic` is a legal name and `partition` is >= 0:
+    what a log directory `<topic>-<partition>` may be made of."""
+    validate(topic)
+    if partition < 0:
+        raise InvalidTopicError(
+            f"Partition {partition} of topic {topic} is illegal: partitions are numbered from 0"
+        )
+
+
 def is_internal(topic: str) -> bool:
     return topic in INTERNAL_TOPICS
 

@@ -1,0 +1,147 @@
+"""A log dir that fills up on one broker of a real ZooKeeper cluster (Kafka's
+LogDirFailureChannel + the controller's LogDirEventNotification).
+
+Broker 1 has two log dirs, one of them a small tmpfs. When an append to a partition
+there fails for lack of space, broker 1 takes that dir offline and writes
+/log_dir_event_notification; the controller asks broker 1 about its replicas, learns
+(KAFKA_STORAGE_ERROR) which are offline and makes broker 0 the leader. Broker 1 keeps
+serving the partition in its healthy dir, and every record acknowledged with acks=all
+is read back from the new leader.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Producer
+from kafka import KafkaConsumer
+from kafka import TopicPartition as KafkaTopicPartition
+from kazoo.client import KazooClient
+
+from tests.fixtures.broker import KafpyBroker
+from tests.fixtures.cluster import CLUSTER_TEST_DEFAULTS
+
+pytestmark = [pytest.mark.zookeeper]
+TOPIC = "ldf"
+WAIT_S = 60.0
+
+
+def wait_until(cond: Callable[[], Any], what: str, brokers: list[KafpyBroker]) -> Any:
+    deadline = time.monotonic() + WAIT_S
+    while True:
+        value = cond()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            tails = "\n".join(f"--- broker {b.broker_id}:\n{b.log_tail(30)}" for b in brokers)
+            raise AssertionError(f"timed out waiting for {what}\n{tails}")
+        time.sleep(0.1)
+
+
+def read_partition(bootstrap: str, partition: int, end: int) -> dict[int, bytes]:
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None, consumer_timeout_ms=10000)
+    try:
+        tp = KafkaTopicPartition(TOPIC, partition)
+        consumer.assign([tp])
+        consumer.seek(tp, 0)
+        out: dict[int, bytes] = {}
+        for msg in consumer:
+            out[msg.offset] = msg.value
+            if msg.offset >= end - 1:
+                break
+        return out
+    finally:
+        consumer.close()
+
+
+def test_a_full_log_dir_moves_its_leaders_to_another_broker(
+    zookeeper_connect: str,
+    kafpy_broker_factory: Callable[..., KafpyBroker],
+    small_tmpfs: Callable[[int], Path],
+    tmp_path: Path,
+) -> None:
+    small = small_tmpfs(1024 * 1024)
+    common = {**CLUSTER_TEST_DEFAULTS, "zookeeper.connect": zookeeper_connect,
+              "offsets.topic.replication.factor": "1"}  # fmt: skip
+    b0 = kafpy_broker_factory({**common, "broker.id": "0"})
+    b1 = kafpy_broker_factory({**common, "broker.id": "1",
+                               "log.dirs": f"{small},{tmp_path / 'b1-healthy'}",
+                               "metadata.store.dir": str(tmp_path / "b1-meta")})  # fmt: skip
+    brokers = [b0, b1]
+    zk = KazooClient(hosts=zookeeper_connect, timeout=10.0)
+    zk.start(timeout=30)
+    try:
+        zk.create(
+            f"/brokers/topics/{TOPIC}",
+            json.dumps({"version": 1, "partitions": {"0": [1, 0], "1": [1, 0]}}).encode(),
+            makepath=True,
+        )
+
+        def state(p: int) -> dict[str, Any] | None:
+            if not zk.exists(f"/brokers/topics/{TOPIC}/partitions/{p}/state"):
+                return None
+            data, _ = zk.get(f"/brokers/topics/{TOPIC}/partitions/{p}/state")
+            return dict(json.loads(data))
+
+        wait_until(lambda: all((s := state(p)) and s["isr"] == [1, 0] for p in (0, 1)),
+                   "both partitions led by broker 1 with both replicas in sync", brokers)  # fmt: skip
+        on_small = {
+            int(p.name.rsplit("-", 1)[1]) for p in small.iterdir() if p.name.startswith(TOPIC)
+        }
+        assert len(on_small) == 1, "one of broker 1's partitions is in its small dir"
+        (full_partition,) = on_small
+        healthy_partition = 1 - full_partition
+
+        acked: dict[int, bytes] = {}
+        errors: list[Any] = []
+
+        def on_delivery(err: Any, msg: Any) -> None:
+            if err is None:
+                acked[msg.offset()] = msg.value()
+            else:
+                errors.append(err)
+
+        producer = Producer({
+            "bootstrap.servers": b1.bootstrap, "acks": "all", "retries": 0, "linger.ms": 5,
+            "message.timeout.ms": 10000,
+        })  # fmt: skip
+        i = 0
+        while not errors and i < 5000:  # 5 MB into a 1 MB dir
+            try:
+                producer.produce(TOPIC, value=b"%06d" % i + b"y" * 1000,
+                                 partition=full_partition, on_delivery=on_delivery)  # fmt: skip
+                i += 1
+            except BufferError:
+                pass
+            producer.poll(0.001)
+        producer.flush(30)
+        assert errors and acked, (errors[:3], len(acked))
+
+        # the controller moves the leadership to broker 0 and takes broker 1 out of the ISR
+        wait_until(lambda: (s := state(full_partition)) and s["leader"] == 0 and s["isr"] == [0],
+                   "broker 0 leading the partition of the failed dir", brokers)  # fmt: skip
+        assert zk.get_children("/log_dir_event_notification") == []
+        assert b1.process is not None and b1.process.poll() is None, "broker 1 has a healthy dir"
+        out = b1.log_path.read_text(errors="replace")
+        assert f"Stopping serving replicas in dir {small}" in out
+
+        # every acknowledged record is on the new leader
+        stored = read_partition(b0.bootstrap, full_partition, max(acked) + 1)
+        missing = sorted(o for o in acked if stored.get(o) != acked[o])
+        assert not missing, f"{len(missing)} acknowledged records lost: {missing[:10]}"
+
+        # broker 1 still serves the partition in its healthy dir
+        assert (s := state(healthy_partition)) and s["leader"] == 1
+        done: list[Any] = []
+        producer = Producer({"bootstrap.servers": b1.bootstrap, "acks": "all"})
+        producer.produce(TOPIC, value=b"healthy", partition=healthy_partition,
+                         on_delivery=lambda e, m: done.append(e))  # fmt: skip
+        assert producer.flush(30) == 0 and done == [None]
+    finally:
+        zk.stop()
+        zk.close()

@@ -1,0 +1,60 @@
+"""A topic whose name has the longest legal length (249 characters) lives its whole life:
+created, written, read, deleted (its `-delete` directory name is cut to fit 255 bytes)
+and, after a restart in the middle of the deletion, gone without an error."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from tests.fixtures.broker import KafpyBroker
+from tests.integration.test_restart import consume_all
+
+WAIT_S = 60.0
+
+
+def wait_until(cond: Callable[[], bool], what: str, broker: KafpyBroker) -> None:
+    deadline = time.monotonic() + WAIT_S
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}\n{broker.log_tail()}")
+        time.sleep(0.1)
+
+
+def test_a_249_character_topic_is_created_written_deleted_and_gone_after_a_restart(
+    kafpy_broker: KafpyBroker,
+) -> None:
+    topic = "long-name." + "x" * 239
+    assert len(topic) == 249
+    admin = AdminClient({"bootstrap.servers": kafpy_broker.bootstrap})
+    admin.create_topics([NewTopic(topic, 2, 1)])[topic].result(30)
+    producer = Producer({"bootstrap.servers": kafpy_broker.bootstrap, "acks": "all"})
+    for i in range(10):
+        producer.produce(topic, value=b"%d" % i, partition=0)
+    assert producer.flush(30) == 0
+    del producer  # its metadata refreshes would create the topic again (auto.create.topics.enable)
+    assert consume_all(kafpy_broker.bootstrap, topic) == [(i, b"%d" % i) for i in range(10)]
+
+    admin.delete_topics([topic])[topic].result(30)
+
+    def topic_dirs() -> list[str]:
+        return [p.name for p in kafpy_broker.log_dir.iterdir() if p.name.startswith("long-name")]
+
+    # renamed for deletion (log.segment.delete.delay.ms keeps the files 60 s)
+    wait_until(
+        lambda: len(topic_dirs()) == 2 and all(n.endswith("-delete") for n in topic_dirs()),
+        "the partitions' dirs renamed to -delete",
+        kafpy_broker,
+    )
+    assert all(len(n.encode()) <= 255 for n in topic_dirs())
+    assert kafpy_broker.stop() == 0
+    kafpy_broker.overrides["log.segment.delete.delay.ms"] = "0"
+    kafpy_broker.overrides["log.initial.task.delay.ms"] = "100"
+    kafpy_broker.start()  # loads the -delete dirs and deletes them
+    wait_until(lambda: not topic_dirs(), "the -delete dirs gone", kafpy_broker)
+    out = kafpy_broker.log_path.read_text(errors="replace")
+    assert "File name too long" not in out
+    assert [line for line in out.splitlines() if " ERROR " in line] == []
