@@ -12,8 +12,12 @@ from kafpy.client.admin_client import AdminClient, ConfigResource, NewTopic
 from kafpy.client.connection import BrokerConnection
 from kafpy.client.fetcher import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, Fetcher
 from kafpy.client.kafka_client import KafkaClient
-from kafpy.client.producer import BatchProducer
-from kafpy.common.errors import TopicExistsError, UnknownTopicOrPartitionError
+from kafpy.client.producer import BatchProducer, RecordsNotDeliveredError
+from kafpy.common.errors import (
+    MessageTooLargeError,
+    TopicExistsError,
+    UnknownTopicOrPartitionError,
+)
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.api_versions import SUPPORTED_VERSIONS
@@ -91,5 +95,40 @@ def test_admin_configs_and_partitions(kafpy_broker: KafpyBroker) -> None:
                 await asyncio.sleep(0.1)
             with pytest.raises(UnknownTopicOrPartitionError):
                 await admin.describe_topics(["conf"])
+
+    run(scenario())
+
+
+def test_producer_cuts_batches_the_broker_accepts(kafpy_broker_factory: Any) -> None:
+    """50,000 short records (more than a broker takes in one batch) all land, in order,
+    and the one record the broker refuses as too large fails alone."""
+    broker = kafpy_broker_factory({"message.max.bytes": "20000"})
+
+    async def scenario() -> None:
+        async with KafkaClient(broker.bootstrap) as client:
+            await AdminClient(client).create_topics([NewTopic("many", 1, 1)])
+            tp = TopicPartition("many", 0)
+            producer = BatchProducer(client, acks=-1)
+            await producer.init_producer_id()  # as the Spark writer does
+            values = [b"row %d" % i for i in range(50_000)]
+            results = await producer.send_records({tp: [(None, v) for v in values]})
+            assert sum(r.record_count for r in results) == 50_000
+            fetcher = Fetcher(client, max_wait_ms=100)
+            assert await fetcher.list_offsets([tp], LATEST_TIMESTAMP) == {tp: 50_000}
+            fetcher.assign({tp: 0})
+            seen: list[bytes | None] = []
+            while len(seen) < 50_000:
+                seen.extend(r.value for r in await fetcher.fetch())
+            assert seen == values
+
+            records = [(None, b"before"), (None, b"x" * 30_000), (None, b"after")]
+            with pytest.raises(RecordsNotDeliveredError) as e:
+                await producer.send("many", records)
+            assert [(i, type(err)) for i, err in e.value.errors] == [(1, MessageTooLargeError)]
+            fetcher.assign({tp: 50_000})
+            tail: list[bytes | None] = []
+            while len(tail) < 2:
+                tail.extend(r.value for r in await fetcher.fetch())
+            assert tail == [b"before", b"after"]
 
     run(scenario())
