@@ -10,6 +10,7 @@ import pytest
 
 from kafpy.client.admin_client import AdminClient, ConfigResource, NewTopic
 from kafpy.client.connection import BrokerConnection
+from kafpy.client.consumer_coordinator import ConsumerCoordinator
 from kafpy.client.fetcher import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, Fetcher
 from kafpy.client.kafka_client import KafkaClient
 from kafpy.client.producer import BatchProducer, RecordsNotDeliveredError
@@ -130,5 +131,38 @@ def test_producer_cuts_batches_the_broker_accepts(kafpy_broker_factory: Any) -> 
             while len(tail) < 2:
                 tail.extend(r.value for r in await fetcher.fetch())
             assert tail == [b"before", b"after"]
+
+    run(scenario())
+
+
+def test_consumer_coordinators_share_partitions_and_commit(kafpy_broker_factory: Any) -> None:
+    broker = kafpy_broker_factory(
+        {"offsets.topic.num.partitions": "1", "group.initial.rebalance.delay.ms": "0"}
+    )
+
+    async def scenario() -> None:
+        async with KafkaClient(broker.bootstrap) as c1, KafkaClient(broker.bootstrap) as c2:
+            await AdminClient(c1).create_topics([NewTopic("shared", 4, 1)])
+            fast = {"session_timeout_ms": 6000, "heartbeat_interval_ms": 200}
+            first = ConsumerCoordinator(c1, "sharers", ["shared"], **fast)
+            second = ConsumerCoordinator(c2, "sharers", ["shared"], **fast)
+            try:
+                all_tps = [TopicPartition("shared", p) for p in range(4)]
+                assert await first.ensure_active_group() == all_tps
+
+                async def first_rejoins() -> None:
+                    while not first.rejoin_needed:  # learnt from a heartbeat
+                        await asyncio.sleep(0.05)
+                    await first.ensure_active_group()
+
+                await asyncio.gather(second.ensure_active_group(), first_rejoins())
+                assert first.generation_id == second.generation_id
+                assert sorted(first.assignment + second.assignment) == all_tps
+                assert first.assignment and second.assignment
+                await first.commit({tp: 7 for tp in first.assignment})
+                assert await second.committed(all_tps) == {tp: 7 for tp in first.assignment}
+            finally:
+                await second.close()
+                await first.close()
 
     run(scenario())

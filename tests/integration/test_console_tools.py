@@ -299,3 +299,43 @@ def test_an_oversized_line_fails_alone(kafpy_broker_factory: Any, where: str) ->
     assert result.returncode == 1
     assert "1 line not delivered (line 3); 3 delivered." in result.stderr.decode()
     assert sorted(stored(broker, "big-ignored")) == ["k1:good1", "k2:good2", "k4:good3"]
+
+
+GROUP_OVERRIDES = {"offsets.topic.num.partitions": "1", "group.initial.rebalance.delay.ms": "0"}
+
+
+def test_group_runs_resume_where_the_last_one_committed(kafpy_broker_factory: Any) -> None:
+    broker = kafpy_broker_factory(GROUP_OVERRIDES)
+    create_topic(broker, "grouped", partitions=2)
+    produce(broker, "grouped", b"a\nb\nc\n")
+    group = ("--group", "readers", "--from-beginning")
+    first = ok(consume(broker, "grouped", *group, "--max-messages", "3"))
+    assert first.decode().splitlines() == ["a", "b", "c"]
+    produce(broker, "grouped", b"d\ne\n")
+    # --from-beginning only applies to partitions without a committed offset
+    second = ok(consume(broker, "grouped", *group, "--max-messages", "2"))
+    assert sorted(second.decode().splitlines()) == ["d", "e"]
+    third = consume(broker, "grouped", *group, "--timeout-ms", "2000")
+    assert ok(third) == b"" and b"Processed a total of 0 messages" in third.stderr
+
+    described = ok(
+        kafpy("consumer-groups", "--bootstrap-server", broker.bootstrap, "--describe", "--group",
+              "readers")
+    ).decode()  # fmt: skip
+    assert "Consumer group 'readers' has no active members." in described
+    rows = [line.split() for line in described.splitlines() if line.startswith("readers ")]
+    assert sorted(r[2] for r in rows) == ["0", "1"] and all(r[1] == "grouped" for r in rows)
+    assert sum(int(r[3]) for r in rows) == 5 and [r[5] for r in rows] == ["0", "0"]
+
+
+def test_whitelist_and_formatter(kafpy_broker: KafpyBroker) -> None:
+    for topic in ("wl-one", "wl-two", "other"):
+        create_topic(kafpy_broker, topic)
+        produce(kafpy_broker, topic, topic.encode() + b"\n")
+    result = kafpy(
+        "console-consumer", "--bootstrap-server", kafpy_broker.bootstrap, "--whitelist", "wl-.*",
+        "--from-beginning", "--max-messages", "2", "--timeout-ms", "10000",
+        "--formatter", "kafka.tools.DefaultMessageFormatter", "--property", "print.offset=true",
+        "--isolation-level", "read_committed",
+    )  # fmt: skip
+    assert sorted(ok(result).decode().splitlines()) == ["Offset:0\twl-one", "Offset:0\twl-two"]

@@ -3,8 +3,9 @@ members exchange through JoinGroup and SyncGroup (Kafka's ConsumerProtocol).
 
 Subscription: int16 version, [topic string], user data bytes (v1+ adds owned partitions,
 which the readers here skip). Assignment: int16 version, [topic string, [int32
-partition]], user data bytes. The coordinator only reads them (for DescribeGroups tools
-and the topics a group subscribes to); the members' clients write them.
+partition]], user data bytes. The group coordinator only reads them (for DescribeGroups
+tools and the topics a group subscribes to); members (kafpy's ConsumerCoordinator among
+them) write them.
 """
 
 from __future__ import annotations
@@ -65,7 +66,7 @@ def assignment_partitions(data: bytes) -> list[TopicPartition]:
 
 
 def encode_assignment(partitions: list[TopicPartition], version: int = 0) -> bytes:
-    """Assignment bytes (used by tests and tools)."""
+    """Assignment bytes: what a group leader hands each member in SyncGroup."""
     by_topic: dict[str, list[int]] = {}
     for tp in partitions:
         by_topic.setdefault(tp.topic, []).append(tp.partition)
@@ -80,6 +81,7 @@ def encode_assignment(partitions: list[TopicPartition], version: int = 0) -> byt
 
 
 def encode_subscription(topics: list[str], version: int = 0) -> bytes:
+    """Subscription bytes: the topics a member wants, no user data."""
     out = bytearray(_INT16.pack(version) + _INT32.pack(len(topics)))
     for t in topics:
         name = t.encode()

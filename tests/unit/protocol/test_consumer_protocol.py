@@ -1,0 +1,19 @@
+"""The "consumer" embedded protocol's subscription and assignment bytes."""
+
+from __future__ import annotations
+
+from kafpy.common.topic_partition import TopicPartition
+from kafpy.protocol.consumer_protocol import (
+    assignment_partitions,
+    encode_assignment,
+    encode_subscription,
+    subscription_topics,
+)
+
+
+def test_subscription_and_assignment_bytes() -> None:
+    assert encode_subscription(["t"]) == b"\x00\x00" + b"\x00\x00\x00\x01\x00\x01t" + b"\xff" * 4
+    assert subscription_topics(encode_subscription(["a", "bc"])) == ["a", "bc"]
+    tps = [TopicPartition("a", 1), TopicPartition("a", 3), TopicPartition("b", 0)]
+    assert assignment_partitions(encode_assignment(tps)) == tps
+    assert assignment_partitions(b"") == []
