@@ -44,9 +44,15 @@ def subscription_topics(data: bytes) -> list[str]:
 
 def assignment_partitions(data: bytes) -> list[TopicPartition]:
     """The partitions of a consumer assignment (empty bytes: none)."""
+    return read_assignment(data)[0]
+
+
+def read_assignment(data: bytes) -> tuple[list[TopicPartition], bytes | None]:
+    """A consumer assignment's partitions and user data (empty bytes: none, no user
+    data)."""
     buf = bytes(data)
     if not buf:
-        return []
+        return [], None
     try:
         pos = 2
         (count,) = _INT32.unpack_from(buf, pos)
@@ -60,7 +66,12 @@ def assignment_partitions(data: bytes) -> list[TopicPartition]:
                 (p,) = _INT32.unpack_from(buf, pos)
                 pos += 4
                 out.append(TopicPartition(topic, p))
-        return out
+        user_data = None
+        if pos + 4 <= len(buf):
+            (length,) = _INT32.unpack_from(buf, pos)
+            if length >= 0:
+                user_data = buf[pos + 4 : pos + 4 + length]
+        return out, user_data
     except struct.error as e:
         raise ValueError(f"consumer protocol: truncated assignment ({e})") from e
 

@@ -7,6 +7,7 @@ from kafpy.protocol.consumer_protocol import (
     assignment_partitions,
     encode_assignment,
     encode_subscription,
+    read_assignment,
     subscription_topics,
 )
 
@@ -17,3 +18,11 @@ def test_subscription_and_assignment_bytes() -> None:
     tps = [TopicPartition("a", 1), TopicPartition("a", 3), TopicPartition("b", 0)]
     assert assignment_partitions(encode_assignment(tps)) == tps
     assert assignment_partitions(b"") == []
+
+
+def test_assignment_user_data() -> None:
+    tp = TopicPartition("a", 0)
+    plain = encode_assignment([tp])
+    assert read_assignment(plain) == ([tp], None)
+    with_data = plain[:-4] + b"\x00\x00\x00\x02\x01\x02"
+    assert read_assignment(with_data) == ([tp], b"\x01\x02")
