@@ -397,7 +397,7 @@ async def consume(
     metavar="HOST:PORT[,HOST:PORT]",
     help="REQUIRED: The server(s) to connect to.",
 )
-@click.option("--topic", metavar="TOPIC", help="REQUIRED: The topic to consume from.")
+@click.option("--topic", metavar="TOPIC", help="The topic to consume from (or --whitelist).")
 @click.option(
     "--from-beginning",
     is_flag=True,
@@ -433,7 +433,9 @@ async def consume(
     "consumer_properties",
     multiple=True,
     metavar="KEY=VALUE",
-    help="A consumer config (repeatable): fetch.max.wait.ms, request.timeout.ms, client.id.",
+    help="A consumer config (repeatable): fetch.max.wait.ms, request.timeout.ms, client.id, "
+    "isolation.level, group.id, auto.offset.reset, enable.auto.commit, "
+    "auto.commit.interval.ms, session.timeout.ms, heartbeat.interval.ms.",
 )
 @click.option(
     "--timeout-ms",
