@@ -11,7 +11,10 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test]'
+	# compat mode: the editable install's .pth puts the project root on sys.path, so Spark's
+	# lookup of data sources (pkgutil.iter_modules) finds pyspark_kafpy from any directory;
+	# the default mode's import hook is invisible to it
+	$(PY) -m pip install -q -e '.[test]' --config-settings editable_mode=compat
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -1,15 +1,22 @@
 """`kafpy console-consumer`: print a topic's records, like kafka-console-consumer.sh.
 
-Reads with assign semantics (Fetch straight from the partition leaders, no consumer
-group yet): all partitions of the topic, or one with --partition; from the end, from the
-beginning (--from-beginning) or from --offset. Values (and keys with print.key=true)
-are written as raw bytes, one record per line. At the end "Processed a total of N
-messages" goes to stderr, as Kafka's tool does. Errors are one line on stderr, exit 1.
+Reads the topic (--topic) or the topics matching a regex (--whitelist). Without --group
+it reads with assign semantics (Fetch straight from the partition leaders): all
+partitions, or one with --partition; from the end, from the beginning (--from-beginning)
+or from --offset. With --group it is a member of that consumer group (kafpy's
+ConsumerCoordinator: join, sync, heartbeats): it reads the partitions the group assigns
+it from the group's committed offsets (auto.offset.reset, or --from-beginning, for those
+without one) and commits the offsets after the records it printed, as Kafka's consumer
+auto-commits. Records are written by kafka.tools.DefaultMessageFormatter (--property
+print.key=true etc.) as raw bytes. At the end "Processed a total of N messages" goes to
+stderr, as Kafka's tool does. Errors are one line on stderr, exit 1.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
+import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -19,6 +26,7 @@ import click
 
 from kafpy.cli.command_line_utils import AdminCommand, OneLineError, quiet_logging
 from kafpy.cli.console_producer import parse_properties, unescape
+from kafpy.client.consumer_coordinator import ConsumerCoordinator
 from kafpy.client.fetcher import (
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
@@ -27,11 +35,13 @@ from kafpy.client.fetcher import (
     OffsetResetStrategy,
 )
 from kafpy.client.kafka_client import KafkaClient, parse_bootstrap_servers
-from kafpy.common.errors import UnknownTopicOrPartitionError
+from kafpy.common.errors import KafkaError, UnknownTopicOrPartitionError
+from kafpy.common.properties import PropertiesError, load_properties
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.records.record_batch import TimestampType
 
 HELP_HINT = "(see 'kafpy console-consumer --help')"
+_log = logging.getLogger("kafpy.cli.console_consumer")
 
 
 def _flag(props: Mapping[str, str], key: str, default: bool) -> bool:
@@ -83,10 +93,34 @@ class DefaultMessageFormatter:
         return self.key_separator.join(parts) + self.line_separator
 
 
+class NoOpMessageFormatter:
+    """Kafka's NoOpMessageFormatter: prints nothing (records are only counted)."""
+
+    def format(self, record: ConsumerRecord) -> bytes:
+        return b""
+
+
+MessageFormatter = DefaultMessageFormatter | NoOpMessageFormatter
+ISOLATION_LEVELS = {"read_uncommitted": 0, "read_committed": 1}
+
+
+def message_formatter(name: str | None, props: Mapping[str, str]) -> MessageFormatter:
+    """The --formatter class by Kafka's name (the package may be left out)."""
+    short = (name or "kafka.tools.DefaultMessageFormatter").strip().removeprefix("kafka.tools.")
+    if short == "DefaultMessageFormatter":
+        return DefaultMessageFormatter.from_properties(props)
+    if short == "NoOpMessageFormatter":
+        return NoOpMessageFormatter()
+    raise OneLineError(
+        f"The formatter '{name}' is not supported: use kafka.tools.DefaultMessageFormatter "
+        f"(with --property print.key=true etc.) or kafka.tools.NoOpMessageFormatter. {HELP_HINT}"
+    )
+
+
 class RecordPrinter:
     """Writes formatted records to `out` and counts them (the count survives Ctrl-C)."""
 
-    def __init__(self, formatter: DefaultMessageFormatter, out: IO[bytes]) -> None:
+    def __init__(self, formatter: MessageFormatter, out: IO[bytes]) -> None:
         self.formatter = formatter
         self.out = out
         self.count = 0
@@ -136,9 +170,94 @@ def starting_point(
     return StartingPoint(offset=value)
 
 
+@dataclass
+class GroupSettings:
+    """The consumer group part of the consumer's configuration."""
+
+    group_id: str
+    enable_auto_commit: bool = True
+    auto_commit_interval_ms: int = 5000
+    session_timeout_ms: int = 10000
+    heartbeat_interval_ms: int = 3000
+    auto_offset_reset: OffsetResetStrategy | None = None
+
+
+def _int_property(props: Mapping[str, str], key: str, default: int) -> int:
+    raw = props.get(key)
+    if raw is None:
+        return default
+    try:
+        return int(raw.strip())
+    except ValueError:
+        raise OneLineError(
+            f"Invalid value {raw!r} for consumer property {key}: expected a number."
+        ) from None
+
+
+def group_settings(
+    group: str | None, file_props: Mapping[str, str], extra_props: Mapping[str, str]
+) -> GroupSettings | None:
+    """The group id (the same from --group, --consumer.config and --consumer-property, as
+    Kafka insists) and the group settings."""
+    ids = [
+        g for g in (group, file_props.get("group.id"), extra_props.get("group.id")) if g is not None
+    ]
+    if len(set(ids)) > 1:
+        shown = "', '".join(dict.fromkeys(ids))
+        raise OneLineError(
+            "The group ids provided in different places (directly using '--group', via "
+            "'--consumer-property', or via '--consumer.config') do not match. Detected group "
+            f"ids: '{shown}' {HELP_HINT}"
+        )
+    if not ids:
+        return None
+    props = {**file_props, **extra_props}
+    reset = props.get("auto.offset.reset")
+    strategy = None
+    if reset is not None:
+        try:
+            strategy = OffsetResetStrategy(reset.strip().lower())
+        except ValueError:
+            raise OneLineError(
+                f"Invalid value {reset!r} for consumer property auto.offset.reset: expected "
+                "earliest, latest or none."
+            ) from None
+    return GroupSettings(
+        group_id=ids[0],
+        enable_auto_commit=props.get("enable.auto.commit", "true").strip().lower() == "true",
+        auto_commit_interval_ms=_int_property(props, "auto.commit.interval.ms", 5000),
+        session_timeout_ms=_int_property(props, "session.timeout.ms", 10000),
+        heartbeat_interval_ms=_int_property(props, "heartbeat.interval.ms", 3000),
+        auto_offset_reset=strategy,
+    )
+
+
+async def resolve_topics(
+    client: KafkaClient, topic: str | None, whitelist: str | None
+) -> list[str]:
+    """The topic named, or every non-internal topic matching the whitelist regex (a whole
+    match, as Java's Pattern.matches)."""
+    if topic is not None:
+        await client.refresh_metadata([topic])
+        if not client.cluster.partitions_for(topic):
+            raise UnknownTopicOrPartitionError(f"Topic {topic} does not exist.")
+        return [topic]
+    assert whitelist is not None
+    pattern = re.compile(whitelist)
+    await client.refresh_metadata(None)
+    topics = sorted(
+        name
+        for name, info in client.cluster.topics.items()
+        if not info.is_internal and pattern.fullmatch(name) and info.partitions
+    )
+    if not topics:
+        raise UnknownTopicOrPartitionError(f"No topic matches the whitelist '{whitelist}'.")
+    return topics
+
+
 async def consume(
     client: KafkaClient,
-    topic: str,
+    topic: str | None,
     partition: int | None,
     start: StartingPoint,
     printer: RecordPrinter,
@@ -146,47 +265,125 @@ async def consume(
     max_messages: int | None,
     timeout_ms: int | None,
     max_wait_ms: int = 500,
+    whitelist: str | None = None,
+    group: GroupSettings | None = None,
+    isolation_level: int = 0,
 ) -> int:
     """Print records until max_messages, or until none came for timeout_ms; returns how
-    many were printed by this call."""
+    many were printed by this call. With a group, the partitions are those the group
+    assigns, read from the group's committed offsets, and the offsets after the records
+    printed are committed (every auto.commit.interval.ms, before a rebalance and at the
+    end)."""
     await client.start()
-    await client.refresh_metadata([topic])
-    partitions = client.cluster.partitions_for(topic)
-    if not partitions:
-        raise UnknownTopicOrPartitionError(f"Topic {topic} does not exist.")
-    if partition is not None:
-        if partition not in partitions:
-            raise UnknownTopicOrPartitionError(
-                f"Partition {partition} does not exist in topic {topic} (it has "
-                f"{len(partitions)} partitions)."
-            )
-        partitions = [partition]
-    tps = [TopicPartition(topic, p) for p in partitions]
+    topics = await resolve_topics(client, topic, whitelist)
     reset = OffsetResetStrategy.EARLIEST if start.earliest else OffsetResetStrategy.LATEST
-    fetcher = Fetcher(client, max_wait_ms=max_wait_ms, reset=reset)
-    if start.offset is not None:
-        fetcher.assign(dict.fromkeys(tps, start.offset))
-    else:
-        timestamp = EARLIEST_TIMESTAMP if start.earliest else LATEST_TIMESTAMP
-        fetcher.assign(await fetcher.list_offsets(tps, timestamp))
+    if group is not None and group.auto_offset_reset is not None:
+        reset = group.auto_offset_reset
+    fetcher = Fetcher(client, max_wait_ms=max_wait_ms, reset=reset, isolation_level=isolation_level)
+    coordinator: ConsumerCoordinator | None = None
+    to_commit: dict[TopicPartition, int] = {}
+
+    async def start_positions(
+        tps: list[TopicPartition], committed: dict[TopicPartition, int]
+    ) -> None:
+        positions = dict(committed)
+        missing = [tp for tp in tps if tp not in positions]
+        if missing:
+            if reset is OffsetResetStrategy.NONE:
+                raise KafkaError(
+                    f"No committed offset for {', '.join(map(str, missing))} and "
+                    "auto.offset.reset=none: commit offsets for the group first or set "
+                    "auto.offset.reset to earliest or latest."
+                )
+            timestamp = (
+                EARLIEST_TIMESTAMP if reset is OffsetResetStrategy.EARLIEST else LATEST_TIMESTAMP
+            )
+            positions.update(await fetcher.list_offsets(missing, timestamp))
+        fetcher.assign({tp: positions[tp] for tp in tps})
+        to_commit.clear()
+        if coordinator is not None:  # Kafka commits the position of every assigned partition
+            to_commit.update(
+                {tp: positions[tp] for tp in tps if committed.get(tp) != positions[tp]}
+            )
+
+    async def join() -> None:
+        assert coordinator is not None
+        assignment = await coordinator.ensure_active_group()
+        await start_positions(assignment, await coordinator.committed(assignment))
+
+    async def commit() -> None:
+        if coordinator is not None and group is not None and group.enable_auto_commit and to_commit:
+            try:
+                await coordinator.commit(to_commit)
+                to_commit.clear()
+            except KafkaError as e:
+                if not coordinator.rejoin_needed:
+                    raise
+                # the group moved on: the partitions' new owners read from the last commit
+                _log.warning("Offset commit failed (group is rebalancing): %s", e)
+
+    if group is not None:
+        coordinator = ConsumerCoordinator(
+            client,
+            group.group_id,
+            topics,
+            session_timeout_ms=group.session_timeout_ms,
+            heartbeat_interval_ms=group.heartbeat_interval_ms,
+        )
     loop = asyncio.get_running_loop()
     count = 0
-    last_record_at = loop.time()
-    while max_messages is None or count < max_messages:
-        if timeout_ms is not None:
-            remaining_ms = int((last_record_at + timeout_ms / 1000 - loop.time()) * 1000)
-            if remaining_ms <= 0:
-                break
-            fetcher.max_wait_ms = max(0, min(max_wait_ms, remaining_ms))
-        records = await fetcher.fetch()
-        if records:
-            last_record_at = loop.time()
-        for record in records:
-            printer.print(record)
-            count += 1
-            if max_messages is not None and count >= max_messages:
-                break
-        printer.flush()
+    try:
+        if coordinator is not None:
+            await join()
+        else:
+            tps = [
+                TopicPartition(t, p) for t in topics for p in client.cluster.partitions_for(t) or []
+            ]
+            if partition is not None:
+                assert topic is not None
+                if TopicPartition(topic, partition) not in tps:
+                    raise UnknownTopicOrPartitionError(
+                        f"Partition {partition} does not exist in topic {topic} (it has "
+                        f"{len(tps)} partitions)."
+                    )
+                tps = [TopicPartition(topic, partition)]
+            if start.offset is not None:
+                fetcher.assign(dict.fromkeys(tps, start.offset))
+            else:
+                await start_positions(tps, {})
+        last_record_at = loop.time()
+        last_commit_at = loop.time()
+        while max_messages is None or count < max_messages:
+            if coordinator is not None:
+                if coordinator.rejoin_needed:
+                    await commit()
+                    await join()
+                if group is not None and (
+                    loop.time() - last_commit_at >= group.auto_commit_interval_ms / 1000
+                ):
+                    await commit()
+                    last_commit_at = loop.time()
+            if timeout_ms is not None:
+                remaining_ms = int((last_record_at + timeout_ms / 1000 - loop.time()) * 1000)
+                if remaining_ms <= 0:
+                    break
+                fetcher.max_wait_ms = max(0, min(max_wait_ms, remaining_ms))
+            records = await fetcher.fetch()
+            if records:
+                last_record_at = loop.time()
+            for record in records:
+                printer.print(record)
+                count += 1
+                to_commit[TopicPartition(record.topic, record.partition)] = record.offset + 1
+                if max_messages is not None and count >= max_messages:
+                    break
+            printer.flush()
+    finally:
+        if coordinator is not None:
+            try:
+                await commit()
+            finally:
+                await coordinator.close()
     return count
 
 
@@ -200,7 +397,7 @@ async def consume(
     metavar="HOST:PORT[,HOST:PORT]",
     help="REQUIRED: The server(s) to connect to.",
 )
-@click.option("--topic", metavar="TOPIC", help="REQUIRED: The topic to consume from.")
+@click.option("--topic", metavar="TOPIC", help="The topic to consume from (or --whitelist).")
 @click.option(
     "--from-beginning",
     is_flag=True,
@@ -236,7 +433,9 @@ async def consume(
     "consumer_properties",
     multiple=True,
     metavar="KEY=VALUE",
-    help="A consumer config (repeatable): fetch.max.wait.ms, request.timeout.ms, client.id.",
+    help="A consumer config (repeatable): fetch.max.wait.ms, request.timeout.ms, client.id, "
+    "isolation.level, group.id, auto.offset.reset, enable.auto.commit, "
+    "auto.commit.interval.ms, session.timeout.ms, heartbeat.interval.ms.",
 )
 @click.option(
     "--timeout-ms",
@@ -244,9 +443,35 @@ async def consume(
     help="Exit when no message has arrived for this long, in ms (default: wait forever).",
 )
 @click.option(
+    "--whitelist",
+    metavar="REGEX",
+    help="A regular expression: consume every topic whose whole name matches it (instead "
+    "of --topic).",
+)
+@click.option(
     "--group",
     metavar="GROUP",
-    help="Not supported yet: kafpy has no group coordinator; partitions are read directly.",
+    help="The consumer group id: the group's coordinator assigns the partitions, reading "
+    "starts at the group's committed offsets, and offsets are committed as records are "
+    "printed.",
+)
+@click.option(
+    "--consumer.config",
+    "consumer_config",
+    type=click.Path(dir_okay=False),
+    help="A consumer config properties file (--consumer-property values win over it).",
+)
+@click.option(
+    "--isolation-level",
+    type=click.Choice(["read_committed", "read_uncommitted"]),
+    help="read_committed leaves out the records of aborted and open transactions; "
+    "read_uncommitted (default) reads them all.",
+)
+@click.option(
+    "--formatter",
+    metavar="CLASS",
+    help="The message formatter: kafka.tools.DefaultMessageFormatter (default, with the "
+    "--property settings) or kafka.tools.NoOpMessageFormatter.",
 )
 def command(
     bootstrap_server: str | None,
@@ -258,32 +483,64 @@ def command(
     properties: tuple[str, ...],
     consumer_properties: tuple[str, ...],
     timeout_ms: int | None,
+    whitelist: str | None,
     group: str | None,
+    consumer_config: str | None,
+    isolation_level: str | None,
+    formatter: str | None,
 ) -> None:
     """Read records from a topic and print them to standard output."""
     if not bootstrap_server:
         raise OneLineError(f'Missing required argument "[bootstrap-server]" {HELP_HINT}')
-    if not topic:
-        raise OneLineError(f'Missing required argument "[topic]" {HELP_HINT}')
-    if group is not None:
-        raise OneLineError(
-            "Consumer groups are not supported yet (kafpy has no group coordinator); "
-            f"leave out --group to read the partitions directly. {HELP_HINT}"
-        )
+    if (topic is None) == (whitelist is None):
+        raise OneLineError(f"Exactly one of whitelist/topic is required. {HELP_HINT}")
+    if whitelist is not None:
+        if partition is not None:
+            raise OneLineError(f"The topic is required when partition is specified. {HELP_HINT}")
+        try:
+            re.compile(whitelist)
+        except re.error as e:
+            raise OneLineError(f"Invalid whitelist '{whitelist}': {e} {HELP_HINT}") from None
     try:
         parse_bootstrap_servers(bootstrap_server)
     except ValueError as e:
         raise OneLineError(str(e)) from None
     start = starting_point(offset, from_beginning, partition)
-    formatter = DefaultMessageFormatter.from_properties(parse_properties(properties, "--property"))
-    props = parse_properties(consumer_properties, "--consumer-property")
-    try:
-        max_wait_ms = int(props.get("fetch.max.wait.ms", "500"))
-        request_timeout_ms = int(props.get("request.timeout.ms", "30000"))
-    except ValueError as e:
-        raise OneLineError(f"Invalid consumer property: {e}") from None
+    printer_formatter = message_formatter(formatter, parse_properties(properties, "--property"))
+    file_props: dict[str, str] = {}
+    if consumer_config is not None:
+        try:
+            file_props = load_properties(consumer_config)
+        except PropertiesError as e:
+            raise OneLineError(f"{e} {HELP_HINT}") from None
+    extra_props = parse_properties(consumer_properties, "--consumer-property")
+    props = {**file_props, **extra_props}
+    group_conf = group_settings(group, file_props, extra_props)
+    if group_conf is not None and partition is not None:
+        raise OneLineError(
+            "Options group and partition cannot be specified together: a group member reads "
+            f"the partitions the group assigns it. {HELP_HINT}"
+        )
+    if (
+        from_beginning
+        and group_conf is not None
+        and group_conf.auto_offset_reset not in (None, OffsetResetStrategy.EARLIEST)
+    ):
+        raise OneLineError(
+            "Can't simultaneously specify --from-beginning and 'auto.offset.reset="
+            f"{props['auto.offset.reset']}' {HELP_HINT}"
+        )
+    level = isolation_level or props.get("isolation.level", "read_uncommitted").strip().lower()
+    if level not in ISOLATION_LEVELS:
+        raise OneLineError(
+            f"Invalid value {level!r} for isolation.level: expected read_committed or "
+            f"read_uncommitted. {HELP_HINT}"
+        )
+    max_wait_ms = _int_property(props, "fetch.max.wait.ms", 500)
+    request_timeout_ms = _int_property(props, "request.timeout.ms", 30000)
     client_id = props.get("client.id", "console-consumer")
-    printer = RecordPrinter(formatter, sys.stdout.buffer)
+    printer = RecordPrinter(printer_formatter, sys.stdout.buffer)
+    what = f"topic {topic}" if topic is not None else f"the topics matching '{whitelist}'"
 
     async def main() -> None:
         client = KafkaClient(
@@ -299,6 +556,9 @@ def command(
                 max_messages=max_messages,
                 timeout_ms=timeout_ms,
                 max_wait_ms=max_wait_ms,
+                whitelist=whitelist,
+                group=group_conf,
+                isolation_level=ISOLATION_LEVELS[level],
             )
         finally:
             await client.close()
@@ -310,5 +570,5 @@ def command(
         pass
     except Exception as e:  # every failure is one line, never a traceback
         message = str(e) or type(e).__name__
-        raise OneLineError(f"Error processing messages of topic {topic}: {message}") from None
+        raise OneLineError(f"Error processing messages of {what}: {message}") from None
     click.echo(f"Processed a total of {printer.count} messages", err=True)

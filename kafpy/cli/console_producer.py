@@ -2,7 +2,11 @@
 
 Each line is a record value (or `key<separator>value` with `--property parse.key=true`).
 Lines are sent in batches: up to --batch-size lines, or whatever arrived within --timeout
-ms of the first, go out as one Produce request. Errors are one line on stderr, exit 1.
+ms of the first, go to the producer together (which cuts them by batch.size and
+max.request.size). A line that cannot be delivered is named on stderr; the lines before
+it are delivered, and the command stops there with exit status 1 (or, with
+`--property ignore.error=true`, goes on and exits 1 at the end). Errors are one line on
+stderr, exit 1.
 """
 
 from __future__ import annotations
@@ -10,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import sys
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO
 
@@ -18,7 +22,15 @@ import click
 
 from kafpy.cli.command_line_utils import AdminCommand, OneLineError, quiet_logging
 from kafpy.client.kafka_client import KafkaClient, parse_bootstrap_servers
-from kafpy.client.producer import BatchProducer, ProducerRecord, parse_acks
+from kafpy.client.producer import (
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_MAX_REQUEST_SIZE,
+    BatchProducer,
+    ProducerRecord,
+    RecordsNotDeliveredError,
+    parse_acks,
+)
+from kafpy.common.errors import KafkaError, MessageTooLargeError
 from kafpy.records.compression import CompressionType
 
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
@@ -32,6 +44,8 @@ USED_PRODUCER_PROPERTIES = {
     "retry.backoff.ms",
     "client.id",
     "delivery.timeout.ms",
+    "batch.size",
+    "max.request.size",
 }
 
 
@@ -96,6 +110,8 @@ class ProducerSettings:
     retries: int = 3
     retry_backoff_ms: int = 100
     client_id: str = "console-producer"
+    batch_bytes: int = DEFAULT_BATCH_SIZE
+    max_request_size: int = DEFAULT_MAX_REQUEST_SIZE
 
 
 def producer_settings(
@@ -137,9 +153,51 @@ def producer_settings(
             retries=number(retries, "retries", 3),
             retry_backoff_ms=number(retry_backoff_ms, "retry.backoff.ms", 100),
             client_id=producer_props.get("client.id", "console-producer"),
+            batch_bytes=number(None, "batch.size", DEFAULT_BATCH_SIZE),
+            max_request_size=number(None, "max.request.size", DEFAULT_MAX_REQUEST_SIZE),
         )
     except ValueError as e:
         raise OneLineError(str(e)) from None
+
+
+def line_ranges(numbers: Sequence[int]) -> str:
+    """Line numbers for a message: `line 4`, `lines 2, 5-7`."""
+    spans: list[list[int]] = []
+    for n in sorted(numbers):
+        if spans and n == spans[-1][1] + 1:
+            spans[-1][1] = n
+        else:
+            spans.append([n, n])
+    text = ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)
+    return f"line{'s' if len(numbers) > 1 else ''} {text}"
+
+
+class LineReport:
+    """Kafka's ErrorLoggingCallback for the console producer: each line not delivered is
+    named on stderr with its error, and counted for the exit status."""
+
+    def __init__(self, topic: str) -> None:
+        self.topic = topic
+        self.not_delivered: list[int] = []
+
+    def failed(self, numbers: Sequence[int], error: Exception) -> None:
+        if not numbers:
+            return
+        self.not_delivered.extend(numbers)
+        click.echo(
+            f"ERROR Error when sending message to topic {self.topic} from "
+            f"{line_ranges(numbers)}: {error}",
+            err=True,
+        )
+
+    def not_sent(self, numbers: Sequence[int]) -> None:
+        if numbers:
+            self.not_delivered.extend(numbers)
+            click.echo(
+                f"ERROR Not sent: {line_ranges(numbers)}, read after the failed line (set "
+                "--property ignore.error=true to go on after a failure).",
+                err=True,
+            )
 
 
 async def produce_lines(
@@ -151,7 +209,13 @@ async def produce_lines(
     batch_size: int,
     linger_ms: int,
 ) -> int:
-    """Send the stream's lines in batches; returns how many records were sent."""
+    """Send the stream's lines in batches; returns how many records were delivered.
+
+    A line that fails (no key with parse.key=true, a record too large) never takes the
+    others with it: the lines before it are delivered, it is named on stderr and the
+    command stops there with an error (as Kafka's console producer flushes what it sent
+    before it exits), or, with ignore.error=true, goes on with the lines after it and
+    reports at the end that some lines were not delivered."""
     loop = asyncio.get_running_loop()
     queue: asyncio.Queue[bytes | None] = asyncio.Queue()
 
@@ -169,10 +233,12 @@ async def produce_lines(
             put(None)
 
     threading.Thread(target=pump, name="console-producer-stdin", daemon=True).start()
+    report = LineReport(topic)
     sent = 0
     line_number = 0
     eof = False
-    while not eof:
+    stop: OneLineError | None = None
+    while not eof and stop is None:
         first = await queue.get()
         if first is None:
             break
@@ -193,12 +259,51 @@ async def produce_lines(
                 eof = True
                 break
             lines.append(item)
-        records = []
+        records: list[ProducerRecord] = []
+        numbers: list[int] = []
+        first_number = line_number + 1
         for raw in lines:
             line_number += 1
-            records.append(reader.read(raw.rstrip(b"\n").removesuffix(b"\r"), line_number))
-        await producer.send(topic, records)
-        sent += len(records)
+            try:
+                record = reader.read(raw.rstrip(b"\n").removesuffix(b"\r"), line_number)
+                producer.ensure_valid_record_size(record)
+            except OneLineError as e:  # a line the reader cannot take: Kafka stops here
+                stop = e
+                break
+            except MessageTooLargeError as e:
+                report.failed([line_number], e)
+                if not reader.ignore_error:
+                    stop = OneLineError(f"Line {line_number} was not delivered: {e}")
+                    break
+                continue
+            records.append(record)
+            numbers.append(line_number)
+        if stop is not None:
+            report.not_sent(range(line_number + 1, first_number + len(lines)))
+        if not records:
+            continue
+        try:
+            await producer.send(topic, records)
+            sent += len(records)
+        except RecordsNotDeliveredError as e:
+            sent += len(records) - len(e.errors)
+            by_message: dict[str, list[int]] = {}
+            errors: dict[str, KafkaError] = {}
+            for index, error in e.errors:
+                by_message.setdefault(str(error), []).append(numbers[index])
+                errors[str(error)] = error
+            for message, failed in by_message.items():
+                report.failed(failed, errors[message])
+            if not reader.ignore_error and stop is None:
+                first_failed = numbers[e.errors[0][0]]
+                stop = OneLineError(f"Line {first_failed} was not delivered: {e.errors[0][1]}")
+    if stop is not None:
+        raise OneLineError(f"{stop} ({sent} line{'s' if sent != 1 else ''} delivered.)")
+    if report.not_delivered:
+        raise OneLineError(
+            f"{len(report.not_delivered)} line{'s' if len(report.not_delivered) > 1 else ''} "
+            f"not delivered ({line_ranges(report.not_delivered)}); {sent} delivered."
+        )
     return sent
 
 
@@ -331,6 +436,8 @@ def command(
                 acks=settings.acks,
                 compression=settings.compression,
                 timeout_ms=settings.request_timeout_ms,
+                batch_size=settings.batch_bytes,
+                max_request_size=settings.max_request_size,
             )
             stdin = sys.stdin.buffer
             await produce_lines(

@@ -25,8 +25,8 @@ import click
 from kafpy.cli.command_line_utils import AdminCommand, OneLineError, quiet_logging
 from kafpy.client.kafka_client import KafkaClient
 from kafpy.common.topic_partition import TopicPartition
-from kafpy.coordinator.consumer_protocol import assignment_partitions
 from kafpy.protocol.api_keys import ApiKey
+from kafpy.protocol.consumer_protocol import assignment_partitions
 from kafpy.protocol.errors import Errors
 
 Out = Callable[[str], None]

@@ -2,22 +2,35 @@
 
 `.log` files are listed batch by batch (and record by record with --deep-iteration or
 --print-data-log); `.index` and `.timeindex` files entry by entry, checked against the
-`.log` beside them; `.txnindex` files as their aborted transactions. The output lines
+`.log` beside them; `.txnindex` files as their aborted transactions. With
+--offsets-decoder the records of a `__consumer_offsets` segment are decoded as Kafka's
+OffsetsMessageParser prints them. The output lines
 match Kafka 2.x's `kafka-run-class kafka.tools.DumpLogSegments`, so scripts written for
 one work with the other.
 """
 
 from __future__ import annotations
 
+import json
 import mmap
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import click
 
 from kafpy.common.errors import KafkaError
+from kafpy.common.topic_partition import TopicPartition
+from kafpy.coordinator.group_metadata_records import (
+    OffsetKey,
+    read_group_value,
+    read_key,
+    read_offset_value,
+)
+from kafpy.protocol.consumer_protocol import read_assignment
 from kafpy.records.control_record import EndTransactionMarker
+from kafpy.records.record import Record
 from kafpy.records.record_batch import LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, RecordBatch
 from kafpy.storage.log_segment import (
     INDEX_FILE_SUFFIX,
@@ -107,7 +120,77 @@ def _text(data: bytes) -> str:
     return data.decode("utf-8", errors="replace")
 
 
-def _record_lines(batch: RecordBatch, print_data: bool) -> Iterator[str]:
+MessageParser = Callable[[Record], tuple[str | None, str | None]]
+
+
+def text_message_parser(record: Record) -> tuple[str | None, str | None]:
+    """Kafka's default: key and value as (UTF-8) strings."""
+    key = None if record.key is None else _text(record.key)
+    return key, None if record.value is None else _text(record.value)
+
+
+def _hex(data: bytes | None) -> str:
+    # Kafka prints BigInt(1, bytes) as %X: upper case, leading zeros dropped
+    return f"{int.from_bytes(data, 'big'):X}" if data else ""
+
+
+def _java_list(tps: list[TopicPartition]) -> str:
+    return "[" + ", ".join(str(tp) for tp in tps) + "]"
+
+
+def offsets_message_parser(record: Record) -> tuple[str | None, str | None]:
+    """Kafka 2.x's OffsetsMessageParser (--offsets-decoder) for __consumer_offsets:
+    an offset commit as `offset::group:topic:partition` and `offset[:metadata]`; a group's
+    metadata as {"metadata":group} and its protocol, generation and assignment in JSON.
+    A tombstone prints neither."""
+    if record.value is None:
+        return None, None
+    if record.key is None:
+        raise DumpError(
+            f"Failed to decode message at offset {record.offset} using offset topic decoder "
+            "(message had a missing key)"
+        )
+    try:
+        key = read_key(record.key)
+        if isinstance(key, OffsetKey):
+            offset = read_offset_value(record.value)
+            tp = key.topic_partition
+            value = str(offset.offset)
+            if offset.metadata:
+                value += f":{offset.metadata}"
+            return f"offset::{key.group}:{tp.topic}:{tp.partition}", value
+        group = read_group_value(record.value)
+    except (ValueError, KafkaError) as e:
+        raise DumpError(
+            f"Failed to decode message at offset {record.offset} using offset topic decoder: {e}"
+        ) from None
+    protocol_type = group["protocol_type"] or ""
+    members = []
+    for m in group["members"]:
+        if protocol_type == "consumer":
+            tps, user_data = read_assignment(m["assignment"])
+            text = f"{m['member_id']}={_java_list(tps)}"
+            if _hex(user_data):
+                text += f":{_hex(user_data)}"
+        else:
+            text = f"{m['member_id']}={_hex(m['assignment'])}"
+        members.append(text)
+    value_json = {
+        "protocolType": protocol_type,
+        "protocol": group["protocol"],
+        "generationId": group["generation"],
+        "assignment": "{" + ",".join(members) + "}",
+    }
+    return _json({"metadata": key.group}), _json(value_json)
+
+
+def _json(value: dict[str, Any]) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def _record_lines(
+    batch: RecordBatch, print_data: bool, parser: MessageParser = text_message_parser
+) -> Iterator[str]:
     ts_name = batch.timestamp_type.kafka_name
     for r in batch.records():
         line = (
@@ -123,14 +206,17 @@ def _record_lines(batch: RecordBatch, print_data: bool) -> Iterator[str]:
             except KafkaError as e:
                 line += f" controlRecord: {e}"
         elif print_data:
-            if r.key is not None:
-                line += f" key: {_text(r.key)}"
-            if r.value is not None:
-                line += f" payload: {_text(r.value)}"
+            key, payload = parser(r)
+            if key is not None:
+                line += f" key: {key}"
+            if payload is not None:
+                line += f" payload: {payload}"
         yield line
 
 
-def dump_log(path: Path, deep: bool, print_data: bool) -> None:
+def dump_log(
+    path: Path, deep: bool, print_data: bool, parser: MessageParser = text_message_parser
+) -> None:
     start = _start_offset(path)
     segment = _SegmentBytes(path)
     try:
@@ -148,7 +234,7 @@ def dump_log(path: Path, deep: bool, print_data: bool) -> None:
             click.echo(_batch_line(batch, valid_bytes))
             if deep or print_data:
                 try:
-                    for line in _record_lines(batch, print_data):
+                    for line in _record_lines(batch, print_data, parser):
                         click.echo(line)
                 except KafkaError as e:
                     click.echo(
@@ -267,6 +353,12 @@ def dump_txn_index(path: Path) -> None:
     "--deep-iteration", is_flag=True, help="Print every record, not only the batch headers."
 )
 @click.option(
+    "--offsets-decoder",
+    is_flag=True,
+    help="Decode the records as __consumer_offsets data: offset commits and group "
+    "metadata (implies --print-data-log).",
+)
+@click.option(
     "--verify-index-only",
     is_flag=True,
     help="Only check index entries against the log; print mismatches.",
@@ -280,6 +372,7 @@ def command(
     files: str,
     print_data_log: bool,
     deep_iteration: bool,
+    offsets_decoder: bool,
     verify_index_only: bool,
     index_sanity_check: bool,
 ) -> None:
@@ -294,7 +387,12 @@ def command(
             click.echo(f"Dumping {path}")
             suffix = path.name[path.name.rfind(".") :] if "." in path.name else ""
             if suffix == LOG_FILE_SUFFIX:
-                dump_log(path, deep_iteration, print_data_log)
+                dump_log(
+                    path,
+                    deep_iteration,
+                    print_data_log or offsets_decoder,
+                    offsets_message_parser if offsets_decoder else text_message_parser,
+                )
             elif suffix == INDEX_FILE_SUFFIX:
                 dump_index(path, index_sanity_check, verify_index_only, mismatches)
             elif suffix == TIME_INDEX_FILE_SUFFIX:

@@ -2,12 +2,22 @@
 
 Subcommands are imported only when used, so `kafpy topics` does not pay for the broker.
 Each module named in COMMANDS defines a click command called `command`.
+
+Every command ends quietly when its output is closed (`kafpy dump-log ... | head`): as
+Python's documentation advises for SIGPIPE, the entry point turns a write to a closed
+stdout into an exit with status 141 (128 + SIGPIPE, what a shell shows for a command
+SIGPIPE ended) and points stdout at /dev/null so nothing more is written or reported.
 """
 
 from __future__ import annotations
 
 import importlib
 import importlib.util
+import io
+import os
+import signal
+import sys
+from typing import Any
 
 import click
 
@@ -25,6 +35,42 @@ COMMANDS: dict[str, str] = {
     "consumer-groups": "kafpy.cli.consumer_groups",
 }
 
+OUTPUT_CLOSED_EXIT_STATUS = 128 + signal.SIGPIPE
+
+
+class OutputClosed(SystemExit):
+    """The reader of stdout went away. A SystemExit, so that the commands' own
+    `except Exception` / `except OSError` handlers do not report it as a failure."""
+
+
+class _StdoutFile(io.FileIO):
+    """stdout's file descriptor, raising OutputClosed instead of BrokenPipeError."""
+
+    def write(self, data: Any) -> int:
+        try:
+            written: int = super().write(data)
+        except BrokenPipeError:
+            raise OutputClosed(OUTPUT_CLOSED_EXIT_STATUS) from None
+        return written
+
+
+def _guard_stdout() -> int | None:
+    """Route sys.stdout through _StdoutFile; returns stdout's fd (None when stdout is not
+    a file descriptor, e.g. under click's CliRunner)."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):
+        return None
+    old = sys.stdout
+    old.flush()
+    sys.stdout = io.TextIOWrapper(
+        io.BufferedWriter(_StdoutFile(fd, "w", closefd=False)),
+        encoding=old.encoding,
+        errors=old.errors,
+        line_buffering=bool(old.line_buffering),
+    )
+    return fd
+
 
 class LazyGroup(click.Group):
     """A click group that imports a subcommand's module on first use."""
@@ -38,6 +84,18 @@ class LazyGroup(click.Group):
             return None
         cmd: click.Command = importlib.import_module(module).command
         return cmd
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """The entry point (`kafpy ...`, `python -m kafpy ...`)."""
+        fd = _guard_stdout()
+        try:
+            return super().__call__(*args, **kwargs)
+        except OutputClosed:
+            if fd is not None:  # the final flush at exit must not fail again
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, fd)
+                os.close(devnull)
+            raise
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -1,24 +1,31 @@
-"""BatchProducer: writes records to a topic in whole batches, one Produce per leader.
+"""BatchProducer: writes records to a topic in batches cut by `batch.size`.
 
-A small producer for kafpy's tools (console-producer, tests, benchmarks): each `send`
-call partitions its records (Kafka's default partitioner for keys, one sticky partition
-for the records without a key), builds one record batch per partition, sends one
-Produce request per partition leader, and retries the partitions that failed with a
-retriable error (NOT_LEADER_OR_FOLLOWER, LEADER_NOT_AVAILABLE, ...) after a metadata
-refresh. It is not idempotent and keeps no batches in memory between calls.
+A small producer for kafpy's tools (console-producer, the Spark writer, tests,
+benchmarks): each `send` call partitions its records (Kafka's default partitioner for
+keys, one sticky partition for the records without a key), cuts each partition's records
+into batches of at most `batch.size` bytes (a larger record gets a batch of its own, as
+Kafka's RecordAccumulator does), and sends them in Produce requests of at most
+`max.request.size` bytes, one batch per partition per request (the broker takes one v2
+batch per partition per request). A record larger than `max.request.size` is refused
+before sending; a batch the broker refuses as too large (MESSAGE_TOO_LARGE) is split and
+sent again, so a record too large fails alone and its neighbours are delivered.
+Partitions failing with a retriable error (NOT_LEADER_OR_FOLLOWER, ...) are retried after
+a metadata refresh. With `init_producer_id()` the producer is idempotent (a producer id
+and sequence numbers per partition). It keeps no batches in memory between calls.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from kafpy.client.kafka_client import KafkaClient
 from kafpy.client.partitioner import StickyPartitioner, partition_for_key
 from kafpy.client.response_errors import error_for_code
-from kafpy.common.errors import KafkaError, LeaderNotAvailableError
+from kafpy.common.errors import KafkaError, LeaderNotAvailableError, MessageTooLargeError
 from kafpy.common.time import SYSTEM_TIME, Time
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.protocol.api_keys import ApiKey
@@ -26,12 +33,20 @@ from kafpy.protocol.errors import Errors
 from kafpy.records.builder import RecordBatchBuilder
 from kafpy.records.compression import CompressionType
 from kafpy.records.record import Header
+from kafpy.records.record_batch import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, RECORD_BATCH_OVERHEAD
 
 ProducerRecord = (
     tuple[bytes | None, bytes | None] | tuple[bytes | None, bytes | None, Sequence[Header]]
 )
 
 ACKS_NAMES = {"all": -1, "-1": -1, "0": 0, "1": 1}
+DEFAULT_BATCH_SIZE = 16384  # Kafka's batch.size
+DEFAULT_MAX_REQUEST_SIZE = 1048576  # Kafka's max.request.size
+# the most a record adds to a batch besides its key, value and headers: length varint (5),
+# attributes (1), timestamp delta varlong (10), offset delta varint (5), key and value
+# length varints (5 each), header count varint (5)
+_RECORD_OVERHEAD_UPPER_BOUND = 36
+_HEADER_OVERHEAD_UPPER_BOUND = 10  # a header's key and value length varints
 
 
 def parse_acks(value: str | int) -> int:
@@ -42,9 +57,18 @@ def parse_acks(value: str | int) -> int:
     return acks
 
 
+def record_size_upper_bound(record: ProducerRecord) -> int:
+    """The most bytes `record` can take in a batch (Kafka's DefaultRecord size bound)."""
+    size = _RECORD_OVERHEAD_UPPER_BOUND + len(record[0] or b"") + len(record[1] or b"")
+    if len(record) > 2:
+        for name, value in record[2]:
+            size += _HEADER_OVERHEAD_UPPER_BOUND + len(name.encode()) + len(value or b"")
+    return size
+
+
 @dataclass(frozen=True)
 class ProduceResult:
-    """Where one partition's batch landed: its first offset (-1 with acks=0)."""
+    """Where one batch landed: its first offset (-1 with acks=0)."""
 
     tp: TopicPartition
     base_offset: int
@@ -52,13 +76,47 @@ class ProduceResult:
     log_append_time: int = -1
 
 
+class RecordsNotDeliveredError(KafkaError):
+    """Some records of a send were not delivered; every other record of it was.
+
+    `errors` holds (index of the record in the records sent, its error) for each record
+    not delivered, in order; `results` where the delivered batches landed. The message,
+    code and retriability are those of the first error."""
+
+    def __init__(self, errors: list[tuple[int, KafkaError]], results: list[ProduceResult]) -> None:
+        first = errors[0][1]
+        more = len(errors) - 1
+        message = str(first)
+        if more:
+            message += f" ({more} more record{'s' if more > 1 else ''} not delivered)"
+        super().__init__(message)
+        self.errors = errors
+        self.results = results
+        self.code = first.code
+        self.retriable = first.retriable
+
+
+@dataclass
+class _Batch:
+    """Records on their way to one partition, built on first send (so an idempotent
+    batch gets its sequence then) and kept as built for retries."""
+
+    tp: TopicPartition
+    records: list[tuple[int, ProducerRecord]]  # (index in the send, record)
+    data: bytes | None = None
+    attempts: int = 0
+
+
 class BatchProducer:
-    """Sends batches of records and waits for the acknowledgements asked for.
+    """Sends records in batches and waits for the acknowledgements asked for.
 
     Parameters: `acks` (-1 all in-sync replicas, 1 leader, 0 no answer), `compression`,
-    `timeout_ms` (the Produce request's ack timeout), `time` (timestamps).
-    Raises the KafkaError of a partition's error code once retries are used up, with the
-    partition named in the message."""
+    `timeout_ms` (the Produce request's ack timeout), `batch_size` (Kafka's `batch.size`,
+    the bytes of records one batch holds at most, default 16384), `max_request_size`
+    (Kafka's `max.request.size`, the largest Produce request and so the largest record,
+    default 1048576), `time` (timestamps).
+    Raises RecordsNotDeliveredError naming the records not delivered (a record too large,
+    a partition's error once retries are used up) after delivering all the others."""
 
     def __init__(
         self,
@@ -67,16 +125,42 @@ class BatchProducer:
         acks: int = 1,
         compression: CompressionType = CompressionType.NONE,
         timeout_ms: int = 30000,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        max_request_size: int = DEFAULT_MAX_REQUEST_SIZE,
         time: Time = SYSTEM_TIME,
     ) -> None:
         if acks not in (-1, 0, 1):
             raise ValueError(f"Invalid value {acks} for acks: expected -1, 0 or 1")
+        if batch_size < 0:
+            raise ValueError(f"Invalid value {batch_size} for batch.size: expected 0 or more")
+        if max_request_size < 1:
+            raise ValueError(
+                f"Invalid value {max_request_size} for max.request.size: expected 1 or more"
+            )
         self.client = client
         self.acks = acks
         self.compression = compression
         self.timeout_ms = timeout_ms
+        self.batch_size = batch_size
+        self.max_request_size = max_request_size
         self.time = time
+        self.producer_id = NO_PRODUCER_ID
+        self.producer_epoch = NO_PRODUCER_EPOCH
+        self._sequences: dict[TopicPartition, int] = {}
         self._sticky = StickyPartitioner()
+
+    async def init_producer_id(self) -> None:
+        """Become idempotent: get a producer id (InitProducerId without a transactional
+        id) and number each partition's batches from sequence 0, so a retried Produce is
+        not written twice."""
+        await self.client.start()
+        init = await self.client.send_to_any(
+            ApiKey.INIT_PRODUCER_ID, {"transactional_id": None, "transaction_timeout_ms": 60000}
+        )
+        if init["error_code"]:
+            raise error_for_code(init["error_code"], None, "Getting an idempotent producer id")
+        self.producer_id, self.producer_epoch = init["producer_id"], init["producer_epoch"]
+        self._sequences.clear()
 
     async def partitions_for(self, topic: str) -> list[int]:
         """The topic's partitions, asking for metadata (which may auto-create the topic)
@@ -105,12 +189,13 @@ class BatchProducer:
         partition: int | None = None,
     ) -> list[ProduceResult]:
         """Produce `records` ((key, value) or (key, value, headers)) to `topic`, to
-        `partition` if given; returns where each partition's batch was written."""
+        `partition` if given; returns where each batch was written, in the order sent.
+        Raises RecordsNotDeliveredError (indexes into `records`) if some were not."""
         await self.client.start()
         partitions = await self.partitions_for(topic)
-        by_partition: dict[int, list[ProducerRecord]] = {}
+        by_partition: dict[TopicPartition, list[tuple[int, ProducerRecord]]] = {}
         sticky: int | None = None
-        for record in records:
+        for index, record in enumerate(records):
             if partition is not None:
                 p = partition
             elif record[0] is not None:
@@ -119,22 +204,164 @@ class BatchProducer:
                 if sticky is None:
                     sticky = partitions[self._sticky.next_partition(len(partitions))]
                 p = sticky
-            by_partition.setdefault(p, []).append(record)
+            by_partition.setdefault(TopicPartition(topic, p), []).append((index, record))
+        return await self._send_indexed(by_partition)
+
+    async def send_records(
+        self, records: Mapping[TopicPartition, Sequence[ProducerRecord]]
+    ) -> list[ProduceResult]:
+        """Produce records already assigned to partitions. A failure's index counts the
+        records in the mapping's order ({tp0: [r0, r1], tp1: [r2]})."""
+        await self.client.start()
+        indexed: dict[TopicPartition, list[tuple[int, ProducerRecord]]] = {}
+        index = 0
+        for tp, recs in records.items():
+            indexed[tp] = list(enumerate(recs, index))
+            index += len(recs)
+        return await self._send_indexed(indexed)
+
+    def _cut(
+        self,
+        tp: TopicPartition,
+        records: list[tuple[int, ProducerRecord]],
+        errors: list[tuple[int, KafkaError]],
+    ) -> deque[_Batch]:
+        """Kafka's RecordAccumulator: a batch holds records up to batch.size bytes; a
+        record larger than that gets a batch of its own; one larger than
+        max.request.size is refused."""
+        batches: deque[_Batch] = deque()
+        current: list[tuple[int, ProducerRecord]] = []
+        size = RECORD_BATCH_OVERHEAD
+        for index, record in records:
+            try:
+                record_size = self.ensure_valid_record_size(record)
+            except MessageTooLargeError as e:
+                errors.append((index, e))
+                continue
+            if current and size + record_size > self.batch_size:
+                batches.append(_Batch(tp, current))
+                current, size = [], RECORD_BATCH_OVERHEAD
+            current.append((index, record))
+            size += record_size
+        if current:
+            batches.append(_Batch(tp, current))
+        return batches
+
+    def ensure_valid_record_size(self, record: ProducerRecord) -> int:
+        """The record's size bound in a batch; raises MessageTooLargeError (as Kafka's
+        producer does before sending) if even a batch of its own would be larger than
+        max.request.size."""
+        record_size = record_size_upper_bound(record)
+        if RECORD_BATCH_OVERHEAD + record_size > self.max_request_size:
+            raise MessageTooLargeError(
+                f"The message is {RECORD_BATCH_OVERHEAD + record_size} bytes when serialized "
+                f"which is larger than {self.max_request_size}, which is the value of the "
+                "max.request.size configuration."
+            )
+        return record_size
+
+    def _build(self, batch: _Batch, now: int) -> bytes:
+        if batch.data is None:
+            idempotent = self.producer_id != NO_PRODUCER_ID
+            builder = RecordBatchBuilder(
+                compression=self.compression,
+                producer_id=self.producer_id,
+                producer_epoch=self.producer_epoch,
+                base_sequence=self._sequences.get(batch.tp, 0) if idempotent else -1,
+            )
+            for _, record in batch.records:
+                builder.append(now, record[0], record[1], record[2] if len(record) > 2 else ())
+            batch.data = builder.build()
+        return batch.data
+
+    def _requests(self, batches: list[_Batch]) -> list[list[_Batch]]:
+        """Kafka's drain: batches into requests of at most max.request.size bytes (each
+        request takes at least one batch)."""
+        requests: list[list[_Batch]] = []
+        size = 0
+        for batch in batches:
+            assert batch.data is not None
+            if not requests or size + len(batch.data) > self.max_request_size:
+                requests.append([])
+                size = 0
+            requests[-1].append(batch)
+            size += len(batch.data)
+        return requests
+
+    async def _send_indexed(
+        self, records: Mapping[TopicPartition, list[tuple[int, ProducerRecord]]]
+    ) -> list[ProduceResult]:
+        """Send each partition's batches in order, one batch per partition in flight."""
         now = self.time.milliseconds()
-        batches: dict[TopicPartition, tuple[bytes, int]] = {}
-        for p, recs in by_partition.items():
-            builder = RecordBatchBuilder(compression=self.compression)
-            for record in recs:
-                headers = record[2] if len(record) > 2 else ()
-                builder.append(now, record[0], record[1], headers)
-            batches[TopicPartition(topic, p)] = (builder.build(), len(recs))
-        return await self.send_batches(batches)
+        errors: list[tuple[int, KafkaError]] = []
+        queues = {tp: self._cut(tp, recs, errors) for tp, recs in records.items()}
+        results: list[ProduceResult] = []
+        while True:
+            heads = [queue[0] for queue in queues.values() if queue]
+            if not heads:
+                break
+            by_leader: dict[int, list[_Batch]] = {}
+            outcomes: list[tuple[_Batch, ProduceResult | KafkaError]] = []
+            for batch in heads:
+                try:
+                    leader = await self.client.leader_for(batch.tp)
+                except KafkaError as e:
+                    outcomes.append((batch, e))
+                    continue
+                self._build(batch, now)
+                by_leader.setdefault(leader, []).append(batch)
+            sends = [
+                (leader, request)
+                for leader, batches in by_leader.items()
+                for request in self._requests(batches)
+            ]
+            answers = await asyncio.gather(
+                *(self._produce(leader, request) for leader, request in sends),
+                return_exceptions=True,
+            )
+            for (_, request), answer in zip(sends, answers, strict=True):
+                if isinstance(answer, BaseException):
+                    if not isinstance(answer, KafkaError):
+                        raise answer
+                    outcomes.extend((batch, answer) for batch in request)
+                else:
+                    outcomes.extend((batch, answer[batch.tp]) for batch in request)
+            retry_topics: set[str] = set()
+            for batch, outcome in outcomes:
+                queue = queues[batch.tp]
+                if isinstance(outcome, ProduceResult):
+                    queue.popleft()
+                    results.append(outcome)
+                    if self.producer_id != NO_PRODUCER_ID:
+                        self._sequences[batch.tp] = (
+                            self._sequences.get(batch.tp, 0) + outcome.record_count
+                        )
+                elif isinstance(outcome, MessageTooLargeError) and len(batch.records) > 1:
+                    # KIP-126: the broker takes smaller batches than we cut; split in two
+                    queue.popleft()
+                    half = len(batch.records) // 2
+                    for part in (batch.records[half:], batch.records[:half]):
+                        queue.appendleft(_Batch(batch.tp, part))
+                elif outcome.retriable and batch.attempts < self.client.retries:
+                    batch.attempts += 1
+                    retry_topics.add(batch.tp.topic)
+                else:
+                    queue.popleft()
+                    errors.extend((index, outcome) for index, _ in batch.records)
+            if retry_topics:
+                await self.client.backoff()
+                await self.client.refresh_metadata(sorted(retry_topics))
+        if errors:
+            errors.sort(key=lambda e: e[0])
+            raise RecordsNotDeliveredError(errors, results)
+        return results
 
     async def send_batches(
         self, batches: dict[TopicPartition, tuple[bytes, int]]
     ) -> list[ProduceResult]:
-        """Send ready-made batches ({tp: (batch bytes, record count)}), retrying the
-        partitions that fail with a retriable error."""
+        """Send ready-made batches ({tp: (batch bytes, record count)}, each within
+        max.request.size), retrying the partitions that fail with a retriable error; the
+        first error left once retries are used up is raised."""
         pending = dict(batches)
         results: dict[TopicPartition, ProduceResult] = {}
         for tries_left in range(self.client.retries, -1, -1):
@@ -147,7 +374,7 @@ class BatchProducer:
                     failed[tp] = e
             outcomes = await asyncio.gather(
                 *(
-                    self._produce(leader, {tp: pending[tp] for tp in tps})
+                    self._produce_ready(leader, {tp: pending[tp] for tp in tps})
                     for leader, tps in by_leader.items()
                 ),
                 return_exceptions=True,
@@ -176,8 +403,18 @@ class BatchProducer:
         return [results[tp] for tp in batches]
 
     async def _produce(
+        self, leader: int, batches: list[_Batch]
+    ) -> dict[TopicPartition, ProduceResult | KafkaError]:
+        ready: dict[TopicPartition, tuple[bytes, int]] = {}
+        for batch in batches:
+            assert batch.data is not None
+            ready[batch.tp] = (batch.data, len(batch.records))
+        return await self._produce_ready(leader, ready)
+
+    async def _produce_ready(
         self, leader: int, batches: dict[TopicPartition, tuple[bytes, int]]
     ) -> dict[TopicPartition, ProduceResult | KafkaError]:
+        """One Produce request to `leader`: each partition's outcome."""
         topics: dict[str, list[dict[str, Any]]] = {}
         for tp, (data, _) in batches.items():
             topics.setdefault(tp.topic, []).append({"index": tp.partition, "records": data})

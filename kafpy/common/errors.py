@@ -507,12 +507,13 @@ _INFO: dict[int, tuple[bool, str]] = {
 class KafkaError(Exception):
     """Base of all kafpy errors that have a Kafka meaning (UNKNOWN_SERVER_ERROR itself).
 
-    A subclass sets `error` to its row of `Errors`; `code` and `retriable` follow from it.
+    A subclass sets `error` to its row of `Errors`; `code` and `retriable` follow from it
+    (an error standing for several, as RecordsNotDeliveredError, may set them per instance).
     """
 
     error: ClassVar[Errors] = Errors.UNKNOWN_SERVER_ERROR
-    code: ClassVar[int] = int(Errors.UNKNOWN_SERVER_ERROR)
-    retriable: ClassVar[bool] = False
+    code: int = int(Errors.UNKNOWN_SERVER_ERROR)
+    retriable: bool = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

@@ -12,9 +12,9 @@ import enum
 from typing import Any
 
 from kafpy.common.topic_partition import TopicPartition
-from kafpy.coordinator.consumer_protocol import subscription_topics
 from kafpy.coordinator.member_metadata import MemberMetadata
 from kafpy.coordinator.offset_and_metadata import OffsetAndMetadata
+from kafpy.protocol.consumer_protocol import subscription_topics
 
 
 class GroupState(enum.Enum):

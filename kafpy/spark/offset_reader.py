@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 
 from kafpy.client.fetcher import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, Fetcher
 from kafpy.client.kafka_client import KafkaClient
+from kafpy.common.errors import UnknownTopicOrPartitionError
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.spark.errors import OptionError
 from kafpy.spark.offsets import TP
@@ -47,8 +48,11 @@ class KafkaOffsetReader:
     """Partitions and offsets of a read's subscription (subscribe, subscribePattern or
     assign), asked of the cluster through kafpy's client."""
 
-    def __init__(self, options: ReadOptions) -> None:
+    def __init__(self, options: ReadOptions, *, batch: bool = False) -> None:
         self.options = options
+        # a batch query reads the topics as they are now: a subscribed topic that does not
+        # exist is an error (as in Spark's connector), where a stream waits for it
+        self.batch = batch
         self._loop = asyncio.new_event_loop()
         self._client = new_client(options.client)
         self._fetcher = Fetcher(self._client, isolation_level=options.client.isolation_level)
@@ -105,8 +109,14 @@ class KafkaOffsetReader:
         result = []
         for topic in topics:
             info = client.cluster.topic(topic)
-            if info is not None and info.error_code == 0:
+            if info is not None and info.error_code == 0 and info.partitions:
                 result.extend((topic, p) for p in info.partitions)
+            elif self.batch and opts.subscribe is not None:
+                raise UnknownTopicOrPartitionError(
+                    f"This server does not host this topic-partition: topic '{topic}' named in "
+                    "option 'subscribe' does not exist; create it or fix the name (a batch "
+                    "query reads the topics as they are when it starts)."
+                )
         return sorted(result)
 
     # --- offsets ---
@@ -167,10 +177,23 @@ class KafkaOffsetReader:
 
 
 def _check_covers(offsets: dict[TP, int], tps: list[TP], name: str) -> None:
+    """Specific offsets must name exactly the partitions the query reads (Spark's
+    connector asserts the same)."""
     missing = sorted(set(tps) - set(offsets))
+    extra = sorted(set(offsets) - set(tps))
+    if not missing and not extra:
+        return
+
+    def names(items: Iterable[TP]) -> str:
+        return ", ".join(f"{t}-{p}" for t, p in items)
+
+    problems = []
     if missing:
-        names = ", ".join(f"{t}-{p}" for t, p in missing)
-        raise OptionError(
-            f"Option '{name}' gives no offset for partitions {names}; specific offsets must "
-            "name every partition the query reads (use -2 for earliest, -1 for latest)."
-        )
+        problems.append(f"gives no offset for partitions {names(missing)}")
+    if extra:
+        problems.append(f"names partitions {names(extra)}, which the query does not read")
+    raise OptionError(
+        f"Option '{name}' {' and '.join(problems)}. If {name} contains specific offsets, you "
+        "must specify all TopicPartitions (use -1 for latest, -2 for earliest). Specified: "
+        f"[{names(sorted(offsets))}] Assigned: [{names(sorted(tps))}]"
+    )

@@ -72,7 +72,7 @@ class KafkaBatchReader(DataSourceReader):
 
     def partitions(self) -> Sequence[InputPartition]:
         opts = self.options
-        with KafkaOffsetReader(opts) as offsets:
+        with KafkaOffsetReader(opts, batch=True) as offsets:
             tps = offsets.partitions()
             start = offsets.resolve(opts.starting, tps, starting=True)
             end = offsets.resolve(opts.ending, tps, starting=False)

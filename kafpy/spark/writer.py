@@ -15,7 +15,6 @@ other tasks wrote stays written (at-least-once, like Spark's own Kafka sink).
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,18 +31,15 @@ from pyspark.sql.types import (
 )
 
 from kafpy.client.partitioner import StickyPartitioner, partition_for_key
-from kafpy.client.producer import BatchProducer
-from kafpy.client.response_errors import error_for_code
+from kafpy.client.producer import BatchProducer, ProducerRecord
 from kafpy.common.topic_partition import TopicPartition
-from kafpy.protocol.api_keys import ApiKey
-from kafpy.records.builder import RecordBatchBuilder
 from kafpy.records.compression import CompressionType
 from kafpy.records.record import Header
 from kafpy.spark.errors import OptionError
 from kafpy.spark.offset_reader import close_loop, new_client
 from kafpy.spark.options import WriteOptions
 
-_MAX_BATCH_BYTES = 1 << 20
+_MAX_PENDING_BYTES = 1 << 20
 
 
 class WriteError(RuntimeError):
@@ -115,43 +111,37 @@ class KafkaRowWriter:
 
     async def _write(self, client: Any, rows: Iterator[Row]) -> KafkaCommitMessage:
         await client.start()
-        producer = BatchProducer(client, acks=-1, timeout_ms=client.request_timeout_ms)
-        init = await client.send_to_any(
-            ApiKey.INIT_PRODUCER_ID,
-            {"transactional_id": None, "transaction_timeout_ms": 60000},
+        producer = BatchProducer(
+            client,
+            acks=-1,
+            compression=CompressionType.from_name(self.options.compression),
+            timeout_ms=client.request_timeout_ms,
         )
-        if init["error_code"]:
-            raise error_for_code(init["error_code"], None, "Getting an idempotent producer id")
-        producer_id, epoch = init["producer_id"], init["producer_epoch"]
-        sequences: dict[TopicPartition, int] = {}
-        builders: dict[TopicPartition, RecordBatchBuilder] = {}
+        await producer.init_producer_id()
+        pending: dict[TopicPartition, list[ProducerRecord]] = {}
         counts: dict[str, int] = {}
         partitions: dict[str, int] = {}
         sticky = StickyPartitioner()
         sticky_choice: dict[str, int] = {}
-        pending = 0
+        pending_count = 0
         pending_bytes = 0
         col = self.columns
         topic_option = self.options.topic
-        compression = CompressionType.from_name(self.options.compression)
 
         async def flush() -> None:
-            nonlocal pending, pending_bytes
-            batches: dict[TopicPartition, tuple[bytes, int]] = {}
-            for tp, b in builders.items():
-                b.base_sequence = sequences.get(tp, 0)
-                batches[tp] = (b.build(), b.record_count)
-                sequences[tp] = b.base_sequence + b.record_count
-            builders.clear()
+            # the producer cuts the records into batches of batch.size and requests of
+            # max.request.size; this only bounds what a task holds in memory
+            nonlocal pending_count, pending_bytes
+            records = dict(pending)
+            pending.clear()
             sticky_choice.clear()
-            pending = pending_bytes = 0
-            if batches:
-                await producer.send_batches(batches)
-                for tp, (_, n) in batches.items():
-                    counts[str(tp)] = counts.get(str(tp), 0) + n
+            pending_count = pending_bytes = 0
+            if records:
+                await producer.send_records(records)
+                for tp, recs in records.items():
+                    counts[str(tp)] = counts.get(str(tp), 0) + len(recs)
 
         for row in rows:
-            now = int(time.time() * 1000)
             topic = topic_option or (row[col["topic"]] if "topic" in col else None)
             if not topic:
                 raise WriteError(
@@ -179,16 +169,10 @@ class KafkaRowWriter:
             headers: list[Header] = []
             if "headers" in col and row[col["headers"]]:
                 headers = [(h[0], _as_bytes(h[1])) for h in row[col["headers"]]]
-            tp = TopicPartition(topic, partition)
-            builder = builders.get(tp)
-            if builder is None:
-                builder = builders[tp] = RecordBatchBuilder(
-                    compression=compression, producer_id=producer_id, producer_epoch=epoch
-                )
-            builder.append(now, key, value, headers)
-            pending += 1
+            pending.setdefault(TopicPartition(topic, partition), []).append((key, value, headers))
+            pending_count += 1
             pending_bytes += len(value or b"") + len(key or b"")
-            if pending >= self.options.batch_records or pending_bytes >= _MAX_BATCH_BYTES:
+            if pending_count >= self.options.batch_records or pending_bytes >= _MAX_PENDING_BYTES:
                 await flush()
         await flush()
         return KafkaCommitMessage(records=counts)

@@ -10,10 +10,15 @@ import pytest
 
 from kafpy.client.admin_client import AdminClient, ConfigResource, NewTopic
 from kafpy.client.connection import BrokerConnection
+from kafpy.client.consumer_coordinator import ConsumerCoordinator
 from kafpy.client.fetcher import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, Fetcher
 from kafpy.client.kafka_client import KafkaClient
-from kafpy.client.producer import BatchProducer
-from kafpy.common.errors import TopicExistsError, UnknownTopicOrPartitionError
+from kafpy.client.producer import BatchProducer, RecordsNotDeliveredError
+from kafpy.common.errors import (
+    MessageTooLargeError,
+    TopicExistsError,
+    UnknownTopicOrPartitionError,
+)
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.api_versions import SUPPORTED_VERSIONS
@@ -138,3 +143,71 @@ def test_an_empty_topic_name_is_refused_as_an_invalid_topic(kafpy_broker: KafpyB
     log = kafpy_broker.log_path.read_text(errors="replace")
     assert " ERROR " not in log, kafpy_broker.log_tail()
     assert "Traceback" not in log, kafpy_broker.log_tail()
+
+
+def test_producer_cuts_batches_the_broker_accepts(kafpy_broker_factory: Any) -> None:
+    """50,000 short records (more than a broker takes in one batch) all land, in order,
+    and the one record the broker refuses as too large fails alone."""
+    broker = kafpy_broker_factory({"message.max.bytes": "20000"})
+
+    async def scenario() -> None:
+        async with KafkaClient(broker.bootstrap) as client:
+            await AdminClient(client).create_topics([NewTopic("many", 1, 1)])
+            tp = TopicPartition("many", 0)
+            producer = BatchProducer(client, acks=-1)
+            await producer.init_producer_id()  # as the Spark writer does
+            values = [b"row %d" % i for i in range(50_000)]
+            results = await producer.send_records({tp: [(None, v) for v in values]})
+            assert sum(r.record_count for r in results) == 50_000
+            fetcher = Fetcher(client, max_wait_ms=100)
+            assert await fetcher.list_offsets([tp], LATEST_TIMESTAMP) == {tp: 50_000}
+            fetcher.assign({tp: 0})
+            seen: list[bytes | None] = []
+            while len(seen) < 50_000:
+                seen.extend(r.value for r in await fetcher.fetch())
+            assert seen == values
+
+            records = [(None, b"before"), (None, b"x" * 30_000), (None, b"after")]
+            with pytest.raises(RecordsNotDeliveredError) as e:
+                await producer.send("many", records)
+            assert [(i, type(err)) for i, err in e.value.errors] == [(1, MessageTooLargeError)]
+            fetcher.assign({tp: 50_000})
+            tail: list[bytes | None] = []
+            while len(tail) < 2:
+                tail.extend(r.value for r in await fetcher.fetch())
+            assert tail == [b"before", b"after"]
+
+    run(scenario())
+
+
+def test_consumer_coordinators_share_partitions_and_commit(kafpy_broker_factory: Any) -> None:
+    broker = kafpy_broker_factory(
+        {"offsets.topic.num.partitions": "1", "group.initial.rebalance.delay.ms": "0"}
+    )
+
+    async def scenario() -> None:
+        async with KafkaClient(broker.bootstrap) as c1, KafkaClient(broker.bootstrap) as c2:
+            await AdminClient(c1).create_topics([NewTopic("shared", 4, 1)])
+            fast = {"session_timeout_ms": 6000, "heartbeat_interval_ms": 200}
+            first = ConsumerCoordinator(c1, "sharers", ["shared"], **fast)
+            second = ConsumerCoordinator(c2, "sharers", ["shared"], **fast)
+            try:
+                all_tps = [TopicPartition("shared", p) for p in range(4)]
+                assert await first.ensure_active_group() == all_tps
+
+                async def first_rejoins() -> None:
+                    while not first.rejoin_needed:  # learnt from a heartbeat
+                        await asyncio.sleep(0.05)
+                    await first.ensure_active_group()
+
+                await asyncio.gather(second.ensure_active_group(), first_rejoins())
+                assert first.generation_id == second.generation_id
+                assert sorted(first.assignment + second.assignment) == all_tps
+                assert first.assignment and second.assignment
+                await first.commit({tp: 7 for tp in first.assignment})
+                assert await second.committed(all_tps) == {tp: 7 for tp in first.assignment}
+            finally:
+                await second.close()
+                await first.close()
+
+    run(scenario())

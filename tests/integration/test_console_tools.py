@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 
@@ -199,3 +200,142 @@ def test_errors_are_one_line(kafpy_broker: KafpyBroker) -> None:
     assert result.stderr.decode().strip().splitlines() == [
         "Error processing messages of topic no-such-topic: Topic no-such-topic does not exist."
     ]
+
+
+def stored(broker: KafpyBroker, topic: str) -> list[str]:
+    """Every record of the topic as key:value lines (reads until none came for 3 s)."""
+    result = kafpy(
+        "console-consumer",
+        "--bootstrap-server",
+        broker.bootstrap,
+        "--topic",
+        topic,
+        "--from-beginning",
+        "--timeout-ms",
+        "3000",
+        "--property",
+        "print.key=true",
+        "--property",
+        "key.separator=:",
+    )
+    return ok(result).decode().splitlines()
+
+
+KEYED = ("--property", "parse.key=true", "--property", "key.separator=:")
+
+
+def test_a_line_without_key_stops_after_delivering_the_lines_before(
+    kafpy_broker: KafpyBroker,
+) -> None:
+    create_topic(kafpy_broker, "nokey")
+    result = kafpy(
+        "console-producer",
+        "--bootstrap-server",
+        kafpy_broker.bootstrap,
+        "--topic",
+        "nokey",
+        *KEYED,
+        stdin=b"k1:v1\nk2:v2\nk1:v3\nnokey\n",
+    )
+    assert sorted(stored(kafpy_broker, "nokey")) == ["k1:v1", "k1:v3", "k2:v2"]
+    assert result.returncode == 1
+    assert "No key found on line 4: nokey" in result.stderr.decode()
+    assert "3 lines delivered" in result.stderr.decode()
+
+
+def test_ignore_error_delivers_the_lines_after_a_line_without_key(
+    kafpy_broker: KafpyBroker,
+) -> None:
+    create_topic(kafpy_broker, "nokey-ignored")
+    produce(
+        kafpy_broker,
+        "nokey-ignored",
+        b"k1:v1\nnokey\nk2:v2\n",
+        *KEYED,
+        "--property",
+        "ignore.error=true",
+    )
+    assert sorted(stored(kafpy_broker, "nokey-ignored")) == ["k1:v1", "k2:v2", "null:nokey"]
+
+
+@pytest.mark.parametrize("where", ["producer", "broker"])
+def test_an_oversized_line_fails_alone(kafpy_broker_factory: Any, where: str) -> None:
+    """Too large for max.request.size (refused by the producer) or for the broker's
+    message.max.bytes (refused by the broker): the line is named, the others delivered."""
+    broker = kafpy_broker_factory({"message.max.bytes": "100000"})
+    size = 2_000_000 if where == "producer" else 200_000
+    lines = b"k1:good1\nk2:good2\nk3:" + b"x" * size + b"\nk4:good3\n"
+    create_topic(broker, "big")
+    result = kafpy(
+        "console-producer",
+        "--bootstrap-server",
+        broker.bootstrap,
+        "--topic",
+        "big",
+        *KEYED,
+        stdin=lines,
+    )
+    assert result.returncode == 1
+    errors = result.stderr.decode()
+    assert "Line 3 was not delivered" in errors and "from line 3:" in errors
+    delivered = sorted(stored(broker, "big"))
+    assert delivered[:2] == ["k1:good1", "k2:good2"] and "k3" not in "".join(delivered)
+    if where == "producer":  # refused before sending: what came after was not sent
+        assert delivered == ["k1:good1", "k2:good2"]
+        assert "Not sent: line 4" in errors
+
+    create_topic(broker, "big-ignored")
+    result = kafpy(
+        "console-producer",
+        "--bootstrap-server",
+        broker.bootstrap,
+        "--topic",
+        "big-ignored",
+        *KEYED,
+        "--property",
+        "ignore.error=true",
+        stdin=lines,
+    )
+    assert result.returncode == 1
+    assert "1 line not delivered (line 3); 3 delivered." in result.stderr.decode()
+    assert sorted(stored(broker, "big-ignored")) == ["k1:good1", "k2:good2", "k4:good3"]
+
+
+GROUP_OVERRIDES = {"offsets.topic.num.partitions": "1", "group.initial.rebalance.delay.ms": "0"}
+
+
+def test_group_runs_resume_where_the_last_one_committed(kafpy_broker_factory: Any) -> None:
+    broker = kafpy_broker_factory(GROUP_OVERRIDES)
+    create_topic(broker, "grouped", partitions=2)
+    produce(broker, "grouped", b"a\nb\nc\n")
+    group = ("--group", "readers", "--from-beginning")
+    first = ok(consume(broker, "grouped", *group, "--max-messages", "3"))
+    assert first.decode().splitlines() == ["a", "b", "c"]
+    produce(broker, "grouped", b"d\ne\n")
+    # --from-beginning only applies to partitions without a committed offset
+    second = ok(consume(broker, "grouped", *group, "--max-messages", "2"))
+    assert sorted(second.decode().splitlines()) == ["d", "e"]
+    third = consume(broker, "grouped", *group, "--timeout-ms", "2000")
+    assert ok(third) == b"" and b"Processed a total of 0 messages" in third.stderr
+
+    described = ok(
+        kafpy("consumer-groups", "--bootstrap-server", broker.bootstrap, "--describe", "--group",
+              "readers")
+    ).decode()  # fmt: skip
+    assert "Consumer group 'readers' has no active members." in described
+    rows = [line.split() for line in described.splitlines() if line.startswith("readers ")]
+    assert sorted(r[2] for r in rows) == ["0", "1"] and all(r[1] == "grouped" for r in rows)
+    assert sum(int(r[3]) for r in rows) == 5 and [r[5] for r in rows] == ["0", "0"]
+
+
+def test_whitelist_and_formatter(kafpy_broker: KafpyBroker) -> None:
+    for topic in ("wl-one", "wl-two", "other"):
+        create_topic(kafpy_broker, topic)
+        produce(kafpy_broker, topic, topic.encode() + b"\n")
+    result = kafpy(
+        "console-consumer", "--bootstrap-server", kafpy_broker.bootstrap, "--whitelist", "wl-.*",
+        "--from-beginning", "--max-messages", "2", "--timeout-ms", "10000",
+        "--formatter", "kafka.tools.DefaultMessageFormatter", "--property", "print.offset=true",
+        "--isolation-level", "read_committed",
+    )  # fmt: skip
+    assert sorted(ok(result).decode().splitlines()) == ["Offset:0\twl-one", "Offset:0\twl-two"]

@@ -4,6 +4,10 @@ worker's path), so `spark.read.format("kafpy")` needs no `spark.dataSource.regis
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 from pyspark.sql.datasource import DataSource
@@ -36,3 +40,15 @@ def test_spark_registers_kafpy_by_itself(spark: Any) -> None:
     assert df.columns == [
         "key", "value", "topic", "partition", "offset", "timestamp", "timestampType", "headers"
     ]  # fmt: skip
+
+
+def test_loading_kafpy_spark_points_spark_workers_at_this_interpreter(tmp_path: Path) -> None:
+    probe = "import os, kafpy.spark; print(os.environ.get('PYSPARK_PYTHON'))"
+    env = {k: v for k, v in os.environ.items() if k != "PYSPARK_PYTHON"}
+    out = subprocess.run([sys.executable, "-c", probe], env=env, cwd=tmp_path,
+                         capture_output=True, text=True, check=True)  # fmt: skip
+    assert out.stdout.strip() == sys.executable
+    env["PYSPARK_PYTHON"] = "/opt/python-of-my-choice"
+    out = subprocess.run([sys.executable, "-c", probe], env=env, cwd=tmp_path,
+                         capture_output=True, text=True, check=True)  # fmt: skip
+    assert out.stdout.strip() == "/opt/python-of-my-choice"

@@ -147,8 +147,20 @@ def test_min_partitions_splits_ranges(spark: Any, loaded: dict[str, Any]) -> Non
     assert sorted(per_task) == [6, 7, 7, 10, 10, 10, 10]
 
 
-def test_missing_topic_reads_nothing(spark: Any, loaded: dict[str, Any]) -> None:
-    assert read(spark, loaded["bootstrap"], subscribe=topic_name("absent")).count() == 0
+def test_missing_topic_fails_a_batch_read(spark: Any, loaded: dict[str, Any]) -> None:
+    absent = topic_name("absent")
+    with pytest.raises(Exception, match=rf"topic '{absent}' named in option 'subscribe' does not"):
+        read(spark, loaded["bootstrap"], subscribe=absent).count()
+
+
+@pytest.mark.parametrize(("option", "edge"), [("startingOffsets", -2), ("endingOffsets", -1)])
+def test_offsets_naming_a_partition_that_does_not_exist_fail(
+    spark: Any, loaded: dict[str, Any], option: str, edge: int
+) -> None:
+    t = loaded["topic"]
+    offsets = json.dumps({t: {"0": edge, "1": edge, "2": edge, "7": 5}})
+    with pytest.raises(Exception, match=rf"names partitions {t}-7, which the query does not read"):
+        read(spark, loaded["bootstrap"], subscribe=t, **{option: offsets}).collect()
 
 
 @pytest.mark.parametrize(

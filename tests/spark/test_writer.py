@@ -118,3 +118,19 @@ def test_streaming_write(spark: Any, kafpy_module_broker: KafpyBroker, tmp_path:
         (b"k%d" % i, b"%d!" % i) for i in range(40)
     )
     assert all(m.partition == partition_for_key(m.key, 3) for m in got)
+
+
+def test_fifty_thousand_short_rows_fit_the_brokers_batches(
+    spark: Any, kafpy_module_broker: KafpyBroker
+) -> None:
+    """16,384 rows of ~60 bytes made one 1.1 MB batch, over the broker's message.max.bytes:
+    the producer now cuts batches by batch.size."""
+    boot = kafpy_module_broker.bootstrap
+    topic = create_topic(boot, topic_name("many"), 1)
+    df = spark.range(50_000).selectExpr(
+        "concat('row ', lpad(CAST(id AS STRING), 8, '0'), repeat('x', 48)) AS value"
+    )
+    writer(df.coalesce(1), boot, topic=topic).save()
+    values = [m.value for m in consume_all(boot, topic, 1)]
+    assert len(values) == 50_000
+    assert values[0] == b"row 00000000" + b"x" * 48 and values[-1].startswith(b"row 00049999")

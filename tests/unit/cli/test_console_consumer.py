@@ -36,14 +36,32 @@ def one_line_error(*args: str) -> str:
 
 def test_option_errors() -> None:
     assert "bootstrap-server" in one_line_error("--topic", "t")
-    assert "[topic]" in one_line_error("--bootstrap-server", "h:1")
+    assert "Exactly one of whitelist/topic" in one_line_error("--bootstrap-server", "h:1")
+    assert "Exactly one of whitelist/topic" in one_line_error(
+        "--bootstrap-server", "h:1", "--topic", "t", "--whitelist", "t.*"
+    )
+    assert "Invalid whitelist '('" in one_line_error(
+        "--bootstrap-server", "h:1", "--whitelist", "("
+    )
     base = ["--bootstrap-server", "h:1", "--topic", "t"]
     assert "partition is required" in one_line_error(*base, "--offset", "3")
     assert "cannot be specified together" in one_line_error(
         *base, "--offset", "3", "--partition", "0", "--from-beginning"
     )
     assert "'-3' is incorrect" in one_line_error(*base, "--offset", "-3", "--partition", "0")
-    assert "not supported yet" in one_line_error(*base, "--group", "g")
+    assert "group and partition cannot" in one_line_error(*base, "--group", "g", "--partition", "0")
+    assert "Detected group ids: 'g', 'h'" in one_line_error(
+        *base, "--group", "g", "--consumer-property", "group.id=h"
+    )
+    assert "--from-beginning and 'auto.offset.reset=latest'" in one_line_error(
+        *base, "--group", "g", "--from-beginning", "--consumer-property", "auto.offset.reset=latest"
+    )
+    assert "formatter 'kafka.tools.LoggingMessageFormatter' is not supported" in one_line_error(
+        *base, "--formatter", "kafka.tools.LoggingMessageFormatter"
+    )
+    assert "isolation.level" in one_line_error(
+        *base, "--consumer-property", "isolation.level=dirty"
+    )
     assert "HOST:PORT" in one_line_error("--bootstrap-server", "x", "--topic", "t")
 
 

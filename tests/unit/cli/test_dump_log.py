@@ -212,3 +212,63 @@ def test_dump_log_shows_the_offset_gaps_of_a_compacted_segment(tmp_path: Path) -
     assert lines[3].startswith("| offset: 0 ") and "key: a payload: a-latest" in lines[3]
     assert lines[4].startswith("| offset: 4 ") and "key: b payload: b-latest" in lines[4]
     assert lines[5].startswith("baseOffset: 7 lastOffset: 7 count: 1 ")
+
+
+def test_offsets_decoder_prints_consumer_offsets_records(tmp_path: Path) -> None:
+    from kafpy.common.topic_partition import TopicPartition
+    from kafpy.coordinator.group_metadata_records import (
+        group_metadata_key,
+        group_metadata_value,
+        offset_commit_key,
+        offset_commit_value,
+    )
+    from kafpy.coordinator.offset_and_metadata import OffsetAndMetadata
+    from kafpy.protocol.consumer_protocol import encode_assignment, encode_subscription
+
+    tp0, tp1 = TopicPartition("t", 0), TopicPartition("t", 1)
+    member = {
+        "member_id": "m-1",
+        "group_instance_id": None,
+        "client_id": "c",
+        "client_host": "/127.0.0.1",
+        "rebalance_timeout": 300000,
+        "session_timeout": 10000,
+        "subscription": encode_subscription(["t"]),
+        "assignment": encode_assignment([tp0, tp1]),
+    }
+    group = {
+        "protocol_type": "consumer",
+        "generation": 4,
+        "protocol": "range",
+        "leader": "m-1",
+        "current_state_timestamp": T0,
+        "members": [member],
+    }
+    other = {**group, "protocol_type": "connect", "protocol": None,
+             "members": [{**member, "assignment": b"\x00\x0a\xff"}]}  # fmt: skip
+    records = [
+        (offset_commit_key("g", tp0), offset_commit_value(OffsetAndMetadata(42, commit_timestamp=T0))),
+        (offset_commit_key("g", tp1), offset_commit_value(OffsetAndMetadata(7, metadata="m", commit_timestamp=T0))),
+        (group_metadata_key("g"), group_metadata_value(group)),
+        (group_metadata_key("w"), group_metadata_value(other)),
+        (offset_commit_key("g", tp1), None),
+    ]  # fmt: skip
+    path = tmp_path / "__consumer_offsets-0" / "00000000000000000000.log"
+    path.parent.mkdir()
+    path.write_bytes(build_batch(records, timestamp=T0))
+    code, out, err = run("--files", str(path), "--offsets-decoder")
+    assert code == 0, err
+    decoded = [line.split(" headerKeys: [] ", 1)[1] for line in out.splitlines()[3:7]]
+    assert decoded == [
+        "key: offset::g:t:0 payload: 42",
+        "key: offset::g:t:1 payload: 7:m",
+        'key: {"metadata":"g"} payload: {"protocolType":"consumer","protocol":"range",'
+        '"generationId":4,"assignment":"{m-1=[t-0, t-1]}"}',
+        'key: {"metadata":"w"} payload: {"protocolType":"connect","protocol":null,'
+        '"generationId":4,"assignment":"{m-1=AFF}"}',
+    ]
+    assert out.splitlines()[7].endswith("headerKeys: []")  # a tombstone: nothing decoded
+
+    path.write_bytes(build_batch([(None, b"x")], timestamp=T0))
+    code, _, err = run("--files", str(path), "--offsets-decoder")
+    assert code == 1 and "message had a missing key" in err

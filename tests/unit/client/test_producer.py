@@ -9,7 +9,12 @@ import pytest
 
 from kafpy.client.kafka_client import KafkaClient
 from kafpy.client.partitioner import partition_for_key
-from kafpy.client.producer import BatchProducer, ProduceResult, parse_acks
+from kafpy.client.producer import (
+    BatchProducer,
+    ProduceResult,
+    RecordsNotDeliveredError,
+    parse_acks,
+)
 from kafpy.common.errors import MessageTooLargeError, NotLeaderOrFollowerError
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.protocol.api_keys import ApiKey
@@ -140,12 +145,61 @@ def test_errors_surface_with_the_partition_named() -> None:
         async with Brokers({0: 0}) as b, b.client() as client:
             producer = BatchProducer(client)
             b.errors[0] = [10]
-            with pytest.raises(MessageTooLargeError, match="Producing to t-0: The request"):
+            with pytest.raises(
+                RecordsNotDeliveredError, match="Producing to t-0: The request"
+            ) as e:
                 await producer.send("t", [(None, b"x" * 10)])
+            assert [(i, type(err)) for i, err in e.value.errors] == [(0, MessageTooLargeError)]
             b.errors[0] = [6] * 4  # one more failure than retries
-            with pytest.raises(NotLeaderOrFollowerError, match="Producing to t-0"):
+            with pytest.raises(RecordsNotDeliveredError, match="Producing to t-0") as e:
                 await producer.send("t", [(None, b"x")])
+            assert [(i, type(err)) for i, err in e.value.errors] == [(0, NotLeaderOrFollowerError)]
             assert b.errors[0] == [] and b.records(0) == []
+
+    run(scenario())
+
+
+def test_batches_are_cut_by_batch_size_and_requests_by_max_request_size() -> None:
+    async def scenario() -> None:
+        async with Brokers({0: 0, 1: 0}) as b, b.client() as client:
+            producer = BatchProducer(client, batch_size=1000, max_request_size=2500)
+            records = [(None, b"%04d" % i + b"x" * 96) for i in range(40)]
+            results = await producer.send("t", records, partition=0)
+            batches = [next(MemoryRecords(data).batches()) for data in b.logs[0]]
+            assert all(len(data) <= 1000 for data in b.logs[0]) and len(batches) > 4
+            assert b.records(0) == records  # in order, none lost
+            assert [r.record_count for r in results] == [x.record_count for x in batches]
+            # two partitions' batches share a request only within max.request.size
+            await producer.send_records(
+                {TopicPartition("t", 0): records[:9], TopicPartition("t", 1): records[:9]}
+            )
+            last = b.brokers[0].requests_of(ApiKey.PRODUCE)[-1].body["topic_data"][0]
+            assert len(last["partition_data"]) == 2
+            await producer.send_records(
+                {TopicPartition("t", 0): records[:20], TopicPartition("t", 1): records[:20]}
+            )
+            for request in b.brokers[0].requests_of(ApiKey.PRODUCE):
+                parts = request.body["topic_data"][0]["partition_data"]
+                assert sum(len(p["records"]) for p in parts) <= 2500
+
+    run(scenario())
+
+
+def test_a_record_too_large_fails_alone() -> None:
+    async def scenario() -> None:
+        async with Brokers({0: 0}) as b, b.client() as client:
+            producer = BatchProducer(client, max_request_size=3000)
+            records = [(None, b"a"), (None, b"x" * 5000), (None, b"b")]
+            with pytest.raises(RecordsNotDeliveredError, match="max.request.size") as e:
+                await producer.send("t", records)
+            assert [i for i, _ in e.value.errors] == [1]
+            assert b.records(0) == [(None, b"a"), (None, b"b")]
+            # the broker refusing a batch as too large: split, only the culprit fails
+            b.errors[0] = [10, 0, 10]
+            with pytest.raises(RecordsNotDeliveredError) as e:
+                await producer.send("t", [(None, b"c"), (None, b"d" * 100)])
+            assert [(i, type(err)) for i, err in e.value.errors] == [(1, MessageTooLargeError)]
+            assert b.records(0)[2:] == [(None, b"c")]
 
     run(scenario())
 
