@@ -51,6 +51,7 @@ from kafpy.server.dynamic_config_manager import DynamicConfigManager
 from kafpy.server.kafka_apis import KafkaApis
 from kafpy.server.kafka_config import KafkaConfig
 from kafpy.server.log_dir_failure_channel import LogDirFailureChannel
+from kafpy.server.loop_lag_probe import LoopLagProbe
 from kafpy.server.metadata_cache import MetadataCache
 from kafpy.server.producer_id_manager import ProducerIdManager
 from kafpy.server.replica_fetcher_thread import ReplicaFetcherConfig
@@ -125,6 +126,7 @@ class KafkaServer:
 
     async def _startup(self) -> None:
         cfg = self.config
+        LoopLagProbe.start(cfg.broker_id, until=self._shutdown_requested)
         for d in cfg.log_dirs:
             d.mkdir(parents=True, exist_ok=True)
         self.store = create_store(

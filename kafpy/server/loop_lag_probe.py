@@ -1,0 +1,143 @@
+"""LoopLagProbe: how late the broker's event loop wakes up, and where it is when it stalls.
+
+Every 10 ms a coroutine on the loop sleeps and measures how much later than asked it woke
+(the loop's lag: time some callback held the loop, or the GIL). A watchdog thread sees a
+stall while it is happening: once the loop has not ticked for the threshold (50 ms) it
+logs a WARN with the stack of the loop's thread at that moment, taken from
+`sys._current_frames()`, one per stall. At stop, one INFO line gives the lag's
+percentiles and maximum.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import sys
+import threading
+import time
+import traceback
+
+from kafpy.common.logger import component_logger
+
+DEFAULT_INTERVAL_S = 0.010
+DEFAULT_THRESHOLD_S = 0.050
+# lag histogram: bucket i holds lags up to 1.02**i µs (2 % resolution, ~930 buckets to 100 s)
+_BUCKET_BASE = 1.02
+_BUCKETS = 1000
+
+
+class LoopLagProbe:
+    """Samples the running event loop's lag and reports stalls with the loop thread's stack.
+
+    Parameters:
+        broker_id: shown in the log lines' `[LoopLagProbe id=N]` prefix.
+        interval_s: how often the loop is sampled (10 ms).
+        threshold_s: a loop that has not ticked for this long is stalled (50 ms): the
+            watchdog thread logs a WARN with its stack.
+    """
+
+    def __init__(
+        self,
+        broker_id: object = None,
+        *,
+        interval_s: float = DEFAULT_INTERVAL_S,
+        threshold_s: float = DEFAULT_THRESHOLD_S,
+    ) -> None:
+        self.interval_s = interval_s
+        self.threshold_s = threshold_s
+        self.log = component_logger(__name__, "LoopLagProbe", broker_id)
+        self.stalls = 0
+        self._counts = [0] * _BUCKETS
+        self._samples = 0
+        self._max_s = 0.0
+        self._last_tick = time.monotonic()
+        self._stall_reported = False
+        self._stopped = threading.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._watchdog: threading.Thread | None = None
+        self._loop_thread_id = 0
+
+    @classmethod
+    def start(cls, broker_id: object = None, *, until: asyncio.Event | None = None) -> LoopLagProbe:
+        """Start a probe on the running loop. It stops (and logs its summary) when `until`
+        is set, when `stop` is called, or when its task is cancelled as the loop ends."""
+        probe = cls(broker_id)
+        probe.begin(until)
+        return probe
+
+    def begin(self, until: asyncio.Event | None = None) -> None:
+        """Start sampling the running loop, and the watchdog thread."""
+        self._loop_thread_id = threading.get_ident()
+        self._last_tick = time.monotonic()
+        self._task = asyncio.get_running_loop().create_task(self._run(until), name="loop-lag-probe")
+        self._watchdog = threading.Thread(
+            target=self._watch, name="kafka-loop-lag-watchdog", daemon=True
+        )
+        self._watchdog.start()
+
+    async def stop(self) -> None:
+        """Stop sampling and log the summary line."""
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+            try:
+                await self._task
+            except asyncio.CancelledError:
+                pass
+
+    async def _run(self, until: asyncio.Event | None) -> None:
+        try:
+            while until is None or not until.is_set():
+                expected = time.monotonic() + self.interval_s
+                await asyncio.sleep(self.interval_s)
+                now = time.monotonic()
+                self._last_tick = now
+                self._stall_reported = False
+                self._record(max(0.0, now - expected))
+        finally:
+            self._stopped.set()
+            self.log.info("%s", self.summary())
+
+    def _record(self, lag_s: float) -> None:
+        us = lag_s * 1e6
+        bucket = 0 if us < 1.0 else min(_BUCKETS - 1, math.ceil(math.log(us, _BUCKET_BASE)))
+        self._counts[bucket] += 1
+        self._samples += 1
+        self._max_s = max(self._max_s, lag_s)
+
+    def percentile_ms(self, q: float) -> float:
+        """The lag below which a fraction q of the samples fall, in ms (2 % resolution)."""
+        if self._samples == 0:
+            return 0.0
+        rank = max(1, math.ceil(q * self._samples))
+        seen = 0
+        for bucket, count in enumerate(self._counts):
+            seen += count
+            if seen >= rank:
+                return min(_BUCKET_BASE**bucket / 1000.0, self._max_s * 1000.0)
+        return self._max_s * 1000.0
+
+    def summary(self) -> str:
+        """The shutdown line: sample count, lag percentiles, maximum and stalls."""
+        return (
+            f"Event loop lag over {self._samples} samples every {self.interval_s * 1000:g} ms: "
+            f"p50 {self.percentile_ms(0.5):.2f} ms, p99 {self.percentile_ms(0.99):.2f} ms, "
+            f"p99.9 {self.percentile_ms(0.999):.2f} ms, max {self._max_s * 1000:.2f} ms; "
+            f"{self.stalls} stalls over {self.threshold_s * 1000:g} ms"
+        )
+
+    def _watch(self) -> None:
+        while not self._stopped.wait(self.interval_s):
+            late = time.monotonic() - self._last_tick - self.interval_s
+            if late < self.threshold_s or self._stall_reported:
+                continue
+            self._stall_reported = True
+            self.stalls += 1
+            frame = sys._current_frames().get(self._loop_thread_id)
+            stack = "".join(traceback.format_stack(frame)) if frame is not None else "(gone)\n"
+            self.log.warning(
+                "Event loop blocked for %.0f ms so far (threshold %g ms); the loop thread "
+                "is at:\n%s",
+                late * 1000,
+                self.threshold_s * 1000,
+                stack.rstrip("\n"),
+            )
