@@ -147,7 +147,8 @@ def kafka_consumer(args: argparse.Namespace) -> dict[str, object]:
     deadline = time.monotonic() + args.duration + 60
     done = False
     while not done and time.monotonic() < deadline:
-        for m in c.consume(10000, 0.5):
+        # consume(n, t) waits for n records or t; so take what is there, else wait for one
+        for m in c.consume(10000, 0) or c.consume(1, 0.5):
             now = time.monotonic_ns()
             if m.error():
                 continue
@@ -290,19 +291,18 @@ def create_topic(bootstrap: str, topic: str, rf: int) -> None:
     raise SystemExit(f"topic {topic} has no leader or full ISR after 60 s")
 
 
-def rates_for(spec: list[str], measured_max: float) -> list[float]:
-    return [measured_max / 2 if r == "half" else float(r) for r in spec]
-
-
 def run_kafka(label: str, bootstrap: str, rf: int, acks: str, args: argparse.Namespace,
               sizes: list[int]) -> dict[int, list[float]]:  # fmt: skip
     used: dict[int, list[float]] = {}
     for size in sizes:
-        create_topic(bootstrap, f"max-{rf}-{size}", rf)
-        m = max_rate(bootstrap, f"max-{rf}-{size}", size, acks, min(3.0, args.duration))
-        print(f"{label:<22} {size:>5} B  max rate of the producer {m:>10,.0f}/s", flush=True)
-        used[size] = rates_for(args.rates, m)
-        for rate in used[size]:
+        used[size] = []
+        for spec in args.rates:
+            if spec == "half":  # measured last: the flood leaves the replicas busy a while
+                create_topic(bootstrap, f"max-{rf}-{size}", rf)
+                m = max_rate(bootstrap, f"max-{rf}-{size}", size, acks, min(3.0, args.duration))
+                print(f"{label:<22} {size:>5} B  producer's maximum {m:>10,.0f}/s", flush=True)
+            rate = m / 2 if spec == "half" else float(spec)
+            used[size].append(rate)
             topic = f"lat-{rf}-{size}-{int(rate)}"
             create_topic(bootstrap, topic, rf)
             res = run_pair("kafka", bootstrap, topic, size, rate, args.duration, acks,

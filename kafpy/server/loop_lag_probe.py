@@ -3,8 +3,8 @@
 Every 10 ms a coroutine on the loop sleeps and measures how much later than asked it woke
 (the loop's lag: time some callback held the loop, or the GIL). A watchdog thread sees a
 stall while it is happening: once the loop has not ticked for the threshold (50 ms) it
-logs a WARN with the stack of the loop's thread at that moment, taken from
-`sys._current_frames()`, one per stall. At stop, one INFO line gives the lag's
+logs a WARN with the innermost frames of the loop thread's stack at that moment, taken
+from `sys._current_frames()`, one per stall. At stop, one INFO line gives the lag's
 percentiles and maximum.
 """
 
@@ -24,6 +24,8 @@ DEFAULT_THRESHOLD_S = 0.050
 # lag histogram: bucket i holds lags up to 1.02**i µs (2 % resolution, ~930 buckets to 100 s)
 _BUCKET_BASE = 1.02
 _BUCKETS = 1000
+# the innermost frames; the outer ones are the same start-up frames every time
+_STACK_FRAMES = 25
 
 
 class LoopLagProbe:
@@ -133,7 +135,11 @@ class LoopLagProbe:
             self._stall_reported = True
             self.stalls += 1
             frame = sys._current_frames().get(self._loop_thread_id)
-            stack = "".join(traceback.format_stack(frame)) if frame is not None else "(gone)\n"
+            stack = (
+                "".join(traceback.format_list(traceback.extract_stack(frame, _STACK_FRAMES)))
+                if frame is not None
+                else "(gone)\n"
+            )
             self.log.warning(
                 "Event loop blocked for %.0f ms so far (threshold %g ms); the loop thread "
                 "is at:\n%s",
