@@ -3,7 +3,8 @@
 Every 10 ms a coroutine on the loop sleeps and measures how much later than asked it woke
 (the loop's lag: time some callback held the loop, or the GIL). A watchdog thread sees a
 stall while it is happening: once the loop has not ticked for the threshold (50 ms) it
-logs a WARN with the innermost frames of the loop thread's stack at that moment, taken
+logs a WARN with the innermost frames of the loop thread's stack at that moment (and where the
+other threads are, one of which may hold the GIL), taken
 from `sys._current_frames()`, one per stall. At stop, one INFO line gives the lag's
 percentiles and maximum.
 """
@@ -16,6 +17,7 @@ import sys
 import threading
 import time
 import traceback
+from types import FrameType
 
 from kafpy.common.logger import component_logger
 
@@ -134,7 +136,8 @@ class LoopLagProbe:
                 continue
             self._stall_reported = True
             self.stalls += 1
-            frame = sys._current_frames().get(self._loop_thread_id)
+            frames = sys._current_frames()
+            frame = frames.get(self._loop_thread_id)
             stack = (
                 "".join(traceback.format_list(traceback.extract_stack(frame, _STACK_FRAMES)))
                 if frame is not None
@@ -142,8 +145,21 @@ class LoopLagProbe:
             )
             self.log.warning(
                 "Event loop blocked for %.0f ms so far (threshold %g ms); the loop thread "
-                "is at:\n%s",
+                "is at:\n%s\nthe other threads (one may hold the GIL) are at:\n%s",
                 late * 1000,
                 self.threshold_s * 1000,
                 stack.rstrip("\n"),
+                self._other_threads(frames),
             )
+
+    def _other_threads(self, frames: dict[int, FrameType]) -> str:
+        names = {t.ident: t.name for t in threading.enumerate()}
+        lines = []
+        for ident, frame in frames.items():
+            if ident in (self._loop_thread_id, threading.get_ident()):
+                continue
+            code = frame.f_code
+            lines.append(
+                f"  {names.get(ident, ident)}: {code.co_name} ({code.co_filename}:{frame.f_lineno})"
+            )
+        return "\n".join(lines) or "  (none)"
