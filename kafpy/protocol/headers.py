@@ -11,7 +11,7 @@ that does not know the broker's versions can still read the answer).
 from __future__ import annotations
 
 import struct
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -127,6 +127,13 @@ def encode_response(
 ) -> list[bytes | memoryview]:
     """A whole response frame as parts for `writelines`: size, header, body."""
     parts = RESPONSES[ApiKey(api_key)].encode_parts(api_version, body_value)
+    return frame_response(api_key, api_version, correlation_id, parts)
+
+
+def frame_response(
+    api_key: int, api_version: int, correlation_id: int, parts: Sequence[bytes | memoryview]
+) -> list[bytes | memoryview]:
+    """A response frame for a body already encoded (as parts): size, header, body."""
     flexible_header = response_header_version(api_key, api_version) == 1
     header_size = 5 if flexible_header else 4
     size = header_size + sum(len(p) for p in parts)

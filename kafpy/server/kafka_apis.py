@@ -35,8 +35,8 @@ from kafpy.coordinator.group_metadata_manager import GROUP_METADATA_TOPIC_NAME
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.api_versions import SUPPORTED_VERSIONS
 from kafpy.protocol.errors import Errors, error_code_of
-from kafpy.protocol.headers import encode_response
-from kafpy.protocol.messages import REQUESTS
+from kafpy.protocol.headers import encode_response, frame_response
+from kafpy.protocol.messages import REQUESTS, RESPONSES
 from kafpy.records.record_batch import LOG_OVERHEAD, MAGIC_OFFSET
 from kafpy.server.admin_manager import AdminManager
 from kafpy.server.kafka_config import KafkaConfig
@@ -74,7 +74,10 @@ _GROUP_APIS = (
 _INT32_MAX = 2**31 - 1
 _MIN_BATCH_LENGTH = 49  # a v2 batch's length field counts at least its header after the length
 
-Handler = Callable[[Request], Awaitable[dict[str, Any] | None]]
+# a handler answers with a body to encode, or one already encoded (bytes), or None (no answer)
+Handler = Callable[[Request], Awaitable[dict[str, Any] | bytes | None]]
+# Metadata answers encoded at the current MetadataCache generation, at most this many
+_METADATA_RESPONSES_CACHED = 256
 
 
 def _api_name(api_key: int) -> str:
@@ -148,6 +151,9 @@ class KafkaApis:
         self.producer_id_manager = producer_id_manager
         self.group_coordinator = group_coordinator
         self.log = component_logger("kafpy.server.KafkaApis", "KafkaApi", self.broker_id)
+        self._metadata_responses: dict[tuple[Any, ...], bytes] = {}
+        self._metadata_responses_generation = -1
+        self.metadata_responses_reused = 0
         handlers: dict[ApiKey, Handler] = {
             ApiKey.API_VERSIONS: self.handle_api_versions,
             ApiKey.METADATA: self.handle_metadata,
@@ -216,6 +222,8 @@ class KafkaApis:
         body = await self.handlers[ApiKey(header.api_key)](request)
         if body is None:
             return None
+        if isinstance(body, bytes):
+            return frame_response(header.api_key, header.api_version, header.correlation_id, [body])
         return encode_response(header.api_key, header.api_version, header.correlation_id, body)
 
     # -- ApiVersions ----------------------------------------------------------------------
@@ -232,7 +240,10 @@ class KafkaApis:
 
     # -- Metadata -------------------------------------------------------------------------
 
-    async def handle_metadata(self, request: Request) -> dict[str, Any]:
+    async def handle_metadata(self, request: Request) -> dict[str, Any] | bytes:
+        """Metadata, answered from the MetadataCache. Encoding 1,000 partitions takes
+        milliseconds of the event loop, and clients ask the same questions again and again:
+        an answer naming only known topics is kept, encoded, until the next UpdateMetadata."""
         body = request.body
         assert body is not None
         version = request.api_version
@@ -242,8 +253,35 @@ class KafkaApis:
             names = self.metadata_cache.get_all_topics()
         else:
             names = list(dict.fromkeys(t["name"] for t in requested or ()))
-        allow_auto = bool(body.get("allow_auto_topic_creation", True)) if version >= 4 else True
         listener = request.listener_name
+        if self._metadata_responses_generation != self.metadata_cache.generation:
+            self._metadata_responses.clear()
+            self._metadata_responses_generation = self.metadata_cache.generation
+        key = (version, listener, all_topics, tuple(names),
+               body.get("include_cluster_authorized_operations"),
+               body.get("include_topic_authorized_operations"))  # fmt: skip
+        encoded = self._metadata_responses.get(key)
+        if encoded is not None:
+            self.metadata_responses_reused += 1
+            return encoded
+        response = await self._metadata_response(body, version, listener, names, all_topics)
+        if all(t["error_code"] == Errors.NONE for t in response["topics"]):
+            if len(self._metadata_responses) >= _METADATA_RESPONSES_CACHED:
+                self._metadata_responses.clear()
+            encoded = b"".join(RESPONSES[ApiKey.METADATA].encode_parts(version, response))
+            self._metadata_responses[key] = encoded
+            return encoded
+        return response
+
+    async def _metadata_response(
+        self,
+        body: dict[str, Any],
+        version: int,
+        listener: str,
+        names: list[str],
+        all_topics: bool,
+    ) -> dict[str, Any]:
+        allow_auto = bool(body.get("allow_auto_topic_creation", True)) if version >= 4 else True
         known = {
             t["name"]: t
             for t in self.metadata_cache.get_topic_metadata(

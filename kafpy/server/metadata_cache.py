@@ -94,11 +94,15 @@ class MetadataCache:
         self.controller_id: int | None = None
         self._brokers: dict[int, MetadataBroker] = {}
         self._partitions: dict[str, dict[int, PartitionInfo]] = {}
+        # counts the UpdateMetadata requests applied: a Metadata answer built at one
+        # generation holds until the next
+        self.generation = 0
 
     def update_metadata(
         self, request_body: Mapping[str, Any], version: int = 0
     ) -> list[TopicPartition]:
         """Apply an UpdateMetadata request; returns the partitions it deleted."""
+        self.generation += 1
         controller_id = request_body["controller_id"]
         self.controller_id = controller_id if controller_id >= 0 else None
         self._brokers = _brokers(request_body)

@@ -108,6 +108,37 @@ def test_metadata_lists_brokers_topics_and_unknown_topics(broker: Broker) -> Non
     assert [x["name"] for x in v0_all["topics"]] == ["t"]  # type: ignore[index]
 
 
+def test_metadata_answers_are_reused_until_the_next_update_metadata(broker: Broker) -> None:
+    broker.lead("t", 2)
+    apis = apis_for(broker, **{"auto.create.topics.enable": "false"})
+    request = {"topics": [{"name": "t"}]}
+    first = call(apis, ApiKey.METADATA, 8, request)
+    assert call(apis, ApiKey.METADATA, 8, request) == first
+    assert apis.metadata_responses_reused == 1
+    # the reused body gets the request's own correlation id
+    parts = asyncio.run(apis.handle(make_request(ApiKey.METADATA, 8, request, correlation_id=9)))
+    assert parts is not None
+    cid, again = decode_response(ApiKey.METADATA, 8, b"".join(bytes(p) for p in parts)[4:])
+    assert (cid, again) == (9, first)
+    assert apis.metadata_responses_reused == 2
+    # another version is another answer
+    assert call(apis, ApiKey.METADATA, 1, request)["topics"][0]["name"] == "t"  # type: ignore[index]
+    assert apis.metadata_responses_reused == 2
+
+    broker.metadata_cache.update_metadata(
+        update_metadata([partition_state("t", 0, 0, leader_epoch=5), partition_state("t", 1, 0)])
+    )
+    after = call(apis, ApiKey.METADATA, 8, request)
+    assert after is not None and after["topics"][0]["partitions"][0]["leader_epoch"] == 5
+    assert apis.metadata_responses_reused == 2
+
+    # an answer naming an unknown topic is built every time
+    unknown = {"topics": [{"name": "t"}, {"name": "nope"}]}
+    call(apis, ApiKey.METADATA, 8, unknown)
+    assert call(apis, ApiKey.METADATA, 8, unknown)["topics"][1]["error_code"] == 3  # type: ignore[index]
+    assert apis.metadata_responses_reused == 2
+
+
 def test_metadata_auto_creates_topics(broker: Broker, tmp_path: Path) -> None:
     async def scenario() -> tuple[dict[str, Any], Any]:
         store = EmbeddedStore(tmp_path / "meta")
