@@ -6,12 +6,14 @@ stall while it is happening: once the loop has not ticked for the threshold (50 
 logs a WARN with the innermost frames of the loop thread's stack at that moment (and where the
 other threads are, one of which may hold the GIL), taken
 from `sys._current_frames()`, one per stall. At stop, one INFO line gives the lag's
-percentiles and maximum.
+percentiles and maximum, and the number of generation-2 garbage collections with the
+longest one.
 """
 
 from __future__ import annotations
 
 import asyncio
+import gc
 import math
 import sys
 import threading
@@ -60,6 +62,10 @@ class LoopLagProbe:
         self._task: asyncio.Task[None] | None = None
         self._watchdog: threading.Thread | None = None
         self._loop_thread_id = 0
+        # generation-2 garbage collections: how many, and the longest (they stop the loop)
+        self.full_collections = 0
+        self._full_collection_max_s = 0.0
+        self._collection_started = 0.0
 
     @classmethod
     def start(cls, broker_id: object = None, *, until: asyncio.Event | None = None) -> LoopLagProbe:
@@ -78,6 +84,7 @@ class LoopLagProbe:
             target=self._watch, name="kafka-loop-lag-watchdog", daemon=True
         )
         self._watchdog.start()
+        gc.callbacks.append(self._on_gc)
 
     async def stop(self) -> None:
         """Stop sampling and log the summary line."""
@@ -87,6 +94,7 @@ class LoopLagProbe:
                 await self._task
             except asyncio.CancelledError:
                 pass
+        self._finish()  # a task cancelled before it ran has not finished itself
 
     async def _run(self, until: asyncio.Event | None) -> None:
         try:
@@ -98,8 +106,15 @@ class LoopLagProbe:
                 self._stall_reported = False
                 self._record(max(0.0, now - expected))
         finally:
-            self._stopped.set()
-            self.log.info("%s", self.summary())
+            self._finish()
+
+    def _finish(self) -> None:
+        if self._stopped.is_set():
+            return
+        self._stopped.set()
+        if self._on_gc in gc.callbacks:
+            gc.callbacks.remove(self._on_gc)
+        self.log.info("%s", self.summary())
 
     def _record(self, lag_s: float) -> None:
         us = lag_s * 1e6
@@ -126,7 +141,20 @@ class LoopLagProbe:
             f"Event loop lag over {self._samples} samples every {self.interval_s * 1000:g} ms: "
             f"p50 {self.percentile_ms(0.5):.2f} ms, p99 {self.percentile_ms(0.99):.2f} ms, "
             f"p99.9 {self.percentile_ms(0.999):.2f} ms, max {self._max_s * 1000:.2f} ms; "
-            f"{self.stalls} stalls over {self.threshold_s * 1000:g} ms"
+            f"{self.stalls} stalls over {self.threshold_s * 1000:g} ms; "
+            f"{self.full_collections} generation-2 garbage collections, the longest "
+            f"{self._full_collection_max_s * 1000:.2f} ms"
+        )
+
+    def _on_gc(self, phase: str, info: dict[str, int]) -> None:
+        if info["generation"] != 2:
+            return
+        if phase == "start":
+            self._collection_started = time.perf_counter()
+            return
+        self.full_collections += 1
+        self._full_collection_max_s = max(
+            self._full_collection_max_s, time.perf_counter() - self._collection_started
         )
 
     def _watch(self) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import threading
 
@@ -66,6 +67,21 @@ def test_the_summary_gives_ordered_percentiles(caplog: pytest.LogCaptureFixture)
         probe = asyncio.run(scenario())
     assert probe.percentile_ms(0.5) <= probe.percentile_ms(1.0)
     assert [r.getMessage() for r in caplog.records if "Event loop lag over" in r.getMessage()]
+
+
+def test_full_garbage_collections_are_counted(caplog: pytest.LogCaptureFixture) -> None:
+    async def scenario() -> LoopLagProbe:
+        probe = LoopLagProbe.start()
+        gc.collect()
+        await probe.stop()
+        gc.collect()  # after stop: not counted
+        return probe
+
+    with caplog.at_level(logging.INFO, logger="kafpy.server.loop_lag_probe"):
+        probe = asyncio.run(scenario())
+    assert probe.full_collections >= 1
+    (summary,) = [r.getMessage() for r in caplog.records if "Event loop lag over" in r.getMessage()]
+    assert f"{probe.full_collections} generation-2 garbage collections, the longest" in summary
 
 
 def test_the_probe_stops_when_its_event_is_set(caplog: pytest.LogCaptureFixture) -> None:
