@@ -3,11 +3,11 @@
 Every 10 ms a coroutine on the loop sleeps and measures how much later than asked it woke
 (the loop's lag: time some callback held the loop, or the GIL). A watchdog thread sees a
 stall while it is happening: once the loop has not ticked for the threshold (50 ms) it
-logs a WARN with the innermost frames of the loop thread's stack at that moment (and where the
-other threads are, one of which may hold the GIL), taken
-from `sys._current_frames()`, one per stall. At stop, one INFO line gives the lag's
-percentiles and maximum, and the number of generation-2 garbage collections with the
-longest one.
+logs a WARN with the innermost frames of the loop thread's stack at that moment, taken
+from `sys._current_frames()` (and where the other threads are: one may hold the GIL), one
+per stall; when the loop runs again, a second WARN says how long the stall lasted. At
+stop, one INFO line gives the lag's percentiles and maximum, and the number of
+generation-2 garbage collections with the longest one.
 """
 
 from __future__ import annotations
@@ -103,8 +103,11 @@ class LoopLagProbe:
                 await asyncio.sleep(self.interval_s)
                 now = time.monotonic()
                 self._last_tick = now
-                self._stall_reported = False
-                self._record(max(0.0, now - expected))
+                lag = max(0.0, now - expected)
+                if self._stall_reported:
+                    self._stall_reported = False
+                    self.log.warning("Event loop was blocked for %.0f ms in all", lag * 1000)
+                self._record(lag)
         finally:
             self._finish()
 

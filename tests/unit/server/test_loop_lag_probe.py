@@ -45,11 +45,12 @@ def test_a_blocking_call_is_reported_with_its_stack(caplog: pytest.LogCaptureFix
     finally:
         logger.removeHandler(warn_seen)
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
-    assert len(warnings) == 1
+    assert len(warnings) == 2
     message = warnings[0].getMessage()
     assert message.startswith("[LoopLagProbe id=7] Event loop blocked for ")
     assert "block_the_loop_until" in message
     assert "scenario" in message
+    assert warnings[1].getMessage().startswith("[LoopLagProbe id=7] Event loop was blocked for ")
     assert probe.stalls == 1
     summary = [r.getMessage() for r in caplog.records if "Event loop lag over" in r.getMessage()]
     assert len(summary) == 1
