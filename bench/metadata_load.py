@@ -110,20 +110,24 @@ def _read(sock: socket.socket, n: int) -> bytes:
 def connections(args: argparse.Namespace) -> list[float]:
     """--connections clients, each refreshing the full Metadata every 5 s."""
     from kafpy.client.connection import BrokerConnection
+    from kafpy.common.errors import KafkaError
     from kafpy.protocol.api_keys import ApiKey
 
     host, port = args.bootstrap.split(":")
 
     async def client(i: int) -> None:
-        conn = BrokerConnection(host, int(port), client_id=f"idle-{i}", request_timeout_ms=60000)
-        await conn.connect()
-        try:
-            await asyncio.sleep(random.uniform(0, 5))
-            while time.monotonic() < end:
-                await conn.send(ApiKey.METADATA, {"topics": None}, version=1)
-                await asyncio.sleep(5)
-        finally:
-            await conn.close()
+        await asyncio.sleep(random.uniform(0, 5))
+        while time.monotonic() < end:
+            conn = BrokerConnection(host, int(port), client_id=f"idle-{i}")
+            try:
+                await conn.connect()
+                while time.monotonic() < end:
+                    await conn.send(ApiKey.METADATA, {"topics": None}, version=1)
+                    await asyncio.sleep(5)
+            except KafkaError:
+                await asyncio.sleep(1)  # a broker too slow to answer: reconnect, as clients do
+            finally:
+                await conn.close()
 
     async def run() -> None:
         await asyncio.gather(*(client(i) for i in range(args.connections)))
@@ -251,7 +255,9 @@ def main() -> None:
         print(f"idle        Metadata {percentiles(probe(args, bootstrap, 5))}", flush=True)
         load = [
             subprocess.Popen(
-                child(role, args, bootstrap, args.duration + 10), stdout=subprocess.DEVNULL
+                child(role, args, bootstrap, args.duration + 10),
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
             )  # fmt: skip
             for role in ("connections", "group", "producer")
         ]
