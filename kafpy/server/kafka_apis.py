@@ -264,8 +264,11 @@ class KafkaApis:
         if encoded is not None:
             self.metadata_responses_reused += 1
             return encoded
+        generation = self.metadata_cache.generation
         response = await self._metadata_response(body, version, listener, names, all_topics)
-        if all(t["error_code"] == Errors.NONE for t in response["topics"]):
+        if generation == self.metadata_cache.generation and all(
+            t["error_code"] == Errors.NONE for t in response["topics"]
+        ):
             if len(self._metadata_responses) >= _METADATA_RESPONSES_CACHED:
                 self._metadata_responses.clear()
             encoded = b"".join(RESPONSES[ApiKey.METADATA].encode_parts(version, response))
