@@ -8,15 +8,11 @@ Logging as Kafka's scripts set it up: the log4j-style file named by `KAFPY_LOG_C
 Kafka's layout (`kafpy.common.logger.DEFAULT_LOG4J_PROPERTIES`). With `LOG_DIR` set,
 server.log, controller.log, state-change.log and log-cleaner.log are written there, rolled
 every hour; without it, logs go to stderr only.
-
-Once started, the start-up heap is frozen (`gc.freeze`) so that full garbage collections,
-which stop the event loop, no longer walk it.
 """
 
 from __future__ import annotations
 
 import asyncio
-import gc
 import os
 import signal
 import sys
@@ -68,12 +64,6 @@ async def _run(config: KafkaConfig) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, server.request_shutdown)
     await server.startup()
-    # What start-up built (modules, configuration, loaded logs) lives as long as the
-    # process: out of the collector's reach, each full collection stops walking it again.
-    gc.freeze()
-    server.log.info(
-        "Moved %d start-up objects to the permanent generation (gc.freeze)", gc.get_freeze_count()
-    )
     try:
         await server.serve_forever()
     finally:
