@@ -126,3 +126,14 @@ def test_start_up_logs_the_configuration_and_warns_of_unknown_keys(
     assert "\tnum.partitions = 1\n" in block
     assert f"\tlisteners = PLAINTEXT://127.0.0.1:{broker.port}\n" in block
     assert "num.partitons =" not in block
+
+
+def test_the_broker_logs_its_event_loop_lag_at_shutdown(
+    kafpy_broker_factory: Callable[..., KafpyBroker],
+) -> None:
+    broker = kafpy_broker_factory()
+    broker.stop()
+    lines = [line for line in broker.log_path.read_text().splitlines() if "Event loop lag" in line]
+    assert len(lines) == 1
+    assert "INFO [LoopLagProbe id=0] Event loop lag over " in lines[0]
+    assert "generation-2 garbage collections, the longest" in lines[0]
