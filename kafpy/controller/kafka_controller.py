@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import enum
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from kafpy.common.election_type import ElectionType
 from kafpy.common.errors import ControllerMovedError
@@ -72,6 +72,8 @@ from kafpy.metadata.zk_data import (
 from kafpy.protocol.errors import Errors
 
 UNKNOWN_CONTROLLER_ID = -1
+
+_T = TypeVar("_T")
 
 
 class ElectionTrigger(enum.Enum):
@@ -1024,6 +1026,35 @@ class KafkaController:
                 partitions, ElectionType.PREFERRED, ElectionTrigger.AUTO_TRIGGERED
             )
 
+    # -- notifications -------------------------------------------------------------------------------
+
+    async def _read_and_delete_notifications(
+        self,
+        parent: str,
+        watcher: Callable[[WatchedEvent], None],
+        decode: Callable[[bytes], _T],
+        kind: str,
+    ) -> list[_T]:
+        """Read and delete the sequential notification znodes under `parent`, in order,
+        watching it again; returns their decoded contents. A malformed notification is
+        logged and deleted; one deleted meanwhile is skipped."""
+        store = self.zk_client.store
+        decoded: list[_T] = []
+        for child in sorted(await store.get_children(parent, watcher)):
+            path = f"{parent}/{child}"
+            try:
+                data, _ = await store.get(path)
+                decoded.append(decode(data))
+            except NoNodeError:
+                continue
+            except Exception as e:  # a malformed notification must not stop the others
+                self.log.warning("Ignoring %s %s: %s", kind, child, e)
+            try:
+                await store.delete(path)
+            except NoNodeError:
+                pass
+        return decoded
+
     # -- ISR changes -------------------------------------------------------------------------------
 
     async def _process_isr_change_notification(self) -> None:
@@ -1031,24 +1062,14 @@ class KafkaController:
         every broker, and delete the notifications (Kafka's IsrChangeNotification)."""
         if not self.is_active:
             return
-        store = self.zk_client.store
-        children = await store.get_children(
-            IsrChangeNotificationZNode.path, self._isr_change_notification_watcher
-        )
         changed: set[TopicPartition] = set()
-        for child in sorted(children):
-            path = f"{IsrChangeNotificationZNode.path}/{child}"
-            try:
-                data, _ = await store.get(path)
-                changed |= IsrChangeNotificationSequenceZNode.decode(data)
-            except NoNodeError:
-                continue
-            except Exception as e:  # a malformed notification must not stop the others
-                self.log.warning("Ignoring ISR change notification %s: %s", child, e)
-            try:
-                await store.delete(path)
-            except NoNodeError:
-                pass
+        for partitions in await self._read_and_delete_notifications(
+            IsrChangeNotificationZNode.path,
+            self._isr_change_notification_watcher,
+            IsrChangeNotificationSequenceZNode.decode,
+            "ISR change notification",
+        ):
+            changed |= partitions
         ctx = self.context
         known = [tp for tp in sorted(changed) if ctx.partition_replica_assignment(tp)]
         if not known:
@@ -1067,26 +1088,13 @@ class KafkaController:
         (Kafka's LogDirEventNotification)."""
         if not self.is_active:
             return
-        store = self.zk_client.store
-        children = await store.get_children(
-            LogDirEventNotificationZNode.path, self._log_dir_event_notification_watcher
+        notified = await self._read_and_delete_notifications(
+            LogDirEventNotificationZNode.path,
+            self._log_dir_event_notification_watcher,
+            LogDirEventNotificationSequenceZNode.decode,
+            "log dir event notification",
         )
-        broker_ids: set[int] = set()
-        for child in sorted(children):
-            path = f"{LogDirEventNotificationZNode.path}/{child}"
-            try:
-                data, _ = await store.get(path)
-                broker = LogDirEventNotificationSequenceZNode.decode(data)
-                if broker is not None:
-                    broker_ids.add(broker)
-            except NoNodeError:
-                continue
-            except Exception as e:  # a malformed notification must not stop the others
-                self.log.warning("Ignoring log dir event notification %s: %s", child, e)
-            try:
-                await store.delete(path)
-            except NoNodeError:
-                pass
+        broker_ids = {broker for broker in notified if broker is not None}
         if not broker_ids:
             return
         self.log.info(
