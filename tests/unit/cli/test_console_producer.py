@@ -56,6 +56,13 @@ def test_required_and_invalid_options_are_one_line_errors() -> None:
     assert "acks" in one_line_error(
         invoke("--bootstrap-server", "h:1", "--topic", "t", "--request-required-acks", "2")
     )
+    assert "Invalid value 'soon' for producer property linger.ms: expected a number." in (
+        one_line_error(
+            invoke(
+                "--bootstrap-server", "h:1", "--topic", "t", "--producer-property", "linger.ms=soon"
+            )
+        )
+    )
 
 
 def test_unreachable_broker_is_one_line_error() -> None:
