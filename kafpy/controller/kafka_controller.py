@@ -241,6 +241,30 @@ class KafkaController:
 
         self.event_manager.put(ControllerEvent(name, state, process))
 
+    async def _put_and_wait(
+        self,
+        name: str,
+        state: ControllerState,
+        body: Callable[[], Awaitable[_T]],
+        timeout_s: float,
+    ) -> _T:
+        """Queue `body` as the event `name` and wait up to `timeout_s` for what it returns
+        (or raises), as Kafka's controller APIs wait for their event's callback."""
+        future: asyncio.Future[_T] = asyncio.get_running_loop().create_future()
+
+        async def process() -> None:
+            try:
+                result = await body()
+            except BaseException as e:
+                if not future.done():
+                    future.set_exception(e)
+                raise
+            if not future.done():
+                future.set_result(result)
+
+        self._put(name, state, process)
+        return await asyncio.wait_for(future, timeout_s)
+
     def enable_default_unclean_leader_election(self) -> None:
         """unclean.leader.election.enable was turned on for the brokers: offline partitions
         may now elect a leader out of the ISR (Kafka's UncleanLeaderElectionEnable event)."""
@@ -745,22 +769,12 @@ class KafkaController:
         """ControlledShutdown from `broker_id`: move the leadership of its partitions to
         other in-sync replicas and take it out of the ISRs it follows in. Returns (error
         code, the partitions it still leads)."""
-        future: asyncio.Future[tuple[int, list[TopicPartition]]] = (
-            asyncio.get_running_loop().create_future()
+        return await self._put_and_wait(
+            "ControlledShutdown",
+            ControllerState.CONTROLLED_SHUTDOWN,
+            lambda: self._do_controlled_shutdown(broker_id, broker_epoch),
+            timeout_s,
         )
-
-        async def process() -> None:
-            try:
-                result = await self._do_controlled_shutdown(broker_id, broker_epoch)
-            except BaseException as e:
-                if not future.done():
-                    future.set_exception(e)
-                raise
-            if not future.done():
-                future.set_result(result)
-
-        self._put("ControlledShutdown", ControllerState.CONTROLLED_SHUTDOWN, process)
-        return await asyncio.wait_for(future, timeout_s)
 
     async def _do_controlled_shutdown(
         self, broker_id: int, broker_epoch: int
@@ -823,30 +837,20 @@ class KafkaController:
         partition) under `election_type`, as an event on the controller's queue (Kafka's
         ReplicaLeaderElection). A broker that is not the controller answers NOT_CONTROLLER
         for each partition."""
-        future: asyncio.Future[dict[TopicPartition, ElectionResult]] = (
-            asyncio.get_running_loop().create_future()
-        )
         requested = None if partitions is None else list(partitions)
 
-        async def process() -> None:
-            try:
-                if not self.is_active:
-                    result = {tp: ElectionResult(Errors.NOT_CONTROLLER) for tp in requested or ()}
-                else:
-                    chosen = self.context.all_partitions() if requested is None else requested
-                    result = await self._process_replica_leader_election(
-                        chosen, election_type, ElectionTrigger.ADMIN_CLIENT_TRIGGERED
-                    )
-            except BaseException as e:
-                if not future.done():
-                    future.set_exception(e)
-                raise
-            if not future.done():
-                future.set_result(result)
+        async def process() -> dict[TopicPartition, ElectionResult]:
+            if not self.is_active:
+                return {tp: ElectionResult(Errors.NOT_CONTROLLER) for tp in requested or ()}
+            chosen = self.context.all_partitions() if requested is None else requested
+            return await self._process_replica_leader_election(
+                chosen, election_type, ElectionTrigger.ADMIN_CLIENT_TRIGGERED
+            )
 
-        self._put("ReplicaLeaderElection", ControllerState.MANUAL_LEADER_BALANCE, process)
         try:
-            return await asyncio.wait_for(future, timeout_s)
+            return await self._put_and_wait(
+                "ReplicaLeaderElection", ControllerState.MANUAL_LEADER_BALANCE, process, timeout_s
+            )
         except ControllerMovedError:
             return {tp: ElectionResult(Errors.NOT_CONTROLLER) for tp in requested or ()}
 

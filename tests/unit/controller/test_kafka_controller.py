@@ -600,6 +600,21 @@ def test_election_results_for_unknown_unelectable_and_non_controller() -> None:
         }
 
 
+def test_election_answers_not_controller_when_the_controller_moved_meanwhile() -> None:
+    async def body(cluster: ControllerCluster) -> None:
+        await _leader_moved_off_the_preferred_replica(cluster)
+        ctl = cluster.controller()
+        # another controller bumped /controller_epoch: this one's writes fail its check
+        data, _ = await cluster.admin.store.get("/controller_epoch")
+        await cluster.admin.store.set("/controller_epoch", data)
+        results = await ctl.elect_leaders([TopicPartition("t", 0)], ElectionType.PREFERRED)
+        assert results == {TopicPartition("t", 0): ElectionResult(Errors.NOT_CONTROLLER)}
+        state = await state_json(cluster, "t", 0)
+        assert state is not None and state["leader"] == 2
+
+    run(body)
+
+
 # -- ISR changes --------------------------------------------------------------------------------
 
 
