@@ -52,9 +52,13 @@ def quiet_logging() -> None:
         root.addHandler(logging.NullHandler())
 
 
-def run_command(main: Callable[[], Awaitable[None]], error_prefix: str) -> None:
-    """Run the coroutine function `main` to completion; any failure (an interrupt too)
-    becomes a OneLineError starting with `error_prefix`."""
+def run_command(
+    main: Callable[[], Awaitable[None]], error_prefix: str, *, interrupt_is_error: bool = True
+) -> None:
+    """Run the coroutine function `main` to completion; any other failure becomes a
+    OneLineError starting with `error_prefix` (a OneLineError of `main` is shown as it
+    is). An interrupt is a failure too, unless `interrupt_is_error` is False: then it just
+    ends the command, as Ctrl-C ends Kafka's console producer and consumer."""
 
     async def body() -> None:
         await main()
@@ -63,7 +67,10 @@ def run_command(main: Callable[[], Awaitable[None]], error_prefix: str) -> None:
     try:
         asyncio.run(body())
     except KeyboardInterrupt:
-        raise OneLineError(f"{error_prefix}interrupted") from None
+        if interrupt_is_error:
+            raise OneLineError(f"{error_prefix}interrupted") from None
+    except OneLineError:
+        raise
     except Exception as e:  # every failure is reported as one line, never a traceback
         message = str(e) or type(e).__name__
         raise OneLineError(f"{error_prefix}{message}") from None

@@ -30,7 +30,7 @@ from kafpy.cli.command_line_utils import (
     int_property,
     parse_key_value_args,
     property_flag,
-    quiet_logging,
+    run_command,
     unescape,
 )
 from kafpy.client.consumer_coordinator import ConsumerCoordinator
@@ -558,12 +558,5 @@ def command(
         finally:
             await client.close()
 
-    quiet_logging()
-    try:
-        asyncio.run(main())
-    except KeyboardInterrupt:
-        pass
-    except Exception as e:  # every failure is one line, never a traceback
-        message = str(e) or type(e).__name__
-        raise OneLineError(f"Error processing messages of {what}: {message}") from None
+    run_command(main, f"Error processing messages of {what}: ", interrupt_is_error=False)
     click.echo(f"Processed a total of {printer.count} messages", err=True)

@@ -26,7 +26,7 @@ from kafpy.cli.command_line_utils import (
     int_property,
     parse_key_value_args,
     property_flag,
-    quiet_logging,
+    run_command,
     unescape,
 )
 from kafpy.client.kafka_client import KafkaClient, parse_bootstrap_servers
@@ -437,13 +437,4 @@ def command(
         finally:
             await client.close()
 
-    quiet_logging()
-    try:
-        asyncio.run(main())
-    except KeyboardInterrupt:
-        return
-    except OneLineError:
-        raise
-    except Exception as e:  # every failure is one line, never a traceback
-        message = str(e) or type(e).__name__
-        raise OneLineError(f"Error when sending messages to topic {topic}: {message}") from None
+    run_command(main, f"Error when sending messages to topic {topic}: ", interrupt_is_error=False)

@@ -12,6 +12,7 @@ from kafpy.cli.command_line_utils import (
     load_command_config,
     parse_key_value_args,
     property_flag,
+    run_command,
     unescape,
 )
 
@@ -96,3 +97,27 @@ def test_flag_and_int_properties() -> None:
     with pytest.raises(OneLineError, match="Invalid value '4x' for producer property bad: "):
         int_property(props, "bad", 1, "producer")
     assert unescape("\\t|\\n|\\r") == "\t|\n|\r"
+
+
+def test_run_command_makes_every_failure_one_line() -> None:
+    async def fails() -> None:
+        raise TimeoutError()
+
+    async def refuses() -> None:
+        raise OneLineError("Invalid --x 'y' (see 'kafpy x --help')")
+
+    async def interrupted() -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(OneLineError) as e:
+        run_command(fails, "Error while executing x command : ")
+    assert e.value.message == "Error while executing x command : TimeoutError"
+    # the command's own one-line error is not prefixed again
+    with pytest.raises(OneLineError) as e:
+        run_command(refuses, "Error while executing x command : ")
+    assert e.value.message == "Invalid --x 'y' (see 'kafpy x --help')"
+    with pytest.raises(OneLineError) as e:
+        run_command(interrupted, "Error: ")
+    assert e.value.message == "Error: interrupted"
+    # a console tool stops quietly on Ctrl-C
+    run_command(interrupted, "Error: ", interrupt_is_error=False)
