@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from kafpy.cli.command_line_utils import OneLineError
 from kafpy.cli.console_consumer import (
     DefaultMessageFormatter,
-    OneLineError,
     RecordPrinter,
     StartingPoint,
     command,

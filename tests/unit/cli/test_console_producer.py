@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from kafpy.cli.command_line_utils import OneLineError
 from kafpy.cli.console_producer import (
     LineMessageReader,
-    OneLineError,
     command,
     produce_lines,
     producer_settings,
@@ -31,7 +31,7 @@ def invoke(*args: str, stdin: bytes = b"") -> Any:
 
 def one_line_error(result: Any) -> str:
     assert result.exit_code == 1, result.output
-    lines = result.stderr.strip().splitlines()
+    lines: list[str] = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
     return lines[0]
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from kafpy.common.scheduler import MockScheduler
 from kafpy.common.time import MockTime
@@ -15,7 +16,7 @@ T0 = 1_600_000_000_000
 
 
 def batch(
-    values: Sequence[bytes] = (b"v",), base_offset: int = 0, timestamp: int = T0, **kw: object
+    values: Sequence[bytes] = (b"v",), base_offset: int = 0, timestamp: int = T0, **kw: Any
 ) -> bytes:
     """One uncompressed batch of `values` (keys k0, k1, ...)."""
     return build_batch(
