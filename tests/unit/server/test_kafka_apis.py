@@ -70,23 +70,23 @@ def test_api_versions_lists_served_apis(broker: Broker) -> None:
     resp = call(apis_for(broker), ApiKey.API_VERSIONS, 2, {})
     assert resp is not None and resp["error_code"] == 0
     ranges = {e["api_key"]: (e["min_version"], e["max_version"]) for e in resp["api_keys"]}
-    assert ranges[ApiKey.METADATA] == (0, 8) and ranges[ApiKey.FETCH] == (4, 11)
-    assert ranges[ApiKey.PRODUCE] == (3, 8) and ranges[ApiKey.API_VERSIONS] == (0, 2)
+    assert ranges[ApiKey.METADATA] == (0, 11) and ranges[ApiKey.FETCH] == (4, 12)
+    assert ranges[ApiKey.PRODUCE] == (3, 9) and ranges[ApiKey.API_VERSIONS] == (0, 3)
     assert all(k in SUPPORTED_VERSIONS for k in ranges)
 
 
 def test_api_versions_fallback_for_newer_versions(broker: Broker) -> None:
-    parts = asyncio.run(apis_for(broker).handle(make_request(ApiKey.API_VERSIONS, 3, {})))
+    parts = asyncio.run(apis_for(broker).handle(make_request(ApiKey.API_VERSIONS, 4, {})))
     assert parts is not None
     frame = b"".join(bytes(p) for p in parts)
     cid, body = decode_response(ApiKey.API_VERSIONS, 0, frame[4:])
     assert cid == 7 and body["error_code"] == 35
-    assert body["api_keys"] == [{"api_key": 18, "min_version": 0, "max_version": 2}]
+    assert body["api_keys"] == [{"api_key": 18, "min_version": 0, "max_version": 3}]
 
 
 def test_unsupported_version_closes_the_connection(broker: Broker) -> None:
-    with pytest.raises(CloseConnection, match=r"Metadata v9 .* serves versions 0 to 8"):
-        asyncio.run(apis_for(broker).handle(make_request(ApiKey.METADATA, 9, {"topics": None})))
+    with pytest.raises(CloseConnection, match=r"Metadata v12 .* serves versions 0 to 11"):
+        asyncio.run(apis_for(broker).handle(make_request(ApiKey.METADATA, 12, {"topics": None})))
 
 
 def test_metadata_lists_brokers_topics_and_unknown_topics(broker: Broker) -> None:
