@@ -22,6 +22,7 @@ COMMANDS: dict[str, str] = {
     "cluster": "kafpy.cli.cluster",
     "leader-election": "kafpy.cli.leader_election",
     "consumer-groups": "kafpy.cli.consumer_groups",
+    "broker-api-versions": "kafpy.cli.broker_api_versions",
 }
 
 
