@@ -92,6 +92,13 @@ def test_list_consumer_groups_with_states(
     assert listed() == {empty: ConsumerGroupState.EMPTY, stable: ConsumerGroupState.STABLE}
     assert listed(states={ConsumerGroupState.STABLE}) == {stable: ConsumerGroupState.STABLE}
     assert listed(states={ConsumerGroupState.EMPTY}) == {empty: ConsumerGroupState.EMPTY}
+    # DescribeGroups v3+ with include_authorized_operations: every operation a group supports
+    described = admin.describe_consumer_groups([stable], include_authorized_operations=True)
+    group = described[stable].result(30)
+    assert set(group.authorized_operations) == {
+        AclOperation.READ, AclOperation.DESCRIBE, AclOperation.DELETE,
+    }  # fmt: skip
+    assert not admin.describe_consumer_groups([stable])[stable].result(30).authorized_operations
 
 
 def test_describe_topics_and_cluster_with_authorized_operations(admin: AdminClient) -> None:
