@@ -55,7 +55,6 @@ from kafpy.server.replica_manager import (
 from kafpy.server.request_channel import CloseConnection, Request, ResponseParts
 
 CONSUMER_REPLICA_ID = -1
-_TOPIC_RESOURCE = 2  # DescribeConfigs resource type of a topic
 # (API key, AdminManager method, only the controller answers it)
 _ADMIN_APIS = (
     (ApiKey.CREATE_TOPICS, "create_topics", True),
@@ -604,14 +603,14 @@ class KafkaApis:
             if refused:
                 result["responses"].extend(refused)
             if api == "create_topics" and request.api_version >= 5:
-                await self._fill_created_topics(body, result)
+                self._fill_created_topics(body, result)
             return result
 
         return handle
 
-    async def _fill_created_topics(self, body: Mapping[str, Any], result: dict[str, Any]) -> None:
-        """CreateTopics v5+ (KIP-525): each created topic's partition count, replication factor
-        and configs, as DescribeConfigs reports them."""
+    def _fill_created_topics(self, body: Mapping[str, Any], result: dict[str, Any]) -> None:
+        """CreateTopics v5+ (KIP-525): each created (or, with validate_only, creatable) topic's
+        partition count, replication factor and configs, as DescribeConfigs reports them."""
         manager = self.admin_manager
         assert manager is not None
         asked = {t["name"]: t for t in body.get("topics") or ()}
@@ -629,19 +628,11 @@ class KafkaApis:
                 entry["replication_factor"] = (
                     self.config.default_replication_factor if rf == -1 else rf
                 )
-            described = await manager.describe_configs(
-                {"resources": [{"resource_type": _TOPIC_RESOURCE, "resource_name": entry["name"],
-                                "configuration_keys": None}]}, 1,
-            )  # fmt: skip
-            found = described["results"][0]
-            if found["error_code"] != Errors.NONE:
-                # validate_only: the topic is not there to describe
-                entry["topic_config_error_code"] = found["error_code"]
-                continue
+            overrides = {c["name"]: c["value"] for c in topic.get("configs") or ()}
             entry["configs"] = [
                 {"name": c["name"], "value": c["value"], "read_only": c["read_only"],
                  "config_source": c["config_source"], "is_sensitive": c["is_sensitive"]}
-                for c in found["configs"]
+                for c in manager.topic_config_entries(overrides)
             ]  # fmt: skip
 
     async def handle_init_producer_id(self, request: Request) -> dict[str, Any]:

@@ -111,6 +111,12 @@ def test_kafka_2_8_admin_versions(kafpy_broker: KafpyBroker) -> None:
             assert configs["retention.ms"]["value"] == "1234"
             assert configs["retention.ms"]["config_source"] == 1  # DYNAMIC_TOPIC_CONFIG
             assert configs["cleanup.policy"]["value"] == "delete"
+            checked = await conn.send(ApiKey.CREATE_TOPICS, {"timeout_ms": 30000, "validate_only": True,
+                "topics": [{"name": "dry", "num_partitions": -1, "replication_factor": -1, "assignments": [],
+                            "configs": [{"name": "cleanup.policy", "value": "compact"}]}]}, 7)  # fmt: skip
+            [d] = checked["topics"]
+            assert (d["error_code"], d["num_partitions"], d["replication_factor"]) == (0, 1, 1)
+            assert {c["name"]: c["value"] for c in d["configs"]}["cleanup.policy"] == "compact"
             deleted = await conn.send(ApiKey.DELETE_TOPICS, {"timeout_ms": 30000, "topics": [
                 {"name": "v7"}, {"name": None, "topic_id": uuid.uuid4()}]}, 6)  # fmt: skip
             by_name, by_id = deleted["responses"]
