@@ -339,3 +339,17 @@ def test_whitelist_and_formatter(kafpy_broker: KafpyBroker) -> None:
         "--isolation-level", "read_committed",
     )  # fmt: skip
     assert sorted(ok(result).decode().splitlines()) == ["Offset:0\twl-one", "Offset:0\twl-two"]
+
+
+def test_broker_api_versions(kafpy_broker: KafpyBroker) -> None:
+    lines = ok(kafpy("broker-api-versions", "--bootstrap-server", kafpy_broker.bootstrap))
+    text = lines.decode().split("\n")
+    host, port = kafpy_broker.bootstrap.rsplit(":", 1)
+    assert text[0] == f"{host}:{port} (id: 0 rack: null) -> ("
+    assert text[1] == "\tProduce(0): 3 to 9 [usable: 9],"
+    assert "\tFetch(1): 4 to 12 [usable: 12]," in text
+    assert "\tApiVersions(18): 0 to 3 [usable: 3]," in text
+    assert "\tOffsetDelete(47): 0 [usable: 0]," in text
+    assert text[-3:] == ["\tDescribeCluster(60): 0 [usable: 0]", ")", ""]
+    bad = kafpy("broker-api-versions", "--bootstrap-server", "127.0.0.1:1")
+    assert bad.returncode != 0 and len(bad.stderr.decode().strip().splitlines()) == 1
