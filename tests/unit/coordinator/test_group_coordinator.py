@@ -3,8 +3,6 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from kafpy.coordinator.consumer_protocol import encode_subscription
-
 from kafpy.common.scheduler import MockScheduler
 from kafpy.common.time import MockTime
 from kafpy.common.topic_partition import TopicPartition
@@ -12,6 +10,7 @@ from kafpy.coordinator.group_config import GroupConfig, OffsetConfig
 from kafpy.coordinator.group_coordinator import GroupCoordinator
 from kafpy.coordinator.group_metadata import GroupState
 from kafpy.coordinator.offset_and_metadata import OffsetAndMetadata
+from kafpy.protocol.consumer_protocol import encode_subscription
 from kafpy.protocol.errors import Errors
 from tests.unit.coordinator.fakes import FakeOffsetsLog
 
