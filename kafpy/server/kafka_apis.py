@@ -36,7 +36,13 @@ from kafpy.protocol.api_versions import SUPPORTED_VERSIONS
 from kafpy.protocol.errors import Errors, error_code_of
 from kafpy.protocol.headers import encode_response
 from kafpy.protocol.messages import REQUESTS
-from kafpy.records.record_batch import LOG_OVERHEAD, MAGIC_OFFSET
+from kafpy.records.record_batch import (
+    H_LENGTH,
+    H_MAGIC,
+    LOG_OVERHEAD,
+    MAGIC_V2,
+    header_at,
+)
 from kafpy.server.admin_manager import AdminManager
 from kafpy.server.kafka_config import KafkaConfig
 from kafpy.server.metadata_cache import MetadataCache
@@ -71,7 +77,6 @@ _GROUP_APIS = (
     (ApiKey.DELETE_GROUPS, "delete_groups"),
 )
 _INT32_MAX = 2**31 - 1
-_MIN_BATCH_LENGTH = 49  # a v2 batch's length field counts at least its header after the length
 
 Handler = Callable[[Request], Awaitable[dict[str, Any] | None]]
 
@@ -85,33 +90,33 @@ def _api_name(api_key: int) -> str:
 
 def validate_produce_records(records: memoryview | bytes | None) -> KafkaError | None:
     """Kafka's check of a v3+ produce payload: exactly one v2 batch (a partial trailing
-    batch is dropped later, as Kafka does). Returns the error for the partition, or None."""
-    if records is None or len(records) < LOG_OVERHEAD:
-        return InvalidRecordError(
-            "Produce requests with version 3 and above must have exactly one record batch"
-        )
-    length = int.from_bytes(records[8:12], "big", signed=True)
-    if length < _MIN_BATCH_LENGTH:
-        return CorruptRecordError(
-            f"Record batch size {length} is smaller than the minimum batch overhead ({_MIN_BATCH_LENGTH})"
-        )
-    size = LOG_OVERHEAD + length
-    if size > len(records):
-        return InvalidRecordError(
-            "Produce requests with version 3 and above must have exactly one record batch"
-        )
-    if records[MAGIC_OFFSET] != 2:
-        return InvalidRecordError(
-            f"Produce requests with version 3 and above are only allowed to contain record batches "
-            f"with magic version 2, got {records[MAGIC_OFFSET]}"
-        )
-    if len(records) - size >= LOG_OVERHEAD:
-        nxt = int.from_bytes(records[size + 8 : size + 12], "big", signed=True)
-        if size + LOG_OVERHEAD + nxt <= len(records):
+    batch is dropped later, as Kafka does). Returns the error for the partition, or None.
+    Reads the first header and the next batch's length only; the LogValidator walks the
+    batch itself."""
+    one_batch = "Produce requests with version 3 and above must have exactly one record batch"
+    if records is None:
+        return InvalidRecordError(one_batch)
+    end = len(records)
+    try:
+        header = header_at(records, 0, end, " of the produce request")
+        if header is None:
+            return InvalidRecordError(one_batch)
+        if header[H_MAGIC] != MAGIC_V2:
+            return _wrong_magic(header[H_MAGIC])
+        if header_at(records, header[H_LENGTH] + LOG_OVERHEAD, end) is not None:
             return InvalidRecordError(
                 "Produce requests with version 3 and above are only allowed to contain exactly one record batch"
             )
+    except CorruptRecordError as exc:
+        return exc
     return None
+
+
+def _wrong_magic(magic: int) -> InvalidRecordError:
+    return InvalidRecordError(
+        "Produce requests with version 3 and above are only allowed to contain record batches "
+        f"with magic version 2, got {magic}"
+    )
 
 
 class KafkaApis:
@@ -499,7 +504,7 @@ class KafkaApis:
     # -- controller requests --------------------------------------------------------------
 
     def _broker_epoch_is_stale(self, body: Mapping[str, Any]) -> bool:
-        epoch = body.get("broker_epoch", -1)
+        epoch: int = body.get("broker_epoch", -1)
         return epoch != -1 and epoch < self.replica_manager.broker_epoch
 
     async def handle_leader_and_isr(self, request: Request) -> dict[str, Any]:

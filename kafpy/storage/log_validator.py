@@ -1,11 +1,13 @@
 """LogValidator: checks the batches of an append and assigns their offsets (Kafka's LogValidator).
 
-The leader path works on batch headers only, in place: for each batch it checks the
-size against `max.message.bytes`, the magic byte, the CRC-32C and (for producers) the
-header's own consistency, then patches baseOffset and partitionLeaderEpoch, which the
-CRC does not cover. With `message.timestamp.type=LogAppendTime` it also stamps the
-broker time into maxTimestamp and rewrites the CRC. Records are decoded only when the
+The leader path walks the batch headers once (one unpack per batch): for each batch it
+checks the size against `max.message.bytes`, the magic byte, the CRC-32C and (for
+producers) the header's own consistency, then patches baseOffset and partitionLeaderEpoch,
+which the CRC does not cover. With `message.timestamp.type=LogAppendTime` it also stamps
+the broker time into maxTimestamp and rewrites the CRC. Records are decoded only when the
 topic's `compression.type` asks for a codec other than the producer's (re-compression).
+The same walk hands the producer-state check the headers of the batches that carry a
+producer id (`LogAppendInfo.producer_batches`).
 
 Differences from Kafka, on purpose: Kafka decodes every record of a batch on the leader
 to check record timestamps and, for compressed batches, inner offsets; kafpy checks the
@@ -16,8 +18,6 @@ reports it for compressed batches).
 """
 
 from __future__ import annotations
-
-import struct
 
 from crc32c import crc32c
 
@@ -30,24 +30,38 @@ from kafpy.common.errors import (
 from kafpy.records.builder import RecordBatchBuilder
 from kafpy.records.compression import CompressionType
 from kafpy.records.record_batch import (
+    ATTRIBUTES_OFFSET,
+    COMPRESSION_CODEC_MASK,
+    CONTROL_MASK,
+    H_ATTRIBUTES,
+    H_BASE_OFFSET,
+    H_BASE_SEQUENCE,
+    H_CRC,
+    H_FIRST_TIMESTAMP,
+    H_LAST_OFFSET_DELTA,
+    H_LENGTH,
+    H_MAGIC,
+    H_MAX_TIMESTAMP,
+    H_PRODUCER_ID,
+    H_RECORD_COUNT,
     HEADER,
+    HEADER_PATCH,
     LOG_OVERHEAD,
     MAGIC_V2,
+    MIN_BATCH_LENGTH,
+    RECORD_BATCH_OVERHEAD,
+    TIMESTAMP_TYPE_MASK,
+    BatchHeader,
     RecordBatch,
     TimestampType,
+    batch_too_small,
+    header_at,
 )
-from kafpy.storage.file_records import MIN_BATCH_LENGTH
 from kafpy.storage.log_append_info import LogAppendInfo
 from kafpy.storage.log_config import LogConfig
 
 LONG_MAX = 2**63 - 1
-_CRC_START = 21
-_HEADER_SIZE = HEADER.size
-_CODEC_MASK = 0x07
-_TIMESTAMP_TYPE_MASK = 0x08
-_CONTROL_MASK = 0x20
-# The first 16 bytes of a batch: baseOffset, batchLength, partitionLeaderEpoch (none in the CRC).
-HEADER_PATCH = struct.Struct(">qii")
+_WHERE = " of the append"
 
 
 def target_codec(config: LogConfig, source_codec: int) -> int:
@@ -80,28 +94,28 @@ def analyze_and_validate(
     count = 0
     num_messages = 0
     source_codec = 0
-    while end - pos >= LOG_OVERHEAD:
-        header = _header_at(buffer, pos, end)
+    while True:
+        header = header_at(buffer, pos, end, _WHERE)
         if header is None:
             break
-        size = header[1] + LOG_OVERHEAD
+        size = header[H_LENGTH] + LOG_OVERHEAD
         _check_size(size, max_message_bytes)
         _check_magic_and_crc(buffer, pos, size, header)
-        base = header[0]
-        last = base + header[6]
+        base = header[H_BASE_OFFSET]
+        last = base + header[H_LAST_OFFSET_DELTA]
         if first_offset < 0 and count == 0:
             first_offset = base
             last_offset_of_first_batch = last
         if last_offset >= last:
             monotonic = False
         last_offset = last
-        if header[8] > max_timestamp:
-            max_timestamp = header[8]
+        if header[H_MAX_TIMESTAMP] > max_timestamp:
+            max_timestamp = header[H_MAX_TIMESTAMP]
             offset_of_max_timestamp = last
-        if header[5] & _CODEC_MASK:
-            source_codec = header[5] & _CODEC_MASK
+        if header[H_ATTRIBUTES] & COMPRESSION_CODEC_MASK:
+            source_codec = header[H_ATTRIBUTES] & COMPRESSION_CODEC_MASK
         count += 1
-        num_messages += header[12]
+        num_messages += header[H_RECORD_COUNT]
         pos += size
     return LogAppendInfo(
         first_offset=first_offset,
@@ -123,6 +137,7 @@ class LogValidator:
 
     Built once per LogConfig (the Log rebuilds it on update_config) so that the per-append
     path reads plain attributes instead of deriving them from the config every time.
+    `topic_partition` names the log in error messages.
     """
 
     __slots__ = (
@@ -132,15 +147,17 @@ class LogValidator:
         "check_timestamps",
         "diff_max",
         "producer_codec",
+        "topic_partition",
     )
 
-    def __init__(self, config: LogConfig) -> None:
+    def __init__(self, config: LogConfig, topic_partition: object = None) -> None:
         self.config = config
         self.max_message_bytes = config.max_message_bytes
         self.log_append_time = config.message_timestamp_type == "LogAppendTime"
         self.diff_max = config.message_timestamp_difference_max_ms
         self.check_timestamps = self.diff_max < LONG_MAX and not self.log_append_time
         self.producer_codec = config.compression_type == "producer"
+        self.topic_partition = topic_partition
 
     def validate_and_assign_offsets(
         self,
@@ -153,9 +170,11 @@ class LogValidator:
         """Validate the batches of a leader append and give them offsets from `next_offset`.
 
         Returns the bytes to write (the same buffer, patched in place, unless it was
-        read-only or had to be re-compressed) and the append info. Raises
-        MessageTooLargeError, CorruptRecordError, InvalidRecordError or
-        InvalidTimestampError naming the batch. A trailing partial batch is left out.
+        read-only or had to be re-compressed) and the append info, whose
+        `producer_batches` holds (position, header) of each batch with a producer id.
+        Raises MessageTooLargeError, CorruptRecordError, InvalidRecordError or
+        InvalidTimestampError naming the batch. A trailing
+        partial batch is left out.
         """
         max_message_bytes = self.max_message_bytes
         log_append_time = self.log_append_time
@@ -173,10 +192,12 @@ class LogValidator:
         source_codec = 0
         last_offset_of_first_batch = -1
         patched = None
-        while end - pos >= 12:  # LOG_OVERHEAD
-            if end - pos < 61:  # RECORD_BATCH_OVERHEAD
-                _header_at(buffer, pos, end)  # raises for a bad length, else it is partial
+        producer_batches: list[tuple[int, BatchHeader]] = []
+        while end - pos >= LOG_OVERHEAD:
+            if end - pos < RECORD_BATCH_OVERHEAD:
+                header_at(buffer, pos, end, _WHERE)  # raises for a bad length, else partial
                 break
+            header: BatchHeader = unpack_header(buffer, pos)
             (
                 _,
                 length,
@@ -191,36 +212,39 @@ class LogValidator:
                 _,
                 base_sequence,
                 records_in_batch,
-            ) = unpack_header(buffer, pos)
+            ) = header
             if length < MIN_BATCH_LENGTH:
-                raise _too_small(length, pos)
-            size = length + 12
+                raise batch_too_small(length, pos, _WHERE)
+            size = length + LOG_OVERHEAD
             if pos + size > end:
                 break
             if size > max_message_bytes:
                 _check_size(size, max_message_bytes)
-            if magic != 2 or crc(buffer[pos + 21 : pos + size]) != stored_crc:
-                _check_magic_and_crc(buffer, pos, size, unpack_header(buffer, pos))
+            if magic != MAGIC_V2 or crc(buffer[pos + ATTRIBUTES_OFFSET : pos + size]) != stored_crc:
+                _check_magic_and_crc(buffer, pos, size, header)
             if is_from_client and (
                 records_in_batch <= 0
                 or last_delta + 1 != records_in_batch
                 or (producer_id >= 0 and base_sequence < 0)
-                or attributes & _CONTROL_MASK
+                or attributes & CONTROL_MASK
             ):
-                _validate_client_batch(unpack_header(buffer, pos))
+                _validate_client_batch(header)
+            codec = attributes & COMPRESSION_CODEC_MASK
             if attributes & 0x0F:  # a codec or the LogAppendTime bit
-                if attributes & _TIMESTAMP_TYPE_MASK:
+                if attributes & TIMESTAMP_TYPE_MASK:
                     raise InvalidTimestampError(
                         f"Invalid timestamp type in the batch at offset {offset}: producers must "
                         "not set the timestamp type to LogAppendTime"
                     )
-                source_codec = attributes & _CODEC_MASK
+                source_codec = codec
             if check_timestamps:
-                _validate_timestamps(unpack_header(buffer, pos), offset, now, self.diff_max)
+                _validate_timestamps(header, offset, now, self.diff_max)
             if patched is None:
                 patched = memoryview(bytearray(buffer)) if buffer.readonly else buffer
             last = offset + last_delta
             patch_header(patched, pos, offset, length, leader_epoch)
+            if producer_id >= 0:
+                producer_batches.append((pos, (offset,) + header[1:]))
             if log_append_time:
                 RecordBatch(patched, pos).set_max_timestamp(TimestampType.LOG_APPEND_TIME, now)
             elif batch_max_ts > max_timestamp:
@@ -234,7 +258,7 @@ class LogValidator:
             pos += size
         if patched is None:
             patched = buffer
-        codec = source_codec if self.producer_codec else target_codec(self.config, source_codec)
+        target = source_codec if self.producer_codec else target_codec(self.config, source_codec)
         info = LogAppendInfo(
             next_offset if count else -1,
             offset - 1,
@@ -248,16 +272,18 @@ class LogValidator:
             True,
             last_offset_of_first_batch,
             source_codec,
-            codec,
+            target,
+            producer_batches,
         )
         if log_append_time and count:
             info.max_timestamp = now
             info.offset_of_max_timestamp = offset - 1
             info.log_append_time = now
-        if codec != source_codec and count:
+        if target != source_codec and count:
             rebuilt = _recompress(
                 patched[:pos], info, self.config, leader_epoch, now if log_append_time else None
             )
+            info.producer_batches = None  # positions moved: the producer check walks again
             return rebuilt, info
         return (patched if pos == end else patched[:pos]), info
 
@@ -276,28 +302,6 @@ def validate_and_assign_offsets(
     )
 
 
-def _header_at(buffer: memoryview, pos: int, end: int) -> tuple[int, ...] | None:
-    """The header at `pos`, or None if the batch there is incomplete."""
-    if end - pos < _HEADER_SIZE:
-        length = int.from_bytes(buffer[pos + 8 : pos + 12], "big", signed=True)
-        if length < MIN_BATCH_LENGTH:
-            raise _too_small(length, pos)
-        return None
-    header = HEADER.unpack_from(buffer, pos)
-    if header[1] < MIN_BATCH_LENGTH:
-        raise _too_small(header[1], pos)
-    if pos + header[1] + LOG_OVERHEAD > end:
-        return None
-    return header
-
-
-def _too_small(length: int, pos: int) -> CorruptRecordError:
-    return CorruptRecordError(
-        f"Record batch at position {pos} of the append is corrupt: its length field says "
-        f"{length} bytes, fewer than the {MIN_BATCH_LENGTH} a batch header takes"
-    )
-
-
 def _check_size(size: int, max_message_bytes: int) -> None:
     if size > max_message_bytes:
         raise MessageTooLargeError(
@@ -307,39 +311,40 @@ def _check_size(size: int, max_message_bytes: int) -> None:
         )
 
 
-def _check_magic_and_crc(buffer: memoryview, pos: int, size: int, header: tuple[int, ...]) -> None:
-    if header[3] != MAGIC_V2:
+def _check_magic_and_crc(buffer: memoryview, pos: int, size: int, header: BatchHeader) -> None:
+    if header[H_MAGIC] != MAGIC_V2:
         raise InvalidRecordError(
-            f"Record batch magic byte {header[3]} is not supported; kafpy stores only magic 2 "
-            "(Kafka 0.11 and later clients)"
+            f"Record batch magic byte {header[H_MAGIC]} is not supported; kafpy stores only "
+            "magic 2 (Kafka 0.11 and later clients)"
         )
-    computed = crc32c(buffer[pos + _CRC_START : pos + size])
-    if computed != header[4]:
+    computed = crc32c(buffer[pos + ATTRIBUTES_OFFSET : pos + size])
+    if computed != header[H_CRC]:
         raise CorruptRecordError(
-            f"Record batch at base offset {header[0]} is corrupt: stored CRC-32C "
-            f"{header[4]:#010x} does not match {computed:#010x} computed over its {size} bytes"
+            f"Record batch at base offset {header[H_BASE_OFFSET]} is corrupt: stored CRC-32C "
+            f"{header[H_CRC]:#010x} does not match {computed:#010x} computed over its {size} bytes"
         )
 
 
-def _validate_client_batch(header: tuple[int, ...]) -> None:
-    count = header[12]
+def _validate_client_batch(header: BatchHeader) -> None:
+    count = header[H_RECORD_COUNT]
     if count <= 0:
         raise InvalidRecordError(f"Invalid reported count for record batch: {count}")
-    if header[6] + 1 != count:
+    if header[H_LAST_OFFSET_DELTA] + 1 != count:
         raise InvalidRecordError(
-            f"Inconsistent batch offset range [{header[0]}, {header[0] + header[6]}] and "
-            f"count of records {count}"
+            f"Inconsistent batch offset range [{header[H_BASE_OFFSET]}, "
+            f"{header[H_BASE_OFFSET] + header[H_LAST_OFFSET_DELTA]}] and count of records {count}"
         )
-    if header[9] >= 0 and header[11] < 0:
+    if header[H_PRODUCER_ID] >= 0 and header[H_BASE_SEQUENCE] < 0:
         raise InvalidRecordError(
-            f"Invalid sequence number {header[11]} in record batch with producerId {header[9]}"
+            f"Invalid sequence number {header[H_BASE_SEQUENCE]} in record batch with producerId "
+            f"{header[H_PRODUCER_ID]}"
         )
-    if header[5] & _CONTROL_MASK:
+    if header[H_ATTRIBUTES] & CONTROL_MASK:
         raise InvalidRecordError("Clients are not allowed to write control records")
 
 
-def _validate_timestamps(header: tuple[int, ...], offset: int, now: int, diff_max: int) -> None:
-    for ts in (header[7], header[8]):
+def _validate_timestamps(header: BatchHeader, offset: int, now: int, diff_max: int) -> None:
+    for ts in (header[H_FIRST_TIMESTAMP], header[H_MAX_TIMESTAMP]):
         if ts != -1 and abs(ts - now) > diff_max:
             raise InvalidTimestampError(
                 f"Timestamp {ts} of message with offset {offset} is out of range. The timestamp "

@@ -19,18 +19,22 @@ from crc32c import crc32c
 
 from kafpy.common.errors import CorruptRecordError
 from kafpy.records.compression import CompressionType, compress, decompress
-from kafpy.records.record_batch import LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, RecordBatch
+from kafpy.records.record_batch import (
+    ATTRIBUTES_OFFSET,
+    CRC_OFFSET,
+    FIRST_TIMESTAMP_OFFSET,
+    LENGTH_OFFSET,
+    LOG_OVERHEAD,
+    MAX_TIMESTAMP_OFFSET,
+    RECORD_BATCH_OVERHEAD,
+    RECORDS_COUNT_OFFSET,
+    RecordBatch,
+)
 from kafpy.records.varint import decode_varlong
 
 _INT32 = struct.Struct(">i")
 _UINT32 = struct.Struct(">I")
 _INT64 = struct.Struct(">q")
-_LENGTH_OFFSET = 8
-_CRC_OFFSET = 17
-_ATTRIBUTES_OFFSET = 21
-_MAX_TIMESTAMP_OFFSET = 35
-_RECORD_COUNT_OFFSET = 57
-_FIRST_TIMESTAMP_OFFSET = 27
 
 
 class ScannedRecord(NamedTuple):
@@ -121,10 +125,10 @@ def filter_batch(batch: RecordBatch, data: bytes, kept: list[ScannedRecord]) -> 
     else:
         max_ts = batch.max_timestamp
     if not kept:
-        _INT64.pack_into(header, _FIRST_TIMESTAMP_OFFSET, max_ts)
-    _INT32.pack_into(header, _LENGTH_OFFSET, RECORD_BATCH_OVERHEAD - LOG_OVERHEAD + len(payload))
-    _INT64.pack_into(header, _MAX_TIMESTAMP_OFFSET, max_ts)
-    _INT32.pack_into(header, _RECORD_COUNT_OFFSET, len(kept))
+        _INT64.pack_into(header, FIRST_TIMESTAMP_OFFSET, max_ts)
+    _INT32.pack_into(header, LENGTH_OFFSET, RECORD_BATCH_OVERHEAD - LOG_OVERHEAD + len(payload))
+    _INT64.pack_into(header, MAX_TIMESTAMP_OFFSET, max_ts)
+    _INT32.pack_into(header, RECORDS_COUNT_OFFSET, len(kept))
     out = header + payload
-    _UINT32.pack_into(out, _CRC_OFFSET, crc32c(memoryview(out)[_ATTRIBUTES_OFFSET:]))
+    _UINT32.pack_into(out, CRC_OFFSET, crc32c(memoryview(out)[ATTRIBUTES_OFFSET:]))
     return bytes(out)
