@@ -58,6 +58,7 @@ from kafpy.storage.log import Log
 from kafpy.storage.log_append_info import LogOffsetMetadata
 from kafpy.storage.log_config import LogConfig
 from kafpy.storage.log_manager import LogManager
+from kafpy.storage.log_validator import RecordValidationError
 from kafpy.storage.offset_checkpoint_file import OffsetCheckpointFile
 
 HIGH_WATERMARK_CHECKPOINT_FILE = "replication-offset-checkpoint"
@@ -582,6 +583,11 @@ class ReplicaManager:
             except KafkaError as e:
                 resp["error_code"] = _code(e)
                 resp["error_message"] = str(e)
+                if isinstance(e, RecordValidationError):  # KIP-467: which records failed
+                    resp["record_errors"] = [
+                        {"batch_index": i, "batch_index_error_message": m}
+                        for i, m in e.record_errors
+                    ]
                 # As Kafka: the partition's log start offset, which lets an idempotent producer
                 # tell an UNKNOWN_PRODUCER_ID caused by retention (safe to reset) from real loss.
                 resp["log_start_offset"] = self._log_start_offset_or_unknown(tp)

@@ -2,18 +2,26 @@
 
 The leader path walks the batch headers once (one unpack per batch): for each batch it
 checks the size against `max.message.bytes`, the magic byte, the CRC-32C and (for
-producers) the header's own consistency, then patches baseOffset and partitionLeaderEpoch,
-which the CRC does not cover. With `message.timestamp.type=LogAppendTime` it also stamps
-the broker time into maxTimestamp and rewrites the CRC. Records are decoded only when the
-topic's `compression.type` asks for a codec other than the producer's (re-compression).
-The same walk hands the producer-state check the headers of the batches that carry a
-producer id (`LogAppendInfo.producer_batches`).
+producers) the header's own consistency, then the records, as Kafka does:
 
-Differences from Kafka, on purpose: Kafka decodes every record of a batch on the leader
-to check record timestamps and, for compressed batches, inner offsets; kafpy checks the
-batch's first and max timestamps against `message.timestamp.difference.max.ms` and
-trusts the CRC for the rest, so the produce path never touches single records. The
-offset of the max timestamp is the last offset of the batch holding it (as Kafka
+- uncompressed: one pass over the record length varints, which must tile the records
+  section exactly and number the header's record count; on a compacted topic, or when
+  `message.timestamp.difference.max.ms` is set for CreateTime, each record's fields are
+  read too (keys must be present, timestamps in range);
+- compressed: the codec must be known; the records are decompressed within
+  `decompressed_limit` (MessageTooLargeError as soon as it is passed) and every record
+  is walked field by field.
+
+Failures answer CORRUPT_MESSAGE for a batch whose structure lies and INVALID_RECORD /
+INVALID_TIMESTAMP for records that break a rule; the latter carry per-record errors
+(`RecordValidationError.record_errors`, KIP-467). Then it patches baseOffset and
+partitionLeaderEpoch, which the CRC does not cover; with `message.timestamp.type=
+LogAppendTime` it also stamps the broker time into maxTimestamp and rewrites the CRC.
+Records are re-encoded only when the topic's `compression.type` asks for a codec other
+than the producer's. The same walk hands the producer-state check the headers of the
+batches that carry a producer id (`LogAppendInfo.producer_batches`).
+
+The offset of the max timestamp is the last offset of the batch holding it (as Kafka
 reports it for compressed batches).
 """
 
@@ -25,10 +33,11 @@ from kafpy.common.errors import (
     CorruptRecordError,
     InvalidRecordError,
     InvalidTimestampError,
+    KafkaError,
     MessageTooLargeError,
 )
 from kafpy.records.builder import RecordBatchBuilder
-from kafpy.records.compression import CompressionType
+from kafpy.records.compression import CompressionType, decompress, decompressed_limit
 from kafpy.records.record_batch import (
     ATTRIBUTES_OFFSET,
     COMPRESSION_CODEC_MASK,
@@ -57,11 +66,31 @@ from kafpy.records.record_batch import (
     batch_too_small,
     header_at,
 )
+from kafpy.records.varint import decode_varlong
 from kafpy.storage.log_append_info import LogAppendInfo
 from kafpy.storage.log_config import LogConfig
 
 LONG_MAX = 2**63 - 1
 _WHERE = " of the append"
+# The smallest record body: attributes, timestampDelta, offsetDelta, keyLength,
+# valueLength and headers count, one byte each.
+_MIN_RECORD_BODY = 6
+_MAX_CODEC_ID = max(CompressionType)
+
+
+class RecordValidationError(KafkaError):
+    """Records of a batch broke a rule (Kafka's RecordValidationException).
+
+    Answers with the code of `invalid` (INVALID_RECORD or INVALID_TIMESTAMP) and carries
+    `record_errors`: (batch_index, message) per failing record, which Produce v8+
+    returns as record_errors.
+    """
+
+    def __init__(self, invalid: KafkaError, record_errors: list[tuple[int, str]]) -> None:
+        super().__init__(str(invalid))
+        self.code = invalid.code
+        self.invalid = invalid
+        self.record_errors = record_errors
 
 
 def target_codec(config: LogConfig, source_codec: int) -> int:
@@ -147,6 +176,7 @@ class LogValidator:
         "check_timestamps",
         "diff_max",
         "producer_codec",
+        "compacted",
         "topic_partition",
     )
 
@@ -157,6 +187,7 @@ class LogValidator:
         self.diff_max = config.message_timestamp_difference_max_ms
         self.check_timestamps = self.diff_max < LONG_MAX and not self.log_append_time
         self.producer_codec = config.compression_type == "producer"
+        self.compacted = config.compact
         self.topic_partition = topic_partition
 
     def validate_and_assign_offsets(
@@ -172,8 +203,8 @@ class LogValidator:
         Returns the bytes to write (the same buffer, patched in place, unless it was
         read-only or had to be re-compressed) and the append info, whose
         `producer_batches` holds (position, header) of each batch with a producer id.
-        Raises MessageTooLargeError, CorruptRecordError, InvalidRecordError or
-        InvalidTimestampError naming the batch. A trailing
+        Raises MessageTooLargeError, CorruptRecordError, InvalidRecordError,
+        InvalidTimestampError or RecordValidationError naming the batch. A trailing
         partial batch is left out.
         """
         max_message_bytes = self.max_message_bytes
@@ -231,6 +262,8 @@ class LogValidator:
                 _validate_client_batch(header)
             codec = attributes & COMPRESSION_CODEC_MASK
             if attributes & 0x0F:  # a codec or the LogAppendTime bit
+                if codec > _MAX_CODEC_ID:
+                    _check_codec(header)
                 if attributes & TIMESTAMP_TYPE_MASK:
                     raise InvalidTimestampError(
                         f"Invalid timestamp type in the batch at offset {offset}: producers must "
@@ -239,12 +272,17 @@ class LogValidator:
                 source_codec = codec
             if check_timestamps:
                 _validate_timestamps(header, offset, now, self.diff_max)
+            if is_from_client:
+                if codec or self.compacted or check_timestamps:
+                    self._validate_records(buffer, pos, size, header, offset, now)
+                else:
+                    _check_record_lengths(buffer, pos + RECORD_BATCH_OVERHEAD, pos + size, header)
             if patched is None:
                 patched = memoryview(bytearray(buffer)) if buffer.readonly else buffer
             last = offset + last_delta
             patch_header(patched, pos, offset, length, leader_epoch)
             if producer_id >= 0:
-                producer_batches.append((pos, (offset,) + header[1:]))
+                producer_batches.append((pos, (offset, length, leader_epoch) + header[3:]))
             if log_append_time:
                 RecordBatch(patched, pos).set_max_timestamp(TimestampType.LOG_APPEND_TIME, now)
             elif batch_max_ts > max_timestamp:
@@ -287,6 +325,59 @@ class LogValidator:
             return rebuilt, info
         return (patched if pos == end else patched[:pos]), info
 
+    def _validate_records(
+        self, buffer: memoryview, pos: int, size: int, header: BatchHeader, offset: int, now: int
+    ) -> None:
+        """Walk every record of the batch at `pos` field by field (decompressing it first)."""
+        body = buffer[pos + RECORD_BATCH_OVERHEAD : pos + size]
+        codec = header[H_ATTRIBUTES] & COMPRESSION_CODEC_MASK
+        count = header[H_RECORD_COUNT]
+        if codec:
+            limit = decompressed_limit(count, self.max_message_bytes)
+            try:
+                data: bytes | memoryview = decompress(codec, body, limit)
+            except (CorruptRecordError, MessageTooLargeError) as exc:
+                raise type(exc)(
+                    f"Record batch at offset {offset} of the append is refused: {exc}"
+                ) from None
+        else:
+            data = body
+        keyless, bad_timestamps = _scan_records(
+            data,
+            header,
+            offset,
+            self.compacted,
+            now - self.diff_max if self.check_timestamps else None,
+            now + self.diff_max if self.check_timestamps else None,
+        )
+        if keyless:
+            where = f" in topic partition {self.topic_partition}" if self.topic_partition else ""
+            message = f"Compacted topic cannot accept message without key{where}."
+            raise RecordValidationError(
+                InvalidRecordError(
+                    f"One or more records have been rejected: record(s) {keyless} of the batch "
+                    f"at offset {offset} have no key, and a compacted topic "
+                    "(cleanup.policy=compact) keeps records by key; give every record a key"
+                ),
+                [(i, message) for i in keyless],
+            )
+        if bad_timestamps:
+            errors = [
+                (
+                    i,
+                    f"Timestamp {ts} of message with offset {offset + i} is out of range. The "
+                    f"timestamp should be within [{now - self.diff_max}, {now + self.diff_max}]",
+                )
+                for i, ts in bad_timestamps
+            ]
+            raise RecordValidationError(
+                InvalidTimestampError(
+                    f"One or more records have been rejected: {errors[0][1]} "
+                    "(message.timestamp.difference.max.ms)"
+                ),
+                errors,
+            )
+
 
 def validate_and_assign_offsets(
     buffer: memoryview,
@@ -300,6 +391,139 @@ def validate_and_assign_offsets(
     return LogValidator(config).validate_and_assign_offsets(
         buffer, next_offset, now, leader_epoch, is_from_client
     )
+
+
+def _corrupt(offset: int, what: str) -> CorruptRecordError:
+    return CorruptRecordError(
+        f"Record batch at offset {offset} of the append is corrupt: {what}; the producer "
+        "must send a well-formed batch"
+    )
+
+
+def _check_record_lengths(buffer: memoryview, start: int, end: int, header: BatchHeader) -> None:
+    """One pass over the record length varints of an uncompressed records section: they
+    must tile [start, end) exactly, in as many records as the header declares.
+
+    This is the produce path's one per-record loop: Kafka's validator reads every record
+    of every batch, and a batch whose lengths lie stops every consumer at its offset.
+    The varints are decoded inline for the one- and two-byte cases (records under 8 KiB).
+    """
+    count = header[H_RECORD_COUNT]
+    pos = start
+    n = 0
+    try:
+        while pos < end:
+            if n == count:
+                raise _corrupt(
+                    header[H_BASE_OFFSET],
+                    f"its records section holds more than the {count} records the header declares",
+                )
+            b = buffer[pos]
+            if b < 0x80:
+                length = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                b2 = buffer[pos + 1]
+                if b2 < 0x80:
+                    raw = (b & 0x7F) | (b2 << 7)
+                    length = (raw >> 1) ^ -(raw & 1)
+                    pos += 2
+                else:
+                    length, pos = decode_varlong(buffer, pos)
+            if length < _MIN_RECORD_BODY or pos + length > end:
+                raise _corrupt(
+                    header[H_BASE_OFFSET],
+                    f"record {n} claims {length} bytes where {end - pos} remain in the batch",
+                )
+            pos += length
+            n += 1
+    except (IndexError, ValueError) as exc:
+        raise _corrupt(header[H_BASE_OFFSET], f"record {n} is malformed ({exc})") from None
+    if n != count:
+        raise _corrupt(
+            header[H_BASE_OFFSET], f"the header declares {count} records but it holds {n}"
+        )
+
+
+def _scan_records(
+    data: bytes | memoryview,
+    header: BatchHeader,
+    offset: int,
+    need_keys: bool,
+    min_ts: int | None,
+    max_ts: int | None,
+) -> tuple[list[int], list[tuple[int, int]]]:
+    """Walk every record of a (decompressed) records section field by field.
+
+    Raises CorruptRecordError for a structure that lies (lengths, counts, fields running
+    past their record); returns the indexes of keyless records when `need_keys`, and
+    (index, timestamp) of records outside [min_ts, max_ts] when those are given.
+    """
+    count = header[H_RECORD_COUNT]
+    last_delta = header[H_LAST_OFFSET_DELTA]
+    first_ts = header[H_FIRST_TIMESTAMP]
+    end = len(data)
+    pos = 0
+    keyless: list[int] = []
+    bad_timestamps: list[tuple[int, int]] = []
+    index = 0
+    try:
+        for index in range(count):
+            if pos >= end:
+                raise _corrupt(
+                    offset, f"the header declares {count} records but it holds only {index}"
+                )
+            length, pos = decode_varlong(data, pos)
+            record_end = pos + length
+            if length < _MIN_RECORD_BODY or record_end > end:
+                raise _corrupt(
+                    offset, f"record {index} claims {length} bytes where {end - pos} remain"
+                )
+            ts_delta, p = decode_varlong(data, pos + 1)  # after the attributes byte
+            offset_delta, p = decode_varlong(data, p)
+            if not 0 <= offset_delta <= last_delta:
+                raise _corrupt(
+                    offset,
+                    f"record {index} has offset delta {offset_delta} outside the batch's "
+                    f"[0, {last_delta}]",
+                )
+            key_len, p = decode_varlong(data, p)
+            if key_len >= 0:
+                p += key_len
+            elif need_keys:
+                keyless.append(index)
+            value_len, p = decode_varlong(data, p)
+            if value_len > 0:
+                p += value_len
+            header_count, p = decode_varlong(data, p)
+            if header_count < 0 or p > record_end:
+                raise _corrupt(offset, f"record {index} has fields that run past it")
+            for _ in range(header_count):
+                name_len, p = decode_varlong(data, p)
+                if name_len < 0:
+                    raise _corrupt(offset, f"record {index} has a header key of length {name_len}")
+                p += name_len
+                value_len, p = decode_varlong(data, p)
+                if value_len > 0:
+                    p += value_len
+                if p > record_end:
+                    raise _corrupt(offset, f"record {index} has headers that run past it")
+            if p != record_end:
+                raise _corrupt(
+                    offset,
+                    f"record {index} declares {length} bytes but its fields take "
+                    f"{length + p - record_end}",
+                )
+            if min_ts is not None and max_ts is not None:
+                ts = first_ts + ts_delta
+                if ts < min_ts or ts > max_ts:
+                    bad_timestamps.append((index, ts))
+            pos = record_end
+    except (IndexError, ValueError) as exc:
+        raise _corrupt(offset, f"record {index} is malformed ({exc})") from None
+    if pos != end:
+        raise _corrupt(offset, f"{end - pos} bytes remain after the {count} records it declares")
+    return keyless, bad_timestamps
 
 
 def _check_size(size: int, max_message_bytes: int) -> None:
@@ -323,6 +547,15 @@ def _check_magic_and_crc(buffer: memoryview, pos: int, size: int, header: BatchH
             f"Record batch at base offset {header[H_BASE_OFFSET]} is corrupt: stored CRC-32C "
             f"{header[H_CRC]:#010x} does not match {computed:#010x} computed over its {size} bytes"
         )
+
+
+def _check_codec(header: BatchHeader) -> None:
+    try:
+        CompressionType.from_id(header[H_ATTRIBUTES] & COMPRESSION_CODEC_MASK)
+    except CorruptRecordError as exc:
+        raise CorruptRecordError(
+            f"Record batch at base offset {header[H_BASE_OFFSET]} is corrupt: {exc}"
+        ) from None
 
 
 def _validate_client_batch(header: BatchHeader) -> None:
