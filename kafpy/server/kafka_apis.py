@@ -13,6 +13,7 @@ Metadata and UpdateMetadata, AdminZkClient for topic auto-creation.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -36,11 +37,15 @@ from kafpy.protocol.api_versions import SUPPORTED_VERSIONS
 from kafpy.protocol.errors import Errors, error_code_of
 from kafpy.protocol.headers import encode_response
 from kafpy.protocol.messages import REQUESTS
+from kafpy.records.memory_records import MemoryRecords
 from kafpy.records.record_batch import (
+    ATTRIBUTES_OFFSET,
+    COMPRESSION_CODEC_MASK,
     H_LENGTH,
     H_MAGIC,
     LOG_OVERHEAD,
     MAGIC_V2,
+    RECORD_BATCH_OVERHEAD,
     header_at,
 )
 from kafpy.server.admin_manager import AdminManager
@@ -54,6 +59,7 @@ from kafpy.server.replica_manager import (
     ReplicaManager,
 )
 from kafpy.server.request_channel import CloseConnection, Request, ResponseParts
+from kafpy.storage.log_validator import LogValidator
 
 CONSUMER_REPLICA_ID = -1
 # (API key, AdminManager method, only the controller answers it)
@@ -311,7 +317,7 @@ class KafkaApis:
         body = request.body
         assert body is not None
         acks = body["acks"]
-        entries: dict[TopicPartition, memoryview | bytes | None] = {}
+        entries: dict[TopicPartition, MemoryRecords | memoryview | bytes | None] = {}
         answers: dict[TopicPartition, dict[str, Any]] = {}
         order: list[TopicPartition] = []
         for topic in body["topic_data"]:
@@ -327,6 +333,7 @@ class KafkaApis:
             for tp in order:
                 answers[tp] = _produce_error(tp, Errors.INVALID_REQUIRED_ACKS, None)
         elif entries:
+            await self._validate_compressed_records(entries)
             answers.update(
                 await self.replica_manager.append_records(body["timeout_ms"], acks, entries)
             )
@@ -349,6 +356,34 @@ class KafkaApis:
             "responses": [{"name": t, "partition_responses": ps} for t, ps in by_topic.items()],
             "throttle_time_ms": 0,
         }
+
+    async def _validate_compressed_records(
+        self, entries: dict[TopicPartition, MemoryRecords | memoryview | bytes | None]
+    ) -> None:
+        """Run the LogValidator's record checks of compressed batches in a thread.
+
+        Decompressing and walking a batch can take a while (up to decompressed_limit
+        bytes), so it happens off the event loop and the other connections are served
+        meanwhile. A batch that passes is handed on marked `records_validated`, and the
+        append checks only its header; one that fails is handed on as it came, and the
+        append's own validation (bounded as well) answers its error.
+        """
+        for tp, data in entries.items():
+            if data is None or isinstance(data, MemoryRecords) or len(data) < RECORD_BATCH_OVERHEAD:
+                continue
+            if not data[ATTRIBUTES_OFFSET + 1] & COMPRESSION_CODEC_MASK:
+                continue  # uncompressed: one pass over the record lengths, on the loop
+            partition = self.replica_manager.get_partition(tp)
+            log = partition.log if partition is not None and partition.is_leader else None
+            if log is None:
+                continue  # the append answers NOT_LEADER_OR_FOLLOWER
+            view = memoryview(data)
+            validator = LogValidator(log.config, tp)
+            try:
+                await asyncio.to_thread(validator.validate_records, view, log.time.milliseconds())
+            except Exception:  # the append validates again, bounded, and answers the error
+                continue
+            entries[tp] = MemoryRecords(view, records_validated=True)
 
     # -- Fetch ----------------------------------------------------------------------------
 

@@ -541,7 +541,7 @@ class ReplicaManager:
         self,
         timeout_ms: int,
         required_acks: int,
-        entries: Mapping[TopicPartition, memoryview | bytes | None],
+        entries: Mapping[TopicPartition, MemoryRecords | memoryview | bytes | None],
         internal_topics_allowed: bool = False,
     ) -> dict[TopicPartition, dict[str, Any]]:
         """Append each partition's batches as leader; returns a Produce partition response
@@ -566,7 +566,10 @@ class ReplicaManager:
                 if tp.topic in INTERNAL_TOPICS and not internal_topics_allowed:
                     raise InvalidTopicError(f"Cannot append to internal topic {tp.topic}")
                 partition = self.get_partition_or_error(tp)
-                records = MemoryRecords(data if data is not None else b"")
+                if isinstance(data, MemoryRecords):
+                    records = data
+                else:
+                    records = MemoryRecords(data if data is not None else b"")
                 size = records.size_in_bytes
                 info = partition.append_records_to_leader(records, required_acks)
                 if info.valid_bytes != size:

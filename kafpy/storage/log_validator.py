@@ -65,6 +65,7 @@ from kafpy.records.record_batch import (
     TimestampType,
     batch_too_small,
     header_at,
+    iter_headers,
 )
 from kafpy.records.varint import decode_varlong
 from kafpy.storage.log_append_info import LogAppendInfo
@@ -197,8 +198,12 @@ class LogValidator:
         now: int,
         leader_epoch: int,
         is_from_client: bool = True,
+        records_validated: bool = False,
     ) -> tuple[memoryview, LogAppendInfo]:
         """Validate the batches of a leader append and give them offsets from `next_offset`.
+
+        With `records_validated` (validate_records already passed for these bytes) only
+        the headers are checked.
 
         Returns the bytes to write (the same buffer, patched in place, unless it was
         read-only or had to be re-compressed) and the append info, whose
@@ -272,7 +277,7 @@ class LogValidator:
                 source_codec = codec
             if check_timestamps:
                 _validate_timestamps(header, offset, now, self.diff_max)
-            if is_from_client:
+            if is_from_client and not records_validated:
                 if codec or self.compacted or check_timestamps:
                     self._validate_records(buffer, pos, size, header, offset, now)
                 else:
@@ -324,6 +329,17 @@ class LogValidator:
             info.producer_batches = None  # positions moved: the producer check walks again
             return rebuilt, info
         return (patched if pos == end else patched[:pos]), info
+
+    def validate_records(self, buffer: memoryview, now: int) -> None:
+        """The record checks of validate_and_assign_offsets alone, for a client's batches.
+
+        Touches no log state, so the broker runs it off its event loop for batches that
+        must be decompressed; raises as validate_and_assign_offsets would (headers are
+        only parsed here, not checked: the append checks them).
+        """
+        for pos, header in iter_headers(buffer, where=_WHERE):
+            size = header[H_LENGTH] + LOG_OVERHEAD
+            self._validate_records(buffer, pos, size, header, header[H_BASE_OFFSET], now)
 
     def _validate_records(
         self, buffer: memoryview, pos: int, size: int, header: BatchHeader, offset: int, now: int

@@ -2,7 +2,7 @@
 does: forged batches (correct CRC, lying contents) sent as raw Produce requests are refused
 with CORRUPT_MESSAGE, INVALID_RECORD or INVALID_TIMESTAMP and per-record errors (Produce
 v8, KIP-467), and a confluent-kafka consumer reads every record produced before and after
-them."""
+them. A zstd bomb (a 1 GiB record in 32 KB) is refused without the broker expanding it."""
 
 from __future__ import annotations
 
@@ -23,7 +23,9 @@ from tests.fixtures.forged_batches import (
     CORRUPT_MESSAGE,
     INVALID_RECORD,
     INVALID_TIMESTAMP,
+    MESSAGE_TOO_LARGE,
     lying_batches,
+    zstd_bomb,
 )
 
 
@@ -122,3 +124,31 @@ def test_forged_batches_are_refused_and_consumers_get_past_them(
     assert consume_all(kafpy_broker.bootstrap, plain, len(expected)) == expected
     assert kafpy_broker.process is not None and kafpy_broker.process.poll() is None
     assert "Traceback" not in kafpy_broker.log_path.read_text(errors="replace")
+
+
+def peak_rss_kib(pid: int) -> int:
+    """The process's peak resident set (VmHWM): a buffer expanded and freed again before
+    the answer still shows."""
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    raise AssertionError(f"no VmHWM for process {pid}")
+
+
+def test_a_zstd_bomb_is_refused_without_the_broker_expanding_it(kafpy_broker: KafpyBroker) -> None:
+    topic = f"bomb-{uuid.uuid4().hex[:6]}"
+    create_topics(kafpy_broker.bootstrap, {topic: {}})
+    produce(kafpy_broker.bootstrap, topic, [b"before"])
+    assert kafpy_broker.process is not None
+    pid = kafpy_broker.process.pid
+    bomb = zstd_bomb(int(time.time() * 1000))  # ~32 KB holding a 1 GiB record
+    assert len(bomb) < 64 * 1024
+    before = peak_rss_kib(pid)
+    answer = produce_raw(kafpy_broker.port, topic, bomb)
+    grown_kib = peak_rss_kib(pid) - before
+    assert grown_kib < 128 * 1024, f"the broker's peak RSS grew by {grown_kib} KiB"
+    assert answer["error_code"] == MESSAGE_TOO_LARGE, answer
+    assert "decompresses to more than" in answer["error_message"]
+    produce(kafpy_broker.bootstrap, topic, [b"after"])
+    assert consume_all(kafpy_broker.bootstrap, topic, 2) == [b"before", b"after"]
