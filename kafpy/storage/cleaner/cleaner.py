@@ -189,6 +189,9 @@ class Cleaner:
         self.time = time
         self.check_done = check_done
         self.log = logging.getLogger("kafpy.log.LogCleaner")
+        # The round's log's max.message.bytes: with the record count it bounds how far a
+        # batch may decompress (decompressed_limit), as on produce.
+        self.max_message_bytes: int | None = None
 
     def _account(self, n: int) -> None:
         """Count `n` bytes of I/O against the throttle."""
@@ -230,6 +233,7 @@ class Cleaner:
         here or in the broker); returns (next dirty offset, stats). Shared by the broker's
         in-process rounds and the cleaner's worker process."""
         self.log.info("Beginning cleaning of log %s.", tp)
+        self.max_message_bytes = config.max_message_bytes
         stats = CleanerStats(start_ms=self.time.milliseconds())
         self.log.info("Building offset map for %s...", tp)
         dirty = in_range(segments, first_dirty_offset, first_uncleanable_offset)
@@ -339,7 +343,7 @@ class Cleaner:
                         "log.cleaner.dedupe.buffer.size"
                     )
                 return True
-            for record in scan_records(batch, records_section(batch)):
+            for record in scan_records(batch, records_section(batch, self.max_message_bytes)):
                 if record.key is not None and record.offset >= start:
                     put(record.key, record.offset)
             stats.map_messages_read += batch.record_count
@@ -474,7 +478,7 @@ class Cleaner:
                 writer.add(data, last, header[H_MAX_TIMESTAMP])
                 continue
             batch = RecordBatch(data)
-            section = records_section(batch)
+            section = records_section(batch, self.max_message_bytes)
             records = scan_records(batch, section)
             stats.messages_read += len(records)
             kept = []

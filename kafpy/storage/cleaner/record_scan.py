@@ -17,8 +17,14 @@ from typing import NamedTuple
 
 from crc32c import crc32c
 
-from kafpy.common.errors import CorruptRecordError
-from kafpy.records.compression import CompressionType, compress, decompress
+from kafpy.common.errors import CorruptRecordError, MessageTooLargeError
+from kafpy.records.compression import (
+    MAX_DECOMPRESSED_BATCH_BYTES,
+    CompressionType,
+    compress,
+    decompress,
+    decompressed_limit,
+)
 from kafpy.records.record_batch import (
     ATTRIBUTES_OFFSET,
     CRC_OFFSET,
@@ -48,13 +54,21 @@ class ScannedRecord(NamedTuple):
     null_value: bool
 
 
-def records_section(batch: RecordBatch) -> bytes:
-    """The batch's records, decompressed."""
+def records_section(batch: RecordBatch, max_message_bytes: int | None = None) -> bytes:
+    """The batch's records, decompressed within decompressed_limit (the produce path's
+    bound; MAX_DECOMPRESSED_BATCH_BYTES without a `max_message_bytes`)."""
     body = batch.buffer()[RECORD_BATCH_OVERHEAD:]
     codec = batch.compression_type
     if codec is CompressionType.NONE:
         return bytes(body)
-    return decompress(codec, body)
+    if max_message_bytes is None:
+        limit = MAX_DECOMPRESSED_BATCH_BYTES
+    else:
+        limit = decompressed_limit(batch.record_count, max_message_bytes)
+    try:
+        return decompress(codec, body, limit)
+    except (CorruptRecordError, MessageTooLargeError) as exc:
+        raise type(exc)(f"Record batch at base offset {batch.base_offset}: {exc}") from None
 
 
 def scan_records(batch: RecordBatch, data: bytes) -> list[ScannedRecord]:
