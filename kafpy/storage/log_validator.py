@@ -27,6 +27,7 @@ reports it for compressed batches).
 
 from __future__ import annotations
 
+import numpy as np
 from crc32c import crc32c
 
 from kafpy.common.errors import (
@@ -77,6 +78,8 @@ _WHERE = " of the append"
 # valueLength and headers count, one byte each.
 _MIN_RECORD_BODY = 6
 _MAX_CODEC_ID = max(CompressionType)
+# Below this many records the length walk is plain Python (numpy's per-call cost is more).
+_RUN_MIN = 16
 
 
 class RecordValidationError(KafkaError):
@@ -420,11 +423,16 @@ def _check_record_lengths(buffer: memoryview, start: int, end: int, header: Batc
     """One pass over the record length varints of an uncompressed records section: they
     must tile [start, end) exactly, in as many records as the header declares.
 
-    This is the produce path's one per-record loop: Kafka's validator reads every record
-    of every batch, and a batch whose lengths lie stops every consumer at its offset.
-    The varints are decoded inline for the one- and two-byte cases (records under 8 KiB).
+    This is the produce path's one per-record check: Kafka's validator reads every record
+    of every batch, and a batch whose lengths lie stops every consumer at its offset. It
+    works per run rather than per record: records of one length (the usual case: a
+    record's size changes only where its offset delta needs another varint byte, at 64,
+    8192, ...) repeat their length varint every `stride` bytes, and numpy checks a whole
+    run of them at once; the Python loop takes one step per run, decoding the one- and
+    two-byte varints inline.
     """
     count = header[H_RECORD_COUNT]
+    arr = None
     pos = start
     n = 0
     try:
@@ -437,22 +445,37 @@ def _check_record_lengths(buffer: memoryview, start: int, end: int, header: Batc
             b = buffer[pos]
             if b < 0x80:
                 length = (b >> 1) ^ -(b & 1)
-                pos += 1
+                size = 1
             else:
                 b2 = buffer[pos + 1]
                 if b2 < 0x80:
                     raw = (b & 0x7F) | (b2 << 7)
                     length = (raw >> 1) ^ -(raw & 1)
-                    pos += 2
+                    size = 2
                 else:
-                    length, pos = decode_varlong(buffer, pos)
-            if length < _MIN_RECORD_BODY or pos + length > end:
+                    length, after = decode_varlong(buffer, pos)
+                    size = after - pos
+            stride = size + length
+            if length < _MIN_RECORD_BODY or pos + stride > end:
                 raise _corrupt(
                     header[H_BASE_OFFSET],
-                    f"record {n} claims {length} bytes where {end - pos} remain in the batch",
+                    f"record {n} claims {length} bytes where {end - pos - size} remain in the batch",
                 )
-            pos += length
             n += 1
+            pos += stride
+            left = min(count - n, (end - pos) // stride)
+            if left >= _RUN_MIN:
+                # how many of the next records carry the same length varint
+                if arr is None:
+                    arr = np.frombuffer(buffer, dtype=np.uint8, count=end - start, offset=start)
+                rel = pos - start
+                first = rel - stride
+                run = arr[rel : rel + left * stride : stride] == arr[first]
+                for j in range(1, size):
+                    run &= arr[rel + j : rel + j + left * stride : stride] == arr[first + j]
+                k = left if run.all() else int(run.argmin())
+                n += k
+                pos += k * stride
     except (IndexError, ValueError) as exc:
         raise _corrupt(header[H_BASE_OFFSET], f"record {n} is malformed ({exc})") from None
     if n != count:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 from crc32c import crc32c
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kafpy.common.errors import (
     CorruptRecordError,
@@ -27,6 +29,7 @@ from tests.fixtures.forged_batches import (
     INVALID_TIMESTAMP,
     lying_batches,
     with_body,
+    with_count,
     zstd_bomb,
 )
 
@@ -251,3 +254,35 @@ def test_the_walk_hands_the_producer_check_the_batches_with_a_producer_id() -> N
     assert position == len(plain)
     assert header == RecordBatch(out, position)._header  # the assigned offsets, not the client's
     assert header[0] == 101 and header[9] == 42
+
+
+def test_runs_of_equal_records_are_checked_as_a_whole() -> None:
+    # one key for all: the record size changes only where offset deltas reach 64
+    data = build_batch([(b"k", b"v" * 40)] * 300, timestamp=NOW)
+    out, info = validate(data)
+    assert info.num_messages == 300
+    for lie in (299, 301):
+        with pytest.raises(CorruptRecordError, match="records"):
+            validate(with_count(data, lie))
+    # one record in the middle of a run claims one byte more: the lengths no longer tile
+    body = bytearray(data[61:])
+    stride = 1 + (body[0] >> 1)
+    assert body[0] < 0x80 and body[10 * stride] == body[0]
+    body[10 * stride] += 2  # zigzag: +1 byte
+    with pytest.raises(CorruptRecordError):
+        validate(with_body(data, bytes(body)))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    sizes=st.lists(
+        st.one_of(st.sampled_from([0, 7, 40, 200]), st.integers(0, 300)), min_size=1, max_size=200
+    ),
+    lie=st.integers(-3, 3),
+)
+def test_record_lengths_tile_any_uncompressed_batch(sizes: list[int], lie: int) -> None:
+    data = build_batch([(b"k", b"x" * s) for s in sizes], timestamp=NOW)
+    validate(data)
+    if lie and len(sizes) + lie > 0:
+        with pytest.raises(CorruptRecordError):
+            validate(with_count(data, len(sizes) + lie))
