@@ -80,6 +80,8 @@ _MIN_RECORD_BODY = 6
 _MAX_CODEC_ID = max(CompressionType)
 # Below this many records the length walk is plain Python (numpy's per-call cost is more).
 _RUN_MIN = 16
+# A codec, or the LogAppendTime bit (which producers must not set).
+_CODEC_OR_LOG_APPEND_TIME = COMPRESSION_CODEC_MASK | TIMESTAMP_TYPE_MASK
 
 
 class RecordValidationError(KafkaError):
@@ -269,7 +271,7 @@ class LogValidator:
             ):
                 _validate_client_batch(header)
             codec = attributes & COMPRESSION_CODEC_MASK
-            if attributes & 0x0F:  # a codec or the LogAppendTime bit
+            if attributes & _CODEC_OR_LOG_APPEND_TIME:
                 if codec > _MAX_CODEC_ID:
                     _check_codec(header)
                 if attributes & TIMESTAMP_TYPE_MASK:
