@@ -27,7 +27,6 @@ reports it for compressed batches).
 
 from __future__ import annotations
 
-import numpy as np
 from crc32c import crc32c
 
 from kafpy.common.errors import (
@@ -78,8 +77,8 @@ _WHERE = " of the append"
 # valueLength and headers count, one byte each.
 _MIN_RECORD_BODY = 6
 _MAX_CODEC_ID = max(CompressionType)
-# Below this many records the length walk is plain Python (numpy's per-call cost is more).
-_RUN_MIN = 16
+# Runs shorter than this are walked record by record (a slice costs more).
+_RUN_MIN = 4
 # A codec, or the LogAppendTime bit (which producers must not set).
 _CODEC_OR_LOG_APPEND_TIME = COMPRESSION_CODEC_MASK | TIMESTAMP_TYPE_MASK
 
@@ -429,12 +428,11 @@ def _check_record_lengths(buffer: memoryview, start: int, end: int, header: Batc
     of every batch, and a batch whose lengths lie stops every consumer at its offset. It
     works per run rather than per record: records of one length (the usual case: a
     record's size changes only where its offset delta needs another varint byte, at 64,
-    8192, ...) repeat their length varint every `stride` bytes, and numpy checks a whole
-    run of them at once; the Python loop takes one step per run, decoding the one- and
-    two-byte varints inline.
+    8192, ...) repeat their length varint every `stride` bytes, and one strided slice per
+    varint byte checks a whole run of them at once, in C; the Python loop takes one step
+    per run, decoding the one- and two-byte varints inline.
     """
     count = header[H_RECORD_COUNT]
-    arr = None
     pos = start
     n = 0
     try:
@@ -467,15 +465,13 @@ def _check_record_lengths(buffer: memoryview, start: int, end: int, header: Batc
             pos += stride
             left = min(count - n, (end - pos) // stride)
             if left >= _RUN_MIN:
-                # how many of the next records carry the same length varint
-                if arr is None:
-                    arr = np.frombuffer(buffer, dtype=np.uint8, count=end - start, offset=start)
-                rel = pos - start
-                first = rel - stride
-                run = arr[rel : rel + left * stride : stride] == arr[first]
-                for j in range(1, size):
-                    run &= arr[rel + j : rel + j + left * stride : stride] == arr[first + j]
-                k = left if run.all() else int(run.argmin())
+                # how many of the next records carry the same length varint: compare the
+                # bytes found every `stride` bytes with this record's varint, in C
+                k = left
+                for j in range(size):
+                    column = buffer[pos + j : pos + j + left * stride : stride].tobytes()
+                    if column != bytes((buffer[pos - stride + j],)) * left:
+                        k = min(k, _first_difference(column, buffer[pos - stride + j]))
                 n += k
                 pos += k * stride
     except (IndexError, ValueError) as exc:
@@ -484,6 +480,11 @@ def _check_record_lengths(buffer: memoryview, start: int, end: int, header: Batc
         raise _corrupt(
             header[H_BASE_OFFSET], f"the header declares {count} records but it holds {n}"
         )
+
+
+def _first_difference(column: bytes, value: int) -> int:
+    """The index of the first byte of `column` other than `value`."""
+    return len(column) - len(column.lstrip(bytes((value,))))
 
 
 def _scan_records(
