@@ -14,6 +14,7 @@ Metadata and UpdateMetadata, AdminZkClient for topic auto-creation.
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
@@ -42,7 +43,17 @@ from kafpy.protocol.headers import encode_response
 from kafpy.protocol.messages import REQUESTS
 from kafpy.protocol.messages.metadata import AUTHORIZED_OPERATIONS_OMITTED
 from kafpy.protocol.types import ZERO_UUID
-from kafpy.records.record_batch import LOG_OVERHEAD, MAGIC_OFFSET
+from kafpy.records.memory_records import MemoryRecords
+from kafpy.records.record_batch import (
+    ATTRIBUTES_OFFSET,
+    COMPRESSION_CODEC_MASK,
+    H_LENGTH,
+    H_MAGIC,
+    LOG_OVERHEAD,
+    MAGIC_V2,
+    RECORD_BATCH_OVERHEAD,
+    header_at,
+)
 from kafpy.server.admin_manager import AdminManager
 from kafpy.server.kafka_config import KafkaConfig
 from kafpy.server.metadata_cache import MetadataCache
@@ -54,6 +65,7 @@ from kafpy.server.replica_manager import (
     ReplicaManager,
 )
 from kafpy.server.request_channel import CloseConnection, Request, ResponseParts
+from kafpy.storage.log_validator import LogValidator
 
 CONSUMER_REPLICA_ID = -1
 # (API key, AdminManager method, only the controller answers it)
@@ -78,7 +90,6 @@ _GROUP_APIS = (
     (ApiKey.OFFSET_DELETE, "offset_delete"),
 )
 _INT32_MAX = 2**31 - 1
-_MIN_BATCH_LENGTH = 49  # a v2 batch's length field counts at least its header after the length
 # KIP-511: what ApiVersions v3+ accepts as a client software name or version
 _SOFTWARE_NAME_OR_VERSION = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 
@@ -94,33 +105,33 @@ def _api_name(api_key: int) -> str:
 
 def validate_produce_records(records: memoryview | bytes | None) -> KafkaError | None:
     """Kafka's check of a v3+ produce payload: exactly one v2 batch (a partial trailing
-    batch is dropped later, as Kafka does). Returns the error for the partition, or None."""
-    if records is None or len(records) < LOG_OVERHEAD:
-        return InvalidRecordError(
-            "Produce requests with version 3 and above must have exactly one record batch"
-        )
-    length = int.from_bytes(records[8:12], "big", signed=True)
-    if length < _MIN_BATCH_LENGTH:
-        return CorruptRecordError(
-            f"Record batch size {length} is smaller than the minimum batch overhead ({_MIN_BATCH_LENGTH})"
-        )
-    size = LOG_OVERHEAD + length
-    if size > len(records):
-        return InvalidRecordError(
-            "Produce requests with version 3 and above must have exactly one record batch"
-        )
-    if records[MAGIC_OFFSET] != 2:
-        return InvalidRecordError(
-            f"Produce requests with version 3 and above are only allowed to contain record batches "
-            f"with magic version 2, got {records[MAGIC_OFFSET]}"
-        )
-    if len(records) - size >= LOG_OVERHEAD:
-        nxt = int.from_bytes(records[size + 8 : size + 12], "big", signed=True)
-        if size + LOG_OVERHEAD + nxt <= len(records):
+    batch is dropped later, as Kafka does). Returns the error for the partition, or None.
+    Reads the first header and the next batch's length only; the LogValidator walks the
+    batch itself."""
+    one_batch = "Produce requests with version 3 and above must have exactly one record batch"
+    if records is None:
+        return InvalidRecordError(one_batch)
+    end = len(records)
+    try:
+        header = header_at(records, 0, end, " of the produce request")
+        if header is None:
+            return InvalidRecordError(one_batch)
+        if header[H_MAGIC] != MAGIC_V2:
+            return _wrong_magic(header[H_MAGIC])
+        if header_at(records, header[H_LENGTH] + LOG_OVERHEAD, end) is not None:
             return InvalidRecordError(
                 "Produce requests with version 3 and above are only allowed to contain exactly one record batch"
             )
+    except CorruptRecordError as exc:
+        return exc
     return None
+
+
+def _wrong_magic(magic: int) -> InvalidRecordError:
+    return InvalidRecordError(
+        "Produce requests with version 3 and above are only allowed to contain record batches "
+        f"with magic version 2, got {magic}"
+    )
 
 
 class KafkaApis:
@@ -374,7 +385,7 @@ class KafkaApis:
         body = request.body
         assert body is not None
         acks = body["acks"]
-        entries: dict[TopicPartition, memoryview | bytes | None] = {}
+        entries: dict[TopicPartition, MemoryRecords | memoryview | bytes | None] = {}
         answers: dict[TopicPartition, dict[str, Any]] = {}
         order: list[TopicPartition] = []
         for topic in body["topic_data"]:
@@ -390,6 +401,7 @@ class KafkaApis:
             for tp in order:
                 answers[tp] = _produce_error(tp, Errors.INVALID_REQUIRED_ACKS, None)
         elif entries:
+            await self._validate_compressed_records(entries)
             answers.update(
                 await self.replica_manager.append_records(body["timeout_ms"], acks, entries)
             )
@@ -412,6 +424,34 @@ class KafkaApis:
             "responses": [{"name": t, "partition_responses": ps} for t, ps in by_topic.items()],
             "throttle_time_ms": 0,
         }
+
+    async def _validate_compressed_records(
+        self, entries: dict[TopicPartition, MemoryRecords | memoryview | bytes | None]
+    ) -> None:
+        """Run the LogValidator's record checks of compressed batches in a thread.
+
+        Decompressing and walking a batch can take a while (up to decompressed_limit
+        bytes), so it happens off the event loop and the other connections are served
+        meanwhile. A batch that passes is handed on marked `records_validated`, and the
+        append checks only its header; one that fails is handed on as it came, and the
+        append's own validation (bounded as well) answers its error.
+        """
+        for tp, data in entries.items():
+            if data is None or isinstance(data, MemoryRecords) or len(data) < RECORD_BATCH_OVERHEAD:
+                continue
+            if not data[ATTRIBUTES_OFFSET + 1] & COMPRESSION_CODEC_MASK:
+                continue  # uncompressed: one pass over the record lengths, on the loop
+            partition = self.replica_manager.get_partition(tp)
+            log = partition.log if partition is not None and partition.is_leader else None
+            if log is None:
+                continue  # the append answers NOT_LEADER_OR_FOLLOWER
+            view = memoryview(data)
+            validator = LogValidator(log.config, tp)
+            try:
+                await asyncio.to_thread(validator.validate_records, view, log.time.milliseconds())
+            except Exception:  # the append validates again, bounded, and answers the error
+                continue
+            entries[tp] = MemoryRecords(view, records_validated=True)
 
     # -- Fetch ----------------------------------------------------------------------------
 

@@ -141,10 +141,10 @@ class Log:
     ) -> None:
         self.dir = Path(dir)
         self.config = config
-        self._validator = LogValidator(config)
         self.scheduler = scheduler
         self.time = time
         self.topic_partition = parse_topic_partition_name(self.dir)
+        self._validator = LogValidator(config, self.topic_partition)
         self.recovery_point = recovery_point
         self.log_start_offset = log_start_offset
         self._lock = threading.RLock()
@@ -244,7 +244,7 @@ class Log:
     def update_config(self, config: LogConfig) -> None:
         with self._lock:
             self.config = config
-            self._validator = LogValidator(config)
+            self._validator = LogValidator(config, self.topic_partition)
 
     def _check_open(self) -> None:
         if self._closed:
@@ -304,7 +304,7 @@ class Log:
                 self._check_open()
             now = self.time.milliseconds()
             data, info = self._validator.validate_and_assign_offsets(
-                buffer, self._leo, now, leader_epoch, is_from_client
+                buffer, self._leo, now, leader_epoch, is_from_client, records.records_validated
             )
             if not info.shallow_count:
                 return info
@@ -312,7 +312,9 @@ class Log:
             # analyzeAndValidateProducerState): a retried batch gets its original offsets.
             psm = self.producer_state_manager
             producers = psm.analyze_and_validate(
-                data, AppendOrigin.CLIENT if is_from_client else AppendOrigin.COORDINATOR
+                data,
+                AppendOrigin.CLIENT if is_from_client else AppendOrigin.COORDINATOR,
+                info.producer_batches,
             )
             if producers is not None and producers.duplicate is not None:
                 return producers.duplicate_append_info(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 import uuid
 from pathlib import Path
 from typing import Any
@@ -25,10 +26,13 @@ from kafpy.protocol.headers import (
 )
 from kafpy.protocol.messages import REQUESTS
 from kafpy.records.builder import build_batch
+from kafpy.records.compression import CompressionType
 from kafpy.records.memory_records import MemoryRecords
 from kafpy.server.kafka_apis import KafkaApis
 from kafpy.server.kafka_config import KafkaConfig
 from kafpy.server.request_channel import CloseConnection, Request
+from kafpy.storage.log_validator import LogValidator
+from tests.fixtures.forged_batches import lying_batches
 from tests.unit.server.fixtures import Broker, leader_and_isr, partition_state, update_metadata
 
 
@@ -334,3 +338,28 @@ def test_describe_cluster(broker: Broker) -> None:
     assert resp["cluster_authorized_operations"] == 0b1_1111_1010_0000
     plain = call(apis, ApiKey.DESCRIBE_CLUSTER, 0, {})
     assert plain is not None and plain["cluster_authorized_operations"] == -(2**31)
+
+
+def test_compressed_batches_are_validated_off_the_event_loop_once(
+    broker: Broker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    broker.lead("t")
+    apis = apis_for(broker)
+    walks: list[int] = []
+    original = LogValidator._validate_records
+
+    def spy(self: LogValidator, *args: Any) -> None:
+        walks.append(threading.get_ident())
+        original(self, *args)
+
+    monkeypatch.setattr(LogValidator, "_validate_records", spy)
+    batch = build_batch([b"a", b"b"], compression=CompressionType.ZSTD)
+    resp = call(apis, ApiKey.PRODUCE, 8, produce_body(batch))
+    assert resp is not None and resp["responses"][0]["partition_responses"][0]["error_code"] == 0
+    assert len(walks) == 1 and walks[0] != threading.get_ident()  # once, in a worker thread
+    walks.clear()
+    garbage = lying_batches(0)["garbage-zstd-payload"]
+    resp = call(apis, ApiKey.PRODUCE, 8, produce_body(garbage))
+    assert resp is not None and resp["responses"][0]["partition_responses"][0]["error_code"] == 2
+    # refused in the thread, then again (bounded) by the append, which answers the error
+    assert len(walks) == 2 and walks[1] == threading.get_ident()
