@@ -372,6 +372,10 @@ class KafkaCluster:
     def broker_ids(self) -> list[int]:
         return [n.broker_id for n in self._nodes]
 
+    def stopped_broker_ids(self) -> list[int]:
+        """The brokers stopped through `faults.stop_broker` and not started again."""
+        return [n.broker_id for n in self._nodes if not n.running]
+
     def server(self, broker_id: int) -> KafkaServer:
         """The KafkaServer of a running in-process broker (for white-box checks)."""
         server = self._node(broker_id).server
@@ -389,7 +393,8 @@ class KafkaCluster:
 
     # -- faults (FaultInjector calls these) --------------------------------------------
 
-    def _require_inprocess(self, what: str) -> None:
+    def require_inprocess(self, what: str) -> None:
+        """Raise unless the brokers run in this process (`what` needs to reach them)."""
         if self.mode != "inprocess":
             raise RuntimeError(
                 f"{what} needs an in-process broker; this one runs as a child process "
@@ -397,7 +402,7 @@ class KafkaCluster:
             )
 
     def drop_connections(self, broker_id: int | None = None) -> None:
-        self._require_inprocess("Dropping connections")
+        self.require_inprocess("Dropping connections")
         for node in self._nodes:
             if broker_id is None or node.broker_id == broker_id:
                 node.drop_connections()

@@ -215,6 +215,7 @@ class FaultInjector:
         `error` in the API's response shape, every partition of the request failing."""
         key = _failable_api(api)
         code = _error_for(key, error)
+        self._cluster.require_inprocess("Failing requests")
         if count < 1:
             raise ValueError(f"count {count} for fail_next: it must be 1 or more.")
         with self._lock:
@@ -226,6 +227,7 @@ class FaultInjector:
         """Hold `api` requests `ms` milliseconds before serving them: the next `count`
         ones, or all until `clear()` when `count` is None."""
         key = _api_by_name(api)
+        self._cluster.require_inprocess("Delaying requests")
         if ms < 0:
             raise ValueError(f"ms {ms} for delay: it must be 0 or more.")
         if count is not None and count < 1:
@@ -234,10 +236,11 @@ class FaultInjector:
             self._delays.setdefault(key, []).append(_Delay(ms, count, broker))
 
     def clear(self) -> None:
-        """Forget every pending failure and delay."""
+        """Forget every pending failure and delay, and the counts of `fired`."""
         with self._lock:
             self._failures.clear()
             self._delays.clear()
+            self._fired.clear()
 
     def fired(self, api: str) -> int:
         """How many `api` requests met a fault (failed or delayed) so far."""
