@@ -9,7 +9,10 @@ Each run is a fresh Python process, so imports count where a user would pay them
 - subprocess: `KafkaBroker(mode="subprocess").start()` from the same kind of process;
 - `kafpy server`: from spawning `python -m kafpy server` until a client's Metadata request
   is answered with the broker and a controller; the server's peak RSS once idle.
-Figures are medians of the runs, in seconds and MB; progress goes to stderr.
+Figures are medians of the runs, in seconds and MB; progress goes to stderr. Python's
+bytecode is cached (in a temporary PYTHONPYCACHEPREFIX, filled by one warm-up run not
+counted) as an installed kafpy's is, even where PYTHONDONTWRITEBYTECODE is set: without
+it every run compiles every module and measures the compiler.
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+_ENV["PYTHONPATH"] = str(ROOT)
 
 # One fresh process: import, first broker, second broker, peak RSS (JSON on stdout).
 _INPROCESS = """
@@ -50,9 +55,8 @@ print(json.dumps({"import": t1 - t0, "first": t2 - t1,
 
 
 def _run_python(code: str) -> dict[str, float]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
+        [sys.executable, "-c", code], capture_output=True, text=True, env=_ENV, check=True
     )
     return dict(json.loads(out.stdout.strip().splitlines()[-1]))
 
@@ -112,9 +116,10 @@ def _kafpy_server_run() -> dict[str, float]:
             "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}",
             "--override", f"log.dirs={d}/logs",
         ]  # fmt: skip
-        env = {**os.environ, "PYTHONPATH": str(ROOT)}
         t0 = time.perf_counter()
-        proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            args, env=_ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
         try:
             while not _answers_metadata(port):
                 if proc.poll() is not None:
@@ -140,11 +145,18 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=10)
     args = parser.parse_args()
     results: dict[str, list[dict[str, float]]] = {"inprocess": [], "subprocess": [], "server": []}
-    for i in range(args.runs):
-        print(f"run {i + 1}/{args.runs}", file=sys.stderr)
-        results["inprocess"].append(_run_python(_INPROCESS.replace("MODE", '"inprocess"')))
-        results["subprocess"].append(_run_python(_INPROCESS.replace("MODE", '"subprocess"')))
-        results["server"].append(_kafpy_server_run())
+    with tempfile.TemporaryDirectory(prefix="kafpy-bench-pycache-") as pycache:
+        _ENV["PYTHONPYCACHEPREFIX"] = pycache
+        for i in range(args.runs + 1):
+            print(f"run {i}/{args.runs}" + (" (warm-up)" if i == 0 else ""), file=sys.stderr)
+            runs = {
+                "inprocess": _run_python(_INPROCESS.replace("MODE", '"inprocess"')),
+                "subprocess": _run_python(_INPROCESS.replace("MODE", '"subprocess"')),
+                "server": _kafpy_server_run(),
+            }
+            if i:
+                for kind, figures in runs.items():
+                    results[kind].append(figures)
     inproc, sub, server = results["inprocess"], results["subprocess"], results["server"]
     print(f"median of {args.runs} runs")
     print(f"import kafpy.testing            {_median(inproc, 'import'):.3f} s")

@@ -4,7 +4,10 @@ regain brokers, and leave no thread, port or file behind."""
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -99,3 +102,31 @@ def test_bad_arguments_are_refused_with_sentences() -> None:
             cluster.faults.stop_broker(5)
         with pytest.raises(RuntimeError, match="Broker 1 is already running"):
             cluster.faults.start_broker(1)
+
+
+_FRESH = """
+import json, os, sys
+import kafpy.server.kafka_server
+from kafpy.testing import KafkaBroker
+loaded = sorted(m for m in sys.modules if m.startswith("kafpy.storage.cleaner."))
+
+def parent(pid):
+    try:
+        return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1]
+    except OSError:
+        return None  # gone meanwhile
+
+with KafkaBroker() as broker:
+    children = [p for p in os.listdir("/proc") if p.isdigit() and parent(p) == str(os.getpid())]
+print(json.dumps({"loaded": loaded, "children": children}))
+"""
+
+
+def test_a_broker_loads_no_cleaner_code_and_starts_no_process_until_it_compacts() -> None:
+    # a fresh interpreter: what importing and starting a broker costs a test process
+    out = subprocess.run(
+        [sys.executable, "-c", _FRESH], capture_output=True, text=True, check=True, timeout=120
+    )
+    figures = json.loads(out.stdout.strip().splitlines()[-1])
+    assert figures["loaded"] == ["kafpy.storage.cleaner.cleaner_config"]
+    assert figures["children"] == []  # no multiprocessing resource tracker
