@@ -408,10 +408,23 @@ class KafkaCluster:
                 node.drop_connections()
 
     def stop_broker(self, broker_id: int) -> None:
+        """Stop a broker cleanly; returns once the others have noticed: it is gone from
+        their metadata and from the ISR of every partition they lead."""
         node = self._node(broker_id)
         if not node.running:
             raise RuntimeError(f"Broker {broker_id} is already stopped.")
         node.stop()
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not all(other.run(_has_forgotten(other, broker_id)) for other in self._in_process()):
+            if time.monotonic() > deadline:
+                raise TimeoutError(
+                    f"The other brokers did not notice broker {broker_id} stopping within "
+                    f"{START_TIMEOUT_S:.0f} s."
+                )
+            time.sleep(0.005)
+
+    def _in_process(self) -> list[_Node]:
+        return [n for n in self._nodes if n.server is not None]
 
     def start_broker(self, broker_id: int) -> None:
         node = self._node(broker_id)
@@ -531,6 +544,20 @@ class KafkaBroker(KafkaCluster):
 
 def _bytes(value: bytes | str) -> bytes:
     return value.encode() if isinstance(value, str) else value
+
+
+async def _has_forgotten(node: _Node, broker_id: int) -> bool:
+    """On `node`'s loop: whether `broker_id` is out of its metadata and of the ISR of the
+    partitions it leads."""
+    server = node.server
+    if server is None or server.metadata_cache is None or server.replica_manager is None:
+        return True
+    if server.metadata_cache.get_alive_broker(broker_id) is not None:
+        return False
+    return not any(
+        p.leader_replica_id == node.broker_id and broker_id in p.isr
+        for p in server.replica_manager.partitions.values()
+    )
 
 
 async def _wait_for_leaders(client: KafkaClient, topic: str, partitions: int) -> None:
