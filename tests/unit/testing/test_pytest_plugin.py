@@ -58,6 +58,7 @@ def test_fixtures_isolate_topics_and_leave_nothing_behind(pytester: pytest.Pytes
     threads_before, dirs_before = set(threading.enumerate()), _kafpy_temp_dirs()
     result = pytester.runpytest(*PLUGIN)
     result.assert_outcomes(passed=2)
+    assert result.ret == 0  # and no leak reported: the session broker was stopped
     assert set(threading.enumerate()) == threads_before
     assert _kafpy_temp_dirs() == dirs_before
 
