@@ -20,6 +20,7 @@ from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.errors import Errors
 from kafpy.protocol.headers import encode_response
 from kafpy.server.request_channel import Request, RequestHandler, ResponseParts
+from kafpy.server.socket_server import RequestInterceptor
 
 if TYPE_CHECKING:
     from kafpy.testing.broker import KafkaCluster
@@ -288,9 +289,7 @@ class FaultInjector:
                 self._fired[key] = self._fired.get(key, 0) + 1
             return code, delay_ms
 
-    def interceptor(
-        self, broker_id: int
-    ) -> Callable[[Request, RequestHandler], Any]:  # RequestInterceptor
+    def interceptor(self, broker_id: int) -> RequestInterceptor:
         """The socket server hook of broker `broker_id`."""
 
         async def intercept(request: Request, handler: RequestHandler) -> ResponseParts | None:
