@@ -140,8 +140,7 @@ class _Node:
         if self.mode == "subprocess":
             self._start_process()
             return
-        if not self.port:
-            self.port = 0  # the first start picks a free port; restarts keep it
+        # port 0 the first time (the listener picks a free one); restarts keep that port
         values = {**self.values, "listeners": f"PLAINTEXT://{_HOST}:{self.port}"}
         self._loop = _LoopThread(f"broker-{self.broker_id}")
         server = KafkaServer(KafkaConfig(values))
@@ -183,14 +182,17 @@ class _Node:
         return self._loop.run(coro, START_TIMEOUT_S)
 
     def drop_connections(self) -> None:
+        """Close every client connection; returns once they are closed."""
         server = self.server
-        if server is None:
+        if server is None or server.socket_server is None:
             return
         socket_server = server.socket_server
-        assert self._loop is not None and socket_server is not None
-        self._loop.loop.call_soon_threadsafe(
-            socket_server.close_connections, "connections dropped by kafpy.testing faults"
-        )
+
+        async def close() -> None:
+            socket_server.close_connections("connections dropped by kafpy.testing faults")
+            await asyncio.sleep(0)  # let the transports report the connections lost
+
+        self.run(close())
 
     def stop(self) -> None:
         if self.process is not None:

@@ -130,3 +130,16 @@ def test_a_broker_loads_no_cleaner_code_and_starts_no_process_until_it_compacts(
     figures = json.loads(out.stdout.strip().splitlines()[-1])
     assert figures["loaded"] == ["kafpy.storage.cleaner.cleaner_config"]
     assert figures["children"] == []  # no multiprocessing resource tracker
+
+
+def test_drop_connections_closes_client_connections_before_returning() -> None:
+    with KafkaBroker() as broker:
+        socket_server = broker.server(0).socket_server
+        assert socket_server is not None
+        host, _, port = broker.bootstrap_servers.rpartition(":")
+        with socket.create_connection((host, int(port)), timeout=5) as client:
+            while socket_server.connection_count == 0:
+                threading.Event().wait(0.005)
+            broker.faults.drop_connections()
+            assert socket_server.connection_count == 0
+            assert client.recv(1) == b""  # closed by the broker
