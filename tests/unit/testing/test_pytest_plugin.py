@@ -4,6 +4,7 @@ a plugin that costs nothing when unused."""
 
 from __future__ import annotations
 
+import socket
 import tempfile
 import threading
 import tomllib
@@ -41,6 +42,7 @@ def test_fixtures_isolate_topics_and_leave_nothing_behind(pytester: pytest.Pytes
 
         def test_one(kafka_broker, kafka_topic, kafka_bootstrap):
             assert kafka_bootstrap == kafka_broker.bootstrap_servers
+            open("bootstrap.txt", "w").write(kafka_bootstrap)
             kafka_broker.produce(kafka_topic, [b"one"])
             assert [r.value for r in kafka_broker.consume(kafka_topic, 1)] == [b"one"]
             SEEN.append((kafka_broker, kafka_topic))
@@ -61,6 +63,9 @@ def test_fixtures_isolate_topics_and_leave_nothing_behind(pytester: pytest.Pytes
     assert result.ret == 0  # and no leak reported: the session broker was stopped
     assert set(threading.enumerate()) == threads_before
     assert _kafpy_temp_dirs() == dirs_before
+    host, _, port = (pytester.path / "bootstrap.txt").read_text().rpartition(":")
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection((host, int(port)), timeout=5).close()
 
 
 def test_faults_fire_the_configured_number_of_times(pytester: pytest.Pytester) -> None:
