@@ -4,14 +4,16 @@ A usage or runtime failure is one line on stderr and exit status 1 (`OneLineErro
 `AdminCommand`); library log lines stay off the terminal (`quiet_logging`); an async
 command body runs with every failure turned into that one line (`run_command`), on a
 metadata store opened for it if the command works through `--zookeeper` (`run_on_store`);
-`--command-config` files become the admin client's options (`admin_client_options`).
+`--command-config` files become the admin client's options (`admin_client_options`);
+repeatable `KEY=VALUE` options become properties (`parse_key_value_args`), read with
+`property_flag` and `int_property`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 import click
@@ -50,9 +52,13 @@ def quiet_logging() -> None:
         root.addHandler(logging.NullHandler())
 
 
-def run_command(main: Callable[[], Awaitable[None]], error_prefix: str) -> None:
-    """Run the coroutine function `main` to completion; any failure (an interrupt too)
-    becomes a OneLineError starting with `error_prefix`."""
+def run_command(
+    main: Callable[[], Awaitable[None]], error_prefix: str, *, interrupt_is_error: bool = True
+) -> None:
+    """Run the coroutine function `main` to completion; any other failure becomes a
+    OneLineError starting with `error_prefix` (a OneLineError of `main` is shown as it
+    is). An interrupt is a failure too, unless `interrupt_is_error` is False: then it just
+    ends the command, as Ctrl-C ends Kafka's console producer and consumer."""
 
     async def body() -> None:
         await main()
@@ -61,7 +67,10 @@ def run_command(main: Callable[[], Awaitable[None]], error_prefix: str) -> None:
     try:
         asyncio.run(body())
     except KeyboardInterrupt:
-        raise OneLineError(f"{error_prefix}interrupted") from None
+        if interrupt_is_error:
+            raise OneLineError(f"{error_prefix}interrupted") from None
+    except OneLineError:
+        raise
     except Exception as e:  # every failure is reported as one line, never a traceback
         message = str(e) or type(e).__name__
         raise OneLineError(f"{error_prefix}{message}") from None
@@ -81,6 +90,45 @@ def run_on_store(
             await store.close()
 
     run_command(main, error_prefix)
+
+
+def parse_key_value_args(pairs: Iterable[str], option: str, command: str) -> dict[str, str]:
+    """The properties given as `KEY=VALUE` by the repeatable `option` of `kafpy <command>`
+    (Kafka's CommandLineUtils.parseKeyValueArgs); the value may contain '='. A pair
+    without '=' or without a key is a OneLineError."""
+    props: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise OneLineError(
+                f"Invalid {option} '{pair}': expected KEY=VALUE (see 'kafpy {command} --help')"
+            )
+        props[key.strip()] = value
+    return props
+
+
+def property_flag(props: Mapping[str, str], key: str, default: bool) -> bool:
+    """The boolean property `key`: true only when it says true (any case), as Kafka reads it."""
+    return props.get(key, str(default)).strip().lower() == "true"
+
+
+def int_property(props: Mapping[str, str], key: str, default: int, kind: str) -> int:
+    """The integer property `key` of a `kind` ("consumer", "producer") config; a value that
+    is not a number is a OneLineError naming the key."""
+    raw = props.get(key)
+    if raw is None:
+        return default
+    try:
+        return int(raw.strip())
+    except ValueError:
+        raise OneLineError(
+            f"Invalid value {raw!r} for {kind} property {key}: expected a number."
+        ) from None
+
+
+def unescape(text: str) -> str:
+    """Separators given on the command line may be written as \\t, \\n, \\r."""
+    return text.replace("\\t", "\t").replace("\\n", "\n").replace("\\r", "\r")
 
 
 # Kafka admin client configs kafpy's client honours, and its keyword argument for each.

@@ -8,8 +8,6 @@ DescribeConfigs and IncrementalAlterConfigs. Errors are one line on stderr, exit
 
 from __future__ import annotations
 
-import asyncio
-
 import click
 
 from kafpy.admin.config_command import (
@@ -18,7 +16,7 @@ from kafpy.admin.config_command import (
     run_config_command,
     run_config_command_via_admin,
 )
-from kafpy.cli.command_line_utils import AdminCommand, OneLineError, quiet_logging, run_on_store
+from kafpy.cli.command_line_utils import AdminCommand, OneLineError, run_command, run_on_store
 from kafpy.client.admin_client import AdminClient
 from kafpy.metadata.kafka_zk_client import KafkaZkClient
 
@@ -126,15 +124,9 @@ def _run_via_admin(bootstrap_server: str, opts: ConfigCommandOptions) -> None:
         admin = AdminClient.connect(bootstrap_server, client_id="kafpy-configs")
         try:
             await run_config_command_via_admin(admin, opts, click.echo)
+        except ConfigCommandError as e:
+            raise OneLineError(f"{e} (see 'kafpy configs --help')") from None
         finally:
             await admin.close()
 
-    quiet_logging()
-    try:
-        asyncio.run(main())
-    except ConfigCommandError as e:
-        raise OneLineError(f"{e} (see 'kafpy configs --help')") from None
-    except KeyboardInterrupt:
-        raise OneLineError("Error while executing config command : interrupted") from None
-    except Exception as e:  # one line, never a traceback
-        raise OneLineError(f"Error while executing config command : {e}") from None
+    run_command(main, "Error while executing config command : ")

@@ -24,8 +24,15 @@ from typing import IO
 
 import click
 
-from kafpy.cli.command_line_utils import AdminCommand, OneLineError, quiet_logging
-from kafpy.cli.console_producer import parse_properties, unescape
+from kafpy.cli.command_line_utils import (
+    AdminCommand,
+    OneLineError,
+    int_property,
+    parse_key_value_args,
+    property_flag,
+    run_command,
+    unescape,
+)
 from kafpy.client.consumer_coordinator import ConsumerCoordinator
 from kafpy.client.fetcher import (
     EARLIEST_TIMESTAMP,
@@ -42,10 +49,6 @@ from kafpy.records.record_batch import TimestampType
 
 HELP_HINT = "(see 'kafpy console-consumer --help')"
 _log = logging.getLogger("kafpy.cli.console_consumer")
-
-
-def _flag(props: Mapping[str, str], key: str, default: bool) -> bool:
-    return props.get(key, str(default)).strip().lower() == "true"
 
 
 @dataclass
@@ -65,11 +68,11 @@ class DefaultMessageFormatter:
     @classmethod
     def from_properties(cls, props: Mapping[str, str]) -> DefaultMessageFormatter:
         return cls(
-            print_timestamp=_flag(props, "print.timestamp", False),
-            print_partition=_flag(props, "print.partition", False),
-            print_offset=_flag(props, "print.offset", False),
-            print_key=_flag(props, "print.key", False),
-            print_value=_flag(props, "print.value", True),
+            print_timestamp=property_flag(props, "print.timestamp", False),
+            print_partition=property_flag(props, "print.partition", False),
+            print_offset=property_flag(props, "print.offset", False),
+            print_key=property_flag(props, "print.key", False),
+            print_value=property_flag(props, "print.value", True),
             key_separator=unescape(props.get("key.separator", "\t")).encode(),
             line_separator=unescape(props.get("line.separator", "\n")).encode(),
             null_literal=props.get("null.literal", "null").encode(),
@@ -182,18 +185,6 @@ class GroupSettings:
     auto_offset_reset: OffsetResetStrategy | None = None
 
 
-def _int_property(props: Mapping[str, str], key: str, default: int) -> int:
-    raw = props.get(key)
-    if raw is None:
-        return default
-    try:
-        return int(raw.strip())
-    except ValueError:
-        raise OneLineError(
-            f"Invalid value {raw!r} for consumer property {key}: expected a number."
-        ) from None
-
-
 def group_settings(
     group: str | None, file_props: Mapping[str, str], extra_props: Mapping[str, str]
 ) -> GroupSettings | None:
@@ -224,10 +215,10 @@ def group_settings(
             ) from None
     return GroupSettings(
         group_id=ids[0],
-        enable_auto_commit=props.get("enable.auto.commit", "true").strip().lower() == "true",
-        auto_commit_interval_ms=_int_property(props, "auto.commit.interval.ms", 5000),
-        session_timeout_ms=_int_property(props, "session.timeout.ms", 10000),
-        heartbeat_interval_ms=_int_property(props, "heartbeat.interval.ms", 3000),
+        enable_auto_commit=property_flag(props, "enable.auto.commit", True),
+        auto_commit_interval_ms=int_property(props, "auto.commit.interval.ms", 5000, "consumer"),
+        session_timeout_ms=int_property(props, "session.timeout.ms", 10000, "consumer"),
+        heartbeat_interval_ms=int_property(props, "heartbeat.interval.ms", 3000, "consumer"),
         auto_offset_reset=strategy,
     )
 
@@ -506,14 +497,18 @@ def command(
     except ValueError as e:
         raise OneLineError(str(e)) from None
     start = starting_point(offset, from_beginning, partition)
-    printer_formatter = message_formatter(formatter, parse_properties(properties, "--property"))
+    printer_formatter = message_formatter(
+        formatter, parse_key_value_args(properties, "--property", "console-consumer")
+    )
     file_props: dict[str, str] = {}
     if consumer_config is not None:
         try:
             file_props = load_properties(consumer_config)
         except PropertiesError as e:
             raise OneLineError(f"{e} {HELP_HINT}") from None
-    extra_props = parse_properties(consumer_properties, "--consumer-property")
+    extra_props = parse_key_value_args(
+        consumer_properties, "--consumer-property", "console-consumer"
+    )
     props = {**file_props, **extra_props}
     group_conf = group_settings(group, file_props, extra_props)
     if group_conf is not None and partition is not None:
@@ -536,8 +531,8 @@ def command(
             f"Invalid value {level!r} for isolation.level: expected read_committed or "
             f"read_uncommitted. {HELP_HINT}"
         )
-    max_wait_ms = _int_property(props, "fetch.max.wait.ms", 500)
-    request_timeout_ms = _int_property(props, "request.timeout.ms", 30000)
+    max_wait_ms = int_property(props, "fetch.max.wait.ms", 500, "consumer")
+    request_timeout_ms = int_property(props, "request.timeout.ms", 30000, "consumer")
     client_id = props.get("client.id", "console-consumer")
     printer = RecordPrinter(printer_formatter, sys.stdout.buffer)
     what = f"topic {topic}" if topic is not None else f"the topics matching '{whitelist}'"
@@ -563,12 +558,5 @@ def command(
         finally:
             await client.close()
 
-    quiet_logging()
-    try:
-        asyncio.run(main())
-    except KeyboardInterrupt:
-        pass
-    except Exception as e:  # every failure is one line, never a traceback
-        message = str(e) or type(e).__name__
-        raise OneLineError(f"Error processing messages of {what}: {message}") from None
+    run_command(main, f"Error processing messages of {what}: ", interrupt_is_error=False)
     click.echo(f"Processed a total of {printer.count} messages", err=True)

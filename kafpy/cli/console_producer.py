@@ -14,13 +14,21 @@ from __future__ import annotations
 import asyncio
 import sys
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO
 
 import click
 
-from kafpy.cli.command_line_utils import AdminCommand, OneLineError, quiet_logging
+from kafpy.cli.command_line_utils import (
+    AdminCommand,
+    OneLineError,
+    int_property,
+    parse_key_value_args,
+    property_flag,
+    run_command,
+    unescape,
+)
 from kafpy.client.kafka_client import KafkaClient, parse_bootstrap_servers
 from kafpy.client.producer import (
     DEFAULT_BATCH_SIZE,
@@ -49,24 +57,6 @@ USED_PRODUCER_PROPERTIES = {
 }
 
 
-def parse_properties(pairs: Iterable[str], option: str) -> dict[str, str]:
-    """`key=value` pairs (the value may contain '=')."""
-    props: dict[str, str] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise OneLineError(
-                f"Invalid {option} '{pair}': expected KEY=VALUE (see 'kafpy console-producer --help')"
-            )
-        props[key.strip()] = value
-    return props
-
-
-def unescape(text: str) -> str:
-    """Separators given on the command line may be written as \\t, \\n, \\r."""
-    return text.replace("\\t", "\t").replace("\\n", "\n").replace("\\r", "\r")
-
-
 @dataclass
 class LineMessageReader:
     """Kafka's LineMessageReader: a line is a value, or key + separator + value."""
@@ -78,9 +68,9 @@ class LineMessageReader:
     @classmethod
     def from_properties(cls, props: Mapping[str, str]) -> LineMessageReader:
         return cls(
-            parse_key=props.get("parse.key", "false").strip().lower() == "true",
+            parse_key=property_flag(props, "parse.key", False),
             key_separator=unescape(props.get("key.separator", "\t")).encode(),
-            ignore_error=props.get("ignore.error", "false").strip().lower() == "true",
+            ignore_error=property_flag(props, "ignore.error", False),
         )
 
     def read(self, line: bytes, line_number: int) -> ProducerRecord:
@@ -136,13 +126,7 @@ def producer_settings(
         def number(option: int | None, key: str, default: int) -> int:
             if option is not None:
                 return option
-            raw = producer_props.get(key)
-            if raw is None:
-                return default
-            try:
-                return int(raw)
-            except ValueError:
-                raise ValueError(f"Invalid value {raw!r} for {key}: expected a number") from None
+            return int_property(producer_props, key, default, "producer")
 
         return ProducerSettings(
             acks=acks,
@@ -405,8 +389,10 @@ def command(
         parse_bootstrap_servers(servers)
     except ValueError as e:
         raise OneLineError(str(e)) from None
-    reader = LineMessageReader.from_properties(parse_properties(properties, "--property"))
-    props = parse_properties(producer_properties, "--producer-property")
+    reader = LineMessageReader.from_properties(
+        parse_key_value_args(properties, "--property", "console-producer")
+    )
+    props = parse_key_value_args(producer_properties, "--producer-property", "console-producer")
     settings = producer_settings(
         props,
         request_required_acks,
@@ -451,13 +437,4 @@ def command(
         finally:
             await client.close()
 
-    quiet_logging()
-    try:
-        asyncio.run(main())
-    except KeyboardInterrupt:
-        return
-    except OneLineError:
-        raise
-    except Exception as e:  # every failure is one line, never a traceback
-        message = str(e) or type(e).__name__
-        raise OneLineError(f"Error when sending messages to topic {topic}: {message}") from None
+    run_command(main, f"Error when sending messages to topic {topic}: ", interrupt_is_error=False)

@@ -31,7 +31,12 @@ from kafpy.coordinator.group_metadata_records import (
 from kafpy.protocol.consumer_protocol import read_assignment
 from kafpy.records.control_record import EndTransactionMarker
 from kafpy.records.record import Record
-from kafpy.records.record_batch import LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, RecordBatch
+from kafpy.records.record_batch import (
+    COMPRESSION_CODEC_MASK,
+    LOG_OVERHEAD,
+    MIN_BATCH_LENGTH,
+    RecordBatch,
+)
 from kafpy.storage.log_segment import (
     INDEX_FILE_SUFFIX,
     LOG_FILE_SUFFIX,
@@ -43,7 +48,6 @@ from kafpy.storage.time_index import TimeIndex
 from kafpy.storage.transaction_index import TransactionIndex
 
 _INT32 = struct.Struct(">i")
-_MIN_LENGTH = RECORD_BATCH_OVERHEAD - LOG_OVERHEAD
 
 
 class DumpError(Exception):
@@ -77,7 +81,7 @@ class _SegmentBytes:
         pos = start
         while self.size - pos >= LOG_OVERHEAD:
             (length,) = _INT32.unpack_from(self.view, pos + 8)
-            if length < _MIN_LENGTH or pos + LOG_OVERHEAD + length > self.size:
+            if length < MIN_BATCH_LENGTH or pos + LOG_OVERHEAD + length > self.size:
                 return
             yield RecordBatch(self.view, pos)
             pos += length + LOG_OVERHEAD
@@ -113,7 +117,7 @@ def _codec_name(batch: RecordBatch) -> str:
     try:
         return batch.compression_type.name
     except KafkaError:
-        return f"UNKNOWN({batch.attributes & 0x07})"
+        return f"UNKNOWN({batch.attributes & COMPRESSION_CODEC_MASK})"
 
 
 def _text(data: bytes) -> str:
@@ -223,7 +227,7 @@ def dump_log(
         if segment.size >= LOG_OVERHEAD:
             (length,) = _INT32.unpack_from(segment.view, 8)
             magic = segment.view[16] if segment.size > 16 else -1
-            if length < _MIN_LENGTH or magic not in (0, 1, 2):
+            if length < MIN_BATCH_LENGTH or magic not in (0, 1, 2):
                 raise DumpError(
                     f"{path} is not a Kafka log segment: its first batch has length {length} and "
                     f"magic byte {magic}"

@@ -33,6 +33,7 @@ COMMANDS: dict[str, str] = {
     "cluster": "kafpy.cli.cluster",
     "leader-election": "kafpy.cli.leader_election",
     "consumer-groups": "kafpy.cli.consumer_groups",
+    "broker-api-versions": "kafpy.cli.broker_api_versions",
 }
 
 OUTPUT_CLOSED_EXIT_STATUS = 128 + signal.SIGPIPE

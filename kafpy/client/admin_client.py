@@ -164,7 +164,12 @@ class AdminClient:
         self, topics: Sequence[str], *, timeout_ms: int = DEFAULT_TIMEOUT_MS
     ) -> None:
         """Delete the topics; raises on the first one refused."""
-        body = {"topic_names": list(topics), "timeout_ms": timeout_ms}
+        # v0-5 name the topics in topic_names, v6+ in topics; the codec writes the version's
+        body = {
+            "topic_names": list(topics),
+            "topics": [{"name": t} for t in topics],
+            "timeout_ms": timeout_ms,
+        }
         response = await self.client.send_to_controller(ApiKey.DELETE_TOPICS, body)
         _raise_first(response["responses"], "Deleting topic")
 

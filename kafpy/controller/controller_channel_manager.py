@@ -400,6 +400,15 @@ class ControllerBrokerRequestBatch:
 
     # -- building and sending -------------------------------------------------------------
 
+    def _control_request_header(self, controller_epoch: int, broker_id: int) -> Body:
+        """The fields every controller-to-broker request starts with (Kafka's
+        AbstractControlRequest): who sends, in which epoch, to which broker incarnation."""
+        return {
+            "controller_id": self.controller_id,
+            "controller_epoch": controller_epoch,
+            "broker_epoch": self.context.live_broker_epoch(broker_id),
+        }
+
     def _send_leader_and_isr_requests(self, controller_epoch: int) -> None:
         scl = self.state_change_logger.with_controller_epoch(controller_epoch)
         live = self.context.live_or_shutting_down_broker_ids
@@ -425,9 +434,7 @@ class ControllerBrokerRequestBatch:
                         {"broker_id": b.id, "host_name": e.host or "", "port": e.port}
                     )
             builder = _leader_and_isr_builder(
-                self.controller_id,
-                controller_epoch,
-                self.context.live_broker_epoch(broker_id),
+                self._control_request_header(controller_epoch, broker_id),
                 dict(partitions),
                 live_leaders,
             )
@@ -468,11 +475,7 @@ class ControllerBrokerRequestBatch:
                     f"{broker_id} for partition {tp}"
                 )
             builder = _update_metadata_builder(
-                self.controller_id,
-                controller_epoch,
-                self.context.live_broker_epoch(broker_id),
-                partitions,
-                live_brokers,
+                self._control_request_header(controller_epoch, broker_id), partitions, live_brokers
             )
             self.channel_manager.send_request(broker_id, ApiKey.UPDATE_METADATA, builder)
 
@@ -481,36 +484,22 @@ class ControllerBrokerRequestBatch:
         for broker_id, infos in self.stop_replica_request_map.items():
             if broker_id not in live:
                 continue
-            epoch = self.context.live_broker_epoch(broker_id)
-            with_delete = [i for i in infos if i.delete_partition]
-            without_delete = [i for i in infos if not i.delete_partition]
-            if with_delete:
+            for delete in (True, False):
+                group = [i for i in infos if i.delete_partition == delete]
+                if not group:
+                    continue
                 self.log.debug(
-                    "The stop replica request (delete = true) sent to broker %d is %s",
+                    "The stop replica request (delete = %s) sent to broker %d is %s",
+                    "true" if delete else "false",
                     broker_id,
-                    comma_list(with_delete),
+                    comma_list(group),
                 )
-                callback = next((i.callback for i in with_delete if i.callback), None)
+                callback = next((i.callback for i in group if i.callback), None)
                 self.channel_manager.send_request(
                     broker_id,
                     ApiKey.STOP_REPLICA,
                     _stop_replica_builder(
-                        self.controller_id, controller_epoch, epoch, with_delete, True
-                    ),
-                    callback,
-                )
-            if without_delete:
-                self.log.debug(
-                    "The stop replica request (delete = false) sent to broker %d is %s",
-                    broker_id,
-                    comma_list(without_delete),
-                )
-                callback = next((i.callback for i in without_delete if i.callback), None)
-                self.channel_manager.send_request(
-                    broker_id,
-                    ApiKey.STOP_REPLICA,
-                    _stop_replica_builder(
-                        self.controller_id, controller_epoch, epoch, without_delete, False
+                        self._control_request_header(controller_epoch, broker_id), group, delete
                     ),
                     callback,
                 )
@@ -532,9 +521,7 @@ def _group_by_topic(partitions: Iterable[TopicPartition]) -> dict[str, list[Topi
 
 
 def _leader_and_isr_builder(
-    controller_id: int,
-    controller_epoch: int,
-    broker_epoch: int,
+    header: Body,
     partitions: Mapping[TopicPartition, _LeaderAndIsrEntry],
     live_leaders: list[Body],
 ) -> Callable[[int], Body]:
@@ -546,17 +533,9 @@ def _leader_and_isr_builder(
             "is_new": entry.is_new,
         }
 
-    def build(version: int) -> Body:
-        body: Body = {
-            "controller_id": controller_id,
-            "controller_epoch": controller_epoch,
-            "broker_epoch": broker_epoch,
-            "live_leaders": live_leaders,
-        }
-        _add_partition_states(body, partitions, state, grouped=version >= 2)
-        return body
-
-    return build
+    return _partition_states_builder(
+        {**header, "live_leaders": live_leaders}, partitions, state, grouped_from=2
+    )
 
 
 def _partition_state(
@@ -576,27 +555,32 @@ def _partition_state(
     }
 
 
-def _add_partition_states(
-    body: Body,
+def _partition_states_builder(
+    fields: Body,
     partitions: Mapping[TopicPartition, E],
     state: Callable[[TopicPartition, E], Body],
-    grouped: bool,
-) -> None:
-    """Partition states as LeaderAndIsr/UpdateMetadata carry them: grouped per topic
-    (`topic_states`) from the versions that have it, else one flat list."""
-    if grouped:
-        body["topic_states"] = [
-            {"topic_name": topic, "partition_states": [state(tp, partitions[tp]) for tp in tps]}
-            for topic, tps in _group_by_topic(partitions).items()
-        ]
-    else:
-        body["ungrouped_partition_states"] = [state(tp, e) for tp, e in partitions.items()]
+    grouped_from: int,
+) -> Callable[[int], Body]:
+    """The body of a LeaderAndIsr or UpdateMetadata request for a version: `fields` and
+    the partition states, grouped per topic (`topic_states`) from version `grouped_from`
+    on, else one flat list."""
+
+    def build(version: int) -> Body:
+        body: Body = dict(fields)
+        if version >= grouped_from:
+            body["topic_states"] = [
+                {"topic_name": topic, "partition_states": [state(tp, partitions[tp]) for tp in tps]}
+                for topic, tps in _group_by_topic(partitions).items()
+            ]
+        else:
+            body["ungrouped_partition_states"] = [state(tp, e) for tp, e in partitions.items()]
+        return body
+
+    return build
 
 
 def _update_metadata_builder(
-    controller_id: int,
-    controller_epoch: int,
-    broker_epoch: int,
+    header: Body,
     partitions: Mapping[TopicPartition, _UpdateMetadataEntry],
     live_brokers: list[Body],
 ) -> Callable[[int], Body]:
@@ -606,35 +590,18 @@ def _update_metadata_builder(
             "offline_replicas": list(entry.offline_replicas),
         }
 
-    def build(version: int) -> Body:
-        body: Body = {
-            "controller_id": controller_id,
-            "controller_epoch": controller_epoch,
-            "broker_epoch": broker_epoch,
-            "live_brokers": live_brokers,
-        }
-        _add_partition_states(body, partitions, state, grouped=version >= 5)
-        return body
-
-    return build
+    return _partition_states_builder(
+        {**header, "live_brokers": live_brokers}, partitions, state, grouped_from=5
+    )
 
 
 def _stop_replica_builder(
-    controller_id: int,
-    controller_epoch: int,
-    broker_epoch: int,
-    infos: list[StopReplicaRequestInfo],
-    delete_partitions: bool,
+    header: Body, infos: list[StopReplicaRequestInfo], delete_partitions: bool
 ) -> Callable[[int], Body]:
     partitions = [i.replica.topic_partition for i in infos]
 
     def build(version: int) -> Body:
-        body: Body = {
-            "controller_id": controller_id,
-            "controller_epoch": controller_epoch,
-            "broker_epoch": broker_epoch,
-            "delete_partitions": delete_partitions,
-        }
+        body: Body = {**header, "delete_partitions": delete_partitions}
         if version >= 1:
             body["topics"] = [
                 {"name": topic, "partition_indexes": [tp.partition for tp in tps]}

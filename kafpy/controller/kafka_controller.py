@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import enum
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from kafpy.common.election_type import ElectionType
 from kafpy.common.errors import ControllerMovedError
@@ -72,6 +72,8 @@ from kafpy.metadata.zk_data import (
 from kafpy.protocol.errors import Errors
 
 UNKNOWN_CONTROLLER_ID = -1
+
+_T = TypeVar("_T")
 
 
 class ElectionTrigger(enum.Enum):
@@ -238,6 +240,30 @@ class KafkaController:
                 await self._maybe_resign()
 
         self.event_manager.put(ControllerEvent(name, state, process))
+
+    async def _put_and_wait(
+        self,
+        name: str,
+        state: ControllerState,
+        body: Callable[[], Awaitable[_T]],
+        timeout_s: float,
+    ) -> _T:
+        """Queue `body` as the event `name` and wait up to `timeout_s` for what it returns
+        (or raises), as Kafka's controller APIs wait for their event's callback."""
+        future: asyncio.Future[_T] = asyncio.get_running_loop().create_future()
+
+        async def process() -> None:
+            try:
+                result = await body()
+            except BaseException as e:
+                if not future.done():
+                    future.set_exception(e)
+                raise
+            if not future.done():
+                future.set_result(result)
+
+        self._put(name, state, process)
+        return await asyncio.wait_for(future, timeout_s)
 
     def enable_default_unclean_leader_election(self) -> None:
         """unclean.leader.election.enable was turned on for the brokers: offline partitions
@@ -743,22 +769,12 @@ class KafkaController:
         """ControlledShutdown from `broker_id`: move the leadership of its partitions to
         other in-sync replicas and take it out of the ISRs it follows in. Returns (error
         code, the partitions it still leads)."""
-        future: asyncio.Future[tuple[int, list[TopicPartition]]] = (
-            asyncio.get_running_loop().create_future()
+        return await self._put_and_wait(
+            "ControlledShutdown",
+            ControllerState.CONTROLLED_SHUTDOWN,
+            lambda: self._do_controlled_shutdown(broker_id, broker_epoch),
+            timeout_s,
         )
-
-        async def process() -> None:
-            try:
-                result = await self._do_controlled_shutdown(broker_id, broker_epoch)
-            except BaseException as e:
-                if not future.done():
-                    future.set_exception(e)
-                raise
-            if not future.done():
-                future.set_result(result)
-
-        self._put("ControlledShutdown", ControllerState.CONTROLLED_SHUTDOWN, process)
-        return await asyncio.wait_for(future, timeout_s)
 
     async def _do_controlled_shutdown(
         self, broker_id: int, broker_epoch: int
@@ -821,30 +837,20 @@ class KafkaController:
         partition) under `election_type`, as an event on the controller's queue (Kafka's
         ReplicaLeaderElection). A broker that is not the controller answers NOT_CONTROLLER
         for each partition."""
-        future: asyncio.Future[dict[TopicPartition, ElectionResult]] = (
-            asyncio.get_running_loop().create_future()
-        )
         requested = None if partitions is None else list(partitions)
 
-        async def process() -> None:
-            try:
-                if not self.is_active:
-                    result = {tp: ElectionResult(Errors.NOT_CONTROLLER) for tp in requested or ()}
-                else:
-                    chosen = self.context.all_partitions() if requested is None else requested
-                    result = await self._process_replica_leader_election(
-                        chosen, election_type, ElectionTrigger.ADMIN_CLIENT_TRIGGERED
-                    )
-            except BaseException as e:
-                if not future.done():
-                    future.set_exception(e)
-                raise
-            if not future.done():
-                future.set_result(result)
+        async def process() -> dict[TopicPartition, ElectionResult]:
+            if not self.is_active:
+                return {tp: ElectionResult(Errors.NOT_CONTROLLER) for tp in requested or ()}
+            chosen = self.context.all_partitions() if requested is None else requested
+            return await self._process_replica_leader_election(
+                chosen, election_type, ElectionTrigger.ADMIN_CLIENT_TRIGGERED
+            )
 
-        self._put("ReplicaLeaderElection", ControllerState.MANUAL_LEADER_BALANCE, process)
         try:
-            return await asyncio.wait_for(future, timeout_s)
+            return await self._put_and_wait(
+                "ReplicaLeaderElection", ControllerState.MANUAL_LEADER_BALANCE, process, timeout_s
+            )
         except ControllerMovedError:
             return {tp: ElectionResult(Errors.NOT_CONTROLLER) for tp in requested or ()}
 
@@ -1024,6 +1030,35 @@ class KafkaController:
                 partitions, ElectionType.PREFERRED, ElectionTrigger.AUTO_TRIGGERED
             )
 
+    # -- notifications -------------------------------------------------------------------------------
+
+    async def _read_and_delete_notifications(
+        self,
+        parent: str,
+        watcher: Callable[[WatchedEvent], None],
+        decode: Callable[[bytes], _T],
+        kind: str,
+    ) -> list[_T]:
+        """Read and delete the sequential notification znodes under `parent`, in order,
+        watching it again; returns their decoded contents. A malformed notification is
+        logged and deleted; one deleted meanwhile is skipped."""
+        store = self.zk_client.store
+        decoded: list[_T] = []
+        for child in sorted(await store.get_children(parent, watcher)):
+            path = f"{parent}/{child}"
+            try:
+                data, _ = await store.get(path)
+                decoded.append(decode(data))
+            except NoNodeError:
+                continue
+            except Exception as e:  # a malformed notification must not stop the others
+                self.log.warning("Ignoring %s %s: %s", kind, child, e)
+            try:
+                await store.delete(path)
+            except NoNodeError:
+                pass
+        return decoded
+
     # -- ISR changes -------------------------------------------------------------------------------
 
     async def _process_isr_change_notification(self) -> None:
@@ -1031,24 +1066,14 @@ class KafkaController:
         every broker, and delete the notifications (Kafka's IsrChangeNotification)."""
         if not self.is_active:
             return
-        store = self.zk_client.store
-        children = await store.get_children(
-            IsrChangeNotificationZNode.path, self._isr_change_notification_watcher
-        )
         changed: set[TopicPartition] = set()
-        for child in sorted(children):
-            path = f"{IsrChangeNotificationZNode.path}/{child}"
-            try:
-                data, _ = await store.get(path)
-                changed |= IsrChangeNotificationSequenceZNode.decode(data)
-            except NoNodeError:
-                continue
-            except Exception as e:  # a malformed notification must not stop the others
-                self.log.warning("Ignoring ISR change notification %s: %s", child, e)
-            try:
-                await store.delete(path)
-            except NoNodeError:
-                pass
+        for partitions in await self._read_and_delete_notifications(
+            IsrChangeNotificationZNode.path,
+            self._isr_change_notification_watcher,
+            IsrChangeNotificationSequenceZNode.decode,
+            "ISR change notification",
+        ):
+            changed |= partitions
         ctx = self.context
         known = [tp for tp in sorted(changed) if ctx.partition_replica_assignment(tp)]
         if not known:
@@ -1067,26 +1092,13 @@ class KafkaController:
         (Kafka's LogDirEventNotification)."""
         if not self.is_active:
             return
-        store = self.zk_client.store
-        children = await store.get_children(
-            LogDirEventNotificationZNode.path, self._log_dir_event_notification_watcher
+        notified = await self._read_and_delete_notifications(
+            LogDirEventNotificationZNode.path,
+            self._log_dir_event_notification_watcher,
+            LogDirEventNotificationSequenceZNode.decode,
+            "log dir event notification",
         )
-        broker_ids: set[int] = set()
-        for child in sorted(children):
-            path = f"{LogDirEventNotificationZNode.path}/{child}"
-            try:
-                data, _ = await store.get(path)
-                broker = LogDirEventNotificationSequenceZNode.decode(data)
-                if broker is not None:
-                    broker_ids.add(broker)
-            except NoNodeError:
-                continue
-            except Exception as e:  # a malformed notification must not stop the others
-                self.log.warning("Ignoring log dir event notification %s: %s", child, e)
-            try:
-                await store.delete(path)
-            except NoNodeError:
-                pass
+        broker_ids = {broker for broker in notified if broker is not None}
         if not broker_ids:
             return
         self.log.info(

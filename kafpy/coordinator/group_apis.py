@@ -15,14 +15,17 @@ from kafpy.common.topic_partition import TopicPartition
 from kafpy.coordinator.group_coordinator import GroupCoordinator
 from kafpy.coordinator.group_metadata import GroupState
 from kafpy.coordinator.offset_and_metadata import NO_LEADER_EPOCH, OffsetAndMetadata
+from kafpy.protocol.acl_operations import GROUP_OPERATIONS, to_bit_field
 from kafpy.protocol.errors import Errors
+from kafpy.protocol.messages.describe_groups import AUTHORIZED_OPERATIONS_OMITTED
 
 INVALID_OFFSET = -1
 
 
 class GroupApis:
     """Request bodies in, response bodies out, for JoinGroup, SyncGroup, Heartbeat,
-    LeaveGroup, OffsetCommit, OffsetFetch, ListGroups, DescribeGroups and DeleteGroups.
+    LeaveGroup, OffsetCommit, OffsetFetch, OffsetDelete, ListGroups, DescribeGroups and
+    DeleteGroups.
 
     `partition_exists(tp)`: whether the cluster has the partition (a commit to an unknown
     one gets UNKNOWN_TOPIC_OR_PARTITION, as Kafka answers).
@@ -55,6 +58,8 @@ class GroupApis:
         )  # fmt: skip
         response = await future
         response.setdefault("throttle_time_ms", 0)
+        if version >= 7 and not response.get("protocol_name"):
+            response["protocol_name"] = None  # v7+ says "no protocol" with null, as Kafka does
         return response
 
     async def sync_group(self, body: dict[str, Any], version: int) -> dict[str, Any]:
@@ -64,10 +69,18 @@ class GroupApis:
             if not future.done():
                 future.set_result(response)
 
+        if version >= 5 and (
+            body.get("protocol_type") is None or body.get("protocol_name") is None
+        ):
+            # v5+ must name the protocol type and name the member joined with
+            return {"throttle_time_ms": 0, "error_code": Errors.INCONSISTENT_GROUP_PROTOCOL,
+                    "protocol_type": None, "protocol_name": None, "assignment": b""}  # fmt: skip
         assignments = {a["member_id"]: bytes(a["assignment"]) for a in body["assignments"]}
         self.coordinator.handle_sync_group(
             body["group_id"], body["generation_id"], body["member_id"],
             body.get("group_instance_id") if version >= 3 else None, assignments, done,
+            body.get("protocol_type") if version >= 5 else None,
+            body.get("protocol_name") if version >= 5 else None,
         )  # fmt: skip
         response = await future
         response.setdefault("throttle_time_ms", 0)
@@ -159,8 +172,35 @@ class GroupApis:
 
     # -- groups ---------------------------------------------------------------------------
 
+    async def offset_delete(self, body: dict[str, Any], version: int) -> dict[str, Any]:
+        """OffsetDelete (KIP-496): partitions of unknown topics answer UNKNOWN_TOPIC_OR_PARTITION;
+        the coordinator deletes the rest unless the group still consumes their topic."""
+        errors: dict[TopicPartition, int] = {}
+        order: list[TopicPartition] = []
+        for t in body["topics"]:
+            for p in t["partitions"]:
+                tp = TopicPartition(t["name"], p["partition_index"])
+                order.append(tp)
+                if not self.partition_exists(tp):
+                    errors[tp] = Errors.UNKNOWN_TOPIC_OR_PARTITION
+        wanted = [tp for tp in dict.fromkeys(order) if tp not in errors]
+        error, deleted = await self.coordinator.handle_delete_offsets(body["group_id"], wanted)
+        if error != Errors.NONE:
+            return {"error_code": error, "throttle_time_ms": 0, "topics": []}
+        errors.update(deleted)
+        by_topic: dict[str, list[dict[str, int]]] = {}
+        for tp in dict.fromkeys(order):
+            by_topic.setdefault(tp.topic, []).append(
+                {"partition_index": tp.partition, "error_code": errors[tp]}
+            )
+        return {"error_code": Errors.NONE, "throttle_time_ms": 0,
+                "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]}  # fmt: skip
+
     async def list_groups(self, body: dict[str, Any], version: int) -> dict[str, Any]:
         error, groups = self.coordinator.handle_list_groups()
+        states = set(body.get("states_filter") or ()) if version >= 4 else set()
+        if states:  # KIP-518: only groups in these states (Kafka's state names, matched exactly)
+            groups = [g for g in groups if g.state.value in states]
         return {
             "throttle_time_ms": 0,
             "error_code": error,
@@ -169,12 +209,16 @@ class GroupApis:
         }  # fmt: skip
 
     async def describe_groups(self, body: dict[str, Any], version: int) -> dict[str, Any]:
+        operations = AUTHORIZED_OPERATIONS_OMITTED
+        if version >= 3 and body.get("include_authorized_operations"):
+            operations = to_bit_field(GROUP_OPERATIONS)  # no authorizer: all a group supports
         out = []
         for group_id in body["groups"]:
             error, group = self.coordinator.handle_describe_group(group_id)
             entry: dict[str, Any] = {"error_code": error, "group_id": group_id, "group_state": "",
                                      "protocol_type": "", "protocol_data": "", "members": []}  # fmt: skip
             if error == Errors.NONE:
+                entry["authorized_operations"] = operations
                 if group is None:
                     entry["group_state"] = GroupState.DEAD.value
                 else:

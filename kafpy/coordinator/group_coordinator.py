@@ -431,7 +431,11 @@ class GroupCoordinator:
         group_instance_id: str | None,
         assignments: Mapping[str, bytes],
         callback: Callback,
+        protocol_type: str | None = None,
+        protocol_name: str | None = None,
     ) -> None:
+        """SyncGroup; `protocol_type` / `protocol_name` (v5+) must match the group's."""
+
         def fail(error: int) -> None:
             callback({"error_code": error, "assignment": b""})
 
@@ -457,6 +461,11 @@ class GroupCoordinator:
             return
         if generation_id != group.generation_id:
             fail(Errors.ILLEGAL_GENERATION)
+            return
+        if (protocol_type is not None and protocol_type != group.protocol_type) or (
+            protocol_name is not None and protocol_name != group.protocol_name
+        ):
+            fail(Errors.INCONSISTENT_GROUP_PROTOCOL)
             return
         if group.is_in(GroupState.EMPTY):
             fail(Errors.UNKNOWN_MEMBER_ID)
@@ -701,6 +710,42 @@ class GroupCoordinator:
         if error != Errors.NONE:
             return error, {}
         return Errors.NONE, self.manager.get_offsets(group_id, partitions)
+
+    async def handle_delete_offsets(
+        self, group_id: str, partitions: list[TopicPartition]
+    ) -> tuple[int, dict[TopicPartition, int]]:
+        """OffsetDelete (KIP-496): a group error, or an error per partition. An empty group
+        loses the offsets asked for; a running consumer group loses those of topics it no
+        longer subscribes to (GROUP_SUBSCRIBED_TO_TOPIC for the others); any other running
+        group answers NON_EMPTY_GROUP."""
+        error = self._validate_group(group_id)
+        if error != Errors.NONE:
+            return error, {}
+        group = self.manager.get_group(group_id)
+        if group is None or group.is_in(GroupState.DEAD):
+            return Errors.GROUP_ID_NOT_FOUND, {}
+        errors: dict[TopicPartition, int] = {}
+        if group.is_in(GroupState.EMPTY):
+            eligible = list(partitions)
+        elif group.protocol_type == "consumer":
+            subscribed = group.subscribed_topics()
+            eligible = []
+            for tp in partitions:
+                # unreadable subscriptions count as subscribed to everything, as in Kafka
+                if subscribed is None or tp.topic in subscribed:
+                    errors[tp] = Errors.GROUP_SUBSCRIBED_TO_TOPIC
+                else:
+                    eligible.append(tp)
+        else:
+            return Errors.NON_EMPTY_GROUP, {}
+        if eligible:
+            removed = await self.manager.delete_offsets(group, eligible)
+            errors.update(dict.fromkeys(eligible, Errors.NONE))
+            self.log.info(
+                "The following offsets of the group %s were deleted: %s. A total of %d offsets "
+                "were removed.", group_id, ", ".join(map(str, eligible)), removed,
+            )  # fmt: skip
+        return Errors.NONE, errors
 
     # -- ListGroups / DescribeGroups / DeleteGroups ---------------------------------------
 

@@ -275,6 +275,27 @@ class GroupMetadataManager:
                     "Failed to write tombstones of group %s: %s", group.group_id, Errors(code).name
                 )
 
+    async def delete_offsets(self, group: GroupMetadata, partitions: list[TopicPartition]) -> int:
+        """OffsetDelete: drop these committed offsets and write their tombstones; an empty
+        group left without offsets becomes Dead (Kafka's cleanupGroupMetadata). Returns how
+        many offsets were removed."""
+        removed = [tp for tp in partitions if group.offsets.pop(tp, None) is not None]
+        tombstones: list[tuple[bytes, bytes | None]] = [
+            (records.offset_commit_key(group.group_id, tp), None) for tp in removed
+        ]
+        if group.is_in(GroupState.EMPTY) and not group.has_offsets():
+            group.transition_to(GroupState.DEAD, self.time.milliseconds())
+            self.groups.pop(group.group_id, None)
+            tombstones.append((records.group_metadata_key(group.group_id), None))
+        code = await self._append(group.group_id, tombstones)
+        if code != Errors.NONE:
+            self.log.warning(
+                "Failed to write offset tombstones of group %s: %s",
+                group.group_id,
+                Errors(code).name,
+            )
+        return len(removed)
+
     # -- expiration -----------------------------------------------------------------------
 
     def expired_offsets(self, group: GroupMetadata, now_ms: int) -> list[TopicPartition]:

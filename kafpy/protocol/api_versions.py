@@ -1,10 +1,10 @@
 """The API versions this broker advertises in ApiVersions and answers.
 
-Non-flexible ranges (kafka-python, librdkafka and aiokafka all negotiate down), except
-IncrementalAlterConfigs 0-1 and ElectLeaders 0-2 (Kafka 2.8's ranges; their last version
-is flexible, which the codec handles). The ranges must read as Kafka >= 0.11 to
-kafka-python's version guess (Metadata up to 8, Fetch up to 11), or it falls back to old
-message formats.
+Kafka 2.8's ranges for every client-facing API kafpy serves, flexible versions included
+(KIP-482). The inter-broker APIs (LeaderAndIsr, StopReplica, UpdateMetadata,
+ControlledShutdown) stay at the versions kafpy's own controller sends. Produce starts at
+v3 and Fetch at v4: the older versions carry message format v0/v1, which kafpy does not
+convert (issue 21 item 3), so they are refused rather than served weaker.
 """
 
 from __future__ import annotations
@@ -12,36 +12,37 @@ from __future__ import annotations
 from kafpy.protocol.api_keys import ApiKey
 
 SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
-    ApiKey.PRODUCE: (3, 8),
-    ApiKey.FETCH: (4, 11),
-    ApiKey.LIST_OFFSETS: (1, 5),
-    ApiKey.METADATA: (0, 8),
+    ApiKey.PRODUCE: (3, 9),
+    ApiKey.FETCH: (4, 12),
+    ApiKey.LIST_OFFSETS: (1, 6),
+    ApiKey.METADATA: (0, 11),
     ApiKey.LEADER_AND_ISR: (0, 3),
     ApiKey.STOP_REPLICA: (0, 1),
     ApiKey.CONTROLLED_SHUTDOWN: (1, 2),
     ApiKey.UPDATE_METADATA: (0, 5),
-    ApiKey.API_VERSIONS: (0, 2),
-    ApiKey.CREATE_TOPICS: (0, 4),
-    ApiKey.DELETE_TOPICS: (0, 3),
-    ApiKey.DELETE_RECORDS: (0, 1),
-    ApiKey.INIT_PRODUCER_ID: (0, 1),
-    ApiKey.OFFSET_FOR_LEADER_EPOCH: (0, 3),
-    ApiKey.DESCRIBE_CONFIGS: (0, 3),
-    ApiKey.ALTER_CONFIGS: (0, 1),
-    ApiKey.CREATE_PARTITIONS: (0, 1),
+    ApiKey.API_VERSIONS: (0, 3),
+    ApiKey.CREATE_TOPICS: (0, 7),
+    ApiKey.DELETE_TOPICS: (0, 6),
+    ApiKey.DELETE_RECORDS: (0, 2),
+    ApiKey.INIT_PRODUCER_ID: (0, 4),
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: (0, 4),
+    ApiKey.DESCRIBE_CONFIGS: (0, 4),
+    ApiKey.ALTER_CONFIGS: (0, 2),
+    ApiKey.CREATE_PARTITIONS: (0, 3),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
     ApiKey.ELECT_LEADERS: (0, 2),
-    # the group APIs at Kafka 2.4's non-flexible ranges
-    ApiKey.OFFSET_COMMIT: (0, 7),
-    ApiKey.OFFSET_FETCH: (0, 5),
-    ApiKey.FIND_COORDINATOR: (0, 2),
-    ApiKey.JOIN_GROUP: (0, 5),
-    ApiKey.HEARTBEAT: (0, 3),
-    ApiKey.LEAVE_GROUP: (0, 3),
-    ApiKey.SYNC_GROUP: (0, 3),
-    ApiKey.DESCRIBE_GROUPS: (0, 4),
-    ApiKey.LIST_GROUPS: (0, 2),
-    ApiKey.DELETE_GROUPS: (0, 1),
+    ApiKey.OFFSET_COMMIT: (0, 8),
+    ApiKey.OFFSET_FETCH: (0, 7),
+    ApiKey.FIND_COORDINATOR: (0, 3),
+    ApiKey.JOIN_GROUP: (0, 7),
+    ApiKey.HEARTBEAT: (0, 4),
+    ApiKey.LEAVE_GROUP: (0, 4),
+    ApiKey.SYNC_GROUP: (0, 5),
+    ApiKey.DESCRIBE_GROUPS: (0, 5),
+    ApiKey.LIST_GROUPS: (0, 4),
+    ApiKey.DELETE_GROUPS: (0, 2),
+    ApiKey.OFFSET_DELETE: (0, 0),
+    ApiKey.DESCRIBE_CLUSTER: (0, 0),
 }
 
 

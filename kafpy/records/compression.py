@@ -16,18 +16,43 @@ header. What the stream looks like per codec:
 - zstd: a standard zstd frame (with or without a content size; several frames accepted).
 
 All the byte crunching is done by `cramjam`.
+
+Decompression is bounded: `decompress(codec, data, limit)` writes into a buffer of
+`limit` + 1 bytes whose pages the kernel maps only as they are written, and fails with
+MessageTooLargeError as soon as the stream would pass `limit`, so a small batch that
+claims to expand to gigabytes costs at most `limit` bytes and stops early.
+`decompressed_limit` is the bound the broker, the cleaner and the Spark reader use.
 """
 
 from __future__ import annotations
 
 import struct
 from enum import IntEnum
+from typing import Any
 
 import cramjam
+import numpy as np
 
-from kafpy.common.errors import CorruptRecordError
+from kafpy.common.errors import CorruptRecordError, MessageTooLargeError
 
 Buffer = bytes | bytearray | memoryview
+
+
+# The most a batch's records may decompress to, whatever its record count: Kafka's default
+# socket.request.max.bytes, the largest request a broker reads into memory at all.
+MAX_DECOMPRESSED_BATCH_BYTES = 100 * 1024 * 1024
+
+
+def decompressed_limit(record_count: int, max_message_bytes: int) -> int:
+    """How many bytes a compressed batch of `record_count` records may decompress to.
+
+    No record may be larger than `max.message.bytes` (what the topic accepts for a whole
+    batch; the Java producer also refuses records over its max.request.size), so the
+    count bounds the content; the whole never passes MAX_DECOMPRESSED_BATCH_BYTES, and
+    never goes below `max.message.bytes` either.
+    """
+    by_count = max(record_count, 1) * max_message_bytes
+    return max(max_message_bytes, min(by_count, MAX_DECOMPRESSED_BATCH_BYTES))
 
 
 class CompressionType(IntEnum):
@@ -86,12 +111,26 @@ def _snappy_compress(data: Buffer) -> bytes:
     return b"".join(parts)
 
 
-def _snappy_decompress(data: Buffer) -> bytes:
+def _snappy_raw_length(block: Buffer) -> int:
+    """The uncompressed length a raw snappy block declares in its varint preamble."""
+    value = shift = 0
+    for i, byte in enumerate(bytes(memoryview(block)[:5])):
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value
+        shift += 7
+        if i == 4:
+            break
+    raise CorruptRecordError("snappy block has no valid length preamble")
+
+
+def _snappy_decompress(data: Buffer, limit: int) -> bytes:
     view = memoryview(data)
     head = bytes(view[:16])
     if len(view) >= 16 and head.startswith(_XERIAL_MAGIC):
         # The version fields are ignored: some producers write them little-endian.
         parts = []
+        total = 0
         pos, end = 16, len(view)
         while pos < end:
             if end - pos < 4:
@@ -106,11 +145,17 @@ def _snappy_decompress(data: Buffer) -> bytes:
                     f"snappy block length {size} at position {pos - 4} runs past the "
                     f"end of the {end}-byte stream"
                 )
-            parts.append(bytes(cramjam.snappy.decompress_raw(view[pos : pos + size])))
+            block = view[pos : pos + size]
+            total += _snappy_raw_length(block)
+            if total > limit:
+                raise _too_large("snappy", len(view), limit)
+            parts.append(bytes(cramjam.snappy.decompress_raw(block)))
             pos += size
         return b"".join(parts)
     if head.startswith(_SNAPPY_FRAMED_MAGIC):
-        return bytes(cramjam.snappy.decompress(view))
+        return _bounded(cramjam.snappy.decompress_into, "snappy", view, limit)
+    if _snappy_raw_length(view) > limit:
+        raise _too_large("snappy", len(view), limit)
     return bytes(cramjam.snappy.decompress_raw(view))
 
 
@@ -180,8 +225,25 @@ def _lz4_compress(data: Buffer) -> bytes:
     return b"".join(parts)
 
 
-def _lz4_decompress(data: Buffer) -> bytes:
-    return bytes(cramjam.lz4.decompress(data))
+def _too_large(codec: str, size: int, limit: int) -> MessageTooLargeError:
+    return MessageTooLargeError(
+        f"{codec} data of {size} bytes decompresses to more than {limit} bytes, the most "
+        "its batch may hold (max.message.bytes per record); the batch is refused"
+    )
+
+
+def _bounded(decompress_into: Any, codec: str, data: Buffer, limit: int) -> bytes:
+    """Decompress into a `limit` + 1 byte buffer: stops as soon as the output passes it."""
+    out = np.empty(limit + 1, dtype=np.uint8)  # pages are only mapped as they are written
+    try:
+        n = decompress_into(data, out)
+    except cramjam.DecompressionError as exc:
+        if "failed to write whole buffer" in str(exc):
+            raise _too_large(codec, len(data), limit) from None
+        raise
+    if n > limit:
+        raise _too_large(codec, len(data), limit)
+    return out[:n].tobytes()
 
 
 # --- dispatch ----------------------------------------------------------------
@@ -201,19 +263,22 @@ def compress(codec: CompressionType | int, data: Buffer) -> bytes:
     return bytes(cramjam.zstd.compress(data))
 
 
-def decompress(codec: CompressionType | int, data: Buffer) -> bytes:
-    """Decompress a batch's records section; CorruptRecordError if the stream is damaged."""
+def decompress(
+    codec: CompressionType | int, data: Buffer, limit: int = MAX_DECOMPRESSED_BATCH_BYTES
+) -> bytes:
+    """Decompress a batch's records section; CorruptRecordError if the stream is damaged,
+    MessageTooLargeError as soon as it passes `limit` bytes (see decompressed_limit)."""
     codec = CompressionType.from_id(int(codec))
     if codec is CompressionType.NONE:
         return bytes(data)
     try:
         if codec is CompressionType.GZIP:
-            return bytes(cramjam.gzip.decompress(data))
+            return _bounded(cramjam.gzip.decompress_into, "gzip", data, limit)
         if codec is CompressionType.SNAPPY:
-            return _snappy_decompress(data)
+            return _snappy_decompress(data, limit)
         if codec is CompressionType.LZ4:
-            return _lz4_decompress(data)
-        return bytes(cramjam.zstd.decompress(data))
+            return _bounded(cramjam.lz4.decompress_into, "lz4", data, limit)
+        return _bounded(cramjam.zstd.decompress_into, "zstd", data, limit)
     except cramjam.DecompressionError as exc:
         raise CorruptRecordError(
             f"{codec.kafka_name} data of {len(data)} bytes does not decompress: {exc}"

@@ -20,12 +20,19 @@ class MemoryRecords:
     at a batch boundary (CorruptRecordError for a torn trailing batch); use
     `batches_allow_partial()` for a fetch response, whose last batch may legitimately
     be cut off by the fetch size. Neither checks CRCs: call `ensure_valid()` on each batch.
+
+    `records_validated` says the records inside the batches were already walked by the
+    LogValidator's record checks (the broker does that off its event loop for compressed
+    batches), so the append path checks only the headers.
     """
 
-    __slots__ = ("_buf",)
+    __slots__ = ("_buf", "records_validated")
 
-    def __init__(self, buffer: bytes | bytearray | memoryview) -> None:
+    def __init__(
+        self, buffer: bytes | bytearray | memoryview, records_validated: bool = False
+    ) -> None:
         self._buf = as_byte_view(buffer)
+        self.records_validated = records_validated
 
     @classmethod
     def empty(cls) -> MemoryRecords:

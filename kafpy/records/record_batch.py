@@ -25,8 +25,9 @@ patches offsets in place. Records are decoded only when `records()` is called.
 
 from __future__ import annotations
 
+import os
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from enum import IntEnum
 from functools import partial
 
@@ -61,24 +62,56 @@ NO_PRODUCER_EPOCH = -1
 NO_SEQUENCE = -1
 NO_TIMESTAMP = -1
 
+# The whole header in one unpack; the tuple's indexes are the H_* names below.
 HEADER = struct.Struct(">qiibIhiqqqhii")
+# The first 16 bytes: baseOffset, batchLength, partitionLeaderEpoch (none covered by the CRC).
+HEADER_PATCH = struct.Struct(">qii")
+
+# Field offsets from the start of a batch (Kafka's DefaultRecordBatch *_OFFSET constants).
 BASE_OFFSET_OFFSET = 0
 LENGTH_OFFSET = 8
 PARTITION_LEADER_EPOCH_OFFSET = 12
 MAGIC_OFFSET = 16
 CRC_OFFSET = 17
 ATTRIBUTES_OFFSET = 21
+LAST_OFFSET_DELTA_OFFSET = 23
+FIRST_TIMESTAMP_OFFSET = 27
 MAX_TIMESTAMP_OFFSET = 35
+PRODUCER_ID_OFFSET = 43
+PRODUCER_EPOCH_OFFSET = 51
+BASE_SEQUENCE_OFFSET = 53
+RECORDS_COUNT_OFFSET = 57
+RECORDS_OFFSET = RECORD_BATCH_OVERHEAD
 
+# Indexes into a HEADER tuple (a `BatchHeader`).
+H_BASE_OFFSET = 0
+H_LENGTH = 1
+H_LEADER_EPOCH = 2
+H_MAGIC = 3
+H_CRC = 4
+H_ATTRIBUTES = 5
+H_LAST_OFFSET_DELTA = 6
+H_FIRST_TIMESTAMP = 7
+H_MAX_TIMESTAMP = 8
+H_PRODUCER_ID = 9
+H_PRODUCER_EPOCH = 10
+H_BASE_SEQUENCE = 11
+H_RECORD_COUNT = 12
+
+BatchHeader = tuple[int, int, int, int, int, int, int, int, int, int, int, int, int]
+
+# Attribute bits.
 COMPRESSION_CODEC_MASK = 0x07
 TIMESTAMP_TYPE_MASK = 0x08
 TRANSACTIONAL_MASK = 0x10
 CONTROL_MASK = 0x20
 
+# The smallest batchLength of a v2 batch: its header after the length field.
+MIN_BATCH_LENGTH = RECORD_BATCH_OVERHEAD - LOG_OVERHEAD
 # The smallest batchLength that can hold the magic byte (the field that says how to read
-# the rest), and the one a complete magic 2 header needs.
+# the rest).
 _MIN_LENGTH_TO_MAGIC = MAGIC_OFFSET + 1 - LOG_OVERHEAD
-_MIN_V2_LENGTH = RECORD_BATCH_OVERHEAD - LOG_OVERHEAD
+_MIN_V2_LENGTH = MIN_BATCH_LENGTH
 
 _INT64 = struct.Struct(">q")
 _INT32 = struct.Struct(">i")
@@ -116,6 +149,109 @@ def as_byte_view(buffer: object) -> memoryview:
     if view.format != "B" or view.ndim != 1:
         view = view.cast("B")
     return view
+
+
+def batch_too_small(length: int, position: int, where: str) -> CorruptRecordError:
+    """The error for a length field too small to hold a v2 batch header."""
+    return CorruptRecordError(
+        f"Record batch at position {position}{where} is corrupt: its length field says "
+        f"{length} bytes, fewer than the minimum batch overhead ({MIN_BATCH_LENGTH}) its "
+        "header takes"
+    )
+
+
+def header_at(
+    buffer: Buffer, position: int, end: int, where: str = "", offset: int | None = None
+) -> BatchHeader | None:
+    """The header of the batch at `position`, or None if that batch does not end by `end`.
+
+    `buffer` holds the bytes from `offset` (default: `position`, i.e. the whole buffer is
+    the log): a file reader passes the 61 bytes it read. CorruptRecordError (naming
+    `where`, e.g. " in file X") for a length field too small to be a v2 batch.
+    """
+    if end - position < LOG_OVERHEAD:
+        return None
+    at = position if offset is None else offset
+    if len(buffer) - at < RECORD_BATCH_OVERHEAD:
+        if len(buffer) - at >= LOG_OVERHEAD:
+            (length,) = _INT32.unpack_from(buffer, at + LENGTH_OFFSET)
+            if length < MIN_BATCH_LENGTH:
+                raise batch_too_small(length, position, where)
+        return None
+    header: BatchHeader = HEADER.unpack_from(buffer, at)
+    if header[H_LENGTH] < MIN_BATCH_LENGTH:
+        raise batch_too_small(header[H_LENGTH], position, where)
+    if position + LOG_OVERHEAD + header[H_LENGTH] > end:
+        return None
+    return header
+
+
+def iter_headers(
+    buffer: Buffer, start: int = 0, end: int | None = None, where: str = ""
+) -> Iterator[tuple[int, BatchHeader]]:
+    """(position, header) of each complete batch of `buffer` from `start`; stops at a
+    partial one. One unpack per batch, no record touched."""
+    end = len(buffer) if end is None else end
+    pos = start
+    while True:
+        header = header_at(buffer, pos, end, where)
+        if header is None:
+            return
+        yield pos, header
+        pos += header[H_LENGTH] + LOG_OVERHEAD
+
+
+def iter_file_headers(
+    fd: int, start: int, end: int, where: str = ""
+) -> Iterator[tuple[int, BatchHeader]]:
+    """`iter_headers` over a file: one 61-byte `pread` per batch."""
+    pos = start
+    while end - pos >= LOG_OVERHEAD:
+        header = header_at(os.pread(fd, RECORD_BATCH_OVERHEAD, pos), pos, end, where, 0)
+        if header is None:
+            return
+        yield pos, header
+        pos += header[H_LENGTH] + LOG_OVERHEAD
+
+
+def iter_file_batches(
+    fd: int,
+    start: int,
+    end: int,
+    chunk_size: int,
+    where: str = "",
+    check: Callable[[], None] | None = None,
+) -> Iterator[tuple[int, BatchHeader, memoryview]]:
+    """(position, header, bytes) of each complete batch of a file, read `chunk_size`
+    bytes at a time (a batch larger than a chunk is read alone). Stops at a partial
+    trailing batch; `check` runs before each read, so a caller can abort between reads.
+    """
+    pos = start
+    while end - pos >= LOG_OVERHEAD:
+        if check is not None:
+            check()
+        chunk = memoryview(os.pread(fd, min(chunk_size, end - pos), pos))
+        n = len(chunk)
+        off = 0
+        while n - off >= LOG_OVERHEAD:
+            (length,) = _INT32.unpack_from(chunk, off + LENGTH_OFFSET)
+            if length < MIN_BATCH_LENGTH:
+                raise batch_too_small(length, pos + off, where)
+            size = length + LOG_OVERHEAD
+            if off + size > n:
+                break  # the batch runs past this chunk
+            yield pos + off, HEADER.unpack_from(chunk, off), chunk[off : off + size]
+            off += size
+        if off == 0:
+            # The batch at `pos` is larger than a chunk, or torn at the end of the file.
+            (length,) = _INT32.unpack_from(chunk, LENGTH_OFFSET)
+            size = length + LOG_OVERHEAD
+            if pos + size > end:
+                return
+            data = memoryview(os.pread(fd, size, pos))
+            yield pos, HEADER.unpack_from(data, 0), data
+            off = size
+        pos += off
 
 
 class RecordBatch:

@@ -388,6 +388,10 @@ class AdminManager:
 
     # -- config APIs, answered by the ConfigHelper ------------------------------------------------
 
+    def topic_config_entries(self, overrides: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """The DescribeConfigs entries of a topic with these overrides (CreateTopics v5+)."""
+        return self.config_helper.topic_config_entries(overrides)
+
     async def describe_configs(self, body: Mapping[str, Any], version: int) -> dict[str, Any]:
         """The DescribeConfigs response body (v0–3)."""
         return await self.config_helper.describe_configs(body, version)

@@ -157,6 +157,16 @@ class ConfigHelper:
         if not await self.zk_client.topic_exists(topic):
             raise UnknownTopicOrPartitionError(f"The topic '{topic}' does not exist.")
         overrides = await self.admin_zk_client.fetch_entity_config(ZkConfigType.TOPIC, topic)
+        return self.topic_config_entries(overrides, include_synonyms, include_docs)
+
+    def topic_config_entries(
+        self,
+        overrides: Mapping[str, Any],
+        include_synonyms: bool = False,
+        include_docs: bool = False,
+    ) -> list[dict[str, Any]]:
+        """DescribeConfigs entries of a topic with these overrides of the broker's defaults
+        (CreateTopics v5+ reports them for the topics it creates, validate_only too)."""
         defaults = self.dynamic_config.current.log_default_config()
         log_config = LogConfig.from_props(defaults.values(), overrides)
         entries = []

@@ -4,7 +4,8 @@
 response frame, or None when there is nothing to send (Produce with acks=0). An
 ApiVersions request at a version the broker does not speak gets Kafka's fallback answer
 (a v0 body with UNSUPPORTED_VERSION listing ApiVersions' own range); any other API or
-version the broker does not serve closes the connection, as Kafka does.
+version the broker does not serve closes the connection, as Kafka 2.8 does (its request
+parsing fails before any handler, so it has no response to send).
 
 Handlers translate between wire dicts and the broker's components: ReplicaManager for
 produce, fetch, offsets and the controller's LeaderAndIsr/StopReplica, MetadataCache for
@@ -13,6 +14,8 @@ Metadata and UpdateMetadata, AdminZkClient for topic auto-creation.
 
 from __future__ import annotations
 
+import asyncio
+import re
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -32,12 +35,25 @@ from kafpy.common.topic_partition import TopicPartition
 from kafpy.coordinator.group_apis import GroupApis
 from kafpy.coordinator.group_coordinator import GroupCoordinator
 from kafpy.coordinator.group_metadata_manager import GROUP_METADATA_TOPIC_NAME
+from kafpy.protocol.acl_operations import CLUSTER_OPERATIONS, TOPIC_OPERATIONS, to_bit_field
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.api_versions import SUPPORTED_VERSIONS
 from kafpy.protocol.errors import Errors, error_code_of
 from kafpy.protocol.headers import encode_response, frame_response
 from kafpy.protocol.messages import REQUESTS, RESPONSES
-from kafpy.records.record_batch import LOG_OVERHEAD, MAGIC_OFFSET
+from kafpy.protocol.messages.metadata import AUTHORIZED_OPERATIONS_OMITTED
+from kafpy.protocol.types import ZERO_UUID
+from kafpy.records.memory_records import MemoryRecords
+from kafpy.records.record_batch import (
+    ATTRIBUTES_OFFSET,
+    COMPRESSION_CODEC_MASK,
+    H_LENGTH,
+    H_MAGIC,
+    LOG_OVERHEAD,
+    MAGIC_V2,
+    RECORD_BATCH_OVERHEAD,
+    header_at,
+)
 from kafpy.server.admin_manager import AdminManager
 from kafpy.server.kafka_config import KafkaConfig
 from kafpy.server.metadata_cache import MetadataCache
@@ -49,6 +65,7 @@ from kafpy.server.replica_manager import (
     ReplicaManager,
 )
 from kafpy.server.request_channel import CloseConnection, Request, ResponseParts
+from kafpy.storage.log_validator import LogValidator
 
 CONSUMER_REPLICA_ID = -1
 # (API key, AdminManager method, only the controller answers it)
@@ -70,9 +87,11 @@ _GROUP_APIS = (
     (ApiKey.LIST_GROUPS, "list_groups"),
     (ApiKey.DESCRIBE_GROUPS, "describe_groups"),
     (ApiKey.DELETE_GROUPS, "delete_groups"),
+    (ApiKey.OFFSET_DELETE, "offset_delete"),
 )
 _INT32_MAX = 2**31 - 1
-_MIN_BATCH_LENGTH = 49  # a v2 batch's length field counts at least its header after the length
+# KIP-511: what ApiVersions v3+ accepts as a client software name or version
+_SOFTWARE_NAME_OR_VERSION = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 
 # a handler answers with a body to encode, or one already encoded (bytes), or None (no answer)
 Handler = Callable[[Request], Awaitable[dict[str, Any] | bytes | None]]
@@ -89,33 +108,33 @@ def _api_name(api_key: int) -> str:
 
 def validate_produce_records(records: memoryview | bytes | None) -> KafkaError | None:
     """Kafka's check of a v3+ produce payload: exactly one v2 batch (a partial trailing
-    batch is dropped later, as Kafka does). Returns the error for the partition, or None."""
-    if records is None or len(records) < LOG_OVERHEAD:
-        return InvalidRecordError(
-            "Produce requests with version 3 and above must have exactly one record batch"
-        )
-    length = int.from_bytes(records[8:12], "big", signed=True)
-    if length < _MIN_BATCH_LENGTH:
-        return CorruptRecordError(
-            f"Record batch size {length} is smaller than the minimum batch overhead ({_MIN_BATCH_LENGTH})"
-        )
-    size = LOG_OVERHEAD + length
-    if size > len(records):
-        return InvalidRecordError(
-            "Produce requests with version 3 and above must have exactly one record batch"
-        )
-    if records[MAGIC_OFFSET] != 2:
-        return InvalidRecordError(
-            f"Produce requests with version 3 and above are only allowed to contain record batches "
-            f"with magic version 2, got {records[MAGIC_OFFSET]}"
-        )
-    if len(records) - size >= LOG_OVERHEAD:
-        nxt = int.from_bytes(records[size + 8 : size + 12], "big", signed=True)
-        if size + LOG_OVERHEAD + nxt <= len(records):
+    batch is dropped later, as Kafka does). Returns the error for the partition, or None.
+    Reads the first header and the next batch's length only; the LogValidator walks the
+    batch itself."""
+    one_batch = "Produce requests with version 3 and above must have exactly one record batch"
+    if records is None:
+        return InvalidRecordError(one_batch)
+    end = len(records)
+    try:
+        header = header_at(records, 0, end, " of the produce request")
+        if header is None:
+            return InvalidRecordError(one_batch)
+        if header[H_MAGIC] != MAGIC_V2:
+            return _wrong_magic(header[H_MAGIC])
+        if header_at(records, header[H_LENGTH] + LOG_OVERHEAD, end) is not None:
             return InvalidRecordError(
                 "Produce requests with version 3 and above are only allowed to contain exactly one record batch"
             )
+    except CorruptRecordError as exc:
+        return exc
     return None
+
+
+def _wrong_magic(magic: int) -> InvalidRecordError:
+    return InvalidRecordError(
+        "Produce requests with version 3 and above are only allowed to contain record batches "
+        f"with magic version 2, got {magic}"
+    )
 
 
 class KafkaApis:
@@ -165,6 +184,7 @@ class KafkaApis:
             ApiKey.STOP_REPLICA: self.handle_stop_replica,
             ApiKey.DELETE_RECORDS: self.handle_delete_records,
             ApiKey.OFFSET_FOR_LEADER_EPOCH: self.handle_offset_for_leader_epoch,
+            ApiKey.DESCRIBE_CLUSTER: self.handle_describe_cluster,
         }
         if admin_manager is not None:
             for key, api, controller_only in _ADMIN_APIS:
@@ -229,6 +249,18 @@ class KafkaApis:
     # -- ApiVersions ----------------------------------------------------------------------
 
     async def handle_api_versions(self, request: Request) -> dict[str, Any]:
+        body = _body(request)
+        if request.api_version >= 3 and not all(
+            _SOFTWARE_NAME_OR_VERSION.fullmatch(body.get(f) or "")
+            for f in ("client_software_name", "client_software_version")
+        ):
+            self.log.info(
+                "Refusing ApiVersions v%d from client id %s: client software name %r and version %r "
+                "must be letters, digits, '-' and '.', starting and ending with a letter or digit",
+                request.api_version, request.header.client_id,
+                body.get("client_software_name"), body.get("client_software_version"),
+            )  # fmt: skip
+            return {"error_code": Errors.INVALID_REQUEST, "api_keys": [], "throttle_time_ms": 0}
         return {
             "error_code": Errors.NONE,
             "api_keys": [
@@ -244,20 +276,17 @@ class KafkaApis:
         """Metadata, answered from the MetadataCache. Encoding 1,000 partitions takes
         milliseconds of the event loop, and clients ask the same questions again and again:
         an answer naming only known topics is kept, encoded, until the next UpdateMetadata."""
-        body = request.body
-        assert body is not None
+        body = _body(request)
         version = request.api_version
         requested = body.get("topics")
-        all_topics = requested is None or (version == 0 and not requested)
-        if all_topics:
-            names = self.metadata_cache.get_all_topics()
+        if requested is None or (version == 0 and not requested):
+            names: tuple[Any, ...] = (None, *self.metadata_cache.get_all_topics())
         else:
-            names = list(dict.fromkeys(t["name"] for t in requested or ()))
-        listener = request.listener_name
+            names = tuple((t.get("name"), t.get("topic_id")) for t in requested)
         if self._metadata_responses_generation != self.metadata_cache.generation:
             self._metadata_responses.clear()
             self._metadata_responses_generation = self.metadata_cache.generation
-        key = (version, listener, all_topics, tuple(names),
+        key = (version, request.listener_name, names,
                body.get("include_cluster_authorized_operations"),
                body.get("include_topic_authorized_operations"))  # fmt: skip
         encoded = self._metadata_responses.get(key)
@@ -265,7 +294,7 @@ class KafkaApis:
             self.metadata_responses_reused += 1
             return encoded
         generation = self.metadata_cache.generation
-        response = await self._metadata_response(body, version, listener, names, all_topics)
+        response = await self._answer_metadata(request)
         if generation == self.metadata_cache.generation and all(
             t["error_code"] == Errors.NONE for t in response["topics"]
         ):
@@ -276,15 +305,25 @@ class KafkaApis:
             return encoded
         return response
 
-    async def _metadata_response(
-        self,
-        body: dict[str, Any],
-        version: int,
-        listener: str,
-        names: list[str],
-        all_topics: bool,
-    ) -> dict[str, Any]:
+    async def _answer_metadata(self, request: Request) -> dict[str, Any]:
+        body = request.body
+        assert body is not None
+        version = request.api_version
+        requested = body.get("topics")
+        all_topics = requested is None or (version == 0 and not requested)
+        by_id = [t for t in requested or () if t.get("topic_id") not in (None, ZERO_UUID)]
+        if by_id:
+            # Kafka 2.8 refuses topic ids in Metadata requests (INVALID_REQUEST for each topic)
+            return self._metadata_response(request, [
+                {"error_code": Errors.INVALID_REQUEST, "name": t.get("name"), "topic_id": t["topic_id"],
+                 "is_internal": False, "partitions": []} for t in requested or ()
+            ])  # fmt: skip
+        if all_topics:
+            names = self.metadata_cache.get_all_topics()
+        else:
+            names = list(dict.fromkeys(t["name"] for t in requested or ()))
         allow_auto = bool(body.get("allow_auto_topic_creation", True)) if version >= 4 else True
+        listener = request.listener_name
         known = {
             t["name"]: t
             for t in self.metadata_cache.get_topic_metadata(
@@ -298,16 +337,53 @@ class KafkaApis:
             if entry is None:
                 entry = await self._unknown_topic(name, allow_auto and not all_topics)
             topics.append(entry)
+        if version >= 8 and body.get("include_topic_authorized_operations"):
+            for entry in topics:
+                if entry["error_code"] == Errors.NONE:
+                    entry["topic_authorized_operations"] = to_bit_field(TOPIC_OPERATIONS)
+        return self._metadata_response(request, topics)
+
+    def _metadata_response(self, request: Request, topics: list[dict[str, Any]]) -> dict[str, Any]:
+        body = _body(request)
         controller_id = self.metadata_cache.controller_id
+        cluster_ops = AUTHORIZED_OPERATIONS_OMITTED
+        if 8 <= request.api_version <= 10 and body.get("include_cluster_authorized_operations"):
+            cluster_ops = to_bit_field(CLUSTER_OPERATIONS)
         return {
             "throttle_time_ms": 0,
-            "brokers": [
-                {"node_id": b, "host": ep.host, "port": ep.port, "rack": rack}
-                for b, ep, rack in self.metadata_cache.alive_endpoints(listener)
-            ],
+            "brokers": self._brokers(request.listener_name),
             "cluster_id": self.cluster_id,
             "controller_id": -1 if controller_id is None else controller_id,
             "topics": topics,
+            "cluster_authorized_operations": cluster_ops,
+        }
+
+    def _brokers(self, listener: str) -> list[dict[str, Any]]:
+        return [
+            {"node_id": b, "host": ep.host, "port": ep.port, "rack": rack}
+            for b, ep, rack in self.metadata_cache.alive_endpoints(listener)
+        ]
+
+    # -- DescribeCluster ------------------------------------------------------------------
+
+    async def handle_describe_cluster(self, request: Request) -> dict[str, Any]:
+        """DescribeCluster (KIP-700): the brokers, controller and cluster id, as Metadata
+        gives them, and the cluster's authorized operations when asked."""
+        body = _body(request)
+        controller_id = self.metadata_cache.controller_id
+        return {
+            "throttle_time_ms": 0,
+            "error_code": Errors.NONE,
+            "error_message": None,
+            "cluster_id": self.cluster_id or "",
+            "controller_id": -1 if controller_id is None else controller_id,
+            "brokers": [
+                {"broker_id": b["node_id"], "host": b["host"], "port": b["port"], "rack": b["rack"]}
+                for b in self._brokers(request.listener_name)
+            ],
+            "cluster_authorized_operations": to_bit_field(CLUSTER_OPERATIONS)
+            if body.get("include_cluster_authorized_operations")
+            else AUTHORIZED_OPERATIONS_OMITTED,
         }
 
     async def _unknown_topic(self, name: str | None, allow_auto: bool) -> dict[str, Any]:
@@ -350,7 +426,7 @@ class KafkaApis:
         body = request.body
         assert body is not None
         acks = body["acks"]
-        entries: dict[TopicPartition, memoryview | bytes | None] = {}
+        entries: dict[TopicPartition, MemoryRecords | memoryview | bytes | None] = {}
         answers: dict[TopicPartition, dict[str, Any]] = {}
         order: list[TopicPartition] = []
         for topic in body["topic_data"]:
@@ -366,6 +442,7 @@ class KafkaApis:
             for tp in order:
                 answers[tp] = _produce_error(tp, Errors.INVALID_REQUIRED_ACKS, None)
         elif entries:
+            await self._validate_compressed_records(entries)
             answers.update(
                 await self.replica_manager.append_records(body["timeout_ms"], acks, entries)
             )
@@ -389,6 +466,34 @@ class KafkaApis:
             "throttle_time_ms": 0,
         }
 
+    async def _validate_compressed_records(
+        self, entries: dict[TopicPartition, MemoryRecords | memoryview | bytes | None]
+    ) -> None:
+        """Run the LogValidator's record checks of compressed batches in a thread.
+
+        Decompressing and walking a batch can take a while (up to decompressed_limit
+        bytes), so it happens off the event loop and the other connections are served
+        meanwhile. A batch that passes is handed on marked `records_validated`, and the
+        append checks only its header; one that fails is handed on as it came, and the
+        append's own validation (bounded as well) answers its error.
+        """
+        for tp, data in entries.items():
+            if data is None or isinstance(data, MemoryRecords) or len(data) < RECORD_BATCH_OVERHEAD:
+                continue
+            if not data[ATTRIBUTES_OFFSET + 1] & COMPRESSION_CODEC_MASK:
+                continue  # uncompressed: one pass over the record lengths, on the loop
+            partition = self.replica_manager.get_partition(tp)
+            log = partition.log if partition is not None and partition.is_leader else None
+            if log is None:
+                continue  # the append answers NOT_LEADER_OR_FOLLOWER
+            view = memoryview(data)
+            validator = LogValidator(log.config, tp)
+            try:
+                await asyncio.to_thread(validator.validate_records, view, log.time.milliseconds())
+            except Exception:  # the append validates again, bounded, and answers the error
+                continue
+            entries[tp] = MemoryRecords(view, records_validated=True)
+
     # -- Fetch ----------------------------------------------------------------------------
 
     async def handle_fetch(self, request: Request) -> dict[str, Any]:
@@ -406,24 +511,34 @@ class KafkaApis:
             )
             return {"throttle_time_ms": 0, "error_code": error, "session_id": 0, "responses": []}
         infos: list[tuple[TopicPartition, PartitionFetchInfo]] = []
+        diverged: dict[TopicPartition, dict[str, Any]] = {}
+        order: list[TopicPartition] = []
         for topic in body["topics"]:
             for p in topic["partitions"]:
-                infos.append((
-                    TopicPartition(topic["topic"], p["partition"]),
-                    PartitionFetchInfo(p["fetch_offset"], p["partition_max_bytes"],
-                                       p.get("current_leader_epoch", -1), p.get("log_start_offset", -1)),
-                ))  # fmt: skip
+                tp = TopicPartition(topic["topic"], p["partition"])
+                order.append(tp)
+                info = PartitionFetchInfo(p["fetch_offset"], p["partition_max_bytes"],
+                                          p.get("current_leader_epoch", -1), p.get("log_start_offset", -1))  # fmt: skip
+                answer = None
+                if version >= 12 and p.get("last_fetched_epoch", -1) >= 0:
+                    answer = self._check_last_fetched_epoch(tp, info, p["last_fetched_epoch"],
+                                                            body["replica_id"])  # fmt: skip
+                if answer is None:
+                    infos.append((tp, info))
+                else:
+                    diverged[tp] = answer
         params = FetchParams(
             replica_id=body["replica_id"],
-            max_wait_ms=body["max_wait_ms"],
+            # an answer about a diverging epoch goes out at once, as Kafka's does
+            max_wait_ms=0 if diverged else body["max_wait_ms"],
             min_bytes=body["min_bytes"],
             max_bytes=body.get("max_bytes", _INT32_MAX),
             isolation_level=body.get("isolation_level", 0),
         )
-        results = await self.replica_manager.fetch_messages(params, infos)
-        by_topic: dict[str, list[dict[str, Any]]] = {}
+        results = await self.replica_manager.fetch_messages(params, infos) if infos else []
+        answers = dict(diverged)
         for tp, r in results:
-            by_topic.setdefault(tp.topic, []).append({
+            answers[tp] = {
                 "partition_index": tp.partition,
                 "error_code": r.error_code,
                 "high_watermark": r.high_watermark,
@@ -432,13 +547,48 @@ class KafkaApis:
                 "aborted_transactions": r.aborted_transactions,
                 "preferred_read_replica": -1,
                 "records": r.records if r.records is not None else b"",
-            })  # fmt: skip
+            }  # fmt: skip
+        by_topic: dict[str, list[dict[str, Any]]] = {}
+        for tp in dict.fromkeys(order):
+            if tp in answers:
+                by_topic.setdefault(tp.topic, []).append(answers[tp])
         return {
             "throttle_time_ms": 0,
             "error_code": Errors.NONE,
             "session_id": 0,
             "responses": [{"topic": t, "partitions": ps} for t, ps in by_topic.items()],
         }
+
+    def _check_last_fetched_epoch(
+        self, tp: TopicPartition, info: PartitionFetchInfo, last_fetched_epoch: int, replica_id: int
+    ) -> dict[str, Any] | None:
+        """Fetch v12+ (KIP-595's truncation detection, Kafka's Partition.readRecords): the
+        partition's answer when the fetcher's last fetched epoch diverges from this log
+        (or cannot be checked), else None (read as usual)."""
+
+        def answer(
+            error: int, hw: int = -1, log_start: int = -1, epoch: int = -1, end: int = -1
+        ) -> dict[str, Any]:
+            return {"partition_index": tp.partition, "error_code": error, "high_watermark": hw,
+                    "last_stable_offset": hw, "log_start_offset": log_start,
+                    "diverging_epoch": None if epoch < 0 and end < 0 else {"epoch": epoch, "end_offset": end},
+                    "aborted_transactions": None, "preferred_read_replica": -1, "records": b""}  # fmt: skip
+
+        from_leader = replica_id != DEBUGGING_CONSUMER_ID
+        try:
+            partition = self.replica_manager.get_partition_or_error(tp)
+            log = partition.local_log_or_error(info.current_leader_epoch, from_leader)
+            epoch, end = partition.last_offset_for_leader_epoch(
+                info.current_leader_epoch, last_fetched_epoch, from_leader
+            )
+        except KafkaError as e:
+            return answer(error_code_of(e))
+        hw, log_start = partition.high_watermark, log.log_start_offset
+        if epoch < 0 or end < 0 or info.fetch_offset < log_start:
+            return answer(Errors.OFFSET_OUT_OF_RANGE, hw, log_start)
+        if epoch < last_fetched_epoch or end < info.fetch_offset:
+            return answer(Errors.NONE, hw, log_start, epoch, end)
+        return None
 
     # -- ListOffsets ----------------------------------------------------------------------
 
@@ -529,13 +679,54 @@ class KafkaApis:
                     f"Broker {self.broker_id} is not the controller; send {api} requests to the "
                     "controller (see the controller id in Metadata).",
                 )  # fmt: skip
-            result: dict[str, Any] = await getattr(manager, api)(request.body, request.api_version)
+            body = request.body
+            refused: list[dict[str, Any]] = []
+            if api == "delete_topics" and request.api_version >= 6:
+                body, refused = _delete_topics_by_name(body)
+            result: dict[str, Any] = await getattr(manager, api)(body, request.api_version)
+            if refused:
+                result["responses"].extend(refused)
+            if api == "create_topics" and request.api_version >= 5:
+                self._fill_created_topics(body, result)
             return result
 
         return handle
 
+    def _fill_created_topics(self, body: Mapping[str, Any], result: dict[str, Any]) -> None:
+        """CreateTopics v5+ (KIP-525): each created (or, with validate_only, creatable) topic's
+        partition count, replication factor and configs, as DescribeConfigs reports them."""
+        manager = self.admin_manager
+        assert manager is not None
+        asked = {t["name"]: t for t in body.get("topics") or ()}
+        for entry in result["topics"]:
+            topic = asked.get(entry["name"])
+            if entry["error_code"] != Errors.NONE or topic is None:
+                continue
+            assignments = topic.get("assignments") or []
+            if assignments:
+                entry["num_partitions"] = len(assignments)
+                entry["replication_factor"] = len(assignments[0]["broker_ids"])
+            else:
+                n, rf = topic.get("num_partitions", -1), topic.get("replication_factor", -1)
+                entry["num_partitions"] = self.config.num_partitions if n == -1 else n
+                entry["replication_factor"] = (
+                    self.config.default_replication_factor if rf == -1 else rf
+                )
+            overrides = {c["name"]: c["value"] for c in topic.get("configs") or ()}
+            entry["configs"] = [
+                {"name": c["name"], "value": c["value"], "read_only": c["read_only"],
+                 "config_source": c["config_source"], "is_sensitive": c["is_sensitive"]}
+                for c in manager.topic_config_entries(overrides)
+            ]  # fmt: skip
+
     async def handle_init_producer_id(self, request: Request) -> dict[str, Any]:
         assert self.producer_id_manager is not None and request.body is not None
+        pid, epoch = request.body.get("producer_id", -1), request.body.get("producer_epoch", -1)
+        if (pid == -1) != (epoch == -1):
+            # KIP-360 (v3+): an existing producer id comes with its epoch, or neither is given
+            return {"throttle_time_ms": 0, "error_code": Errors.INVALID_REQUEST,
+                    "producer_id": -1, "producer_epoch": -1}  # fmt: skip
+        # Without a transactional id Kafka hands out a new producer id, given one or not.
         return await self.producer_id_manager.handle_init_producer_id(
             request.body, request.api_version
         )
@@ -791,6 +982,26 @@ def _elect_leaders_response(
             {"topic": topic, "partition_result": parts} for topic, parts in by_topic.items()
         ],
     }
+
+
+def _delete_topics_by_name(
+    body: Mapping[str, Any],
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """DeleteTopics v6+: the body with `topic_names` (what AdminManager reads), and the
+    answers for topics given by id, which kafpy cannot delete (it keeps no topic ids)."""
+    names: list[str] = []
+    refused: list[dict[str, Any]] = []
+    for t in body.get("topics") or ():
+        topic_id = t.get("topic_id") or ZERO_UUID
+        if t.get("name") is not None and topic_id != ZERO_UUID:
+            refused.append({"name": t["name"], "topic_id": topic_id, "error_code": Errors.INVALID_REQUEST,
+                            "error_message": "You may not specify both topic name and topic id."})  # fmt: skip
+        elif t.get("name") is None:
+            refused.append({"name": None, "topic_id": topic_id, "error_code": Errors.UNSUPPORTED_VERSION,
+                            "error_message": "This broker keeps no topic ids; delete the topic by name."})  # fmt: skip
+        else:
+            names.append(t["name"])
+    return {**body, "topic_names": names}, refused
 
 
 def _produce_error(tp: TopicPartition, code: int, message: str | None) -> dict[str, Any]:

@@ -34,6 +34,7 @@ from kafpy.common.logger import component_logger
 from kafpy.common.time import Time
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.records.memory_records import MemoryRecords
+from kafpy.records.record_batch import H_BASE_OFFSET, H_LEADER_EPOCH, iter_headers
 from kafpy.storage.leader_epoch_file_cache import LeaderEpochFileCache
 from kafpy.storage.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, Log
 from kafpy.storage.log_append_info import FetchDataInfo, LogAppendInfo, LogOffsetMetadata
@@ -560,15 +561,6 @@ class Partition:
 
 
 def _batch_epochs(buffer: memoryview, size: int) -> list[tuple[int, int]]:
-    """(partitionLeaderEpoch, baseOffset) of each v2 batch in `buffer[:size]`, from the
+    """(partitionLeaderEpoch, baseOffset) of each batch in `buffer[:size]`, from the
     headers only (one step per batch)."""
-    out = []
-    pos = 0
-    while pos + 17 <= size:
-        base_offset = int.from_bytes(buffer[pos : pos + 8], "big", signed=True)
-        length = int.from_bytes(buffer[pos + 8 : pos + 12], "big", signed=True)
-        epoch = int.from_bytes(buffer[pos + 12 : pos + 16], "big", signed=True)
-        if buffer[pos + 16] >= 2:
-            out.append((epoch, base_offset))
-        pos += 12 + length
-    return out
+    return [(h[H_LEADER_EPOCH], h[H_BASE_OFFSET]) for _, h in iter_headers(buffer, 0, size)]

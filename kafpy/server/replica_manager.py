@@ -62,6 +62,7 @@ from kafpy.storage.log import Log, LogDirFailedError
 from kafpy.storage.log_append_info import LogOffsetMetadata
 from kafpy.storage.log_config import LogConfig
 from kafpy.storage.log_manager import LogManager
+from kafpy.storage.log_validator import RecordValidationError
 from kafpy.storage.offset_checkpoint_file import OffsetCheckpointFile
 
 HIGH_WATERMARK_CHECKPOINT_FILE = "replication-offset-checkpoint"
@@ -630,7 +631,7 @@ class ReplicaManager:
         self,
         timeout_ms: int,
         required_acks: int,
-        entries: Mapping[TopicPartition, memoryview | bytes | None],
+        entries: Mapping[TopicPartition, MemoryRecords | memoryview | bytes | None],
         internal_topics_allowed: bool = False,
     ) -> dict[TopicPartition, dict[str, Any]]:
         """Append each partition's batches as leader; returns a Produce partition response
@@ -655,7 +656,10 @@ class ReplicaManager:
                 if tp.topic in INTERNAL_TOPICS and not internal_topics_allowed:
                     raise InvalidTopicError(f"Cannot append to internal topic {tp.topic}")
                 partition = self.get_partition_or_error(tp)
-                records = MemoryRecords(data if data is not None else b"")
+                if isinstance(data, MemoryRecords):
+                    records = data
+                else:
+                    records = MemoryRecords(data if data is not None else b"")
                 size = records.size_in_bytes
                 info = partition.append_records_to_leader(records, required_acks)
                 if info.valid_bytes != size:
@@ -678,6 +682,11 @@ class ReplicaManager:
             except KafkaError as e:
                 resp["error_code"] = error_code_of(e)
                 resp["error_message"] = str(e)
+                if isinstance(e, RecordValidationError):  # KIP-467: which records failed
+                    resp["record_errors"] = [
+                        {"batch_index": i, "batch_index_error_message": m}
+                        for i, m in e.record_errors
+                    ]
                 # As Kafka: the partition's log start offset, which lets an idempotent producer
                 # tell an UNKNOWN_PRODUCER_ID caused by retention (safe to reset) from real loss.
                 resp["log_start_offset"] = self._log_start_offset_or_unknown(tp)

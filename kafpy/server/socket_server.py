@@ -18,7 +18,7 @@ import asyncio
 import itertools
 import struct
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from kafpy.common.logger import component_logger
@@ -28,7 +28,11 @@ from kafpy.protocol.api_versions import is_supported
 from kafpy.protocol.errors import ProtocolDecodeError
 from kafpy.protocol.headers import decode_request_header
 from kafpy.protocol.messages import REQUESTS
-from kafpy.server.request_channel import CloseConnection, Request, RequestHandler
+from kafpy.server.request_channel import CloseConnection, Request, RequestHandler, ResponseParts
+
+# kafpy.testing's fault injection: sees each request with the real handler and answers it
+# (or delays it, or fails it) instead of the handler.
+RequestInterceptor = Callable[[Request, RequestHandler], Awaitable[ResponseParts | None]]
 
 _SIZE = struct.Struct(">i")
 _READ_BUFFER = 64 * 1024
@@ -227,7 +231,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self.client_address, self.listener_name,
         )  # fmt: skip
         try:
-            response = await server.handler.handle(request)
+            if server.request_interceptor is None:
+                response = await server.handler.handle(request)
+            else:
+                response = await server.request_interceptor(request, server.handler)
         except CloseConnection as e:
             self.close(str(e))
             return
@@ -280,6 +287,7 @@ class SocketServer:
         self._servers: dict[str, asyncio.base_events.Server] = {}
         self._connections: set[KafkaConnection] = set()
         self._connection_counter = itertools.count()
+        self.request_interceptor: RequestInterceptor | None = None
 
     async def bind(self) -> None:
         """Bind every listener (not accepting connections until `start_processing`)."""
@@ -315,6 +323,11 @@ class SocketServer:
     @property
     def connection_count(self) -> int:
         return len(self._connections)
+
+    def close_connections(self, reason: str) -> None:
+        """Close every client connection (the listeners keep accepting new ones)."""
+        for conn in list(self._connections):
+            conn.close(reason)
 
     def stop_accepting(self) -> None:
         for server in self._servers.values():

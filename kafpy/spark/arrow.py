@@ -21,8 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from kafpy.common.errors import CorruptRecordError
-from kafpy.records.compression import decompress
+from kafpy.common.errors import CorruptRecordError, MessageTooLargeError
+from kafpy.records.compression import MAX_DECOMPRESSED_BATCH_BYTES, decompress
 from kafpy.records.memory_records import MemoryRecords
 from kafpy.records.record_batch import (
     COMPRESSION_CODEC_MASK,
@@ -180,10 +180,12 @@ def _payload(batch: RecordBatch) -> bytes | memoryview:
     codec = batch.attributes & COMPRESSION_CODEC_MASK
     if codec:
         try:
-            return decompress(codec, view)
-        except CorruptRecordError as exc:
-            raise CorruptRecordError(
-                f"Record batch at base offset {batch.base_offset} is corrupt: {exc}"
+            # The reader does not know the topic's max.message.bytes: the batch-size cap
+            # of decompressed_limit bounds it.
+            return decompress(codec, view, MAX_DECOMPRESSED_BATCH_BYTES)
+        except (CorruptRecordError, MessageTooLargeError) as exc:
+            raise type(exc)(
+                f"Record batch at base offset {batch.base_offset} is refused: {exc}"
             ) from exc
     return view
 

@@ -9,35 +9,26 @@ timestamps inside the one batch that may hold the target.
 from __future__ import annotations
 
 import os
-import struct
 from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
-from kafpy.common.errors import CorruptRecordError
-from kafpy.records.record_batch import HEADER, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, RecordBatch
+from kafpy.records.record_batch import (
+    H_BASE_OFFSET,
+    H_LAST_OFFSET_DELTA,
+    H_LENGTH,
+    H_MAX_TIMESTAMP,
+    LOG_OVERHEAD,
+    RECORD_BATCH_OVERHEAD,
+    BatchHeader,
+    RecordBatch,
+    header_at,
+    iter_file_batches,
+    iter_file_headers,
+)
 from kafpy.storage.time_index import TimestampOffset
 
-# Header tuple indexes (see kafpy.records.record_batch.HEADER).
-H_BASE_OFFSET = 0
-H_LENGTH = 1
-H_LEADER_EPOCH = 2
-H_MAGIC = 3
-H_CRC = 4
-H_ATTRIBUTES = 5
-H_LAST_OFFSET_DELTA = 6
-H_FIRST_TIMESTAMP = 7
-H_MAX_TIMESTAMP = 8
-H_PRODUCER_ID = 9
-H_PRODUCER_EPOCH = 10
-H_BASE_SEQUENCE = 11
-H_RECORD_COUNT = 12
-
-MIN_BATCH_LENGTH = RECORD_BATCH_OVERHEAD - LOG_OVERHEAD  # smallest batchLength of a v2 batch
 _READ_CHUNK = 1 << 20
-_INT32 = struct.Struct(">i")
-
-BatchHeader = tuple[int, int, int, int, int, int, int, int, int, int, int, int, int]
 
 
 class LogOffsetPosition(NamedTuple):
@@ -157,37 +148,14 @@ class FileRecords:
         if end - position < LOG_OVERHEAD:
             return None
         raw = os.pread(self._fd, RECORD_BATCH_OVERHEAD, position)
-        if len(raw) < RECORD_BATCH_OVERHEAD:
-            if len(raw) >= LOG_OVERHEAD:
-                length = int.from_bytes(raw[8:12], "big", signed=True)
-                if length < MIN_BATCH_LENGTH:
-                    raise self._too_small(length, position)
-            return None
-        header: BatchHeader = HEADER.unpack(raw)
-        if header[H_LENGTH] < MIN_BATCH_LENGTH:
-            raise self._too_small(header[H_LENGTH], position)
-        if position + LOG_OVERHEAD + header[H_LENGTH] > end:
-            return None
-        return header
-
-    def _too_small(self, length: int, position: int) -> CorruptRecordError:
-        return CorruptRecordError(
-            f"Found record batch size {length} smaller than the minimum batch overhead "
-            f"({MIN_BATCH_LENGTH}) at position {position} in file {self.file}."
-        )
+        return header_at(raw, position, end, f" in file {self.file}", 0)
 
     def batch_headers(
         self, start: int = 0, end: int | None = None
     ) -> Iterator[tuple[int, BatchHeader]]:
         """(position, header) of each complete batch from `start`; stops at a partial one."""
         end = self._size if end is None else end
-        pos = start
-        while True:
-            header = self.header_at(pos, end)
-            if header is None:
-                return
-            yield pos, header
-            pos += header[H_LENGTH] + LOG_OVERHEAD
+        return iter_file_headers(self._fd, start, end, f" in file {self.file}")
 
     def batches_with_data(self, start: int = 0) -> Iterator[tuple[int, BatchHeader, memoryview]]:
         """(position, header, bytes) of each complete batch, reading the file in large chunks.
@@ -195,31 +163,7 @@ class FileRecords:
         Stops at a partial trailing batch; raises CorruptRecordError for a length field too
         small to be a batch. Used by recovery and tools, which need every byte.
         """
-        pos = start
-        end = self._size
-        while end - pos >= LOG_OVERHEAD:
-            chunk = memoryview(os.pread(self._fd, min(_READ_CHUNK, end - pos), pos))
-            n = len(chunk)
-            off = 0
-            while n - off >= LOG_OVERHEAD:
-                (length,) = _INT32.unpack_from(chunk, off + 8)
-                if length < MIN_BATCH_LENGTH:
-                    raise self._too_small(length, pos + off)
-                size = length + LOG_OVERHEAD
-                if off + size > n:
-                    break  # the batch runs past this chunk
-                yield pos + off, HEADER.unpack_from(chunk, off), chunk[off : off + size]
-                off += size
-            if off == 0:
-                # The batch at `pos` is larger than a chunk, or torn at the end of the file.
-                (length,) = _INT32.unpack_from(chunk, 8)
-                size = length + LOG_OVERHEAD
-                if pos + size > end:
-                    return
-                data = memoryview(os.pread(self._fd, size, pos))
-                yield pos, HEADER.unpack_from(data, 0), data
-                off = size
-            pos += off
+        return iter_file_batches(self._fd, start, self._size, _READ_CHUNK, f" in file {self.file}")
 
     def search_for_offset_with_size(
         self, target_offset: int, starting_position: int

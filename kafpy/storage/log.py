@@ -1,9 +1,9 @@
 """Log: the append-only sequence of segments that stores one partition on disk (Kafka's Log).
 
-A Log owns the directory `<topic>-<partition>`: it loads (and if needed recovers) the
-segments found there, appends batches to the active segment, rolling to a new one by
-size, age or index capacity, serves reads by offset, truncates, flushes up to a recovery
-point, and deletes old segments by retention time, size and log start offset.
+A Log owns the directory `<topic>-<partition>`: it has LogLoader load (and if needed
+recover) the segments found there, appends batches to the active segment, rolling to a new
+one by size, age or index capacity, serves reads by offset, truncates, flushes up to a
+recovery point, and deletes old segments by retention time, size and log start offset.
 """
 
 from __future__ import annotations
@@ -29,24 +29,18 @@ from kafpy.common.time import Time
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.records.memory_records import MemoryRecords
 from kafpy.storage.abstract_index import (
-    CorruptIndexError,
-    IndexOffsetOverflowError,
     InvalidOffsetError,
 )
 from kafpy.storage.log_append_info import FetchDataInfo, LogAppendInfo, LogOffsetMetadata
 from kafpy.storage.log_config import LogConfig
+from kafpy.storage.log_loader import LogLoader
 from kafpy.storage.log_segment import (
     CLEANED_FILE_SUFFIX,
     DELETED_FILE_SUFFIX,
-    INDEX_FILE_SUFFIX,
-    LOG_FILE_SUFFIX,
     SWAP_FILE_SUFFIX,
-    TIME_INDEX_FILE_SUFFIX,
-    TXN_INDEX_FILE_SUFFIX,
     LogSegment,
     filename_prefix_from_offset,
     log_file_name,
-    offset_from_file_name,
     offset_index_file_name,
     time_index_file_name,
     transaction_index_file_name,
@@ -67,7 +61,6 @@ LATEST_TIMESTAMP = -1
 
 _DELETE_DIR_PATTERN = re.compile(r"^(\S+)-(\S+)\.(\S+)" + re.escape(DELETE_DIR_SUFFIX) + "$")
 _FUTURE_DIR_PATTERN = re.compile(r"^(\S+)-(\S+)\.(\S+)" + re.escape(FUTURE_DIR_SUFFIX) + "$")
-_INDEX_SUFFIXES = (INDEX_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX, TXN_INDEX_FILE_SUFFIX)
 
 __all__ = [
     "CLEAN_SHUTDOWN_FILE",
@@ -127,20 +120,12 @@ def parse_topic_partition_name(dir: Path) -> TopicPartition:
     return TopicPartition(topic, int(partition))
 
 
-def _is_index_file(name: str) -> bool:
-    return name.endswith(_INDEX_SUFFIXES)
-
-
-def _strip_suffix(path: Path, suffix: str) -> Path:
-    return path.with_name(path.name[: -len(suffix)])
-
-
 class Log:
     """An append-only log of one partition: ordered segments, the last one active.
 
     `Log(dir, config, log_start_offset, recovery_point, scheduler, time,
-    had_clean_shutdown)` loads the segments in `dir` (see `_load_segments`) and, after an
-    unclean shutdown, recovers every segment from `recovery_point` on. All state changes
+    had_clean_shutdown)` loads the segments in `dir` through LogLoader, which after an
+    unclean shutdown recovers every segment from `recovery_point` on. All state changes
     happen under one re-entrant lock; `flush` does its fsyncs outside it.
     """
 
@@ -156,13 +141,12 @@ class Log:
     ) -> None:
         self.dir = Path(dir)
         self.config = config
-        self._validator = LogValidator(config)
         self.scheduler = scheduler
         self.time = time
         self.topic_partition = parse_topic_partition_name(self.dir)
+        self._validator = LogValidator(config, self.topic_partition)
         self.recovery_point = recovery_point
         self.log_start_offset = log_start_offset
-        self._had_clean_shutdown = had_clean_shutdown
         self._lock = threading.RLock()
         self._segments: dict[int, LogSegment] = {}
         self._base_offsets: list[int] = []  # sorted keys of _segments
@@ -174,14 +158,16 @@ class Log:
         self.dir.mkdir(parents=True, exist_ok=True)
         self.producer_state_manager = ProducerStateManager(self.topic_partition, self.dir)
         start = time.milliseconds()
-        next_offset = self._load_segments()
-        active = self.active_segment
-        self._leo = next_offset
-        self._leo_segment_base = active.base_offset
-        self._leo_position = active.size
-        self.log_start_offset = max(self.log_start_offset, self._base_offsets[0])
-        if not self.dir.name.endswith(DELETE_DIR_SUFFIX):
-            self._load_producer_state(self._leo)
+        loaded = LogLoader(
+            self,
+            log_start_offset,
+            recovery_point,
+            had_clean_shutdown,
+            marked_for_deletion=self.dir.name.endswith(DELETE_DIR_SUFFIX),
+        ).load()
+        self.log_start_offset = loaded.log_start_offset
+        self.recovery_point = loaded.recovery_point
+        self._update_log_end_offset(loaded.next_offset)
         self.log.info(
             "Completed load of log with %d segments, log start offset %d and log end offset %d in %d ms",
             len(self._segments),
@@ -258,7 +244,7 @@ class Log:
     def update_config(self, config: LogConfig) -> None:
         with self._lock:
             self.config = config
-            self._validator = LogValidator(config)
+            self._validator = LogValidator(config, self.topic_partition)
 
     def _check_open(self) -> None:
         if self._closed:
@@ -272,161 +258,6 @@ class Log:
         self._leo = offset
         self._leo_segment_base = active.base_offset
         self._leo_position = active.size
-
-    # -- loading -----------------------------------------------------------------------------------
-
-    def _load_segments(self) -> int:
-        swap_files = self._remove_temp_files_and_collect_swap_files()
-        self._load_segment_files()
-        self._complete_swap_operations(swap_files)
-        if not self._segments:
-            self._add_segment(LogSegment.open(self.dir, 0, self.config, self.time))
-            return 0
-        if self.dir.name.endswith(DELETE_DIR_SUFFIX):
-            return self.active_segment.read_next_offset()
-        next_offset = self._recover_log()
-        self.active_segment.resize_indexes(self.config.segment_index_bytes)
-        return next_offset
-
-    def _delete_indices_if_exist(self, base_file: Path, suffix: str = "") -> None:
-        self.log.info("Deleting index files with suffix %s for baseFile %s", suffix, base_file)
-        offset = offset_from_file_name(base_file.name)
-        for path in (
-            offset_index_file_name(self.dir, offset, suffix),
-            time_index_file_name(self.dir, offset, suffix),
-            transaction_index_file_name(self.dir, offset, suffix),
-        ):
-            path.unlink(missing_ok=True)
-
-    def _remove_temp_files_and_collect_swap_files(self) -> list[Path]:
-        swap_files: list[Path] = []
-        clean_files: list[Path] = []
-        min_cleaned_offset: int | None = None
-        for file in sorted(self.dir.iterdir()):
-            if not file.is_file():
-                continue
-            name = file.name
-            if name.endswith(DELETED_FILE_SUFFIX):
-                self.log.debug("Deleting stray temporary file %s", file)
-                file.unlink(missing_ok=True)
-            elif name.endswith(CLEANED_FILE_SUFFIX):
-                offset = offset_from_file_name(name)
-                min_cleaned_offset = (
-                    offset if min_cleaned_offset is None else min(offset, min_cleaned_offset)
-                )
-                clean_files.append(file)
-            elif name.endswith(SWAP_FILE_SUFFIX):
-                # Crashed in the middle of a swap: the indexes are rebuilt; a log swap file
-                # is completed once the other segments are loaded.
-                base_file = _strip_suffix(file, SWAP_FILE_SUFFIX)
-                self.log.info("Found file %s from interrupted swap operation.", file)
-                if _is_index_file(base_file.name):
-                    self._delete_indices_if_exist(base_file)
-                elif base_file.name.endswith(LOG_FILE_SUFFIX):
-                    self._delete_indices_if_exist(base_file)
-                    swap_files.append(file)
-        valid_swaps: list[Path] = []
-        for file in swap_files:
-            # A swap at or after a .cleaned file is part of an unfinished split: drop it.
-            if (
-                min_cleaned_offset is not None
-                and offset_from_file_name(file.name) >= min_cleaned_offset
-            ):
-                self.log.debug(
-                    "Deleting invalid swap file %s minCleanedFileOffset: %d",
-                    file,
-                    min_cleaned_offset,
-                )
-                self._delete_indices_if_exist(
-                    _strip_suffix(file, SWAP_FILE_SUFFIX), SWAP_FILE_SUFFIX
-                )
-                file.unlink(missing_ok=True)
-            else:
-                valid_swaps.append(file)
-        for file in clean_files:
-            self.log.debug("Deleting stray .clean file %s", file)
-            file.unlink(missing_ok=True)
-        return valid_swaps
-
-    def _load_segment_files(self) -> None:
-        for file in sorted(self.dir.iterdir(), key=lambda p: p.name):
-            if not file.is_file():
-                continue
-            name = file.name
-            if _is_index_file(name):
-                offset = offset_from_file_name(name)
-                if not log_file_name(self.dir, offset).exists():
-                    self.log.warning(
-                        "Found an orphaned index file %s, with no corresponding log file.", file
-                    )
-                    file.unlink(missing_ok=True)
-            elif name.endswith(LOG_FILE_SUFFIX):
-                base_offset = offset_from_file_name(name)
-                offset_index_missing = not offset_index_file_name(self.dir, base_offset).exists()
-                time_index_missing = not time_index_file_name(self.dir, base_offset).exists()
-                segment = LogSegment.open(
-                    self.dir, base_offset, self.config, self.time, file_already_exists=True
-                )
-                if offset_index_missing or time_index_missing:
-                    self.log.error(
-                        "Could not find %s file corresponding to log file %s, recovering segment "
-                        "and rebuilding index files...",
-                        "offset index" if offset_index_missing else "time index",
-                        segment.log.file,
-                    )
-                    self._recover_segment(segment)
-                else:
-                    try:
-                        self._sanity_check(segment)
-                    except CorruptIndexError as e:
-                        self.log.warning(
-                            "Found a corrupted index file corresponding to log file %s due to %s}, "
-                            "recovering segment and rebuilding index files...",
-                            segment.log.file,
-                            e,
-                        )
-                        self._recover_segment(segment)
-                self._add_segment(segment)
-
-    @staticmethod
-    def _sanity_check(segment: LogSegment) -> None:
-        segment.offset_index.sanity_check()
-        segment.time_index.sanity_check()
-        segment.txn_index.sanity_check()
-        # Beyond Kafka's checks: an index pointing past the end of the log is stale.
-        last = segment.offset_index.last_entry()
-        if segment.offset_index.entries and last.position >= segment.size:
-            raise CorruptIndexError(
-                f"Index file {segment.offset_index.file} points at position {last.position} "
-                f"but the log {segment.log.file} has only {segment.size} bytes"
-            )
-
-    def _recover_segment(self, segment: LogSegment) -> int:
-        return segment.recover()
-
-    def _complete_swap_operations(self, swap_files: list[Path]) -> None:
-        for swap_file in swap_files:
-            log_path = _strip_suffix(swap_file, SWAP_FILE_SUFFIX)
-            base_offset = offset_from_file_name(log_path.name)
-            swap_segment = LogSegment.open(
-                self.dir,
-                base_offset,
-                self.config,
-                self.time,
-                file_already_exists=True,
-                file_suffix=SWAP_FILE_SUFFIX,
-            )
-            self.log.info(
-                "Found log file %s from interrupted swap operation, repairing.", swap_file
-            )
-            self._recover_segment(swap_segment)
-            next_offset = swap_segment.read_next_offset()
-            old = [
-                s
-                for s in self._segments_in_range(swap_segment.base_offset, next_offset)
-                if s.read_next_offset() > swap_segment.base_offset
-            ]
-            self._replace_segments([swap_segment], old, is_recovered_swap_file=True)
 
     def _replace_segments(
         self,
@@ -449,46 +280,6 @@ class Log:
                 self._async_delete_segment(s)
             for s in new_sorted:
                 s.change_file_suffixes(SWAP_FILE_SUFFIX, "")
-
-    def _recover_log(self) -> int:
-        if not self._had_clean_shutdown:
-            unflushed = self._segments_in_range(self.recovery_point, 2**63 - 1)
-            for i, segment in enumerate(unflushed):
-                self.log.info("Recovering unflushed segment %d", segment.base_offset)
-                try:
-                    truncated = self._recover_segment(segment)
-                except (InvalidOffsetError, IndexOffsetOverflowError):
-                    self.log.warning(
-                        "Found invalid offset during recovery. Deleting the corrupt segment and "
-                        "creating an empty one with starting offset %d",
-                        segment.base_offset,
-                    )
-                    truncated = segment.truncate_to(segment.base_offset)
-                if truncated > 0:
-                    self.log.warning(
-                        "Corruption found in segment %d, truncating to offset %d",
-                        segment.base_offset,
-                        segment.read_next_offset(),
-                    )
-                    for later in unflushed[i + 1 :]:
-                        self._delete_segment(later)
-                    break
-        if self._segments:
-            log_end_offset = self.active_segment.read_next_offset()
-            if log_end_offset < self.log_start_offset:
-                self.log.warning(
-                    "Deleting all segments because logEndOffset (%d) is smaller than logStartOffset "
-                    "(%d). This could happen if segment files were deleted from the file system.",
-                    log_end_offset,
-                    self.log_start_offset,
-                )
-                for segment in self.log_segments():
-                    self._delete_segment(segment)
-                self._add_segment(
-                    LogSegment.open(self.dir, self.log_start_offset, self.config, self.time)
-                )
-        self.recovery_point = self.active_segment.read_next_offset()
-        return self.recovery_point
 
     # -- appending ---------------------------------------------------------------------------------
 
@@ -513,7 +304,7 @@ class Log:
                 self._check_open()
             now = self.time.milliseconds()
             data, info = self._validator.validate_and_assign_offsets(
-                buffer, self._leo, now, leader_epoch, is_from_client
+                buffer, self._leo, now, leader_epoch, is_from_client, records.records_validated
             )
             if not info.shallow_count:
                 return info
@@ -521,7 +312,9 @@ class Log:
             # analyzeAndValidateProducerState): a retried batch gets its original offsets.
             psm = self.producer_state_manager
             producers = psm.analyze_and_validate(
-                data, AppendOrigin.CLIENT if is_from_client else AppendOrigin.COORDINATOR
+                data,
+                AppendOrigin.CLIENT if is_from_client else AppendOrigin.COORDINATOR,
+                info.producer_batches,
             )
             if producers is not None and producers.duplicate is not None:
                 return producers.duplicate_append_info(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kafpy.records.memory_records import MemoryRecords
+from kafpy.records.record_batch import BatchHeader
 from kafpy.storage.transaction_index import AbortedTxn
 
 UNKNOWN_OFFSET = -1
@@ -23,6 +24,7 @@ class LogAppendInfo:
     LogAppendTime, else -1.
     num_messages: records in the append (from the batch headers); shallow_count: batches;
     valid_bytes: bytes of complete batches; offsets_monotonic: batch offsets increased.
+    producer_batches: see the field.
     """
 
     first_offset: int
@@ -38,6 +40,9 @@ class LogAppendInfo:
     last_offset_of_first_batch: int = -1
     source_codec: int = 0
     target_codec: int = 0
+    # (position, header) of each written batch with a producer id, from the validator's
+    # header walk, for the producer-state check; None when nobody collected them.
+    producer_batches: list[tuple[int, BatchHeader]] | None = None
 
 
 @dataclass(frozen=True, slots=True)

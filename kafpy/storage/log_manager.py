@@ -26,6 +26,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kafpy.common.config_def import LONG_MAX
 from kafpy.common.errors import KafkaStorageError
@@ -34,7 +35,7 @@ from kafpy.common.scheduler import ScheduledTask, Scheduler
 from kafpy.common.time import SYSTEM_TIME, Time
 from kafpy.common.topic import validate_topic_partition
 from kafpy.common.topic_partition import TopicPartition
-from kafpy.storage.cleaner import CleanerConfig, LogCleaner
+from kafpy.storage.cleaner.cleaner_config import CleanerConfig
 from kafpy.storage.log import (
     CLEAN_SHUTDOWN_FILE,
     DELETE_DIR_SUFFIX,
@@ -45,6 +46,9 @@ from kafpy.storage.log import (
 )
 from kafpy.storage.log_config import LogConfig
 from kafpy.storage.offset_checkpoint_file import OffsetCheckpointFile
+
+if TYPE_CHECKING:
+    from kafpy.storage.cleaner.log_cleaner import LogCleaner
 
 LOCK_FILE_NAME = ".lock"
 RECOVERY_POINT_CHECKPOINT_FILE = "recovery-point-offset-checkpoint"
@@ -525,6 +529,8 @@ class LogManager:
 
     def _start_log_cleaner(self) -> None:
         """Start the LogCleaner's threads (compaction of cleanup.policy=compact logs)."""
+        from kafpy.storage.cleaner.log_cleaner import LogCleaner  # only when enabled
+
         self.cleaner = LogCleaner(
             self.cleaner_config, self._live_log_dirs, self.logs_by_topic_partition, self.time
         )

@@ -16,17 +16,18 @@ from crc32c import crc32c
 from kafpy.common.errors import CorruptRecordError, InvalidRecordError
 from kafpy.common.time import Time
 from kafpy.records.memory_records import MemoryRecords
-from kafpy.records.record_batch import LOG_OVERHEAD, MAGIC_V2
-from kafpy.storage.abstract_index import INT32_MAX, IndexOffsetOverflowError, InvalidOffsetError
-from kafpy.storage.file_records import (
+from kafpy.records.record_batch import (
+    ATTRIBUTES_OFFSET,
     H_BASE_OFFSET,
     H_CRC,
     H_LAST_OFFSET_DELTA,
     H_MAGIC,
     H_MAX_TIMESTAMP,
-    FileRecords,
-    LogOffsetPosition,
+    LOG_OVERHEAD,
+    MAGIC_V2,
 )
+from kafpy.storage.abstract_index import INT32_MAX, IndexOffsetOverflowError, InvalidOffsetError
+from kafpy.storage.file_records import FileRecords, LogOffsetPosition
 from kafpy.storage.log_append_info import FetchDataInfo, LogOffsetMetadata
 from kafpy.storage.log_config import LogConfig
 from kafpy.storage.offset_index import OffsetIndex
@@ -42,8 +43,6 @@ TXN_INDEX_FILE_SUFFIX = ".txnindex"
 DELETED_FILE_SUFFIX = ".deleted"
 CLEANED_FILE_SUFFIX = ".cleaned"
 SWAP_FILE_SUFFIX = ".swap"
-
-_CRC_START = 21  # attributes: the CRC-32C covers the batch from here to its end
 
 
 def filename_prefix_from_offset(offset: int) -> str:
@@ -406,7 +405,7 @@ class LogSegment:
                     raise InvalidRecordError(
                         f"Record batch magic byte {header[H_MAGIC]} is not supported (only magic 2)"
                     )
-                computed = crc32c(data[_CRC_START:])
+                computed = crc32c(data[ATTRIBUTES_OFFSET:])
                 if computed != header[H_CRC]:
                     raise CorruptRecordError(
                         f"Record batch at base offset {header[H_BASE_OFFSET]} is corrupt: stored "

@@ -1,23 +1,31 @@
 """LogValidator: checks the batches of an append and assigns their offsets (Kafka's LogValidator).
 
-The leader path works on batch headers only, in place: for each batch it checks the
-size against `max.message.bytes`, the magic byte, the CRC-32C and (for producers) the
-header's own consistency, then patches baseOffset and partitionLeaderEpoch, which the
-CRC does not cover. With `message.timestamp.type=LogAppendTime` it also stamps the
-broker time into maxTimestamp and rewrites the CRC. Records are decoded only when the
-topic's `compression.type` asks for a codec other than the producer's (re-compression).
+The leader path walks the batch headers once (one unpack per batch): for each batch it
+checks the size against `max.message.bytes`, the magic byte, the CRC-32C and (for
+producers) the header's own consistency, then the records, as Kafka does:
 
-Differences from Kafka, on purpose: Kafka decodes every record of a batch on the leader
-to check record timestamps and, for compressed batches, inner offsets; kafpy checks the
-batch's first and max timestamps against `message.timestamp.difference.max.ms` and
-trusts the CRC for the rest, so the produce path never touches single records. The
-offset of the max timestamp is the last offset of the batch holding it (as Kafka
+- uncompressed: one pass over the record length varints, which must tile the records
+  section exactly and number the header's record count; on a compacted topic, or when
+  `message.timestamp.difference.max.ms` is set for CreateTime, each record's fields are
+  read too (keys must be present, timestamps in range);
+- compressed: the codec must be known; the records are decompressed within
+  `decompressed_limit` (MessageTooLargeError as soon as it is passed) and every record
+  is walked field by field.
+
+Failures answer CORRUPT_MESSAGE for a batch whose structure lies and INVALID_RECORD /
+INVALID_TIMESTAMP for records that break a rule; the latter carry per-record errors
+(`RecordValidationError.record_errors`, KIP-467). Then it patches baseOffset and
+partitionLeaderEpoch, which the CRC does not cover; with `message.timestamp.type=
+LogAppendTime` it also stamps the broker time into maxTimestamp and rewrites the CRC.
+Records are re-encoded only when the topic's `compression.type` asks for a codec other
+than the producer's. The same walk hands the producer-state check the headers of the
+batches that carry a producer id (`LogAppendInfo.producer_batches`).
+
+The offset of the max timestamp is the last offset of the batch holding it (as Kafka
 reports it for compressed batches).
 """
 
 from __future__ import annotations
-
-import struct
 
 from crc32c import crc32c
 
@@ -25,29 +33,69 @@ from kafpy.common.errors import (
     CorruptRecordError,
     InvalidRecordError,
     InvalidTimestampError,
+    KafkaError,
     MessageTooLargeError,
 )
 from kafpy.records.builder import RecordBatchBuilder
-from kafpy.records.compression import CompressionType
+from kafpy.records.compression import CompressionType, decompress, decompressed_limit
 from kafpy.records.record_batch import (
+    ATTRIBUTES_OFFSET,
+    COMPRESSION_CODEC_MASK,
+    CONTROL_MASK,
+    H_ATTRIBUTES,
+    H_BASE_OFFSET,
+    H_BASE_SEQUENCE,
+    H_CRC,
+    H_FIRST_TIMESTAMP,
+    H_LAST_OFFSET_DELTA,
+    H_LENGTH,
+    H_MAGIC,
+    H_MAX_TIMESTAMP,
+    H_PRODUCER_ID,
+    H_RECORD_COUNT,
     HEADER,
+    HEADER_PATCH,
     LOG_OVERHEAD,
     MAGIC_V2,
+    MIN_BATCH_LENGTH,
+    RECORD_BATCH_OVERHEAD,
+    TIMESTAMP_TYPE_MASK,
+    BatchHeader,
     RecordBatch,
     TimestampType,
+    batch_too_small,
+    header_at,
+    iter_headers,
 )
-from kafpy.storage.file_records import MIN_BATCH_LENGTH
+from kafpy.records.varint import decode_varlong
 from kafpy.storage.log_append_info import LogAppendInfo
 from kafpy.storage.log_config import LogConfig
 
 LONG_MAX = 2**63 - 1
-_CRC_START = 21
-_HEADER_SIZE = HEADER.size
-_CODEC_MASK = 0x07
-_TIMESTAMP_TYPE_MASK = 0x08
-_CONTROL_MASK = 0x20
-# The first 16 bytes of a batch: baseOffset, batchLength, partitionLeaderEpoch (none in the CRC).
-HEADER_PATCH = struct.Struct(">qii")
+_WHERE = " of the append"
+# The smallest record body: attributes, timestampDelta, offsetDelta, keyLength,
+# valueLength and headers count, one byte each.
+_MIN_RECORD_BODY = 6
+_MAX_CODEC_ID = max(CompressionType)
+# Runs shorter than this are walked record by record (a slice costs more).
+_RUN_MIN = 4
+# A codec, or the LogAppendTime bit (which producers must not set).
+_CODEC_OR_LOG_APPEND_TIME = COMPRESSION_CODEC_MASK | TIMESTAMP_TYPE_MASK
+
+
+class RecordValidationError(KafkaError):
+    """Records of a batch broke a rule (Kafka's RecordValidationException).
+
+    Answers with the code of `invalid` (INVALID_RECORD or INVALID_TIMESTAMP) and carries
+    `record_errors`: (batch_index, message) per failing record, which Produce v8+
+    returns as record_errors.
+    """
+
+    def __init__(self, invalid: KafkaError, record_errors: list[tuple[int, str]]) -> None:
+        super().__init__(str(invalid))
+        self.code = invalid.code
+        self.invalid = invalid
+        self.record_errors = record_errors
 
 
 def target_codec(config: LogConfig, source_codec: int) -> int:
@@ -80,28 +128,28 @@ def analyze_and_validate(
     count = 0
     num_messages = 0
     source_codec = 0
-    while end - pos >= LOG_OVERHEAD:
-        header = _header_at(buffer, pos, end)
+    while True:
+        header = header_at(buffer, pos, end, _WHERE)
         if header is None:
             break
-        size = header[1] + LOG_OVERHEAD
+        size = header[H_LENGTH] + LOG_OVERHEAD
         _check_size(size, max_message_bytes)
         _check_magic_and_crc(buffer, pos, size, header)
-        base = header[0]
-        last = base + header[6]
+        base = header[H_BASE_OFFSET]
+        last = base + header[H_LAST_OFFSET_DELTA]
         if first_offset < 0 and count == 0:
             first_offset = base
             last_offset_of_first_batch = last
         if last_offset >= last:
             monotonic = False
         last_offset = last
-        if header[8] > max_timestamp:
-            max_timestamp = header[8]
+        if header[H_MAX_TIMESTAMP] > max_timestamp:
+            max_timestamp = header[H_MAX_TIMESTAMP]
             offset_of_max_timestamp = last
-        if header[5] & _CODEC_MASK:
-            source_codec = header[5] & _CODEC_MASK
+        if header[H_ATTRIBUTES] & COMPRESSION_CODEC_MASK:
+            source_codec = header[H_ATTRIBUTES] & COMPRESSION_CODEC_MASK
         count += 1
-        num_messages += header[12]
+        num_messages += header[H_RECORD_COUNT]
         pos += size
     return LogAppendInfo(
         first_offset=first_offset,
@@ -123,6 +171,7 @@ class LogValidator:
 
     Built once per LogConfig (the Log rebuilds it on update_config) so that the per-append
     path reads plain attributes instead of deriving them from the config every time.
+    `topic_partition` names the log in error messages.
     """
 
     __slots__ = (
@@ -132,15 +181,19 @@ class LogValidator:
         "check_timestamps",
         "diff_max",
         "producer_codec",
+        "compacted",
+        "topic_partition",
     )
 
-    def __init__(self, config: LogConfig) -> None:
+    def __init__(self, config: LogConfig, topic_partition: object = None) -> None:
         self.config = config
         self.max_message_bytes = config.max_message_bytes
         self.log_append_time = config.message_timestamp_type == "LogAppendTime"
         self.diff_max = config.message_timestamp_difference_max_ms
         self.check_timestamps = self.diff_max < LONG_MAX and not self.log_append_time
         self.producer_codec = config.compression_type == "producer"
+        self.compacted = config.compact
+        self.topic_partition = topic_partition
 
     def validate_and_assign_offsets(
         self,
@@ -149,13 +202,19 @@ class LogValidator:
         now: int,
         leader_epoch: int,
         is_from_client: bool = True,
+        records_validated: bool = False,
     ) -> tuple[memoryview, LogAppendInfo]:
         """Validate the batches of a leader append and give them offsets from `next_offset`.
 
+        With `records_validated` (validate_records already passed for these bytes) only
+        the headers are checked.
+
         Returns the bytes to write (the same buffer, patched in place, unless it was
-        read-only or had to be re-compressed) and the append info. Raises
-        MessageTooLargeError, CorruptRecordError, InvalidRecordError or
-        InvalidTimestampError naming the batch. A trailing partial batch is left out.
+        read-only or had to be re-compressed) and the append info, whose
+        `producer_batches` holds (position, header) of each batch with a producer id.
+        Raises MessageTooLargeError, CorruptRecordError, InvalidRecordError,
+        InvalidTimestampError or RecordValidationError naming the batch. A trailing
+        partial batch is left out.
         """
         max_message_bytes = self.max_message_bytes
         log_append_time = self.log_append_time
@@ -173,10 +232,12 @@ class LogValidator:
         source_codec = 0
         last_offset_of_first_batch = -1
         patched = None
-        while end - pos >= 12:  # LOG_OVERHEAD
-            if end - pos < 61:  # RECORD_BATCH_OVERHEAD
-                _header_at(buffer, pos, end)  # raises for a bad length, else it is partial
+        producer_batches: list[tuple[int, BatchHeader]] = []
+        while end - pos >= LOG_OVERHEAD:
+            if end - pos < RECORD_BATCH_OVERHEAD:
+                header_at(buffer, pos, end, _WHERE)  # raises for a bad length, else partial
                 break
+            header: BatchHeader = unpack_header(buffer, pos)
             (
                 _,
                 length,
@@ -191,36 +252,46 @@ class LogValidator:
                 _,
                 base_sequence,
                 records_in_batch,
-            ) = unpack_header(buffer, pos)
+            ) = header
             if length < MIN_BATCH_LENGTH:
-                raise _too_small(length, pos)
-            size = length + 12
+                raise batch_too_small(length, pos, _WHERE)
+            size = length + LOG_OVERHEAD
             if pos + size > end:
                 break
             if size > max_message_bytes:
                 _check_size(size, max_message_bytes)
-            if magic != 2 or crc(buffer[pos + 21 : pos + size]) != stored_crc:
-                _check_magic_and_crc(buffer, pos, size, unpack_header(buffer, pos))
+            if magic != MAGIC_V2 or crc(buffer[pos + ATTRIBUTES_OFFSET : pos + size]) != stored_crc:
+                _check_magic_and_crc(buffer, pos, size, header)
             if is_from_client and (
                 records_in_batch <= 0
                 or last_delta + 1 != records_in_batch
                 or (producer_id >= 0 and base_sequence < 0)
-                or attributes & _CONTROL_MASK
+                or attributes & CONTROL_MASK
             ):
-                _validate_client_batch(unpack_header(buffer, pos))
-            if attributes & 0x0F:  # a codec or the LogAppendTime bit
-                if attributes & _TIMESTAMP_TYPE_MASK:
+                _validate_client_batch(header)
+            codec = attributes & COMPRESSION_CODEC_MASK
+            if attributes & _CODEC_OR_LOG_APPEND_TIME:
+                if codec > _MAX_CODEC_ID:
+                    _check_codec(header)
+                if attributes & TIMESTAMP_TYPE_MASK:
                     raise InvalidTimestampError(
                         f"Invalid timestamp type in the batch at offset {offset}: producers must "
                         "not set the timestamp type to LogAppendTime"
                     )
-                source_codec = attributes & _CODEC_MASK
+                source_codec = codec
             if check_timestamps:
-                _validate_timestamps(unpack_header(buffer, pos), offset, now, self.diff_max)
+                _validate_timestamps(header, offset, now, self.diff_max)
+            if is_from_client and not records_validated:
+                if codec or self.compacted or check_timestamps:
+                    self._validate_records(buffer, pos, size, header, offset, now)
+                else:
+                    _check_record_lengths(buffer, pos + RECORD_BATCH_OVERHEAD, pos + size, header)
             if patched is None:
                 patched = memoryview(bytearray(buffer)) if buffer.readonly else buffer
             last = offset + last_delta
             patch_header(patched, pos, offset, length, leader_epoch)
+            if producer_id >= 0:
+                producer_batches.append((pos, (offset, length, leader_epoch) + header[3:]))
             if log_append_time:
                 RecordBatch(patched, pos).set_max_timestamp(TimestampType.LOG_APPEND_TIME, now)
             elif batch_max_ts > max_timestamp:
@@ -234,7 +305,7 @@ class LogValidator:
             pos += size
         if patched is None:
             patched = buffer
-        codec = source_codec if self.producer_codec else target_codec(self.config, source_codec)
+        target = source_codec if self.producer_codec else target_codec(self.config, source_codec)
         info = LogAppendInfo(
             next_offset if count else -1,
             offset - 1,
@@ -248,18 +319,84 @@ class LogValidator:
             True,
             last_offset_of_first_batch,
             source_codec,
-            codec,
+            target,
+            producer_batches,
         )
         if log_append_time and count:
             info.max_timestamp = now
             info.offset_of_max_timestamp = offset - 1
             info.log_append_time = now
-        if codec != source_codec and count:
+        if target != source_codec and count:
             rebuilt = _recompress(
                 patched[:pos], info, self.config, leader_epoch, now if log_append_time else None
             )
+            info.producer_batches = None  # positions moved: the producer check walks again
             return rebuilt, info
         return (patched if pos == end else patched[:pos]), info
+
+    def validate_records(self, buffer: memoryview, now: int) -> None:
+        """The record checks of validate_and_assign_offsets alone, for a client's batches.
+
+        Touches no log state, so the broker runs it off its event loop for batches that
+        must be decompressed; raises as validate_and_assign_offsets would (headers are
+        only parsed here, not checked: the append checks them).
+        """
+        for pos, header in iter_headers(buffer, where=_WHERE):
+            size = header[H_LENGTH] + LOG_OVERHEAD
+            self._validate_records(buffer, pos, size, header, header[H_BASE_OFFSET], now)
+
+    def _validate_records(
+        self, buffer: memoryview, pos: int, size: int, header: BatchHeader, offset: int, now: int
+    ) -> None:
+        """Walk every record of the batch at `pos` field by field (decompressing it first)."""
+        body = buffer[pos + RECORD_BATCH_OVERHEAD : pos + size]
+        codec = header[H_ATTRIBUTES] & COMPRESSION_CODEC_MASK
+        count = header[H_RECORD_COUNT]
+        if codec:
+            limit = decompressed_limit(count, self.max_message_bytes)
+            try:
+                data: bytes | memoryview = decompress(codec, body, limit)
+            except (CorruptRecordError, MessageTooLargeError) as exc:
+                raise type(exc)(
+                    f"Record batch at offset {offset} of the append is refused: {exc}"
+                ) from None
+        else:
+            data = body
+        keyless, bad_timestamps = _scan_records(
+            data,
+            header,
+            offset,
+            self.compacted,
+            now - self.diff_max if self.check_timestamps else None,
+            now + self.diff_max if self.check_timestamps else None,
+        )
+        if keyless:
+            where = f" in topic partition {self.topic_partition}" if self.topic_partition else ""
+            message = f"Compacted topic cannot accept message without key{where}."
+            raise RecordValidationError(
+                InvalidRecordError(
+                    f"One or more records have been rejected: record(s) {keyless} of the batch "
+                    f"at offset {offset} have no key, and a compacted topic "
+                    "(cleanup.policy=compact) keeps records by key; give every record a key"
+                ),
+                [(i, message) for i in keyless],
+            )
+        if bad_timestamps:
+            errors = [
+                (
+                    i,
+                    f"Timestamp {ts} of message with offset {offset + i} is out of range. The "
+                    f"timestamp should be within [{now - self.diff_max}, {now + self.diff_max}]",
+                )
+                for i, ts in bad_timestamps
+            ]
+            raise RecordValidationError(
+                InvalidTimestampError(
+                    f"One or more records have been rejected: {errors[0][1]} "
+                    "(message.timestamp.difference.max.ms)"
+                ),
+                errors,
+            )
 
 
 def validate_and_assign_offsets(
@@ -276,26 +413,159 @@ def validate_and_assign_offsets(
     )
 
 
-def _header_at(buffer: memoryview, pos: int, end: int) -> tuple[int, ...] | None:
-    """The header at `pos`, or None if the batch there is incomplete."""
-    if end - pos < _HEADER_SIZE:
-        length = int.from_bytes(buffer[pos + 8 : pos + 12], "big", signed=True)
-        if length < MIN_BATCH_LENGTH:
-            raise _too_small(length, pos)
-        return None
-    header = HEADER.unpack_from(buffer, pos)
-    if header[1] < MIN_BATCH_LENGTH:
-        raise _too_small(header[1], pos)
-    if pos + header[1] + LOG_OVERHEAD > end:
-        return None
-    return header
-
-
-def _too_small(length: int, pos: int) -> CorruptRecordError:
+def _corrupt(offset: int, what: str) -> CorruptRecordError:
     return CorruptRecordError(
-        f"Record batch at position {pos} of the append is corrupt: its length field says "
-        f"{length} bytes, fewer than the {MIN_BATCH_LENGTH} a batch header takes"
+        f"Record batch at offset {offset} of the append is corrupt: {what}; the producer "
+        "must send a well-formed batch"
     )
+
+
+def _check_record_lengths(buffer: memoryview, start: int, end: int, header: BatchHeader) -> None:
+    """One pass over the record length varints of an uncompressed records section: they
+    must tile [start, end) exactly, in as many records as the header declares.
+
+    This is the produce path's one per-record check: Kafka's validator reads every record
+    of every batch, and a batch whose lengths lie stops every consumer at its offset. It
+    works per run rather than per record: records of one length (the usual case: a
+    record's size changes only where its offset delta needs another varint byte, at 64,
+    8192, ...) repeat their length varint every `stride` bytes, and one strided slice per
+    varint byte checks a whole run of them at once, in C; the Python loop takes one step
+    per run, decoding the one- and two-byte varints inline.
+    """
+    count = header[H_RECORD_COUNT]
+    pos = start
+    n = 0
+    try:
+        while pos < end:
+            if n == count:
+                raise _corrupt(
+                    header[H_BASE_OFFSET],
+                    f"its records section holds more than the {count} records the header declares",
+                )
+            b = buffer[pos]
+            if b < 0x80:
+                length = (b >> 1) ^ -(b & 1)
+                size = 1
+            else:
+                b2 = buffer[pos + 1]
+                if b2 < 0x80:
+                    raw = (b & 0x7F) | (b2 << 7)
+                    length = (raw >> 1) ^ -(raw & 1)
+                    size = 2
+                else:
+                    length, after = decode_varlong(buffer, pos)
+                    size = after - pos
+            stride = size + length
+            if length < _MIN_RECORD_BODY or pos + stride > end:
+                raise _corrupt(
+                    header[H_BASE_OFFSET],
+                    f"record {n} claims {length} bytes where {end - pos - size} remain in the batch",
+                )
+            n += 1
+            pos += stride
+            left = min(count - n, (end - pos) // stride)
+            if left >= _RUN_MIN:
+                # how many of the next records carry the same length varint: compare the
+                # bytes found every `stride` bytes with this record's varint, in C
+                k = left
+                for j in range(size):
+                    column = buffer[pos + j : pos + j + left * stride : stride].tobytes()
+                    if column != bytes((buffer[pos - stride + j],)) * left:
+                        k = min(k, _first_difference(column, buffer[pos - stride + j]))
+                n += k
+                pos += k * stride
+    except (IndexError, ValueError) as exc:
+        raise _corrupt(header[H_BASE_OFFSET], f"record {n} is malformed ({exc})") from None
+    if n != count:
+        raise _corrupt(
+            header[H_BASE_OFFSET], f"the header declares {count} records but it holds {n}"
+        )
+
+
+def _first_difference(column: bytes, value: int) -> int:
+    """The index of the first byte of `column` other than `value`."""
+    return len(column) - len(column.lstrip(bytes((value,))))
+
+
+def _scan_records(
+    data: bytes | memoryview,
+    header: BatchHeader,
+    offset: int,
+    need_keys: bool,
+    min_ts: int | None,
+    max_ts: int | None,
+) -> tuple[list[int], list[tuple[int, int]]]:
+    """Walk every record of a (decompressed) records section field by field.
+
+    Raises CorruptRecordError for a structure that lies (lengths, counts, fields running
+    past their record); returns the indexes of keyless records when `need_keys`, and
+    (index, timestamp) of records outside [min_ts, max_ts] when those are given.
+    """
+    count = header[H_RECORD_COUNT]
+    last_delta = header[H_LAST_OFFSET_DELTA]
+    first_ts = header[H_FIRST_TIMESTAMP]
+    end = len(data)
+    pos = 0
+    keyless: list[int] = []
+    bad_timestamps: list[tuple[int, int]] = []
+    index = 0
+    try:
+        for index in range(count):
+            if pos >= end:
+                raise _corrupt(
+                    offset, f"the header declares {count} records but it holds only {index}"
+                )
+            length, pos = decode_varlong(data, pos)
+            record_end = pos + length
+            if length < _MIN_RECORD_BODY or record_end > end:
+                raise _corrupt(
+                    offset, f"record {index} claims {length} bytes where {end - pos} remain"
+                )
+            ts_delta, p = decode_varlong(data, pos + 1)  # after the attributes byte
+            offset_delta, p = decode_varlong(data, p)
+            if not 0 <= offset_delta <= last_delta:
+                raise _corrupt(
+                    offset,
+                    f"record {index} has offset delta {offset_delta} outside the batch's "
+                    f"[0, {last_delta}]",
+                )
+            key_len, p = decode_varlong(data, p)
+            if key_len >= 0:
+                p += key_len
+            elif need_keys:
+                keyless.append(index)
+            value_len, p = decode_varlong(data, p)
+            if value_len > 0:
+                p += value_len
+            header_count, p = decode_varlong(data, p)
+            if header_count < 0 or p > record_end:
+                raise _corrupt(offset, f"record {index} has fields that run past it")
+            for _ in range(header_count):
+                name_len, p = decode_varlong(data, p)
+                if name_len < 0:
+                    raise _corrupt(offset, f"record {index} has a header key of length {name_len}")
+                p += name_len
+                value_len, p = decode_varlong(data, p)
+                if value_len > 0:
+                    p += value_len
+                if p > record_end:
+                    raise _corrupt(offset, f"record {index} has headers that run past it")
+            if p != record_end:
+                raise _corrupt(
+                    offset,
+                    f"record {index} declares {length} bytes but its fields take "
+                    f"{length + p - record_end}",
+                )
+            if min_ts is not None and max_ts is not None:
+                ts = first_ts + ts_delta
+                if ts < min_ts or ts > max_ts:
+                    bad_timestamps.append((index, ts))
+            pos = record_end
+    except (IndexError, ValueError) as exc:
+        raise _corrupt(offset, f"record {index} is malformed ({exc})") from None
+    if pos != end:
+        raise _corrupt(offset, f"{end - pos} bytes remain after the {count} records it declares")
+    return keyless, bad_timestamps
 
 
 def _check_size(size: int, max_message_bytes: int) -> None:
@@ -307,39 +577,49 @@ def _check_size(size: int, max_message_bytes: int) -> None:
         )
 
 
-def _check_magic_and_crc(buffer: memoryview, pos: int, size: int, header: tuple[int, ...]) -> None:
-    if header[3] != MAGIC_V2:
+def _check_magic_and_crc(buffer: memoryview, pos: int, size: int, header: BatchHeader) -> None:
+    if header[H_MAGIC] != MAGIC_V2:
         raise InvalidRecordError(
-            f"Record batch magic byte {header[3]} is not supported; kafpy stores only magic 2 "
-            "(Kafka 0.11 and later clients)"
+            f"Record batch magic byte {header[H_MAGIC]} is not supported; kafpy stores only "
+            "magic 2 (Kafka 0.11 and later clients)"
         )
-    computed = crc32c(buffer[pos + _CRC_START : pos + size])
-    if computed != header[4]:
+    computed = crc32c(buffer[pos + ATTRIBUTES_OFFSET : pos + size])
+    if computed != header[H_CRC]:
         raise CorruptRecordError(
-            f"Record batch at base offset {header[0]} is corrupt: stored CRC-32C "
-            f"{header[4]:#010x} does not match {computed:#010x} computed over its {size} bytes"
+            f"Record batch at base offset {header[H_BASE_OFFSET]} is corrupt: stored CRC-32C "
+            f"{header[H_CRC]:#010x} does not match {computed:#010x} computed over its {size} bytes"
         )
 
 
-def _validate_client_batch(header: tuple[int, ...]) -> None:
-    count = header[12]
+def _check_codec(header: BatchHeader) -> None:
+    try:
+        CompressionType.from_id(header[H_ATTRIBUTES] & COMPRESSION_CODEC_MASK)
+    except CorruptRecordError as exc:
+        raise CorruptRecordError(
+            f"Record batch at base offset {header[H_BASE_OFFSET]} is corrupt: {exc}"
+        ) from None
+
+
+def _validate_client_batch(header: BatchHeader) -> None:
+    count = header[H_RECORD_COUNT]
     if count <= 0:
         raise InvalidRecordError(f"Invalid reported count for record batch: {count}")
-    if header[6] + 1 != count:
+    if header[H_LAST_OFFSET_DELTA] + 1 != count:
         raise InvalidRecordError(
-            f"Inconsistent batch offset range [{header[0]}, {header[0] + header[6]}] and "
-            f"count of records {count}"
+            f"Inconsistent batch offset range [{header[H_BASE_OFFSET]}, "
+            f"{header[H_BASE_OFFSET] + header[H_LAST_OFFSET_DELTA]}] and count of records {count}"
         )
-    if header[9] >= 0 and header[11] < 0:
+    if header[H_PRODUCER_ID] >= 0 and header[H_BASE_SEQUENCE] < 0:
         raise InvalidRecordError(
-            f"Invalid sequence number {header[11]} in record batch with producerId {header[9]}"
+            f"Invalid sequence number {header[H_BASE_SEQUENCE]} in record batch with producerId "
+            f"{header[H_PRODUCER_ID]}"
         )
-    if header[5] & _CONTROL_MASK:
+    if header[H_ATTRIBUTES] & CONTROL_MASK:
         raise InvalidRecordError("Clients are not allowed to write control records")
 
 
-def _validate_timestamps(header: tuple[int, ...], offset: int, now: int, diff_max: int) -> None:
-    for ts in (header[7], header[8]):
+def _validate_timestamps(header: BatchHeader, offset: int, now: int, diff_max: int) -> None:
+    for ts in (header[H_FIRST_TIMESTAMP], header[H_MAX_TIMESTAMP]):
         if ts != -1 and abs(ts - now) > diff_max:
             raise InvalidTimestampError(
                 f"Timestamp {ts} of message with offset {offset} is out of range. The timestamp "

@@ -55,7 +55,22 @@ from kafpy.common.errors import (
 from kafpy.common.logger import PrefixAdapter, component_logger
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.records.control_record import ControlRecordType, EndTransactionMarker
-from kafpy.records.record_batch import HEADER, LOG_OVERHEAD, RecordBatch
+from kafpy.records.record_batch import (
+    CONTROL_MASK,
+    H_ATTRIBUTES,
+    H_BASE_OFFSET,
+    H_BASE_SEQUENCE,
+    H_LAST_OFFSET_DELTA,
+    H_LENGTH,
+    H_MAX_TIMESTAMP,
+    H_PRODUCER_EPOCH,
+    H_PRODUCER_ID,
+    LOG_OVERHEAD,
+    TRANSACTIONAL_MASK,
+    BatchHeader,
+    RecordBatch,
+    iter_headers,
+)
 from kafpy.storage.log_append_info import LogAppendInfo
 
 if TYPE_CHECKING:
@@ -94,20 +109,6 @@ _SNAPSHOT_HEADER = struct.Struct(">hI")  # version, crc
 _COUNT = struct.Struct(">i")
 _ENTRY = struct.Struct(">qhiqiqiq")
 _ENTRIES_OFFSET = _SNAPSHOT_HEADER.size  # the CRC covers the bytes from here
-
-# Header tuple indexes (kafpy.records.record_batch.HEADER).
-_H_BASE_OFFSET = 0
-_H_LENGTH = 1
-_H_ATTRIBUTES = 5
-_H_LAST_OFFSET_DELTA = 6
-_H_MAX_TIMESTAMP = 8
-_H_PRODUCER_ID = 9
-_H_PRODUCER_EPOCH = 10
-_H_BASE_SEQUENCE = 11
-_TRANSACTIONAL_MASK = 0x10
-_CONTROL_MASK = 0x20
-# batchLength (at 8) and producerId (at 43) in one read: all a non-idempotent batch costs
-_LENGTH_AND_PRODUCER_ID = struct.Struct(">8xi31xq")
 
 
 def increment_sequence(sequence: int, increment: int) -> int:
@@ -443,9 +444,9 @@ class ProducerAppendInfo:
 
         A control batch needs its bytes (`batch`, the whole batch) to read its marker.
         """
-        attributes = header[_H_ATTRIBUTES]
-        base_offset = header[_H_BASE_OFFSET]
-        if attributes & _CONTROL_MASK:
+        attributes = header[H_ATTRIBUTES]
+        base_offset = header[H_BASE_OFFSET]
+        if attributes & CONTROL_MASK:
             if batch is None:
                 raise ValueError(
                     "a control batch needs its bytes to read the end transaction marker"
@@ -453,20 +454,20 @@ class ProducerAppendInfo:
             for record in RecordBatch(batch, 0).records():
                 marker = EndTransactionMarker.from_record(record)
                 return self.append_end_txn_marker(
-                    marker, header[_H_PRODUCER_EPOCH], base_offset, record.timestamp
+                    marker, header[H_PRODUCER_EPOCH], base_offset, record.timestamp
                 )
             return None  # an empty control batch: the cleaner removed the transaction
-        delta = header[_H_LAST_OFFSET_DELTA]
-        first_seq = header[_H_BASE_SEQUENCE]
+        delta = header[H_LAST_OFFSET_DELTA]
+        first_seq = header[H_BASE_SEQUENCE]
         last_seq = increment_sequence(first_seq, delta) if first_seq != NO_SEQUENCE else NO_SEQUENCE
         self.append_data_batch(
-            header[_H_PRODUCER_EPOCH],
+            header[H_PRODUCER_EPOCH],
             first_seq,
             last_seq,
-            header[_H_MAX_TIMESTAMP],
+            header[H_MAX_TIMESTAMP],
             base_offset,
             base_offset + delta,
-            bool(attributes & _TRANSACTIONAL_MASK),
+            bool(attributes & TRANSACTIONAL_MASK),
         )
         return None
 
@@ -563,51 +564,51 @@ class ProducerStateManager:
         return ProducerAppendInfo(self.topic_partition, producer_id, current, origin)
 
     def analyze_and_validate(
-        self, buffer: memoryview, origin: AppendOrigin
+        self,
+        buffer: memoryview,
+        origin: AppendOrigin,
+        producer_batches: Iterable[tuple[int, BatchHeader]] | None = None,
     ) -> ProducerStateUpdate | None:
         """Check the batches of an append (offsets assigned) against the producers' state.
 
-        Returns None when no batch has a producer id (the usual non-idempotent case; one
-        8-byte read per batch). For a client append, a batch repeating one of its
+        `producer_batches` are (position in `buffer`, header) of the batches that carry a
+        producer id, as the LogValidator's walk collected them; without them the headers
+        of `buffer` are walked here. Returns None when no batch has a producer id (the
+        usual non-idempotent case). For a client append, a batch repeating one of its
         producer's last five batches stops the walk: `duplicate` holds the batch already
         written and nothing must be appended. Raises InvalidProducerEpochError,
         OutOfOrderSequenceError, UnknownProducerIdError or InvalidTxnStateError.
         """
-        end = len(buffer)
-        if end < _LENGTH_AND_PRODUCER_ID.size:
-            return None
-        length, producer_id = _LENGTH_AND_PRODUCER_ID.unpack_from(buffer, 0)
-        if producer_id == NO_PRODUCER_ID and length + LOG_OVERHEAD == end:
-            return None  # the common case: one batch, not from an idempotent producer
-        pos = 0
+        if producer_batches is None:
+            producer_batches = (
+                (pos, h) for pos, h in iter_headers(buffer) if h[H_PRODUCER_ID] != NO_PRODUCER_ID
+            )
         update: ProducerStateUpdate | None = None
-        while end - pos >= _LENGTH_AND_PRODUCER_ID.size:
-            length, producer_id = _LENGTH_AND_PRODUCER_ID.unpack_from(buffer, pos)
-            size = length + LOG_OVERHEAD
-            if producer_id != NO_PRODUCER_ID:
-                if update is None:
-                    update = ProducerStateUpdate()
-                header = HEADER.unpack_from(buffer, pos)
-                if origin is AppendOrigin.CLIENT:
-                    last = self.producers.get(producer_id)
-                    if last is not None:
-                        first_seq = header[_H_BASE_SEQUENCE]
-                        duplicate = last.find_duplicate_batch(
-                            header[_H_PRODUCER_EPOCH],
-                            first_seq,
-                            increment_sequence(first_seq, header[_H_LAST_OFFSET_DELTA]),
-                        )
-                        if duplicate is not None:
-                            update.duplicate = duplicate
-                            return update
-                info = update.producers.get(producer_id)
-                if info is None:
-                    info = update.producers[producer_id] = self.prepare_update(producer_id, origin)
-                batch = buffer[pos : pos + size] if header[_H_ATTRIBUTES] & _CONTROL_MASK else None
-                completed = info.append_batch_header(header, batch)
-                if completed is not None:
-                    update.completed_txns.append(completed)
-            pos += size
+        for pos, header in producer_batches:
+            producer_id = header[H_PRODUCER_ID]
+            if update is None:
+                update = ProducerStateUpdate()
+            if origin is AppendOrigin.CLIENT:
+                last = self.producers.get(producer_id)
+                if last is not None:
+                    first_seq = header[H_BASE_SEQUENCE]
+                    duplicate = last.find_duplicate_batch(
+                        header[H_PRODUCER_EPOCH],
+                        first_seq,
+                        increment_sequence(first_seq, header[H_LAST_OFFSET_DELTA]),
+                    )
+                    if duplicate is not None:
+                        update.duplicate = duplicate
+                        return update
+            info = update.producers.get(producer_id)
+            if info is None:
+                info = update.producers[producer_id] = self.prepare_update(producer_id, origin)
+            batch = None
+            if header[H_ATTRIBUTES] & CONTROL_MASK:
+                batch = buffer[pos : pos + header[H_LENGTH] + LOG_OVERHEAD]
+            completed = info.append_batch_header(header, batch)
+            if completed is not None:
+                update.completed_txns.append(completed)
         return update
 
     def update(self, append_info: ProducerAppendInfo) -> None:
@@ -846,7 +847,7 @@ def _batches_from(
     if located is None:
         return
     for _pos, header, data in segment.log.batches_with_data(located.position):
-        if header[_H_BASE_OFFSET] >= end_offset:
+        if header[H_BASE_OFFSET] >= end_offset:
             return
         yield header, data
 
@@ -858,7 +859,7 @@ def load_producers_from_batches(
     loadProducersFromLog)."""
     update = ProducerStateUpdate()
     for header, data in batches:
-        producer_id = header[_H_PRODUCER_ID]
+        producer_id = header[H_PRODUCER_ID]
         if producer_id == NO_PRODUCER_ID:
             continue
         info = update.producers.get(producer_id)

@@ -59,16 +59,17 @@ def test_delete_while_a_replica_broker_is_down(cluster: LocalCluster) -> None:
         controller_id, _ = wait_until(
             lambda: zk.controller()[0] is not None and zk.controller(), WAIT_S, "a controller"
         )
-        controller = cluster.brokers[controller_id]
-        log_size = controller.output_path.stat().st_size
+        # the controller's own lines go to its controller.log, as Kafka's log4j.properties
+        controller_log = cluster.brokers[controller_id].logs_dir / "controller.log"
+        log_size = controller_log.stat().st_size
 
         # what kafka-topics.sh --zookeeper --delete writes
         zk.create_json("/admin/delete_topics/held", None)
 
         wait_until(
             lambda: (
-                "marked ineligible for deletion" in controller.output_path.read_text()[log_size:]
-                and "held" in controller.output_path.read_text()[log_size:]
+                "marked ineligible for deletion" in controller_log.read_text()[log_size:]
+                and "held" in controller_log.read_text()[log_size:]
             ),
             WAIT_S,
             "the controller to hold back the deletion of held",

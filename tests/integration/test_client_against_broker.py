@@ -4,6 +4,7 @@ against a real `kafpy server` subprocess."""
 from __future__ import annotations
 
 import asyncio
+import uuid
 from typing import Any
 
 import pytest
@@ -209,5 +210,39 @@ def test_consumer_coordinators_share_partitions_and_commit(kafpy_broker_factory:
             finally:
                 await second.close()
                 await first.close()
+
+
+def test_kafka_2_8_admin_versions(kafpy_broker: KafpyBroker) -> None:
+    """CreateTopics v7 reports what it created (KIP-525), DeleteTopics v6 by name works and by
+    id is refused (kafpy keeps no topic ids), InitProducerId v4 checks its producer id/epoch."""
+
+    async def scenario() -> None:
+        async with BrokerConnection("127.0.0.1", kafpy_broker.port) as conn:
+            created = await conn.send(ApiKey.CREATE_TOPICS, {"timeout_ms": 30000, "topics": [
+                {"name": "v7", "num_partitions": 2, "replication_factor": 1, "assignments": [],
+                 "configs": [{"name": "retention.ms", "value": "1234"}]}]}, 7)  # fmt: skip
+            [t] = created["topics"]
+            assert (t["error_code"], t["num_partitions"], t["replication_factor"]) == (0, 2, 1)
+            configs = {c["name"]: c for c in t["configs"]}
+            assert configs["retention.ms"]["value"] == "1234"
+            assert configs["retention.ms"]["config_source"] == 1  # DYNAMIC_TOPIC_CONFIG
+            assert configs["cleanup.policy"]["value"] == "delete"
+            checked = await conn.send(ApiKey.CREATE_TOPICS, {"timeout_ms": 30000, "validate_only": True,
+                "topics": [{"name": "dry", "num_partitions": -1, "replication_factor": -1, "assignments": [],
+                            "configs": [{"name": "cleanup.policy", "value": "compact"}]}]}, 7)  # fmt: skip
+            [d] = checked["topics"]
+            assert (d["error_code"], d["num_partitions"], d["replication_factor"]) == (0, 1, 1)
+            assert {c["name"]: c["value"] for c in d["configs"]}["cleanup.policy"] == "compact"
+            deleted = await conn.send(ApiKey.DELETE_TOPICS, {"timeout_ms": 30000, "topics": [
+                {"name": "v7"}, {"name": None, "topic_id": uuid.uuid4()}]}, 6)  # fmt: skip
+            by_name, by_id = deleted["responses"]
+            assert (by_name["name"], by_name["error_code"]) == ("v7", 0)
+            assert by_id["error_code"] == 35 and "by name" in by_id["error_message"]
+            pid = await conn.send(ApiKey.INIT_PRODUCER_ID, {"transaction_timeout_ms": 1000,
+                                                            "producer_id": 5, "producer_epoch": -1}, 4)  # fmt: skip
+            assert pid["error_code"] == 42
+            fresh = await conn.send(ApiKey.INIT_PRODUCER_ID, {"transaction_timeout_ms": 1000,
+                                                              "producer_id": 5, "producer_epoch": 3}, 4)  # fmt: skip
+            assert fresh["error_code"] == 0 and fresh["producer_id"] >= 0
 
     run(scenario())

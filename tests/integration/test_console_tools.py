@@ -318,11 +318,11 @@ def test_group_runs_resume_where_the_last_one_committed(kafpy_broker_factory: An
     third = consume(broker, "grouped", *group, "--timeout-ms", "2000")
     assert ok(third) == b"" and b"Processed a total of 0 messages" in third.stderr
 
-    described = ok(
-        kafpy("consumer-groups", "--bootstrap-server", broker.bootstrap, "--describe", "--group",
-              "readers")
-    ).decode()  # fmt: skip
-    assert "Consumer group 'readers' has no active members." in described
+    result = kafpy("consumer-groups", "--bootstrap-server", broker.bootstrap, "--describe",
+                   "--group", "readers")  # fmt: skip
+    described = ok(result).decode()
+    # as kafka-consumer-groups.sh, the note about an empty group goes to stderr
+    assert b"Consumer group 'readers' has no active members." in result.stderr
     rows = [line.split() for line in described.splitlines() if line.startswith("readers ")]
     assert sorted(r[2] for r in rows) == ["0", "1"] and all(r[1] == "grouped" for r in rows)
     assert sum(int(r[3]) for r in rows) == 5 and [r[5] for r in rows] == ["0", "0"]
@@ -339,3 +339,17 @@ def test_whitelist_and_formatter(kafpy_broker: KafpyBroker) -> None:
         "--isolation-level", "read_committed",
     )  # fmt: skip
     assert sorted(ok(result).decode().splitlines()) == ["Offset:0\twl-one", "Offset:0\twl-two"]
+
+
+def test_broker_api_versions(kafpy_broker: KafpyBroker) -> None:
+    lines = ok(kafpy("broker-api-versions", "--bootstrap-server", kafpy_broker.bootstrap))
+    text = lines.decode().split("\n")
+    host, port = kafpy_broker.bootstrap.rsplit(":", 1)
+    assert text[0] == f"{host}:{port} (id: 0 rack: null) -> ("
+    assert text[1] == "\tProduce(0): 3 to 9 [usable: 9],"
+    assert "\tFetch(1): 4 to 12 [usable: 12]," in text
+    assert "\tApiVersions(18): 0 to 3 [usable: 3]," in text
+    assert "\tOffsetDelete(47): 0 [usable: 0]," in text
+    assert text[-3:] == ["\tDescribeCluster(60): 0 [usable: 0]", ")", ""]
+    bad = kafpy("broker-api-versions", "--bootstrap-server", "127.0.0.1:1")
+    assert bad.returncode != 0 and len(bad.stderr.decode().strip().splitlines()) == 1

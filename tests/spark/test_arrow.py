@@ -7,12 +7,13 @@ import random
 import pyarrow as pa
 import pytest
 
-from kafpy.common.errors import CorruptRecordError
+from kafpy.common.errors import CorruptRecordError, MessageTooLargeError
 from kafpy.records.builder import RecordBatchBuilder, build_batch
 from kafpy.records.compression import CompressionType
 from kafpy.records.memory_records import MemoryRecords
 from kafpy.records.record_batch import TimestampType
 from kafpy.spark.arrow import arrow_schema, decode_batches, spark_schema
+from tests.fixtures.forged_batches import zstd_bomb
 
 TS = 1_700_000_000_000
 
@@ -208,3 +209,8 @@ def test_offset_gaps_are_skipped_up_to_the_end_of_the_range() -> None:
     assert chunk.next_offset == 7  # the range is done, though offset 6 never came
     ahead = decode_batches(build_batch([b"d"], base_offset=7, timestamp=TS), "t", 0, 6, 7)
     assert ahead.batch is None and ahead.next_offset == 7
+
+
+def test_a_decompression_bomb_is_refused_within_the_batch_cap() -> None:
+    with pytest.raises(MessageTooLargeError, match="decompresses to more than"):
+        decode_batches(zstd_bomb(TS), "t", 0, 0, 10**9)  # a 1 GiB record in ~32 KB

@@ -13,7 +13,6 @@ header (same codec and producer fields, recompressed).
 from __future__ import annotations
 
 import logging
-import os
 import struct
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -21,28 +20,27 @@ from pathlib import Path
 from typing import Protocol, TypeVar
 
 from kafpy.common.time import Time
-from kafpy.records.record_batch import HEADER, LOG_OVERHEAD, RecordBatch
-from kafpy.storage.cleaner.log_to_clean import LogToClean, in_range, segments_in_range
-from kafpy.storage.cleaner.offset_map import SkimpyOffsetMap
-from kafpy.storage.cleaner.record_scan import filter_batch, records_section, scan_records
-from kafpy.storage.cleaner.throttler import Throttler
-from kafpy.storage.file_records import (
+from kafpy.records.record_batch import (
+    CONTROL_MASK,
     H_ATTRIBUTES,
     H_BASE_OFFSET,
     H_LAST_OFFSET_DELTA,
     H_MAX_TIMESTAMP,
     H_PRODUCER_ID,
+    MAX_TIMESTAMP_OFFSET,
+    RecordBatch,
+    iter_file_batches,
 )
+from kafpy.storage.cleaner.log_to_clean import LogToClean, in_range, segments_in_range
+from kafpy.storage.cleaner.offset_map import SkimpyOffsetMap
+from kafpy.storage.cleaner.record_scan import filter_batch, records_section, scan_records
+from kafpy.storage.cleaner.throttler import Throttler
 from kafpy.storage.log import Log
 from kafpy.storage.log_config import LogConfig
 from kafpy.storage.log_segment import CLEANED_FILE_SUFFIX, LogSegment
 
-_INT32 = struct.Struct(">i")
-_UINT32 = struct.Struct(">I")
-_CONTROL_MASK = 0x20
 _INT32_MAX = (1 << 31) - 1
 _INT64 = struct.Struct(">q")
-_MAX_TIMESTAMP_OFFSET = 35
 
 log = logging.getLogger("kafpy.log.LogCleaner")
 
@@ -121,27 +119,8 @@ def _read_batches(
 
     `check` runs before each chunk, so an abort or shutdown is seen between reads.
     """
-    pos = 0
-    end = records.size
-    while end - pos >= LOG_OVERHEAD:
-        check()
-        chunk = memoryview(os.pread(records.fd, min(chunk_size, end - pos), pos))
-        n = len(chunk)
-        off = 0
-        while n - off >= LOG_OVERHEAD:
-            size = _INT32.unpack_from(chunk, off + 8)[0] + LOG_OVERHEAD
-            if off + size > n:
-                break
-            yield HEADER.unpack_from(chunk, off), chunk[off : off + size]
-            off += size
-        if off == 0:  # one batch larger than the chunk: read it alone
-            size = _INT32.unpack_from(chunk, 8)[0] + LOG_OVERHEAD
-            if pos + size > end:
-                return
-            data = memoryview(os.pread(records.fd, size, pos))
-            yield HEADER.unpack_from(data, 0), data
-            off = size
-        pos += off
+    for _pos, header, data in iter_file_batches(records.fd, 0, records.size, chunk_size, "", check):
+        yield header, data
 
 
 class _SegmentWriter:
@@ -210,6 +189,9 @@ class Cleaner:
         self.time = time
         self.check_done = check_done
         self.log = logging.getLogger("kafpy.log.LogCleaner")
+        # The round's log's max.message.bytes: with the record count it bounds how far a
+        # batch may decompress (decompressed_limit), as on produce.
+        self.max_message_bytes: int | None = None
 
     def _account(self, n: int) -> None:
         """Count `n` bytes of I/O against the throttle."""
@@ -251,6 +233,7 @@ class Cleaner:
         here or in the broker); returns (next dirty offset, stats). Shared by the broker's
         in-process rounds and the cleaner's worker process."""
         self.log.info("Beginning cleaning of log %s.", tp)
+        self.max_message_bytes = config.max_message_bytes
         stats = CleanerStats(start_ms=self.time.milliseconds())
         self.log.info("Building offset map for %s...", tp)
         dirty = in_range(segments, first_dirty_offset, first_uncleanable_offset)
@@ -347,7 +330,7 @@ class Cleaner:
             stats.map_bytes_read += len(data)
             if last < start:
                 continue
-            if header[H_ATTRIBUTES] & _CONTROL_MASK:
+            if header[H_ATTRIBUTES] & CONTROL_MASK:
                 offset_map.update_latest_offset(last)
                 continue
             batch = RecordBatch(data)
@@ -360,7 +343,7 @@ class Cleaner:
                         "log.cleaner.dedupe.buffer.size"
                     )
                 return True
-            for record in scan_records(batch, records_section(batch)):
+            for record in scan_records(batch, records_section(batch, self.max_message_bytes)):
                 if record.key is not None and record.offset >= start:
                     put(record.key, record.offset)
             stats.map_messages_read += batch.record_count
@@ -489,13 +472,13 @@ class Cleaner:
             account(2 * len(data))  # read and (at most) written again
             base = header[H_BASE_OFFSET]
             last = base + header[H_LAST_OFFSET_DELTA]
-            if header[H_ATTRIBUTES] & _CONTROL_MASK or base > latest:
+            if header[H_ATTRIBUTES] & CONTROL_MASK or base > latest:
                 # control batches stay as they are (no transactions to remove yet), and
                 # batches past the map were not deduplicated this round
                 writer.add(data, last, header[H_MAX_TIMESTAMP])
                 continue
             batch = RecordBatch(data)
-            section = records_section(batch)
+            section = records_section(batch, self.max_message_bytes)
             records = scan_records(batch, section)
             stats.messages_read += len(records)
             kept = []
@@ -515,7 +498,7 @@ class Cleaner:
                 continue
             # a producer's last batch stays, emptied, so that its sequence survives
             filtered = filter_batch(batch, section, kept)
-            writer.add(filtered, last, _INT64.unpack_from(filtered, _MAX_TIMESTAMP_OFFSET)[0])
+            writer.add(filtered, last, _INT64.unpack_from(filtered, MAX_TIMESTAMP_OFFSET)[0])
         writer.flush()
         stats.bytes_written += writer.written
 

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from multiprocessing.queues import Queue
+from multiprocessing.synchronize import Event as EventType
 from pathlib import Path
 
 from kafpy.storage.cleaner.cleaner import CleanerStats, last_offsets_of_producers
@@ -61,11 +62,25 @@ class CleanerProcess:
         self.config = config
         self.thread_id = thread_id
         self._ctx = multiprocessing.get_context("spawn")
-        self._abort = self._ctx.Event()
-        self._progress: Queue[tuple[int, CleanedSegmentInfo]] = self._ctx.Queue()
+        # made on the first round: making them starts multiprocessing's resource tracker
+        # process, which a broker that never compacts does without
+        self._abort_event: EventType | None = None
+        self._progress_queue: Queue[tuple[int, CleanedSegmentInfo]] | None = None
         self._round = 0
         self.stopped_by_abort = False  # the last aborted round stopped in the worker, unfinished
         self._executor: ProcessPoolExecutor | None = None
+
+    @property
+    def _abort(self) -> EventType:
+        if self._abort_event is None:
+            self._abort_event = self._ctx.Event()
+        return self._abort_event
+
+    @property
+    def _progress(self) -> Queue[tuple[int, CleanedSegmentInfo]]:
+        if self._progress_queue is None:
+            self._progress_queue = self._ctx.Queue()
+        return self._progress_queue
 
     def _pool(self) -> ProcessPoolExecutor:
         if self._executor is None:
@@ -100,7 +115,8 @@ class CleanerProcess:
 
     def shutdown(self) -> None:
         """Stop the worker (a round still running is told to abort first)."""
-        self._abort.set()
+        if self._abort_event is not None:
+            self._abort_event.set()
         if self._executor is not None:
             self._executor.shutdown(wait=True, cancel_futures=True)
             self._executor = None

@@ -17,20 +17,30 @@ from typing import NamedTuple
 
 from crc32c import crc32c
 
-from kafpy.common.errors import CorruptRecordError
-from kafpy.records.compression import CompressionType, compress, decompress
-from kafpy.records.record_batch import LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, RecordBatch
+from kafpy.common.errors import CorruptRecordError, MessageTooLargeError
+from kafpy.records.compression import (
+    MAX_DECOMPRESSED_BATCH_BYTES,
+    CompressionType,
+    compress,
+    decompress,
+    decompressed_limit,
+)
+from kafpy.records.record_batch import (
+    ATTRIBUTES_OFFSET,
+    CRC_OFFSET,
+    FIRST_TIMESTAMP_OFFSET,
+    LENGTH_OFFSET,
+    LOG_OVERHEAD,
+    MAX_TIMESTAMP_OFFSET,
+    RECORD_BATCH_OVERHEAD,
+    RECORDS_COUNT_OFFSET,
+    RecordBatch,
+)
 from kafpy.records.varint import decode_varlong
 
 _INT32 = struct.Struct(">i")
 _UINT32 = struct.Struct(">I")
 _INT64 = struct.Struct(">q")
-_LENGTH_OFFSET = 8
-_CRC_OFFSET = 17
-_ATTRIBUTES_OFFSET = 21
-_MAX_TIMESTAMP_OFFSET = 35
-_RECORD_COUNT_OFFSET = 57
-_FIRST_TIMESTAMP_OFFSET = 27
 
 
 class ScannedRecord(NamedTuple):
@@ -44,13 +54,21 @@ class ScannedRecord(NamedTuple):
     null_value: bool
 
 
-def records_section(batch: RecordBatch) -> bytes:
-    """The batch's records, decompressed."""
+def records_section(batch: RecordBatch, max_message_bytes: int | None = None) -> bytes:
+    """The batch's records, decompressed within decompressed_limit (the produce path's
+    bound; MAX_DECOMPRESSED_BATCH_BYTES without a `max_message_bytes`)."""
     body = batch.buffer()[RECORD_BATCH_OVERHEAD:]
     codec = batch.compression_type
     if codec is CompressionType.NONE:
         return bytes(body)
-    return decompress(codec, body)
+    if max_message_bytes is None:
+        limit = MAX_DECOMPRESSED_BATCH_BYTES
+    else:
+        limit = decompressed_limit(batch.record_count, max_message_bytes)
+    try:
+        return decompress(codec, body, limit)
+    except (CorruptRecordError, MessageTooLargeError) as exc:
+        raise type(exc)(f"Record batch at base offset {batch.base_offset}: {exc}") from None
 
 
 def scan_records(batch: RecordBatch, data: bytes) -> list[ScannedRecord]:
@@ -121,10 +139,10 @@ def filter_batch(batch: RecordBatch, data: bytes, kept: list[ScannedRecord]) -> 
     else:
         max_ts = batch.max_timestamp
     if not kept:
-        _INT64.pack_into(header, _FIRST_TIMESTAMP_OFFSET, max_ts)
-    _INT32.pack_into(header, _LENGTH_OFFSET, RECORD_BATCH_OVERHEAD - LOG_OVERHEAD + len(payload))
-    _INT64.pack_into(header, _MAX_TIMESTAMP_OFFSET, max_ts)
-    _INT32.pack_into(header, _RECORD_COUNT_OFFSET, len(kept))
+        _INT64.pack_into(header, FIRST_TIMESTAMP_OFFSET, max_ts)
+    _INT32.pack_into(header, LENGTH_OFFSET, RECORD_BATCH_OVERHEAD - LOG_OVERHEAD + len(payload))
+    _INT64.pack_into(header, MAX_TIMESTAMP_OFFSET, max_ts)
+    _INT32.pack_into(header, RECORDS_COUNT_OFFSET, len(kept))
     out = header + payload
-    _UINT32.pack_into(out, _CRC_OFFSET, crc32c(memoryview(out)[_ATTRIBUTES_OFFSET:]))
+    _UINT32.pack_into(out, CRC_OFFSET, crc32c(memoryview(out)[ATTRIBUTES_OFFSET:]))
     return bytes(out)

@@ -135,9 +135,11 @@ class AdminBroker:
         return {"topics": results}
 
     def delete_topics(self, header: Any, body: dict[str, Any]) -> dict[str, Any]:
-        for name in body["topic_names"]:
+        # v6+ names the topics in `topics` (name and id), older versions in `topic_names`
+        names = [t["name"] for t in body.get("topics") or ()] or body.get("topic_names") or []
+        for name in names:
             self.assignments.pop(name, None)
-        return {"responses": [{"name": n, "error_code": 0} for n in body["topic_names"]]}
+        return {"responses": [{"name": n, "error_code": 0} for n in names]}
 
     def create_partitions(self, header: Any, body: dict[str, Any]) -> dict[str, Any]:
         t = body["topics"][0]

@@ -1,10 +1,20 @@
-"""The shared CLI helpers: --command-config files as admin client options."""
+"""The shared CLI helpers: --command-config files as admin client options, KEY=VALUE
+options as properties."""
 
 from __future__ import annotations
 
 import pytest
 
-from kafpy.cli.command_line_utils import OneLineError, admin_client_options, load_command_config
+from kafpy.cli.command_line_utils import (
+    OneLineError,
+    admin_client_options,
+    int_property,
+    load_command_config,
+    parse_key_value_args,
+    property_flag,
+    run_command,
+    unescape,
+)
 
 
 def test_admin_client_configs_become_client_options() -> None:
@@ -62,3 +72,52 @@ def test_load_command_config() -> None:
     assert load_command_config(None, print) == {}
     with pytest.raises(OneLineError, match="Cannot read properties file"):
         load_command_config("/nonexistent/admin.properties", print)
+
+
+def test_key_value_args_become_properties() -> None:
+    props = parse_key_value_args(
+        [" print.key =true", "key.separator==", "null.literal=", "a=1", "a=2"], "--property", "x"
+    )
+    assert props == {"print.key": "true", "key.separator": "=", "null.literal": "", "a": "2"}
+    for bad in ("print.key", "=true", " =1"):
+        with pytest.raises(OneLineError) as e:
+            parse_key_value_args(["a=1", bad], "--consumer-property", "console-consumer")
+        assert e.value.message == (
+            f"Invalid --consumer-property '{bad}': expected KEY=VALUE "
+            "(see 'kafpy console-consumer --help')"
+        )
+
+
+def test_flag_and_int_properties() -> None:
+    props = {"yes": " TRUE ", "no": "yes", "n": " 42 ", "bad": "4x"}
+    assert property_flag(props, "yes", False) and not property_flag(props, "no", True)
+    assert property_flag(props, "missing", True) and not property_flag(props, "missing", False)
+    assert int_property(props, "n", 1, "consumer") == 42
+    assert int_property(props, "missing", 7, "consumer") == 7
+    with pytest.raises(OneLineError, match="Invalid value '4x' for producer property bad: "):
+        int_property(props, "bad", 1, "producer")
+    assert unescape("\\t|\\n|\\r") == "\t|\n|\r"
+
+
+def test_run_command_makes_every_failure_one_line() -> None:
+    async def fails() -> None:
+        raise TimeoutError()
+
+    async def refuses() -> None:
+        raise OneLineError("Invalid --x 'y' (see 'kafpy x --help')")
+
+    async def interrupted() -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(OneLineError) as e:
+        run_command(fails, "Error while executing x command : ")
+    assert e.value.message == "Error while executing x command : TimeoutError"
+    # the command's own one-line error is not prefixed again
+    with pytest.raises(OneLineError) as e:
+        run_command(refuses, "Error while executing x command : ")
+    assert e.value.message == "Invalid --x 'y' (see 'kafpy x --help')"
+    with pytest.raises(OneLineError) as e:
+        run_command(interrupted, "Error: ")
+    assert e.value.message == "Error: interrupted"
+    # a console tool stops quietly on Ctrl-C
+    run_command(interrupted, "Error: ", interrupt_is_error=False)

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from kafpy.cli.command_line_utils import OneLineError
 from kafpy.cli.console_consumer import (
     DefaultMessageFormatter,
-    OneLineError,
     RecordPrinter,
     StartingPoint,
     command,
@@ -63,6 +63,11 @@ def test_option_errors() -> None:
         *base, "--consumer-property", "isolation.level=dirty"
     )
     assert "HOST:PORT" in one_line_error("--bootstrap-server", "x", "--topic", "t")
+    # a bad KEY=VALUE points at this command's help, not the producer's
+    for option in ("--property", "--consumer-property"):
+        error = one_line_error(*base, option, "print.key")
+        assert f"Invalid {option} 'print.key': expected KEY=VALUE" in error
+        assert error.endswith("(see 'kafpy console-consumer --help')")
 
 
 def test_starting_point() -> None:

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from kafpy.cli.command_line_utils import OneLineError
 from kafpy.cli.console_producer import (
     LineMessageReader,
-    OneLineError,
     command,
     produce_lines,
     producer_settings,
@@ -31,7 +31,7 @@ def invoke(*args: str, stdin: bytes = b"") -> Any:
 
 def one_line_error(result: Any) -> str:
     assert result.exit_code == 1, result.output
-    lines = result.stderr.strip().splitlines()
+    lines: list[str] = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
     return lines[0]
 
@@ -55,6 +55,13 @@ def test_required_and_invalid_options_are_one_line_errors() -> None:
     assert "brotli" in error and "kafpy console-producer --help" in error
     assert "acks" in one_line_error(
         invoke("--bootstrap-server", "h:1", "--topic", "t", "--request-required-acks", "2")
+    )
+    assert "Invalid value 'soon' for producer property linger.ms: expected a number." in (
+        one_line_error(
+            invoke(
+                "--bootstrap-server", "h:1", "--topic", "t", "--producer-property", "linger.ms=soon"
+            )
+        )
     )
 
 

@@ -17,7 +17,7 @@ from kafpy.controller.kafka_controller import ElectionResult
 from kafpy.controller.partition_state_machine import PartitionState
 from kafpy.controller.replica_state_machine import ReplicaState
 from kafpy.controller.state_change_logger import STATE_CHANGE_LOGGER_NAME
-from kafpy.metadata.zk_data import LeaderIsrAndControllerEpoch
+from kafpy.metadata.zk_data import IsrChangeNotificationSequenceZNode, LeaderIsrAndControllerEpoch
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.errors import Errors
 from kafpy.protocol.messages import REQUESTS
@@ -598,6 +598,51 @@ def test_election_results_for_unknown_unelectable_and_non_controller() -> None:
         assert await other.elect_leaders([tp], ElectionType.PREFERRED) == {
             tp: ElectionResult(Errors.NOT_CONTROLLER)
         }
+
+
+def test_election_answers_not_controller_when_the_controller_moved_meanwhile() -> None:
+    async def body(cluster: ControllerCluster) -> None:
+        await _leader_moved_off_the_preferred_replica(cluster)
+        ctl = cluster.controller()
+        # another controller bumped /controller_epoch: this one's writes fail its check
+        data, _ = await cluster.admin.store.get("/controller_epoch")
+        await cluster.admin.store.set("/controller_epoch", data)
+        results = await ctl.elect_leaders([TopicPartition("t", 0)], ElectionType.PREFERRED)
+        assert results == {TopicPartition("t", 0): ElectionResult(Errors.NOT_CONTROLLER)}
+        state = await state_json(cluster, "t", 0)
+        assert state is not None and state["leader"] == 2
+
+    run(body)
+
+
+# -- ISR changes --------------------------------------------------------------------------------
+
+
+def test_isr_change_notifications_are_sent_as_update_metadata_and_deleted(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async def body(cluster: ControllerCluster) -> None:
+        await cluster.start(0, 1)
+        await cluster.admin.create_topic_with_config("t", {0: [0, 1], 1: [1, 0]}, {})
+        await cluster.settle()
+        cluster.sent.clear()
+        with caplog.at_level(logging.WARNING, logger="kafpy.controller"):
+            for data in (
+                b"not json",
+                IsrChangeNotificationSequenceZNode.encode([TopicPartition("t", 1)]),
+            ):
+                await cluster.admin.store.create(
+                    IsrChangeNotificationSequenceZNode.path(), data, sequential=True
+                )
+            await cluster.settle()
+        # every broker hears of the changed partition, and only of it
+        assert sorted(r.broker_id for r in cluster.requests(UM)) == [0, 1]
+        assert {p for r in cluster.requests(UM) for p in r.partitions()} == {("t", 1)}
+        # the malformed notification is logged and deleted with the other
+        assert "Ignoring ISR change notification isr_change_" in caplog.text
+        assert await cluster.admin.store.get_children("/isr_change_notification") == []
+
+    run(body)
 
 
 # -- log dir failures ---------------------------------------------------------------------------

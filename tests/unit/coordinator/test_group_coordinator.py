@@ -10,6 +10,7 @@ from kafpy.coordinator.group_config import GroupConfig, OffsetConfig
 from kafpy.coordinator.group_coordinator import GroupCoordinator
 from kafpy.coordinator.group_metadata import GroupState
 from kafpy.coordinator.offset_and_metadata import OffsetAndMetadata
+from kafpy.protocol.consumer_protocol import encode_subscription
 from kafpy.protocol.errors import Errors
 from tests.unit.coordinator.fakes import FakeOffsetsLog
 
@@ -191,5 +192,50 @@ def test_groups_are_reloaded_by_a_new_coordinator() -> None:
         assert group.is_in(GroupState.STABLE) and group.members[m].assignment == b"x"
         other.on_resignation(0)
         assert other.handle_fetch_offsets("g", None)[0] == Errors.NOT_COORDINATOR
+
+    asyncio.run(run())
+
+
+def test_sync_group_v5_checks_protocol_type_and_name() -> None:
+    async def run() -> None:
+        h = Harness()
+        [j] = h.join()
+        m = j["member_id"]
+        out: list[dict[str, Any]] = []
+        for ptype, pname in (("consumer", "roundrobin"), ("connect", "range")):
+            h.coordinator.handle_sync_group("g", 1, m, None, {m: b"a"}, out.append, ptype, pname)
+        assert [r["error_code"] for r in out] == [Errors.INCONSISTENT_GROUP_PROTOCOL] * 2
+        h.coordinator.handle_sync_group("g", 1, m, None, {m: b"a"}, out.append, "consumer", "range")
+        await h.settle()
+        assert out[-1]["error_code"] == Errors.NONE and out[-1]["protocol_name"] == "range"
+
+    asyncio.run(run())
+
+
+def test_delete_offsets_spares_topics_a_running_group_consumes() -> None:
+    async def run() -> None:
+        h = Harness()
+        c = h.coordinator
+        t, u = TopicPartition("t", 0), TopicPartition("u", 0)
+        [j] = h.join(protocols=[("range", encode_subscription(["t"]))])
+        m = j["member_id"]
+        h.sync(m, 1, {m: b""})
+        await h.settle()
+        await c.handle_commit_offsets(
+            "g", m, None, 1, {t: OffsetAndMetadata(1), u: OffsetAndMetadata(2)}
+        )
+        assert await c.handle_delete_offsets("g", [t, u]) == (
+            Errors.NONE, {t: Errors.GROUP_SUBSCRIBED_TO_TOPIC, u: Errors.NONE},
+        )  # fmt: skip
+        left = c.handle_fetch_offsets("g", [t, u])[1]
+        assert left[u] is None and left[t] is not None and left[t].offset == 1
+        assert c.handle_leave_group("g", [(m, None)]) == (Errors.NONE, [Errors.NONE])
+        await h.settle()
+        # an empty group loses what it asks for, and with no offsets left it is gone
+        appends = h.log.appends
+        assert await c.handle_delete_offsets("g", [t]) == (Errors.NONE, {t: Errors.NONE})
+        assert h.log.appends == appends + 1  # the tombstones are written
+        assert await c.handle_delete_offsets("g", [t]) == (Errors.GROUP_ID_NOT_FOUND, {})
+        assert await c.handle_delete_offsets("", [t]) == (Errors.INVALID_GROUP_ID, {})
 
     asyncio.run(run())

@@ -1,4 +1,8 @@
-"""The advertised version table."""
+"""The advertised version table against Kafka 2.8's message schemas.
+
+KAFKA_2_8 holds, per API, the `validVersions` and first flexible version of
+clients/src/main/resources/common/message/*Request.json at Kafka's 2.8.2 tag.
+"""
 
 from __future__ import annotations
 
@@ -6,28 +10,64 @@ from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.api_versions import SUPPORTED_VERSIONS, api_versions_entries, is_supported
 from kafpy.protocol.messages import REQUESTS, RESPONSES
 
-# Advertised at a flexible version because the agreed table says so (Kafka 2.8's range).
-FLEXIBLE_ADVERTISED = {ApiKey.INCREMENTAL_ALTER_CONFIGS, ApiKey.ELECT_LEADERS}
+K = ApiKey
+KAFKA_2_8: dict[ApiKey, tuple[int, int, int | None]] = {
+    K.PRODUCE: (0, 9, 9), K.FETCH: (0, 12, 12), K.LIST_OFFSETS: (0, 6, 6),
+    K.METADATA: (0, 11, 9), K.LEADER_AND_ISR: (0, 5, 4), K.STOP_REPLICA: (0, 3, 2),
+    K.UPDATE_METADATA: (0, 7, 6), K.CONTROLLED_SHUTDOWN: (0, 3, 3),
+    K.OFFSET_COMMIT: (0, 8, 8), K.OFFSET_FETCH: (0, 7, 6), K.FIND_COORDINATOR: (0, 3, 3),
+    K.JOIN_GROUP: (0, 7, 6), K.HEARTBEAT: (0, 4, 4), K.LEAVE_GROUP: (0, 4, 4),
+    K.SYNC_GROUP: (0, 5, 4), K.DESCRIBE_GROUPS: (0, 5, 5), K.LIST_GROUPS: (0, 4, 3),
+    K.SASL_HANDSHAKE: (0, 1, None), K.API_VERSIONS: (0, 3, 3), K.CREATE_TOPICS: (0, 7, 5),
+    K.DELETE_TOPICS: (0, 6, 4), K.DELETE_RECORDS: (0, 2, 2), K.INIT_PRODUCER_ID: (0, 4, 2),
+    K.OFFSET_FOR_LEADER_EPOCH: (0, 4, 4), K.DESCRIBE_CONFIGS: (0, 4, 4),
+    K.ALTER_CONFIGS: (0, 2, 2), K.CREATE_PARTITIONS: (0, 3, 2), K.DELETE_GROUPS: (0, 2, 2),
+    K.ELECT_LEADERS: (0, 2, 2), K.INCREMENTAL_ALTER_CONFIGS: (0, 1, 1),
+    K.OFFSET_DELETE: (0, 0, None), K.DESCRIBE_CLUSTER: (0, 0, 0),
+}  # fmt: skip
+
+# Where kafpy advertises less than Kafka 2.8, and why.
+NARROWER = {
+    # message format v0/v1 (Produce v0-2, Fetch v0-3, ListOffsets v0) is not converted
+    K.PRODUCE: (3, 9),
+    K.FETCH: (4, 12),
+    K.LIST_OFFSETS: (1, 6),
+    # inter-broker APIs at the versions kafpy's own controller sends
+    K.LEADER_AND_ISR: (0, 3),
+    K.STOP_REPLICA: (0, 1),
+    K.UPDATE_METADATA: (0, 5),
+    K.CONTROLLED_SHUTDOWN: (1, 2),
+}
 
 
-def test_advertised_ranges_are_declared_and_not_flexible() -> None:
+def test_advertised_ranges_are_kafka_2_8s() -> None:
+    for key, rng in SUPPORTED_VERSIONS.items():
+        lo, hi, _ = KAFKA_2_8[key]
+        assert rng == NARROWER.get(key, (lo, hi)), key.api_name
+
+
+def test_flexible_versions_are_kafka_2_8s() -> None:
+    for key, (_, hi, flexible) in KAFKA_2_8.items():
+        for messages in (REQUESTS, RESPONSES):
+            m = messages.get(key)
+            if m is None:
+                continue
+            assert m.valid_versions[0] == 0 and m.valid_versions[1] >= hi, m.name
+            assert m.flexible_versions == flexible, m.name
+
+
+def test_advertised_ranges_are_declared() -> None:
     for key, (lo, hi) in SUPPORTED_VERSIONS.items():
         for messages in (REQUESTS, RESPONSES):
             m = messages[key]
             assert m.valid_versions[0] <= lo <= hi <= m.valid_versions[1], m.name
-            assert m.is_flexible(hi) == (key in FLEXIBLE_ADVERTISED), m.name
-
-
-def test_reads_as_a_modern_broker_to_kafka_python() -> None:
-    assert SUPPORTED_VERSIONS[ApiKey.METADATA][1] >= 8
-    assert SUPPORTED_VERSIONS[ApiKey.FETCH][1] >= 11
-    assert SUPPORTED_VERSIONS[ApiKey.API_VERSIONS] == (0, 2)
 
 
 def test_is_supported_and_entries() -> None:
-    assert is_supported(ApiKey.PRODUCE, 8)
-    assert not is_supported(ApiKey.PRODUCE, 9)
+    assert is_supported(ApiKey.PRODUCE, 9)
+    assert not is_supported(ApiKey.PRODUCE, 10)
+    assert not is_supported(ApiKey.PRODUCE, 2)
     assert not is_supported(999, 0)
     entries = api_versions_entries()
-    assert {"api_key": 18, "min_version": 0, "max_version": 2} in entries
+    assert {"api_key": 18, "min_version": 0, "max_version": 3} in entries
     assert [e["api_key"] for e in entries] == sorted(e["api_key"] for e in entries)

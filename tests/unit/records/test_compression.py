@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import os
 import struct
+from collections.abc import Callable
 
 import cramjam
 import kafka.codec
@@ -13,8 +14,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kafpy.common.errors import CorruptRecordError
-from kafpy.records.compression import CompressionType, _xxh32_short, compress, decompress
+from kafpy.common.errors import CorruptRecordError, MessageTooLargeError
+from kafpy.records.compression import (
+    MAX_DECOMPRESSED_BATCH_BYTES,
+    CompressionType,
+    _xxh32_short,
+    compress,
+    decompress,
+    decompressed_limit,
+)
 
 ALL_CODECS = list(CompressionType)
 COMPRESSIBLE = b"kafpy compresses this line again and again. " * 3000  # ~132 KiB
@@ -181,3 +189,62 @@ def test_garbage_is_corrupt_not_a_crash(codec: CompressionType, junk: bytes) -> 
         decompress(codec, b"\x00garbage" + junk)
     except CorruptRecordError as exc:
         assert codec.kafka_name in str(exc)
+
+
+# --- bounded decompression ------------------------------------------------------------
+
+COMPRESSED_CODECS = [c for c in CompressionType if c is not CompressionType.NONE]
+
+
+@pytest.mark.parametrize("codec", COMPRESSED_CODECS)
+def test_decompression_stops_at_the_limit(codec: CompressionType) -> None:
+    data = compress(codec, bytes(4 << 20))
+    assert decompress(codec, data, limit=4 << 20) == bytes(4 << 20)
+    with pytest.raises(MessageTooLargeError, match=f"more than {1 << 20} bytes"):
+        decompress(codec, data, limit=1 << 20)
+    with pytest.raises(MessageTooLargeError):
+        decompress(codec, data, limit=(4 << 20) - 1)
+
+
+@pytest.mark.parametrize(
+    "framing",
+    [
+        lambda data: bytes(cramjam.snappy.compress_raw(data)),  # a bare raw block
+        lambda data: bytes(cramjam.snappy.compress(data)),  # the official framing
+    ],
+)
+def test_other_snappy_framings_are_bounded_too(framing: Callable[[bytes], bytes]) -> None:
+    data = framing(bytes(2 << 20))
+    assert len(decompress(CompressionType.SNAPPY, data, limit=2 << 20)) == 2 << 20
+    with pytest.raises(MessageTooLargeError):
+        decompress(CompressionType.SNAPPY, data, limit=1 << 20)
+
+
+def test_a_gigabyte_zstd_bomb_is_refused_without_allocating_it() -> None:
+    compressor = cramjam.zstd.Compressor()
+    chunk = bytes(1 << 20)
+    for _ in range(1024):
+        compressor.compress(chunk)
+    bomb = bytes(compressor.finish())
+    assert len(bomb) < 64 * 1024
+    before = _peak_rss_kib()
+    with pytest.raises(MessageTooLargeError):
+        decompress(CompressionType.ZSTD, bomb, limit=1 << 20)
+    assert _peak_rss_kib() - before < 64 * 1024  # far less than the gigabyte
+
+
+def test_decompressed_limit_is_what_the_records_may_need_within_the_request_cap() -> None:
+    assert decompressed_limit(1, 1_048_588) == 1_048_588
+    assert decompressed_limit(0, 1_048_588) == 1_048_588
+    assert decompressed_limit(10, 1_000_000) == 10_000_000
+    assert decompressed_limit(100_000, 1_000_000) == MAX_DECOMPRESSED_BATCH_BYTES
+    # a topic allowing batches above the cap keeps its own bound
+    assert decompressed_limit(1, 200 << 20) == 200 << 20
+
+
+def _peak_rss_kib() -> int:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    raise AssertionError("no VmHWM in /proc/self/status")

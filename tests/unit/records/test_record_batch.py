@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import mmap
+import os
 import struct
 from pathlib import Path
 
@@ -506,3 +507,58 @@ def test_damaged_batches_fail_only_with_kafka_errors(
         list(batch.records())
     except (CorruptRecordError, InvalidRecordError) as exc:
         assert str(exc).startswith("Record batch ")
+
+
+# --- the one header layout and its iterators ------------------------------------------
+
+
+def test_layout_constants_match_kafka_default_record_batch() -> None:
+    from kafpy.records import record_batch as rb
+
+    offsets = [rb.BASE_OFFSET_OFFSET, rb.LENGTH_OFFSET, rb.PARTITION_LEADER_EPOCH_OFFSET,
+               rb.MAGIC_OFFSET, rb.CRC_OFFSET, rb.ATTRIBUTES_OFFSET, rb.LAST_OFFSET_DELTA_OFFSET,
+               rb.FIRST_TIMESTAMP_OFFSET, rb.MAX_TIMESTAMP_OFFSET, rb.PRODUCER_ID_OFFSET,
+               rb.PRODUCER_EPOCH_OFFSET, rb.BASE_SEQUENCE_OFFSET, rb.RECORDS_COUNT_OFFSET,
+               rb.RECORDS_OFFSET]  # fmt: skip
+    # each field starts where the previous one (as HEADER packs it) ends
+    sizes = [struct.calcsize(">" + c) for c in "qiibIhiqqqhii"]
+    assert offsets == [sum(sizes[:i]) for i in range(len(sizes) + 1)]
+    assert rb.RECORDS_OFFSET == rb.RECORD_BATCH_OVERHEAD == rb.HEADER.size == 61
+    assert rb.MIN_BATCH_LENGTH == 49
+    masks = [rb.COMPRESSION_CODEC_MASK, rb.TIMESTAMP_TYPE_MASK, rb.TRANSACTIONAL_MASK,
+             rb.CONTROL_MASK]  # fmt: skip
+    assert masks == [0x07, 0x08, 0x10, 0x20]
+    raw = build_batch([b"a", b"b"], producer_id=9, producer_epoch=0, base_sequence=0,
+                      is_transactional=True)  # fmt: skip
+    header = rb.HEADER.unpack_from(raw)
+    assert header[rb.H_RECORD_COUNT] == 2 and header[rb.H_LAST_OFFSET_DELTA] == 1
+    assert header[rb.H_PRODUCER_ID] == 9 and header[rb.H_ATTRIBUTES] & rb.TRANSACTIONAL_MASK
+
+
+def test_header_iterators_over_a_buffer_and_a_file_agree(tmp_path: Path) -> None:
+    from kafpy.records.record_batch import iter_file_batches, iter_file_headers, iter_headers
+
+    batches = [build_batch([b"x" * n], base_offset=i * 10) for i, n in enumerate((1, 300, 5000))]
+    data = b"".join(batches) + batches[0][:40]  # and a torn trailing batch
+    expected = [(sum(map(len, batches[:i])), i * 10) for i in range(3)]
+    assert [(p, h[0]) for p, h in iter_headers(data)] == expected
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(data)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        assert [(p, h[0]) for p, h in iter_file_headers(fd, 0, len(data))] == expected
+        for chunk in (64, 1 << 20):  # batches larger than a chunk are read alone
+            got = list(iter_file_batches(fd, 0, len(data), chunk))
+            assert [(p, h[0]) for p, h, _ in got] == expected
+            assert [bytes(b) for _, _, b in got] == batches
+    finally:
+        os.close(fd)
+
+
+def test_header_iterators_refuse_a_length_too_small_for_a_header() -> None:
+    from kafpy.records.record_batch import iter_headers
+
+    data = bytearray(build_batch([b"a"]))
+    data[8:12] = (48).to_bytes(4, "big")
+    with pytest.raises(CorruptRecordError, match=r"minimum batch overhead \(49\)"):
+        list(iter_headers(data, where=" of the test"))

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import threading
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -24,10 +26,13 @@ from kafpy.protocol.headers import (
 )
 from kafpy.protocol.messages import REQUESTS
 from kafpy.records.builder import build_batch
+from kafpy.records.compression import CompressionType
 from kafpy.records.memory_records import MemoryRecords
 from kafpy.server.kafka_apis import KafkaApis
 from kafpy.server.kafka_config import KafkaConfig
 from kafpy.server.request_channel import CloseConnection, Request
+from kafpy.storage.log_validator import LogValidator
+from tests.fixtures.forged_batches import lying_batches
 from tests.unit.server.fixtures import Broker, leader_and_isr, partition_state, update_metadata
 
 
@@ -70,23 +75,23 @@ def test_api_versions_lists_served_apis(broker: Broker) -> None:
     resp = call(apis_for(broker), ApiKey.API_VERSIONS, 2, {})
     assert resp is not None and resp["error_code"] == 0
     ranges = {e["api_key"]: (e["min_version"], e["max_version"]) for e in resp["api_keys"]}
-    assert ranges[ApiKey.METADATA] == (0, 8) and ranges[ApiKey.FETCH] == (4, 11)
-    assert ranges[ApiKey.PRODUCE] == (3, 8) and ranges[ApiKey.API_VERSIONS] == (0, 2)
+    assert ranges[ApiKey.METADATA] == (0, 11) and ranges[ApiKey.FETCH] == (4, 12)
+    assert ranges[ApiKey.PRODUCE] == (3, 9) and ranges[ApiKey.API_VERSIONS] == (0, 3)
     assert all(k in SUPPORTED_VERSIONS for k in ranges)
 
 
 def test_api_versions_fallback_for_newer_versions(broker: Broker) -> None:
-    parts = asyncio.run(apis_for(broker).handle(make_request(ApiKey.API_VERSIONS, 3, {})))
+    parts = asyncio.run(apis_for(broker).handle(make_request(ApiKey.API_VERSIONS, 4, {})))
     assert parts is not None
     frame = b"".join(bytes(p) for p in parts)
     cid, body = decode_response(ApiKey.API_VERSIONS, 0, frame[4:])
     assert cid == 7 and body["error_code"] == 35
-    assert body["api_keys"] == [{"api_key": 18, "min_version": 0, "max_version": 2}]
+    assert body["api_keys"] == [{"api_key": 18, "min_version": 0, "max_version": 3}]
 
 
 def test_unsupported_version_closes_the_connection(broker: Broker) -> None:
-    with pytest.raises(CloseConnection, match=r"Metadata v9 .* serves versions 0 to 8"):
-        asyncio.run(apis_for(broker).handle(make_request(ApiKey.METADATA, 9, {"topics": None})))
+    with pytest.raises(CloseConnection, match=r"Metadata v12 .* serves versions 0 to 11"):
+        asyncio.run(apis_for(broker).handle(make_request(ApiKey.METADATA, 12, {"topics": None})))
 
 
 def test_metadata_lists_brokers_topics_and_unknown_topics(broker: Broker) -> None:
@@ -290,3 +295,102 @@ def test_leader_and_isr_shuts_down_fetchers_left_idle(broker: Broker) -> None:
         assert fetchers == {}
 
     asyncio.run(main())
+
+
+def _fetch_v12(fetch_offset: int, last_fetched_epoch: int) -> dict[str, Any]:
+    return {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 1, "max_bytes": 1 << 20,
+            "topics": [{"topic": "t", "partitions": [{"partition": 0, "fetch_offset": fetch_offset,
+                        "partition_max_bytes": 1 << 20, "last_fetched_epoch": last_fetched_epoch}]}]}  # fmt: skip
+
+
+def test_fetch_v12_answers_a_diverging_epoch(broker: Broker) -> None:
+    broker.lead("t")
+    apis = apis_for(broker)
+    call(apis, ApiKey.PRODUCE, 9, produce_body(build_batch([b"a", b"b"])))
+    broker.lead("t", leader_epoch=2)
+    call(apis, ApiKey.PRODUCE, 9, produce_body(build_batch([b"c", b"d"])))
+
+    def partition(fetch_offset: int, last_fetched_epoch: int) -> dict[str, Any]:
+        resp = call(apis, ApiKey.FETCH, 12, _fetch_v12(fetch_offset, last_fetched_epoch))
+        assert resp is not None
+        [part] = resp["responses"][0]["partitions"]
+        return part
+
+    # epoch 0 ended at offset 2: a fetcher at 3 that last saw epoch 0 (or 1) has diverged
+    for last in (0, 1):
+        diverged = partition(3, last)
+        assert diverged["error_code"] == 0 and diverged["high_watermark"] == 4
+        assert diverged["diverging_epoch"] == {"epoch": 0, "end_offset": 2}
+        assert not diverged["records"]
+    same = partition(2, 0)
+    assert same["diverging_epoch"] is None
+    assert [r.offset for r in MemoryRecords(same["records"]).records()] == [2, 3]
+    # without last_fetched_epoch (or below v12) nothing is checked
+    assert partition(3, -1)["diverging_epoch"] is None
+    assert (
+        partition(0, 5)["error_code"] == 1
+    )  # an epoch this log never had past its end: out of range
+
+
+def test_api_versions_v3_checks_the_client_software(broker: Broker) -> None:
+    apis = apis_for(broker)
+    ok = call(apis, ApiKey.API_VERSIONS, 3,
+              {"client_software_name": "kafka-python", "client_software_version": "3.0.1"})  # fmt: skip
+    assert ok is not None and ok["error_code"] == 0 and ok["api_keys"]
+    for name, version in (("", "1.0"), ("bad name", "1.0"), ("x", "1.0-")):
+        bad = call(apis, ApiKey.API_VERSIONS, 3,
+                   {"client_software_name": name, "client_software_version": version})  # fmt: skip
+        assert bad is not None and (bad["error_code"], bad["api_keys"]) == (42, [])
+
+
+def test_metadata_v10_v11_and_authorized_operations(broker: Broker) -> None:
+    broker.lead("t")
+    apis = apis_for(broker, **{"auto.create.topics.enable": "false"})
+    resp = call(apis, ApiKey.METADATA, 10, {"topics": [{"name": "t"}], "include_cluster_authorized_operations": True,
+                                            "include_topic_authorized_operations": True})  # fmt: skip
+    assert resp is not None
+    [t] = resp["topics"]
+    # no authorizer: every operation of Kafka's AclEntry.supportedOperations
+    assert t["topic_authorized_operations"] == 0b1101_1111_1000
+    assert resp["cluster_authorized_operations"] == 0b1_1111_1010_0000
+    plain = call(apis, ApiKey.METADATA, 11, {"topics": [{"name": "t"}]})
+    assert plain is not None and plain["topics"][0]["topic_authorized_operations"] == -(2**31)
+    by_id = call(apis, ApiKey.METADATA, 11, {"topics": [{"name": "t", "topic_id": uuid.uuid4()}]})
+    assert by_id is not None and by_id["topics"][0]["error_code"] == 42
+
+
+def test_describe_cluster(broker: Broker) -> None:
+    broker.lead("t")
+    apis = apis_for(broker)
+    resp = call(apis, ApiKey.DESCRIBE_CLUSTER, 0, {"include_cluster_authorized_operations": True})
+    assert resp is not None and resp["error_code"] == 0
+    assert (resp["cluster_id"], resp["controller_id"]) == ("cluster-1", 0)
+    assert resp["brokers"] == [{"broker_id": 0, "host": "127.0.0.1", "port": 9092, "rack": None}]
+    assert resp["cluster_authorized_operations"] == 0b1_1111_1010_0000
+    plain = call(apis, ApiKey.DESCRIBE_CLUSTER, 0, {})
+    assert plain is not None and plain["cluster_authorized_operations"] == -(2**31)
+
+
+def test_compressed_batches_are_validated_off_the_event_loop_once(
+    broker: Broker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    broker.lead("t")
+    apis = apis_for(broker)
+    walks: list[int] = []
+    original = LogValidator._validate_records
+
+    def spy(self: LogValidator, *args: Any) -> None:
+        walks.append(threading.get_ident())
+        original(self, *args)
+
+    monkeypatch.setattr(LogValidator, "_validate_records", spy)
+    batch = build_batch([b"a", b"b"], compression=CompressionType.ZSTD)
+    resp = call(apis, ApiKey.PRODUCE, 8, produce_body(batch))
+    assert resp is not None and resp["responses"][0]["partition_responses"][0]["error_code"] == 0
+    assert len(walks) == 1 and walks[0] != threading.get_ident()  # once, in a worker thread
+    walks.clear()
+    garbage = lying_batches(0)["garbage-zstd-payload"]
+    resp = call(apis, ApiKey.PRODUCE, 8, produce_body(garbage))
+    assert resp is not None and resp["responses"][0]["partition_responses"][0]["error_code"] == 2
+    # refused in the thread, then again (bounded) by the append, which answers the error
+    assert len(walks) == 2 and walks[1] == threading.get_ident()

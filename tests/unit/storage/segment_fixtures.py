@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from kafpy.common.scheduler import MockScheduler
 from kafpy.common.time import MockTime
@@ -15,7 +16,7 @@ T0 = 1_600_000_000_000
 
 
 def batch(
-    values: Sequence[bytes] = (b"v",), base_offset: int = 0, timestamp: int = T0, **kw: object
+    values: Sequence[bytes] = (b"v",), base_offset: int = 0, timestamp: int = T0, **kw: Any
 ) -> bytes:
     """One uncompressed batch of `values` (keys k0, k1, ...)."""
     return build_batch(
@@ -64,3 +65,45 @@ def offsets_in(data: MemoryRecords) -> list[int]:
     for b in data.batches_allow_partial():
         out.extend(range(b.base_offset, b.last_offset + 1))
     return out
+
+
+SMALL = LogConfig(
+    segment_bytes=1000,
+    index_interval_bytes=100,
+    segment_index_bytes=1024,
+    file_delete_delay_ms=1000,
+)
+
+
+def fill(log: Log, n: int, per_batch: int = 2, ts: int | None = None) -> list[int]:
+    """Append n batches; returns their first offsets."""
+    firsts = []
+    for i in range(n):
+        info = log.append_as_leader(
+            records(
+                batch(
+                    [b"value-%d-%d" % (i, j) for j in range(per_batch)],
+                    timestamp=T0 if ts is None else ts,
+                )
+            ),
+            0,
+        )
+        firsts.append(info.first_offset)
+    return firsts
+
+
+def read_all(log: Log, start: int | None = None) -> list[int]:
+    offset = log.log_start_offset if start is None else start
+    out: list[int] = []
+    while offset < log.log_end_offset:
+        data = log.read(offset, 1 << 20).records
+        got = offsets_in(data)
+        if not got:
+            break
+        out.extend(o for o in got if o >= offset)
+        offset = got[-1] + 1
+    return out
+
+
+def files(dir: Path) -> list[str]:
+    return sorted(p.name for p in dir.iterdir())

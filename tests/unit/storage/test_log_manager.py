@@ -80,7 +80,7 @@ def managers(time: MockTime, scheduler: MockScheduler) -> Iterator[Managers]:
 
 
 def append(log: Log, n: int = 3, timestamp: int = 1_600_000_000_000) -> None:
-    values = [b"value-%d" % i for i in range(n)]
+    values = [(b"key-%d" % i, b"value-%d" % i) for i in range(n)]  # keyed: some logs are compacted
     log.append_as_leader(MemoryRecords(build_batch(values, timestamp=timestamp)), leader_epoch=0)
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 from crc32c import crc32c
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kafpy.common.errors import (
     CorruptRecordError,
@@ -11,9 +13,25 @@ from kafpy.common.errors import (
     InvalidTimestampError,
     MessageTooLargeError,
 )
-from kafpy.records import CompressionType, MemoryRecords, RecordBatch, TimestampType
+from kafpy.records import (
+    CompressionType,
+    MemoryRecords,
+    RecordBatch,
+    RecordBatchBuilder,
+    TimestampType,
+    build_batch,
+)
 from kafpy.storage.log_config import LogConfig
-from kafpy.storage.log_validator import LogValidator, analyze_and_validate
+from kafpy.storage.log_validator import LogValidator, RecordValidationError, analyze_and_validate
+from tests.fixtures.forged_batches import (
+    CORRUPT_MESSAGE,
+    INVALID_RECORD,
+    INVALID_TIMESTAMP,
+    lying_batches,
+    with_body,
+    with_count,
+    zstd_bomb,
+)
 
 from .segment_fixtures import T0, batch
 
@@ -164,3 +182,107 @@ def test_analyze_for_followers_keeps_offsets_and_reports_order() -> None:
     )
     backwards = memoryview(batch([b"a"], base_offset=10) + batch([b"c"], base_offset=5))
     assert not analyze_and_validate(backwards, LogConfig(), False).offsets_monotonic
+
+
+# --- records whose header and CRC are right but whose contents lie ------------------
+
+
+@pytest.mark.parametrize("name", sorted(lying_batches(T0)))
+def test_batch_with_a_correct_crc_but_lying_records_is_corrupt(name: str) -> None:
+    forged = lying_batches(NOW)[name]
+    assert RecordBatch(forged).is_valid()  # the header and CRC hold
+    with pytest.raises(CorruptRecordError) as raised:
+        validate(forged)
+    assert raised.value.code == CORRUPT_MESSAGE
+
+
+@pytest.mark.parametrize("codec", list(CompressionType))
+def test_well_formed_batches_of_every_codec_pass_the_record_walk(codec: CompressionType) -> None:
+    data = build_batch([(b"k", b"v" * 300), (b"k2", None), (b"k3", b"")], compression=codec)
+    out, info = validate(data, LogConfig(cleanup_policy=["compact"]))
+    assert info.num_messages == 3 and RecordBatch(out).is_valid()
+
+
+def test_record_length_must_tile_the_batch_even_with_a_two_byte_varint() -> None:
+    data = batch([b"x" * 200, b"y" * 300])  # lengths over 63: two-byte varints
+    validate(data)
+    body = data[61:]
+    assert body[0] >= 0x80
+    lying = with_body(data, body[:2] + body[2:-1])  # the last record ends one byte early
+    with pytest.raises(CorruptRecordError, match="record 1 claims"):
+        validate(lying)
+
+
+def test_keyless_records_on_a_compacted_topic_are_invalid_with_their_indexes() -> None:
+    compacted = LogConfig(cleanup_policy=["compact"])
+    data = build_batch([(b"k", b"1"), (None, b"2"), (b"k", b"3"), (None, b"4")], timestamp=NOW)
+    with pytest.raises(RecordValidationError) as raised:
+        validate(data, compacted)
+    assert raised.value.code == INVALID_RECORD
+    assert [i for i, _ in raised.value.record_errors] == [1, 3]
+    assert all("without key" in m for _, m in raised.value.record_errors)
+    validate(data)  # the same batch is fine on a topic that deletes
+
+
+def test_record_timestamps_are_checked_one_by_one() -> None:
+    config = LogConfig(message_timestamp_difference_max_ms=1000)
+    builder = RecordBatchBuilder()
+    builder.append(NOW, b"k", b"in range")
+    builder.append(NOW - 5000, b"k", b"five seconds old")  # first and max stay at NOW
+    data = builder.build()
+    assert RecordBatch(data).max_timestamp == NOW
+    with pytest.raises(RecordValidationError) as raised:
+        validate(data, config)
+    assert raised.value.code == INVALID_TIMESTAMP
+    assert [i for i, _ in raised.value.record_errors] == [1]
+    validate(data)  # no bound configured: accepted
+
+
+def test_a_zstd_bomb_is_refused_as_too_large_without_expanding() -> None:
+    bomb = zstd_bomb(NOW)
+    assert len(bomb) < 64 * 1024
+    with pytest.raises(MessageTooLargeError, match="decompresses to more than"):
+        validate(bomb)
+
+
+def test_the_walk_hands_the_producer_check_the_batches_with_a_producer_id() -> None:
+    plain = batch([b"a"])
+    idempotent = batch([b"b", b"c"], producer_id=42, producer_epoch=1, base_sequence=0)
+    out, info = validate(plain + idempotent)
+    assert info.producer_batches is not None
+    [(position, header)] = info.producer_batches
+    assert position == len(plain)
+    assert header == RecordBatch(out, position)._header  # the assigned offsets, not the client's
+    assert header[0] == 101 and header[9] == 42
+
+
+def test_runs_of_equal_records_are_checked_as_a_whole() -> None:
+    # one key for all: the record size changes only where offset deltas reach 64
+    data = build_batch([(b"k", b"v" * 40)] * 300, timestamp=NOW)
+    out, info = validate(data)
+    assert info.num_messages == 300
+    for lie in (299, 301):
+        with pytest.raises(CorruptRecordError, match="records"):
+            validate(with_count(data, lie))
+    # one record in the middle of a run claims one byte more: the lengths no longer tile
+    body = bytearray(data[61:])
+    stride = 1 + (body[0] >> 1)
+    assert body[0] < 0x80 and body[10 * stride] == body[0]
+    body[10 * stride] += 2  # zigzag: +1 byte
+    with pytest.raises(CorruptRecordError):
+        validate(with_body(data, bytes(body)))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    sizes=st.lists(
+        st.one_of(st.sampled_from([0, 7, 40, 200]), st.integers(0, 300)), min_size=1, max_size=200
+    ),
+    lie=st.integers(-3, 3),
+)
+def test_record_lengths_tile_any_uncompressed_batch(sizes: list[int], lie: int) -> None:
+    data = build_batch([(b"k", b"x" * s) for s in sizes], timestamp=NOW)
+    validate(data)
+    if lie and len(sizes) + lie > 0:
+        with pytest.raises(CorruptRecordError):
+            validate(with_count(data, len(sizes) + lie))

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from kafpy.common.errors import CorruptRecordError
+from kafpy.common.errors import CorruptRecordError, MessageTooLargeError
 from kafpy.records import CompressionType, RecordBatch, RecordBatchBuilder, TimestampType
 from kafpy.storage.cleaner.record_scan import filter_batch, records_section, scan_records
+from tests.fixtures.forged_batches import zstd_bomb
 
 T = 1_700_000_000_000
 
@@ -64,3 +65,10 @@ def test_a_record_running_past_its_batch_is_corrupt() -> None:
     section = records_section(batch)
     with pytest.raises(CorruptRecordError, match="base offset 100"):
         scan_records(batch, section[:-5])
+
+
+def test_records_section_is_bounded_as_on_produce() -> None:
+    bomb = RecordBatch(zstd_bomb(T, value_size=8 << 20))  # one record of 8 MiB
+    with pytest.raises(MessageTooLargeError, match="base offset 0"):
+        records_section(bomb, max_message_bytes=1 << 20)
+    assert len(records_section(bomb, max_message_bytes=16 << 20)) > 8 << 20

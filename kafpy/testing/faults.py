@@ -1,0 +1,320 @@
+"""Fault injection for kafpy.testing brokers, as librdkafka's mock cluster offers it.
+
+`FaultInjector` sits in front of each in-process broker's request handler (the socket
+server's `request_interceptor`). It fails the next requests of an API with an error Kafka
+really returns for that API, answered in the API's own response shape (per partition where
+the API has partitions), delays requests, drops connections, and stops and starts
+brokers of the cluster it belongs to. Only client requests meet faults: replicas'
+fetches (replica id >= 0) and the controller's requests to brokers pass untouched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from kafpy.protocol.api_keys import ApiKey
+from kafpy.protocol.errors import Errors
+from kafpy.protocol.headers import encode_response
+from kafpy.server.request_channel import Request, RequestHandler, ResponseParts
+from kafpy.server.socket_server import RequestInterceptor
+
+if TYPE_CHECKING:
+    from kafpy.testing.broker import KafkaCluster
+
+__all__ = ["FaultInjector", "FAILABLE_ERRORS"]
+
+_E = Errors
+_COORDINATOR = (_E.COORDINATOR_NOT_AVAILABLE, _E.COORDINATOR_LOAD_IN_PROGRESS, _E.NOT_COORDINATOR)
+_MEMBER = (_E.UNKNOWN_MEMBER_ID, _E.ILLEGAL_GENERATION, _E.REBALANCE_IN_PROGRESS)
+
+# The errors Kafka 2.8 returns for each API that faults can fail (from each response's
+# documented error codes); an injected error outside its API's list is refused.
+FAILABLE_ERRORS: dict[ApiKey, tuple[Errors, ...]] = {
+    ApiKey.PRODUCE: (
+        _E.NOT_LEADER_OR_FOLLOWER, _E.UNKNOWN_TOPIC_OR_PARTITION, _E.LEADER_NOT_AVAILABLE,
+        _E.NOT_ENOUGH_REPLICAS, _E.NOT_ENOUGH_REPLICAS_AFTER_APPEND, _E.REQUEST_TIMED_OUT,
+        _E.KAFKA_STORAGE_ERROR, _E.MESSAGE_TOO_LARGE, _E.RECORD_LIST_TOO_LARGE,
+        _E.CORRUPT_MESSAGE, _E.INVALID_RECORD, _E.TOPIC_AUTHORIZATION_FAILED,
+        _E.UNKNOWN_SERVER_ERROR,
+    ),
+    ApiKey.FETCH: (
+        _E.NOT_LEADER_OR_FOLLOWER, _E.UNKNOWN_TOPIC_OR_PARTITION, _E.OFFSET_OUT_OF_RANGE,
+        _E.FENCED_LEADER_EPOCH, _E.UNKNOWN_LEADER_EPOCH, _E.KAFKA_STORAGE_ERROR,
+        _E.TOPIC_AUTHORIZATION_FAILED, _E.UNKNOWN_SERVER_ERROR,
+    ),
+    ApiKey.LIST_OFFSETS: (
+        _E.NOT_LEADER_OR_FOLLOWER, _E.UNKNOWN_TOPIC_OR_PARTITION, _E.LEADER_NOT_AVAILABLE,
+        _E.OFFSET_NOT_AVAILABLE, _E.FENCED_LEADER_EPOCH, _E.UNKNOWN_LEADER_EPOCH,
+        _E.KAFKA_STORAGE_ERROR, _E.TOPIC_AUTHORIZATION_FAILED,
+    ),
+    ApiKey.FIND_COORDINATOR: (
+        _E.COORDINATOR_NOT_AVAILABLE, _E.COORDINATOR_LOAD_IN_PROGRESS,
+        _E.GROUP_AUTHORIZATION_FAILED,
+    ),
+    ApiKey.JOIN_GROUP: (*_COORDINATOR, _E.UNKNOWN_MEMBER_ID, _E.GROUP_AUTHORIZATION_FAILED),
+    ApiKey.SYNC_GROUP: (*_COORDINATOR, *_MEMBER, _E.GROUP_AUTHORIZATION_FAILED),
+    ApiKey.HEARTBEAT: (*_COORDINATOR, *_MEMBER, _E.GROUP_AUTHORIZATION_FAILED),
+    ApiKey.LEAVE_GROUP: (*_COORDINATOR, _E.UNKNOWN_MEMBER_ID, _E.GROUP_AUTHORIZATION_FAILED),
+    ApiKey.OFFSET_COMMIT: (
+        *_COORDINATOR, *_MEMBER, _E.REQUEST_TIMED_OUT, _E.OFFSET_METADATA_TOO_LARGE,
+        _E.UNKNOWN_TOPIC_OR_PARTITION, _E.GROUP_AUTHORIZATION_FAILED,
+        _E.TOPIC_AUTHORIZATION_FAILED,
+    ),
+    ApiKey.INIT_PRODUCER_ID: (
+        *_COORDINATOR, _E.CONCURRENT_TRANSACTIONS, _E.CLUSTER_AUTHORIZATION_FAILED,
+    ),
+}  # fmt: skip
+
+# APIs the controller and replicas send each other: never faulted
+_INTER_BROKER = frozenset(
+    {
+        ApiKey.LEADER_AND_ISR,
+        ApiKey.UPDATE_METADATA,
+        ApiKey.STOP_REPLICA,
+        ApiKey.CONTROLLED_SHUTDOWN,
+    }
+)
+
+
+def _api_by_name(api: str) -> ApiKey:
+    for key in ApiKey:
+        if key.api_name == api:
+            return key
+    raise ValueError(
+        f"Unknown API {api!r} for a fault: use Kafka's API name, one of "
+        f"{', '.join(sorted(k.api_name for k in ApiKey))}."
+    )
+
+
+def _failable_api(api: str) -> ApiKey:
+    key = _api_by_name(api)
+    if key not in FAILABLE_ERRORS:
+        raise ValueError(
+            f"Failing {api} requests is not supported: fail_next serves "
+            f"{', '.join(sorted(k.api_name for k in FAILABLE_ERRORS))}."
+        )
+    return key
+
+
+def _error_for(key: ApiKey, error: str) -> Errors:
+    valid = FAILABLE_ERRORS[key]
+    names = ", ".join(e.name for e in valid)
+    try:
+        code = Errors[error]
+    except KeyError:
+        raise ValueError(
+            f"Unknown error {error!r} for a {key.api_name} fault: use Kafka's error name, "
+            f"one of {names}."
+        ) from None
+    if code not in valid:
+        raise ValueError(f"Kafka does not answer {key.api_name} with {error}: use one of {names}.")
+    return code
+
+
+def _per_partition(
+    body: Mapping[str, Any],
+    topics: str,
+    topic_name: str,
+    partitions: str,
+    partition_index: str,
+    out_topic_name: str,
+    out_partitions: str,
+    entry: Callable[[int], dict[str, Any]],
+) -> list[dict[str, Any]]:
+    return [
+        {
+            out_topic_name: t[topic_name],
+            out_partitions: [entry(p[partition_index]) for p in t[partitions]],
+        }
+        for t in body[topics]
+    ]
+
+
+def error_response(key: ApiKey, body: Mapping[str, Any], code: int) -> dict[str, Any]:
+    """The response body Kafka sends for a request of `key` failing with `code`."""
+    if key == ApiKey.PRODUCE:
+        return {
+            "responses": _per_partition(
+                body, "topic_data", "name", "partition_data", "index", "name",
+                "partition_responses",
+                lambda p: {"index": p, "error_code": code, "base_offset": -1},
+            ),
+        }  # fmt: skip
+    if key == ApiKey.FETCH:
+        return {
+            "error_code": Errors.NONE,
+            "session_id": 0,
+            "responses": _per_partition(
+                body, "topics", "topic", "partitions", "partition", "topic", "partitions",
+                lambda p: {"partition_index": p, "error_code": code, "high_watermark": -1,
+                           "last_stable_offset": -1, "log_start_offset": -1,
+                           "preferred_read_replica": -1, "records": b""},
+            ),
+        }  # fmt: skip
+    if key == ApiKey.LIST_OFFSETS:
+        return {
+            "topics": _per_partition(
+                body, "topics", "name", "partitions", "partition_index", "name", "partitions",
+                lambda p: {"partition_index": p, "error_code": code, "timestamp": -1,
+                           "offset": -1},
+            ),
+        }  # fmt: skip
+    if key == ApiKey.OFFSET_COMMIT:
+        return {
+            "topics": _per_partition(
+                body, "topics", "name", "partitions", "partition_index", "name", "partitions",
+                lambda p: {"partition_index": p, "error_code": code},
+            ),
+        }  # fmt: skip
+    if key == ApiKey.FIND_COORDINATOR:
+        return {"error_code": code, "node_id": -1, "host": "", "port": -1}
+    if key == ApiKey.JOIN_GROUP:
+        return {"error_code": code, "generation_id": -1, "member_id": body.get("member_id", "")}
+    if key == ApiKey.INIT_PRODUCER_ID:
+        return {"error_code": code, "producer_id": -1, "producer_epoch": -1}
+    # SyncGroup, Heartbeat, LeaveGroup: one error code
+    return {"error_code": code}
+
+
+@dataclass
+class _Failure:
+    code: Errors
+    remaining: int
+    broker: int | None
+
+
+@dataclass
+class _Delay:
+    ms: int
+    remaining: int | None
+    broker: int | None
+
+
+class FaultInjector:
+    """The faults of one KafkaBroker or KafkaCluster (in-process brokers only).
+
+    Methods are called from the test's thread; brokers consult the faults on their own
+    loops, so the state sits under a lock. `fired(api)` counts the requests of an API that
+    met a fault, for asserting that a fault fired as often as configured.
+    """
+
+    def __init__(self, cluster: KafkaCluster) -> None:
+        self._cluster = cluster
+        self._lock = threading.Lock()
+        self._failures: dict[ApiKey, list[_Failure]] = {}
+        self._delays: dict[ApiKey, list[_Delay]] = {}
+        self._fired: dict[ApiKey, int] = {}
+
+    # -- configuring --------------------------------------------------------------------
+
+    def fail_next(self, api: str, error: str, count: int = 1, *, broker: int | None = None) -> None:
+        """Answer the next `count` `api` requests (to `broker` only, if given) with
+        `error` in the API's response shape, every partition of the request failing."""
+        key = _failable_api(api)
+        code = _error_for(key, error)
+        self._cluster.require_inprocess("Failing requests")
+        if count < 1:
+            raise ValueError(f"count {count} for fail_next: it must be 1 or more.")
+        with self._lock:
+            self._failures.setdefault(key, []).append(_Failure(code, count, broker))
+
+    def delay(
+        self, api: str, ms: int, count: int | None = None, *, broker: int | None = None
+    ) -> None:
+        """Hold `api` requests `ms` milliseconds before serving them: the next `count`
+        ones, or all until `clear()` when `count` is None."""
+        key = _api_by_name(api)
+        self._cluster.require_inprocess("Delaying requests")
+        if ms < 0:
+            raise ValueError(f"ms {ms} for delay: it must be 0 or more.")
+        if count is not None and count < 1:
+            raise ValueError(f"count {count} for delay: it must be 1 or more, or None.")
+        with self._lock:
+            self._delays.setdefault(key, []).append(_Delay(ms, count, broker))
+
+    def clear(self) -> None:
+        """Forget every pending failure and delay, and the counts of `fired`."""
+        with self._lock:
+            self._failures.clear()
+            self._delays.clear()
+            self._fired.clear()
+
+    def fired(self, api: str) -> int:
+        """How many `api` requests met a fault (failed or delayed) so far."""
+        key = _api_by_name(api)
+        with self._lock:
+            return self._fired.get(key, 0)
+
+    # -- acting on brokers --------------------------------------------------------------
+
+    def drop_connections(self, broker: int | None = None) -> None:
+        """Close every client connection to `broker` (all brokers when None); clients
+        reconnect as they would after a network failure."""
+        self._cluster.drop_connections(broker)
+
+    def stop_broker(self, broker: int) -> None:
+        """Shut broker `broker` (its broker.id) down cleanly; its leaderships move."""
+        self._cluster.stop_broker(broker)
+
+    def start_broker(self, broker: int) -> None:
+        """Start a stopped broker again, on its old port and data."""
+        self._cluster.start_broker(broker)
+
+    # -- on the brokers' loops ----------------------------------------------------------
+
+    def _take(self, key: ApiKey, broker_id: int) -> tuple[Errors | None, int]:
+        with self._lock:
+            code: Errors | None = None
+            for failure in self._failures.get(key, ()):
+                if failure.broker in (None, broker_id):
+                    failure.remaining -= 1
+                    code = failure.code
+                    if failure.remaining == 0:
+                        self._failures[key].remove(failure)
+                    break
+            delay_ms = 0
+            for delay in self._delays.get(key, ()):
+                if delay.broker in (None, broker_id):
+                    delay_ms = delay.ms
+                    if delay.remaining is not None:
+                        delay.remaining -= 1
+                        if delay.remaining == 0:
+                            self._delays[key].remove(delay)
+                    break
+            if code is not None or delay_ms:
+                self._fired[key] = self._fired.get(key, 0) + 1
+            return code, delay_ms
+
+    def interceptor(self, broker_id: int) -> RequestInterceptor:
+        """The socket server hook of broker `broker_id`."""
+
+        async def intercept(request: Request, handler: RequestHandler) -> ResponseParts | None:
+            try:
+                key = ApiKey(request.api_key)
+            except ValueError:
+                return await handler.handle(request)
+            body = request.body
+            if (
+                body is None
+                or key in _INTER_BROKER
+                or (key == ApiKey.FETCH and body.get("replica_id", -1) >= 0)
+                or (key not in self._failures and key not in self._delays)
+            ):
+                return await handler.handle(request)
+            code, delay_ms = self._take(key, broker_id)
+            if delay_ms:
+                await asyncio.sleep(delay_ms / 1000)
+            if code is None:
+                return await handler.handle(request)
+            if key == ApiKey.PRODUCE and body["acks"] == 0:
+                return None  # no answer is sent to acks=0 producers
+            header = request.header
+            return encode_response(
+                key, header.api_version, header.correlation_id, error_response(key, body, code)
+            )
+
+        return intercept

@@ -1,0 +1,194 @@
+"""Real clients against kafpy.testing brokers with injected faults: they react as they
+would against Kafka (retries, metadata refresh, reconnects) and lose or duplicate nothing.
+Also the broker as a child process (mode="subprocess")."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, Producer
+
+from kafpy.testing import KafkaBroker
+
+N = 50
+
+
+@pytest.fixture(scope="module")
+def broker() -> Iterator[KafkaBroker]:
+    with KafkaBroker() as b:
+        yield b
+
+
+@pytest.fixture
+def topic(broker: KafkaBroker) -> Iterator[str]:
+    name = f"faults-{uuid.uuid4().hex[:8]}"
+    broker.create_topic(name)
+    yield name
+    broker.faults.clear()
+
+
+def _produce(bootstrap: str, topic: str, **config: Any) -> list[Any]:
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, **config})
+    errors: list[Any] = []
+
+    def on_delivery(err: Any, msg: Any) -> None:
+        if err is not None:
+            errors.append(err)
+
+    for i in range(N):
+        producer.produce(topic, value=b"v%d" % i, on_delivery=on_delivery)
+    assert producer.flush(60) == 0
+    return errors
+
+
+@pytest.mark.parametrize("idempotence", [False, True])
+def test_confluent_producer_retries_through_not_leader_and_writes_each_record_once(
+    broker: KafkaBroker, topic: str, idempotence: bool
+) -> None:
+    broker.faults.fail_next("Produce", "NOT_LEADER_OR_FOLLOWER", count=3)
+    errors = _produce(broker.bootstrap_servers, topic, **{"enable.idempotence": idempotence})
+    assert errors == []
+    assert broker.faults.fired("Produce") == 3
+    values = [r.value for r in broker.consume(topic, N)]
+    assert sorted(v or b"" for v in values) == sorted(b"v%d" % i for i in range(N))
+    with pytest.raises(TimeoutError, match=f"Consumed {N} of {N + 1}"):
+        broker.consume(topic, N + 1, timeout=1.0)  # nothing written twice
+
+
+def test_confluent_consumer_survives_delayed_fetches(broker: KafkaBroker, topic: str) -> None:
+    broker.produce(topic, [b"m%d" % i for i in range(N)])
+    broker.faults.delay("Fetch", ms=500)
+    consumer = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap_servers,
+            "group.id": f"g-{topic}",
+            "auto.offset.reset": "earliest",
+            "fetch.wait.max.ms": 100,
+        }
+    )
+    try:
+        consumer.subscribe([topic])
+        got: list[bytes | None] = []
+        for _ in range(120):
+            msg = consumer.poll(0.5)
+            if msg is not None and msg.error() is None:
+                got.append(msg.value())
+            if len(got) == N:
+                break
+    finally:
+        consumer.close()
+    assert got == [b"m%d" % i for i in range(N)]
+    assert broker.faults.fired("Fetch") > 0
+
+
+def test_confluent_consumer_reconnects_after_dropped_connections(
+    broker: KafkaBroker, topic: str
+) -> None:
+    broker.produce(topic, [b"before"])
+    consumer = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap_servers,
+            "group.id": f"g-{topic}",
+            "auto.offset.reset": "earliest",
+        }
+    )
+    try:
+        consumer.subscribe([topic])
+        got: list[bytes | None] = []
+
+        def poll_until(n: int) -> None:
+            for _ in range(120):
+                msg = consumer.poll(0.5)
+                if msg is not None and msg.error() is None:
+                    got.append(msg.value())
+                if len(got) == n:
+                    return
+
+        poll_until(1)
+        broker.faults.drop_connections()
+        broker.produce(topic, [b"after"])
+        poll_until(2)
+    finally:
+        consumer.close()
+    assert got == [b"before", b"after"]
+
+
+def test_aiokafka_producer_retries_through_not_leader(broker: KafkaBroker, topic: str) -> None:
+    from aiokafka import AIOKafkaProducer  # type: ignore[import-untyped]
+
+    async def produce() -> None:
+        producer = AIOKafkaProducer(bootstrap_servers=broker.bootstrap_servers)
+        await producer.start()
+        try:
+            for i in range(N):
+                await producer.send_and_wait(topic, b"a%d" % i)
+        finally:
+            await producer.stop()
+
+    broker.faults.fail_next("Produce", "NOT_LEADER_OR_FOLLOWER", count=2)
+    asyncio.run(produce())
+    assert broker.faults.fired("Produce") == 2
+    assert [r.value for r in broker.consume(topic, N)] == [b"a%d" % i for i in range(N)]
+
+
+def test_kafka_python_producer_retries_through_not_enough_replicas(
+    broker: KafkaBroker, topic: str
+) -> None:
+    from kafka import KafkaProducer  # type: ignore[import-untyped]
+
+    broker.faults.fail_next("Produce", "NOT_ENOUGH_REPLICAS", count=2)
+    producer = KafkaProducer(bootstrap_servers=broker.bootstrap_servers, retries=5)
+    try:
+        for i in range(N):
+            producer.send(topic, b"k%d" % i).get(timeout=30)
+    finally:
+        producer.close()
+    assert broker.faults.fired("Produce") == 2
+    assert [r.value for r in broker.consume(topic, N)] == [b"k%d" % i for i in range(N)]
+
+
+def test_confluent_group_consumer_rejoins_after_rebalance_in_progress(
+    broker: KafkaBroker, topic: str
+) -> None:
+    broker.produce(topic, [b"r%d" % i for i in range(N)])
+    broker.faults.fail_next("Heartbeat", "REBALANCE_IN_PROGRESS", count=1)
+    consumer = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap_servers,
+            "group.id": f"g-{topic}",
+            "auto.offset.reset": "earliest",
+            "heartbeat.interval.ms": 100,
+            "max.poll.interval.ms": 60000,
+        }
+    )
+    try:
+        consumer.subscribe([topic])
+        got: list[bytes | None] = []
+        for _ in range(120):
+            msg = consumer.poll(0.5)
+            if msg is not None and msg.error() is None:
+                got.append(msg.value())
+            if len(got) >= N and broker.faults.fired("Heartbeat") == 1:
+                break
+    finally:
+        consumer.close()
+    assert broker.faults.fired("Heartbeat") == 1
+    # after the rejoin the consumer goes on from its position: nothing lost
+    assert set(got) == {b"r%d" % i for i in range(N)}
+
+
+def test_subprocess_broker_serves_real_clients_and_leaves_no_process() -> None:
+    with KafkaBroker(mode="subprocess") as broker:
+        process = broker._node(0).process
+        assert process is not None
+        broker.create_topic("sub")
+        assert _produce(broker.bootstrap_servers, "sub") == []
+        assert len(broker.consume("sub", N)) == N
+        data_dir = broker.data_dir
+        assert data_dir is not None
+    assert process.poll() is not None
+    assert not data_dir.exists()

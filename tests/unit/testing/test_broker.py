@@ -1,0 +1,145 @@
+"""Tests of kafpy.testing.broker: in-process brokers and clusters start, serve, lose and
+regain brokers, and leave no thread, port or file behind."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from kafpy.common.topic_partition import TopicPartition
+from kafpy.testing import KafkaBroker, KafkaCluster
+from kafpy.testing.broker import running_clusters
+
+
+def _accepts(address: str) -> bool:
+    host, _, port = address.rpartition(":")
+    try:
+        with socket.create_connection((host, int(port)), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+def _threads() -> set[threading.Thread]:
+    return set(threading.enumerate())
+
+
+def test_broker_serves_and_leaves_nothing_behind() -> None:
+    before = _threads()
+    with KafkaBroker() as broker:
+        address = broker.bootstrap_servers
+        data_dir = broker.data_dir
+        assert data_dir is not None and data_dir.is_dir()
+        assert _accepts(address)
+        assert broker in running_clusters()
+        broker.create_topic("orders", partitions=2)
+        broker.produce("orders", [b"a", "b"], partition=1)
+        broker.produce("orders", records=[(b"k", b"c")], partition=0)
+        got = broker.consume("orders", 3)
+        assert sorted((r.partition, r.value) for r in got) == [(0, b"c"), (1, b"a"), (1, b"b")]
+    assert _threads() == before
+    assert not data_dir.exists()
+    assert not _accepts(address)
+    assert broker not in running_clusters()
+
+
+def test_consume_times_out_with_a_sentence() -> None:
+    with KafkaBroker() as broker:
+        broker.create_topic("few")
+        broker.produce("few", [b"x"])
+        with pytest.raises(TimeoutError, match=r"Consumed 1 of 2 records of topic 'few'"):
+            broker.consume("few", 2, timeout=0.5)
+
+
+def test_async_context_manager_and_a_given_data_dir_is_kept(tmp_path: Path) -> None:
+    async def scenario() -> str:
+        async with KafkaBroker(data_dir=tmp_path / "kept") as broker:
+            await asyncio.to_thread(broker.create_topic, "t")
+            return broker.bootstrap_servers
+
+    address = asyncio.run(scenario())
+    assert not _accepts(address)
+    assert (tmp_path / "kept" / "broker-0" / "logs" / "t-0").is_dir()
+
+
+def test_cluster_survives_a_broker_stop_and_restart() -> None:
+    before = _threads()
+    with KafkaCluster(3) as cluster:
+        assert cluster.broker_ids == [0, 1, 2]
+        cluster.create_topic("t", partitions=1, replication_factor=3)
+        cluster.produce("t", [b"1"])
+        leader = cluster.server(0).metadata_cache
+        assert leader is not None
+        info = leader.get_partition_info(TopicPartition("t", 0))
+        assert info is not None
+        old_leader = info.leader
+        old_address = cluster._node(old_leader).address
+        cluster.faults.stop_broker(old_leader)
+        assert not _accepts(old_address)
+        cluster.produce("t", [b"2"])  # to the new leader
+        assert [r.value for r in cluster.consume("t", 2)] == [b"1", b"2"]
+        cluster.faults.start_broker(old_leader)
+        assert cluster._node(old_leader).address == old_address  # same port again
+        cluster.faults.drop_connections()
+        assert [r.value for r in cluster.consume("t", 2)] == [b"1", b"2"]
+    assert _threads() == before
+
+
+def test_bad_arguments_are_refused_with_sentences() -> None:
+    with pytest.raises(ValueError, match="runs in this process only"):
+        KafkaCluster(2, mode="subprocess")
+    with pytest.raises(ValueError, match="Unknown broker mode 'docker'"):
+        KafkaBroker(mode="docker")  # type: ignore[arg-type]
+    with KafkaCluster(2) as cluster:
+        with pytest.raises(ValueError, match=r"No broker 5 in this cluster: .* \[0, 1\]"):
+            cluster.faults.stop_broker(5)
+        with pytest.raises(RuntimeError, match="Broker 1 is already running"):
+            cluster.faults.start_broker(1)
+
+
+_FRESH = """
+import json, os, sys
+import kafpy.server.kafka_server
+from kafpy.testing import KafkaBroker
+loaded = sorted(m for m in sys.modules if m.startswith("kafpy.storage.cleaner."))
+
+def parent(pid):
+    try:
+        return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1]
+    except OSError:
+        return None  # gone meanwhile
+
+with KafkaBroker() as broker:
+    children = [p for p in os.listdir("/proc") if p.isdigit() and parent(p) == str(os.getpid())]
+print(json.dumps({"loaded": loaded, "children": children}))
+"""
+
+
+def test_a_broker_loads_no_cleaner_code_and_starts_no_process_until_it_compacts() -> None:
+    # a fresh interpreter: what importing and starting a broker costs a test process
+    out = subprocess.run(
+        [sys.executable, "-c", _FRESH], capture_output=True, text=True, check=True, timeout=120
+    )
+    figures = json.loads(out.stdout.strip().splitlines()[-1])
+    assert figures["loaded"] == ["kafpy.storage.cleaner.cleaner_config"]
+    assert figures["children"] == []  # no multiprocessing resource tracker
+
+
+def test_drop_connections_closes_client_connections_before_returning() -> None:
+    with KafkaBroker() as broker:
+        socket_server = broker.server(0).socket_server
+        assert socket_server is not None
+        host, _, port = broker.bootstrap_servers.rpartition(":")
+        with socket.create_connection((host, int(port)), timeout=5) as client:
+            while socket_server.connection_count == 0:
+                threading.Event().wait(0.005)
+            broker.faults.drop_connections()
+            assert socket_server.connection_count == 0
+            assert client.recv(1) == b""  # closed by the broker
