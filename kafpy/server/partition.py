@@ -192,13 +192,17 @@ class Partition:
             self.leader_epoch_cache.assign(self.leader_epoch, start)
         is_new_leader = not self.is_leader
         self.pending_isr = None
-        if is_new_leader:
-            now = self.time.milliseconds()
-            for replica in self.remote_replicas.values():
+        now = self.time.milliseconds()
+        for replica in self.remote_replicas.values():
+            if is_new_leader:
                 replica.log_end_offset = -1
                 replica.log_start_offset = -1
                 replica.last_fetch_leader_log_end_offset = -1
-                replica.last_caught_up_time_ms = now if replica.broker_id in self.isr else 0
+            # at every new epoch, as Kafka's makeLeader: a replica the controller took out
+            # of the ISR (a stopped broker) no longer counts as caught up, so it cannot hold
+            # the high watermark back until replica.lag.time.max.ms has passed
+            replica.last_caught_up_time_ms = now if replica.broker_id in self.isr else 0
+        if is_new_leader:
             self.leader_replica_id = self.local_broker_id
         self.log_ident.info(
             "%s starts at leader epoch %d from offset %d with high watermark %d.",

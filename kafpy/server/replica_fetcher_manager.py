@@ -5,6 +5,12 @@ per leader, and a partition always goes to the same one (Kafka's
 `abs(31 * topic.hashCode + partition) % num.replica.fetchers`). Adding a partition whose
 leader changed moves it to the new leader's fetcher; fetchers left with no partitions
 are shut down.
+
+Every change to `fetchers` happens in one step with no await in between (on the one
+event loop that is what Kafka's fetcher-manager lock gives): shutting idle fetchers down
+first takes them all out of the map, then awaits them, so a LeaderAndIsr handled
+meanwhile never hands a partition to a fetcher on its way out, and a fetcher found shut
+down is replaced by a new one.
 """
 
 from __future__ import annotations
@@ -80,7 +86,7 @@ class ReplicaFetcherManager:
             grouped.setdefault(key, {})[tp] = (offset, epoch)
         for key, states in grouped.items():
             fetcher = self.fetchers.get(key)
-            if fetcher is None:
+            if fetcher is None or not fetcher.is_running:
                 leader, fid = key
                 fetcher = ReplicaFetcherThread(
                     f"ReplicaFetcherThread-{fid}-{leader.id}", fid, self.broker_id, leader, self.config,
@@ -120,8 +126,12 @@ class ReplicaFetcherManager:
         await self.shutdown_idle_fetcher_threads()
 
     async def shutdown_idle_fetcher_threads(self) -> None:
-        for key in [k for k, f in self.fetchers.items() if f.partition_count == 0]:
-            await self.fetchers.pop(key).shutdown()
+        """Shut down the fetchers that have no partition left (Kafka's shutdownIdleFetcherThreads)."""
+        idle = [
+            self.fetchers.pop(k) for k, f in list(self.fetchers.items()) if f.partition_count == 0
+        ]
+        for fetcher in idle:
+            await fetcher.shutdown()
 
     async def shutdown(self) -> None:
         self.log.info("shutting down")

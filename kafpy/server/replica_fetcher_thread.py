@@ -150,6 +150,11 @@ class ReplicaFetcherThread:
     def partition_count(self) -> int:
         return len(self.partition_states)
 
+    @property
+    def is_running(self) -> bool:
+        """False once `shutdown` has begun: such a fetcher never fetches again."""
+        return self._running
+
     # -- lifecycle ------------------------------------------------------------------------
 
     def start(self) -> None:
