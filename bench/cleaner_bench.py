@@ -31,6 +31,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench_support import free_port  # noqa: E402
+
 from kafpy.common.scheduler import MockScheduler  # noqa: E402
 from kafpy.common.time import MockTime  # noqa: E402
 from kafpy.common.topic_partition import TopicPartition  # noqa: E402
@@ -104,12 +106,6 @@ def bench_throughput(dirty_mb: int) -> None:
 
 
 # -- latency --------------------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def percentile(xs: list[float], p: float) -> float:

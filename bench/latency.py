@@ -27,7 +27,6 @@ import argparse
 import json
 import os
 import shutil
-import socket
 import struct
 import subprocess
 import sys
@@ -37,27 +36,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from bench_support import free_port, wait_port  # noqa: E402
+
 HERE = Path(__file__).resolve()
 # value layout: 1 byte (1 timed, 0 warm-up) + 8 bytes send time (monotonic ns), then padding
 HEADER = struct.Struct(">BQ")
 WARMUP_S = 0.5
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def wait_port(port: int, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return
-        except OSError:
-            time.sleep(0.1)
-    raise SystemExit(f"nothing listens on port {port} after {timeout} s")
 
 
 def percentiles(samples_ms: list[float]) -> dict[str, float]:

@@ -32,26 +32,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench_support import free_port, wait_port  # noqa: E402
+
 HERE = Path(__file__).resolve()
 TOPIC = "load"
 PROBE_INTERVAL_S = 0.020
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def wait_port(port: int, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return
-        except OSError:
-            time.sleep(0.1)
-    raise SystemExit(f"nothing listens on port {port} after {timeout} s")
 
 
 def percentiles(samples_ms: list[float]) -> str:

@@ -16,7 +16,6 @@ import argparse
 import asyncio
 import os
 import random
-import socket
 import subprocess
 import sys
 import tempfile
@@ -26,6 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import pyarrow as pa  # noqa: E402
+from bench_support import free_port  # noqa: E402
 
 from kafpy.client.admin_client import AdminClient, NewTopic  # noqa: E402
 from kafpy.client.connection import BrokerConnection  # noqa: E402
@@ -37,12 +37,6 @@ from kafpy.records.builder import RecordBatchBuilder  # noqa: E402
 from kafpy.spark.arrow import ARROW_SCHEMA, SPARK_SCHEMA  # noqa: E402
 
 BATCH = 5_000
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def start_broker(data_dir: Path) -> tuple[subprocess.Popen[bytes], str]:
