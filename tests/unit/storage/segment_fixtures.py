@@ -6,6 +6,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from kafpy.common.scheduler import MockScheduler
 from kafpy.common.time import MockTime
 from kafpy.records import MemoryRecords, build_batch
@@ -107,3 +109,15 @@ def read_all(log: Log, start: int | None = None) -> list[int]:
 
 def files(dir: Path) -> list[str]:
     return sorted(p.name for p in dir.iterdir())
+
+
+@pytest.fixture
+def clock() -> Clock:
+    """A mock clock for a test's log (imported by the test modules that use it)."""
+    return Clock()
+
+
+@pytest.fixture
+def log_dir(tmp_path: Path) -> Path:
+    """The directory of partition t-0 in the test's tmp_path."""
+    return tmp_path / "t-0"

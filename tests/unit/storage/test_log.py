@@ -37,17 +37,6 @@ from .segment_fixtures import (
     records,
 )
 
-
-@pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
-@pytest.fixture
-def log_dir(tmp_path: Path) -> Path:
-    return tmp_path / "t-0"
-
-
 # -- names -------------------------------------------------------------------------------------
 
 

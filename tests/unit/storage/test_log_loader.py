@@ -5,8 +5,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import pytest
-
 from kafpy.records import RecordBatch
 from kafpy.storage.log import (
     Log,
@@ -28,17 +26,6 @@ from .segment_fixtures import (
     read_all,
     records,
 )
-
-
-@pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
-@pytest.fixture
-def log_dir(tmp_path: Path) -> Path:
-    return tmp_path / "t-0"
-
 
 # -- recovery -----------------------------------------------------------------------
 
