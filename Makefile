@@ -24,6 +24,8 @@ system-deps:
 	@need=""; \
 	[ -e /usr/share/java/zookeeper.jar ] || need="$$need zookeeper"; \
 	command -v kcat >/dev/null 2>&1 || need="$$need kcat"; \
+	command -v chromium >/dev/null 2>&1 || need="$$need chromium"; \
+	command -v chromedriver >/dev/null 2>&1 || need="$$need chromium-driver"; \
 	if [ -n "$$need" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$need >/dev/null; \

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from kafpy.protocol.headers import RequestHeader
+from kafpy.security.kafka_principal import ANONYMOUS, KafkaPrincipal
 
 ResponseParts = Sequence[bytes | bytearray | memoryview]
 
@@ -26,6 +27,8 @@ class Request:
     into it). size: len(frame). receive_time_ms: when the last byte arrived.
     connection_id: `local-remote-n` as Kafka names connections. client_address: (host, port).
     listener_name: the listener the connection came in on (Metadata answers with its endpoints).
+    security_protocol: that listener's protocol (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL).
+    principal: who the connection authenticated as (User:ANONYMOUS when it did not).
     """
 
     header: RequestHeader
@@ -37,6 +40,8 @@ class Request:
     client_address: tuple[str, int]
     listener_name: str
     context: dict[str, Any] = field(default_factory=dict)
+    security_protocol: str = "PLAINTEXT"
+    principal: KafkaPrincipal = ANONYMOUS
 
     @property
     def api_key(self) -> int:
