@@ -28,10 +28,6 @@ KAFKA_2_8: dict[ApiKey, tuple[int, int, int | None]] = {
 
 # Where kafpy advertises less than Kafka 2.8, and why.
 NARROWER = {
-    # message format v0/v1 (Produce v0-2, Fetch v0-3, ListOffsets v0) is not converted
-    K.PRODUCE: (3, 9),
-    K.FETCH: (4, 12),
-    K.LIST_OFFSETS: (1, 6),
     # inter-broker APIs at the versions kafpy's own controller sends
     K.LEADER_AND_ISR: (0, 3),
     K.STOP_REPLICA: (0, 1),
