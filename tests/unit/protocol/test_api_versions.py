@@ -62,7 +62,7 @@ def test_advertised_ranges_are_declared() -> None:
 def test_is_supported_and_entries() -> None:
     assert is_supported(ApiKey.PRODUCE, 9)
     assert not is_supported(ApiKey.PRODUCE, 10)
-    assert not is_supported(ApiKey.PRODUCE, 2)
+    assert is_supported(ApiKey.PRODUCE, 0) and not is_supported(ApiKey.LEADER_AND_ISR, 4)
     assert not is_supported(999, 0)
     entries = api_versions_entries()
     assert {"api_key": 18, "min_version": 0, "max_version": 3} in entries
