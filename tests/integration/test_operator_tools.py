@@ -95,3 +95,88 @@ def test_delete_records_bad_input_changes_nothing(
     r = kafpy("delete-records", "--bootstrap-server", bootstrap)
     assert r.returncode == 1 and "Missing required option(s): offset-json-file" in r.stderr
     assert low_watermark(bootstrap, topic, 0) == 0
+
+
+WINDOW = re.compile(
+    r"^\d+ records sent, [\d.]+ records/sec \([\d.]+ MB/sec\), [\d.]+ ms avg latency, "
+    r"[\d.]+ ms max latency\.$"
+)
+TOTAL = re.compile(
+    r"^(\d+) records sent, [\d.]+ records/sec \([\d.]+ MB/sec\), [\d.]+ ms avg latency, "
+    r"[\d.]+ ms max latency, \d+ ms 50th, \d+ ms 95th, \d+ ms 99th, \d+ ms 99\.9th\.$"
+)
+CSV = re.compile(
+    r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d:\d{3}, \d{4}-\d\d-\d\d \d\d:\d\d:\d\d:\d{3}, "
+    r"([\d.]+), [\d.]+, (\d+), [\d.]+, \d+, \d+, [\d.]+, [\d.]+$"
+)
+
+
+def test_producer_then_consumer_perf_test(kafpy_module_broker: KafpyBroker, tmp_path: Path) -> None:
+    bootstrap = kafpy_module_broker.bootstrap
+    topic = f"perf-{uuid.uuid4().hex[:8]}"
+    create(kafpy_module_broker, topic, 2)
+    r = kafpy("producer-perf-test", "--topic", topic, "--num-records", "3000", "--record-size",
+              "100", "--throughput", "-1", "--producer-props", f"bootstrap.servers={bootstrap}",
+              "acks=1", "batch.size=8192")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert all(WINDOW.match(line) for line in lines[:-1]), lines
+    total = TOTAL.match(lines[-1])
+    assert total is not None and int(total.group(1)) == 3000, lines[-1]
+    # the records really are there: 3000 of 100 bytes over two partitions
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "check"})
+    try:
+        ends = [
+            consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in (0, 1)
+        ]
+    finally:
+        consumer.close()
+    assert sum(ends) == 3000
+
+    r = kafpy("consumer-perf-test", "--bootstrap-server", bootstrap, "--topic", topic,
+              "--messages", "3000", "--timeout", "20000")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    header, line = r.stdout.splitlines()
+    assert header == (
+        "start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec, "
+        "rebalance.time.ms, fetch.time.ms, fetch.MB.sec, fetch.nMsg.sec"
+    )
+    row = CSV.match(line)
+    assert row is not None, line
+    assert int(row.group(2)) == 3000 and row.group(1) == f"{3000 * 100 / 1024 / 1024:.4f}"
+
+    # asking for more than there is ends at the timeout, with Kafka's warning
+    r = kafpy("consumer-perf-test", "--bootstrap-server", bootstrap, "--topic", topic,
+              "--messages", "5000", "--timeout", "1500", "--hide-header")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert "Exiting before consuming the expected number of messages" in r.stderr
+    row = CSV.match(r.stdout.strip())
+    assert row is not None and int(row.group(2)) == 3000
+
+
+def test_perf_tests_bad_input(kafpy_module_broker: KafpyBroker, tmp_path: Path) -> None:
+    bootstrap = kafpy_module_broker.bootstrap
+    base = ["producer-perf-test", "--topic", "t", "--num-records", "10"]
+    cases = [
+        ([*base, "--record-size", "10", "--producer-props", f"bootstrap.servers={bootstrap}"],
+         "Missing required option(s): throughput"),
+        ([*base, "--throughput", "-1", "--producer-props", f"bootstrap.servers={bootstrap}"],
+         "Exactly one of --record-size or --payload-file"),
+        ([*base, "--throughput", "x", "--record-size", "10"], "not a valid float"),
+        ([*base, "--throughput", "-1", "--record-size", "10", "--producer-props", "acks=1"],
+         "bootstrap.servers must be given"),
+        ([*base, "--throughput", "-1", "--record-size", "10", "--producer-props",
+          f"bootstrap.servers={bootstrap}", "acks=7"], "Invalid value '7' for acks"),
+        ([*base, "--throughput", "-1", "--payload-file", str(tmp_path / "none.txt"),
+          "--producer-props", f"bootstrap.servers={bootstrap}"], "Cannot read the payload file"),
+        (["consumer-perf-test", "--bootstrap-server", bootstrap, "--topic", "t"],
+         "Missing required option(s): messages"),
+        (["consumer-perf-test", "--bootstrap-server", bootstrap, "--topic", "no-such-topic",
+          "--messages", "1"], "Topic no-such-topic does not exist"),
+        (["consumer-perf-test", "--bootstrap-server", bootstrap, "--topic", "t", "--messages",
+          "1", "--date-format", "EEE yyyy"], "'EEE' is not supported"),
+    ]  # fmt: skip
+    for args, message in cases:
+        r = kafpy(*args)
+        assert r.returncode != 0 and message in r.stderr, (args, r.stderr)
+        assert "Traceback" not in r.stderr
