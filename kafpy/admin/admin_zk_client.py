@@ -21,6 +21,7 @@ from kafpy.admin.replica_assignment import (
     validate_replica_assignment,
 )
 from kafpy.common import topic as topic_rules
+from kafpy.common.client_quota_config import QUOTA_CONFIG_NAMES, validate_quota_configs
 from kafpy.common.errors import (
     AdminOperationError,
     InvalidPartitionsError,
@@ -251,11 +252,31 @@ class AdminZkClient:
         """Replace an entity's overrides with `configs` (the final set, not a delta)."""
         if entity_type == ConfigType.TOPIC:
             await self.change_topic_config(entity_name, configs)
+        elif entity_type in (ConfigType.CLIENT, ConfigType.USER):
+            await self.change_quota_config(entity_type, entity_name, configs)
         else:
             raise AdminOperationError(
                 f"Entity type '{entity_type}' is not supported by kafpy; only "
-                f"'{ConfigType.TOPIC}' configs can be changed."
+                f"'{ConfigType.TOPIC}', '{ConfigType.CLIENT}' and '{ConfigType.USER}' configs "
+                "can be changed here."
             )
+
+    async def change_quota_config(
+        self, entity_type: str, entity_name: str, configs: Mapping[str, str]
+    ) -> None:
+        """Write the quotas of a client id or user (`users/<u>/clients/<c>` for both) and
+        notify the brokers (Kafka's changeClientIdConfig / changeUserOrUserClientIdConfig)."""
+        unknown = sorted(k for k in configs if k not in QUOTA_CONFIG_NAMES)
+        if unknown:
+            raise AdminOperationError(
+                f"Unknown {entity_type} config(s) {', '.join(unknown)}: kafpy knows the quotas "
+                f"{', '.join(QUOTA_CONFIG_NAMES)}"
+            )
+        try:
+            validate_quota_configs(configs)
+        except ValueError as e:
+            raise AdminOperationError(str(e)) from None
+        await self._change_entity_config(entity_type, entity_name, configs)
 
     async def change_broker_config(self, broker_id: int | None, configs: Mapping[str, str]) -> None:
         """Write the dynamic configs of broker `broker_id` (None: the cluster-wide defaults

@@ -13,7 +13,7 @@ After Kafka 2.8's `kafka.admin.ConfigCommand`, with its two backends:
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from kafpy.admin.admin_zk_client import AdminZkClient
@@ -22,15 +22,21 @@ from kafpy.client.admin_client import (
     ConfigEntry,
     ConfigResource,
 )
+from kafpy.common.client_quota_config import CLIENT_ID_ENTITY_TYPE, USER_ENTITY_TYPE
 from kafpy.common.errors import InvalidConfigurationError
 from kafpy.metadata.kafka_zk_client import KafkaZkClient
-from kafpy.metadata.zk_data import ConfigType
+from kafpy.metadata.zk_data import ConfigEntityName, ConfigType
 from kafpy.protocol.config_resource import ConfigResourceType, ConfigSource
 
 Out = Callable[[str], None]
 
-SUPPORTED_ENTITY_TYPES = (ConfigType.TOPIC,)
-SUPPORTED_BOOTSTRAP_ENTITY_TYPES = (ConfigType.TOPIC, ConfigType.BROKER)
+SUPPORTED_ENTITY_TYPES = (ConfigType.TOPIC, ConfigType.CLIENT, ConfigType.USER)
+SUPPORTED_BOOTSTRAP_ENTITY_TYPES = (
+    ConfigType.TOPIC,
+    ConfigType.BROKER,
+    ConfigType.CLIENT,
+    ConfigType.USER,
+)
 BROKER_DEFAULT_ENTITY_NAME = ""  # Kafka's ConfigCommand.BrokerDefaultEntityName
 
 
@@ -79,8 +85,10 @@ class ConfigCommandOptions:
                 f"--{'bootstrap-server' if self.bootstrap_server else 'zookeeper'}; use "
                 f"--entity-type {' or '.join(supported)}"
             )
-        if self.entity_default and self.entity_type != ConfigType.BROKER:
-            raise ConfigCommandError("--entity-default is only valid with --entity-type brokers")
+        if self.entity_default and self.entity_type == ConfigType.TOPIC:
+            raise ConfigCommandError(
+                "--entity-default is only valid with --entity-type brokers, users or clients"
+            )
         if self.entity_default and self.entity_name:
             raise ConfigCommandError("Only one of --entity-name or --entity-default may be given")
         if self.describe_all and self.action != "describe":
@@ -112,12 +120,25 @@ class ConfigCommandOptions:
 
 
 def entity_description(entity_type: str, entity_name: str) -> str:
-    """Kafka's way of naming an entity in messages: topic 't'."""
+    """Kafka's way of naming an entity in messages: topic 't', user-principal 'alice',
+    user-principal 'alice', client-id 'c1' (a user's client id: users/alice/clients/c1),
+    default client-id (the <default> entity)."""
+    if entity_type == ConfigType.USER and "/clients/" in entity_name:
+        user, _, client = entity_name.partition("/clients/")
+        return (
+            f"{entity_description(ConfigType.USER, user)}, "
+            f"{entity_description(ConfigType.CLIENT, client)}"
+        )
     type_name = {ConfigType.TOPIC: "topic", ConfigType.CLIENT: "client-id"}.get(
         entity_type, entity_type
     )
     if entity_type == ConfigType.USER:
         type_name = "user-principal"
+    if entity_name == ConfigEntityName.DEFAULT and entity_type in (
+        ConfigType.USER,
+        ConfigType.CLIENT,
+    ):
+        return f"default {type_name}"
     return f"{type_name} '{entity_name}'"
 
 
@@ -270,7 +291,70 @@ async def run_config_command_via_admin(
     admin: AdminClient, opts: ConfigCommandOptions, out: Out
 ) -> None:
     """Run the action of `opts` over --bootstrap-server (check_args() first)."""
+    if opts.entity_type in (ConfigType.CLIENT, ConfigType.USER):
+        await run_quota_command_via_admin(admin, opts, out)
+        return
     if opts.action == "alter":
         await alter_config_via_admin(admin, opts, out)
     else:
         await describe_config_via_admin(admin, opts, out)
+
+
+# -- client quotas over --bootstrap-server (Kafka's alterQuotaConfigs / describeQuotaConfigs) ---
+
+
+def _quota_entity(entity_type: str, entity_name: str | None) -> dict[str, str | None]:
+    """The client quota API's entity for a --entity-type/--entity-name: `users` with
+    `alice/clients/c1` is a user's client id; `<default>` is the default (None)."""
+
+    def name(text: str) -> str | None:
+        return None if text == ConfigEntityName.DEFAULT else text
+
+    if entity_name is None:
+        return {}
+    if entity_type == ConfigType.CLIENT:
+        return {CLIENT_ID_ENTITY_TYPE: name(entity_name)}
+    user, sep, client = entity_name.partition("/clients/")
+    entity: dict[str, str | None] = {USER_ENTITY_TYPE: name(user)}
+    if sep:
+        entity[CLIENT_ID_ENTITY_TYPE] = name(client)
+    return entity
+
+
+def _quota_entity_description(entity: Mapping[str, str | None]) -> str:
+    parts = []
+    for kind, label in ((USER_ENTITY_TYPE, "user-principal"), (CLIENT_ID_ENTITY_TYPE, "client-id")):
+        if kind in entity:
+            value = entity[kind]
+            parts.append(f"the default {label}" if value is None else f"{label} '{value}'")
+    return ", ".join(parts)
+
+
+async def run_quota_command_via_admin(
+    admin: AdminClient, opts: ConfigCommandOptions, out: Out
+) -> None:
+    assert opts.entity_type is not None
+    entity = _quota_entity(opts.entity_type, opts.entity_name)
+    if opts.action == "alter":
+        ops: dict[str, float | None] = {}
+        for key, text in parse_configs_to_be_added(opts.add_config).items():
+            try:
+                ops[key] = float(text)
+            except ValueError:
+                raise ConfigCommandError(
+                    f"Cannot parse quota configuration value for {key}: {text}"
+                ) from None
+        for key in parse_configs_to_be_deleted(opts.delete_config):
+            ops[key] = None
+        await admin.alter_client_quotas(entity, ops)
+        out(f"Completed updating config for entity: {_quota_entity_description(entity)}.")
+        return
+    if entity:
+        components = [(k, 0 if v is not None else 1, v) for k, v in entity.items()]
+        strict = True
+    else:  # every entity of the type
+        kind = CLIENT_ID_ENTITY_TYPE if opts.entity_type == ConfigType.CLIENT else USER_ENTITY_TYPE
+        components, strict = [(kind, 2, None)], False
+    for found, values in await admin.describe_client_quotas(components, strict=strict):
+        text = ", ".join(f"{k}={v}" for k, v in sorted(values.items()))
+        out(f"Quota configs for {_quota_entity_description(found)} are {text}")

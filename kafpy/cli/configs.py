@@ -18,6 +18,7 @@ from kafpy.admin.config_command import (
 )
 from kafpy.cli.command_line_utils import AdminCommand, OneLineError, run_command, run_on_store
 from kafpy.client.admin_client import AdminClient
+from kafpy.common.client_quota_config import DEFAULT
 from kafpy.metadata.kafka_zk_client import KafkaZkClient
 
 
@@ -41,19 +42,24 @@ from kafpy.metadata.kafka_zk_client import KafkaZkClient
 @click.option("--describe", is_flag=True, help="List configs for the given entity.")
 @click.option(
     "--entity-type",
+    "entity_types",
+    multiple=True,
     metavar="TYPE",
-    help="Type of entity: 'topics', or 'brokers' with --bootstrap-server.",
+    help="Type of entity: 'topics', 'clients' or 'users' (quotas), or 'brokers' with "
+    "--bootstrap-server. Give it twice, users then clients, for a user's client id.",
 )
 @click.option(
     "--entity-name",
+    "entity_names",
+    multiple=True,
     metavar="NAME",
-    help="Name of the entity (a topic name, a broker id). Without it, --describe lists "
-    "every entity.",
+    help="Name of the entity (a topic name, a broker id, a client id, a user). Without it, "
+    "--describe lists every entity.",
 )
 @click.option(
     "--entity-default",
-    is_flag=True,
-    help="The cluster-wide default of the entity type (brokers).",
+    count=True,
+    help="The default of the entity type (brokers, users, clients).",
 )
 @click.option(
     "--all",
@@ -81,9 +87,9 @@ def command(
     bootstrap_server: str | None,
     alter: bool,
     describe: bool,
-    entity_type: str | None,
-    entity_name: str | None,
-    entity_default: bool,
+    entity_types: tuple[str, ...],
+    entity_names: tuple[str, ...],
+    entity_default: int,
     describe_all: bool,
     add_config: str | None,
     delete_config: tuple[str, ...],
@@ -93,6 +99,7 @@ def command(
 
     Exactly one action: --describe or --alter.
     """
+    entity_type, entity_name, entity_default = _entity(entity_types, entity_names, entity_default)
     opts = ConfigCommandOptions(
         zookeeper=zookeeper,
         actions=[name for name, on in (("alter", alter), ("describe", describe)) if on],
@@ -101,7 +108,7 @@ def command(
         add_config=add_config,
         delete_config=list(delete_config),
         bootstrap_server=bootstrap_server,
-        entity_default=entity_default,
+        entity_default=entity_default and entity_name is None,
         describe_all=describe_all,
     )
     try:
@@ -117,6 +124,31 @@ def command(
         await run_config_command(zk, opts, click.echo)
 
     run_on_store(opts.zookeeper, body, "Error while executing config command : ")
+
+
+def _entity(
+    types: tuple[str, ...], names: tuple[str, ...], defaults: int
+) -> tuple[str | None, str | None, bool]:
+    """One entity from the --entity-type/--entity-name/--entity-default options: a single
+    type, or users then clients for a user's client id (`alice/clients/c1`), as Kafka's
+    ConfigCommand reads them; <default> stands for --entity-default."""
+    if len(types) <= 1:
+        if len(names) > 1 or (names and defaults):
+            raise OneLineError(
+                "Give one --entity-name or --entity-default per --entity-type "
+                "(see 'kafpy configs --help')"
+            )
+        entity_type = types[0] if types else None
+        if defaults and entity_type in ("users", "clients"):
+            return entity_type, DEFAULT, False
+        return entity_type, (names[0] if names else None), defaults > 0
+    if types != ("users", "clients") or len(types) != len(names) + defaults or (names and defaults):
+        raise OneLineError(
+            "Two --entity-type options must be 'users' then 'clients', each with an "
+            "--entity-name, or both with --entity-default (see 'kafpy configs --help')"
+        )
+    user, client = names if names else (DEFAULT, DEFAULT)
+    return "users", f"{user}/clients/{client}", False
 
 
 def _run_via_admin(bootstrap_server: str, opts: ConfigCommandOptions) -> None:

@@ -312,6 +312,44 @@ class AdminClient:
         results = await asyncio.gather(*(one(tp, o) for tp, o in offsets.items()))
         return dict(zip(offsets, results, strict=True))
 
+    # --- client quotas (AlterClientQuotas, DescribeClientQuotas) ---
+
+    async def alter_client_quotas(
+        self,
+        entity: Mapping[str, str | None],
+        ops: Mapping[str, float | None],
+        *,
+        validate_only: bool = False,
+    ) -> None:
+        """Set (a number) or remove (None) quotas of one entity ({"user": "alice",
+        "client-id": None} for alice's default client id); raises the entity's error."""
+        body = {
+            "entries": [{
+                "entity": [{"entity_type": k, "entity_name": v} for k, v in entity.items()],
+                "ops": [{"key": k, "value": 0.0 if v is None else float(v), "remove": v is None}
+                        for k, v in ops.items()],
+            }],
+            "validate_only": validate_only,
+        }  # fmt: skip
+        response = await self.client.send_to_any(ApiKey.ALTER_CLIENT_QUOTAS, body)
+        for entry in response["entries"]:
+            raise_for_code(entry["error_code"], entry["error_message"])
+
+    async def describe_client_quotas(
+        self, components: Sequence[tuple[str, int, str | None]], *, strict: bool = False
+    ) -> list[tuple[dict[str, str | None], dict[str, float]]]:
+        """The quotas of the entities matching (entity type, match type, name) filters
+        (match type 0 exact, 1 default, 2 any): (entity, {key: value}) pairs."""
+        body = {"components": [{"entity_type": t, "match_type": m, "match": n}
+                               for t, m, n in components], "strict": strict}  # fmt: skip
+        response = await self.client.send_to_any(ApiKey.DESCRIBE_CLIENT_QUOTAS, body)
+        raise_for_code(response["error_code"], response["error_message"])
+        return [
+            ({e["entity_type"]: e["entity_name"] for e in entry["entity"]},
+             {v["key"]: v["value"] for v in entry["values"]})
+            for entry in response["entries"] or ()
+        ]  # fmt: skip
+
     # --- leader election (ElectLeaders) ---
 
     async def elect_leaders(

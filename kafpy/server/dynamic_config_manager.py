@@ -25,6 +25,7 @@ import asyncio
 from collections.abc import Mapping
 from typing import Protocol
 
+from kafpy.common.client_quota_config import entity_from_path
 from kafpy.common.errors import KafkaError
 from kafpy.common.logger import component_logger
 from kafpy.common.time import SYSTEM_TIME, Time
@@ -37,10 +38,17 @@ from kafpy.metadata.zk_data import (
     ConfigType,
     ZkDataError,
 )
+from kafpy.server.client_quota_manager import QuotaManagers
 from kafpy.server.dynamic_broker_config import DEFAULT_ENTITY_NAME, DynamicBrokerConfig
 from kafpy.storage.log_config import UNCLEAN_LEADER_ELECTION_ENABLE, LogConfig
 
-__all__ = ["BrokerConfigHandler", "ConfigHandler", "DynamicConfigManager", "TopicConfigHandler"]
+__all__ = [
+    "BrokerConfigHandler",
+    "ConfigHandler",
+    "DynamicConfigManager",
+    "QuotaConfigHandler",
+    "TopicConfigHandler",
+]
 
 CHANGE_EXPIRATION_MS = 15 * 60 * 1000
 _PREFIX = ConfigEntityChangeNotificationSequenceZNode.SEQUENCE_NUMBER_PREFIX
@@ -106,6 +114,26 @@ class BrokerConfigHandler:
             self.dynamic_config.update_broker_config(overrides)
 
 
+class QuotaConfigHandler:
+    """Hands the quotas stored for client ids (`/config/clients/<id>`) or users
+    (`/config/users/<user>[/clients/<id>]`) to the broker's quota managers (Kafka's
+    ClientIdConfigHandler and the quota side of its UserConfigHandler)."""
+
+    def __init__(self, entity_type: str, quotas: QuotaManagers) -> None:
+        self.entity_type = entity_type
+        self.quotas = quotas
+        self.log = component_logger("kafpy.server.QuotaConfigHandler", "QuotaConfigHandler")
+
+    def process_config_changes(self, entity_name: str, overrides: Mapping[str, str]) -> None:
+        entity = entity_from_path(self.entity_type, entity_name)
+        try:
+            self.quotas.update_entity(entity, overrides)
+        except ValueError as e:
+            self.log.error(
+                "Ignoring the stored quotas of %s %s: %s", self.entity_type, entity_name, e
+            )
+
+
 class DynamicConfigManager:
     """Watches `/config/changes` and applies each change through the handler of its entity type.
 
@@ -140,6 +168,7 @@ class DynamicConfigManager:
         time: Time = SYSTEM_TIME,
         dynamic_config: DynamicBrokerConfig | None = None,
         controller: _UncleanElectionTarget | None = None,
+        quotas: QuotaManagers | None = None,
     ) -> DynamicConfigManager:
         """The broker's manager: topic config changes go to `log_manager` (and enabling
         unclean leader election to `controller`), broker config changes to
@@ -149,6 +178,9 @@ class DynamicConfigManager:
         }
         if dynamic_config is not None:
             handlers[ConfigType.BROKER] = BrokerConfigHandler(dynamic_config)
+        if quotas is not None:
+            handlers[ConfigType.CLIENT] = QuotaConfigHandler(ConfigType.CLIENT, quotas)
+            handlers[ConfigType.USER] = QuotaConfigHandler(ConfigType.USER, quotas)
         return cls(zk_client, handlers, time)
 
     async def startup(self) -> None:
@@ -159,6 +191,12 @@ class DynamicConfigManager:
             for name in await self.zk_client.get_all_entities_with_config(entity_type):
                 overrides = await self.zk_client.get_entity_configs(entity_type, name)
                 handler.process_config_changes(name, overrides)
+                if entity_type == ConfigType.USER:  # a user's client ids: users/u/clients/c
+                    nested = f"{ConfigType.USER}/{name}/clients"
+                    for client in await self.zk_client.get_all_entities_with_config(nested):
+                        entity = f"{name}/clients/{client}"
+                        overrides = await self.zk_client.get_entity_configs(ConfigType.USER, entity)
+                        handler.process_config_changes(entity, overrides)
 
     async def shutdown(self) -> None:
         self._running = False

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -56,6 +57,8 @@ from kafpy.records.record_batch import (
     header_at,
 )
 from kafpy.server.admin_manager import AdminManager
+from kafpy.server.client_quota_admin import ClientQuotaAdmin
+from kafpy.server.client_quota_manager import QuotaManagers
 from kafpy.server.kafka_config import KafkaConfig
 from kafpy.server.metadata_cache import MetadataCache
 from kafpy.server.producer_id_manager import ProducerIdManager
@@ -141,6 +144,12 @@ def _wrong_magic(magic: int) -> InvalidRecordError:
     )
 
 
+# Requests the client quotas do not hold: the controller's and replicas' own (Kafka exempts
+# what needs ClusterAction), and the ones a client needs to learn how it is throttled.
+_QUOTA_EXEMPT = frozenset({ApiKey.LEADER_AND_ISR, ApiKey.STOP_REPLICA, ApiKey.UPDATE_METADATA,
+                           ApiKey.CONTROLLED_SHUTDOWN, ApiKey.API_VERSIONS})  # fmt: skip
+
+
 class KafkaApis:
     """Handles every request the broker serves.
 
@@ -162,6 +171,7 @@ class KafkaApis:
         admin_manager: AdminManager | None = None,
         producer_id_manager: ProducerIdManager | None = None,
         group_coordinator: GroupCoordinator | None = None,
+        quotas: QuotaManagers | None = None,
     ) -> None:
         self.config = config
         self.broker_id = config.broker_id
@@ -173,6 +183,7 @@ class KafkaApis:
         self.admin_manager = admin_manager
         self.producer_id_manager = producer_id_manager
         self.group_coordinator = group_coordinator
+        self.quotas = quotas
         self.log = component_logger("kafpy.server.KafkaApis", "KafkaApi", self.broker_id)
         self._metadata_responses: dict[tuple[Any, ...], bytes] = {}
         self._metadata_responses_generation = -1
@@ -199,6 +210,15 @@ class KafkaApis:
             handlers[ApiKey.CONTROLLED_SHUTDOWN] = self.handle_controlled_shutdown
         if controller is not None and hasattr(controller, "elect_leaders"):
             handlers[ApiKey.ELECT_LEADERS] = self.handle_elect_leaders
+        if quotas is not None and admin_zk_client is not None:
+            quota_admin = ClientQuotaAdmin(admin_zk_client.zk_client)
+            # Kafka 2.8 checks AlterConfigs / DescribeConfigs on the cluster for these
+            handlers[ApiKey.ALTER_CLIENT_QUOTAS] = lambda r: quota_admin.alter_client_quotas(
+                _body(r)
+            )
+            handlers[ApiKey.DESCRIBE_CLIENT_QUOTAS] = lambda r: quota_admin.describe_client_quotas(
+                _body(r)
+            )
         if group_coordinator is not None:
             group_apis = GroupApis(
                 group_coordinator, lambda tp: metadata_cache.get_partition_info(tp) is not None
@@ -243,12 +263,73 @@ class KafkaApis:
                 f"unsupported request {_api_name(header.api_key)} v{header.api_version} "
                 f"(correlation id {header.correlation_id}, client id {header.client_id}): {why}"
             )
+        quotas = self.quotas
+        if (
+            quotas is not None
+            and header.api_key not in _QUOTA_EXEMPT
+            and not (
+                header.api_key == ApiKey.FETCH and (request.body or {}).get("replica_id", -1) >= 0
+            )
+        ):
+            started = time.perf_counter()
+            body = await self.handlers[ApiKey(header.api_key)](request)
+            return self._throttle(quotas, request, body, time.perf_counter() - started)
         body = await self.handlers[ApiKey(header.api_key)](request)
+        return self._encode(request, body)
+
+    def _encode(
+        self, request: Request, body: dict[str, Any] | bytes | None
+    ) -> ResponseParts | None:
+        header = request.header
         if body is None:
             return None
         if isinstance(body, bytes):
             return frame_response(header.api_key, header.api_version, header.correlation_id, [body])
         return encode_response(header.api_key, header.api_version, header.correlation_id, body)
+
+    def _throttle(
+        self,
+        quotas: QuotaManagers,
+        request: Request,
+        body: dict[str, Any] | bytes | None,
+        elapsed_s: float,
+    ) -> ResponseParts | None:
+        """Record the request against the client's quotas (Kafka's ClientQuotaManager and
+        ClientRequestQuotaManager) and answer with the throttle time it earned; the socket
+        server then leaves the connection unread for that long (request.context)."""
+        user, client_id = request.principal.name, request.header.client_id or ""
+        api_key = request.header.api_key
+        throttle = 0
+        if api_key == ApiKey.PRODUCE and quotas.produce.enabled:
+            throttle = quotas.produce.record_and_get_throttle_time_ms(user, client_id, request.size)
+        if quotas.request.enabled:
+            # request_percentage: percent of one thread's time, as Kafka measures it
+            throttle = max(throttle, quotas.request.record_and_get_throttle_time_ms(
+                user, client_id, elapsed_s * 100))  # fmt: skip
+        parts = self._encode(request, body)
+        if (
+            api_key == ApiKey.FETCH
+            and quotas.fetch.enabled
+            and parts is not None
+            and isinstance(body, dict)
+            and request.body is not None
+            and request.body.get("replica_id", -1) < 0
+        ):
+            size = sum(len(p) for p in parts)
+            fetch_throttle = quotas.fetch.record_and_get_throttle_time_ms(user, client_id, size)
+            if fetch_throttle > 0:  # Kafka answers a throttled fetch without its records
+                quotas.fetch.unrecord(user, client_id, size)
+                for t in body.get("responses", ()):
+                    for p in t.get("partitions", ()):
+                        p["records"] = b""
+                throttle = max(throttle, fetch_throttle)
+        if throttle <= 0:
+            return parts
+        request.context["throttle_ms"] = throttle
+        if isinstance(body, dict):
+            body["throttle_time_ms"] = throttle
+            return self._encode(request, body)
+        return parts
 
     # -- ApiVersions ----------------------------------------------------------------------
 

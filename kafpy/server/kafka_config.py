@@ -181,6 +181,10 @@ def _broker_config_def() -> ConfigDef:
         .define("fetch.max.bytes", t.INT, 57671680, Range.at_least(1024), m)
         .define("fetch.purgatory.purge.interval.requests", t.INT, 1000, None, m)
         .define("producer.purgatory.purge.interval.requests", t.INT, 1000, None, m)
+        .define("quota.window.num", t.INT, 11, Range.at_least(1), Importance.LOW,
+                "The number of samples to retain in memory for client quotas.")
+        .define("quota.window.size.seconds", t.INT, 1, Range.at_least(1), Importance.LOW,
+                "The time span of each sample for client quotas.")
     )  # fmt: skip
 
 

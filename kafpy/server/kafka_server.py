@@ -39,6 +39,7 @@ from kafpy.metadata.zk_data import Broker, BrokerInfo, EndPoint
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.server.admin_manager import AdminManager
 from kafpy.server.broker_metadata_checkpoint import check_broker_metadata
+from kafpy.server.client_quota_manager import QuotaManagers
 from kafpy.server.controlled_shutdown import controlled_shutdown
 from kafpy.server.dynamic_broker_config import (
     DynamicBrokerConfig,
@@ -197,10 +198,14 @@ class KafkaServer:
             self.replica_manager, self.time, self.scheduler,
         )  # fmt: skip
         self.group_coordinator.startup()
+        self.quotas = QuotaManagers(
+            cfg.get("quota.window.num"), cfg.get("quota.window.size.seconds")
+        )
         self.apis = KafkaApis(
             cfg, self.replica_manager, self.metadata_cache, AdminZkClient(self.zk_client),
             self.cluster_id, controller=self.controller, admin_manager=self.admin_manager,
             producer_id_manager=self.producer_id_manager, group_coordinator=self.group_coordinator,
+            quotas=self.quotas,
         )  # fmt: skip
         self.dynamic_config.add_reconfigurable(DynamicLogConfig(self.log_manager))
         self.dynamic_config.add_reconfigurable(DynamicCleanerConfig(self.log_manager))
@@ -214,6 +219,7 @@ class KafkaServer:
             self.time,
             self.dynamic_config,
             controller=self.controller,
+            quotas=self.quotas,
         )
         await self.dynamic_config_manager.startup()
         await self.socket_server.start_processing(

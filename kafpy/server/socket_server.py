@@ -246,12 +246,15 @@ class KafkaConnection(asyncio.BufferedProtocol):
             )
             self.close()
             return
-        if response is None or self._closed:
-            return
-        if self._write_ready is not None and not self._write_ready.done():
-            await self._write_ready
-        if not self._closed and self.transport is not None:
-            self.transport.writelines(response)
+        if response is not None and not self._closed:
+            if self._write_ready is not None and not self._write_ready.done():
+                await self._write_ready
+            if not self._closed and self.transport is not None:
+                self.transport.writelines(response)
+        throttle_ms = request.context.get("throttle_ms", 0)
+        if throttle_ms > 0 and not self._closed:
+            # a client over its quota: its response is sent, then its channel is muted
+            await asyncio.sleep(throttle_ms / 1000)
 
 
 def _api_name(api_key: int) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.messages import (
+    alter_client_quotas,
     alter_configs,
     api_versions,
     controlled_shutdown,
@@ -15,6 +16,7 @@ from kafpy.protocol.messages import (
     delete_groups,
     delete_records,
     delete_topics,
+    describe_client_quotas,
     describe_cluster,
     describe_configs,
     describe_groups,
@@ -43,6 +45,7 @@ from kafpy.protocol.messages import (
 from kafpy.protocol.schema import Message
 
 _MODULES = [
+    alter_client_quotas,
     alter_configs,
     api_versions,
     controlled_shutdown,
@@ -51,6 +54,7 @@ _MODULES = [
     delete_groups,
     delete_records,
     delete_topics,
+    describe_client_quotas,
     describe_cluster,
     describe_configs,
     describe_groups,
