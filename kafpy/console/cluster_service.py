@@ -10,7 +10,7 @@ what was tried and what went wrong.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -147,14 +147,14 @@ class ClusterService:
     async def close(self) -> None:
         await self.client.close()
 
-    async def _bounded(self, what: str, work: Awaitable[T]) -> T:
+    async def _bounded(self, what: str, work: Callable[[], Awaitable[T]]) -> T:
         """Run `work` within the timeout; connection failures and timeouts become
         ConsoleErrors naming `what` was tried and the bootstrap servers."""
         tried = f"{what} (bootstrap servers: {self.bootstrap_servers})"
         try:
             async with asyncio.timeout(self.timeout_s):
                 await self.client.start()
-                return await work
+                return await work()
         except TimeoutError:
             raise ConsoleError(
                 504,
@@ -181,7 +181,7 @@ class ClusterService:
 
     async def brokers(self) -> dict[str, Any]:
         """The live brokers, the controller, and each broker's log dirs where available."""
-        return await self._bounded("Describing the brokers", self._brokers())
+        return await self._bounded("Describing the brokers", lambda: self._brokers())
 
     async def _brokers(self) -> dict[str, Any]:
         nodes, controller = await self.admin.describe_cluster()
@@ -221,7 +221,7 @@ class ClusterService:
     async def topics(self) -> dict[str, Any]:
         """Every topic with its partition count, replication factor and the number of
         under-replicated and offline partitions."""
-        return await self._bounded("Listing the topics", self._topics())
+        return await self._bounded("Listing the topics", lambda: self._topics())
 
     async def _topics(self) -> dict[str, Any]:
         await self.client.refresh_metadata(None)
@@ -231,7 +231,7 @@ class ClusterService:
     async def topic(self, name: str) -> dict[str, Any]:
         """One topic: its partitions with leader, replicas, ISR and log start/end offsets,
         and its configs."""
-        return await self._bounded(f"Describing topic '{name}'", self._topic(name))
+        return await self._bounded(f"Describing topic '{name}'", lambda: self._topic(name))
 
     async def _topic_info(self, name: str) -> TopicInfo:
         try:
@@ -277,7 +277,7 @@ class ClusterService:
 
     async def groups(self) -> dict[str, Any]:
         """Every group with its protocol type, state and member count."""
-        return await self._bounded("Listing the consumer groups", self._groups())
+        return await self._bounded("Listing the consumer groups", lambda: self._groups())
 
     async def _groups(self) -> dict[str, Any]:
         result = []
@@ -296,7 +296,7 @@ class ClusterService:
     async def group(self, group_id: str) -> dict[str, Any]:
         """One group: state, members and, per partition it committed, the committed
         offset, the end offset and the lag; and the total lag."""
-        return await self._bounded(f"Describing group '{group_id}'", self._group(group_id))
+        return await self._bounded(f"Describing group '{group_id}'", lambda: self._group(group_id))
 
     async def _group(self, group_id: str) -> dict[str, Any]:
         described = await self.group_admin.describe_group(group_id)
@@ -379,7 +379,7 @@ class ClusterService:
             )
         return await self._bounded(
             f"Reading partition {topic}-{partition}",
-            self._messages(topic, partition, offset, timestamp, limit, fmt),
+            lambda: self._messages(topic, partition, offset, timestamp, limit, fmt),
         )
 
     async def _messages(
@@ -478,13 +478,13 @@ class ClusterService:
     ) -> None:
         await self._bounded(
             f"Creating topic '{name}'",
-            self.admin.create_topics(
+            lambda: self.admin.create_topics(
                 [NewTopic(name, partitions, replication_factor, configs=dict(configs))]
             ),
         )
 
     async def delete_topic(self, name: str) -> None:
-        await self._bounded(f"Deleting topic '{name}'", self.admin.delete_topics([name]))
+        await self._bounded(f"Deleting topic '{name}'", lambda: self.admin.delete_topics([name]))
 
     async def reset_group_offsets(
         self, group_id: str, topic: str, strategy: str, offset: int | None = None
@@ -502,7 +502,7 @@ class ClusterService:
             raise ConsoleError(400, "Bad reset", "A reset to an offset needs the offset.")
         return await self._bounded(
             f"Resetting the offsets of group '{group_id}' on topic '{topic}'",
-            self._reset(group_id, topic, strategy, offset),
+            lambda: self._reset(group_id, topic, strategy, offset),
         )
 
     async def _reset(
