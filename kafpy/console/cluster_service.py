@@ -167,7 +167,9 @@ class ClusterService:
             raise ConsoleError(
                 503,
                 "Cannot reach the cluster",
-                f"{e} Check that the brokers are up and that --bootstrap-server is right.",
+                str(e)
+                if "Check" in str(e)
+                else f"{e} Check that the brokers are up and that --bootstrap-server is right.",
                 tried,
             ) from None
         except UnknownTopicOrPartitionError as e:
