@@ -234,3 +234,41 @@ def test_writes_with_allow_writes(
     status, body = get(writable, "/api/topics/api-made/partitions/0/messages")
     assert status == 404
     assert "does not exist (it may have been deleted)" in body["error"]["detail"]
+
+
+def test_a_live_group_shows_its_members_and_their_partitions(
+    broker: KafkaBroker, console: ConsoleServer
+) -> None:
+    broker.create_topic("api-live")
+    produce(broker.bootstrap_servers, "api-live", [{"value": b"m"}] * 3)
+    consumer = confluent_kafka.Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap_servers,
+            "group.id": "api-live-group",
+            "client.id": "live-reader",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+    try:
+        consumer.subscribe(["api-live"])
+        deadline = time.monotonic() + 30
+        while not consumer.assignment():
+            assert time.monotonic() < deadline, "the consumer got no partitions"
+            consumer.poll(0.2)
+        consumer.commit(
+            offsets=[confluent_kafka.TopicPartition("api-live", 0, 1)], asynchronous=False
+        )
+        status, group = get(console, "/api/groups/api-live-group")
+        assert status == 200
+        assert (group["state"], group["protocol_type"], group["assignor"]) == (
+            "Stable",
+            "consumer",
+            "range",
+        )
+        [member] = group["members"]
+        assert (member["client_id"], member["assignment"]) == ("live-reader", ["api-live-0"])
+        [row] = group["offsets"]
+        assert (row["committed_offset"], row["lag"], row["client_id"]) == (1, 2, "live-reader")
+    finally:
+        consumer.close()
