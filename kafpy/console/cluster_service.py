@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-from kafpy.client.admin_client import AdminClient, ConfigResource, NewTopic
+from kafpy.client.admin_client import AdminClient, ConfigResource, LogDirDescription, NewTopic
 from kafpy.client.cluster import PartitionInfo, TopicInfo
 from kafpy.client.consumer_group_admin import ConsumerGroupAdmin
 from kafpy.client.fetcher import (
@@ -30,11 +30,10 @@ from kafpy.common.errors import (
     KafkaError,
     OffsetOutOfRangeError,
     UnknownTopicOrPartitionError,
+    UnsupportedVersionError,
 )
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.console.message_format import MessageFormat, show_bytes
-from kafpy.protocol.api_keys import ApiKey
-from kafpy.protocol.messages import REQUESTS
 
 T = TypeVar("T")
 
@@ -103,8 +102,14 @@ def _partition_json(p: PartitionInfo) -> dict[str, Any]:
     }
 
 
-def _topic_summary(info: TopicInfo) -> dict[str, Any]:
+def _topic_summary(
+    info: TopicInfo, sizes: Mapping[TopicPartition, int] | None = None
+) -> dict[str, Any]:
+    """A topic's row: counts, and its size (its leader replicas' bytes) when known."""
     parts = [info.partitions[p] for p in sorted(info.partitions)]
+    size = None
+    if sizes is not None:
+        size = sum(sizes.get(TopicPartition(info.name, p.partition), 0) for p in parts)
     return {
         "name": info.name,
         "internal": info.is_internal,
@@ -112,7 +117,7 @@ def _topic_summary(info: TopicInfo) -> dict[str, Any]:
         "replication_factor": max((len(p.replicas) for p in parts), default=0),
         "under_replicated": sum(1 for p in parts if len(p.isr) < len(p.replicas)),
         "offline": sum(1 for p in parts if p.leader < 0),
-        "size": None,  # needs DescribeLogDirs (see log_dirs_note)
+        "size": size,
     }
 
 
@@ -189,6 +194,7 @@ class ClusterService:
         nodes, controller = await self.admin.describe_cluster()
         brokers = []
         for n in nodes:
+            log_dirs, note = await self._log_dirs(n.node_id)
             brokers.append(
                 {
                     "id": n.node_id,
@@ -196,8 +202,20 @@ class ClusterService:
                     "port": n.port,
                     "rack": n.rack,
                     "controller": n.node_id == controller,
-                    "log_dirs": None,
-                    "log_dirs_note": await self._log_dirs_note(n.node_id),
+                    "log_dirs": None
+                    if log_dirs is None
+                    else [
+                        {
+                            "path": d.path,
+                            "size": sum(r.size for r in d.replicas.values()),
+                            "replicas": len(d.replicas),
+                            "error": None if d.error is None else str(d.error),
+                            "total_bytes": d.total_bytes,
+                            "usable_bytes": d.usable_bytes,
+                        }
+                        for d in log_dirs
+                    ],
+                    "log_dirs_note": note,
                 }
             )
         return {
@@ -206,17 +224,15 @@ class ClusterService:
             "brokers": brokers,
         }
 
-    async def _log_dirs_note(self, node_id: int) -> str:
-        """Why a broker's log dirs are not shown: sizes come from DescribeLogDirs only."""
+    async def _log_dirs(self, node_id: int) -> tuple[list[LogDirDescription] | None, str | None]:
+        """A broker's log dirs, or None and why they are not available (sizes come from
+        DescribeLogDirs only: nothing is guessed)."""
         try:
-            conn = await self.client.connection(node_id)
+            return (await self.admin.describe_log_dirs([node_id]))[node_id], None
+        except UnsupportedVersionError:
+            return None, "not available: the broker does not serve DescribeLogDirs"
         except KafkaError as e:
-            return f"not available: broker {node_id} is unreachable ({e})"
-        if ApiKey.DESCRIBE_LOG_DIRS not in conn.api_versions:
-            return "not available: the broker does not serve DescribeLogDirs"
-        if ApiKey.DESCRIBE_LOG_DIRS not in REQUESTS:
-            return "not available: kafpy's client does not speak DescribeLogDirs yet"
-        return "not available"
+            return None, f"not available: {e}"
 
     # --- topics ---
 
@@ -227,8 +243,31 @@ class ClusterService:
 
     async def _topics(self) -> dict[str, Any]:
         await self.client.refresh_metadata(None)
-        infos = self.client.cluster.topics
-        return {"topics": [_topic_summary(infos[name]) for name in sorted(infos)]}
+        infos = dict(self.client.cluster.topics)
+        sizes = await self._leader_sizes(infos)
+        return {"topics": [_topic_summary(infos[name], sizes) for name in sorted(infos)]}
+
+    async def _leader_sizes(
+        self, infos: Mapping[str, TopicInfo]
+    ) -> dict[TopicPartition, int] | None:
+        """The size of each partition's leader replica, None unless every broker that leads
+        a partition describes its log dirs."""
+        leaders = {
+            TopicPartition(name, p.partition): p.leader
+            for name, info in infos.items()
+            for p in info.partitions.values()
+            if p.leader >= 0
+        }
+        sizes: dict[TopicPartition, int] = {}
+        for broker in sorted(set(leaders.values())):
+            log_dirs, _ = await self._log_dirs(broker)
+            if log_dirs is None:
+                return None
+            for d in log_dirs:
+                for tp, replica in d.replicas.items():
+                    if leaders.get(tp) == broker and not replica.is_future:
+                        sizes[tp] = replica.size
+        return sizes
 
     async def topic(self, name: str) -> dict[str, Any]:
         """One topic: its partitions with leader, replicas, ISR and log start/end offsets,
@@ -248,13 +287,15 @@ class ClusterService:
 
     async def _topic(self, name: str) -> dict[str, Any]:
         info = await self._topic_info(name)
-        summary = _topic_summary(info)
+        sizes = await self._leader_sizes({name: info})
+        summary = _topic_summary(info, sizes)
         fetcher = Fetcher(self.client)
         partitions = []
         for p in sorted(info.partitions):
             part = info.partitions[p]
             entry = _partition_json(part)
             entry["log_start_offset"] = entry["log_end_offset"] = None
+            entry["size"] = None if sizes is None else sizes.get(TopicPartition(name, p))
             if part.leader >= 0:
                 tp = TopicPartition(name, p)
                 start = await fetcher.list_offsets([tp], EARLIEST_TIMESTAMP)

@@ -87,3 +87,38 @@ async def test_bad_message_requests_are_refused_before_asking_the_cluster() -> N
             await service.reset_group_offsets("g", "t", "middle")
     finally:
         await service.close()
+
+
+@pytest.mark.asyncio
+async def test_log_dirs_and_sizes_where_the_broker_serves_describe_log_dirs() -> None:
+    """Kafka serves DescribeLogDirs (kafpy's broker does not yet): against a broker that
+    advertises it, the console shows each log dir's size and each topic's size."""
+    from kafpy.protocol.api_keys import ApiKey
+    from tests.unit.client.fake_broker import FakeBroker, metadata_body
+    from tests.unit.client.test_admin_client import log_dirs_answer
+
+    broker = FakeBroker(node_id=0)
+    broker.versions[int(ApiKey.DESCRIBE_LOG_DIRS)] = (0, 2)
+    await broker.start()
+    broker.handlers[ApiKey.METADATA] = lambda h, b: metadata_body(
+        [broker], topics={"a": {0: 0, 1: 0}}
+    )
+    broker.handlers[ApiKey.DESCRIBE_LOG_DIRS] = log_dirs_answer
+    service = ClusterService(broker.address)
+    try:
+        [b] = (await service.brokers())["brokers"]
+        assert b["log_dirs_note"] is None
+        healthy, offline = b["log_dirs"]
+        assert (healthy["path"], healthy["size"], healthy["replicas"], healthy["error"]) == (
+            "/data/a",
+            1244,
+            2,
+            None,
+        )
+        assert offline["path"] == "/data/b"
+        assert "Disk error" in offline["error"]
+        [topic] = (await service.topics())["topics"]
+        assert (topic["name"], topic["size"]) == ("a", 1234)  # the future log is not counted
+    finally:
+        await service.close()
+        await broker.stop()
