@@ -237,9 +237,13 @@ async def create_topic(request: web.Request) -> web.Response:
                     400, "Bad form", f"Config line {line!r} is not key=value (one per line)."
                 )
             configs[key.strip()] = value.strip()
-    await request.app[SERVICE].create_topic(
-        name, _form_int(form, "partitions", -1), _form_int(form, "replication_factor", -1), configs
-    )
+    partitions = _form_int(form, "partitions", -1)
+    replication_factor = _form_int(form, "replication_factor", -1)
+    await request.app[SERVICE].create_topic(name, partitions, replication_factor, configs)
+    _log.info(
+        "Created topic %s (partitions %d, replication factor %d, configs %s) for %s",
+        name, partitions, replication_factor, configs, request.remote,
+    )  # fmt: skip
     raise web.HTTPSeeOther(f"/topics/{quote(name, safe='')}")
 
 
@@ -247,6 +251,7 @@ async def delete_topic(request: web.Request) -> web.Response:
     await _check_write(request)
     name = request.match_info["topic"]
     await request.app[SERVICE].delete_topic(name)
+    _log.info("Deleted topic %s for %s", name, request.remote)
     raise web.HTTPSeeOther("/topics?message=" + quote(f"Topic '{name}' is marked for deletion."))
 
 
@@ -259,6 +264,7 @@ async def reset_offsets(request: web.Request) -> web.Response:
         group, form.get("topic", "").strip(), strategy, offset
     )
     done = ", ".join(f"{tp}={o}" for tp, o in sorted(new.items()))
+    _log.info("Reset the offsets of group %s: %s for %s", group, done, request.remote)
     raise web.HTTPSeeOther(
         f"/groups/{quote(group, safe='')}?message=" + quote(f"Offsets reset: {done}.")
     )

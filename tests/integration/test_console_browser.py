@@ -18,7 +18,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -158,6 +158,23 @@ def test_message_browser_pretty_prints_json_and_escapes_binary(
     assert (
         "Offset 99 is out of range for partition web-events-0" in by_css(chromium, ".detail").text
     )
+
+
+def test_forms_create_a_topic_only_with_allow_writes(
+    broker: KafkaBroker,
+    console: ConsoleServer,
+    console_factory: Callable[..., ConsoleServer],
+    chromium: Any,
+) -> None:
+    chromium.get(f"{console.url}/topics")
+    assert all_by_css(chromium, "form.write") == []  # read-only: no write forms at all
+    writable = console_factory(broker.bootstrap_servers, allow_writes=True)
+    chromium.get(f"{writable.url}/topics")
+    by_css(chromium, 'form.write input[name="name"]').send_keys("web-made")
+    by_css(chromium, 'form.write input[name="partitions"]').send_keys("4")
+    by_css(chromium, "form.write button").click()
+    assert chromium.current_url == f"{writable.url}/topics/web-made"
+    assert len(all_by_css(chromium, "#partitions tbody tr")) == 4
 
 
 def test_an_under_replicated_partition_is_highlighted(chromium: Any, tmp_path: Path) -> None:
