@@ -280,6 +280,8 @@ def create_app(service: ClusterService, *, allow_writes: bool = False) -> web.Ap
         autoescape=True,
         undefined=jinja2.StrictUndefined,
     )
+    # a topic or group name as one path segment: '/' encoded too (jinja's urlencode keeps it)
+    app[TEMPLATES].filters["segment"] = lambda name: quote(str(name), safe="")
     app.router.add_get("/", index)
     app.router.add_get("/brokers", brokers_page)
     app.router.add_get("/topics", topics_page)

@@ -112,7 +112,7 @@ def test_a_consumer_group_shows_its_known_lag(
     broker.create_topic("web-lag")
     produce(broker.bootstrap_servers, "web-lag", [b"%d" % i for i in range(10)])
     consumer = confluent_kafka.Consumer(
-        {"bootstrap.servers": broker.bootstrap_servers, "group.id": "web-billing"}
+        {"bootstrap.servers": broker.bootstrap_servers, "group.id": "team/billing"}
     )
     try:
         consumer.commit(
@@ -121,7 +121,7 @@ def test_a_consumer_group_shows_its_known_lag(
     finally:
         consumer.close()
     chromium.get(f"{console.url}/groups")
-    by_css(chromium, 'tr[data-group="web-billing"] a').click()
+    by_css(chromium, 'tr[data-group="team/billing"] a').click()
     row = by_css(chromium, 'tr[data-tp="web-lag-0"]')
     assert row.find_element("css selector", "td.lag").text == "6"
     assert by_css(chromium, "#total-lag").text == "6"
