@@ -443,6 +443,14 @@ class ClusterService:
                 f"{len(info.partitions)} partitions (0 to {len(info.partitions) - 1}).",
             )
         tp = TopicPartition(topic, partition)
+        if info.partitions[partition].leader < 0:
+            raise ConsoleError(
+                503,
+                "Partition offline",
+                f"Partition {tp} has no leader: none of its replicas "
+                f"{list(info.partitions[partition].replicas)} is available, so its records "
+                "cannot be read until one is back.",
+            )
         fetcher = Fetcher(self.client, max_wait_ms=100, reset=OffsetResetStrategy.NONE)
         log_start = (await fetcher.list_offsets([tp], EARLIEST_TIMESTAMP))[tp]
         log_end = (await fetcher.list_offsets([tp], LATEST_TIMESTAMP))[tp]

@@ -8,6 +8,7 @@ KAFPY_CONSOLE_SCREENSHOTS=<dir> they are copied there too (how docs/console-*.pn
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import select
@@ -25,6 +26,7 @@ from typing import Any
 import confluent_kafka
 import pytest
 
+from kafpy.client.admin_client import AdminClient, NewTopic
 from kafpy.testing import KafkaBroker, KafkaCluster
 from tests.fixtures.console import ConsoleServer
 
@@ -188,6 +190,8 @@ def test_an_under_replicated_partition_is_highlighted(chromium: Any, tmp_path: P
             with urllib.request.urlopen(f"{console.url}/api/topics/web-replicated") as r:
                 leader = json.loads(r.read())["partition_details"][0]["leader"]
             follower = next(b for b in cluster.broker_ids if b != leader)
+            # a topic whose one replica is on the follower goes offline with it
+            asyncio.run(create_on(cluster.bootstrap_servers, "web-solo", follower))
             cluster.stop_broker(follower)
 
             chromium.get(f"{console.url}/topics")
@@ -202,8 +206,28 @@ def test_an_under_replicated_partition_is_highlighted(chromium: Any, tmp_path: P
             assert p0.get_attribute("class") == "under-replicated"
             assert str(follower) not in p0.find_elements("css selector", "td")[3].text
             screenshot(chromium, tmp_path, "under-replicated")
+
+            chromium.get(f"{console.url}/topics")
+            solo = by_css(chromium, 'tr[data-topic="web-solo"]')
+            assert solo.get_attribute("class") == "offline"
+            assert solo.find_element("css selector", "td.offline-count").text == "1"
+            chromium.get(f"{console.url}/topics/web-solo/partitions/0/messages")
+            assert by_css(chromium, "h1").text == "Partition offline"
+            assert by_css(chromium, ".detail").text.startswith("Partition web-solo-0 has no leader")
         finally:
             console.stop()
+
+
+async def create_on(bootstrap: str, topic: str, broker_id: int) -> None:
+    """Create `topic` with its one partition on broker `broker_id` only, and wait for it."""
+    async with AdminClient.connect(bootstrap) as admin:
+        await admin.create_topics([NewTopic(topic, replica_assignment={0: [broker_id]})])
+        for _ in range(300):
+            info = (await admin.describe_topics([topic]))[topic]
+            if info.partitions and info.partitions[0].leader == broker_id:
+                return
+            await asyncio.sleep(0.05)
+    raise AssertionError(f"{topic} got no leader")
 
 
 def _read_line(proc: subprocess.Popen[bytes], timeout: float) -> str:
