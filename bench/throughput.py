@@ -25,11 +25,17 @@ from pathlib import Path
 from bench_support import free_port, wait_port  # noqa: E402
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
+# librdkafka speaking Kafka 0.9's protocol: Produce v1 / Fetch v1 with message format v0,
+# which the broker converts to and from record batch v2
+OLD_CLIENT = {"api.version.request": False, "broker.version.fallback": "0.9.0"}
 
-def kafpy_produce(bootstrap: str, topic: str, n: int, value: bytes) -> float:
+
+def kafpy_produce(
+    bootstrap: str, topic: str, n: int, value: bytes, extra: dict[str, object] | None = None
+) -> float:
     p = Producer({"bootstrap.servers": bootstrap, "acks": "1", "linger.ms": 5,
                   "batch.size": 1 << 20, "queue.buffering.max.messages": 2_000_000,
-                  "queue.buffering.max.kbytes": 2_000_000})  # fmt: skip
+                  "queue.buffering.max.kbytes": 2_000_000, **(extra or {})})  # fmt: skip
     start = time.perf_counter()
     for _ in range(n):
         while True:
@@ -43,7 +49,13 @@ def kafpy_produce(bootstrap: str, topic: str, n: int, value: bytes) -> float:
     return time.perf_counter() - start
 
 
-def kafpy_consume(bootstrap: str, topic: str, n: int, prefill_s: float = 0.0) -> float:
+def kafpy_consume(
+    bootstrap: str,
+    topic: str,
+    n: int,
+    prefill_s: float = 0.0,
+    extra: dict[str, object] | None = None,
+) -> float:
     """Seconds to consume n records from offset 0. With prefill_s the consumer first lets
     librdkafka fill its queue for that long, so the timed part is the Python client alone:
     the ceiling of this client on this machine, with no broker in the loop."""
@@ -53,7 +65,7 @@ def kafpy_consume(bootstrap: str, topic: str, n: int, prefill_s: float = 0.0) ->
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench", "enable.auto.commit": False,
                   "fetch.max.bytes": 50 << 20, "max.partition.fetch.bytes": 10 << 20,
                   "queued.min.messages": 2_000_000, "queued.max.messages.kbytes": (2 << 20) - 1,
-                  "fetch.queue.backoff.ms": 10})  # fmt: skip
+                  "fetch.queue.backoff.ms": 10, **(extra or {})})  # fmt: skip
     c.assign([TopicPartition(topic, 0, 0)])
     got = 0
     if prefill_s:
@@ -166,6 +178,13 @@ def main() -> None:
                   f"consume {n_total / tc:>12,.0f} rec/s {n_total * size / 1e6 / tc:>8.1f} MB/s")  # fmt: skip
             print(f"kafpy  {size:>5} B  consume/produce {tp / tc:.2f}x;  the client alone (confluent-kafka "
                   f"from its pre-filled queue, no broker in the loop) {n_total / tcc:>12,.0f} rec/s")  # fmt: skip
+            old_topic = f"{topic}-v0"
+            kafpy_produce(bootstrap, old_topic, 1000, value, OLD_CLIENT)
+            to = kafpy_produce(bootstrap, old_topic, n, value, OLD_CLIENT)
+            tco = kafpy_consume(bootstrap, old_topic, n_total, extra=OLD_CLIENT)
+            print(f"kafpy  {size:>5} B  message format v0 (librdkafka as a 0.9 client, converted by the broker): "
+                  f"produce {n / to:>12,.0f} rec/s ({tp / to:.2f}x of v2)   "
+                  f"consume {n_total / tco:>12,.0f} rec/s ({tc / tco:.2f}x of v2)")  # fmt: skip
             tk = kcat_consume(bootstrap, topic, n_total)
             if tk is not None:
                 print(f"kafpy  {size:>5} B  consume with kcat (C client, start-up excluded) {n_total / tk:>12,.0f} rec/s "

@@ -34,6 +34,9 @@ COMMANDS: dict[str, str] = {
     "leader-election": "kafpy.cli.leader_election",
     "consumer-groups": "kafpy.cli.consumer_groups",
     "broker-api-versions": "kafpy.cli.broker_api_versions",
+    "delete-records": "kafpy.cli.delete_records",
+    "producer-perf-test": "kafpy.cli.producer_perf_test",
+    "consumer-perf-test": "kafpy.cli.consumer_perf_test",
     "console": "kafpy.cli.console",
 }
 

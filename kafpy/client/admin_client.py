@@ -9,6 +9,7 @@ operation raises the KafkaError of the response's error code, with the broker's 
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -351,6 +352,30 @@ class AdminClient:
                 for d in response["results"]
             ]
         return result
+
+    # --- records (DeleteRecords) ---
+
+    async def delete_records(
+        self, offsets: Mapping[TopicPartition, int], timeout_ms: int = DEFAULT_TIMEOUT_MS
+    ) -> dict[TopicPartition, int | KafkaError]:
+        """Delete the records of each partition below its offset (-1: the high watermark),
+        through each partition's leader: the new low watermark per partition, or the
+        KafkaError that partition failed with (Kafka's Admin.deleteRecords)."""
+
+        async def one(tp: TopicPartition, offset: int) -> int | KafkaError:
+            body = {"topics": [{"name": tp.topic, "partitions": [
+                {"partition_index": tp.partition, "offset": offset}]}], "timeout_ms": timeout_ms}  # fmt: skip
+            try:
+                response = await self.client.send_to_leader(tp, ApiKey.DELETE_RECORDS, body)
+            except KafkaError as e:
+                return e
+            [answer] = response["topics"][0]["partitions"]
+            if answer["error_code"] != Errors.NONE:
+                return error_for_code(answer["error_code"])
+            return int(answer["low_watermark"])
+
+        results = await asyncio.gather(*(one(tp, o) for tp, o in offsets.items()))
+        return dict(zip(offsets, results, strict=True))
 
     # --- leader election (ElectLeaders) ---
 

@@ -636,6 +636,10 @@ class UnsupportedVersionError(KafkaError):
     error = Errors.UNSUPPORTED_VERSION
 
 
+class UnsupportedCompressionTypeError(KafkaError):
+    error = Errors.UNSUPPORTED_COMPRESSION_TYPE
+
+
 class TopicExistsError(KafkaError):
     error = Errors.TOPIC_ALREADY_EXISTS
 

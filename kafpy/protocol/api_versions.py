@@ -2,9 +2,8 @@
 
 Kafka 2.8's ranges for every client-facing API kafpy serves, flexible versions included
 (KIP-482). The inter-broker APIs (LeaderAndIsr, StopReplica, UpdateMetadata,
-ControlledShutdown) stay at the versions kafpy's own controller sends. Produce starts at
-v3 and Fetch at v4: the older versions carry message format v0/v1, which kafpy does not
-convert (issue 21 item 3), so they are refused rather than served weaker.
+ControlledShutdown) stay at the versions kafpy's own controller sends. Produce v0-2 and
+Fetch v0-3 carry message format v0/v1: kafpy converts it (kafpy/server/record_conversion.py).
 """
 
 from __future__ import annotations
@@ -12,9 +11,9 @@ from __future__ import annotations
 from kafpy.protocol.api_keys import ApiKey
 
 SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
-    ApiKey.PRODUCE: (3, 9),
-    ApiKey.FETCH: (4, 12),
-    ApiKey.LIST_OFFSETS: (1, 6),
+    ApiKey.PRODUCE: (0, 9),
+    ApiKey.FETCH: (0, 12),
+    ApiKey.LIST_OFFSETS: (0, 6),
     ApiKey.METADATA: (0, 11),
     ApiKey.LEADER_AND_ISR: (0, 3),
     ApiKey.STOP_REPLICA: (0, 1),

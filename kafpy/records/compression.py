@@ -283,3 +283,37 @@ def decompress(
         raise CorruptRecordError(
             f"{codec.kafka_name} data of {len(data)} bytes does not decompress: {exc}"
         ) from exc
+
+
+# --- message format v0's lz4 framing -------------------------------------------------
+#
+# Kafka before 0.10 (message format v0) wrote lz4 frames whose header checksum was taken
+# over the magic number as well as the frame descriptor (KAFKA-1493); message format v1
+# and later use the correct checksum. Clients writing magic 0 still produce the broken
+# form, and readers of magic 0 expect it.
+
+
+def _lz4_descriptor_end(data: Buffer) -> int:
+    """Offset of the header checksum byte of the lz4 frame `data`."""
+    if len(data) < 7 or bytes(data[:4]) != _LZ4_MAGIC:
+        raise CorruptRecordError("lz4 data does not start with an lz4 frame header")
+    flg = data[4]
+    return 6 + (8 if flg & 0x08 else 0) + (4 if flg & 0x01 else 0)
+
+
+def lz4_frame_from_legacy(data: Buffer) -> bytes:
+    """The lz4 frame of a magic 0 message with its header checksum made standard."""
+    end = _lz4_descriptor_end(data)
+    if end >= len(data):
+        raise CorruptRecordError("lz4 frame header is truncated")
+    out = bytearray(data)
+    out[end] = (_xxh32_short(bytes(out[4:end])) >> 8) & 0xFF
+    return bytes(out)
+
+
+def lz4_frame_to_legacy(data: Buffer) -> bytes:
+    """A standard lz4 frame with the header checksum magic 0 readers expect."""
+    end = _lz4_descriptor_end(data)
+    out = bytearray(data)
+    out[end] = (_xxh32_short(bytes(out[:end])) >> 8) & 0xFF
+    return bytes(out)

@@ -43,6 +43,7 @@ from kafpy.protocol.headers import encode_response, frame_response
 from kafpy.protocol.messages import REQUESTS, RESPONSES
 from kafpy.protocol.messages.metadata import AUTHORIZED_OPERATIONS_OMITTED
 from kafpy.protocol.types import ZERO_UUID
+from kafpy.records.legacy_record import first_magic
 from kafpy.records.memory_records import MemoryRecords
 from kafpy.records.record_batch import (
     ATTRIBUTES_OFFSET,
@@ -58,13 +59,16 @@ from kafpy.server.admin_manager import AdminManager
 from kafpy.server.kafka_config import KafkaConfig
 from kafpy.server.metadata_cache import MetadataCache
 from kafpy.server.producer_id_manager import ProducerIdManager
+from kafpy.server.record_conversion import down_convert_fetch, up_convert_produce
 from kafpy.server.replica_manager import (
     DEBUGGING_CONSUMER_ID,
     FetchParams,
+    FetchPartitionData,
     PartitionFetchInfo,
     ReplicaManager,
 )
 from kafpy.server.request_channel import CloseConnection, Request, ResponseParts
+from kafpy.storage.log_config import LogConfig
 from kafpy.storage.log_validator import LogValidator
 
 CONSUMER_REPLICA_ID = -1
@@ -429,15 +433,25 @@ class KafkaApis:
         entries: dict[TopicPartition, MemoryRecords | memoryview | bytes | None] = {}
         answers: dict[TopicPartition, dict[str, Any]] = {}
         order: list[TopicPartition] = []
+        legacy: dict[TopicPartition, memoryview | bytes] = {}
         for topic in body["topic_data"]:
             for p in topic["partition_data"]:
                 tp = TopicPartition(topic["name"], p["index"])
                 order.append(tp)
-                error = validate_produce_records(p["records"])
+                records = p["records"]
+                if request.api_version < 3 and records and first_magic(records) in (0, 1):
+                    legacy[tp] = records
+                    continue
+                error = validate_produce_records(records)
                 if error is not None:
                     answers[tp] = _produce_error(tp, error_code_of(error), str(error))
                 else:
-                    entries[tp] = p["records"]
+                    entries[tp] = records
+        for tp, records in legacy.items():
+            try:
+                entries[tp] = await up_convert_produce(records, self._log_config(tp))
+            except KafkaError as e:
+                answers[tp] = _produce_error(tp, error_code_of(e), str(e))
         if acks not in (0, 1, -1):
             for tp in order:
                 answers[tp] = _produce_error(tp, Errors.INVALID_REQUIRED_ACKS, None)
@@ -536,6 +550,8 @@ class KafkaApis:
             isolation_level=body.get("isolation_level", 0),
         )
         results = await self.replica_manager.fetch_messages(params, infos) if infos else []
+        if version < 4:
+            results = await self._down_convert(version, dict(infos), results)
         answers = dict(diverged)
         for tp, r in results:
             answers[tp] = {
@@ -558,6 +574,33 @@ class KafkaApis:
             "session_id": 0,
             "responses": [{"topic": t, "partitions": ps} for t, ps in by_topic.items()],
         }
+
+    def _log_config(self, tp: TopicPartition) -> LogConfig:
+        """The topic's log config where this broker holds the partition, else the
+        broker's defaults (the append then answers why it cannot take the data)."""
+        partition = self.replica_manager.get_partition(tp)
+        log = partition.log if partition is not None else None
+        return log.config if log is not None else LogConfig()
+
+    async def _down_convert(
+        self,
+        version: int,
+        infos: Mapping[TopicPartition, PartitionFetchInfo],
+        results: list[tuple[TopicPartition, FetchPartitionData]],
+    ) -> list[tuple[TopicPartition, FetchPartitionData]]:
+        """Fetch v0-3: the stored batches as the message format the version carries."""
+        for tp, r in results:
+            if r.records is None or len(r.records) == 0:
+                continue
+            try:
+                converted = await down_convert_fetch(
+                    r.records, version, infos[tp].fetch_offset, self._log_config(tp)
+                )
+            except KafkaError as e:
+                r.error_code, r.records = error_code_of(e), None
+            else:
+                r.records = memoryview(converted)
+        return results
 
     def _check_last_fetched_epoch(
         self, tp: TopicPartition, info: PartitionFetchInfo, last_fetched_epoch: int, replica_id: int
@@ -602,6 +645,9 @@ class KafkaApis:
             parts = []
             for p in topic["partitions"]:
                 tp = TopicPartition(topic["name"], p["partition_index"])
+                if request.api_version == 0:
+                    parts.append(self._legacy_list_offsets(tp, p, replica_id))
+                    continue
                 answer = {"partition_index": tp.partition, "error_code": Errors.NONE,
                           "timestamp": -1, "offset": -1, "leader_epoch": -1}  # fmt: skip
                 try:
@@ -617,6 +663,28 @@ class KafkaApis:
                 parts.append(answer)
             topics.append({"name": topic["name"], "partitions": parts})
         return {"throttle_time_ms": 0, "topics": topics}
+
+    def _legacy_list_offsets(
+        self, tp: TopicPartition, p: Mapping[str, Any], replica_id: int
+    ) -> dict[str, Any]:
+        """ListOffsets v0 (Kafka's legacyFetchOffsetsForTimestamp): up to
+        max_num_offsets offsets, newest first, a consumer seeing none above the high
+        watermark."""
+        answer: dict[str, Any] = {"partition_index": tp.partition, "error_code": Errors.NONE,
+                                  "old_style_offsets": []}  # fmt: skip
+        try:
+            partition = self.replica_manager.get_partition_or_error(tp)
+            log = partition.local_log_or_error(-1, replica_id != DEBUGGING_CONSUMER_ID)
+            offsets = log.legacy_fetch_offsets_before(p["timestamp"], p["max_num_offsets"])
+        except KafkaError as e:
+            answer["error_code"] = error_code_of(e)
+            return answer
+        if replica_id == CONSUMER_REPLICA_ID:
+            hw = partition.high_watermark
+            if any(o > hw for o in offsets):
+                offsets = [hw, *(o for o in offsets if o <= hw)][: p["max_num_offsets"]]
+        answer["old_style_offsets"] = offsets
+        return answer
 
     # -- DeleteRecords / OffsetForLeaderEpoch ---------------------------------------------
 

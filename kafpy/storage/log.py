@@ -635,6 +635,28 @@ class Log:
                     return segment.find_offset_by_timestamp(target_timestamp, self.log_start_offset)
             return None
 
+    def legacy_fetch_offsets_before(self, timestamp: int, max_num_offsets: int) -> list[int]:
+        """ListOffsets v0's answer (Kafka's Log.legacyFetchOffsetsBefore): segment base
+        offsets, newest first, of the segments last modified at or before `timestamp`,
+        with the log end offset first when the active segment is not empty; -1 (latest)
+        starts from the newest, -2 (earliest) gives the log start offset."""
+        with self._lock:
+            segments = self.log_segments()
+            entries = [(s.base_offset, s.last_modified) for s in segments]
+            if segments and segments[-1].size > 0:
+                entries.append((self._leo, self.time.milliseconds()))
+            if timestamp == LATEST_TIMESTAMP:
+                start = len(entries) - 1
+            elif timestamp == EARLIEST_TIMESTAMP:
+                start = 0
+            else:
+                start = -1
+                for i, (_offset, modified) in enumerate(entries):
+                    if modified <= timestamp:
+                        start = i
+            offsets = [entries[i][0] for i in range(start, -1, -1)][:max_num_offsets]
+            return [max(o, self.log_start_offset) for o in offsets]
+
     # -- truncation --------------------------------------------------------------------------------
 
     def truncate_to(self, target_offset: int) -> bool:

@@ -118,9 +118,17 @@ def record_version_for(api_version: str) -> int:
 
 def _check_api_version(value: object) -> str | None:
     try:
-        parse_api_version(str(value))
+        magic = record_version_for(str(value))
     except ValueError as e:
         return str(e)
+    if magic < 2:
+        # Old clients are served by converting at the edges (Produce v0-2 up, Fetch v0-3
+        # down); storing message format v0/v1 itself is not something kafpy does.
+        return (
+            f"message format {value} (magic {magic}) cannot be stored by kafpy, which keeps "
+            "record batch v2 only (0.11.0 and later); old clients are still served, their "
+            "messages converted on the way in and out"
+        )
     return None
 
 

@@ -28,10 +28,6 @@ KAFKA_2_8: dict[ApiKey, tuple[int, int, int | None]] = {
 
 # Where kafpy advertises less than Kafka 2.8, and why.
 NARROWER = {
-    # message format v0/v1 (Produce v0-2, Fetch v0-3, ListOffsets v0) is not converted
-    K.PRODUCE: (3, 9),
-    K.FETCH: (4, 12),
-    K.LIST_OFFSETS: (1, 6),
     # inter-broker APIs at the versions kafpy's own controller sends
     K.LEADER_AND_ISR: (0, 3),
     K.STOP_REPLICA: (0, 1),
@@ -66,7 +62,7 @@ def test_advertised_ranges_are_declared() -> None:
 def test_is_supported_and_entries() -> None:
     assert is_supported(ApiKey.PRODUCE, 9)
     assert not is_supported(ApiKey.PRODUCE, 10)
-    assert not is_supported(ApiKey.PRODUCE, 2)
+    assert is_supported(ApiKey.PRODUCE, 0) and not is_supported(ApiKey.LEADER_AND_ISR, 4)
     assert not is_supported(999, 0)
     entries = api_versions_entries()
     assert {"api_key": 18, "min_version": 0, "max_version": 3} in entries

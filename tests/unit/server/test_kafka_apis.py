@@ -75,8 +75,8 @@ def test_api_versions_lists_served_apis(broker: Broker) -> None:
     resp = call(apis_for(broker), ApiKey.API_VERSIONS, 2, {})
     assert resp is not None and resp["error_code"] == 0
     ranges = {e["api_key"]: (e["min_version"], e["max_version"]) for e in resp["api_keys"]}
-    assert ranges[ApiKey.METADATA] == (0, 11) and ranges[ApiKey.FETCH] == (4, 12)
-    assert ranges[ApiKey.PRODUCE] == (3, 9) and ranges[ApiKey.API_VERSIONS] == (0, 3)
+    assert ranges[ApiKey.METADATA] == (0, 11) and ranges[ApiKey.FETCH] == (0, 12)
+    assert ranges[ApiKey.PRODUCE] == (0, 9) and ranges[ApiKey.API_VERSIONS] == (0, 3)
     assert all(k in SUPPORTED_VERSIONS for k in ranges)
 
 

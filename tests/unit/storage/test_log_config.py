@@ -289,3 +289,10 @@ def test_with_overrides() -> None:
     assert c.originals == {"retention.ms": "10", "segment.bytes": "100"}
     with pytest.raises(InvalidConfigurationError, match="Unknown topic config name: x"):
         c.with_overrides({"x": "1"})
+
+
+@pytest.mark.parametrize("version", ["0.9.0", "0.10.2", "0.10.0-IV1"])
+def test_message_formats_kafpy_cannot_store_are_refused(version: str) -> None:
+    with pytest.raises(InvalidConfigurationError, match="cannot be stored by kafpy"):
+        LogConfig.from_props(None, {"message.format.version": version})
+    assert LogConfig.from_props(None, {"message.format.version": "0.11.0"}).record_version == 2

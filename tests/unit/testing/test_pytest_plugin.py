@@ -180,3 +180,81 @@ def test_the_plugin_imports_no_broker_when_unused(pytester: pytest.Pytester) -> 
     )
     result = pytester.runpytest_subprocess(*PLUGIN)
     result.assert_outcomes(passed=1)
+
+
+def test_one_broker_per_xdist_worker(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        """
+        import os, time
+
+        import pytest
+        from confluent_kafka import Producer
+
+        @pytest.mark.parametrize("n", range(4))
+        def test_each(kafka_broker, kafka_topic, kafka_bootstrap, n):
+            p = Producer({"bootstrap.servers": kafka_bootstrap})
+            p.produce(kafka_topic, b"v")
+            assert p.flush(10) == 0
+            assert len(kafka_broker.consume(kafka_topic, 1, timeout=10)) == 1
+            worker = os.environ["PYTEST_XDIST_WORKER"]
+            with open(f"seen-{worker}-{n}.txt", "w") as f:
+                f.write(kafka_bootstrap)
+            time.sleep(0.5)  # so that both workers take tests
+        """
+    )
+    dirs_before = _kafpy_temp_dirs()
+    result = pytester.runpytest_subprocess(*PLUGIN, "-p", "xdist.plugin", "-n", "2")
+    result.assert_outcomes(passed=4)
+    seen: dict[str, set[str]] = {}
+    for f in pytester.path.glob("seen-*.txt"):
+        seen.setdefault(f.name.split("-")[1], set()).add(f.read_text())
+    assert sorted(seen) == ["gw0", "gw1"]
+    # one broker per worker: each worker always saw the same one, and not the other's
+    assert all(len(bootstraps) == 1 for bootstraps in seen.values())
+    assert seen["gw0"] != seen["gw1"]
+    assert _kafpy_temp_dirs() == dirs_before
+
+
+def test_async_tests_under_pytest_asyncio(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        """
+        import pytest
+        from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+
+        from kafpy.testing import KafkaBroker
+
+        @pytest.mark.asyncio
+        async def test_session_broker_from_async(kafka_bootstrap, kafka_topic):
+            producer = AIOKafkaProducer(bootstrap_servers=kafka_bootstrap)
+            await producer.start()
+            try:
+                await producer.send_and_wait(kafka_topic, b"hello")
+            finally:
+                await producer.stop()
+            consumer = AIOKafkaConsumer(
+                kafka_topic, bootstrap_servers=kafka_bootstrap, auto_offset_reset="earliest"
+            )
+            await consumer.start()
+            try:
+                record = await consumer.getone()
+            finally:
+                await consumer.stop()
+            assert record.value == b"hello"
+
+        @pytest.mark.asyncio
+        async def test_async_context_manager():
+            async with KafkaBroker() as broker:
+                broker.create_topic("t", partitions=2)
+                producer = AIOKafkaProducer(bootstrap_servers=broker.bootstrap_servers)
+                await producer.start()
+                try:
+                    await producer.send_and_wait("t", b"x", partition=1)
+                finally:
+                    await producer.stop()
+                assert [r.value for r in broker.consume("t", 1, timeout=10)] == [b"x"]
+        """
+    )
+    dirs_before = _kafpy_temp_dirs()
+    result = pytester.runpytest_subprocess(*PLUGIN, "-p", "pytest_asyncio.plugin")
+    result.assert_outcomes(passed=2)
+    assert _kafpy_temp_dirs() == dirs_before

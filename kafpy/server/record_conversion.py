@@ -1,0 +1,74 @@
+"""Serving clients of message format v0/v1: produce up-conversion and fetch down-conversion.
+
+kafpy stores record batch v2 only. A Produce v0–v2 request carrying a v0/v1 message set
+is converted into one v2 batch before the append (Kafka's LogValidator does the same when
+the log's format is newer than the producer's); a Fetch v0–v3 response is converted from
+the stored v2 batches to the message format the fetch version can carry (magic 0 for
+v0–v1, magic 1 for v2–v3), as Kafka's down-conversion does. Both cost per record, so
+they cost only the old clients that need them; large sets are converted off the event
+loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from kafpy.common.errors import UnsupportedCompressionTypeError, UnsupportedVersionError
+from kafpy.records.compression import CompressionType, decompressed_limit
+from kafpy.records.legacy_record import MAGIC_V0, MAGIC_V1, down_convert, up_convert
+from kafpy.storage.log_config import LogConfig
+
+# Sets larger than this are converted in a thread so that other connections are served.
+_OFF_LOOP_BYTES = 64 * 1024
+
+
+def _target_codec(config: LogConfig) -> CompressionType | None:
+    """The codec the converted batch gets: the producer's with compression.type=producer."""
+    name = config.compression_type
+    if name == "producer":
+        return None
+    if name == "uncompressed":
+        return CompressionType.NONE
+    return CompressionType.from_name(name)
+
+
+async def up_convert_produce(data: memoryview | bytes, config: LogConfig) -> bytes:
+    """A Produce v0–v2 message set as one v2 batch (offsets from 0), or the KafkaError
+    (CORRUPT_MESSAGE, INVALID_RECORD, MESSAGE_TOO_LARGE) the partition is answered with."""
+    limit = decompressed_limit(len(data), config.max_message_bytes)
+    codec = _target_codec(config)
+    if len(data) > _OFF_LOOP_BYTES:
+        return await asyncio.to_thread(up_convert, data, limit, codec)
+    return up_convert(data, limit, codec)
+
+
+def fetch_magic(fetch_version: int) -> int:
+    """The message format a Fetch version below 4 carries."""
+    return MAGIC_V0 if fetch_version <= 1 else MAGIC_V1
+
+
+async def down_convert_fetch(
+    data: memoryview, fetch_version: int, fetch_offset: int, config: LogConfig
+) -> bytes:
+    """The stored batches `data` as the message set Fetch `fetch_version` (0–3) carries.
+
+    Raises UnsupportedVersionError when the topic disables down-conversion
+    (message.downconversion.enable=false) and UnsupportedCompressionTypeError for zstd
+    data, which message format v0/v1 cannot carry (Kafka answers both per partition).
+    """
+    if not config.message_downconversion_enable:
+        raise UnsupportedVersionError(
+            f"Fetch v{fetch_version} needs down-conversion, which this topic disables "
+            "(message.downconversion.enable=false)"
+        )
+    magic = fetch_magic(fetch_version)
+    if len(data) > _OFF_LOOP_BYTES:
+        converted, zstd = await asyncio.to_thread(down_convert, data, magic, fetch_offset)
+    else:
+        converted, zstd = down_convert(data, magic, fetch_offset)
+    if zstd and not converted:
+        raise UnsupportedCompressionTypeError(
+            f"The data at offset {fetch_offset} is compressed with zstd, which Fetch "
+            f"v{fetch_version} (message format v{magic}) cannot carry"
+        )
+    return converted

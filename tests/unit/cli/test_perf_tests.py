@@ -1,0 +1,74 @@
+"""The statistics and formats of `kafpy producer-perf-test` and `kafpy consumer-perf-test`."""
+
+from datetime import datetime
+
+import pytest
+
+from kafpy.cli.command_line_utils import OneLineError
+from kafpy.cli.consumer_perf_test import ConsumerStats, date_formatter
+from kafpy.cli.producer_perf_test import Stats, producer_settings
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_producer_stats_windows_and_total() -> None:
+    lines: list[str] = []
+    clock = Clock()
+    stats = Stats(lines.append, clock)
+    for i in range(1000):
+        clock.now = i * 0.006  # 6 s in all: one window line after 5 s
+        stats.record(latency_ms=i % 100, size=1024)
+    assert len(lines) == 1
+    assert lines[0].startswith("835 records sent, 166.9 records/sec") and lines[0].endswith(" ms max latency.")
+    assert stats.percentiles(0.5, 0.95, 0.99, 0.999) == [50, 95, 99, 99]
+    clock.now = 10.0
+    assert stats.total_line() == (
+        "1000 records sent, 100.000000 records/sec (0.10 MB/sec), 49.50 ms avg latency, "
+        "99.00 ms max latency, 50 ms 50th, 95 ms 95th, 99 ms 99th, 99 ms 99.9th."
+    )
+
+
+def test_producer_settings() -> None:
+    s = producer_settings({"bootstrap.servers": "h:1", "acks": "all", "compression.type": "lz4",
+                           "batch.size": "100", "linger.ms": "5"}, print)  # fmt: skip
+    assert s["producer"]["acks"] == -1 and s["producer"]["batch_size"] == 100
+    warned: list[str] = []
+    producer_settings({"bootstrap.servers": "h:1", "foo": "1"}, warned.append)
+    assert warned == ["WARNING: The configuration 'foo' was supplied but isn't a known config."]
+    for props, message in [({}, "bootstrap.servers must be given"),
+                           ({"bootstrap.servers": "h:1", "batch.size": "x"}, "not a number"),
+                           ({"bootstrap.servers": "h:1", "security.protocol": "SSL"}, "cannot be honoured")]:  # fmt: skip
+        with pytest.raises(OneLineError, match=message):
+            producer_settings(props, print)
+
+
+def test_java_date_format() -> None:
+    epoch = datetime(2026, 11, 23, 9, 5, 7).timestamp() + 0.042
+    assert date_formatter("yyyy-MM-dd HH:mm:ss:SSS")(epoch) == "2026-11-23 09:05:07:042"
+    with pytest.raises(OneLineError, match="'EEE' is not supported"):
+        date_formatter("EEE")
+
+
+def test_consumer_stats_line() -> None:
+    stats = ConsumerStats()
+    stats.start, stats.end = 0.0, 2.0
+    stats.messages, stats.bytes, stats.join_ms = 1000, 2 * 1024 * 1024, 500
+    fields = stats.line(lambda _t: "T").split(", ")
+    assert fields == [
+        "T",
+        "T",
+        "2.0000",
+        "1.0000",
+        "1000",
+        "500.0000",
+        "500",
+        "1500",
+        "1.3333",
+        "666.6667",
+    ]

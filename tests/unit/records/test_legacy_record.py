@@ -1,0 +1,157 @@
+"""Message format v0/v1 against kafka-python's LegacyRecordBatch(Builder) and Kafka's layout."""
+
+from __future__ import annotations
+
+import struct
+import zlib
+
+import pytest
+from kafka.record.legacy_records import LegacyRecordBatch, LegacyRecordBatchBuilder
+
+from kafpy.common.errors import CorruptRecordError, InvalidRecordError
+from kafpy.records.builder import RecordBatchBuilder, build_batch
+from kafpy.records.compression import CompressionType, compress
+from kafpy.records.legacy_record import (
+    build_message_set,
+    down_convert,
+    first_magic,
+    iter_legacy_records,
+    up_convert,
+)
+from kafpy.records.memory_records import MemoryRecords
+from kafpy.records.record_batch import TimestampType
+
+LIMIT = 10 * 1024 * 1024
+CODECS = [CompressionType.NONE, CompressionType.GZIP, CompressionType.SNAPPY, CompressionType.LZ4]
+ITEMS = [(0, 1_700_000_000_000, b"k0", b"v0"), (1, 1_700_000_000_001, None, b"v1" * 50),
+         (2, 1_700_000_000_002, b"k2", None)]  # fmt: skip
+
+
+def _kafka_python_set(magic: int, codec: CompressionType) -> bytes:
+    builder = LegacyRecordBatchBuilder(magic, int(codec), 1 << 20)
+    for offset, ts, key, value in ITEMS:
+        builder.append(offset, ts if magic else None, key, value)
+    return bytes(builder.build())
+
+
+def _kafka_python_read(
+    data: bytes, magic: int
+) -> list[tuple[int, int | None, bytes | None, bytes | None]]:
+    out = []
+    pos = 0
+    while pos < len(data):
+        (size,) = struct.unpack_from(">i", data, pos + 8)
+        batch = LegacyRecordBatch(data[pos : pos + 12 + size], magic)
+        assert batch.validate_crc()
+        out.extend((r.offset, r.timestamp, r.key, r.value) for r in batch)
+        pos += 12 + size
+    return out
+
+
+def test_literal_bytes_of_a_magic_0_message() -> None:
+    # offset 5, null key, value "a": size 15 = crc 4 + magic 1 + attributes 1 + key 4 + value 4+1
+    body = bytes([0, 0]) + b"\xff\xff\xff\xff" + b"\x00\x00\x00\x01a"
+    expected = struct.pack(">qiI", 5, 15, zlib.crc32(body)) + body
+    assert build_message_set(0, [(5, -1, None, b"a")]) == expected
+    [record] = iter_legacy_records(expected, LIMIT)
+    assert (record.offset, record.magic, record.timestamp, record.key, record.value) == (
+        5, 0, -1, None, b"a"
+    )  # fmt: skip
+    assert first_magic(expected) == 0
+
+
+@pytest.mark.parametrize("magic", [0, 1])
+@pytest.mark.parametrize("codec", CODECS)
+def test_reads_what_kafka_python_writes(magic: int, codec: CompressionType) -> None:
+    data = _kafka_python_set(magic, codec)
+    records = list(iter_legacy_records(data, LIMIT))
+    assert [(r.key, r.value) for r in records] == [(k, v) for _o, _t, k, v in ITEMS]
+    assert [r.timestamp for r in records] == ([t for _o, t, _k, _v in ITEMS] if magic else [-1] * 3)
+    assert all(r.compression is codec for r in records)
+    if codec is CompressionType.NONE or magic == 0:
+        assert [r.offset for r in records] == [0, 1, 2]
+    else:  # relative inner offsets against kafka-python's wrapper offset 0
+        assert [r.offset for r in records] == [-2, -1, 0]
+
+
+@pytest.mark.parametrize("magic", [0, 1])
+@pytest.mark.parametrize("codec", CODECS)
+def test_kafka_python_reads_what_kafpy_writes(magic: int, codec: CompressionType) -> None:
+    items = [(o + 100, t, k, v) for o, t, k, v in ITEMS]
+    data = build_message_set(magic, items, codec)
+    got = _kafka_python_read(data, magic)
+    assert [(o, k, v) for o, _t, k, v in got] == [(o, k, v) for o, _t, k, v in items]
+    if magic == 1:
+        assert [t for _o, t, _k, _v in got] == [t for _o, t, _k, _v in items]
+
+
+def test_corrupt_crc_is_refused() -> None:
+    data = bytearray(build_message_set(1, ITEMS))
+    data[-1] ^= 0xFF
+    with pytest.raises(CorruptRecordError, match="is corrupt"):
+        list(iter_legacy_records(data, LIMIT))
+
+
+def test_a_partial_trailing_message_is_dropped() -> None:
+    data = build_message_set(1, ITEMS)
+    assert len(list(iter_legacy_records(data[:-3], LIMIT))) == 2
+
+
+def test_nested_compression_and_bad_sizes_are_refused() -> None:
+    inner = build_message_set(1, ITEMS[:1], CompressionType.GZIP)  # already a wrapper
+    payload = compress(CompressionType.GZIP, inner)
+    body = bytearray(struct.pack(">bbq", 1, 1, 1)) + b"\xff\xff\xff\xff"
+    body += struct.pack(">i", len(payload)) + payload
+    data = struct.pack(">qiI", 0, len(body) + 4, zlib.crc32(body)) + body
+    with pytest.raises(InvalidRecordError, match="holds another compressed message"):
+        list(iter_legacy_records(data, LIMIT))
+    with pytest.raises(CorruptRecordError, match="below the minimum"):
+        list(iter_legacy_records(struct.pack(">qi", 0, 3) + b"\x00" * 3, LIMIT))
+
+
+@pytest.mark.parametrize("codec", CODECS)
+def test_up_convert_keeps_keys_values_and_timestamps(codec: CompressionType) -> None:
+    batch = MemoryRecords(up_convert(_kafka_python_set(1, codec), LIMIT))
+    [b] = list(batch.batches())
+    b.ensure_valid()
+    assert b.magic == 2 and b.compression_type is codec
+    assert [(r.offset, r.timestamp, r.key, r.value) for r in b.records()] == [
+        (i, t, k, v) for i, (_o, t, k, v) in enumerate(ITEMS)
+    ]
+    # magic 0 has no timestamps: the v2 records carry none (-1)
+    v0 = next(iter(MemoryRecords(up_convert(_kafka_python_set(0, codec), LIMIT)).batches()))
+    assert [r.timestamp for r in v0.records()] == [-1, -1, -1]
+    # the topic's compression.type replaces the producer's codec
+    recompressed = up_convert(_kafka_python_set(1, codec), LIMIT, CompressionType.ZSTD)
+    assert (
+        next(iter(MemoryRecords(recompressed).batches())).compression_type is CompressionType.ZSTD
+    )
+
+
+@pytest.mark.parametrize("magic", [0, 1])
+@pytest.mark.parametrize("codec", CODECS)
+def test_down_convert_as_kafka_python_reads_it(magic: int, codec: CompressionType) -> None:
+    stored = build_batch([(b"a", b"1"), (b"b", b"2")], base_offset=10, timestamp=1000,
+                         compression=codec)  # fmt: skip
+    stored += build_batch([(b"c", b"3")], base_offset=12, timestamp=2000, compression=codec)
+    control = RecordBatchBuilder(base_offset=13, is_control=True, producer_id=1)
+    control.append(3000, b"\x00\x00\x00\x00", b"\x00\x00\x00\x00\x00\x00")
+    stored += control.build()
+    data, zstd = down_convert(stored, magic, first_offset=11)
+    assert not zstd
+    got = _kafka_python_read(data, magic)
+    assert [(o, k, v) for o, _t, k, v in got] == [(11, b"b", b"2"), (12, b"c", b"3")]
+    if magic == 1:
+        assert [t for _o, t, _k, _v in got] == [1000, 2000]
+    assert first_magic(data) == magic
+
+
+def test_down_convert_log_append_time_and_zstd() -> None:
+    lat = build_batch([b"x"], base_offset=0, timestamp=5, timestamp_type=TimestampType.LOG_APPEND_TIME,
+                      log_append_time=777, compression=CompressionType.GZIP)  # fmt: skip
+    data, _ = down_convert(lat, 1, 0)
+    [r] = list(iter_legacy_records(data, LIMIT))
+    assert (r.timestamp, r.timestamp_type) == (777, TimestampType.LOG_APPEND_TIME)
+    zstd = build_batch([b"y"], base_offset=1, compression=CompressionType.ZSTD)
+    data, flagged = down_convert(lat + zstd, 1, 0)
+    assert flagged and len(list(iter_legacy_records(data, LIMIT))) == 1
