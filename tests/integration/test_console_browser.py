@@ -211,6 +211,7 @@ def test_an_under_replicated_partition_is_highlighted(chromium: Any, tmp_path: P
             solo = by_css(chromium, 'tr[data-topic="web-solo"]')
             assert solo.get_attribute("class") == "offline"
             assert solo.find_element("css selector", "td.offline-count").text == "1"
+            screenshot(chromium, tmp_path, "topics-health")
             chromium.get(f"{console.url}/topics/web-solo/partitions/0/messages")
             assert by_css(chromium, "h1").text == "Partition offline"
             assert by_css(chromium, ".detail").text.startswith("Partition web-solo-0 has no leader")
