@@ -29,6 +29,7 @@ from kafpy.common.errors import (
     KafkaConnectionError,
     KafkaError,
     OffsetOutOfRangeError,
+    TopicExistsError,
     UnknownTopicOrPartitionError,
     UnsupportedVersionError,
 )
@@ -179,6 +180,8 @@ class ClusterService:
             ) from None
         except UnknownTopicOrPartitionError as e:
             raise ConsoleError(404, "No such topic or partition", str(e), tried) from None
+        except TopicExistsError as e:
+            raise ConsoleError(409, "Topic already exists", str(e), tried) from None
         except KafkaError as e:
             raise ConsoleError(
                 502, f"The cluster refused: {type(e).__name__}", str(e), tried

@@ -211,8 +211,8 @@ def test_writes_with_allow_writes(
     status, topic = get(writable, "/api/topics/api-made")
     assert topic["partitions"] == 2
     status, _, html = post(writable, "/topics", {"name": "api-made", "partitions": "2"})
-    assert status == 502
-    assert "api-made" in html and "already exists" in html
+    assert status == 409
+    assert "<h1>Topic already exists</h1>" in html and "api-made" in html
 
     produce(broker.bootstrap_servers, "api-made", [{"value": b"z"}] * 5)
     commit(broker.bootstrap_servers, "api-reset", "api-made", {0: 5})
