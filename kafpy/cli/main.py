@@ -37,6 +37,7 @@ COMMANDS: dict[str, str] = {
     "delete-records": "kafpy.cli.delete_records",
     "producer-perf-test": "kafpy.cli.producer_perf_test",
     "consumer-perf-test": "kafpy.cli.consumer_perf_test",
+    "console": "kafpy.cli.console",
 }
 
 OUTPUT_CLOSED_EXIT_STATUS = 128 + signal.SIGPIPE

@@ -18,7 +18,7 @@ from kafpy.client.cluster import Node, TopicInfo
 from kafpy.client.kafka_client import KafkaClient
 from kafpy.client.response_errors import error_for_code, raise_for_code
 from kafpy.common.election_type import ElectionType
-from kafpy.common.errors import KafkaError
+from kafpy.common.errors import KafkaError, UnsupportedVersionError
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.config_resource import AlterConfigOp, ConfigResourceType, ConfigSource
@@ -67,6 +67,28 @@ class ConfigEntry:
     def is_topic_override(self) -> bool:
         """True for a value set on the topic itself (what `/config/topics/<t>` holds)."""
         return self.source is ConfigSource.DYNAMIC_TOPIC_CONFIG
+
+
+@dataclass(frozen=True)
+class ReplicaInfo:
+    """One replica in a log dir (Kafka's ReplicaInfo): its size in bytes, how far its log
+    end is behind the high watermark, and whether it is a future log being moved in."""
+
+    size: int
+    offset_lag: int
+    is_future: bool
+
+
+@dataclass(frozen=True)
+class LogDirDescription:
+    """One log dir of a broker (Kafka's LogDirDescription); `error` is set for an offline
+    dir; total and usable bytes are -1 where the broker does not say (before v4)."""
+
+    path: str
+    error: KafkaError | None
+    replicas: Mapping[TopicPartition, ReplicaInfo]
+    total_bytes: int = -1
+    usable_bytes: int = -1
 
 
 @dataclass
@@ -287,6 +309,49 @@ class AdminClient:
         }
         response = await send(api, body)
         _raise_first(response["responses"], "Altering configs of")
+
+    # --- log dirs (DescribeLogDirs) ---
+
+    async def describe_log_dirs(
+        self, broker_ids: Iterable[int]
+    ) -> dict[int, list[LogDirDescription]]:
+        """Each broker's log dirs with the replicas in them; raises UnsupportedVersionError
+        for a broker that does not serve DescribeLogDirs."""
+        result: dict[int, list[LogDirDescription]] = {}
+        for broker in broker_ids:
+            conn = await self.client.connection(broker)
+            if ApiKey.DESCRIBE_LOG_DIRS not in conn.api_versions:
+                raise UnsupportedVersionError(
+                    f"Broker {broker} does not serve DescribeLogDirs, so its log dirs "
+                    "cannot be described."
+                )
+            response = await self.client.send_to_node(
+                broker, ApiKey.DESCRIBE_LOG_DIRS, {"topics": None}
+            )
+            raise_for_code(
+                response.get("error_code", Errors.NONE),
+                None,
+                f"Describing the log dirs of broker {broker}",
+            )
+            result[broker] = [
+                LogDirDescription(
+                    path=d["log_dir"],
+                    error=None
+                    if d["error_code"] == Errors.NONE
+                    else error_for_code(d["error_code"], None, f"Log dir {d['log_dir']}"),
+                    replicas={
+                        TopicPartition(t["name"], p["partition_index"]): ReplicaInfo(
+                            p["partition_size"], p["offset_lag"], p["is_future_key"]
+                        )
+                        for t in d["topics"]
+                        for p in t["partitions"]
+                    },
+                    total_bytes=d.get("total_bytes", -1),
+                    usable_bytes=d.get("usable_bytes", -1),
+                )
+                for d in response["results"]
+            ]
+        return result
 
     # --- records (DeleteRecords) ---
 

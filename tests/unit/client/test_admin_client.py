@@ -306,3 +306,65 @@ def test_alter_configs_without_the_incremental_api_merges_the_overrides() -> Non
             ]
 
     run(scenario())
+
+
+def log_dirs_answer(header: Any, body: dict[str, Any]) -> dict[str, Any]:
+    assert body["topics"] is None
+    return {
+        "results": [
+            {
+                "error_code": 0,
+                "log_dir": "/data/a",
+                "topics": [
+                    {
+                        "name": "a",
+                        "partitions": [
+                            {
+                                "partition_index": 0,
+                                "partition_size": 1234,
+                                "offset_lag": 0,
+                                "is_future_key": False,
+                            },
+                            {
+                                "partition_index": 1,
+                                "partition_size": 10,
+                                "offset_lag": 2,
+                                "is_future_key": True,
+                            },
+                        ],
+                    }
+                ],
+            },
+            {"error_code": 56, "log_dir": "/data/b", "topics": []},
+        ]
+    }
+
+
+def test_describe_log_dirs() -> None:
+    from kafpy.client.admin_client import LogDirDescription, ReplicaInfo
+    from kafpy.common.errors import KafkaStorageError, UnsupportedVersionError
+    from kafpy.common.topic_partition import TopicPartition
+
+    async def scenario() -> None:
+        env = Admin()
+        env.b0.versions[int(ApiKey.DESCRIBE_LOG_DIRS)] = (0, 2)  # as Kafka 2.8 serves it
+        async with env as admin:
+            env.b0.handlers[ApiKey.DESCRIBE_LOG_DIRS] = log_dirs_answer
+            [healthy, offline] = (await admin.describe_log_dirs([0]))[0]
+            assert healthy == LogDirDescription(
+                "/data/a",
+                None,
+                {
+                    TopicPartition("a", 0): ReplicaInfo(1234, 0, False),
+                    TopicPartition("a", 1): ReplicaInfo(10, 2, True),
+                },
+            )
+            assert env.b0.requests_of(ApiKey.DESCRIBE_LOG_DIRS)[0].header.api_version == 2
+            assert offline.path == "/data/b"
+            assert isinstance(offline.error, KafkaStorageError)
+            with pytest.raises(
+                UnsupportedVersionError, match="Broker 1 does not serve DescribeLogDirs"
+            ):
+                await admin.describe_log_dirs([1])
+
+    run(scenario())

@@ -1,0 +1,198 @@
+"""ConsumerGroupAdmin: consumer groups through their coordinators, as Kafka's Admin sees them.
+
+After the group half of Kafka's `KafkaAdminClient`: listConsumerGroups (ListGroups on every
+broker), describeConsumerGroups (FindCoordinator, then DescribeGroups on the coordinator),
+listConsumerGroupOffsets (OffsetFetch) and alterConsumerGroupOffsets (OffsetCommit with no
+generation, which the coordinator accepts only while the group has no members). A request
+that meets a coordinator moving or loading is sent again to the coordinator found anew.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kafpy.client.kafka_client import KafkaClient, error_codes
+from kafpy.client.response_errors import error_for_code, raise_for_code
+from kafpy.common.errors import KafkaError
+from kafpy.common.topic_partition import TopicPartition
+from kafpy.protocol.api_keys import ApiKey
+from kafpy.protocol.consumer_protocol import assignment_partitions
+from kafpy.protocol.errors import Errors
+
+_COORDINATOR_MOVED = frozenset(
+    {Errors.COORDINATOR_NOT_AVAILABLE, Errors.COORDINATOR_LOAD_IN_PROGRESS, Errors.NOT_COORDINATOR}
+)
+
+
+@dataclass(frozen=True)
+class GroupListing:
+    """A group as ListGroups names it."""
+
+    group_id: str
+    protocol_type: str
+    state: str | None = None  # ListGroups v4+ only
+
+
+@dataclass(frozen=True)
+class MemberDescription:
+    """One member of a group; `assignment` is decoded for consumer groups only."""
+
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    host: str
+    assignment: tuple[TopicPartition, ...]
+
+
+@dataclass(frozen=True)
+class ConsumerGroupDescription:
+    """A group's state, protocol and members, and the broker coordinating it."""
+
+    group_id: str
+    state: str
+    protocol_type: str
+    assignor: str
+    members: tuple[MemberDescription, ...]
+    coordinator: int
+
+
+class ConsumerGroupAdmin:
+    """Group operations on a KafkaClient; failures raise the KafkaError of the error code
+    (GroupIdNotFoundError, UnknownMemberIdError, ...), naming the group."""
+
+    def __init__(self, client: KafkaClient) -> None:
+        self.client = client
+
+    async def find_coordinator(self, group: str) -> int:
+        """The id of the broker coordinating `group`."""
+        response = await self.client.send_to_any(
+            ApiKey.FIND_COORDINATOR, {"key": group, "key_type": 0}
+        )
+        raise_for_code(
+            response["error_code"],
+            response.get("error_message"),
+            f"Finding the coordinator of group '{group}'",
+        )
+        return int(response["node_id"])
+
+    async def _to_coordinator(self, group: str, api: ApiKey, body: Mapping[str, Any]) -> Any:
+        """Send to the group's coordinator, finding it again while it moves or loads."""
+        for tries_left in range(self.client.retries, -1, -1):
+            try:
+                node = await self.find_coordinator(group)
+                response = await self.client.send_to_node(node, api, body)
+            except KafkaError as e:
+                if e.code not in _COORDINATOR_MOVED or tries_left == 0:
+                    raise
+                await self.client.backoff()
+                continue
+            moved = any(code in _COORDINATOR_MOVED for code, _ in error_codes(response))
+            if not moved or tries_left == 0:
+                return node, response
+            await self.client.backoff()
+        raise AssertionError("unreachable")
+
+    async def list_groups(self) -> list[GroupListing]:
+        """Every group of every broker, sorted by id."""
+        await self.client.refresh_metadata([])
+        groups: dict[str, GroupListing] = {}
+        for node in sorted(self.client.cluster.brokers):
+            response = await self.client.send_to_node(node, ApiKey.LIST_GROUPS, {})
+            raise_for_code(response["error_code"], None, f"Listing the groups of broker {node}")
+            for g in response["groups"]:
+                groups[g["group_id"]] = GroupListing(
+                    g["group_id"], g["protocol_type"], g.get("group_state") or None
+                )
+        return [groups[g] for g in sorted(groups)]
+
+    async def describe_group(self, group: str) -> ConsumerGroupDescription:
+        """State, assignor and members of `group` (state Dead for a group that does not
+        exist, as Kafka describes it)."""
+        node, response = await self._to_coordinator(
+            group, ApiKey.DESCRIBE_GROUPS, {"groups": [group]}
+        )
+        described: dict[str, Any] = response["groups"][0]
+        raise_for_code(
+            described["error_code"],
+            described.get("error_message"),
+            f"Describing group '{group}'",
+        )
+        consumer = described["protocol_type"] in ("consumer", "")
+        members = tuple(
+            MemberDescription(
+                m["member_id"],
+                m.get("group_instance_id"),
+                m["client_id"],
+                m["client_host"],
+                tuple(assignment_partitions(m["member_assignment"]))
+                if consumer and m["member_assignment"]
+                else (),
+            )
+            for m in described["members"]
+        )
+        return ConsumerGroupDescription(
+            group,
+            described["group_state"],
+            described["protocol_type"],
+            described["protocol_data"],
+            members,
+            node,
+        )
+
+    async def list_group_offsets(self, group: str) -> dict[TopicPartition, int]:
+        """The offsets `group` has committed, by partition."""
+        _, response = await self._to_coordinator(
+            group, ApiKey.OFFSET_FETCH, {"group_id": group, "topics": None}
+        )
+        raise_for_code(
+            response.get("error_code", Errors.NONE),
+            None,
+            f"Fetching the offsets of group '{group}'",
+        )
+        offsets: dict[TopicPartition, int] = {}
+        for t in response["topics"]:
+            for p in t["partitions"]:
+                if p.get("error_code", Errors.NONE):
+                    raise error_for_code(
+                        p["error_code"],
+                        None,
+                        f"Fetching the offset of group '{group}' for {t['name']}-{p['partition_index']}",
+                    )
+                if p["committed_offset"] >= 0:
+                    offsets[TopicPartition(t["name"], p["partition_index"])] = p["committed_offset"]
+        return offsets
+
+    async def alter_group_offsets(self, group: str, offsets: Mapping[TopicPartition, int]) -> None:
+        """Commit `offsets` for `group` from outside it; the coordinator refuses
+        (UNKNOWN_MEMBER_ID) while the group has active members."""
+        by_topic: dict[str, list[dict[str, Any]]] = {}
+        for tp, offset in offsets.items():
+            by_topic.setdefault(tp.topic, []).append(
+                {
+                    "partition_index": tp.partition,
+                    "committed_offset": offset,
+                    "committed_metadata": "",
+                }
+            )
+        body = {
+            "group_id": group,
+            "generation_id_or_member_epoch": -1,
+            "member_id": "",
+            "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()],
+        }
+        _, response = await self._to_coordinator(group, ApiKey.OFFSET_COMMIT, body)
+        for t in response["topics"]:
+            for p in t["partitions"]:
+                if p["error_code"] == Errors.UNKNOWN_MEMBER_ID:
+                    raise error_for_code(
+                        p["error_code"],
+                        f"Group '{group}' has active members: stop its consumers before "
+                        "resetting its offsets.",
+                    )
+                raise_for_code(
+                    p["error_code"],
+                    None,
+                    f"Committing the offset of group '{group}' for {t['name']}-{p['partition_index']}",
+                )
