@@ -25,7 +25,9 @@ def test_producer_stats_windows_and_total() -> None:
         clock.now = i * 0.006  # 6 s in all: one window line after 5 s
         stats.record(latency_ms=i % 100, size=1024)
     assert len(lines) == 1
-    assert lines[0].startswith("835 records sent, 166.9 records/sec") and lines[0].endswith(" ms max latency.")
+    assert lines[0].startswith("835 records sent, 166.9 records/sec") and lines[0].endswith(
+        " ms max latency."
+    )
     assert stats.percentiles(0.5, 0.95, 0.99, 0.999) == [50, 95, 99, 99]
     clock.now = 10.0
     assert stats.total_line() == (
