@@ -3,8 +3,9 @@
 `FaultInjector` sits in front of each in-process broker's request handler (the socket
 server's `request_interceptor`). It fails the next requests of an API with an error Kafka
 really returns for that API, answered in the API's own response shape (per partition where
-the API has partitions), delays requests, drops connections, and stops and starts
-brokers of the cluster it belongs to. Only client requests meet faults: replicas'
+the API has partitions), delays requests, throttles a client (throttle_time_ms and a muted
+connection, as a quota does), drops connections, and stops and starts brokers of the
+cluster it belongs to. Only client requests meet faults: replicas'
 fetches (replica id >= 0) and the controller's requests to brokers pass untouched.
 """
 
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.errors import Errors
-from kafpy.protocol.headers import encode_response
+from kafpy.protocol.headers import decode_response, encode_response
 from kafpy.server.request_channel import Request, RequestHandler, ResponseParts
 from kafpy.server.socket_server import RequestInterceptor
 
@@ -194,6 +195,14 @@ class _Delay:
     broker: int | None
 
 
+@dataclass
+class _Throttle:
+    client_id: str
+    ms: int
+    remaining: int | None
+    broker: int | None
+
+
 class FaultInjector:
     """The faults of one KafkaBroker or KafkaCluster (in-process brokers only).
 
@@ -208,6 +217,7 @@ class FaultInjector:
         self._failures: dict[ApiKey, list[_Failure]] = {}
         self._delays: dict[ApiKey, list[_Delay]] = {}
         self._fired: dict[ApiKey, int] = {}
+        self._throttles: list[_Throttle] = []
 
     # -- configuring --------------------------------------------------------------------
 
@@ -236,11 +246,26 @@ class FaultInjector:
         with self._lock:
             self._delays.setdefault(key, []).append(_Delay(ms, count, broker))
 
+    def throttle(
+        self, client_id: str, ms: int, count: int | None = None, *, broker: int | None = None
+    ) -> None:
+        """Throttle the client `client_id` as a broker throttles a client over its quota:
+        its responses carry `throttle_time_ms` = `ms` and its connection is not read for
+        that long after each; the next `count` requests, or all until `clear()`."""
+        self._cluster.require_inprocess("Throttling clients")
+        if ms < 1:
+            raise ValueError(f"ms {ms} for throttle: it must be 1 or more.")
+        if count is not None and count < 1:
+            raise ValueError(f"count {count} for throttle: it must be 1 or more, or None.")
+        with self._lock:
+            self._throttles.append(_Throttle(client_id, ms, count, broker))
+
     def clear(self) -> None:
-        """Forget every pending failure and delay, and the counts of `fired`."""
+        """Forget every pending failure, delay and throttle, and the counts of `fired`."""
         with self._lock:
             self._failures.clear()
             self._delays.clear()
+            self._throttles.clear()
             self._fired.clear()
 
     def fired(self, api: str) -> int:
@@ -289,10 +314,45 @@ class FaultInjector:
                 self._fired[key] = self._fired.get(key, 0) + 1
             return code, delay_ms
 
+    def _take_throttle(self, key: ApiKey, client_id: str, broker_id: int) -> int:
+        with self._lock:
+            for t in self._throttles:
+                if t.client_id == client_id and t.broker in (None, broker_id):
+                    if t.remaining is not None:
+                        t.remaining -= 1
+                        if t.remaining == 0:
+                            self._throttles.remove(t)
+                    self._fired[key] = self._fired.get(key, 0) + 1
+                    return t.ms
+            return 0
+
     def interceptor(self, broker_id: int) -> RequestInterceptor:
         """The socket server hook of broker `broker_id`."""
 
         async def intercept(request: Request, handler: RequestHandler) -> ResponseParts | None:
+            if self._throttles and request.body is not None:
+                return await throttled(request, handler)
+            return await faulted(request, handler)
+
+        async def throttled(request: Request, handler: RequestHandler) -> ResponseParts | None:
+            try:
+                key = ApiKey(request.api_key)
+            except ValueError:
+                return await faulted(request, handler)
+            ms = 0 if key in _INTER_BROKER else self._take_throttle(
+                key, request.header.client_id or "", broker_id)  # fmt: skip
+            response = await faulted(request, handler)
+            if not ms:
+                return response
+            request.context["throttle_ms"] = ms  # the socket server mutes the connection
+            if response is None:
+                return None
+            header = request.header
+            _cid, body = decode_response(key, header.api_version, b"".join(response)[4:])
+            body["throttle_time_ms"] = ms
+            return encode_response(key, header.api_version, header.correlation_id, body)
+
+        async def faulted(request: Request, handler: RequestHandler) -> ResponseParts | None:
             try:
                 key = ApiKey(request.api_key)
             except ValueError:

@@ -181,6 +181,27 @@ def test_confluent_group_consumer_rejoins_after_rebalance_in_progress(
     assert set(got) == {b"r%d" % i for i in range(N)}
 
 
+def test_a_throttled_client_sees_the_throttle_and_others_do_not(
+    broker: KafkaBroker, topic: str
+) -> None:
+    events: dict[str, list[int]] = {"slow": [], "fast": []}
+
+    def produce(client_id: str) -> None:
+        assert not _produce(broker.bootstrap_servers, topic, **{
+            "client.id": client_id,
+            "throttle_cb": lambda e: events[client_id].append(e.throttle_time),
+        })  # fmt: skip
+
+    broker.faults.throttle("slow", 300, count=3)
+    produce("slow")
+    produce("fast")
+    assert 0.3 in events["slow"]  # librdkafka reports the broker's 300 ms, in seconds
+    assert not [t for t in events["fast"] if t > 0]
+    assert len(broker.consume(topic, 2 * N)) == 2 * N  # throttled, never lost
+    with pytest.raises(ValueError, match="ms 0 for throttle"):
+        broker.faults.throttle("x", 0)
+
+
 def test_subprocess_broker_serves_real_clients_and_leaves_no_process() -> None:
     with KafkaBroker(mode="subprocess") as broker:
         process = broker._node(0).process
