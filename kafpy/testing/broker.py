@@ -1,8 +1,9 @@
 """Embedded brokers for application test suites: `KafkaBroker` and `KafkaCluster`.
 
 An in-process broker is a `KafkaServer` on an event loop of its own, on a thread of the
-test process; `KafkaBroker(mode="subprocess")` runs `kafpy server` as a child process
-instead. The brokers of a `KafkaCluster` share one embedded metadata store (the SQLite
+test process; `KafkaBroker(mode="subprocess")` runs the broker as a child process
+instead (kafpy.testing.child: `kafpy server` plus a control socket that carries the
+faults). The brokers of a `KafkaCluster` share one embedded metadata store (the SQLite
 database in the cluster's temporary directory, one session per broker), so leader moves
 and broker loss work without ZooKeeper. Every broker listens on a free loopback port and
 keeps its data in a temporary directory removed when it stops; stopping leaves no thread,
@@ -12,6 +13,7 @@ process, port or file behind.
 from __future__ import annotations
 
 import asyncio
+import json
 import shutil
 import signal
 import socket
@@ -159,14 +161,49 @@ class _Node:
         if not self.port:
             self.port = _free_port()
         values = {**self.values, "listeners": f"PLAINTEXT://{_HOST}:{self.port}"}
-        args = [sys.executable, "-m", "kafpy", "server"]
+        parent_end, child_end = socket.socketpair()
+        # the child runs the broker with its FaultInjector, answering fault commands on
+        # its end of the socket pair (kafpy.testing.child)
+        args = [
+            sys.executable,
+            "-m",
+            "kafpy.testing.child",
+            "--control-fd",
+            str(child_end.fileno()),
+        ]
         for key, value in values.items():
             args += ["--override", f"{key}={value}"]
         log_path = Path(values["log.dirs"]).parent / f"broker-{self.broker_id}.out"
         log_path.parent.mkdir(parents=True, exist_ok=True)
-        with log_path.open("ab") as log:
-            self.process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            with log_path.open("ab") as log:
+                self.process = subprocess.Popen(
+                    args, stdout=log, stderr=subprocess.STDOUT, pass_fds=(child_end.fileno(),)
+                )
+        except BaseException:
+            parent_end.close()
+            raise
+        finally:
+            child_end.close()
+        parent_end.settimeout(START_TIMEOUT_S)
+        self._control = parent_end
+        self._control_file = parent_end.makefile("rwb")
         self._log_path = log_path
+
+    def remote(self, op: str, kwargs: Mapping[str, Any]) -> Any:
+        """Do fault operation `op` in this child process broker; its result."""
+        if self.process is None:
+            raise RuntimeError(f"Broker {self.broker_id} is stopped.")
+        self._control_file.write(json.dumps({"op": op, "kwargs": dict(kwargs)}).encode() + b"\n")
+        self._control_file.flush()
+        line = self._control_file.readline()
+        if not line:
+            raise RuntimeError(f"Broker {self.broker_id}'s process closed its fault control.")
+        answer = json.loads(line)
+        if "error" in answer:
+            kind = ValueError if answer.get("type") == "ValueError" else RuntimeError
+            raise kind(answer["error"])
+        return answer["ok"]
 
     def check_alive(self) -> None:
         """Raise if a child process broker exited while starting."""
@@ -197,6 +234,8 @@ class _Node:
     def stop(self) -> None:
         if self.process is not None:
             process, self.process = self.process, None
+            self._control_file.close()
+            self._control.close()
             if process.poll() is None:
                 process.send_signal(signal.SIGTERM)
                 try:
@@ -395,16 +434,14 @@ class KafkaCluster:
 
     # -- faults (FaultInjector calls these) --------------------------------------------
 
-    def require_inprocess(self, what: str) -> None:
-        """Raise unless the brokers run in this process (`what` needs to reach them)."""
-        if self.mode != "inprocess":
-            raise RuntimeError(
-                f"{what} needs an in-process broker; this one runs as a child process "
-                "(mode='subprocess')."
-            )
+    def remote_faults(self, op: str, kwargs: Mapping[str, Any]) -> list[Any]:
+        """Do fault operation `op` in each running child process broker (subprocess mode)."""
+        return [node.remote(op, kwargs) for node in self._nodes if node.running]
 
     def drop_connections(self, broker_id: int | None = None) -> None:
-        self.require_inprocess("Dropping connections")
+        if self.mode == "subprocess":
+            self.remote_faults("drop_connections", {})
+            return
         for node in self._nodes:
             if broker_id is None or node.broker_id == broker_id:
                 node.drop_connections()

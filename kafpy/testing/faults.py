@@ -204,7 +204,8 @@ class _Throttle:
 
 
 class FaultInjector:
-    """The faults of one KafkaBroker or KafkaCluster (in-process brokers only).
+    """The faults of one KafkaBroker or KafkaCluster (in this process, or forwarded to a
+    broker in a child process: kafpy.testing.child).
 
     Methods are called from the test's thread; brokers consult the faults on their own
     loops, so the state sits under a lock. `fired(api)` counts the requests of an API that
@@ -219,6 +220,13 @@ class FaultInjector:
         self._fired: dict[ApiKey, int] = {}
         self._throttles: list[_Throttle] = []
 
+    def _forward(self, op: str, **kwargs: Any) -> list[Any] | None:
+        """With brokers in child processes, do `op` in each of them (kafpy.testing.child)
+        and return their results; None when the brokers are in this process."""
+        if getattr(self._cluster, "mode", "inprocess") != "subprocess":
+            return None
+        return self._cluster.remote_faults(op, kwargs)
+
     # -- configuring --------------------------------------------------------------------
 
     def fail_next(self, api: str, error: str, count: int = 1, *, broker: int | None = None) -> None:
@@ -226,9 +234,10 @@ class FaultInjector:
         `error` in the API's response shape, every partition of the request failing."""
         key = _failable_api(api)
         code = _error_for(key, error)
-        self._cluster.require_inprocess("Failing requests")
         if count < 1:
             raise ValueError(f"count {count} for fail_next: it must be 1 or more.")
+        if self._forward("fail_next", api=api, error=error, count=count, broker=broker):
+            return
         with self._lock:
             self._failures.setdefault(key, []).append(_Failure(code, count, broker))
 
@@ -238,11 +247,12 @@ class FaultInjector:
         """Hold `api` requests `ms` milliseconds before serving them: the next `count`
         ones, or all until `clear()` when `count` is None."""
         key = _api_by_name(api)
-        self._cluster.require_inprocess("Delaying requests")
         if ms < 0:
             raise ValueError(f"ms {ms} for delay: it must be 0 or more.")
         if count is not None and count < 1:
             raise ValueError(f"count {count} for delay: it must be 1 or more, or None.")
+        if self._forward("delay", api=api, ms=ms, count=count, broker=broker):
+            return
         with self._lock:
             self._delays.setdefault(key, []).append(_Delay(ms, count, broker))
 
@@ -252,16 +262,18 @@ class FaultInjector:
         """Throttle the client `client_id` as a broker throttles a client over its quota:
         its responses carry `throttle_time_ms` = `ms` and its connection is not read for
         that long after each; the next `count` requests, or all until `clear()`."""
-        self._cluster.require_inprocess("Throttling clients")
         if ms < 1:
             raise ValueError(f"ms {ms} for throttle: it must be 1 or more.")
         if count is not None and count < 1:
             raise ValueError(f"count {count} for throttle: it must be 1 or more, or None.")
+        if self._forward("throttle", client_id=client_id, ms=ms, count=count, broker=broker):
+            return
         with self._lock:
             self._throttles.append(_Throttle(client_id, ms, count, broker))
 
     def clear(self) -> None:
         """Forget every pending failure, delay and throttle, and the counts of `fired`."""
+        self._forward("clear")
         with self._lock:
             self._failures.clear()
             self._delays.clear()
@@ -271,6 +283,9 @@ class FaultInjector:
     def fired(self, api: str) -> int:
         """How many `api` requests met a fault (failed or delayed) so far."""
         key = _api_by_name(api)
+        remote = self._forward("fired", api=api)
+        if remote is not None:
+            return sum(remote)
         with self._lock:
             return self._fired.get(key, 0)
 

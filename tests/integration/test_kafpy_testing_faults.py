@@ -213,3 +213,23 @@ def test_subprocess_broker_serves_real_clients_and_leaves_no_process() -> None:
         assert data_dir is not None
     assert process.poll() is not None
     assert not data_dir.exists()
+
+
+def test_faults_reach_a_child_process_broker() -> None:
+    with KafkaBroker(mode="subprocess") as broker:
+        name = f"child-faults-{uuid.uuid4().hex[:8]}"
+        broker.create_topic(name)
+        broker.faults.fail_next("Produce", "NOT_LEADER_OR_FOLLOWER", count=2)
+        assert _produce(broker.bootstrap_servers, name, retries=5) == []
+        assert broker.faults.fired("Produce") == 2  # counted in the child
+        events: list[float] = []
+        broker.faults.throttle("throttled", 200, count=1)
+        assert not _produce(broker.bootstrap_servers, name, **{
+            "client.id": "throttled", "throttle_cb": lambda e: events.append(e.throttle_time)})  # fmt: skip
+        assert 0.2 in events
+        broker.faults.drop_connections()
+        with pytest.raises(ValueError, match="Kafka does not answer Produce with"):
+            broker.faults.fail_next("Produce", "GROUP_AUTHORIZATION_FAILED")
+        broker.faults.clear()
+        assert broker.faults.fired("Produce") == 0
+        assert len(broker.consume(name, 2 * N)) == 2 * N
