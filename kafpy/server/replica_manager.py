@@ -633,11 +633,13 @@ class ReplicaManager:
         required_acks: int,
         entries: Mapping[TopicPartition, MemoryRecords | memoryview | bytes | None],
         internal_topics_allowed: bool = False,
+        on_appended: Callable[[], None] | None = None,
     ) -> dict[TopicPartition, dict[str, Any]]:
         """Append each partition's batches as leader; returns a Produce partition response
         dict per partition (index, error_code, base_offset, log_append_time_ms,
         log_start_offset, record_errors, error_message). With acks=-1 it waits until the
-        ISR has the records or `timeout_ms` runs out.
+        ISR has the records or `timeout_ms` runs out. `on_appended` is called once the
+        batches are in the logs, before that wait.
         """
         if required_acks not in (0, 1, -1):
             raise InvalidRequiredAcksError(
@@ -705,6 +707,8 @@ class ReplicaManager:
                 self.log.exception("Error processing append operation on partition %s", tp)
                 resp["error_code"] = Errors.UNKNOWN_SERVER_ERROR
                 resp["error_message"] = str(e)
+        if on_appended is not None:
+            on_appended()
         if required_acks != -1 or not required or self._isr_has_all(required):
             return results
         return await self._wait_for_isr(timeout_ms, results, required)

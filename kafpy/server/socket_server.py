@@ -41,6 +41,8 @@ _OWN_BUFFER_THRESHOLD = 16 * 1024
 # Read ahead at most this many requests (or bytes) per connection before pausing reads.
 _MAX_QUEUED_REQUESTS = 64
 _MAX_QUEUED_BYTES = 64 * 1024 * 1024
+# the first two bytes of a Produce request (api key 0), the requests that are pipelined
+_PRODUCE_KEY = b"\x00\x00"
 
 
 class KafkaConnection(asyncio.BufferedProtocol):
@@ -63,6 +65,12 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._waiter: asyncio.Future[None] | None = None
         self._write_ready: asyncio.Future[None] | None = None
         self._processor: asyncio.Task[None] | None = None
+        # pipelined requests (see _pipeline): their tasks, and the responses in order
+        self._inflight: deque[tuple[asyncio.Task[None], asyncio.Future[ResponseParts | None]]] = (
+            deque()
+        )
+        self._writer: asyncio.Task[None] | None = None
+        self._muted_until = 0.0  # loop time before which no request is read (quota throttle)
         self._closed = False
 
     # -- connection events --------------------------------------------------------------------
@@ -88,6 +96,11 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self._write_ready.set_result(None)
         if self._processor is not None and not self._processor.done():
             self._processor.cancel()
+        if self._writer is not None and not self._writer.done():
+            self._writer.cancel()
+        for task, _slot in self._inflight:
+            task.cancel()
+        self._inflight.clear()
 
     def pause_writing(self) -> None:
         if self._write_ready is None or self._write_ready.done():
@@ -205,11 +218,65 @@ class KafkaConnection(asyncio.BufferedProtocol):
                     self._reading_paused = False
                     assert self.transport is not None
                     self.transport.resume_reading()
-                await self._handle_frame(frame)
+                delay = self._muted_until - loop.time()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+                if self._inflight or frame[:2] == _PRODUCE_KEY:
+                    await self._pipeline(frame)
+                else:
+                    await self._handle_frame(frame)
         except asyncio.CancelledError:
             pass
 
-    async def _handle_frame(self, frame: memoryview) -> None:
+    async def _pipeline(self, frame: memoryview) -> None:
+        """Handle a request as a task and go on to the next one as soon as the handler
+        releases the connection (`request.context["release"]`: a produce, once its batches
+        are appended, while it waits for the replicas), so that acks=all produce requests
+        of one connection wait for replication together instead of one after another.
+        Requests still start in the order they came, and responses go out in that order
+        (written by _write_in_order); a handler that never releases just finishes first."""
+        loop = asyncio.get_running_loop()
+        release: asyncio.Future[None] = loop.create_future()
+        slot: asyncio.Future[ResponseParts | None] = loop.create_future()
+        task = loop.create_task(self._handle_frame(frame, release, slot))
+        self._inflight.append((task, slot))
+        if self._writer is None or self._writer.done():
+            self._writer = loop.create_task(self._write_in_order())
+        await asyncio.wait((task, release), return_when=asyncio.FIRST_COMPLETED)
+
+    async def _write_in_order(self) -> None:
+        try:
+            while self._inflight and not self._closed:
+                response = await self._inflight[0][1]
+                self._inflight.popleft()
+                if response is not None and not self._closed:
+                    if self._write_ready is not None and not self._write_ready.done():
+                        await self._write_ready
+                    if not self._closed and self.transport is not None:
+                        self.transport.writelines(response)
+        except asyncio.CancelledError:
+            pass
+
+    async def _handle_frame(
+        self,
+        frame: memoryview,
+        release: asyncio.Future[None] | None = None,
+        slot: asyncio.Future[ResponseParts | None] | None = None,
+    ) -> None:
+        """Decode, handle and answer one request; with `slot`, the response is put there
+        for _write_in_order instead of written here."""
+        try:
+            await self._handle_request(frame, release, slot)
+        finally:
+            if slot is not None and not slot.done():
+                slot.set_result(None)
+
+    async def _handle_request(
+        self,
+        frame: memoryview,
+        release: asyncio.Future[None] | None,
+        slot: asyncio.Future[ResponseParts | None] | None,
+    ) -> None:
         server = self.server
         try:
             header, offset = decode_request_header(frame)
@@ -230,6 +297,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
             header, body, frame, len(frame), server.time.milliseconds(), self.connection_id,
             self.client_address, self.listener_name,
         )  # fmt: skip
+        if release is not None:
+            request.context["release"] = release
         try:
             if server.request_interceptor is None:
                 response = await server.handler.handle(request)
@@ -246,15 +315,18 @@ class KafkaConnection(asyncio.BufferedProtocol):
             )
             self.close()
             return
-        if response is not None and not self._closed:
+        if slot is not None:
+            slot.set_result(response)
+        elif response is not None and not self._closed:
             if self._write_ready is not None and not self._write_ready.done():
                 await self._write_ready
             if not self._closed and self.transport is not None:
                 self.transport.writelines(response)
         throttle_ms = request.context.get("throttle_ms", 0)
-        if throttle_ms > 0 and not self._closed:
+        if throttle_ms > 0:
             # a client over its quota: its response is sent, then its channel is muted
-            await asyncio.sleep(throttle_ms / 1000)
+            now = asyncio.get_running_loop().time()
+            self._muted_until = max(self._muted_until, now + throttle_ms / 1000)
 
 
 def _api_name(api_key: int) -> str:

@@ -187,3 +187,59 @@ def test_shutdown_closes_connections() -> None:
         writer.close()
 
     asyncio.run(main())
+
+
+class ReplicationHandler:
+    """Produce requests (acks=1 here, answered) release the connection once 'appended'
+    and then wait for 'replication', finishing in reverse order; Metadata answers at once."""
+
+    def __init__(self) -> None:
+        self.started: list[int] = []
+        self.replicated: dict[int, asyncio.Event] = {}
+
+    async def handle(self, request: Request) -> ResponseParts | None:
+        cid = request.header.correlation_id
+        self.started.append(cid)
+        if request.api_key == ApiKey.PRODUCE:
+            request.context["release"].set_result(None)  # appended: the next may start
+            event = self.replicated.setdefault(cid, asyncio.Event())
+            await event.wait()
+            body: dict[str, Any] = {"responses": [], "throttle_time_ms": 0}
+        else:
+            body = {"brokers": [], "topics": []}
+        return encode_response(request.api_key, request.api_version, cid, body)
+
+
+def test_released_requests_wait_together_and_are_answered_in_order() -> None:
+    async def main() -> None:
+        handler = ReplicationHandler()
+        server = SocketServer([("PLAINTEXT", "127.0.0.1", 0)], max_request_size=1 << 20)
+        await server.startup(handler)
+        try:
+            reader, writer = await connect(server)
+            acks1 = [
+                encode_request(
+                    RequestHeader(ApiKey.PRODUCE, 7, i, "test"),
+                    {"acks": 1, "timeout_ms": 100, "topic_data": []},
+                )  # fmt: skip
+                for i in range(3)
+            ]
+            writer.write(b"".join(acks1) + metadata_request(3))
+            for _ in range(100):
+                if len(handler.started) == 4:
+                    break
+                await asyncio.sleep(0.01)
+            # all three produce requests are waiting at once, and the Metadata behind them
+            assert handler.started == [0, 1, 2, 3]
+            for cid in (2, 1, 0):  # replicated in reverse order ...
+                handler.replicated[cid].set()
+                await asyncio.sleep(0.01)
+            # ... answered in the order they came
+            got = [(await read_response(reader, ApiKey.PRODUCE, 7))[0] for _ in range(3)]
+            assert got == [0, 1, 2]
+            assert (await read_response(reader))[0] == 3
+            writer.close()
+        finally:
+            await server.shutdown()
+
+    asyncio.run(asyncio.wait_for(main(), 20))
