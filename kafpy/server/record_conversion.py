@@ -17,19 +17,17 @@ from kafpy.common.errors import UnsupportedCompressionTypeError, UnsupportedVers
 from kafpy.records.compression import CompressionType, decompressed_limit
 from kafpy.records.legacy_record import MAGIC_V0, MAGIC_V1, down_convert, up_convert
 from kafpy.storage.log_config import LogConfig
+from kafpy.storage.log_validator import target_codec
 
 # Sets larger than this are converted in a thread so that other connections are served.
 _OFF_LOOP_BYTES = 64 * 1024
 
 
 def _target_codec(config: LogConfig) -> CompressionType | None:
-    """The codec the converted batch gets: the producer's with compression.type=producer."""
-    name = config.compression_type
-    if name == "producer":
+    """The codec the converted batch gets; None keeps the producer's (compression.type=producer)."""
+    if config.compression_type == "producer":
         return None
-    if name == "uncompressed":
-        return CompressionType.NONE
-    return CompressionType.from_name(name)
+    return CompressionType(target_codec(config, CompressionType.NONE))
 
 
 async def up_convert_produce(data: memoryview | bytes, config: LogConfig) -> bytes:

@@ -9,7 +9,6 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Iterator
 
 import pytest
 from confluent_kafka import Producer
@@ -21,14 +20,9 @@ MEASURE_S = 20.0
 RECORD = b"x" * 10_000
 
 
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafpyBroker]:
-    b = KafpyBroker(tmp_path_factory.mktemp("quota-broker"))
-    b.start()
-    try:
-        yield b
-    finally:
-        b.stop()
+@pytest.fixture
+def broker(kafpy_module_broker: KafpyBroker) -> KafpyBroker:
+    return kafpy_module_broker
 
 
 def configs(broker: KafpyBroker, *args: str, ok: bool = True) -> str:
