@@ -39,6 +39,7 @@ from kafpy.metadata.zk_data import Broker, BrokerInfo, EndPoint
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.server.admin_manager import AdminManager
 from kafpy.server.broker_metadata_checkpoint import check_broker_metadata
+from kafpy.server.channel_builders import listener_ssl_factories
 from kafpy.server.controlled_shutdown import controlled_shutdown
 from kafpy.server.dynamic_broker_config import (
     DynamicBrokerConfig,
@@ -126,6 +127,7 @@ class KafkaServer:
 
     async def _startup(self) -> None:
         cfg = self.config
+        ssl_factories = listener_ssl_factories(cfg)  # a key store that does not load stops here
         LoopLagProbe.start(cfg.broker_id, until=self._shutdown_requested)
         for d in cfg.log_dirs:
             d.mkdir(parents=True, exist_ok=True)
@@ -160,6 +162,9 @@ class KafkaServer:
         self.socket_server = SocketServer(
             cfg.listeners, max_request_size=cfg.socket_request_max_bytes,
             broker_id=cfg.broker_id, time=self.time,
+            security_protocols=cfg.listener_security_protocol_map,
+            ssl_factories=ssl_factories,
+            ssl_handshake_timeout_ms=cfg.connections_max_idle_ms,
         )  # fmt: skip
         await self.socket_server.bind()
         self.replica_manager = ReplicaManager(
