@@ -24,6 +24,7 @@ import asyncio
 import itertools
 import ssl
 import struct
+from asyncio import sslproto
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
@@ -94,23 +95,30 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if factory is None:
             self._processor = asyncio.get_running_loop().create_task(self._process())
         else:
-            # no byte may reach the framing before TLS is up; start_tls resumes reading
-            transport.pause_reading()  # type: ignore[attr-defined]
+            # TLS sits between the socket and this protocol from the first byte on: asyncio's
+            # SSLProtocol on whatever loop runs (uvloop's start_tls cannot hold back bytes
+            # read before it takes over)
+            waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            tls = sslproto.SSLProtocol(
+                asyncio.get_running_loop(), self, factory.context, waiter, server_side=True,
+                ssl_handshake_timeout=self.server.ssl_handshake_timeout_ms / 1000,  # type: ignore[arg-type]
+                call_connection_made=False,
+            )  # fmt: skip
+            transport.set_protocol(tls)
+            tls.connection_made(transport)
             self._handshake = asyncio.get_running_loop().create_task(
-                self._start_tls(factory), name=f"kafpy-tls-{self.connection_id}"
+                self._after_handshake(factory, tls, waiter), name=f"kafpy-tls-{self.connection_id}"
             )
 
-    async def _start_tls(self, factory: SslFactory) -> None:
-        """Complete the server side of the TLS handshake, then name the peer and start
+    async def _after_handshake(
+        self, factory: SslFactory, tls: sslproto.SSLProtocol, waiter: asyncio.Future[None]
+    ) -> None:
+        """Wait for the server side of the TLS handshake, then name the peer and start
         processing; any failure closes this connection only."""
         raw = self.transport
         assert raw is not None
-        loop = asyncio.get_running_loop()
         try:
-            tls = await loop.start_tls(
-                raw, self, factory.context, server_side=True,
-                ssl_handshake_timeout=self.server.ssl_handshake_timeout_ms / 1000,
-            )  # fmt: skip
+            await waiter
         except asyncio.CancelledError:
             raw.close()
             raise
@@ -119,22 +127,23 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 self._failed_authentication(f"SSL handshake failed: {_handshake_error(e)}")
             raw.close()
             return
-        if tls is None or self._closed:
+        if self._closed:
             raw.close()
             return
-        self.transport = tls
+        app_transport: Any = tls._app_transport
+        self.transport = app_transport
         try:
-            self.principal = factory.peer_principal(tls.get_extra_info("ssl_object"))
+            self.principal = factory.peer_principal(app_transport.get_extra_info("ssl_object"))
         except NoMatchingRule as e:
             self._failed_authentication(str(e))
-            tls.close()
+            app_transport.close()
             return
         self.server.log.debug(
             "Connection %s on listener %s authenticated as %s (%s)",
             self.connection_id, self.listener_name, self.principal,
-            tls.get_extra_info("cipher"),
+            app_transport.get_extra_info("cipher"),
         )  # fmt: skip
-        self._processor = loop.create_task(self._process())
+        self._processor = asyncio.get_running_loop().create_task(self._process())
 
     def _failed_authentication(self, reason: str) -> None:
         self._closed = True
