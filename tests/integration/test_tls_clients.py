@@ -10,8 +10,10 @@ import asyncio
 import json
 import shutil
 import subprocess
+import sys
 import uuid
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
@@ -232,3 +234,35 @@ def test_kafpy_client_without_the_ca_gets_a_clear_error(
         KafkaConnectionError, match="TLS handshake with .* failed: CERTIFICATE_VERIFY_FAILED"
     ):
         asyncio.run(scenario())
+
+
+def test_kafpy_commands_over_ssl_with_their_config_files(
+    tls_broker: tuple[KafpyBroker, str], test_pki: TestPki, tmp_path: Path
+) -> None:
+    _, ssl_bootstrap = tls_broker
+    config = tmp_path / "client-ssl.properties"
+    config.write_text("".join(f"{k}={v}\n" for k, v in client_ssl_props(test_pki).items()))
+    topic = _topic("cli-ssl")
+
+    def kafpy(*args: str, stdin: str | None = None) -> str:
+        res = subprocess.run(
+            [sys.executable, "-m", "kafpy", *args],
+            input=stdin, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert res.returncode == 0, res.stderr
+        return res.stdout
+
+    b = ("--bootstrap-server", ssl_bootstrap)
+    kafpy("topics", *b, "--command-config", str(config), "--create", "--topic", topic,
+          "--partitions", "1", "--replication-factor", "1")  # fmt: skip
+    assert topic in kafpy("topics", *b, "--command-config", str(config), "--list").split()
+    kafpy("console-producer", *b, "--producer.config", str(config), "--topic", topic,
+          stdin="one\ntwo\n")  # fmt: skip
+    out = kafpy("console-consumer", *b, "--consumer.config", str(config), "--topic", topic,
+                "--from-beginning", "--max-messages", "2", "--timeout-ms", "20000")  # fmt: skip
+    assert out.split() == ["one", "two"]
+    assert "Produce(0)" in kafpy("broker-api-versions", *b, "--command-config", str(config))
+    kafpy("consumer-groups", *b, "--command-config", str(config), "--list")
+    described = kafpy("configs", *b, "--command-config", str(config), "--describe",
+                      "--entity-type", "topics", "--entity-name", topic)  # fmt: skip
+    assert topic in described
