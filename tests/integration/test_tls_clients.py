@@ -12,7 +12,7 @@ import shutil
 import subprocess
 import sys
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -28,30 +28,10 @@ from kafpy.common.errors import KafkaConnectionError
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.security.local_pki import TestPki
 from tests.fixtures.broker import KafpyBroker, free_port
-from tests.fixtures.tls import broker_ssl_overrides, client_ssl_props
+from tests.fixtures.tls import TlsBroker, broker_ssl_overrides, client_ssl_props
 
 N = 50
 KCAT = shutil.which("kcat")
-
-
-@pytest.fixture(scope="module")
-def tls_broker(
-    tmp_path_factory: pytest.TempPathFactory, test_pki: TestPki
-) -> Iterator[tuple[KafpyBroker, str]]:
-    broker = KafpyBroker(tmp_path_factory.mktemp("tls-broker"))
-    ssl_port = free_port()
-    broker.overrides.update(
-        {
-            "listeners": f"PLAINTEXT://127.0.0.1:{broker.port},SSL://127.0.0.1:{ssl_port}",
-            "security.inter.broker.protocol": "SSL",
-            **broker_ssl_overrides(test_pki, client_auth="requested"),
-        }
-    )
-    broker.start()
-    try:
-        yield broker, f"127.0.0.1:{ssl_port}"
-    finally:
-        broker.stop()
 
 
 def _topic(prefix: str) -> str:
@@ -92,9 +72,9 @@ def _confluent_round_trip(bootstrap: str, conf: dict[str, str], topic: str) -> l
 
 @pytest.mark.parametrize("with_certificate", [False, True], ids=["server-auth", "mutual-tls"])
 def test_confluent_kafka_over_ssl(
-    tls_broker: tuple[KafpyBroker, str], test_pki: TestPki, with_certificate: bool
+    kafpy_tls_broker: TlsBroker, test_pki: TestPki, with_certificate: bool
 ) -> None:
-    broker, ssl_bootstrap = tls_broker
+    ssl_bootstrap = kafpy_tls_broker.ssl_bootstrap
     topic = _topic("ck-ssl")
     conf = _confluent_ssl(test_pki, with_certificate=with_certificate)
     values = _confluent_round_trip(ssl_bootstrap, conf, topic)
@@ -123,8 +103,8 @@ def test_client_auth_required_refuses_a_client_without_a_certificate(
     assert "Failed authentication with /127.0.0.1 (SSL handshake failed" in broker.log_tail(1000)
 
 
-def test_kafka_python_over_ssl(tls_broker: tuple[KafpyBroker, str], test_pki: TestPki) -> None:
-    _, ssl_bootstrap = tls_broker
+def test_kafka_python_over_ssl(kafpy_tls_broker: TlsBroker, test_pki: TestPki) -> None:
+    ssl_bootstrap = kafpy_tls_broker.ssl_bootstrap
     topic = _topic("kp-ssl")
     ssl_args = {
         "security_protocol": "SSL",
@@ -148,8 +128,8 @@ def test_kafka_python_over_ssl(tls_broker: tuple[KafpyBroker, str], test_pki: Te
     assert values == [b"kp%d" % i for i in range(N)]
 
 
-def test_aiokafka_over_ssl(tls_broker: tuple[KafpyBroker, str], test_pki: TestPki) -> None:
-    _, ssl_bootstrap = tls_broker
+def test_aiokafka_over_ssl(kafpy_tls_broker: TlsBroker, test_pki: TestPki) -> None:
+    ssl_bootstrap = kafpy_tls_broker.ssl_bootstrap
     topic = _topic("aio-ssl")
 
     async def scenario() -> list[bytes]:
@@ -183,9 +163,9 @@ def test_aiokafka_over_ssl(tls_broker: tuple[KafpyBroker, str], test_pki: TestPk
 
 @pytest.mark.skipif(KCAT is None, reason="kcat is not installed (apt-get install kcat)")
 def test_kcat_over_ssl_and_metadata_per_listener(
-    tls_broker: tuple[KafpyBroker, str], test_pki: TestPki
+    kafpy_tls_broker: TlsBroker, test_pki: TestPki
 ) -> None:
-    broker, ssl_bootstrap = tls_broker
+    broker, ssl_bootstrap = kafpy_tls_broker.broker, kafpy_tls_broker.ssl_bootstrap
     assert KCAT is not None
     topic = _topic("kc-ssl")
     tls = ["-X", "security.protocol=SSL", "-X", f"ssl.ca.location={test_pki.ca_certificate}"]
@@ -204,8 +184,8 @@ def test_kcat_over_ssl_and_metadata_per_listener(
     assert [b["name"] for b in plain_meta["brokers"]] == [broker.bootstrap]
 
 
-def test_kafpy_client_over_ssl(tls_broker: tuple[KafpyBroker, str], test_pki: TestPki) -> None:
-    _, ssl_bootstrap = tls_broker
+def test_kafpy_client_over_ssl(kafpy_tls_broker: TlsBroker, test_pki: TestPki) -> None:
+    ssl_bootstrap = kafpy_tls_broker.ssl_bootstrap
     security = ClientSecurity.from_config(client_ssl_props(test_pki), source="the test")
 
     async def scenario() -> None:
@@ -217,9 +197,9 @@ def test_kafpy_client_over_ssl(tls_broker: tuple[KafpyBroker, str], test_pki: Te
 
 
 def test_kafpy_client_without_the_ca_gets_a_clear_error(
-    tls_broker: tuple[KafpyBroker, str], test_pki: TestPki, tmp_path_factory: pytest.TempPathFactory
+    kafpy_tls_broker: TlsBroker, test_pki: TestPki, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    _, ssl_bootstrap = tls_broker
+    ssl_bootstrap = kafpy_tls_broker.ssl_bootstrap
     props = {
         **client_ssl_props(test_pki),
         "ssl.truststore.location": str(test_pki.untrusted_client.certificate),
@@ -237,9 +217,9 @@ def test_kafpy_client_without_the_ca_gets_a_clear_error(
 
 
 def test_kafpy_commands_over_ssl_with_their_config_files(
-    tls_broker: tuple[KafpyBroker, str], test_pki: TestPki, tmp_path: Path
+    kafpy_tls_broker: TlsBroker, test_pki: TestPki, tmp_path: Path
 ) -> None:
-    _, ssl_bootstrap = tls_broker
+    ssl_bootstrap = kafpy_tls_broker.ssl_bootstrap
     config = tmp_path / "client-ssl.properties"
     config.write_text("".join(f"{k}={v}\n" for k, v in client_ssl_props(test_pki).items()))
     topic = _topic("cli-ssl")
