@@ -1,12 +1,13 @@
 """TLS cost on one `kafpy server`: confluent-kafka produce and consume over PLAINTEXT vs SSL.
 
-    python bench/tls_bench.py [--records 200000] [--size 1024]
+    python bench/tls_bench.py [--records 200000] [--size 1024] [--rounds 3]
 
 Starts a broker with a PLAINTEXT and an SSL listener (certificates from
 kafpy.security.local_pki in a temporary directory), then for each listener produces N
 records of --size bytes with confluent-kafka (acks=1, linger.ms=5, batch.size 1 MiB) and
-consumes them back from offset 0, printing records/s and MB/s and SSL as a share of
-PLAINTEXT (goal: at least 50 %).
+consumes them back from offset 0. The protocols take turns for --rounds rounds (the
+machine may be shared: the best round of each counts), then it prints records/s and MB/s
+and SSL as a share of PLAINTEXT (goal: at least 50 %).
 """
 
 from __future__ import annotations
@@ -66,6 +67,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--records", type=int, default=200_000)
     ap.add_argument("--size", type=int, default=1024)
+    ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="kafpy-tls-bench-"))
     pki = make_test_pki(workdir / "pki")
@@ -93,16 +95,20 @@ def main() -> None:
         }  # fmt: skip
         n, size = args.records, args.size
         value = os.urandom(size // 2).hex().encode()[:size]
-        results: dict[str, tuple[float, float]] = {}
+        results = {name: (0.0, 0.0) for name in protocols}
         for name, conf in protocols.items():
-            topic = f"bench-{name.lower()}"
-            produce(conf, topic, 1000, value)  # create the topic, connect, warm up
-            tp = produce(conf, topic, n, value)
-            tc = consume(conf, topic, n + 1000)
-            results[name] = (n / tp, (n + 1000) / tc)
+            produce(conf, f"bench-{name.lower()}-0", 1000, value)  # connect and warm up
+        for round_ in range(args.rounds):
+            for name, conf in protocols.items():
+                topic = f"bench-{name.lower()}-{round_ + 1}"
+                tp = produce(conf, topic, n, value)
+                tc = consume(conf, topic, n)
+                best_p, best_c = results[name]
+                results[name] = (max(best_p, n / tp), max(best_c, n / tc))
+        for name, (rp, rc) in results.items():
             mb = size / 1e6
-            print(f"{name:<9} {size:>5} B  produce {n / tp:>10,.0f} rec/s {n * mb / tp:>7.1f} MB/s   "
-                  f"consume {(n + 1000) / tc:>10,.0f} rec/s {(n + 1000) * mb / tc:>7.1f} MB/s")  # fmt: skip
+            print(f"{name:<9} {size:>5} B  produce {rp:>10,.0f} rec/s {rp * mb:>7.1f} MB/s   "
+                  f"consume {rc:>10,.0f} rec/s {rc * mb:>7.1f} MB/s  (best of {args.rounds})")  # fmt: skip
         (pp, pc), (sp, sc) = results["PLAINTEXT"], results["SSL"]
         print(f"SSL/PLAINTEXT  produce {sp / pp:.0%}  consume {sc / pc:.0%}  (goal: at least 50 %)")
     finally:
