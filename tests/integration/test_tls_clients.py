@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
+import socket
 import subprocess
 import sys
 import uuid
@@ -246,3 +247,39 @@ def test_kafpy_commands_over_ssl_with_their_config_files(
     described = kafpy("configs", *b, "--command-config", str(config), "--describe",
                       "--entity-type", "topics", "--entity-name", topic)  # fmt: skip
     assert topic in described
+
+
+def test_bad_clients_on_the_ssl_port_are_closed_and_others_served(
+    kafpy_broker_factory: Callable[..., KafpyBroker], test_pki: TestPki
+) -> None:
+    ssl_port = free_port()
+    broker = kafpy_broker_factory(
+        {
+            "listeners": f"PLAINTEXT://127.0.0.1:{{port}},SSL://127.0.0.1:{ssl_port}",
+            "connections.max.idle.ms": "1500",  # also the handshake's time limit
+            **broker_ssl_overrides(test_pki),
+        }
+    )
+    plaintext_request = b"\x00\x00\x00\x0c\x00\x12\x00\x00\x00\x00\x00\x01\x00\x02ab"
+
+    def closed_by_broker(payload: bytes) -> bool:
+        with socket.create_connection(("127.0.0.1", ssl_port), timeout=10) as s:
+            if payload:
+                s.sendall(payload)
+            try:
+                while s.recv(4096):
+                    pass  # a TLS alert, then the end
+            except ConnectionResetError:
+                pass
+            return True
+
+    stalled = socket.create_connection(("127.0.0.1", ssl_port), timeout=10)
+    assert closed_by_broker(b"\x16\x03\x01\x02\x00" + bytes(range(256)) * 2)  # garbage
+    assert closed_by_broker(plaintext_request)  # a plaintext Kafka client
+    ssl_bootstrap = f"127.0.0.1:{ssl_port}"
+    values = _confluent_round_trip(ssl_bootstrap, _confluent_ssl(test_pki), _topic("bad-ssl"))
+    assert len(values) == N
+    assert stalled.recv(1) == b""  # never sent a byte: closed after connections.max.idle.ms
+    stalled.close()
+    log = broker.log_tail(1000)
+    assert log.count("Failed authentication with /127.0.0.1 (SSL handshake failed") >= 3
