@@ -179,6 +179,10 @@ def test_listener_ssl_overrides_win_key_by_key_and_are_known_keys() -> None:
         ({"ssl.principal.mapping.rules": "RULE:x"}, "Invalid rule `RULE:x`"),
         ({"listeners": "SASL_SSL://:9093", "security.inter.broker.protocol": "SASL_SSL"},
          "uses security protocol SASL_SSL, which kafpy does not support yet"),
+        ({"advertised.listeners": "PLAINTEXT://h:9092,OTHER://h:9094",
+          "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SSL:SSL,OTHER:SSL"},
+         "advertised.listeners listener names must be equal to or a subset"),
+        ({"listeners": "PLAINTEXT://0.0.0.0:9092"}, "nonroutable meta-address 0.0.0.0"),
     ],
 )  # fmt: skip
 def test_bad_ssl_settings_fail_at_parse_time(props: dict[str, str], message: str) -> None:
