@@ -104,9 +104,11 @@ class KafkaConnection(asyncio.BufferedProtocol):
         # It calls connection_made again once the handshake is done.
         loop = asyncio.get_running_loop()
         waiter: asyncio.Future[None] = loop.create_future()
+        timeout_ms = self.server.ssl_handshake_timeout_ms
         tls = _ssl_protocol_class(loop)(
             loop, self, self._tls.context, waiter, server_side=True,
-            ssl_handshake_timeout=self.server.ssl_handshake_timeout_ms / 1000,
+            # no limit configured (<= 0): the loop's default (60 s), never none at all
+            ssl_handshake_timeout=timeout_ms / 1000 if timeout_ms > 0 else None,
         )  # fmt: skip
         transport.set_protocol(tls)
         tls.connection_made(transport)
