@@ -4,7 +4,8 @@ A usage or runtime failure is one line on stderr and exit status 1 (`OneLineErro
 `AdminCommand`); library log lines stay off the terminal (`quiet_logging`); an async
 command body runs with every failure turned into that one line (`run_command`), on a
 metadata store opened for it if the command works through `--zookeeper` (`run_on_store`);
-`--command-config` files become the admin client's options (`admin_client_options`);
+`--command-config` files become the admin client's options (`admin_client_options`), and
+client security settings a ClientSecurity (`client_security`);
 repeatable `KEY=VALUE` options become properties (`parse_key_value_args`), read with
 `property_flag` and `int_property`.
 """
@@ -18,9 +19,12 @@ from typing import Any
 
 import click
 
+from kafpy.client.client_security import ClientSecurity
+from kafpy.common.errors import InvalidConfigurationError
 from kafpy.common.properties import PropertiesError, load_properties
 from kafpy.metadata.kafka_zk_client import KafkaZkClient
 from kafpy.metadata.store_factory import create_store
+from kafpy.security.ssl_configs import SSL_CONFIG_DEF
 
 CONNECTION_TIMEOUT_MS = 30000
 
@@ -153,33 +157,40 @@ _IGNORED_ADMIN_CLIENT_CONFIGS = {
     "send.buffer.bytes",
     "socket.connection.setup.timeout.max.ms",
 }
-_SECURITY_PREFIXES = ("ssl.", "sasl.", "security.")
+_UNSUPPORTED_SECURITY_PREFIXES = ("sasl.", "security.")
+
+
+def client_security(config: Mapping[str, str], source: str) -> ClientSecurity:
+    """The transport security (`security.protocol`, `ssl.*`) a client config file or its
+    properties ask for; what kafpy's client cannot honour (SASL) or read is a OneLineError."""
+    try:
+        return ClientSecurity.from_config(config, source=source)
+    except InvalidConfigurationError as e:
+        raise OneLineError(str(e)) from None
 
 
 def admin_client_options(
     config: Mapping[str, str], source: str, warn: Callable[[str], None]
 ) -> dict[str, Any]:
     """The KafkaClient keyword arguments for the admin client configs of a --command-config
-    file (`source` names it in messages). Security settings are refused: kafpy's client
-    speaks PLAINTEXT only, and must not connect without the TLS or SASL asked for. A config
-    kafpy does not use is reported through `warn` by name."""
-    protocol = config.get("security.protocol", "PLAINTEXT").strip().upper()
-    if protocol != "PLAINTEXT":
-        raise OneLineError(
-            f"security.protocol={config['security.protocol']} in {source} cannot be honoured: "
-            "kafpy's client connects with PLAINTEXT only (no TLS or SASL yet). Remove it and "
-            "use a PLAINTEXT listener."
-        )
-    security = sorted(
-        k for k in config if k.startswith(_SECURITY_PREFIXES) and k != "security.protocol"
+    file (`source` names it in messages): `security.protocol` PLAINTEXT or SSL with Kafka's
+    `ssl.*` client keys. SASL settings are refused: kafpy's client must not connect without
+    the authentication asked for. A config kafpy does not use is reported through `warn`."""
+    security = client_security(config, source)
+    refused = sorted(
+        k
+        for k in config
+        if k.startswith(_UNSUPPORTED_SECURITY_PREFIXES) and k != "security.protocol"
     )
-    if security:
+    if refused:
         raise OneLineError(
-            f"{', '.join(security)} in {source} cannot be honoured: kafpy's client has no TLS "
-            "or SASL yet. Remove these settings and use a PLAINTEXT listener."
+            f"{', '.join(refused)} in {source} cannot be honoured: kafpy's client has no SASL "
+            "yet. Remove these settings and use a PLAINTEXT or SSL listener."
         )
-    options: dict[str, Any] = {}
+    options: dict[str, Any] = {"security": security} if security.uses_tls else {}
     for key, value in config.items():
+        if key in SSL_CONFIG_DEF and security.uses_tls:
+            continue
         if key in _ADMIN_CLIENT_CONFIGS:
             name = _ADMIN_CLIENT_CONFIGS[key]
             if name == "client_id":

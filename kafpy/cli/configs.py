@@ -8,6 +8,8 @@ DescribeConfigs and IncrementalAlterConfigs. Errors are one line on stderr, exit
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from kafpy.admin.config_command import (
@@ -16,7 +18,13 @@ from kafpy.admin.config_command import (
     run_config_command,
     run_config_command_via_admin,
 )
-from kafpy.cli.command_line_utils import AdminCommand, OneLineError, run_command, run_on_store
+from kafpy.cli.command_line_utils import (
+    AdminCommand,
+    OneLineError,
+    load_command_config,
+    run_command,
+    run_on_store,
+)
 from kafpy.client.admin_client import AdminClient
 from kafpy.common.client_quota_config import DEFAULT
 from kafpy.metadata.kafka_zk_client import KafkaZkClient
@@ -37,6 +45,12 @@ from kafpy.metadata.kafka_zk_client import KafkaZkClient
     "--bootstrap-server",
     metavar="HOST:PORT",
     help="The Kafka server to connect to (instead of --zookeeper); needed for broker configs.",
+)
+@click.option(
+    "--command-config",
+    metavar="FILE",
+    help="A properties file of admin client configs (e.g. security.protocol=SSL, ssl.*), "
+    "used with --bootstrap-server.",
 )
 @click.option("--alter", is_flag=True, help="Alter the configuration for the entity.")
 @click.option("--describe", is_flag=True, help="List configs for the given entity.")
@@ -85,6 +99,7 @@ from kafpy.metadata.kafka_zk_client import KafkaZkClient
 def command(
     zookeeper: str | None,
     bootstrap_server: str | None,
+    command_config: str | None,
     alter: bool,
     describe: bool,
     entity_types: tuple[str, ...],
@@ -116,7 +131,8 @@ def command(
     except ConfigCommandError as e:
         raise OneLineError(f"{e} (see 'kafpy configs --help')") from None
     if bootstrap_server is not None:
-        _run_via_admin(bootstrap_server, opts)
+        options = load_command_config(command_config, lambda line: click.echo(line, err=True))
+        _run_via_admin(bootstrap_server, opts, options)
         return
     assert opts.zookeeper is not None
 
@@ -151,9 +167,11 @@ def _entity(
     return "users", f"{user}/clients/{client}", False
 
 
-def _run_via_admin(bootstrap_server: str, opts: ConfigCommandOptions) -> None:
+def _run_via_admin(
+    bootstrap_server: str, opts: ConfigCommandOptions, options: dict[str, Any]
+) -> None:
     async def main() -> None:
-        admin = AdminClient.connect(bootstrap_server, client_id="kafpy-configs")
+        admin = AdminClient.connect(bootstrap_server, **{"client_id": "kafpy-configs", **options})
         try:
             await run_config_command_via_admin(admin, opts, click.echo)
         except ConfigCommandError as e:

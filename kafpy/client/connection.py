@@ -4,18 +4,23 @@ After Kafka's NetworkClient/KafkaChannel as seen from one node: int32-size-prefi
 over asyncio streams, correlation ids matching responses to requests (several requests may
 be in flight at once, pipelined), ApiVersions on connect to learn which versions the broker
 speaks, per-request timeouts, and every in-flight request failed when the connection drops.
+With `security.protocol=SSL` (a ClientSecurity with an SslFactory) the TCP connection is
+wrapped in TLS before ApiVersions, checking the broker's certificate (and host name, unless
+`ssl.endpoint.identification.algorithm` is empty).
 """
 
 from __future__ import annotations
 
 import asyncio
 import enum
+import ssl
 from collections.abc import Generator, Mapping
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as package_version
 from typing import Any
 
+from kafpy.client.client_security import ClientSecurity
 from kafpy.client.response_errors import error_for_code
 from kafpy.common.errors import (
     KafkaConnectionError,
@@ -108,6 +113,7 @@ class BrokerConnection:
             e.g. for a bootstrap address).
         connect_timeout_ms: how long `connect` waits for TCP and ApiVersions
             (default: request_timeout_ms).
+        security: `security.protocol` and its TLS context (default: PLAINTEXT).
 
     Use: `await conn.connect()`, then `await conn.send(api_key, body)`; `conn.close()`.
     Errors: KafkaConnectionError when the broker cannot be reached or the connection is lost
@@ -124,8 +130,10 @@ class BrokerConnection:
         request_timeout_ms: int = 30000,
         node_id: int = -1,
         connect_timeout_ms: int | None = None,
+        security: ClientSecurity | None = None,
     ) -> None:
         self.host = host
+        self.security = security or ClientSecurity()
         self.port = port
         self.client_id = client_id
         self.request_timeout_ms = request_timeout_ms
@@ -181,9 +189,22 @@ class BrokerConnection:
             if self.state is ConnectionState.READY:
                 return
             self._transition(ConnectionState.CONNECTING)
+            tls = self.security.ssl
             try:
                 async with asyncio.timeout(self.connect_timeout_ms / 1000):
-                    reader, writer = await asyncio.open_connection(self.host, self.port)
+                    if tls is None:
+                        reader, writer = await asyncio.open_connection(self.host, self.port)
+                    else:
+                        reader, writer = await asyncio.open_connection(
+                            self.host, self.port, ssl=tls.context, server_hostname=self.host
+                        )
+            except ssl.SSLError as e:
+                self._transition(ConnectionState.DISCONNECTED)
+                raise KafkaConnectionError(
+                    f"TLS handshake with {self._describe()} failed: {e.reason or e}. Check the "
+                    "trust store (ssl.truststore.*) holds the CA of the broker's certificate, the "
+                    "certificate names this host, and the port is an SSL listener."
+                ) from None
             except (OSError, TimeoutError) as e:
                 self._transition(ConnectionState.DISCONNECTED)
                 reason = str(e) or "timed out"

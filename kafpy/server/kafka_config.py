@@ -23,9 +23,12 @@ from kafpy.common.config_def import (
     ValidString,
     config_error,
     format_value,
+    parse_type,
 )
 from kafpy.common.errors import InvalidConfigurationError
 from kafpy.common.properties import load_properties
+from kafpy.security.ssl_configs import BROKER_SSL_CONFIG_DEF
+from kafpy.security.ssl_principal_mapper import SslPrincipalMapper
 from kafpy.storage.cleaner.cleaner_config import CleanerConfig
 from kafpy.storage.log_config import (
     BROKER_LOG_CONFIG_DEF,
@@ -38,11 +41,19 @@ _LISTENER = re.compile(r"^([A-Za-z0-9_]+)://(\[[0-9a-fA-F:]+\]|[^:]*):(-?\d+)$")
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 """Kafka's security protocols, the values `listener.security.protocol.map` may name."""
 
-SUPPORTED_SECURITY_PROTOCOLS = frozenset({"PLAINTEXT"})
+SUPPORTED_SECURITY_PROTOCOLS = frozenset({"PLAINTEXT", "SSL"})
 """The protocols this broker can honour. A listener on any other protocol stops start-up:
 serving it as plaintext would be a silent downgrade. Security support widens this set."""
 
 DEFAULT_LISTENER_SECURITY_PROTOCOL_MAP = ",".join(f"{p}:{p}" for p in SECURITY_PROTOCOLS)
+
+TLS_SECURITY_PROTOCOLS = frozenset({"SSL", "SASL_SSL"})
+"""The protocols whose connections run over TLS."""
+
+
+def listener_config_prefix(listener_name: str) -> str:
+    """`listener.name.<name in lower case>.`, the prefix of a listener's own overrides."""
+    return f"listener.name.{listener_name.lower()}."
 
 
 class _ListenerList(Validator):
@@ -93,7 +104,7 @@ def _broker_config_def() -> ConfigDef:
     h, m = Importance.HIGH, Importance.MEDIUM
     t = ConfigType
     return (
-        ConfigDef(BROKER_LOG_CONFIG_DEF.config_keys)
+        ConfigDef({**BROKER_LOG_CONFIG_DEF.config_keys, **BROKER_SSL_CONFIG_DEF.config_keys})
         .define("broker.id", t.INT, -1, None, h, "The broker id; -1 generates one from ZooKeeper.")
         .define("broker.id.generation.enable", t.BOOLEAN, True, None, m)
         .define("reserved.broker.max.id", t.INT, 1000, Range.at_least(0), m)
@@ -231,7 +242,11 @@ class KafkaConfig:
 
     def unknown_keys(self) -> list[str]:
         """The supplied keys this broker does not know, in the order they were given."""
-        return [key for key in self.originals if key not in KAFKA_CONFIG_DEF]
+        return [
+            key
+            for key in self.originals
+            if key not in KAFKA_CONFIG_DEF and not _is_listener_override(key)
+        ]
 
     def values_text(self) -> str:
         """Kafka's "KafkaConfig values:" block: every key sorted, `key = value` a line,
@@ -288,6 +303,25 @@ class KafkaConfig:
         """The security protocol of a listener, from `listener.security.protocol.map`."""
         return self.listener_security_protocol_map[listener_name]
 
+    @property
+    def connections_max_idle_ms(self) -> int:
+        return int(self._values["connections.max.idle.ms"])
+
+    def ssl_values(self, listener_name: str) -> dict[str, Any]:
+        """A listener's `ssl.*` settings: each `listener.name.<listener>.ssl.*` key overrides
+        its `ssl.*` key, as Kafka reads them (key by key)."""
+        values = {name: self._values[name] for name in BROKER_SSL_CONFIG_DEF.names()}
+        prefix = listener_config_prefix(listener_name)
+        for key, raw in self.originals.items():
+            base = key[len(prefix) :] if key.startswith(prefix) else None
+            if base is not None and base in BROKER_SSL_CONFIG_DEF:
+                definition = BROKER_SSL_CONFIG_DEF.key(base)
+                value = parse_type(key, raw, definition.type)
+                if definition.validator is not None and value is not None:
+                    definition.validator.ensure_valid(key, value)
+                values[base] = value
+        return values
+
     def _validate_listeners(self) -> None:
         """Kafka's checks of `listeners` and `advertised.listeners` against the protocol map
         and the inter-broker listener, then the one check of what kafpy can serve."""
@@ -302,6 +336,18 @@ class KafkaConfig:
                         f"{name}:PLAINTEXT to listener.security.protocol.map, or name the "
                         "listener after its protocol"
                     )
+        names = [name for name, _, _ in listeners]
+        if not {name for name, _, _ in advertised} <= set(names):
+            raise InvalidConfigurationError(
+                "advertised.listeners listener names must be equal to or a subset of the ones "
+                f"defined in listeners. Found {','.join(n for n, _, _ in advertised)}. The valid "
+                f"options based on the current configuration are {','.join(names)}"
+            )
+        if any(host == "0.0.0.0" for _, host, _ in advertised):
+            raise InvalidConfigurationError(
+                "advertised.listeners cannot use the nonroutable meta-address 0.0.0.0. Use a "
+                "routable IP address."
+            )
         ports = [port for _, _, port in listeners if port != 0]
         if len(set(ports)) != len(ports):
             raise InvalidConfigurationError(
@@ -310,6 +356,8 @@ class KafkaConfig:
             )
         for name, host, port in listeners:
             ensure_security_protocol_supported(f"{name}://{host}:{port}", protocols[name])
+            # bad overrides and mapping rules fail here; key stores are read at start-up
+            SslPrincipalMapper(self.ssl_values(name)["ssl.principal.mapping.rules"])
         if (
             "inter.broker.listener.name" in self.originals
             and "security.inter.broker.protocol" in self.originals
@@ -500,6 +548,14 @@ def ensure_security_protocol_supported(listener: str, protocol: str) -> None:
             f"support yet (supported: {', '.join(sorted(SUPPORTED_SECURITY_PROTOCOLS))}); "
             "kafpy will not serve it as plaintext. Use a PLAINTEXT listener or remove this one."
         )
+
+
+def _is_listener_override(key: str) -> bool:
+    """`listener.name.<listener>.<key>` for a key a listener may override."""
+    if not key.startswith("listener.name."):
+        return False
+    _, _, rest = key[len("listener.name.") :].partition(".")
+    return rest in BROKER_SSL_CONFIG_DEF
 
 
 def _parse_listeners(value: str) -> list[tuple[str, str, int]]:

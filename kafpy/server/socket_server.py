@@ -10,15 +10,23 @@ that arrive meanwhile are read ahead, up to a bound, then reading pauses.
 
 A frame larger than `socket.request.max.bytes`, a negative size, or a header or body that
 does not decode closes that connection only, with a log line naming the client and why.
+
+A listener whose security protocol is SSL (or SASL_SSL) has an SslFactory: each connection
+first completes a TLS handshake (within `connections.max.idle.ms`), its principal comes
+from the client certificate, and only then are frames read. A failed handshake (garbage,
+a plaintext client, a refused certificate, a timeout) closes that connection only, logged
+as Kafka logs it: `Failed authentication with /<ip> (SSL handshake failed)`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
+import ssl
 import struct
+from asyncio import sslproto
 from collections import deque
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from kafpy.common.logger import component_logger
@@ -28,6 +36,9 @@ from kafpy.protocol.api_versions import is_supported
 from kafpy.protocol.errors import ProtocolDecodeError
 from kafpy.protocol.headers import decode_request_header
 from kafpy.protocol.messages import REQUESTS
+from kafpy.security.kafka_principal import ANONYMOUS, KafkaPrincipal
+from kafpy.security.ssl_factory import SslFactory
+from kafpy.security.ssl_principal_mapper import NoMatchingRule
 from kafpy.server.request_channel import CloseConnection, Request, RequestHandler, ResponseParts
 
 # kafpy.testing's fault injection: sees each request with the real handler and answers it
@@ -71,11 +82,18 @@ class KafkaConnection(asyncio.BufferedProtocol):
         )
         self._writer: asyncio.Task[None] | None = None
         self._muted_until = 0.0  # loop time before which no request is read (quota throttle)
+        self._handshake: asyncio.Task[None] | None = None
+        self._tls: SslFactory | None = None
         self._closed = False
+        self.security_protocol = server.security_protocols.get(listener_name, "PLAINTEXT")
+        self.principal: KafkaPrincipal = ANONYMOUS
 
     # -- connection events --------------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        if self._tls is not None:  # the TLS layer's call: the handshake is complete
+            self._tls_established(transport)
+            return
         # uvloop's transports are not asyncio.Transport subclasses: duck-typed
         self.transport = transport  # type: ignore[assignment]
         peer = transport.get_extra_info("peername") or ("?", 0)
@@ -85,7 +103,66 @@ class KafkaConnection(asyncio.BufferedProtocol):
             f"{local[0]}:{local[1]}-{peer[0]}:{peer[1]}-{next(self.server._connection_counter)}"
         )
         self.server._connections.add(self)
+        self._tls = self.server.ssl_factories.get(self.listener_name)
+        if self._tls is None:
+            self._processor = asyncio.get_running_loop().create_task(self._process())
+            return
+        # The TLS layer sits between the socket and this protocol from the first byte on
+        # (loop.start_tls cannot: uvloop reads right after connection_made, paused or not).
+        # It calls connection_made again once the handshake is done.
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[None] = loop.create_future()
+        timeout_ms = self.server.ssl_handshake_timeout_ms
+        tls = _ssl_protocol_class(loop)(
+            loop, self, self._tls.context, waiter, server_side=True,
+            # no limit configured (<= 0): the loop's default (60 s), never none at all
+            ssl_handshake_timeout=timeout_ms / 1000 if timeout_ms > 0 else None,
+        )  # fmt: skip
+        transport.set_protocol(tls)
+        tls.connection_made(transport)
+        self._handshake = loop.create_task(
+            self._watch_handshake(waiter), name=f"kafpy-tls-{self.connection_id}"
+        )
+
+    def _tls_established(self, transport: asyncio.BaseTransport) -> None:
+        """Name the peer from its certificate and start processing its requests."""
+        assert self._tls is not None
+        self.transport = transport  # type: ignore[assignment]
+        if self._closed:
+            transport.close()
+            return
+        try:
+            self.principal = self._tls.peer_principal(transport.get_extra_info("ssl_object"))
+        except NoMatchingRule as e:
+            self._failed_authentication(str(e))
+            transport.close()
+            return
+        self.server.log.debug(
+            "Connection %s on listener %s authenticated as %s (%s)",
+            self.connection_id, self.listener_name, self.principal,
+            transport.get_extra_info("cipher"),
+        )  # fmt: skip
         self._processor = asyncio.get_running_loop().create_task(self._process())
+
+    async def _watch_handshake(self, waiter: asyncio.Future[None]) -> None:
+        """Log and close a connection whose handshake fails (garbage, plaintext, a refused
+        certificate, a timeout); the TLS layer never calls connection_made for it."""
+        raw = self.transport
+        assert raw is not None
+        try:
+            await waiter
+        except asyncio.CancelledError:
+            raw.close()
+            raise
+        except (OSError, EOFError, TimeoutError) as e:
+            if not self._closed:  # else the broker closed it (shutting down)
+                self._failed_authentication(f"SSL handshake failed: {_handshake_error(e)}")
+            raw.close()
+
+    def _failed_authentication(self, reason: str) -> None:
+        self._closed = True
+        self.server._connections.discard(self)
+        self.server.log.info("Failed authentication with /%s (%s)", self.client_address[0], reason)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closed = True
@@ -296,6 +373,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         request = Request(
             header, body, frame, len(frame), server.time.milliseconds(), self.connection_id,
             self.client_address, self.listener_name,
+            security_protocol=self.security_protocol, principal=self.principal,
         )  # fmt: skip
         if release is not None:
             request.context["release"] = release
@@ -329,6 +407,21 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self._muted_until = max(self._muted_until, now + throttle_ms / 1000)
 
 
+def _ssl_protocol_class(loop: asyncio.AbstractEventLoop) -> Any:
+    """The loop's own TLS protocol: uvloop's (in C) on uvloop, else asyncio's."""
+    if type(loop).__module__.startswith("uvloop"):
+        import uvloop.loop
+
+        return uvloop.loop.SSLProtocol  # type: ignore[attr-defined]
+    return sslproto.SSLProtocol
+
+
+def _handshake_error(e: BaseException) -> str:
+    if isinstance(e, ssl.SSLError) and e.reason:
+        return str(e.reason)
+    return str(e) or type(e).__name__
+
+
 def _api_name(api_key: int) -> str:
     try:
         return REQUESTS[ApiKey(api_key)].name.removesuffix("Request")
@@ -341,6 +434,10 @@ class SocketServer:
 
     listeners: (name, host, port) triples (port 0 picks a free one; see `bound_port`).
     max_request_size: socket.request.max.bytes.
+    security_protocols: listener name -> security protocol (PLAINTEXT when absent), which
+    every Request carries. ssl_factories: listener name -> its TLS side, for the listeners
+    that speak TLS. ssl_handshake_timeout_ms: how long a client may take over the handshake
+    (the broker passes connections.max.idle.ms).
     """
 
     def __init__(
@@ -351,8 +448,14 @@ class SocketServer:
         max_request_size: int = 104857600,
         broker_id: int = 0,
         time: Time = SYSTEM_TIME,
+        security_protocols: Mapping[str, str] | None = None,
+        ssl_factories: Mapping[str, SslFactory] | None = None,
+        ssl_handshake_timeout_ms: int = 600000,
     ) -> None:
         self.listeners = list(listeners)
+        self.security_protocols = dict(security_protocols or {})
+        self.ssl_factories = dict(ssl_factories or {})
+        self.ssl_handshake_timeout_ms = ssl_handshake_timeout_ms
         self.handler: RequestHandler = handler  # type: ignore[assignment]
         self.max_request_size = max_request_size
         self.time = time

@@ -15,6 +15,7 @@ from kafpy.cli.command_line_utils import (
     run_command,
     unescape,
 )
+from kafpy.security.local_pki import TestPki
 
 
 def test_admin_client_configs_become_client_options() -> None:
@@ -49,10 +50,18 @@ def test_admin_client_configs_become_client_options() -> None:
 @pytest.mark.parametrize(
     ("config", "message"),
     [
-        ({"security.protocol": "SSL"}, "security.protocol=SSL in f cannot be honoured"),
+        ({"security.protocol": "SASL_SSL"}, "security.protocol=SASL_SSL in f cannot be honoured"),
         (
             {"sasl.jaas.config": "x", "ssl.keystore.location": "k"},
-            "sasl.jaas.config, ssl.keystore.location in f cannot be honoured",
+            "sasl.jaas.config in f cannot be honoured",
+        ),
+        (
+            {
+                "security.protocol": "SSL",
+                "ssl.truststore.type": "PEM",
+                "ssl.truststore.location": "/nonexistent/ca.pem",
+            },
+            "ssl.truststore.location /nonexistent/ca.pem for f cannot be read",
         ),
         ({"security.providers": "p"}, "security.providers in f cannot be honoured"),
         (
@@ -66,6 +75,22 @@ def test_refused_configs(config: dict[str, str], message: str) -> None:
     with pytest.raises(OneLineError) as info:
         admin_client_options(config, "f", print)
     assert info.value.format_message().startswith(message)
+
+
+def test_ssl_configs_become_the_client_security(test_pki: TestPki) -> None:
+    warnings: list[str] = []
+    config = {
+        "security.protocol": "SSL",
+        "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": str(test_pki.ca_certificate),
+        "ssl.endpoint.identification.algorithm": "",
+        "client.id": "ops",
+    }
+    options = admin_client_options(config, "admin.properties", warnings.append)
+    security = options.pop("security")
+    assert options == {"client_id": "ops"} and warnings == []
+    assert security.security_protocol == "SSL" and security.ssl is not None
+    assert security.ssl.check_hostname is False
 
 
 def test_load_command_config() -> None:

@@ -229,13 +229,13 @@ def test_command_config_refuses_security_it_cannot_honour(tmp_path: Path) -> Non
     result = runner.invoke(command, args)
     assert result.exit_code == 1
     assert result.stderr == (
-        f"security.protocol=SASL_SSL in {config} cannot be honoured: kafpy's client connects "
-        "with PLAINTEXT only (no TLS or SASL yet). Remove it and use a PLAINTEXT listener.\n"
+        f"security.protocol=SASL_SSL in {config} cannot be honoured: kafpy's client does not "
+        "speak SASL yet (it speaks PLAINTEXT and SSL).\n"
     )
-    config.write_text("ssl.truststore.location=/etc/kafka/truststore.jks\n")
+    config.write_text("security.protocol=SSL\nssl.truststore.location=/etc/kafka/truststore.jks\n")
     result = runner.invoke(command, args)
     assert result.exit_code == 1
-    assert result.stderr.startswith(f"ssl.truststore.location in {config} cannot be honoured")
+    assert result.stderr.startswith(f"ssl.truststore.type=JKS for {config} cannot be read")
     result = runner.invoke(
         command, ["--list", "--zookeeper", "127.0.0.1:2181", "--command-config", str(config)]
     )
