@@ -160,7 +160,9 @@ def test_a_leaked_broker_is_reported_at_session_end(pytester: pytest.Pytester) -
         """
     )
     dirs_before = _kafpy_temp_dirs()
-    result = pytester.runpytest(*PLUGIN)
+    # in a process of its own: an in-process run would share the broker registry with the
+    # runs of the tests before it
+    result = pytester.runpytest_subprocess(*PLUGIN)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
         ["*kafpy: brokers left running*", "*<KafkaBroker of 1 (inprocess) on 127.0.0.1:*"]
