@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.messages import (
+    add_offsets_to_txn,
+    add_partitions_to_txn,
     alter_configs,
     api_versions,
     controlled_shutdown,
@@ -19,6 +21,7 @@ from kafpy.protocol.messages import (
     describe_configs,
     describe_groups,
     elect_leaders,
+    end_txn,
     fetch,
     find_coordinator,
     heartbeat,
@@ -39,10 +42,13 @@ from kafpy.protocol.messages import (
     stop_replica,
     sync_group,
     update_metadata,
+    write_txn_markers,
 )
 from kafpy.protocol.schema import Message
 
 _MODULES = [
+    add_offsets_to_txn,
+    add_partitions_to_txn,
     alter_configs,
     api_versions,
     controlled_shutdown,
@@ -55,6 +61,7 @@ _MODULES = [
     describe_configs,
     describe_groups,
     elect_leaders,
+    end_txn,
     fetch,
     find_coordinator,
     heartbeat,
@@ -75,6 +82,7 @@ _MODULES = [
     stop_replica,
     sync_group,
     update_metadata,
+    write_txn_markers,
 ]
 
 
