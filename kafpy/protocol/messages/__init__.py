@@ -38,7 +38,9 @@ from kafpy.protocol.messages import (
     sasl_handshake,
     stop_replica,
     sync_group,
+    txn_offset_commit,
     update_metadata,
+    write_txn_markers,
 )
 from kafpy.protocol.schema import Message
 
@@ -74,7 +76,9 @@ _MODULES = [
     sasl_handshake,
     stop_replica,
     sync_group,
+    txn_offset_commit,
     update_metadata,
+    write_txn_markers,
 ]
 
 
