@@ -703,6 +703,12 @@ class GroupCoordinator:
             self._complete_and_schedule_next_heartbeat(group, member)
         return await self.manager.store_offsets(group, offsets)
 
+    def handle_txn_completion(
+        self, producer_id: int, partitions: set[int], is_commit: bool
+    ) -> None:
+        """A transaction marker was written to these __consumer_offsets partitions."""
+        self.manager.handle_txn_completion(producer_id, partitions, is_commit)
+
     def handle_fetch_offsets(
         self, group_id: str, partitions: list[TopicPartition] | None
     ) -> tuple[int, dict[TopicPartition, OffsetAndMetadata | None]]:

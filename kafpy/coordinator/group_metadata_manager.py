@@ -296,6 +296,23 @@ class GroupMetadataManager:
             )
         return len(removed)
 
+    def handle_txn_completion(
+        self, producer_id: int, partitions: set[int], is_commit: bool
+    ) -> None:
+        """A COMMIT or ABORT marker of `producer_id` reached these offsets partitions:
+        complete the transaction's pending offsets of their groups (Kafka's
+        handleTxnCompletion)."""
+        for group in list(self.groups.values()):
+            if (
+                producer_id in group.pending_txn_offset_commits
+                and self.partition_for(group.group_id) in partitions
+            ):
+                group.complete_pending_txn_offset_commit(producer_id, is_commit)
+                self.log.debug(
+                    "Completed the transactional offsets of producer %d in group %s (%s)",
+                    producer_id, group.group_id, "commit" if is_commit else "abort",
+                )  # fmt: skip
+
     # -- expiration -----------------------------------------------------------------------
 
     def expired_offsets(self, group: GroupMetadata, now_ms: int) -> list[TopicPartition]:

@@ -68,6 +68,7 @@ from kafpy.server.replica_manager import (
     ReplicaManager,
 )
 from kafpy.server.request_channel import CloseConnection, Request, ResponseParts
+from kafpy.server.write_txn_markers import TxnMarkerWriter
 from kafpy.storage.log_validator import LogValidator
 
 CONSUMER_REPLICA_ID = -1
@@ -197,6 +198,11 @@ class KafkaApis:
                 handlers[key] = self._admin_handler(api, controller_only)
         if producer_id_manager is not None:
             handlers[ApiKey.INIT_PRODUCER_ID] = self.handle_init_producer_id
+        # transactions, the partition leader's side (issue 15)
+        self.txn_marker_writer = TxnMarkerWriter(
+            replica_manager, group_coordinator, replica_manager.time
+        )
+        handlers[ApiKey.WRITE_TXN_MARKERS] = self.handle_write_txn_markers
         if controller is not None and hasattr(controller, "controlled_shutdown"):
             handlers[ApiKey.CONTROLLED_SHUTDOWN] = self.handle_controlled_shutdown
         if controller is not None and hasattr(controller, "elect_leaders"):
@@ -735,6 +741,11 @@ class KafkaApis:
                  "config_source": c["config_source"], "is_sensitive": c["is_sensitive"]}
                 for c in manager.topic_config_entries(overrides)
             ]  # fmt: skip
+
+    async def handle_write_txn_markers(self, request: Request) -> dict[str, Any]:
+        # authorize ClusterAction: Kafka answers CLUSTER_AUTHORIZATION_FAILED for every
+        # partition of every marker when the principal may not act for the cluster
+        return await self.txn_marker_writer.write_txn_markers(_body(request))
 
     async def handle_init_producer_id(self, request: Request) -> dict[str, Any]:
         assert self.producer_id_manager is not None and request.body is not None

@@ -39,6 +39,7 @@ from kafpy.storage.leader_epoch_file_cache import LeaderEpochFileCache
 from kafpy.storage.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, Log
 from kafpy.storage.log_append_info import FetchDataInfo, LogAppendInfo, LogOffsetMetadata
 from kafpy.storage.log_manager import LogManager
+from kafpy.storage.producer_state_manager import AppendOrigin
 
 NO_TIMESTAMP = -1
 READ_UNCOMMITTED = 0
@@ -134,6 +135,16 @@ class Partition:
     @property
     def high_watermark_metadata(self) -> LogOffsetMetadata:
         return self._hw
+
+    @property
+    def last_stable_offset(self) -> int:
+        """The LSO: the first offset of the oldest ongoing transaction, capped at the high
+        watermark; read_committed consumers read below it (Kafka's Log.lastStableOffset)."""
+        hw = self._hw.message_offset
+        if self.log is None:
+            return hw
+        first_unstable = self.log.producer_state_manager.first_unstable_offset()
+        return hw if first_unstable is None else min(first_unstable, hw)
 
     @property
     def in_sync_replica_count(self) -> int:
@@ -281,8 +292,14 @@ class Partition:
 
     # -- produce --------------------------------------------------------------------------
 
-    def append_records_to_leader(self, records: MemoryRecords, required_acks: int) -> LogAppendInfo:
-        """Append a producer's batches as leader; raises NotLeaderOrFollowerError when this
+    def append_records_to_leader(
+        self,
+        records: MemoryRecords,
+        required_acks: int,
+        origin: AppendOrigin = AppendOrigin.CLIENT,
+    ) -> LogAppendInfo:
+        """Append a producer's batches as leader (or a coordinator's: transaction markers,
+        group records, with `origin` COORDINATOR); raises NotLeaderOrFollowerError when this
         broker does not lead, NotEnoughReplicasError for acks=-1 below min.insync.replicas,
         and whatever the log's validation raises."""
         if not self.is_leader or self.log is None:
@@ -296,7 +313,9 @@ class Partition:
                 f"The size of the current ISR {self.isr} is insufficient to satisfy the min.isr "
                 f"requirement of {min_isr} for partition {self.topic_partition}"
             )
-        info = log.append_as_leader(records, self.leader_epoch)
+        info = log.append_as_leader(
+            records, self.leader_epoch, is_from_client=origin is AppendOrigin.CLIENT
+        )
         self.maybe_increment_leader_hw()
         return info
 

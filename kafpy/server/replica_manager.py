@@ -64,6 +64,7 @@ from kafpy.storage.log_config import LogConfig
 from kafpy.storage.log_manager import LogManager
 from kafpy.storage.log_validator import RecordValidationError
 from kafpy.storage.offset_checkpoint_file import OffsetCheckpointFile
+from kafpy.storage.producer_state_manager import AppendOrigin
 
 HIGH_WATERMARK_CHECKPOINT_FILE = "replication-offset-checkpoint"
 INITIAL_CONTROLLER_EPOCH = 0
@@ -633,11 +634,13 @@ class ReplicaManager:
         required_acks: int,
         entries: Mapping[TopicPartition, MemoryRecords | memoryview | bytes | None],
         internal_topics_allowed: bool = False,
+        origin: AppendOrigin = AppendOrigin.CLIENT,
     ) -> dict[TopicPartition, dict[str, Any]]:
         """Append each partition's batches as leader; returns a Produce partition response
         dict per partition (index, error_code, base_offset, log_append_time_ms,
         log_start_offset, record_errors, error_message). With acks=-1 it waits until the
-        ISR has the records or `timeout_ms` runs out.
+        ISR has the records or `timeout_ms` runs out. `origin` COORDINATOR is for the
+        coordinators' own writes (markers, transactional offset commits): no sequence checks.
         """
         if required_acks not in (0, 1, -1):
             raise InvalidRequiredAcksError(
@@ -661,7 +664,7 @@ class ReplicaManager:
                 else:
                     records = MemoryRecords(data if data is not None else b"")
                 size = records.size_in_bytes
-                info = partition.append_records_to_leader(records, required_acks)
+                info = partition.append_records_to_leader(records, required_acks, origin)
                 if info.valid_bytes != size:
                     self.log.debug(
                         "Dropped %d bytes of a partial batch appended to %s",

@@ -50,6 +50,7 @@ from kafpy.common.errors import (
     InvalidTxnStateError,
     KafkaError,
     OutOfOrderSequenceError,
+    TransactionCoordinatorFencedError,
     UnknownProducerIdError,
 )
 from kafpy.common.logger import PrefixAdapter, component_logger
@@ -72,6 +73,7 @@ from kafpy.records.record_batch import (
     iter_headers,
 )
 from kafpy.storage.log_append_info import LogAppendInfo
+from kafpy.storage.transaction_index import AbortedTxn
 
 if TYPE_CHECKING:
     from kafpy.storage.log_segment import LogSegment
@@ -485,12 +487,6 @@ class ProducerAppendInfo:
         )
 
 
-class TransactionCoordinatorFencedError(KafkaError):
-    """A marker from a coordinator older than the last one seen (TRANSACTION_COORDINATOR_FENCED)."""
-
-    code = 52
-
-
 @dataclass(slots=True)
 class ProducerStateUpdate:
     """What checking one append found: the producers' pending states, the transactions
@@ -635,12 +631,34 @@ class ProducerStateManager:
                 completed.first_offset,
             )
 
-    def apply(self, update: ProducerStateUpdate) -> None:
-        """`update` for every producer of an append, then complete its transactions."""
+    def last_stable_offset(self, completed: CompletedTxn) -> int:
+        """The LSO once `completed` ends: the first offset of the oldest transaction of
+        another producer still open, else the offset after its marker (Kafka's rule)."""
+        for first_offset in sorted(self.ongoing_txns):
+            if self.ongoing_txns[first_offset] != completed.producer_id:
+                return first_offset
+        return completed.last_offset + 1
+
+    def apply(self, update: ProducerStateUpdate) -> list[AbortedTxn]:
+        """`update` for every producer of an append, then complete its transactions.
+
+        Returns the aborted ones as `.txnindex` entries (with the LSO at their marker),
+        for the segment that holds the markers."""
         for info in update.producers.values():
             self.update(info)
+        aborted: list[AbortedTxn] = []
         for completed in update.completed_txns:
+            if completed.is_aborted:
+                aborted.append(
+                    AbortedTxn(
+                        completed.producer_id,
+                        completed.first_offset,
+                        completed.last_offset,
+                        self.last_stable_offset(completed),
+                    )
+                )
             self.complete_txn(completed)
+        return aborted
 
     def update_map_end_offset(self, offset: int) -> None:
         self.map_end_offset = offset

@@ -41,6 +41,7 @@ from kafpy.protocol.messages import (
     sasl_handshake,
     stop_replica,
     sync_group,
+    txn_offset_commit,
     update_metadata,
     write_txn_markers,
 )
@@ -81,6 +82,7 @@ _MODULES = [
     sasl_handshake,
     stop_replica,
     sync_group,
+    txn_offset_commit,
     update_metadata,
     write_txn_markers,
 ]

@@ -1,5 +1,6 @@
 """WriteTxnMarkers (key 27): a transaction coordinator asks partition leaders to write
-COMMIT/ABORT markers (Kafka 2.8: versions 0-1, flexible from 1)."""
+COMMIT or ABORT markers (Kafka 2.8: versions 0-1, flexible from 1; v2 is declared for
+the codec, not advertised)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.schema import Array, Field, Message, Struct
 
 WRITE_TXN_MARKERS_REQUEST = Message(
-    ApiKey.WRITE_TXN_MARKERS, "WriteTxnMarkersRequest", "request", (0, 1), 1,
+    ApiKey.WRITE_TXN_MARKERS, "WriteTxnMarkersRequest", "request", (0, 2), 1,
     [
         Field("markers", Array(Struct([
             Field("producer_id", "int64"),
@@ -18,12 +19,13 @@ WRITE_TXN_MARKERS_REQUEST = Message(
                 Field("partition_indexes", Array("int32")),
             ]))),
             Field("coordinator_epoch", "int32"),
+            Field("transaction_version", "int8", "2+", default=0),
         ]))),
     ],
 )
 
 WRITE_TXN_MARKERS_RESPONSE = Message(
-    ApiKey.WRITE_TXN_MARKERS, "WriteTxnMarkersResponse", "response", (0, 1), 1,
+    ApiKey.WRITE_TXN_MARKERS, "WriteTxnMarkersResponse", "response", (0, 2), 1,
     [
         Field("markers", Array(Struct([
             Field("producer_id", "int64"),

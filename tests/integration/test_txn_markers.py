@@ -1,0 +1,145 @@
+"""The log side of transactions through a real `kafpy server`: transactional batches
+produced raw with a producer id, ended by WriteTxnMarkers sent with kafpy's own client
+(as a transaction coordinator would), then read by real consumers."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from kafpy.client.connection import BrokerConnection
+from kafpy.protocol.api_keys import ApiKey
+from kafpy.protocol.errors import Errors
+from kafpy.records.builder import build_batch
+from tests.fixtures.broker import KafpyBroker
+
+
+class TxnDriver:
+    """Plays a transactional producer and its coordinator against one broker."""
+
+    def __init__(self, broker: KafpyBroker) -> None:
+        self.broker = broker
+        self.loop = asyncio.new_event_loop()
+        self.conn = BrokerConnection(broker.host, broker.port, client_id="txn-driver")
+        self.loop.run_until_complete(self.conn.connect())
+
+    def close(self) -> None:
+        async def close() -> None:
+            await self.conn.close()
+
+        self.loop.run_until_complete(close())
+        self.loop.close()
+
+    def send(
+        self, api_key: ApiKey, body: dict[str, Any], version: int | None = None
+    ) -> dict[str, Any]:
+        return self.loop.run_until_complete(self.conn.send(api_key, body, version))
+
+    def producer_id(self) -> tuple[int, int]:
+        body = self.send(
+            ApiKey.INIT_PRODUCER_ID, {"transactional_id": None, "transaction_timeout_ms": 60000}
+        )
+        assert body["error_code"] == Errors.NONE
+        return body["producer_id"], body["producer_epoch"]
+
+    def produce(self, topic: str, values: list[bytes], pid: int, epoch: int, seq: int,
+                partition: int = 0) -> int:  # fmt: skip
+        batch = build_batch(values, producer_id=pid, producer_epoch=epoch, base_sequence=seq,
+                            is_transactional=True)  # fmt: skip
+        body = self.send(ApiKey.PRODUCE, {"transactional_id": None, "acks": -1, "timeout_ms": 10000,
+                         "topic_data": [{"name": topic, "partition_data": [{"index": partition, "records": batch}]}]})  # fmt: skip
+        answer = body["responses"][0]["partition_responses"][0]
+        assert answer["error_code"] == Errors.NONE, answer
+        return int(answer["base_offset"])
+
+    def end_txn(self, pid: int, epoch: int, commit: bool, partitions: dict[str, list[int]],
+                coordinator_epoch: int = 0, version: int = 1) -> dict[tuple[str, int], int]:  # fmt: skip
+        body = self.send(ApiKey.WRITE_TXN_MARKERS, {"markers": [{
+            "producer_id": pid, "producer_epoch": epoch, "transaction_result": commit,
+            "coordinator_epoch": coordinator_epoch,
+            "topics": [{"name": t, "partition_indexes": ps} for t, ps in partitions.items()]}]}, version)  # fmt: skip
+        (marker,) = body["markers"]
+        assert marker["producer_id"] == pid
+        return {(t["name"], p["partition_index"]): p["error_code"]
+                for t in marker["topics"] for p in t["partitions"]}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def driver(kafpy_module_broker: KafpyBroker) -> Iterator[TxnDriver]:
+    d = TxnDriver(kafpy_module_broker)
+    try:
+        yield d
+    finally:
+        d.close()
+
+
+def create_topic(broker: KafpyBroker, partitions: int = 1) -> str:
+    topic = f"txn-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    for future in admin.create_topics([NewTopic(topic, partitions, 1)]).values():
+        future.result(30)
+    return topic
+
+
+def consume(broker: KafpyBroker, topic: str, isolation: str, expect: int,
+            idle_s: float = 3.0) -> list[bytes]:  # fmt: skip
+    """Every value a confluent-kafka consumer reads from the start; stops `idle_s` after
+    the `expect`-th value (to catch extra ones) or after 30 s."""
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": f"g-{uuid.uuid4().hex[:8]}",
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                         "isolation.level": isolation})  # fmt: skip
+    consumer.subscribe([topic])
+    got: list[bytes] = []
+    deadline = time.monotonic() + 30
+    try:
+        while time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is None or msg.error():
+                continue
+            got.append(msg.value() or b"")
+            if len(got) >= expect:
+                deadline = min(deadline, time.monotonic() + idle_s)
+    finally:
+        consumer.close()
+    return got
+
+
+def test_markers_are_written_and_answered_per_partition(kafpy_module_broker: KafpyBroker,
+                                                        driver: TxnDriver) -> None:  # fmt: skip
+    topic = create_topic(kafpy_module_broker, partitions=2)
+    pid, epoch = driver.producer_id()
+    driver.produce(topic, [b"c1", b"c2"], pid, epoch, 0, partition=0)
+    driver.produce(topic, [b"c3"], pid, epoch, 0, partition=1)
+    answer = driver.end_txn(pid, epoch, True, {topic: [0, 1, 9], "no-such-topic": [0]}, version=0)
+    assert answer == {(topic, 0): Errors.NONE, (topic, 1): Errors.NONE,
+                      (topic, 9): Errors.UNKNOWN_TOPIC_OR_PARTITION,
+                      ("no-such-topic", 0): Errors.UNKNOWN_TOPIC_OR_PARTITION}  # fmt: skip
+    driver.produce(topic, [b"a1"], pid, epoch, 2, partition=0)
+    assert driver.end_txn(pid, epoch, False, {topic: [0]}) == {(topic, 0): Errors.NONE}
+    # the abort is in the partition's transaction index (34 bytes per entry)
+    txn_indexes = list((kafpy_module_broker.log_dir / f"{topic}-0").glob("*.txnindex"))
+    assert sum(p.stat().st_size for p in txn_indexes) == 34
+    # read_uncommitted sees every data record, never the markers
+    got = consume(kafpy_module_broker, topic, "read_uncommitted", 4)
+    assert sorted(got) == [b"a1", b"c1", b"c2", b"c3"]
+
+
+def test_a_zombie_coordinator_is_fenced_and_nothing_is_written(kafpy_module_broker: KafpyBroker,
+                                                               driver: TxnDriver) -> None:  # fmt: skip
+    topic = create_topic(kafpy_module_broker)
+    pid, epoch = driver.producer_id()
+    driver.produce(topic, [b"x"], pid, epoch, 0)
+    assert driver.end_txn(pid, epoch, True, {topic: [0]}, coordinator_epoch=7) == {(topic, 0): 0}
+    next_offset = driver.produce(topic, [b"y"], pid, epoch, 1) + 1
+    fenced = driver.end_txn(pid, epoch, False, {topic: [0]}, coordinator_epoch=6)
+    assert fenced == {(topic, 0): Errors.TRANSACTION_COORDINATOR_FENCED}
+    # nothing was appended for the zombie: the next write lands right after "y"
+    assert driver.produce(topic, [b"z"], pid, epoch, 2) == next_offset
+    assert driver.end_txn(pid, epoch, True, {topic: [0]}, coordinator_epoch=7) == {(topic, 0): 0}
