@@ -53,7 +53,11 @@ class TransactionApis:
         }
 
     async def add_partitions_to_txn(self, body: dict[str, Any], version: int) -> dict[str, Any]:
-        partitions = [TopicPartition(t["name"], p) for t in body["topics"] for p in t["partitions"]]
+        partitions = [
+            TopicPartition(t["name"], p)
+            for t in body["v3_and_below_topics"]
+            for p in t["partitions"]
+        ]
         missing = {tp for tp in partitions if not self.partition_exists(tp)}
         if missing:
             codes: dict[TopicPartition, int] = {
@@ -64,20 +68,22 @@ class TransactionApis:
             }
         else:
             error = await self.coordinator.handle_add_partitions_to_transaction(
-                body["transactional_id"],
-                body["producer_id"],
-                body["producer_epoch"],
+                body["v3_and_below_transactional_id"],
+                body["v3_and_below_producer_id"],
+                body["v3_and_below_producer_epoch"],
                 set(partitions),
             )
             codes = dict.fromkeys(partitions, _fenced_for(version, 2, error))
         by_topic: dict[str, list[dict[str, int]]] = {}
         for tp, code in codes.items():
             by_topic.setdefault(tp.topic, []).append(
-                {"partition_index": tp.partition, "error_code": int(code)}
+                {"partition_index": tp.partition, "partition_error_code": int(code)}
             )
         return {
             "throttle_time_ms": 0,
-            "results": [{"name": t, "results": rs} for t, rs in by_topic.items()],
+            "results_by_topic_v3_and_below": [
+                {"name": t, "results_by_partition": rs} for t, rs in by_topic.items()
+            ],
         }
 
     async def add_offsets_to_txn(self, body: dict[str, Any], version: int) -> dict[str, Any]:

@@ -1,5 +1,6 @@
 """AddOffsetsToTxn (key 25): a transactional producer adds a group's offsets partition to its
-transaction (Kafka 2.8: versions 0-3, flexible from 3; v2 adds PRODUCER_FENCED)."""
+transaction. Kafka 2.8 speaks versions 0-3 (flexible from 3; v2 adds PRODUCER_FENCED);
+v4 (KIP-890) is declared for the codec only."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.schema import Field, Message
 
 ADD_OFFSETS_TO_TXN_REQUEST = Message(
-    ApiKey.ADD_OFFSETS_TO_TXN, "AddOffsetsToTxnRequest", "request", (0, 3), 3,
+    ApiKey.ADD_OFFSETS_TO_TXN, "AddOffsetsToTxnRequest", "request", (0, 4), 3,
     [
         Field("transactional_id", "string"),
         Field("producer_id", "int64"),
@@ -17,6 +18,6 @@ ADD_OFFSETS_TO_TXN_REQUEST = Message(
 )
 
 ADD_OFFSETS_TO_TXN_RESPONSE = Message(
-    ApiKey.ADD_OFFSETS_TO_TXN, "AddOffsetsToTxnResponse", "response", (0, 3), 3,
+    ApiKey.ADD_OFFSETS_TO_TXN, "AddOffsetsToTxnResponse", "response", (0, 4), 3,
     [Field("throttle_time_ms", "int32"), Field("error_code", "int16")],
 )

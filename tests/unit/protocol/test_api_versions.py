@@ -25,6 +25,7 @@ KAFKA_2_8: dict[ApiKey, tuple[int, int, int | None]] = {
     K.ELECT_LEADERS: (0, 2, 2), K.INCREMENTAL_ALTER_CONFIGS: (0, 1, 1),
     K.OFFSET_DELETE: (0, 0, None), K.DESCRIBE_CLUSTER: (0, 0, 0),
     K.WRITE_TXN_MARKERS: (0, 1, 1), K.TXN_OFFSET_COMMIT: (0, 3, 3),
+    K.ADD_PARTITIONS_TO_TXN: (0, 3, 3), K.ADD_OFFSETS_TO_TXN: (0, 3, 3), K.END_TXN: (0, 3, 3),
 }  # fmt: skip
 
 # Where kafpy advertises less than Kafka 2.8, and why.
