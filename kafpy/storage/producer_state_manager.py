@@ -872,9 +872,9 @@ def _batches_from(
 
 def load_producers_from_batches(
     manager: ProducerStateManager, batches: Iterable[tuple[Sequence[int], memoryview]]
-) -> None:
+) -> list[AbortedTxn]:
     """Replay batches read from the log into the state, without checks (Kafka's
-    loadProducersFromLog)."""
+    loadProducersFromLog); returns the transactions they abort, as `.txnindex` entries."""
     update = ProducerStateUpdate()
     for header, data in batches:
         producer_id = header[H_PRODUCER_ID]
@@ -888,7 +888,7 @@ def load_producers_from_batches(
         completed = info.append_batch_header(header, data)
         if completed is not None:
             update.completed_txns.append(completed)
-    manager.apply(update)
+    return manager.apply(update)
 
 
 def rebuild_producer_state(
@@ -925,6 +925,40 @@ def rebuild_producer_state(
             load_producers_from_batches(manager, _batches_from(segment, start, last_offset))
     manager.update_map_end_offset(last_offset)
     manager.take_snapshot()
+
+
+def producer_state_at(
+    topic_partition: TopicPartition,
+    log_dir: Path,
+    segments: Sequence[LogSegment],
+    log_start_offset: int,
+    offset: int,
+    now_ms: int,
+) -> ProducerStateManager:
+    """A new manager holding the state at `offset`, for recovering the segment that
+    starts there: loaded from the latest snapshot at or below it, then brought to it by
+    replaying `segments`. Unlike `rebuild_producer_state` it writes and deletes no file."""
+    manager = ProducerStateManager(topic_partition, log_dir)
+    manager.last_snap_offset = manager.map_end_offset = log_start_offset
+    for snap_offset, path in reversed(manager.snapshot_files()):
+        if not log_start_offset < snap_offset <= offset:
+            continue
+        try:
+            entries = read_snapshot(path)
+        except CorruptSnapshotError:
+            continue
+        for entry in entries:
+            if not manager._is_expired(now_ms, entry):
+                manager._load_entry(entry)
+        manager.last_snap_offset = manager.map_end_offset = snap_offset
+        break
+    for segment in segments:
+        start = max(segment.base_offset, manager.map_end_offset)
+        if segment.base_offset >= offset or start >= offset:
+            continue
+        load_producers_from_batches(manager, _batches_from(segment, start, offset))
+    manager.update_map_end_offset(offset)
+    return manager
 
 
 def _next_base(bases: list[int], base: int) -> int | None:

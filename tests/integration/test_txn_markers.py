@@ -1,6 +1,8 @@
 """The log side of transactions through a real `kafpy server`: transactional batches
 produced raw with a producer id, ended by WriteTxnMarkers sent with kafpy's own client
-(as a transaction coordinator would), then read by real consumers."""
+(as a transaction coordinator would), then read by real consumers: confluent-kafka and
+kafka-python at read_committed see committed data only, up to the last stable offset,
+also after the broker restarted (or was killed) between a write and its marker."""
 
 from __future__ import annotations
 
@@ -13,6 +15,8 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer
 from confluent_kafka.admin import AdminClient, NewTopic
+from kafka import KafkaConsumer
+from kafka import TopicPartition as KafkaTopicPartition
 
 from kafpy.client.connection import BrokerConnection
 from kafpy.protocol.api_keys import ApiKey
@@ -143,3 +147,90 @@ def test_a_zombie_coordinator_is_fenced_and_nothing_is_written(kafpy_module_brok
     # nothing was appended for the zombie: the next write lands right after "y"
     assert driver.produce(topic, [b"z"], pid, epoch, 2) == next_offset
     assert driver.end_txn(pid, epoch, True, {topic: [0]}, coordinator_epoch=7) == {(topic, 0): 0}
+
+
+def kafka_python_values(broker: KafpyBroker, topic: str, isolation: str) -> list[bytes]:
+    """Every value kafka-python reads from partition 0 up to what ListOffsets calls the end
+    at this isolation level (the LSO for read_committed)."""
+    consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap, isolation_level=isolation,
+                             enable_auto_commit=False, consumer_timeout_ms=3000)  # fmt: skip
+    try:
+        tp = KafkaTopicPartition(topic, 0)
+        consumer.assign([tp])
+        consumer.seek_to_beginning(tp)
+        end = consumer.end_offsets([tp])[tp]
+        got = []
+        for msg in consumer:
+            got.append(msg.value)
+            if consumer.position(tp) >= end:
+                break
+        return got
+    finally:
+        consumer.close()
+
+
+def list_offsets_latest(driver: TxnDriver, topic: str, isolation: int) -> int:
+    body = driver.send(ApiKey.LIST_OFFSETS, {"replica_id": -1, "isolation_level": isolation,
+                       "topics": [{"name": topic, "partitions": [{"partition_index": 0, "timestamp": -1}]}]})  # fmt: skip
+    answer = body["topics"][0]["partitions"][0]
+    assert answer["error_code"] == Errors.NONE
+    return int(answer["offset"])
+
+
+def test_read_committed_consumers_see_only_committed_data(kafpy_module_broker: KafpyBroker,
+                                                          driver: TxnDriver) -> None:  # fmt: skip
+    topic = create_topic(kafpy_module_broker)
+    (p1, e1), (p2, e2), (p3, e3) = driver.producer_id(), driver.producer_id(), driver.producer_id()
+    driver.produce(topic, [b"c1", b"c2"], p1, e1, 0)
+    driver.produce(topic, [b"a1"], p2, e2, 0)
+    driver.produce(topic, [b"c3"], p1, e1, 2)
+    driver.produce(topic, [b"a2"], p2, e2, 1)
+    assert driver.end_txn(p1, e1, True, {topic: [0]}) == {(topic, 0): 0}
+    assert driver.end_txn(p2, e2, False, {topic: [0]}) == {(topic, 0): 0}
+    open_at = driver.produce(topic, [b"open"], p3, e3, 0)
+    # the open transaction holds the LSO back; read_uncommitted reads to the high watermark
+    assert list_offsets_latest(driver, topic, 1) == open_at
+    assert list_offsets_latest(driver, topic, 0) == open_at + 1
+    assert consume(kafpy_module_broker, topic, "read_committed", 3) == [b"c1", b"c2", b"c3"]
+    assert kafka_python_values(kafpy_module_broker, topic, "read_committed") == [
+        b"c1",
+        b"c2",
+        b"c3",
+    ]
+    every = [b"c1", b"c2", b"a1", b"c3", b"a2", b"open"]
+    assert consume(kafpy_module_broker, topic, "read_uncommitted", 6) == every
+    assert driver.end_txn(p3, e3, True, {topic: [0]}) == {(topic, 0): 0}
+    assert list_offsets_latest(driver, topic, 1) == open_at + 2
+    committed = [b"c1", b"c2", b"c3", b"open"]
+    assert consume(kafpy_module_broker, topic, "read_committed", 4) == committed
+    assert kafka_python_values(kafpy_module_broker, topic, "read_committed") == committed
+
+
+@pytest.mark.parametrize("clean", [True, False], ids=["stop", "sigkill"])
+def test_an_open_transaction_holds_the_lso_across_a_restart(kafpy_broker: KafpyBroker,
+                                                            clean: bool) -> None:  # fmt: skip
+    topic = create_topic(kafpy_broker)
+    driver = TxnDriver(kafpy_broker)
+    try:
+        pid, epoch = driver.producer_id()
+        other, other_epoch = driver.producer_id()
+        driver.produce(topic, [b"before"], other, other_epoch, 0)
+        assert driver.end_txn(other, other_epoch, True, {topic: [0]}) == {(topic, 0): 0}
+        first = driver.produce(topic, [b"t1", b"t2"], pid, epoch, 0)
+        driver.produce(topic, [b"after"], other, other_epoch, 1)
+        assert driver.end_txn(other, other_epoch, True, {topic: [0]}) == {(topic, 0): 0}
+    finally:
+        driver.close()
+    if clean:
+        kafpy_broker.stop()
+    else:
+        kafpy_broker.kill()
+    kafpy_broker.start()
+    driver = TxnDriver(kafpy_broker)
+    try:
+        assert list_offsets_latest(driver, topic, 1) == first
+        assert consume(kafpy_broker, topic, "read_committed", 1) == [b"before"]
+        assert driver.end_txn(pid, epoch, False, {topic: [0]}) == {(topic, 0): 0}
+        assert consume(kafpy_broker, topic, "read_committed", 2) == [b"before", b"after"]
+    finally:
+        driver.close()

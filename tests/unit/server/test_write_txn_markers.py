@@ -8,14 +8,13 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from kafpy.common.time import MockTime
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.protocol.errors import Errors
-from kafpy.records.builder import build_batch
 from kafpy.records.control_record import ControlRecordType, EndTransactionMarker
 from kafpy.records.memory_records import MemoryRecords
 from kafpy.server.write_txn_markers import TxnMarkerWriter
 from kafpy.storage.transaction_index import AbortedTxn
+from tests.unit.server import fixtures
 from tests.unit.server.fixtures import Broker, leader_and_isr, partition_state
 
 TP = TopicPartition("t", 0)
@@ -23,10 +22,7 @@ PID = 4000
 
 
 def txn_batch(*values: bytes, pid: int = PID, epoch: int = 0, seq: int = 0) -> memoryview:
-    # MockTime's clock, so that the markers (stamped with it) do not roll the segment
-    data = build_batch(list(values), timestamp=MockTime().milliseconds(), producer_id=pid, producer_epoch=epoch,
-                       base_sequence=seq, is_transactional=True)  # fmt: skip
-    return memoryview(bytearray(data))
+    return fixtures.txn_batch(*values, pid=pid, epoch=epoch, seq=seq)
 
 
 def produce(b: Broker, data: memoryview, tp: TopicPartition = TP) -> dict[str, Any]:
@@ -38,9 +34,9 @@ def marker(
     partitions: dict[str, list[int]] | None = None,
 ) -> dict[str, Any]:  # fmt: skip
     topics = partitions if partitions is not None else {TP.topic: [TP.partition]}
-    return {"producer_id": pid, "producer_epoch": epoch, "transaction_result": commit,
-            "coordinator_epoch": coordinator_epoch,
-            "topics": [{"name": t, "partition_indexes": ps} for t, ps in topics.items()]}  # fmt: skip
+    return fixtures.txn_marker(
+        pid, commit, topics, coordinator_epoch=coordinator_epoch, epoch=epoch
+    )
 
 
 def write(b: Broker, *markers: dict[str, Any]) -> dict[tuple[int, str, int], int]:
