@@ -228,6 +228,10 @@ class KafkaApis:
             )
             handlers[ApiKey.ADD_OFFSETS_TO_TXN] = _group_handler(self.txn_apis.add_offsets_to_txn)
             handlers[ApiKey.END_TXN] = _group_handler(self.txn_apis.end_txn)
+            handlers[ApiKey.DESCRIBE_TRANSACTIONS] = _group_handler(
+                self.txn_apis.describe_transactions
+            )
+            handlers[ApiKey.LIST_TRANSACTIONS] = _group_handler(self.txn_apis.list_transactions)
         # Serve only what both the codec declares and the broker advertises.
         self.handlers: dict[ApiKey, Handler] = {
             k: h for k, h in handlers.items() if k in REQUESTS and k in SUPPORTED_VERSIONS

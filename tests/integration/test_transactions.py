@@ -316,3 +316,53 @@ def test_no_transaction_state_topic_while_fewer_brokers_than_its_replication_fac
         assert "does not meet the required replication factor '3'" in b.log_path.read_text()
     finally:
         b.stop()
+
+
+def test_transactions_tool_lists_and_describes(broker: KafpyBroker) -> None:
+    from click.testing import CliRunner
+
+    from kafpy.cli.transactions import command
+
+    topic, tid = _name("tool"), _name("tool-tx")
+    _create(broker, topic)
+    p = _producer(broker, tid)
+    p.begin_transaction()
+    p.produce(topic, b"open")
+    p.flush(WAIT_S)
+    runner = CliRunner()
+    listed = runner.invoke(command, ["--bootstrap-server", broker.bootstrap, "--list"])
+    assert listed.exit_code == 0, listed.output
+    lines = listed.output.splitlines()
+    assert all(line.endswith("\t") for line in lines)  # a tab after every column, as Kafka
+    assert lines[0].split() == [
+        "TransactionalId",
+        "Coordinator",
+        "ProducerId",
+        "TransactionState",
+    ]
+    ours = [line.split() for line in lines[1:] if line.startswith(tid)]
+    assert len(ours) == 1 and ours[0][1] == "0" and ours[0][3] == "Ongoing"
+    described = runner.invoke(
+        command, ["--bootstrap-server", broker.bootstrap, "--describe", "--transactional-id", tid]
+    )
+    assert described.exit_code == 0, described.output
+    header, row = described.output.splitlines()
+    assert header.split() == [
+        "CoordinatorId", "TransactionalId", "ProducerId", "ProducerEpoch", "TransactionState",
+        "TransactionTimeoutMs", "CurrentTransactionStartTimeMs", "TransactionDurationMs", "TopicPartitions",
+    ]  # fmt: skip
+    cells = row.split()
+    assert (cells[0], cells[1], cells[4], cells[5], cells[8]) == (
+        "0",
+        tid,
+        "Ongoing",
+        "60000",
+        f"{topic}-0",
+    )
+    p.commit_transaction(WAIT_S)
+    missing = runner.invoke(
+        command,
+        ["--bootstrap-server", broker.bootstrap, "--describe", "--transactional-id", "nope"],
+    )
+    assert missing.exit_code == 1
+    assert "Failed to describe transaction state of transactional-id `nope`" in missing.output

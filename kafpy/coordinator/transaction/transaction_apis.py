@@ -98,3 +98,38 @@ class TransactionApis:
             body["transactional_id"], body["producer_id"], body["producer_epoch"], body["committed"]
         )
         return {"throttle_time_ms": 0, "error_code": _fenced_for(version, 2, error)}
+
+    async def describe_transactions(self, body: dict[str, Any], version: int) -> dict[str, Any]:
+        states = []
+        for tid in body["transactional_ids"]:
+            error, m = self.coordinator.handle_describe_transaction(tid)
+            by_topic: dict[str, list[int]] = {}
+            for tp in sorted(m.topic_partitions) if m is not None else ():
+                by_topic.setdefault(tp.topic, []).append(tp.partition)
+            states.append({
+                "error_code": error, "transactional_id": tid,
+                "transaction_state": m.state.kafka_name if m else "",
+                "transaction_timeout_ms": m.txn_timeout_ms if m else 0,
+                "transaction_start_time_ms": m.txn_start_timestamp if m else -1,
+                "producer_id": m.producer_id if m else -1, "producer_epoch": m.producer_epoch if m else -1,
+                "topics": [{"topic": t, "partitions": ps} for t, ps in by_topic.items()],
+            })  # fmt: skip
+        return {"throttle_time_ms": 0, "transaction_states": states}
+
+    async def list_transactions(self, body: dict[str, Any], version: int) -> dict[str, Any]:
+        error, unknown, matching = self.coordinator.handle_list_transactions(
+            body.get("state_filters") or [], body.get("producer_id_filters") or []
+        )
+        return {
+            "throttle_time_ms": 0,
+            "error_code": error,
+            "unknown_state_filters": unknown,
+            "transaction_states": [
+                {
+                    "transactional_id": m.transactional_id,
+                    "producer_id": m.producer_id,
+                    "transaction_state": m.state.kafka_name,
+                }
+                for m in matching
+            ],  # fmt: skip
+        }

@@ -407,3 +407,35 @@ class TransactionCoordinator:
                     m.transactional_id, Errors(error).name,
                 )  # fmt: skip
         return started
+
+    # -- DescribeTransactions / ListTransactions (Kafka 3.0, for the tools) -----------------
+
+    def handle_describe_transaction(
+        self, transactional_id: str
+    ) -> tuple[int, TransactionMetadata | None]:
+        """(error, metadata): TRANSACTIONAL_ID_NOT_FOUND for an id this coordinator does not know."""
+        if not transactional_id:
+            return Errors.INVALID_REQUEST, None
+        error, entry = self.state_manager.get_transaction_state(transactional_id)
+        if error != Errors.NONE:
+            return error, None
+        if entry is None:
+            return Errors.TRANSACTIONAL_ID_NOT_FOUND, None
+        return Errors.NONE, entry.transaction_metadata
+
+    def handle_list_transactions(
+        self, state_filters: list[str], producer_id_filters: list[int]
+    ) -> tuple[int, list[str], list[TransactionMetadata]]:
+        """(error, unknown state filters, matching metadata) of every id this broker coordinates."""
+        if self.state_manager.is_loading():
+            return Errors.COORDINATOR_LOAD_IN_PROGRESS, [], []
+        by_name = {s.kafka_name: s for s in TransactionState}
+        unknown = [f for f in state_filters if f not in by_name]
+        states = {by_name[f] for f in state_filters if f in by_name}
+        matching = [
+            m
+            for m in self.state_manager.all_transactions()
+            if (not state_filters or m.state in states)
+            and (not producer_id_filters or m.producer_id in producer_id_filters)
+        ]
+        return Errors.NONE, unknown, matching
