@@ -204,10 +204,6 @@ class GroupMetadata:
         if pending and is_commit:
             self.offsets.update(pending)
 
-    def has_pending_offset_commits_for(self, tp: TopicPartition) -> bool:
-        """Whether an open transaction holds an offset for `tp` (OffsetFetch's unstable offset)."""
-        return any(tp in pending for pending in self.pending_txn_offset_commits.values())
-
     def subscribed_topics(self) -> set[str] | None:
         """Topics the consumer members subscribe to (None when the group is not 'consumer'
         or a subscription cannot be read)."""

@@ -92,6 +92,7 @@ _GROUP_APIS = (
     (ApiKey.DESCRIBE_GROUPS, "describe_groups"),
     (ApiKey.DELETE_GROUPS, "delete_groups"),
     (ApiKey.OFFSET_DELETE, "offset_delete"),
+    (ApiKey.TXN_OFFSET_COMMIT, "txn_offset_commit"),
 )
 _INT32_MAX = 2**31 - 1
 # KIP-511: what ApiVersions v3+ accepts as a client software name or version

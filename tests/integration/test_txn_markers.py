@@ -2,7 +2,8 @@
 produced raw with a producer id, ended by WriteTxnMarkers sent with kafpy's own client
 (as a transaction coordinator would), then read by real consumers: confluent-kafka and
 kafka-python at read_committed see committed data only, up to the last stable offset,
-also after the broker restarted (or was killed) between a write and its marker."""
+also after the broker restarted (or was killed) between a write and its marker; and
+TxnOffsetCommit's offsets become the group's only at the COMMIT marker."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from kafka import KafkaConsumer
 from kafka import TopicPartition as KafkaTopicPartition
 
 from kafpy.client.connection import BrokerConnection
+from kafpy.coordinator.group_metadata_manager import partition_for
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.errors import Errors
 from kafpy.records.builder import build_batch
@@ -232,5 +234,116 @@ def test_an_open_transaction_holds_the_lso_across_a_restart(kafpy_broker: KafpyB
         assert consume(kafpy_broker, topic, "read_committed", 1) == [b"before"]
         assert driver.end_txn(pid, epoch, False, {topic: [0]}) == {(topic, 0): 0}
         assert consume(kafpy_broker, topic, "read_committed", 2) == [b"before", b"after"]
+    finally:
+        driver.close()
+
+
+# -- TxnOffsetCommit ---------------------------------------------------------------------------
+
+
+def wait_for_group_coordinator(driver: TxnDriver, group: str) -> None:
+    deadline = time.monotonic() + 60
+    while True:
+        body = driver.send(ApiKey.FIND_COORDINATOR, {"key": group, "key_type": 0}, 2)
+        if body["error_code"] == Errors.NONE:
+            offset = driver.send(ApiKey.OFFSET_FETCH, {"group_id": group, "topics": None}, 7)
+            if offset["error_code"] == Errors.NONE:
+                return
+        assert time.monotonic() < deadline, body
+        time.sleep(0.2)
+
+
+def txn_offset_commit(driver: TxnDriver, group: str, topic: str, offset: int, pid: int,
+                      epoch: int, version: int = 3, **v3: Any) -> int:  # fmt: skip
+    body = driver.send(ApiKey.TXN_OFFSET_COMMIT, {
+        "transactional_id": "tx", "group_id": group, "producer_id": pid, "producer_epoch": epoch,
+        **v3, "topics": [{"name": topic, "partitions": [
+            {"partition_index": 0, "committed_offset": offset, "committed_metadata": "m"}]}]}, version)  # fmt: skip
+    return int(body["topics"][0]["partitions"][0]["error_code"])
+
+
+def committed(
+    driver: TxnDriver, group: str, topic: str, require_stable: bool = False
+) -> tuple[int, int]:
+    """(error code, committed offset) of partition 0 for the group (OffsetFetch v7)."""
+    body = driver.send(ApiKey.OFFSET_FETCH, {"group_id": group, "require_stable": require_stable,
+                       "topics": [{"name": topic, "partition_indexes": [0]}]}, 7)  # fmt: skip
+    p = body["topics"][0]["partitions"][0]
+    return int(p["error_code"]), int(p["committed_offset"])
+
+
+def end_offsets_txn(driver: TxnDriver, group: str, pid: int, epoch: int, commit: bool) -> None:
+    offsets_tp = partition_for(group, 50)
+    answer = driver.end_txn(pid, epoch, commit, {"__consumer_offsets": [offsets_tp]})
+    assert answer == {("__consumer_offsets", offsets_tp): Errors.NONE}
+
+
+def test_txn_offsets_are_visible_only_after_the_commit_marker(kafpy_module_broker: KafpyBroker,
+                                                              driver: TxnDriver) -> None:  # fmt: skip
+    topic, group = create_topic(kafpy_module_broker), f"g-{uuid.uuid4().hex[:8]}"
+    wait_for_group_coordinator(driver, group)
+    pid, epoch = driver.producer_id()
+    assert txn_offset_commit(driver, group, topic, 10, pid, epoch, version=0) == Errors.NONE
+    assert committed(driver, group, topic) == (Errors.NONE, -1)
+    assert committed(driver, group, topic, require_stable=True) == (
+        Errors.UNSTABLE_OFFSET_COMMIT,
+        -1,
+    )
+    end_offsets_txn(driver, group, pid, epoch, commit=True)
+    assert committed(driver, group, topic, require_stable=True) == (Errors.NONE, 10)
+    assert txn_offset_commit(driver, group, topic, 20, pid, epoch) == Errors.NONE
+    end_offsets_txn(driver, group, pid, epoch, commit=False)
+    assert committed(driver, group, topic) == (Errors.NONE, 10)
+    # v3 checks the member only when one is named
+    unknown = txn_offset_commit(
+        driver, group, topic, 30, pid, epoch, member_id="nobody", generation_id=1
+    )
+    assert unknown == Errors.UNKNOWN_MEMBER_ID
+    assert (
+        txn_offset_commit(driver, group, "no-such-topic", 1, pid, epoch)
+        == Errors.UNKNOWN_TOPIC_OR_PARTITION
+    )
+
+
+def test_a_fenced_producer_cannot_commit_offsets(kafpy_module_broker: KafpyBroker,
+                                                 driver: TxnDriver) -> None:  # fmt: skip
+    topic, group = create_topic(kafpy_module_broker), f"g-{uuid.uuid4().hex[:8]}"
+    wait_for_group_coordinator(driver, group)
+    pid, _ = driver.producer_id()
+    # the producer's epoch 1 (after a re-initialisation) committed through the offsets partition
+    assert txn_offset_commit(driver, group, topic, 5, pid, 1) == Errors.NONE
+    end_offsets_txn(driver, group, pid, 1, commit=True)
+    # its zombie at epoch 0 is fenced and nothing changes
+    assert txn_offset_commit(driver, group, topic, 99, pid, 0) == Errors.INVALID_PRODUCER_EPOCH
+    assert committed(driver, group, topic, require_stable=True) == (Errors.NONE, 5)
+    assert (
+        txn_offset_commit(driver, group, topic, 6, pid, 1) == Errors.NONE
+    )  # the broker still serves
+
+
+def test_pending_txn_offsets_are_reloaded_after_a_restart(kafpy_broker: KafpyBroker) -> None:
+    topic, group = create_topic(kafpy_broker), f"g-{uuid.uuid4().hex[:8]}"
+    driver = TxnDriver(kafpy_broker)
+    try:
+        wait_for_group_coordinator(driver, group)
+        (p1, e1), (p2, e2) = driver.producer_id(), driver.producer_id()
+        assert txn_offset_commit(driver, group, topic, 7, p1, e1) == Errors.NONE
+        end_offsets_txn(driver, group, p1, e1, commit=True)
+        assert txn_offset_commit(driver, group, topic, 8, p2, e2) == Errors.NONE
+        assert txn_offset_commit(driver, group, topic, 9, p1, e1) == Errors.NONE
+        end_offsets_txn(driver, group, p1, e1, commit=False)
+    finally:
+        driver.close()
+    kafpy_broker.restart()
+    driver = TxnDriver(kafpy_broker)
+    try:
+        wait_for_group_coordinator(driver, group)
+        assert committed(driver, group, topic) == (Errors.NONE, 7)
+        assert committed(driver, group, topic, require_stable=True) == (
+            Errors.UNSTABLE_OFFSET_COMMIT,
+            -1,
+        )
+        end_offsets_txn(driver, group, p2, e2, commit=True)
+        assert committed(driver, group, topic, require_stable=True) == (Errors.NONE, 8)
     finally:
         driver.close()
