@@ -366,3 +366,35 @@ def test_transactions_tool_lists_and_describes(broker: KafpyBroker) -> None:
     )
     assert missing.exit_code == 1
     assert "Failed to describe transaction state of transactional-id `nope`" in missing.output
+
+
+def test_after_a_kill_the_reloaded_coordinator_aborts_the_open_transaction(
+    kafpy_broker_factory: Any,
+) -> None:
+    b: KafpyBroker = kafpy_broker_factory(TXN_OVERRIDES, name="killed")
+    topic = _name("failover")
+    _create(b, topic)
+    done = _producer(b, _name("done"))
+    done.begin_transaction()
+    done.produce(topic, b"committed")
+    done.commit_transaction(WAIT_S)
+    tid = _name("open")
+    left_open = _producer(b, tid, **{"transaction.timeout.ms": 2000})
+    left_open.begin_transaction()
+    left_open.produce(topic, b"in flight")
+    left_open.flush(WAIT_S)
+    b.kill()
+    b.start()
+    # loaded from __transaction_state as Ongoing: aborted once past its timeout
+    deadline = time.monotonic() + WAIT_S
+    while (f := _fetch(b, topic, isolation=1))["last_stable_offset"] < f["high_watermark"] or f[
+        "high_watermark"
+    ] < 4:
+        assert time.monotonic() < deadline, f"the open transaction was never aborted: {f}"
+        time.sleep(0.2)
+    assert _read(b, [(topic, 0)], "read_committed") == [b"committed"]
+    again = _producer(b, tid)  # the id lives on, at a new epoch
+    again.begin_transaction()
+    again.produce(topic, b"after")
+    again.commit_transaction(WAIT_S)
+    assert _read(b, [(topic, 0)], "read_committed") == [b"after", b"committed"]
