@@ -339,8 +339,9 @@ class TransactionStateManager:
                 del self._load_tasks[partition]
 
     async def load_partition(self, partition: int) -> dict[str, TransactionMetadata]:
-        """Read a partition from its log start to its high watermark; later records win,
-        tombstones remove."""
+        """Read a partition from its log start to its log end, as Kafka does (a new leader's
+        high watermark may lag records every in-sync replica had acknowledged); later
+        records win, tombstones remove."""
         tp = TopicPartition(TRANSACTION_STATE_TOPIC_NAME, partition)
         p = self.replica_log.get_partition(tp)
         log = None if p is None else p.log
@@ -348,11 +349,9 @@ class TransactionStateManager:
             return {}
         loaded: dict[str, TransactionMetadata] = {}
         position = log.log_start_offset
-        high_watermark = p.high_watermark
-        while position < high_watermark:
-            info = log.read(
-                position, self.config.transaction_log_load_buffer_size, max_offset=high_watermark
-            )
+        end = log.log_end_offset
+        while position < end:
+            info = log.read(position, self.config.transaction_log_load_buffer_size, max_offset=end)
             batches = list(MemoryRecords(info.records.buffer()).batches_allow_partial())
             if not batches:
                 break

@@ -10,6 +10,7 @@ from kafpy.coordinator.transaction import transaction_log
 from kafpy.coordinator.transaction.transaction_config import TransactionConfig
 from kafpy.coordinator.transaction.transaction_metadata import TransactionState
 from kafpy.protocol.errors import Errors
+from tests.unit.coordinator.fakes import FakePartition
 from tests.unit.coordinator.transaction.fixtures import TXN_PARTITIONS, TxnHarness, run, until
 
 S = TransactionState
@@ -313,5 +314,34 @@ def test_failed_state_write_clears_the_pending_state_and_maps_the_error() -> Non
             await h.coordinator.handle_add_partitions_to_transaction("tx", pid, epoch, {A0})
             == Errors.NONE
         )
+
+    run(t)
+
+
+class _LaggingPartition(FakePartition):
+    """A new leader whose high watermark has not caught up with its log yet."""
+
+    @property
+    def high_watermark(self) -> int:
+        return 0
+
+
+def test_a_new_leader_loads_up_to_its_log_end_not_its_high_watermark() -> None:
+    async def t(h: TxnHarness) -> None:
+        await h.own_all()
+        pid, epoch = await _begin(h, "tx", A0)
+        partition = h.state_manager.partition_for("tx")
+        tp = TopicPartition(TRANSACTION_STATE_TOPIC_NAME, partition)
+        h.log.partitions[tp] = _LaggingPartition(h.log.partitions[tp].log)
+        h.coordinator.on_resignation(partition, 0)
+        h.coordinator.on_election(partition, 1)
+        await until(lambda: not h.state_manager.loading_partitions)
+        assert _state(h, "tx") is S.ONGOING
+        # so a new producer still fences the open transaction and aborts it
+        r = await h.coordinator.handle_init_producer_id("tx", 1000)
+        assert r.error == Errors.CONCURRENT_TRANSACTIONS
+        await h.settle()
+        assert h.cluster.marked() == [(1, A0, False, epoch + 1)]
+        assert pid == r.producer_id or r.producer_id == -1
 
     run(t)
