@@ -398,3 +398,145 @@ def test_after_a_kill_the_reloaded_coordinator_aborts_the_open_transaction(
     again.produce(topic, b"after")
     again.commit_transaction(WAIT_S)
     assert _read(b, [(topic, 0)], "read_committed") == [b"after", b"committed"]
+
+
+class _Copier:
+    """A consume-transform-produce loop (aiokafka) with send_offsets_to_transaction, surviving
+    broker crashes the way an exactly-once application does: a failed transaction is
+    aborted (or the producer re-created, which fences and aborts it) and the consumer
+    rewound to the group's committed offset.
+
+    aiokafka rather than confluent-kafka: librdkafka's send_offsets_to_transaction can hang
+    past its timeout once the broker it cached as group coordinator was decommissioned
+    (confluentinc/librdkafka#5511, #5456), which a restarting single broker triggers."""
+
+    def __init__(self, bootstrap: str, source: str, sink: str, total: int) -> None:
+        self.bootstrap, self.source, self.sink, self.total = bootstrap, source, sink, total
+        self.group = _name("eos-copier")
+        self.copied_offset = 0
+        self.failures = 0
+        self.last_error: BaseException | None = None
+        self.step = ""
+        self.stop = False
+
+    async def _producer(self) -> Any:
+        from aiokafka import AIOKafkaProducer
+
+        while True:
+            producer = AIOKafkaProducer(
+                bootstrap_servers=self.bootstrap, transactional_id="eos-copier", linger_ms=5,
+                request_timeout_ms=10000,
+            )  # fmt: skip
+            try:
+                await producer.start()
+                return producer
+            except Exception as e:
+                self.last_error = e
+                await producer.stop()
+                await asyncio.sleep(0.5)
+
+    async def _rewind(self, consumer: Any, tp: Any) -> None:
+        while True:
+            try:
+                committed = await consumer.committed(tp)
+                consumer.seek(tp, committed or 0)
+                self.copied_offset = committed or 0
+                return
+            except Exception as e:
+                self.last_error = e
+                await asyncio.sleep(0.5)
+
+    async def _run(self) -> None:
+        from aiokafka import AIOKafkaConsumer
+        from aiokafka import TopicPartition as ATopicPartition
+
+        tp = ATopicPartition(self.source, 0)
+        consumer = AIOKafkaConsumer(
+            bootstrap_servers=self.bootstrap, group_id=self.group, enable_auto_commit=False,
+            isolation_level="read_committed", auto_offset_reset="earliest", max_poll_records=2000,
+        )  # fmt: skip
+        await consumer.start()
+        consumer.assign([tp])
+        producer = await self._producer()
+        try:
+            while self.copied_offset < self.total and not self.stop:
+                self.step = "consume"
+                try:
+                    batch = (await consumer.getmany(tp, timeout_ms=500)).get(tp, [])
+                except Exception as e:
+                    self.last_error = e
+                    continue
+                if not batch:
+                    continue
+                try:
+                    self.step = f"transaction from {batch[0].offset}"
+                    async with asyncio.timeout(60):
+                        await producer.begin_transaction()
+                        futures = [await producer.send(self.sink, m.value) for m in batch]
+                        await asyncio.gather(*futures)
+                        next_offset = batch[-1].offset + 1
+                        await producer.send_offsets_to_transaction({tp: next_offset}, self.group)
+                        await producer.commit_transaction()
+                    self.copied_offset = next_offset
+                except Exception as e:
+                    self.failures += 1
+                    self.last_error = e
+                    self.step = "recover"
+                    try:
+                        async with asyncio.timeout(30):
+                            await producer.abort_transaction()
+                    except Exception:
+                        await producer.stop()
+                        producer = (
+                            await self._producer()
+                        )  # fences the old one, aborts its transaction
+                    await self._rewind(consumer, tp)
+        finally:
+            await producer.stop()
+            await consumer.stop()
+
+    def run(self) -> None:
+        asyncio.run(self._run())
+
+
+def test_exactly_once_copy_survives_two_broker_kills(kafpy_broker_factory: Any) -> None:
+    import threading
+
+    total = 100_000
+    b: KafpyBroker = kafpy_broker_factory(TXN_OVERRIDES, name="eos")
+    source, sink = _name("eos-in"), _name("eos-out")
+    _create(b, source)
+    _create(b, sink)
+    plain = Producer({"bootstrap.servers": b.bootstrap, "linger.ms": 20, "batch.size": 1 << 20})
+    for i in range(total):
+        while True:
+            try:
+                plain.produce(source, str(i).encode())
+                break
+            except BufferError:
+                plain.poll(0.01)
+    assert plain.flush(WAIT_S) == 0
+    copier = _Copier(b.bootstrap, source, sink, total)
+    thread = threading.Thread(target=copier.run, daemon=True)
+    thread.start()
+    try:
+        for fraction in (0.3, 0.6):
+            deadline = time.monotonic() + 120
+            while copier.copied_offset < total * fraction:
+                assert thread.is_alive() and time.monotonic() < deadline, (
+                    f"the copier stalled at {copier.copied_offset} in {copier.step} after {copier.failures} failures "
+                    f"(last: {copier.last_error!r}):\n{b.log_tail(30)}"
+                )
+                time.sleep(0.05)
+            assert copier.copied_offset < total  # the kill lands mid-run
+            b.kill()
+            b.start()
+        thread.join(180)
+        assert not thread.is_alive(), (
+            f"the copier did not finish: at {copier.copied_offset} of {total}"
+        )
+    finally:
+        copier.stop = True
+    values = _read(b, [(sink, 0)], "read_committed")
+    assert len(values) == total, f"{len(values) - len(set(values))} duplicates"
+    assert sorted(int(v) for v in values) == list(range(total))
