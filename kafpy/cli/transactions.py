@@ -2,10 +2,12 @@
 
 `--list` asks every broker for the transactional ids it coordinates (ListTransactions);
 `--describe --transactional-id X` asks X's coordinator (FindCoordinator key_type 1, then
-DescribeTransactions). Both APIs are Kafka 3.0's (KIP-664): kafpy's brokers serve them
-beyond 2.8 for this tool. `--find-hanging` needs DescribeProducers from the partition
-leaders, which kafpy's brokers do not serve yet: it is refused with that reason. Output
-is Kafka's table: every column padded to its widest value and followed by a tab.
+DescribeTransactions); `--find-hanging --broker-id N` asks broker N for the active
+producers of the partitions it holds (DescribeProducers), keeps the open transactions
+older than `--max-transaction-timeout` minutes, and reports those their coordinator does
+not know as part of a transaction (ListTransactions by producer id, DescribeTransactions).
+The three APIs are Kafka 3.0's (KIP-664): kafpy's brokers serve them beyond 2.8 for this
+tool. Output is Kafka's table: every column padded to its widest value, then a tab.
 """
 
 from __future__ import annotations
@@ -113,6 +115,93 @@ async def describe_transaction(
     ]  # fmt: skip
 
 
+HANGING_HEADERS = [
+    "Topic", "Partition", "ProducerId", "ProducerEpoch", "CoordinatorEpoch", "StartOffset",
+    "LastTimestamp", "Duration(min)",
+]  # fmt: skip
+
+
+async def _open_transactions(
+    client: KafkaClient, broker_id: int, by_topic: dict[str, list[int]], max_ms: int, now_ms: int
+) -> list[tuple[str, int, dict[str, Any]]]:
+    r = await client.send_to_node(broker_id, ApiKey.DESCRIBE_PRODUCERS, {
+        "topics": [{"name": t, "partition_indexes": ps} for t, ps in by_topic.items()]})  # fmt: skip
+    found = []
+    for t in r["topics"]:
+        for p in t["partitions"]:
+            if p["error_code"] != Errors.NONE:
+                raise TransactionsCommandError(
+                    f"Failed to describe producers of {t['name']}-{p['partition_index']}: "
+                    f"{_message(p['error_code'], p['error_message'])}"
+                )
+            for producer in p["active_producers"]:
+                started = producer["current_txn_start_offset"] >= 0
+                if started and now_ms - producer["last_timestamp"] > max_ms:
+                    found.append((t["name"], p["partition_index"], producer))
+    return found
+
+
+async def _partitions_in_transactions(
+    client: KafkaClient, producer_ids: list[int]
+) -> set[tuple[int, str, int]]:
+    """(producer id, topic, partition) of every partition a coordinator has in a transaction."""
+    await client.refresh_metadata([])
+    transactional_ids: dict[int, tuple[str, int]] = {}
+    for node in sorted(client.cluster.brokers):
+        body = {"state_filters": [], "producer_id_filters": producer_ids}
+        listing = await client.send_to_node(node, ApiKey.LIST_TRANSACTIONS, body)
+        if listing["error_code"] != Errors.NONE:
+            raise TransactionsCommandError(
+                f"Failed to list transactions: {_message(listing['error_code'], None)}"
+            )
+        for s in listing["transaction_states"]:
+            transactional_ids[s["producer_id"]] = (s["transactional_id"], node)
+    found: set[tuple[int, str, int]] = set()
+    for producer_id, (tid, node) in transactional_ids.items():
+        d = await client.send_to_node(
+            node, ApiKey.DESCRIBE_TRANSACTIONS, {"transactional_ids": [tid]}
+        )
+        state = d["transaction_states"][0]
+        if state["error_code"] == Errors.NONE:
+            found.update(
+                (producer_id, x["topic"], p) for x in state["topics"] for p in x["partitions"]
+            )
+    return found
+
+
+async def find_hanging(
+    client: KafkaClient, broker_id: int, max_transaction_timeout_min: int, now_ms: int,
+    topic: str | None = None, partition: int | None = None,
+) -> list[list[str]]:  # fmt: skip
+    """Kafka 3.0's FindHangingTransactionsCommand, for the partitions broker `broker_id` holds."""
+    await client.refresh_metadata(None if topic is None else [topic])
+    if broker_id not in client.cluster.brokers:
+        raise TransactionsCommandError(f"Broker {broker_id} is not a live broker of the cluster")
+    by_topic: dict[str, list[int]] = {}
+    for name, info in sorted(client.cluster.topics.items()):
+        if topic is not None and name != topic:
+            continue
+        for p, placement in sorted(info.partitions.items()):
+            if broker_id in placement.replicas and (partition is None or p == partition):
+                by_topic.setdefault(name, []).append(p)
+    if not by_topic:
+        return []
+    max_ms = max_transaction_timeout_min * 60_000
+    open_txns = await _open_transactions(client, broker_id, by_topic, max_ms, now_ms)
+    if not open_txns:
+        return []
+    known = await _partitions_in_transactions(
+        client, sorted({s["producer_id"] for _, _, s in open_txns})
+    )
+    return [
+        [name, str(index), str(s["producer_id"]), str(s["producer_epoch"]), str(s["coordinator_epoch"]),
+         str(s["current_txn_start_offset"]), str(s["last_timestamp"]),
+         str((now_ms - s["last_timestamp"]) // 60_000)]
+        for name, index, s in open_txns
+        if (s["producer_id"], name, index) not in known  # else the coordinator will end it
+    ]  # fmt: skip
+
+
 @click.command(cls=AdminCommand, name="transactions")
 @click.option("--bootstrap-server", required=True, help="REQUIRED: The server(s) to connect to.")
 @click.option("--list", "do_list", is_flag=True, help="List transactions.")
@@ -123,9 +212,19 @@ async def describe_transaction(
 @click.option(
     "--broker-id", type=int, default=None, help="With --find-hanging: the broker to look at."
 )
+@click.option("--topic", default=None, help="With --find-hanging: only this topic.")
+@click.option(
+    "--partition",
+    type=int,
+    default=None,
+    help="With --find-hanging and --topic: only this partition.",
+)
+@click.option("--max-transaction-timeout", type=int, default=15, show_default=True,
+              help="With --find-hanging: minutes an open transaction may last (transaction.max.timeout.ms).")  # fmt: skip
 def command(
     bootstrap_server: str, do_list: bool, do_describe: bool, do_find_hanging: bool,
-    transactional_id: str | None, broker_id: int | None,
+    transactional_id: str | None, broker_id: int | None, topic: str | None, partition: int | None,
+    max_transaction_timeout: int,
 ) -> None:  # fmt: skip
     """List, describe or find hanging transactions (Kafka 3.0's kafka-transactions.sh)."""
     actions = [a for a, on in (("list", do_list), ("describe", do_describe),
@@ -140,17 +239,23 @@ def command(
     if action == "find-hanging":
         if broker_id is None:
             raise OneLineError(f"Option --find-hanging requires --broker-id {_USAGE}")
-        raise OneLineError(
-            "Error: --find-hanging needs the DescribeProducers API (Kafka 3.0, KIP-664) from the "
-            "partition leaders, which kafpy's brokers do not serve yet; use --list and --describe "
-            "to see the open transactions instead."
-        )
+        if partition is not None and topic is None:
+            raise OneLineError(f"Option --partition requires --topic {_USAGE}")
+        if max_transaction_timeout < 0:
+            raise OneLineError(f"--max-transaction-timeout must be 0 or more minutes {_USAGE}")
 
     async def main() -> list[str]:
         client = KafkaClient(bootstrap_server, client_id="kafpy-transactions", retries=3)
         try:
             if action == "list":
                 return pretty_print_table(LIST_HEADERS, await list_transactions(client))
+            if action == "find-hanging":
+                assert broker_id is not None
+                now = int(time.time() * 1000)
+                rows = await find_hanging(
+                    client, broker_id, max_transaction_timeout, now, topic, partition
+                )
+                return pretty_print_table(HANGING_HEADERS, rows)
             assert transactional_id is not None
             row = await describe_transaction(client, transactional_id, int(time.time() * 1000))
             return pretty_print_table(DESCRIBE_HEADERS, [row])

@@ -49,6 +49,7 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.END_TXN: (0, 3),
     # Kafka 3.0's (KIP-664), served beyond 2.8 for `kafpy transactions`
     ApiKey.DESCRIBE_TRANSACTIONS: (0, 0),
+    ApiKey.DESCRIBE_PRODUCERS: (0, 0),
     ApiKey.LIST_TRANSACTIONS: (0, 0),
     # transactions, the log and group side (issue 15)
     ApiKey.WRITE_TXN_MARKERS: (0, 1),

@@ -58,6 +58,7 @@ from kafpy.records.record_batch import (
     header_at,
 )
 from kafpy.server.admin_manager import AdminManager
+from kafpy.server.describe_producers import describe_producers
 from kafpy.server.kafka_config import KafkaConfig
 from kafpy.server.metadata_cache import MetadataCache
 from kafpy.server.producer_id_manager import ProducerIdManager
@@ -193,6 +194,7 @@ class KafkaApis:
             ApiKey.DELETE_RECORDS: self.handle_delete_records,
             ApiKey.OFFSET_FOR_LEADER_EPOCH: self.handle_offset_for_leader_epoch,
             ApiKey.DESCRIBE_CLUSTER: self.handle_describe_cluster,
+            ApiKey.DESCRIBE_PRODUCERS: self.handle_describe_producers,
         }
         if admin_manager is not None:
             for key, api, controller_only in _ADMIN_APIS:
@@ -751,6 +753,9 @@ class KafkaApis:
         # authorize ClusterAction: Kafka answers CLUSTER_AUTHORIZATION_FAILED for every
         # partition of every marker when the principal may not act for the cluster
         return await self.txn_marker_writer.write_txn_markers(_body(request))
+
+    async def handle_describe_producers(self, request: Request) -> dict[str, Any]:
+        return describe_producers(self.replica_manager, _body(request))
 
     async def handle_init_producer_id(self, request: Request) -> dict[str, Any]:
         assert self.producer_id_manager is not None and request.body is not None

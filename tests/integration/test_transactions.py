@@ -540,3 +540,35 @@ def test_exactly_once_copy_survives_two_broker_kills(kafpy_broker_factory: Any) 
     values = _read(b, [(sink, 0)], "read_committed")
     assert len(values) == total, f"{len(values) - len(set(values))} duplicates"
     assert sorted(int(v) for v in values) == list(range(total))
+
+
+def test_find_hanging_reports_open_transactions_no_coordinator_knows(broker: KafpyBroker) -> None:
+    from click.testing import CliRunner
+
+    from kafpy.cli.transactions import command
+    from kafpy.records import RecordBatchBuilder
+
+    topic = _name("hanging")
+    _create(broker, topic)
+    # a transactional batch from a producer id no coordinator handed out: nothing will end it
+    builder = RecordBatchBuilder(
+        producer_id=987654, producer_epoch=0, base_sequence=0, is_transactional=True
+    )
+    builder.append(int(time.time() * 1000), None, b"stuck")
+    produced = _request(broker, ApiKey.PRODUCE, {"acks": -1, "timeout_ms": 10000, "topic_data": [
+        {"name": topic, "partition_data": [{"index": 0, "records": builder.build()}]}]}, 8)  # fmt: skip
+    assert produced["responses"][0]["partition_responses"][0]["error_code"] == Errors.NONE
+    p = _producer(broker, _name("known"))  # an open transaction its coordinator knows
+    p.begin_transaction()
+    p.produce(topic, b"open")
+    p.flush(WAIT_S)
+    time.sleep(0.01)
+    args = ["--bootstrap-server", broker.bootstrap, "--find-hanging", "--broker-id", "0",
+            "--topic", topic, "--max-transaction-timeout", "0"]  # fmt: skip
+    found = CliRunner().invoke(command, args)
+    assert found.exit_code == 0, found.output
+    header, *rows = found.output.splitlines()
+    assert header.split() == ["Topic", "Partition", "ProducerId", "ProducerEpoch", "CoordinatorEpoch",
+                              "StartOffset", "LastTimestamp", "Duration(min)"]  # fmt: skip
+    assert [r.split()[:6] for r in rows] == [[topic, "0", "987654", "0", "-1", "0"]]
+    p.abort_transaction(WAIT_S)

@@ -42,7 +42,9 @@ NARROWER = {
 }
 
 # Served beyond Kafka 2.8, and why: Kafka 3.0's (KIP-664) APIs `kafpy transactions` needs.
-BEYOND_2_8 = {K.DESCRIBE_TRANSACTIONS: (0, 0), K.LIST_TRANSACTIONS: (0, 0)}
+BEYOND_2_8 = {
+    K.DESCRIBE_TRANSACTIONS: (0, 0), K.LIST_TRANSACTIONS: (0, 0), K.DESCRIBE_PRODUCERS: (0, 0),
+}  # fmt: skip
 
 
 def test_advertised_ranges_are_kafka_2_8s() -> None:
