@@ -8,6 +8,8 @@ TxnOffsetCommit's offsets become the group's only at the COMMIT marker."""
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -347,3 +349,31 @@ def test_pending_txn_offsets_are_reloaded_after_a_restart(kafpy_broker: KafpyBro
         assert committed(driver, group, topic, require_stable=True) == (Errors.NONE, 8)
     finally:
         driver.close()
+
+
+def console_consumer(broker: KafpyBroker, topic: str, *extra: str) -> list[str]:
+    """The lines `kafpy console-consumer` prints from the start, until 3 s pass without one."""
+    result = subprocess.run(
+        [sys.executable, "-m", "kafpy", "console-consumer", "--bootstrap-server", broker.bootstrap,
+         "--topic", topic, "--from-beginning", "--timeout-ms", "3000", *extra],
+        capture_output=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr.decode()
+    return result.stdout.decode().splitlines()
+
+
+def test_console_consumer_reads_committed_data_through_kafpys_client(
+    kafpy_module_broker: KafpyBroker, driver: TxnDriver
+) -> None:
+    topic = create_topic(kafpy_module_broker)
+    (p1, e1), (p2, e2), (p3, e3) = driver.producer_id(), driver.producer_id(), driver.producer_id()
+    driver.produce(topic, [b"aborted-1"], p2, e2, 0)
+    driver.produce(topic, [b"committed-1", b"committed-2"], p1, e1, 0)
+    driver.produce(topic, [b"aborted-2"], p2, e2, 1)
+    assert driver.end_txn(p2, e2, False, {topic: [0]}) == {(topic, 0): 0}
+    assert driver.end_txn(p1, e1, True, {topic: [0]}) == {(topic, 0): 0}
+    driver.produce(topic, [b"open"], p3, e3, 0)
+    committed = console_consumer(kafpy_module_broker, topic, "--isolation-level", "read_committed")
+    assert committed == ["committed-1", "committed-2"]
+    everything = console_consumer(kafpy_module_broker, topic)
+    assert everything == ["aborted-1", "committed-1", "committed-2", "aborted-2", "open"]
