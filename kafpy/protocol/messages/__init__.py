@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.messages import (
+    add_offsets_to_txn,
+    add_partitions_to_txn,
     alter_configs,
     api_versions,
     controlled_shutdown,
@@ -18,7 +20,9 @@ from kafpy.protocol.messages import (
     describe_cluster,
     describe_configs,
     describe_groups,
+    describe_transactions,
     elect_leaders,
+    end_txn,
     fetch,
     find_coordinator,
     heartbeat,
@@ -29,6 +33,7 @@ from kafpy.protocol.messages import (
     leave_group,
     list_groups,
     list_offsets,
+    list_transactions,
     metadata,
     offset_commit,
     offset_delete,
@@ -45,6 +50,8 @@ from kafpy.protocol.messages import (
 from kafpy.protocol.schema import Message
 
 _MODULES = [
+    add_offsets_to_txn,
+    add_partitions_to_txn,
     alter_configs,
     api_versions,
     controlled_shutdown,
@@ -56,7 +63,9 @@ _MODULES = [
     describe_cluster,
     describe_configs,
     describe_groups,
+    describe_transactions,
     elect_leaders,
+    end_txn,
     fetch,
     find_coordinator,
     heartbeat,
@@ -67,6 +76,7 @@ _MODULES = [
     leave_group,
     list_groups,
     list_offsets,
+    list_transactions,
     metadata,
     offset_commit,
     offset_delete,

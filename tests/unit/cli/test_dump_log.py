@@ -310,3 +310,34 @@ def test_control_records_print_their_end_transaction_marker(tmp_path: Path) -> N
     assert lines[2].endswith("endTxnMarker: COMMIT coordinatorEpoch: 5")
     assert lines[3].endswith("headerKeys: [] controlType: UNKNOWN(5)")
     assert "isTransactional: true isControl: true" in out
+
+
+def test_transaction_log_decoder_prints_transaction_state_records(tmp_path: Path) -> None:
+    from kafpy.common.topic_partition import TopicPartition
+    from kafpy.coordinator.transaction.transaction_log import key_to_bytes, value_to_bytes
+    from kafpy.coordinator.transaction.transaction_metadata import (
+        TransactionState,
+        TxnTransitMetadata,
+    )
+
+    ongoing = TxnTransitMetadata(
+        producer_id=5, last_producer_id=-1, producer_epoch=2, last_producer_epoch=-1,
+        txn_timeout_ms=60000, txn_state=TransactionState.ONGOING,
+        topic_partitions=frozenset({TopicPartition("out", 1), TopicPartition("out", 0)}),
+        txn_start_timestamp=T0, txn_last_update_timestamp=T0 + 5,
+    )  # fmt: skip
+    records = [(key_to_bytes("tx-1"), value_to_bytes(ongoing)), (key_to_bytes("tx-2"), None)]
+    path = tmp_path / "__transaction_state-0" / "00000000000000000000.log"
+    path.parent.mkdir()
+    path.write_bytes(build_batch(records, timestamp=T0))
+    code, out, err = run("--files", str(path), "--transaction-log-decoder")
+    assert code == 0, err
+    decoded = [line.split(" headerKeys: [] ", 1)[1] for line in out.splitlines()[3:5]]
+    assert decoded == [
+        "key: transaction_metadata::transactionalId=tx-1 payload: producerId:5,producerEpoch:2,"
+        f"state=Ongoing,partitions=[out-0,out-1],txnLastUpdateTimestamp={T0 + 5},txnTimeoutMs=60000",
+        "key: transaction_metadata::transactionalId=tx-2 payload: <DELETE>",
+    ]
+    path.write_bytes(build_batch([(b"\x00\x07junk", b"x")], timestamp=T0))
+    code, _, err = run("--files", str(path), "--transaction-log-decoder")
+    assert code == 1 and "using transaction log decoder: Unknown version 7" in err

@@ -32,6 +32,10 @@ class FakeLog:
         self.next_offset = b.next_offset
         self.data += buf
 
+    @property
+    def log_end_offset(self) -> int:
+        return self.next_offset
+
     def read(self, start: int, max_length: int, max_offset: int | None = None) -> _Read:
         out = bytearray()
         for b in MemoryRecords(bytes(self.data)).batches():
