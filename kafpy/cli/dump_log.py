@@ -31,7 +31,7 @@ from kafpy.coordinator.group_metadata_records import (
 )
 from kafpy.coordinator.transaction import transaction_log
 from kafpy.protocol.consumer_protocol import read_assignment
-from kafpy.records.control_record import EndTransactionMarker
+from kafpy.records.control_record import ControlRecordType, EndTransactionMarker
 from kafpy.records.record import Record
 from kafpy.records.record_batch import (
     COMPRESSION_CODEC_MASK,
@@ -50,6 +50,7 @@ from kafpy.storage.time_index import TimeIndex
 from kafpy.storage.transaction_index import TransactionIndex
 
 _INT32 = struct.Struct(">i")
+_INT16 = struct.Struct(">h")
 
 
 class DumpError(Exception):
@@ -206,6 +207,21 @@ def _json(value: dict[str, Any]) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
+def _control_record(r: Record) -> str:
+    """What DumpLogSegments prints for a control record: the end-transaction marker, or
+    the control type (with its id) of one it does not know."""
+    try:
+        control_type = ControlRecordType.parse(r.key)
+        if control_type in (ControlRecordType.ABORT, ControlRecordType.COMMIT):
+            marker = EndTransactionMarker.from_record(r)
+            return f" endTxnMarker: {marker.control_type.name} coordinatorEpoch: {marker.coordinator_epoch}"
+    except KafkaError as e:
+        return f" controlRecord: {e}"
+    assert r.key is not None  # parse refused a missing key
+    type_id = _INT16.unpack_from(r.key, 2)[0]
+    return f" controlType: {control_type.name}({type_id})"
+
+
 def _record_lines(
     batch: RecordBatch, print_data: bool, parser: MessageParser = text_message_parser
 ) -> Iterator[str]:
@@ -218,11 +234,7 @@ def _record_lines(
             f"sequence: {r.sequence} headerKeys: [{','.join(k for k, _ in r.headers)}]"
         )
         if batch.is_control:
-            try:
-                marker = EndTransactionMarker.from_record(r)
-                line += f" endTxnMarker: {marker.control_type.name} coordinatorEpoch: {marker.coordinator_epoch}"
-            except KafkaError as e:
-                line += f" controlRecord: {e}"
+            line += _control_record(r)
         elif print_data:
             key, payload = parser(r)
             if key is not None:

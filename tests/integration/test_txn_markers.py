@@ -7,7 +7,8 @@ TxnOffsetCommit's offsets become the group's only at the COMMIT marker."""
 
 from __future__ import annotations
 
-import asyncio
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -19,62 +20,11 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaConsumer
 from kafka import TopicPartition as KafkaTopicPartition
 
-from kafpy.client.connection import BrokerConnection
 from kafpy.coordinator.group_metadata_manager import partition_for
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.errors import Errors
-from kafpy.records.builder import build_batch
 from tests.fixtures.broker import KafpyBroker
-
-
-class TxnDriver:
-    """Plays a transactional producer and its coordinator against one broker."""
-
-    def __init__(self, broker: KafpyBroker) -> None:
-        self.broker = broker
-        self.loop = asyncio.new_event_loop()
-        self.conn = BrokerConnection(broker.host, broker.port, client_id="txn-driver")
-        self.loop.run_until_complete(self.conn.connect())
-
-    def close(self) -> None:
-        async def close() -> None:
-            await self.conn.close()
-
-        self.loop.run_until_complete(close())
-        self.loop.close()
-
-    def send(
-        self, api_key: ApiKey, body: dict[str, Any], version: int | None = None
-    ) -> dict[str, Any]:
-        return self.loop.run_until_complete(self.conn.send(api_key, body, version))
-
-    def producer_id(self) -> tuple[int, int]:
-        body = self.send(
-            ApiKey.INIT_PRODUCER_ID, {"transactional_id": None, "transaction_timeout_ms": 60000}
-        )
-        assert body["error_code"] == Errors.NONE
-        return body["producer_id"], body["producer_epoch"]
-
-    def produce(self, topic: str, values: list[bytes], pid: int, epoch: int, seq: int,
-                partition: int = 0) -> int:  # fmt: skip
-        batch = build_batch(values, producer_id=pid, producer_epoch=epoch, base_sequence=seq,
-                            is_transactional=True)  # fmt: skip
-        body = self.send(ApiKey.PRODUCE, {"transactional_id": None, "acks": -1, "timeout_ms": 10000,
-                         "topic_data": [{"name": topic, "partition_data": [{"index": partition, "records": batch}]}]})  # fmt: skip
-        answer = body["responses"][0]["partition_responses"][0]
-        assert answer["error_code"] == Errors.NONE, answer
-        return int(answer["base_offset"])
-
-    def end_txn(self, pid: int, epoch: int, commit: bool, partitions: dict[str, list[int]],
-                coordinator_epoch: int = 0, version: int = 1) -> dict[tuple[str, int], int]:  # fmt: skip
-        body = self.send(ApiKey.WRITE_TXN_MARKERS, {"markers": [{
-            "producer_id": pid, "producer_epoch": epoch, "transaction_result": commit,
-            "coordinator_epoch": coordinator_epoch,
-            "topics": [{"name": t, "partition_indexes": ps} for t, ps in partitions.items()]}]}, version)  # fmt: skip
-        (marker,) = body["markers"]
-        assert marker["producer_id"] == pid
-        return {(t["name"], p["partition_index"]): p["error_code"]
-                for t in marker["topics"] for p in t["partitions"]}  # fmt: skip
+from tests.fixtures.transactions import TxnDriver
 
 
 @pytest.fixture(scope="module")
@@ -347,3 +297,31 @@ def test_pending_txn_offsets_are_reloaded_after_a_restart(kafpy_broker: KafpyBro
         assert committed(driver, group, topic, require_stable=True) == (Errors.NONE, 8)
     finally:
         driver.close()
+
+
+def console_consumer(broker: KafpyBroker, topic: str, *extra: str) -> list[str]:
+    """The lines `kafpy console-consumer` prints from the start, until 3 s pass without one."""
+    result = subprocess.run(
+        [sys.executable, "-m", "kafpy", "console-consumer", "--bootstrap-server", broker.bootstrap,
+         "--topic", topic, "--from-beginning", "--timeout-ms", "3000", *extra],
+        capture_output=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr.decode()
+    return result.stdout.decode().splitlines()
+
+
+def test_console_consumer_reads_committed_data_through_kafpys_client(
+    kafpy_module_broker: KafpyBroker, driver: TxnDriver
+) -> None:
+    topic = create_topic(kafpy_module_broker)
+    (p1, e1), (p2, e2), (p3, e3) = driver.producer_id(), driver.producer_id(), driver.producer_id()
+    driver.produce(topic, [b"aborted-1"], p2, e2, 0)
+    driver.produce(topic, [b"committed-1", b"committed-2"], p1, e1, 0)
+    driver.produce(topic, [b"aborted-2"], p2, e2, 1)
+    assert driver.end_txn(p2, e2, False, {topic: [0]}) == {(topic, 0): 0}
+    assert driver.end_txn(p1, e1, True, {topic: [0]}) == {(topic, 0): 0}
+    driver.produce(topic, [b"open"], p3, e3, 0)
+    committed = console_consumer(kafpy_module_broker, topic, "--isolation-level", "read_committed")
+    assert committed == ["committed-1", "committed-2"]
+    everything = console_consumer(kafpy_module_broker, topic)
+    assert everything == ["aborted-1", "committed-1", "committed-2", "aborted-2", "open"]

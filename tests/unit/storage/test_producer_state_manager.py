@@ -572,3 +572,18 @@ def test_recovery_after_a_crash_rebuilds_the_aborted_index(log_dir: Path, clock:
     log.close_handlers()
     log = open_log(log_dir, clock, config, had_clean_shutdown=False)
     assert aborted_index(log) == expected
+
+
+def test_a_follower_tracks_open_transactions_and_indexes_aborts_like_its_leader(
+    log_dir: Path, clock: Clock
+) -> None:
+    # what a follower replicates must leave it with the leader's LSO when it takes over
+    leader = open_log(log_dir.parent / "leader" / "t-0", clock)
+    txn_produce(leader, 0, 2)
+    txn_produce(leader, 0, pid=PID + 1)
+    end_marker(leader, commit=False)
+    follower = open_log(log_dir, clock)
+    follower.append_as_follower(MemoryRecords(leader.read(0, 1 << 20).records.buffer()))
+    assert follower.log_end_offset == leader.log_end_offset == 4
+    assert follower.producer_state_manager.first_unstable_offset() == 2
+    assert aborted_index(follower) == aborted_index(leader) == [AbortedTxn(PID, 0, 3, 2)]
