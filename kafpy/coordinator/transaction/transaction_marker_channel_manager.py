@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import inspect
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -161,7 +162,9 @@ class TransactionMarkerChannelManager:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         for b in self._brokers.values():
-            b.channel.close()
+            closing = b.channel.close()
+            if inspect.isawaitable(closing):
+                await closing
         self._brokers.clear()
         self._transactions.clear()
 
