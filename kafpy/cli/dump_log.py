@@ -4,7 +4,8 @@
 --print-data-log); `.index` and `.timeindex` files entry by entry, checked against the
 `.log` beside them; `.txnindex` files as their aborted transactions. With
 --offsets-decoder the records of a `__consumer_offsets` segment are decoded as Kafka's
-OffsetsMessageParser prints them. The output lines
+OffsetsMessageParser prints them; with --transaction-log-decoder those of a
+`__transaction_state` segment as Kafka's TransactionLogMessageParser. The output lines
 match Kafka 2.x's `kafka-run-class kafka.tools.DumpLogSegments`, so scripts written for
 one work with the other.
 """
@@ -28,8 +29,9 @@ from kafpy.coordinator.group_metadata_records import (
     read_key,
     read_offset_value,
 )
+from kafpy.coordinator.transaction import transaction_log
 from kafpy.protocol.consumer_protocol import read_assignment
-from kafpy.records.control_record import EndTransactionMarker
+from kafpy.records.control_record import ControlRecordType, EndTransactionMarker
 from kafpy.records.record import Record
 from kafpy.records.record_batch import (
     COMPRESSION_CODEC_MASK,
@@ -48,6 +50,7 @@ from kafpy.storage.time_index import TimeIndex
 from kafpy.storage.transaction_index import TransactionIndex
 
 _INT32 = struct.Struct(">i")
+_INT16 = struct.Struct(">h")
 
 
 class DumpError(Exception):
@@ -142,6 +145,18 @@ def _java_list(tps: list[TopicPartition]) -> str:
     return "[" + ", ".join(str(tp) for tp in tps) + "]"
 
 
+def transaction_log_message_parser(record: Record) -> tuple[str | None, str | None]:
+    """Kafka 2.8's TransactionLogMessageParser (--transaction-log-decoder) for
+    __transaction_state: `transaction_metadata::transactionalId=X` and the state, or
+    `<DELETE>` for a tombstone."""
+    try:
+        return transaction_log.format_record(record.key, record.value)
+    except (ValueError, KafkaError) as e:
+        raise DumpError(
+            f"Failed to decode message at offset {record.offset} using transaction log decoder: {e}"
+        ) from None
+
+
 def offsets_message_parser(record: Record) -> tuple[str | None, str | None]:
     """Kafka 2.x's OffsetsMessageParser (--offsets-decoder) for __consumer_offsets:
     an offset commit as `offset::group:topic:partition` and `offset[:metadata]`; a group's
@@ -192,6 +207,21 @@ def _json(value: dict[str, Any]) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
+def _control_record(r: Record) -> str:
+    """What DumpLogSegments prints for a control record: the end-transaction marker, or
+    the control type (with its id) of one it does not know."""
+    try:
+        control_type = ControlRecordType.parse(r.key)
+        if control_type in (ControlRecordType.ABORT, ControlRecordType.COMMIT):
+            marker = EndTransactionMarker.from_record(r)
+            return f" endTxnMarker: {marker.control_type.name} coordinatorEpoch: {marker.coordinator_epoch}"
+    except KafkaError as e:
+        return f" controlRecord: {e}"
+    assert r.key is not None  # parse refused a missing key
+    type_id = _INT16.unpack_from(r.key, 2)[0]
+    return f" controlType: {control_type.name}({type_id})"
+
+
 def _record_lines(
     batch: RecordBatch, print_data: bool, parser: MessageParser = text_message_parser
 ) -> Iterator[str]:
@@ -204,11 +234,7 @@ def _record_lines(
             f"sequence: {r.sequence} headerKeys: [{','.join(k for k, _ in r.headers)}]"
         )
         if batch.is_control:
-            try:
-                marker = EndTransactionMarker.from_record(r)
-                line += f" endTxnMarker: {marker.control_type.name} coordinatorEpoch: {marker.coordinator_epoch}"
-            except KafkaError as e:
-                line += f" controlRecord: {e}"
+            line += _control_record(r)
         elif print_data:
             key, payload = parser(r)
             if key is not None:
@@ -363,6 +389,12 @@ def dump_txn_index(path: Path) -> None:
     "metadata (implies --print-data-log).",
 )
 @click.option(
+    "--transaction-log-decoder",
+    is_flag=True,
+    help="Decode the records as __transaction_state data: transaction metadata "
+    "(implies --print-data-log).",
+)
+@click.option(
     "--verify-index-only",
     is_flag=True,
     help="Only check index entries against the log; print mismatches.",
@@ -377,6 +409,7 @@ def command(
     print_data_log: bool,
     deep_iteration: bool,
     offsets_decoder: bool,
+    transaction_log_decoder: bool,
     verify_index_only: bool,
     index_sanity_check: bool,
 ) -> None:
@@ -391,11 +424,16 @@ def command(
             click.echo(f"Dumping {path}")
             suffix = path.name[path.name.rfind(".") :] if "." in path.name else ""
             if suffix == LOG_FILE_SUFFIX:
+                parser = text_message_parser
+                if transaction_log_decoder:
+                    parser = transaction_log_message_parser
+                elif offsets_decoder:
+                    parser = offsets_message_parser
                 dump_log(
                     path,
                     deep_iteration,
-                    print_data_log or offsets_decoder,
-                    offsets_message_parser if offsets_decoder else text_message_parser,
+                    print_data_log or offsets_decoder or transaction_log_decoder,
+                    parser,
                 )
             elif suffix == INDEX_FILE_SUFFIX:
                 dump_index(path, index_sanity_check, verify_index_only, mismatches)

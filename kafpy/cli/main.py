@@ -38,6 +38,7 @@ COMMANDS: dict[str, str] = {
     "producer-perf-test": "kafpy.cli.producer_perf_test",
     "consumer-perf-test": "kafpy.cli.consumer_perf_test",
     "console": "kafpy.cli.console",
+    "transactions": "kafpy.cli.transactions",
 }
 
 OUTPUT_CLOSED_EXIT_STATUS = 128 + signal.SIGPIPE

@@ -21,12 +21,14 @@ from kafpy.common.errors import KafkaError
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.errors import Errors
+from kafpy.records.control_record import ControlRecordType, control_record_type
 from kafpy.records.memory_records import MemoryRecords
 from kafpy.records.record import Header
-from kafpy.records.record_batch import TimestampType
+from kafpy.records.record_batch import RecordBatch, TimestampType
 
 EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
+READ_COMMITTED = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +45,38 @@ class ConsumerRecord:
     headers: tuple[Header, ...] = ()
 
 
+class AbortedTransactions:
+    """The aborted transactions a read_committed Fetch lists for one partition, applied
+    to its batches in offset order as Kafka's consumer does: once an aborted transaction
+    of a producer has begun (its first offset is reached), that producer's transactional
+    batches are dropped until its ABORT marker."""
+
+    def __init__(self, aborted: Iterable[tuple[int, int]]) -> None:
+        # (first offset, producer id), earliest first
+        self._pending = sorted((first, pid) for pid, first in aborted)
+        self._next = 0
+        self._aborting: set[int] = set()
+
+    @classmethod
+    def from_response(cls, entries: Iterable[Mapping[str, int]] | None) -> AbortedTransactions:
+        """From a Fetch response partition's `aborted_transactions` (None: none)."""
+        return cls((a["producer_id"], a["first_offset"]) for a in entries or ())
+
+    def is_aborted(self, batch: RecordBatch) -> bool:
+        """Whether `batch` (the next one in offset order) belongs to an aborted transaction."""
+        if batch.producer_id < 0:
+            return False
+        pending = self._pending
+        while self._next < len(pending) and pending[self._next][0] <= batch.last_offset:
+            self._aborting.add(pending[self._next][1])
+            self._next += 1
+        if batch.is_control:
+            if batch.record_count and control_record_type(batch) is ControlRecordType.ABORT:
+                self._aborting.discard(batch.producer_id)
+            return False
+        return batch.is_transactional and batch.producer_id in self._aborting
+
+
 class OffsetResetStrategy(enum.Enum):
     """What to do when a position is out of range (Kafka's `auto.offset.reset`)."""
 
@@ -56,8 +90,8 @@ class Fetcher:
 
     Parameters mirror the consumer's: `max_wait_ms` (fetch.max.wait.ms), `min_bytes`
     (fetch.min.bytes), `max_bytes` (fetch.max.bytes), `max_partition_bytes`
-    (max.partition.fetch.bytes), `isolation_level` (0 read uncommitted),
-    `reset` (auto.offset.reset)."""
+    (max.partition.fetch.bytes), `isolation_level` (0 read uncommitted; 1 read committed:
+    up to the last stable offset, without aborted transactions), `reset` (auto.offset.reset)."""
 
     def __init__(
         self,
@@ -215,21 +249,28 @@ class Fetcher:
                     continue
                 raise error_for_code(code, None, f"Fetching {tp} at offset {self.positions[tp]}")
             self.high_watermarks[tp] = entry["high_watermark"]
-            records.extend(self._take_records(tp, entry.get("records")))
+            aborted = None
+            if self.isolation_level == READ_COMMITTED:
+                aborted = AbortedTransactions.from_response(entry.get("aborted_transactions"))
+            records.extend(self._take_records(tp, entry.get("records"), aborted))
         return records, out_of_range, retry
 
-    def _take_records(self, tp: TopicPartition, data: Any) -> list[ConsumerRecord]:
+    def _take_records(
+        self, tp: TopicPartition, data: Any, aborted: AbortedTransactions | None = None
+    ) -> list[ConsumerRecord]:
         """The records at or after the partition's position (a compressed batch may start
-        before it), skipping control batches; moves the position past what was read."""
+        before it), skipping control batches and, at read_committed, the batches of
+        `aborted` transactions; moves the position past what was read."""
         if not data:
             return []
         position = self.positions[tp]
         taken: list[ConsumerRecord] = []
         topic, partition = tp
         for batch in MemoryRecords(data).batches_allow_partial():
+            dropped = aborted is not None and aborted.is_aborted(batch)
             if batch.next_offset <= position:
                 continue
-            if not batch.is_control:
+            if not batch.is_control and not dropped:
                 ts_type = batch.timestamp_type
                 taken.extend(
                     ConsumerRecord(

@@ -756,6 +756,13 @@ class InvalidTxnStateError(KafkaError):
     error = Errors.INVALID_TXN_STATE
 
 
+class TransactionCoordinatorFencedError(KafkaError):
+    """A marker from a coordinator epoch older than the last one the partition saw for
+    the producer (TRANSACTION_COORDINATOR_FENCED): a zombie coordinator wrote it."""
+
+    error = Errors.TRANSACTION_COORDINATOR_FENCED
+
+
 class UnknownProducerIdError(KafkaError):
     """The partition has no state for the producer id of a batch that does not start at
     sequence 0 (UNKNOWN_PRODUCER_ID), e.g. because retention removed its batches."""

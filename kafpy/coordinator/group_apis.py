@@ -24,8 +24,8 @@ INVALID_OFFSET = -1
 
 class GroupApis:
     """Request bodies in, response bodies out, for JoinGroup, SyncGroup, Heartbeat,
-    LeaveGroup, OffsetCommit, OffsetFetch, OffsetDelete, ListGroups, DescribeGroups and
-    DeleteGroups.
+    LeaveGroup, OffsetCommit, TxnOffsetCommit, OffsetFetch, OffsetDelete, ListGroups,
+    DescribeGroups and DeleteGroups.
 
     `partition_exists(tp)`: whether the cluster has the partition (a commit to an unknown
     one gets UNKNOWN_TOPIC_OR_PARTITION, as Kafka answers).
@@ -148,6 +148,47 @@ class GroupApis:
             "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()],
         }
 
+    async def txn_offset_commit(self, body: dict[str, Any], version: int) -> dict[str, Any]:
+        """TxnOffsetCommit (v0-3): a transactional producer's offsets for a group; v3
+        carries the group's generation and member (KIP-447)."""
+        # authorize Read on the group and Write on the transactional id (Kafka checks both;
+        # the ACL engineer adds them here)
+        now = self.coordinator.time.milliseconds()
+        errors: dict[TopicPartition, int] = {}
+        offsets: dict[TopicPartition, OffsetAndMetadata] = {}
+        order: list[TopicPartition] = []
+        for t in body["topics"]:
+            for p in t["partitions"]:
+                tp = TopicPartition(t["name"], p["partition_index"])
+                order.append(tp)
+                if not self.partition_exists(tp):
+                    errors[tp] = Errors.UNKNOWN_TOPIC_OR_PARTITION
+                    continue
+                epoch = (
+                    p.get("committed_leader_epoch", NO_LEADER_EPOCH)
+                    if version >= 2
+                    else NO_LEADER_EPOCH
+                )
+                offsets[tp] = OffsetAndMetadata(
+                    p["committed_offset"], epoch, p.get("committed_metadata") or "", now
+                )  # fmt: skip
+        if offsets:
+            errors.update(await self.coordinator.handle_txn_commit_offsets(
+                body["group_id"], body["producer_id"], body["producer_epoch"],
+                body.get("member_id", "") if version >= 3 else "",
+                body.get("group_instance_id") if version >= 3 else None,
+                body.get("generation_id", -1) if version >= 3 else -1, offsets,
+            ))  # fmt: skip
+        by_topic: dict[str, list[dict[str, int]]] = {}
+        for tp in dict.fromkeys(order):
+            by_topic.setdefault(tp.topic, []).append(
+                {"partition_index": tp.partition, "error_code": errors[tp]}
+            )
+        return {
+            "throttle_time_ms": 0,
+            "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()],
+        }
+
     async def offset_fetch(self, body: dict[str, Any], version: int) -> dict[str, Any]:
         topics = body.get("topics")
         requested = None if topics is None else [
@@ -158,14 +199,23 @@ class GroupApis:
             if version >= 2:
                 return {"throttle_time_ms": 0, "topics": [], "error_code": error}
             offsets = dict.fromkeys(requested or ())
+        # v7 (KIP-447): a consumer asking for stable offsets must not read over an open
+        # transaction's pending commit
+        unstable = (
+            self.coordinator.unstable_offsets(body["group_id"])
+            if version >= 7 and body.get("require_stable") and requested is not None
+            else set()
+        )
         by_topic: dict[str, list[dict[str, Any]]] = {}
         for tp, om in offsets.items():
+            if tp in unstable:
+                om = None
             by_topic.setdefault(tp.topic, []).append({
                 "partition_index": tp.partition,
                 "committed_offset": INVALID_OFFSET if om is None else om.offset,
                 "committed_leader_epoch": NO_LEADER_EPOCH if om is None else om.leader_epoch,
                 "metadata": "" if om is None else om.metadata,
-                "error_code": error,
+                "error_code": Errors.UNSTABLE_OFFSET_COMMIT if tp in unstable else error,
             })  # fmt: skip
         return {"throttle_time_ms": 0, "error_code": Errors.NONE,
                 "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]}  # fmt: skip

@@ -703,6 +703,51 @@ class GroupCoordinator:
             self._complete_and_schedule_next_heartbeat(group, member)
         return await self.manager.store_offsets(group, offsets)
 
+    async def handle_txn_commit_offsets(
+        self,
+        group_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        member_id: str,
+        group_instance_id: str | None,
+        generation_id: int,
+        offsets: Mapping[TopicPartition, OffsetAndMetadata],
+    ) -> dict[TopicPartition, int]:
+        """TxnOffsetCommit: write a transaction's offsets, pending until its marker.
+
+        As Kafka 2.8: a group unknown here is created (Empty); the member id is checked
+        only when given (v3+) and the generation only when not -1."""
+        error = self._validate_group(group_id)
+        if error == Errors.NONE:
+            group = self.manager.get_group(group_id) or self.manager.add_group(
+                GroupMetadata(group_id, GroupState.EMPTY, self.time.milliseconds())
+            )
+            if group.is_in(GroupState.DEAD):
+                error = Errors.COORDINATOR_NOT_AVAILABLE
+            elif self._is_static_member_fenced(group, member_id, group_instance_id):
+                error = Errors.FENCED_INSTANCE_ID
+            elif member_id and not group.has(member_id):
+                error = Errors.UNKNOWN_MEMBER_ID
+            elif generation_id >= 0 and generation_id != group.generation_id:
+                error = Errors.ILLEGAL_GENERATION
+            else:
+                return await self.manager.store_offsets(group, offsets, producer_id, producer_epoch)
+        return dict.fromkeys(offsets, error)
+
+    def unstable_offsets(self, group_id: str) -> set[TopicPartition]:
+        """The group's partitions with offsets still pending in an open transaction
+        (OffsetFetch with require_stable answers UNSTABLE_OFFSET_COMMIT for them)."""
+        group = self.manager.get_group(group_id)
+        if group is None:
+            return set()
+        return {tp for pending in group.pending_txn_offset_commits.values() for tp in pending}
+
+    def handle_txn_completion(
+        self, producer_id: int, partitions: set[int], is_commit: bool
+    ) -> None:
+        """A transaction marker was written to these __consumer_offsets partitions."""
+        self.manager.handle_txn_completion(producer_id, partitions, is_commit)
+
     def handle_fetch_offsets(
         self, group_id: str, partitions: list[TopicPartition] | None
     ) -> tuple[int, dict[TopicPartition, OffsetAndMetadata | None]]:

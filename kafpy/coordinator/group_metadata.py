@@ -62,6 +62,9 @@ class GroupMetadata:
         self.pending_members: set[str] = set()
         self.offsets: dict[TopicPartition, OffsetAndMetadata] = {}
         self.pending_offset_commits: dict[TopicPartition, int] = {}
+        # offsets written by a transaction (TxnOffsetCommit), by producer id: they become
+        # the group's offsets at the COMMIT marker and go at the ABORT marker
+        self.pending_txn_offset_commits: dict[int, dict[TopicPartition, OffsetAndMetadata]] = {}
         self.new_member_added = False
         self.initial_rebalance_pending = False
 
@@ -183,7 +186,23 @@ class GroupMetadata:
     # -- offsets --------------------------------------------------------------------------
 
     def has_offsets(self) -> bool:
-        return bool(self.offsets) or bool(self.pending_offset_commits)
+        return (
+            bool(self.offsets)
+            or bool(self.pending_offset_commits)
+            or bool(self.pending_txn_offset_commits)
+        )
+
+    def prepare_txn_offset_commit(
+        self, producer_id: int, offsets: dict[TopicPartition, OffsetAndMetadata]
+    ) -> None:
+        """Hold a transaction's offsets (written to the log) until its marker comes."""
+        self.pending_txn_offset_commits.setdefault(producer_id, {}).update(offsets)
+
+    def complete_pending_txn_offset_commit(self, producer_id: int, is_commit: bool) -> None:
+        """The producer's transaction ended: its offsets become the group's on commit."""
+        pending = self.pending_txn_offset_commits.pop(producer_id, None)
+        if pending and is_commit:
+            self.offsets.update(pending)
 
     def subscribed_topics(self) -> set[str] | None:
         """Topics the consumer members subscribe to (None when the group is not 'consumer'

@@ -16,6 +16,7 @@ import asyncio
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
+from kafpy.common.errors import InvalidRecordError
 from kafpy.common.logger import component_logger
 from kafpy.common.scheduler import Scheduler
 from kafpy.common.time import Time
@@ -27,7 +28,15 @@ from kafpy.coordinator.member_metadata import MemberMetadata
 from kafpy.coordinator.offset_and_metadata import OffsetAndMetadata
 from kafpy.protocol.errors import Errors
 from kafpy.records.builder import RecordBatchBuilder
+from kafpy.records.control_record import ControlRecordType, control_record_type
 from kafpy.records.memory_records import MemoryRecords
+from kafpy.records.record_batch import (
+    NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+    NO_SEQUENCE,
+    RecordBatch,
+)
+from kafpy.storage.producer_state_manager import AppendOrigin
 
 GROUP_METADATA_TOPIC_NAME = "__consumer_offsets"
 
@@ -41,6 +50,7 @@ class OffsetsLog(Protocol):
         required_acks: int,
         entries: Mapping[TopicPartition, memoryview | bytes | None],
         internal_topics_allowed: bool = False,
+        origin: AppendOrigin = AppendOrigin.CLIENT,
     ) -> dict[TopicPartition, dict[str, Any]]: ...
 
     def get_partition(self, tp: TopicPartition) -> Any: ...
@@ -165,8 +175,24 @@ class GroupMetadataManager:
 
     # -- writes ---------------------------------------------------------------------------
 
-    async def _append(self, group_id: str, entries: Iterable[tuple[bytes, bytes | None]]) -> int:
-        builder = RecordBatchBuilder(compression=self.config.offsets_topic_compression_codec)
+    async def _append(
+        self,
+        group_id: str,
+        entries: Iterable[tuple[bytes, bytes | None]],
+        producer_id: int = NO_PRODUCER_ID,
+        producer_epoch: int = NO_PRODUCER_EPOCH,
+    ) -> int:
+        """Write records to the group's offsets partition; with a producer id they are a
+        transactional batch of that producer (a TxnOffsetCommit), written as the
+        coordinator (no sequence checks; the partition still fences an older epoch)."""
+        transactional = producer_id != NO_PRODUCER_ID
+        builder = RecordBatchBuilder(
+            compression=self.config.offsets_topic_compression_codec,
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            base_sequence=0 if transactional else NO_SEQUENCE,
+            is_transactional=transactional,
+        )
         now = self.time.milliseconds()
         for key, value in entries:
             builder.append(now, key, value)
@@ -176,6 +202,7 @@ class GroupMetadataManager:
         result = await self.offsets_log.append_records(
             self.config.offsets_commit_timeout_ms, self.config.offsets_commit_required_acks,
             {tp: builder.build()}, internal_topics_allowed=True,
+            origin=AppendOrigin.COORDINATOR if transactional else AppendOrigin.CLIENT,
         )  # fmt: skip
         return int(result[tp]["error_code"])
 
@@ -209,10 +236,15 @@ class GroupMetadataManager:
         return _store_error(code, Errors.UNKNOWN_SERVER_ERROR)
 
     async def store_offsets(
-        self, group: GroupMetadata, offsets: Mapping[TopicPartition, OffsetAndMetadata]
+        self,
+        group: GroupMetadata,
+        offsets: Mapping[TopicPartition, OffsetAndMetadata],
+        producer_id: int = NO_PRODUCER_ID,
+        producer_epoch: int = NO_PRODUCER_EPOCH,
     ) -> dict[TopicPartition, int]:
-        """Write offset commits; on success they become the group's committed offsets.
-        Returns an error code per partition."""
+        """Write offset commits; on success they become the group's committed offsets,
+        or, from a transactional producer (TxnOffsetCommit), its pending offsets until the
+        transaction's marker. Returns an error code per partition."""
         result: dict[TopicPartition, int] = {}
         valid: dict[TopicPartition, OffsetAndMetadata] = {}
         for tp, om in offsets.items():
@@ -229,6 +261,7 @@ class GroupMetadataManager:
                 group.group_id,
                 [(records.offset_commit_key(group.group_id, tp), records.offset_commit_value(om))
                  for tp, om in valid.items()],
+                producer_id, producer_epoch,
             )  # fmt: skip
         finally:
             for tp in valid:
@@ -239,7 +272,10 @@ class GroupMetadataManager:
                     group.pending_offset_commits.pop(tp, None)
         code = _store_error(code, Errors.INVALID_COMMIT_OFFSET_SIZE)
         if code == Errors.NONE and not group.is_in(GroupState.DEAD):
-            group.offsets.update(valid)
+            if producer_id != NO_PRODUCER_ID:
+                group.prepare_txn_offset_commit(producer_id, valid)
+            else:
+                group.offsets.update(valid)
         elif code != Errors.NONE:
             self.log.debug(
                 "Offset commit of group %s failed: %s", group.group_id, Errors(code).name
@@ -295,6 +331,23 @@ class GroupMetadataManager:
                 Errors(code).name,
             )
         return len(removed)
+
+    def handle_txn_completion(
+        self, producer_id: int, partitions: set[int], is_commit: bool
+    ) -> None:
+        """A COMMIT or ABORT marker of `producer_id` reached these offsets partitions:
+        complete the transaction's pending offsets of their groups (Kafka's
+        handleTxnCompletion)."""
+        for group in list(self.groups.values()):
+            if (
+                producer_id in group.pending_txn_offset_commits
+                and self.partition_for(group.group_id) in partitions
+            ):
+                group.complete_pending_txn_offset_commit(producer_id, is_commit)
+                self.log.debug(
+                    "Completed the transactional offsets of producer %d in group %s (%s)",
+                    producer_id, group.group_id, "commit" if is_commit else "abort",
+                )  # fmt: skip
 
     # -- expiration -----------------------------------------------------------------------
 
@@ -417,6 +470,8 @@ class GroupMetadataManager:
         if log is None:
             return []
         offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}
+        # transactional offset commits by producer id, until their marker is read
+        pending: dict[int, dict[str, dict[TopicPartition, OffsetAndMetadata | None]]] = {}
         group_values: dict[str, dict[str, Any] | None] = {}
         position = log.log_start_offset
         high_watermark = p.high_watermark
@@ -430,17 +485,27 @@ class GroupMetadataManager:
             for batch in batches:
                 position = batch.next_offset
                 if batch.is_control:
+                    _replay_marker(batch, pending, offsets)
                     continue
                 for record in batch.records():
                     if record.key is None:
                         continue
                     key = records.read_key(record.key)
                     if isinstance(key, records.OffsetKey):
+                        om = (
+                            None
+                            if record.value is None
+                            else records.read_offset_value(record.value)
+                        )
+                        if batch.is_transactional:
+                            by_producer = pending.setdefault(batch.producer_id, {})
+                            by_producer.setdefault(key.group, {})[key.topic_partition] = om
+                            continue
                         by_tp = offsets.setdefault(key.group, {})
-                        if record.value is None:
+                        if om is None:
                             by_tp.pop(key.topic_partition, None)
                         else:
-                            by_tp[key.topic_partition] = records.read_offset_value(record.value)
+                            by_tp[key.topic_partition] = om
                     else:
                         group_values[key.group] = (
                             None if record.value is None else records.read_group_value(record.value)
@@ -448,15 +513,24 @@ class GroupMetadataManager:
             await asyncio.sleep(0)  # let requests in between chunks
         now = self.time.milliseconds()
         out: list[GroupMetadata] = []
-        for group_id in dict.fromkeys([*group_values, *offsets]):
+        open_groups = [g for by_group in pending.values() for g in by_group]
+        for group_id in dict.fromkeys([*group_values, *offsets, *open_groups]):
             value = group_values.get(group_id)
             group_offsets = offsets.get(group_id, {})
-            if value is None and not group_offsets:
+            open_txns = {
+                pid: {tp: om for tp, om in by_group[group_id].items() if om is not None}
+                for pid, by_group in pending.items()
+                if group_id in by_group
+            }
+            if value is None and not group_offsets and not any(open_txns.values()):
                 continue
             group = GroupMetadata(group_id, GroupState.EMPTY, now)
             if value is not None:
                 _restore(group, value)
             group.offsets.update(group_offsets)
+            for pid, txn_offsets in open_txns.items():
+                if txn_offsets:
+                    group.prepare_txn_offset_commit(pid, txn_offsets)
             out.append(group)
         return out
 
@@ -477,6 +551,31 @@ class GroupMetadataManager:
             on_group_unloaded(group)
             removed += 1
         self.log.info("Unloaded %d groups of %s-%d", removed, GROUP_METADATA_TOPIC_NAME, partition)
+
+
+def _replay_marker(
+    batch: RecordBatch,
+    pending: dict[int, dict[str, dict[TopicPartition, OffsetAndMetadata | None]]],
+    offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]],
+) -> None:
+    """A transaction marker read while loading: a COMMIT makes its producer's pending
+    offset commits the groups' offsets, an ABORT drops them."""
+    by_group = pending.pop(batch.producer_id, None)
+    if by_group is None:
+        return
+    try:
+        committed = control_record_type(batch) is ControlRecordType.COMMIT
+    except InvalidRecordError:
+        return  # an empty control batch (the cleaner removed its transaction)
+    if not committed:
+        return
+    for group_id, txn_offsets in by_group.items():
+        by_tp = offsets.setdefault(group_id, {})
+        for tp, om in txn_offsets.items():
+            if om is None:
+                by_tp.pop(tp, None)
+            else:
+                by_tp[tp] = om
 
 
 def _restore(group: GroupMetadata, value: Mapping[str, Any]) -> None:

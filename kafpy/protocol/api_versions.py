@@ -44,6 +44,17 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.DESCRIBE_CLUSTER: (0, 0),
     ApiKey.DESCRIBE_CLIENT_QUOTAS: (0, 1),
     ApiKey.ALTER_CLIENT_QUOTAS: (0, 1),
+    # transactions (issue 15): Kafka 2.8's ranges; the coordinator side
+    ApiKey.ADD_PARTITIONS_TO_TXN: (0, 3),
+    ApiKey.ADD_OFFSETS_TO_TXN: (0, 3),
+    ApiKey.END_TXN: (0, 3),
+    # Kafka 3.0's (KIP-664), served beyond 2.8 for `kafpy transactions`
+    ApiKey.DESCRIBE_TRANSACTIONS: (0, 0),
+    ApiKey.DESCRIBE_PRODUCERS: (0, 0),
+    ApiKey.LIST_TRANSACTIONS: (0, 0),
+    # transactions, the log and group side (issue 15)
+    ApiKey.WRITE_TXN_MARKERS: (0, 1),
+    ApiKey.TXN_OFFSET_COMMIT: (0, 3),
 }
 
 

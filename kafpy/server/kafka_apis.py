@@ -36,6 +36,9 @@ from kafpy.common.topic_partition import TopicPartition
 from kafpy.coordinator.group_apis import GroupApis
 from kafpy.coordinator.group_coordinator import GroupCoordinator
 from kafpy.coordinator.group_metadata_manager import GROUP_METADATA_TOPIC_NAME
+from kafpy.coordinator.transaction.transaction_apis import TransactionApis
+from kafpy.coordinator.transaction.transaction_coordinator import TransactionCoordinator
+from kafpy.coordinator.transaction.transaction_log import TRANSACTION_STATE_TOPIC_NAME
 from kafpy.protocol.acl_operations import CLUSTER_OPERATIONS, TOPIC_OPERATIONS, to_bit_field
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.api_versions import SUPPORTED_VERSIONS
@@ -59,6 +62,7 @@ from kafpy.records.record_batch import (
 from kafpy.server.admin_manager import AdminManager
 from kafpy.server.client_quota_admin import ClientQuotaAdmin
 from kafpy.server.client_quota_manager import QuotaManagers
+from kafpy.server.describe_producers import describe_producers
 from kafpy.server.kafka_config import KafkaConfig
 from kafpy.server.metadata_cache import MetadataCache
 from kafpy.server.producer_id_manager import ProducerIdManager
@@ -71,6 +75,7 @@ from kafpy.server.replica_manager import (
     ReplicaManager,
 )
 from kafpy.server.request_channel import CloseConnection, Request, ResponseParts
+from kafpy.server.write_txn_markers import TxnMarkerWriter
 from kafpy.storage.log_config import LogConfig
 from kafpy.storage.log_validator import LogValidator
 
@@ -95,6 +100,7 @@ _GROUP_APIS = (
     (ApiKey.DESCRIBE_GROUPS, "describe_groups"),
     (ApiKey.DELETE_GROUPS, "delete_groups"),
     (ApiKey.OFFSET_DELETE, "offset_delete"),
+    (ApiKey.TXN_OFFSET_COMMIT, "txn_offset_commit"),
 )
 _INT32_MAX = 2**31 - 1
 # KIP-511: what ApiVersions v3+ accepts as a client software name or version
@@ -178,6 +184,7 @@ class KafkaApis:
         producer_id_manager: ProducerIdManager | None = None,
         group_coordinator: GroupCoordinator | None = None,
         quotas: QuotaManagers | None = None,
+        transaction_coordinator: TransactionCoordinator | None = None,
     ) -> None:
         self.config = config
         self.broker_id = config.broker_id
@@ -190,6 +197,8 @@ class KafkaApis:
         self.producer_id_manager = producer_id_manager
         self.group_coordinator = group_coordinator
         self.quotas = quotas
+        self.transaction_coordinator = transaction_coordinator
+        self.txn_apis: TransactionApis | None = None
         self.log = component_logger("kafpy.server.KafkaApis", "KafkaApi", self.broker_id)
         self._metadata_responses: dict[tuple[Any, ...], bytes] = {}
         self._metadata_responses_generation = -1
@@ -206,12 +215,18 @@ class KafkaApis:
             ApiKey.DELETE_RECORDS: self.handle_delete_records,
             ApiKey.OFFSET_FOR_LEADER_EPOCH: self.handle_offset_for_leader_epoch,
             ApiKey.DESCRIBE_CLUSTER: self.handle_describe_cluster,
+            ApiKey.DESCRIBE_PRODUCERS: self.handle_describe_producers,
         }
         if admin_manager is not None:
             for key, api, controller_only in _ADMIN_APIS:
                 handlers[key] = self._admin_handler(api, controller_only)
         if producer_id_manager is not None:
             handlers[ApiKey.INIT_PRODUCER_ID] = self.handle_init_producer_id
+        # transactions, the partition leader's side (issue 15)
+        self.txn_marker_writer = TxnMarkerWriter(
+            replica_manager, group_coordinator, replica_manager.time
+        )
+        handlers[ApiKey.WRITE_TXN_MARKERS] = self.handle_write_txn_markers
         if controller is not None and hasattr(controller, "controlled_shutdown"):
             handlers[ApiKey.CONTROLLED_SHUTDOWN] = self.handle_controlled_shutdown
         if controller is not None and hasattr(controller, "elect_leaders"):
@@ -235,6 +250,21 @@ class KafkaApis:
             )
             for key, api in _GROUP_APIS:
                 handlers[key] = _group_handler(getattr(group_apis, api))
+        if transaction_coordinator is not None and group_coordinator is not None:
+            self.txn_apis = TransactionApis(
+                transaction_coordinator,
+                lambda tp: metadata_cache.get_partition_info(tp) is not None,
+                group_coordinator.partition_for,
+            )
+            handlers[ApiKey.ADD_PARTITIONS_TO_TXN] = _group_handler(
+                self.txn_apis.add_partitions_to_txn
+            )
+            handlers[ApiKey.ADD_OFFSETS_TO_TXN] = _group_handler(self.txn_apis.add_offsets_to_txn)
+            handlers[ApiKey.END_TXN] = _group_handler(self.txn_apis.end_txn)
+            handlers[ApiKey.DESCRIBE_TRANSACTIONS] = _group_handler(
+                self.txn_apis.describe_transactions
+            )
+            handlers[ApiKey.LIST_TRANSACTIONS] = _group_handler(self.txn_apis.list_transactions)
         # Serve only what both the codec declares and the broker advertises.
         self.handlers: dict[ApiKey, Handler] = {
             k: h for k, h in handlers.items() if k in REQUESTS and k in SUPPORTED_VERSIONS
@@ -880,6 +910,14 @@ class KafkaApis:
                 for c in manager.topic_config_entries(overrides)
             ]  # fmt: skip
 
+    async def handle_write_txn_markers(self, request: Request) -> dict[str, Any]:
+        # authorize ClusterAction: Kafka answers CLUSTER_AUTHORIZATION_FAILED for every
+        # partition of every marker when the principal may not act for the cluster
+        return await self.txn_marker_writer.write_txn_markers(_body(request))
+
+    async def handle_describe_producers(self, request: Request) -> dict[str, Any]:
+        return describe_producers(self.replica_manager, _body(request))
+
     async def handle_init_producer_id(self, request: Request) -> dict[str, Any]:
         assert self.producer_id_manager is not None and request.body is not None
         pid, epoch = request.body.get("producer_id", -1), request.body.get("producer_epoch", -1)
@@ -887,6 +925,8 @@ class KafkaApis:
             # KIP-360 (v3+): an existing producer id comes with its epoch, or neither is given
             return {"throttle_time_ms": 0, "error_code": Errors.INVALID_REQUEST,
                     "producer_id": -1, "producer_epoch": -1}  # fmt: skip
+        if request.body.get("transactional_id") is not None and self.txn_apis is not None:
+            return await self.txn_apis.init_producer_id(request.body, request.api_version)
         # Without a transactional id Kafka hands out a new producer id, given one or not.
         return await self.producer_id_manager.handle_init_producer_id(
             request.body, request.api_version
@@ -915,13 +955,24 @@ class KafkaApis:
         return response
 
     def _on_leadership_change(self, body: Mapping[str, Any], response: Mapping[str, Any]) -> None:
-        """The group coordinator takes or gives up the __consumer_offsets partitions whose
-        leadership this LeaderAndIsr request changed (Kafka's onLeadershipChange)."""
-        if self.group_coordinator is None:
-            return
+        """The group and transaction coordinators take or give up the __consumer_offsets and
+        __transaction_state partitions whose leadership this LeaderAndIsr request changed
+        (Kafka's onLeadershipChange; the coordinator epoch is the leader epoch)."""
         applied = {(e["topic_name"], e["partition_index"]) for e in response.get("partition_errors", ())
                    if e["error_code"] == Errors.NONE}  # fmt: skip
+        txn = self.transaction_coordinator
         for topic, state in _partition_states(body):
+            if (
+                txn is not None
+                and topic == TRANSACTION_STATE_TOPIC_NAME
+                and (topic, state["partition_index"]) in applied
+            ):
+                if state["leader"] == self.broker_id:
+                    txn.on_election(state["partition_index"], state["leader_epoch"])
+                else:
+                    txn.on_resignation(state["partition_index"], state["leader_epoch"])
+            if self.group_coordinator is None:
+                continue
             if topic == GROUP_METADATA_TOPIC_NAME and (topic, state["partition_index"]) in applied:
                 if state["leader"] == self.broker_id:
                     self.group_coordinator.on_election(state["partition_index"])
@@ -1036,6 +1087,13 @@ class KafkaApis:
             )
             return {"error_code": Errors.STALE_BROKER_EPOCH, "partition_errors": []}
         response = self.replica_manager.stop_replicas(body, request.api_version)
+        if self.transaction_coordinator is not None:
+            for e in response.get("partition_errors", ()):
+                if (
+                    e["topic_name"] == TRANSACTION_STATE_TOPIC_NAME
+                    and e["error_code"] == Errors.NONE
+                ):
+                    self.transaction_coordinator.on_resignation(e["partition_index"])
         if self.group_coordinator is not None:
             for e in response.get("partition_errors", ()):
                 if e["topic_name"] == GROUP_METADATA_TOPIC_NAME and e["error_code"] == Errors.NONE:
@@ -1053,15 +1111,24 @@ class KafkaApis:
             return {"throttle_time_ms": 0, "error_code": error, "error_message": None if error == Errors.NONE
                     else Errors(error).name, "node_id": node, "host": host, "port": port}  # fmt: skip
 
-        if body.get("key_type", 0) != 0:
-            return answer(Errors.COORDINATOR_NOT_AVAILABLE)  # no transaction coordinator in kafpy
-        partition = coordinator.partition_for(body["key"])
-        if not self.metadata_cache.contains_topic(GROUP_METADATA_TOPIC_NAME):
-            await self._create_offsets_topic()
-            return answer(Errors.COORDINATOR_NOT_AVAILABLE)
-        info = self.metadata_cache.get_partition_info(
-            TopicPartition(GROUP_METADATA_TOPIC_NAME, partition)
-        )
+        key_type = body.get("key_type", 0)
+        if key_type == 1 and self.transaction_coordinator is not None:
+            topic = TRANSACTION_STATE_TOPIC_NAME
+            partition = self.transaction_coordinator.partition_for(body["key"])
+            if not self.metadata_cache.contains_topic(topic):
+                await self._create_transaction_state_topic()
+                return answer(Errors.COORDINATOR_NOT_AVAILABLE)
+        elif key_type != 0:
+            return answer(
+                Errors.COORDINATOR_NOT_AVAILABLE if key_type == 1 else Errors.INVALID_REQUEST
+            )
+        else:
+            topic = GROUP_METADATA_TOPIC_NAME
+            partition = coordinator.partition_for(body["key"])
+            if not self.metadata_cache.contains_topic(topic):
+                await self._create_offsets_topic()
+                return answer(Errors.COORDINATOR_NOT_AVAILABLE)
+        info = self.metadata_cache.get_partition_info(TopicPartition(topic, partition))
         if info is None or info.leader < 0:
             return answer(Errors.COORDINATOR_NOT_AVAILABLE)
         for node, endpoint, _ in self.metadata_cache.alive_endpoints(request.listener_name):
@@ -1104,6 +1171,35 @@ class KafkaApis:
             pass
         except KafkaError as e:
             self.log.error("Error while creating %s: %s", GROUP_METADATA_TOPIC_NAME, e)
+
+    async def _create_transaction_state_topic(self) -> None:
+        """Create __transaction_state on the first FindCoordinator for a transactional id;
+        as Kafka, not while fewer brokers are alive than its replication factor."""
+        assert self.transaction_coordinator is not None
+        cfg = self.transaction_coordinator.config
+        alive = len(self.metadata_cache.alive_brokers())
+        rf = cfg.transaction_log_replication_factor
+        if self.admin_zk_client is None:
+            return
+        if alive < rf:
+            self.log.error(
+                "Number of alive brokers '%d' does not meet the required replication factor '%d' for "
+                "the transactions state topic (configured via 'transaction.state.log.replication.factor'). "
+                "This error can be ignored if the cluster is starting up and not all brokers are up yet.",
+                alive, rf,
+            )  # fmt: skip
+            return
+        try:
+            await self.admin_zk_client.create_topic(
+                TRANSACTION_STATE_TOPIC_NAME, cfg.transaction_log_num_partitions, rf,
+                cfg.topic_configs(), RackAwareMode.SAFE,
+            )  # fmt: skip
+            self.log.info("Created %s with %d partitions and replication factor %d",
+                          TRANSACTION_STATE_TOPIC_NAME, cfg.transaction_log_num_partitions, rf)  # fmt: skip
+        except TopicExistsError:
+            pass
+        except KafkaError as e:
+            self.log.error("Error while creating %s: %s", TRANSACTION_STATE_TOPIC_NAME, e)
 
 
 def _body(request: Request) -> dict[str, Any]:

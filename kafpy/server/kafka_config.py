@@ -155,6 +155,18 @@ def _broker_config_def() -> ConfigDef:
         .define("offsets.commit.timeout.ms", t.INT, 5000, Range.at_least(1), h)
         .define("offsets.commit.required.acks", t.SHORT, -1, Range.between(-1, 1), h)
         .define("offset.metadata.max.bytes", t.INT, 4096, None, h)
+        # the transaction coordinator (issue 15), Kafka 2.8's defaults
+        .define("transactional.id.expiration.ms", t.INT, 604800000, Range.at_least(1), h)
+        .define("transaction.max.timeout.ms", t.INT, 900000, Range.at_least(1), h)
+        .define("transaction.state.log.num.partitions", t.INT, 50, Range.at_least(1), h)
+        .define("transaction.state.log.replication.factor", t.SHORT, 3, Range.at_least(1), h)
+        .define("transaction.state.log.segment.bytes", t.INT, 104857600, Range.at_least(1), h)
+        .define("transaction.state.log.load.buffer.size", t.INT, 5242880, Range.at_least(1), Importance.LOW)
+        .define("transaction.state.log.min.isr", t.INT, 2, Range.at_least(1), h)
+        .define("transaction.abort.timed.out.transaction.cleanup.interval.ms", t.INT, 10000,
+                Range.at_least(1), Importance.LOW)
+        .define("transaction.remove.expired.transaction.cleanup.interval.ms", t.INT, 3600000,
+                Range.at_least(1), Importance.LOW)
         .define("group.min.session.timeout.ms", t.INT, 6000, None, m)
         .define("group.max.session.timeout.ms", t.INT, 1800000, None, m)
         .define("group.initial.rebalance.delay.ms", t.INT, 3000, None, m)

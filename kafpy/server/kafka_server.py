@@ -34,6 +34,15 @@ from kafpy.controller.controller_channel_manager import broker_connection_factor
 from kafpy.controller.kafka_controller import KafkaController
 from kafpy.coordinator.group_config import GroupConfig, OffsetConfig
 from kafpy.coordinator.group_coordinator import GroupCoordinator
+from kafpy.coordinator.transaction.transaction_config import TransactionConfig
+from kafpy.coordinator.transaction.transaction_coordinator import TransactionCoordinator
+from kafpy.coordinator.transaction.transaction_marker_channel_manager import (
+    Destination,
+    LeaderEndpoint,
+    TransactionMarkerChannelManager,
+    marker_connection_factory,
+)
+from kafpy.coordinator.transaction.transaction_state_manager import TransactionStateManager
 from kafpy.metadata.kafka_zk_client import KafkaZkClient
 from kafpy.metadata.store import MetadataStore
 from kafpy.metadata.store_factory import create_store
@@ -102,6 +111,7 @@ class KafkaServer:
         self.admin_manager: AdminManager | None = None
         self.producer_id_manager: ProducerIdManager | None = None
         self.group_coordinator: GroupCoordinator | None = None
+        self.transaction_coordinator: TransactionCoordinator | None = None
         self.apis: KafkaApis | None = None
         self.dynamic_config_manager: DynamicConfigManager | None = None
         self.dynamic_config = DynamicBrokerConfig(config)
@@ -215,11 +225,14 @@ class KafkaServer:
         self.quotas = QuotaManagers(
             cfg.get("quota.window.num"), cfg.get("quota.window.size.seconds")
         )
+        self.transaction_coordinator = self._create_transaction_coordinator()
+        self.transaction_coordinator.startup()
         self.apis = KafkaApis(
             cfg, self.replica_manager, self.metadata_cache, AdminZkClient(self.zk_client),
             self.cluster_id, controller=self.controller, admin_manager=self.admin_manager,
             producer_id_manager=self.producer_id_manager, group_coordinator=self.group_coordinator,
             quotas=self.quotas,
+            transaction_coordinator=self.transaction_coordinator,
         )  # fmt: skip
         self.dynamic_config.add_reconfigurable(DynamicLogConfig(self.log_manager))
         self.dynamic_config.add_reconfigurable(DynamicCleanerConfig(self.log_manager))
@@ -239,6 +252,39 @@ class KafkaServer:
         await self.socket_server.start_processing(
             MetadataReadinessGate(self.apis, self.metadata_cache, self.socket_server)
         )
+
+    def _create_transaction_coordinator(self) -> TransactionCoordinator:
+        """The transaction coordinator; its markers go to partition leaders on the
+        inter-broker listener, found in this broker's metadata cache."""
+        assert self.replica_manager is not None and self.metadata_cache is not None
+        assert self.producer_id_manager is not None
+        cfg, cache = self.config, self.metadata_cache
+        listener = cfg.inter_broker_listener_name
+        txn_config = TransactionConfig.from_config(cfg)
+
+        def leader_for(tp: TopicPartition) -> LeaderEndpoint | Destination:
+            info = cache.get_partition_info(tp)
+            if info is None:
+                return Destination.GONE
+            broker = cache.get_alive_broker(info.leader) if info.leader >= 0 else None
+            endpoint = broker.endpoint(listener) if broker is not None else None
+            if endpoint is None:
+                return Destination.NO_LEADER
+            return LeaderEndpoint(info.leader, endpoint.host, endpoint.port)
+
+        state_manager = TransactionStateManager(
+            cfg.broker_id, txn_config, self.replica_manager, self.time
+        )
+        markers = TransactionMarkerChannelManager(
+            cfg.broker_id, state_manager, leader_for,
+            marker_connection_factory(
+                cfg.broker_id, txn_config.request_timeout_ms, self.inter_broker_security
+            ),
+        )  # fmt: skip
+        return TransactionCoordinator(
+            cfg.broker_id, txn_config, state_manager, markers, self.producer_id_manager,
+            self.time, self.scheduler,
+        )  # fmt: skip
 
     async def _fetch_topic_configs(self, default: LogConfig) -> dict[str, LogConfig]:
         assert self.zk_client is not None
@@ -301,6 +347,8 @@ class KafkaServer:
             steps.append(("socket server", self._shutdown_socket_server))
         if self.dynamic_config_manager is not None:
             steps.append(("dynamic config manager", self._shutdown_dynamic_config_manager))
+        if self.transaction_coordinator is not None:
+            steps.append(("transaction coordinator", self._shutdown_transaction_coordinator))
         if self.group_coordinator is not None:
             steps.append(("group coordinator", self._shutdown_group_coordinator))
         if self.controller is not None:
@@ -347,6 +395,11 @@ class KafkaServer:
         assert self.group_coordinator is not None
         coordinator, self.group_coordinator = self.group_coordinator, None
         coordinator.shutdown()
+
+    async def _shutdown_transaction_coordinator(self) -> None:
+        assert self.transaction_coordinator is not None
+        coordinator, self.transaction_coordinator = self.transaction_coordinator, None
+        await coordinator.shutdown()
 
     async def _shutdown_controller(self) -> None:
         assert self.controller is not None

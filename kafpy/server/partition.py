@@ -39,6 +39,7 @@ from kafpy.storage.leader_epoch_file_cache import LeaderEpochFileCache
 from kafpy.storage.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, Log
 from kafpy.storage.log_append_info import FetchDataInfo, LogAppendInfo, LogOffsetMetadata
 from kafpy.storage.log_manager import LogManager
+from kafpy.storage.producer_state_manager import AppendOrigin
 
 NO_TIMESTAMP = -1
 READ_UNCOMMITTED = 0
@@ -134,6 +135,24 @@ class Partition:
     @property
     def high_watermark_metadata(self) -> LogOffsetMetadata:
         return self._hw
+
+    @property
+    def last_stable_offset(self) -> int:
+        """The LSO: the first offset of the oldest ongoing transaction, capped at the high
+        watermark; read_committed consumers read below it (Kafka's Log.lastStableOffset)."""
+        return self.last_stable_offset_metadata.message_offset
+
+    @property
+    def last_stable_offset_metadata(self) -> LogOffsetMetadata:
+        """The LSO with its segment position when it is the high watermark (a delayed
+        read_committed fetch completes when it moves)."""
+        hw = self._hw
+        if self.log is None:
+            return hw
+        first_unstable = self.log.producer_state_manager.first_unstable_offset()
+        if first_unstable is None or first_unstable >= hw.message_offset:
+            return hw
+        return LogOffsetMetadata(first_unstable)
 
     @property
     def in_sync_replica_count(self) -> int:
@@ -281,8 +300,14 @@ class Partition:
 
     # -- produce --------------------------------------------------------------------------
 
-    def append_records_to_leader(self, records: MemoryRecords, required_acks: int) -> LogAppendInfo:
-        """Append a producer's batches as leader; raises NotLeaderOrFollowerError when this
+    def append_records_to_leader(
+        self,
+        records: MemoryRecords,
+        required_acks: int,
+        origin: AppendOrigin = AppendOrigin.CLIENT,
+    ) -> LogAppendInfo:
+        """Append a producer's batches as leader (or a coordinator's: transaction markers,
+        group records, with `origin` COORDINATOR); raises NotLeaderOrFollowerError when this
         broker does not lead, NotEnoughReplicasError for acks=-1 below min.insync.replicas,
         and whatever the log's validation raises."""
         if not self.is_leader or self.log is None:
@@ -296,7 +321,9 @@ class Partition:
                 f"The size of the current ISR {self.isr} is insufficient to satisfy the min.isr "
                 f"requirement of {min_isr} for partition {self.topic_partition}"
             )
-        info = log.append_as_leader(records, self.leader_epoch)
+        info = log.append_as_leader(
+            records, self.leader_epoch, is_from_client=origin is AppendOrigin.CLIENT
+        )
         self.maybe_increment_leader_hw()
         return info
 
@@ -310,18 +337,26 @@ class Partition:
         fetch_only_from_leader: bool,
         fetch_only_committed: bool,
         min_one_message: bool,
+        isolation_level: int = READ_UNCOMMITTED,
     ) -> LogReadResult:
-        """Read from `fetch_offset`: consumers up to the high watermark, followers to the end.
+        """Read from `fetch_offset`: consumers up to the high watermark (read_committed
+        ones up to the LSO, with the aborted transactions of the range read), followers
+        to the end.
 
         Raises OffsetOutOfRangeError outside [log start offset, log end offset].
         """
         log = self.local_log_or_error(current_leader_epoch, fetch_only_from_leader)
         # take the offsets before reading, so that a concurrent append is not reported
         hw = self.high_watermark
+        lso = self.last_stable_offset
         leo = log.log_end_offset
-        max_offset = hw if fetch_only_committed else None
-        info = log.read(fetch_offset, max_bytes, max_offset, min_one_message)
-        return LogReadResult(info, hw, log.log_start_offset, leo, hw)
+        read_committed = fetch_only_committed and isolation_level == READ_COMMITTED
+        if not fetch_only_committed:
+            max_offset: int | None = None
+        else:
+            max_offset = lso if read_committed else hw
+        info = log.read(fetch_offset, max_bytes, max_offset, min_one_message, read_committed)
+        return LogReadResult(info, hw, log.log_start_offset, leo, lso)
 
     def update_follower_fetch_state(
         self, replica_id: int, fetch_offset: int, log_start_offset: int = -1
@@ -473,10 +508,16 @@ class Partition:
         current_leader_epoch: int,
         fetch_only_from_leader: bool,
     ) -> TimestampAndOffset | None:
-        """ListOffsets: -2 earliest, -1 latest (the high watermark for clients), else the
-        first offset with a timestamp >= `timestamp` below the last fetchable offset."""
+        """ListOffsets: -2 earliest, -1 latest (for clients the high watermark, or the LSO
+        at read_committed), else the first offset with a timestamp >= `timestamp` below
+        the last fetchable offset."""
         log = self.local_log_or_error(current_leader_epoch, fetch_only_from_leader)
-        last_fetchable = log.log_end_offset if isolation_level is None else self.high_watermark
+        if isolation_level is None:
+            last_fetchable = log.log_end_offset
+        elif isolation_level == READ_COMMITTED:
+            last_fetchable = self.last_stable_offset
+        else:
+            last_fetchable = self.high_watermark
         if timestamp == LATEST_TIMESTAMP:
             return TimestampAndOffset(NO_TIMESTAMP, last_fetchable, self._epoch_at(last_fetchable))
         found = log.fetch_offset_by_timestamp(timestamp)

@@ -8,9 +8,10 @@ none) and retries when another broker got there first. Ids are then handed out f
 block without touching the store until it is used up, so no two brokers ever give out
 the same id, even across restarts (an unused rest of a block is simply skipped).
 
-`handle_init_producer_id` answers InitProducerId v0–1 for idempotent producers: a new
-producer id with epoch 0. Transactions are not built in kafpy, so a request with a
-transactional id gets an error.
+`handle_init_producer_id` answers InitProducerId for idempotent producers: a new producer
+id with epoch 0. A request with a transactional id goes to the transaction coordinator
+(kafpy.coordinator.transaction), which takes its ids from `generate_producer_id`; only a
+broker built without one answers it here, with an error.
 """
 
 from __future__ import annotations

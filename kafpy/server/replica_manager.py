@@ -55,7 +55,7 @@ from kafpy.server.delayed_fetch import DelayedFetch, FetchPartitionStatus
 from kafpy.server.delayed_produce import DelayedProduce, ProducePartitionStatus
 from kafpy.server.log_dir_failure_channel import LogDirFailureChannel
 from kafpy.server.metadata_cache import INTERNAL_TOPICS, MetadataCache
-from kafpy.server.partition import Partition, TimestampAndOffset
+from kafpy.server.partition import READ_COMMITTED, Partition, TimestampAndOffset
 from kafpy.server.replica_fetcher_manager import ReplicaFetcherManager
 from kafpy.server.replica_fetcher_thread import BrokerEndPoint, FetcherChannel, ReplicaFetcherConfig
 from kafpy.storage.log import Log, LogDirFailedError
@@ -64,6 +64,8 @@ from kafpy.storage.log_config import LogConfig
 from kafpy.storage.log_manager import LogManager
 from kafpy.storage.log_validator import RecordValidationError
 from kafpy.storage.offset_checkpoint_file import OffsetCheckpointFile
+from kafpy.storage.producer_state_manager import AppendOrigin
+from kafpy.storage.transaction_index import AbortedTxn
 
 HIGH_WATERMARK_CHECKPOINT_FILE = "replication-offset-checkpoint"
 INITIAL_CONTROLLER_EPOCH = 0
@@ -633,13 +635,15 @@ class ReplicaManager:
         required_acks: int,
         entries: Mapping[TopicPartition, MemoryRecords | memoryview | bytes | None],
         internal_topics_allowed: bool = False,
+        origin: AppendOrigin = AppendOrigin.CLIENT,
         on_appended: Callable[[], None] | None = None,
     ) -> dict[TopicPartition, dict[str, Any]]:
         """Append each partition's batches as leader; returns a Produce partition response
         dict per partition (index, error_code, base_offset, log_append_time_ms,
         log_start_offset, record_errors, error_message). With acks=-1 it waits until the
         ISR has the records or `timeout_ms` runs out. `on_appended` is called once the
-        batches are in the logs, before that wait.
+        batches are in the logs, before that wait. `origin` COORDINATOR is for the
+        coordinators' own writes (markers, transactional offset commits): no sequence checks.
         """
         if required_acks not in (0, 1, -1):
             raise InvalidRequiredAcksError(
@@ -663,7 +667,7 @@ class ReplicaManager:
                 else:
                     records = MemoryRecords(data if data is not None else b"")
                 size = records.size_in_bytes
-                info = partition.append_records_to_leader(records, required_acks)
+                info = partition.append_records_to_leader(records, required_acks, origin)
                 if info.valid_bytes != size:
                     self.log.debug(
                         "Dropped %d bytes of a partial batch appended to %s",
@@ -801,6 +805,8 @@ class ReplicaManager:
                 info.current_leader_epoch, params.fetch_only_from_leader
             )
             if params.fetch_only_committed:
+                if params.isolation_level == READ_COMMITTED:
+                    return partition.last_stable_offset_metadata
                 return partition.high_watermark_metadata
             return log.log_end_offset_metadata
 
@@ -836,12 +842,13 @@ class ReplicaManager:
             read = partition.read_records(
                 info.fetch_offset, info.current_leader_epoch, max_bytes,
                 params.fetch_only_from_leader, params.fetch_only_committed, min_one_message,
+                params.isolation_level,
             )  # fmt: skip
         except KafkaError as e:
             hw = lso = lso_start = -1
             p = self.partitions.get(tp)
             if p is not None and p.log is not None:
-                hw = lso = p.high_watermark
+                hw, lso = p.high_watermark, p.last_stable_offset
                 lso_start = p.log.log_start_offset
             return FetchPartitionData(error_code_of(e), hw, lso, lso_start, None, None, error=e)
         except Exception as e:
@@ -854,7 +861,7 @@ class ReplicaManager:
             read.last_stable_offset,
             read.log_start_offset,
             read.info.records.buffer(),
-            [] if params.isolation_level == 1 else None,
+            _aborted_transactions(read.info.aborted_transactions),
             read.info.fetch_offset_metadata,
         )
 
@@ -1087,6 +1094,14 @@ class ReplicaManager:
         if not partition.is_leader or partition.log is None:
             return Errors.NOT_LEADER_OR_FOLLOWER, -1
         return Errors.NONE, partition.low_watermark_if_leader(self._broker_alive)
+
+
+def _aborted_transactions(aborted: list[AbortedTxn] | None) -> list[dict[str, int]] | None:
+    """A read_committed fetch's aborted transactions as Fetch v4+ lists them (None: not
+    read_committed)."""
+    if aborted is None:
+        return None
+    return [{"producer_id": t.producer_id, "first_offset": t.first_offset} for t in aborted]
 
 
 def _leader_and_isr_states(request: Mapping[str, Any]) -> Iterable[tuple[str, Mapping[str, Any]]]:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
+from kafpy.client.fetcher import AbortedTransactions
 from kafpy.common.errors import CorruptRecordError, MessageTooLargeError
 from kafpy.records.compression import MAX_DECOMPRESSED_BATCH_BYTES, decompress
 from kafpy.records.memory_records import MemoryRecords
@@ -93,9 +94,7 @@ def decode_batches(
     id, first offset) pairs: a transactional batch of a producer whose aborted
     transaction has begun is dropped, until that producer's abort marker, as Kafka's
     consumer does."""
-    pending = sorted(aborted or (), key=lambda a: a[1])
-    next_aborted = 0
-    aborting: set[int] = set()
+    txns = AbortedTransactions(aborted or ())
     payloads: list[bytes | memoryview] = []
     record_pos: list[np.ndarray] = []  # where each record (its length varint) begins
     record_ends: list[np.ndarray] = []
@@ -106,12 +105,7 @@ def decode_batches(
     base_pos = 0
     for batch in MemoryRecords(data).batches_allow_partial():
         seen += 1
-        while next_aborted < len(pending) and pending[next_aborted][1] <= batch.last_offset:
-            aborting.add(pending[next_aborted][0])
-            next_aborted += 1
-        if batch.attributes & CONTROL_MASK:
-            aborting.discard(batch.producer_id)  # its marker ends the aborted transaction
-        elif batch.is_transactional and batch.producer_id in aborting:
+        if aborted is not None and txns.is_aborted(batch):
             position = max(position, batch.next_offset)
             continue
         if batch.next_offset <= position:

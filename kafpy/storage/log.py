@@ -342,7 +342,8 @@ class Log:
                 raise self._io_error("Error while appending records to", e) from e
             self._leo = last_offset + 1
             if producers is not None:
-                psm.apply(producers)
+                for aborted in psm.apply(producers):
+                    segment.txn_index.append(aborted)
             psm.map_end_offset = self._leo
             self._leo_segment_base = segment.base_offset
             self._leo_position = segment.log._size
@@ -382,7 +383,8 @@ class Log:
             except OSError as e:
                 raise self._io_error("Error while appending records to", e) from e
             if producers is not None:
-                psm.apply(producers)
+                for aborted in psm.apply(producers):
+                    self._active.txn_index.append(aborted)
             psm.map_end_offset = self._leo
             return info
 

@@ -32,7 +32,7 @@ from kafpy.storage.log_segment import (
     time_index_file_name,
     transaction_index_file_name,
 )
-from kafpy.storage.producer_state_manager import rebuild_producer_state
+from kafpy.storage.producer_state_manager import producer_state_at, rebuild_producer_state
 
 if TYPE_CHECKING:
     from kafpy.storage.log import Log
@@ -201,7 +201,7 @@ class LogLoader:
                         "offset index" if offset_index_missing else "time index",
                         segment.log.file,
                     )
-                    segment.recover()
+                    self._recover_segment(segment)
                 else:
                     try:
                         self._sanity_check(segment)
@@ -212,8 +212,20 @@ class LogLoader:
                             segment.log.file,
                             e,
                         )
-                        segment.recover()
+                        self._recover_segment(segment)
                 self._log._add_segment(segment)
+
+    def _recover_segment(self, segment: LogSegment) -> int:
+        """Recover one segment with the producer state at its base offset, so that its
+        `.txnindex` is rebuilt too (Kafka's recoverSegment); the segments before it are
+        loaded already. Returns the bytes cut off its end."""
+        log = self._log
+        earlier = [s for s in log.log_segments() if s.base_offset < segment.base_offset]
+        manager = producer_state_at(
+            log.topic_partition, self.dir, earlier, self.log_start_offset,
+            segment.base_offset, self.time.milliseconds(),
+        )  # fmt: skip
+        return segment.recover(manager)
 
     @staticmethod
     def _sanity_check(segment: LogSegment) -> None:
@@ -260,7 +272,7 @@ class LogLoader:
             for i, segment in enumerate(unflushed):
                 self.log.info("Recovering unflushed segment %d", segment.base_offset)
                 try:
-                    truncated = segment.recover()
+                    truncated = self._recover_segment(segment)
                 except (InvalidOffsetError, IndexOffsetOverflowError):
                     self.log.warning(
                         "Found invalid offset during recovery. Deleting the corrupt segment and "

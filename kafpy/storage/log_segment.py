@@ -23,6 +23,7 @@ from kafpy.records.record_batch import (
     H_LAST_OFFSET_DELTA,
     H_MAGIC,
     H_MAX_TIMESTAMP,
+    H_PRODUCER_ID,
     LOG_OVERHEAD,
     MAGIC_V2,
 )
@@ -31,6 +32,7 @@ from kafpy.storage.file_records import FileRecords, LogOffsetPosition
 from kafpy.storage.log_append_info import FetchDataInfo, LogOffsetMetadata
 from kafpy.storage.log_config import LogConfig
 from kafpy.storage.offset_index import OffsetIndex
+from kafpy.storage.producer_state_manager import ProducerStateManager, load_producers_from_batches
 from kafpy.storage.time_index import NO_TIMESTAMP, TimeIndex, TimestampOffset
 from kafpy.storage.transaction_index import TransactionIndex
 
@@ -385,11 +387,14 @@ class LogSegment:
 
     # -- recovery and truncation -------------------------------------------------------------------
 
-    def recover(self) -> int:
+    def recover(self, producer_state_manager: ProducerStateManager | None = None) -> int:
         """Rebuild the indexes from the log, cutting it at the first invalid or torn batch.
 
         Each batch must be magic 2 with a matching CRC-32C and offsets that increase from
-        the base offset. Returns the number of bytes cut off the end of the file.
+        the base offset. With `producer_state_manager` (the producer state at the
+        segment's base offset) the batches of producers are replayed into it and the
+        transactions aborted in this segment are written to its `.txnindex` again.
+        Returns the number of bytes cut off the end of the file.
         """
         self.offset_index.reset()
         self.time_index.reset()
@@ -420,6 +425,11 @@ class LogSegment:
                     )
                 self._ensure_offset_in_range(last)
                 next_expected = last + 1
+                if producer_state_manager is not None and header[H_PRODUCER_ID] >= 0:
+                    for aborted in load_producers_from_batches(
+                        producer_state_manager, [(header, data)]
+                    ):
+                        self.txn_index.append(aborted)
                 if header[H_MAX_TIMESTAMP] > self._max_timestamp_so_far:
                     self._max_timestamp_so_far = header[H_MAX_TIMESTAMP]
                     self._offset_of_max_timestamp_so_far = last

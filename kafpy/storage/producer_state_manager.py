@@ -50,6 +50,7 @@ from kafpy.common.errors import (
     InvalidTxnStateError,
     KafkaError,
     OutOfOrderSequenceError,
+    TransactionCoordinatorFencedError,
     UnknownProducerIdError,
 )
 from kafpy.common.logger import PrefixAdapter, component_logger
@@ -72,6 +73,7 @@ from kafpy.records.record_batch import (
     iter_headers,
 )
 from kafpy.storage.log_append_info import LogAppendInfo
+from kafpy.storage.transaction_index import AbortedTxn
 
 if TYPE_CHECKING:
     from kafpy.storage.log_segment import LogSegment
@@ -485,12 +487,6 @@ class ProducerAppendInfo:
         )
 
 
-class TransactionCoordinatorFencedError(KafkaError):
-    """A marker from a coordinator older than the last one seen (TRANSACTION_COORDINATOR_FENCED)."""
-
-    code = 52
-
-
 @dataclass(slots=True)
 class ProducerStateUpdate:
     """What checking one append found: the producers' pending states, the transactions
@@ -635,12 +631,34 @@ class ProducerStateManager:
                 completed.first_offset,
             )
 
-    def apply(self, update: ProducerStateUpdate) -> None:
-        """`update` for every producer of an append, then complete its transactions."""
+    def last_stable_offset(self, completed: CompletedTxn) -> int:
+        """The LSO once `completed` ends: the first offset of the oldest transaction of
+        another producer still open, else the offset after its marker (Kafka's rule)."""
+        for first_offset in sorted(self.ongoing_txns):
+            if self.ongoing_txns[first_offset] != completed.producer_id:
+                return first_offset
+        return completed.last_offset + 1
+
+    def apply(self, update: ProducerStateUpdate) -> list[AbortedTxn]:
+        """`update` for every producer of an append, then complete its transactions.
+
+        Returns the aborted ones as `.txnindex` entries (with the LSO at their marker),
+        for the segment that holds the markers."""
         for info in update.producers.values():
             self.update(info)
+        aborted: list[AbortedTxn] = []
         for completed in update.completed_txns:
+            if completed.is_aborted:
+                aborted.append(
+                    AbortedTxn(
+                        completed.producer_id,
+                        completed.first_offset,
+                        completed.last_offset,
+                        self.last_stable_offset(completed),
+                    )
+                )
             self.complete_txn(completed)
+        return aborted
 
     def update_map_end_offset(self, offset: int) -> None:
         self.map_end_offset = offset
@@ -854,9 +872,9 @@ def _batches_from(
 
 def load_producers_from_batches(
     manager: ProducerStateManager, batches: Iterable[tuple[Sequence[int], memoryview]]
-) -> None:
+) -> list[AbortedTxn]:
     """Replay batches read from the log into the state, without checks (Kafka's
-    loadProducersFromLog)."""
+    loadProducersFromLog); returns the transactions they abort, as `.txnindex` entries."""
     update = ProducerStateUpdate()
     for header, data in batches:
         producer_id = header[H_PRODUCER_ID]
@@ -870,7 +888,7 @@ def load_producers_from_batches(
         completed = info.append_batch_header(header, data)
         if completed is not None:
             update.completed_txns.append(completed)
-    manager.apply(update)
+    return manager.apply(update)
 
 
 def rebuild_producer_state(
@@ -907,6 +925,40 @@ def rebuild_producer_state(
             load_producers_from_batches(manager, _batches_from(segment, start, last_offset))
     manager.update_map_end_offset(last_offset)
     manager.take_snapshot()
+
+
+def producer_state_at(
+    topic_partition: TopicPartition,
+    log_dir: Path,
+    segments: Sequence[LogSegment],
+    log_start_offset: int,
+    offset: int,
+    now_ms: int,
+) -> ProducerStateManager:
+    """A new manager holding the state at `offset`, for recovering the segment that
+    starts there: loaded from the latest snapshot at or below it, then brought to it by
+    replaying `segments`. Unlike `rebuild_producer_state` it writes and deletes no file."""
+    manager = ProducerStateManager(topic_partition, log_dir)
+    manager.last_snap_offset = manager.map_end_offset = log_start_offset
+    for snap_offset, path in reversed(manager.snapshot_files()):
+        if not log_start_offset < snap_offset <= offset:
+            continue
+        try:
+            entries = read_snapshot(path)
+        except CorruptSnapshotError:
+            continue
+        for entry in entries:
+            if not manager._is_expired(now_ms, entry):
+                manager._load_entry(entry)
+        manager.last_snap_offset = manager.map_end_offset = snap_offset
+        break
+    for segment in segments:
+        start = max(segment.base_offset, manager.map_end_offset)
+        if segment.base_offset >= offset or start >= offset:
+            continue
+        load_producers_from_batches(manager, _batches_from(segment, start, offset))
+    manager.update_map_end_offset(offset)
+    return manager
 
 
 def _next_base(bases: list[int], base: int) -> int | None:

@@ -328,6 +328,8 @@ class KafkaCluster:
         return {
             **_TEST_DEFAULTS,
             "offsets.topic.replication.factor": replication,
+            "transaction.state.log.replication.factor": replication,
+            "transaction.state.log.min.isr": str(min(2, self.size)),
             **self.config,
             "broker.id": str(broker_id),
             "log.dirs": str(self.data_dir / f"broker-{broker_id}" / "logs"),

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.messages import (
+    add_offsets_to_txn,
+    add_partitions_to_txn,
     alter_client_quotas,
     alter_configs,
     api_versions,
@@ -21,7 +23,10 @@ from kafpy.protocol.messages import (
     describe_configs,
     describe_groups,
     describe_log_dirs,
+    describe_producers,
+    describe_transactions,
     elect_leaders,
+    end_txn,
     fetch,
     find_coordinator,
     heartbeat,
@@ -32,6 +37,7 @@ from kafpy.protocol.messages import (
     leave_group,
     list_groups,
     list_offsets,
+    list_transactions,
     metadata,
     offset_commit,
     offset_delete,
@@ -41,12 +47,16 @@ from kafpy.protocol.messages import (
     sasl_handshake,
     stop_replica,
     sync_group,
+    txn_offset_commit,
     update_metadata,
+    write_txn_markers,
 )
 from kafpy.protocol.schema import Message
 
 _MODULES = [
     alter_client_quotas,
+    add_offsets_to_txn,
+    add_partitions_to_txn,
     alter_configs,
     api_versions,
     controlled_shutdown,
@@ -60,7 +70,10 @@ _MODULES = [
     describe_configs,
     describe_groups,
     describe_log_dirs,
+    describe_producers,
+    describe_transactions,
     elect_leaders,
+    end_txn,
     fetch,
     find_coordinator,
     heartbeat,
@@ -71,6 +84,7 @@ _MODULES = [
     leave_group,
     list_groups,
     list_offsets,
+    list_transactions,
     metadata,
     offset_commit,
     offset_delete,
@@ -80,7 +94,9 @@ _MODULES = [
     sasl_handshake,
     stop_replica,
     sync_group,
+    txn_offset_commit,
     update_metadata,
+    write_txn_markers,
 ]
 
 

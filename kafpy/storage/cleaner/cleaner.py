@@ -7,7 +7,10 @@ only when no later record has its key, and swaps them in crash-safely through
 cleaned log has gaps. Records are scanned for their keys (kafpy.storage.cleaner.record_scan)
 but output is written per batch: a batch whose records all survive is copied byte for
 byte, one that loses some is written once, its kept records' bytes spliced after its own
-header (same codec and producer fields, recompressed).
+header (same codec and producer fields, recompressed). Transactions (Kafka 2.x): batches
+of aborted transactions are removed, and their markers once no data of theirs is left and
+the delete horizon passed (CleanedTransactionMetadata); the cleaned segment's `.txnindex`
+keeps the entries of the aborts whose markers stay.
 """
 
 from __future__ import annotations
@@ -27,10 +30,12 @@ from kafpy.records.record_batch import (
     H_LAST_OFFSET_DELTA,
     H_MAX_TIMESTAMP,
     H_PRODUCER_ID,
+    H_RECORD_COUNT,
     MAX_TIMESTAMP_OFFSET,
     RecordBatch,
     iter_file_batches,
 )
+from kafpy.storage.cleaner.cleaned_transaction_metadata import CleanedTransactionMetadata
 from kafpy.storage.cleaner.log_to_clean import LogToClean, in_range, segments_in_range
 from kafpy.storage.cleaner.offset_map import SkimpyOffsetMap
 from kafpy.storage.cleaner.record_scan import filter_batch, records_section, scan_records
@@ -38,6 +43,7 @@ from kafpy.storage.cleaner.throttler import Throttler
 from kafpy.storage.log import Log
 from kafpy.storage.log_config import LogConfig
 from kafpy.storage.log_segment import CLEANED_FILE_SUFFIX, LogSegment
+from kafpy.storage.transaction_index import AbortedTxn
 
 _INT32_MAX = (1 << 31) - 1
 _INT64 = struct.Struct(">q")
@@ -213,6 +219,7 @@ class Cleaner:
             cleanable.first_dirty_offset, cleanable.first_uncleanable_offset, delete_horizon_ms,
             last_offsets_of_producers(log_),
             lambda cleaned, group: self._swap_in(log_, cleaned, group),
+            aborted_transactions_below(log_, cleanable.first_uncleanable_offset),
         )  # fmt: skip
 
     def clean_round(
@@ -226,20 +233,23 @@ class Cleaner:
         delete_horizon_ms: int,
         last_offset_of_producer: dict[int, int],
         on_group: Callable[[LogSegment, list[S]], None],
+        aborted_transactions: Sequence[AbortedTxn] = (),
     ) -> tuple[int, CleanerStats]:
         """One round over `segments` (the log's segments below `first_uncleanable_offset`,
         oldest first): map the keys of the dirty section, then write each group of
         segments into one `.cleaned` segment and hand it to `on_group` (which swaps it in,
         here or in the broker); returns (next dirty offset, stats). Shared by the broker's
-        in-process rounds and the cleaner's worker process."""
+        in-process rounds and the cleaner's worker process. `aborted_transactions` (from
+        the `.txnindex` files) are removed, and their markers once safe."""
         self.log.info("Beginning cleaning of log %s.", tp)
         self.max_message_bytes = config.max_message_bytes
         stats = CleanerStats(start_ms=self.time.milliseconds())
         self.log.info("Building offset map for %s...", tp)
         dirty = in_range(segments, first_dirty_offset, first_uncleanable_offset)
         self.build_offset_map_for_segments(
-            tp, dirty, first_dirty_offset, first_uncleanable_offset, self.offset_map, stats
-        )
+            tp, dirty, first_dirty_offset, first_uncleanable_offset, self.offset_map, stats,
+            aborted_transactions,
+        )  # fmt: skip
         end_offset = self.offset_map.latest_offset + 1
         stats.map_complete_ms = self.time.milliseconds()
         self.log.info(
@@ -263,6 +273,7 @@ class Cleaner:
                 delete_horizon_ms,
                 last_offset_of_producer,
                 stats,
+                aborted_transactions,
             )
             on_group(cleaned, group)
         stats.buffer_size = self.io_buffer_size
@@ -288,8 +299,11 @@ class Cleaner:
         end: int,
         offset_map: SkimpyOffsetMap,
         stats: CleanerStats,
+        aborted_transactions: Sequence[AbortedTxn] = (),
     ) -> None:
-        """build_offset_map over the given dirty segments (what the worker process calls)."""
+        """build_offset_map over the given dirty segments (what the worker process calls);
+        the records of aborted transactions are not mapped (they must not shadow the
+        committed records of their keys)."""
         offset_map.clear()
         self.log.info(
             "Building offset map for log %s for %d segments in offset range [%d, %d).",
@@ -300,9 +314,12 @@ class Cleaner:
         )
         # latest_offset starts just below the dirty section so an all-keyless section moves on
         offset_map.update_latest_offset(start - 1)
+        txns = CleanedTransactionMetadata(t for t in aborted_transactions if t.last_offset >= start)
         for segment in dirty:
             self.check_done(tp)
-            full = self._build_offset_map_for_segment(tp, segment, offset_map, start, end, stats)
+            full = self._build_offset_map_for_segment(
+                tp, segment, offset_map, start, end, stats, txns
+            )
             if full:
                 self.log.debug(
                     "Offset map is full, %d segments fully mapped, segment with base offset %d is partially mapped",
@@ -319,6 +336,7 @@ class Cleaner:
         start: int,
         end: int,
         stats: CleanerStats,
+        txns: CleanedTransactionMetadata,
     ) -> bool:
         put = offset_map.put
         check = lambda: self.check_done(tp)  # noqa: E731
@@ -331,7 +349,11 @@ class Cleaner:
             if last < start:
                 continue
             if header[H_ATTRIBUTES] & CONTROL_MASK:
+                txns.on_control_batch_read(header, data)
                 offset_map.update_latest_offset(last)
+                continue
+            if txns.on_batch_read(header):
+                offset_map.update_latest_offset(last)  # aborted: nothing to map
                 continue
             batch = RecordBatch(data)
             # A batch is mapped whole or not at all, so the round ends on a batch boundary.
@@ -416,11 +438,16 @@ class Cleaner:
         delete_horizon_ms: int,
         last_offset_of_producer: dict[int, int],
         stats: CleanerStats,
+        aborted_transactions: Sequence[AbortedTxn] = (),
     ) -> LogSegment:
         """Write the surviving records of `segments` into a new `.cleaned` segment of
         `dir`, with its final index entries written and its files flushed; the caller
         swaps it in. On any error the `.cleaned` files are deleted."""
         cleaned = new_cleaned_segment(dir, segments[0].base_offset, config, self.time)
+        first = segments[0].base_offset
+        txns = CleanedTransactionMetadata(
+            (t for t in aborted_transactions if t.last_offset >= first), cleaned.txn_index
+        )
         try:
             for old in segments:
                 retain_deletes = old.last_modified > delete_horizon_ms
@@ -441,6 +468,7 @@ class Cleaner:
                     last_offset_of_producer,
                     config.index_interval_bytes,
                     stats,
+                    txns,
                 )
             cleaned.on_become_inactive_segment()
             cleaned.flush()
@@ -459,8 +487,13 @@ class Cleaner:
         last_offset_of_producer: dict[int, int],
         flush_bytes: int,
         stats: CleanerStats,
+        txns: CleanedTransactionMetadata | None = None,
     ) -> None:
-        """Copy the records of `source` that survive into `dest`, batch by batch."""
+        """Copy the records of `source` that survive into `dest`, batch by batch: the
+        latest record of each key (tombstones until the delete horizon), nothing of an
+        aborted transaction, and markers until `txns` and the delete horizon let them go."""
+        if txns is None:
+            txns = CleanedTransactionMetadata()
         writer = _SegmentWriter(dest, flush_bytes)
         latest = offset_map.latest_offset
         digest = offset_map.digest
@@ -472,9 +505,26 @@ class Cleaner:
             account(2 * len(data))  # read and (at most) written again
             base = header[H_BASE_OFFSET]
             last = base + header[H_LAST_OFFSET_DELTA]
-            if header[H_ATTRIBUTES] & CONTROL_MASK or base > latest:
-                # control batches stay as they are (no transactions to remove yet), and
-                # batches past the map were not deduplicated this round
+            pid = header[H_PRODUCER_ID]
+            is_control = header[H_ATTRIBUTES] & CONTROL_MASK
+            if is_control:
+                # markers go like tombstones: only past the delete horizon
+                discard = txns.on_control_batch_read(header, data) and not retain_deletes
+            else:
+                discard = txns.on_batch_read(header)
+            if discard:
+                stats.messages_read += header[H_RECORD_COUNT]
+                if not is_control and pid >= 0 and last_offset_of_producer.get(pid) == last:
+                    # an aborted batch that is its producer's last stays, emptied
+                    batch = RecordBatch(data)
+                    emptied = filter_batch(
+                        batch, records_section(batch, self.max_message_bytes), []
+                    )
+                    writer.add(emptied, last, _INT64.unpack_from(emptied, MAX_TIMESTAMP_OFFSET)[0])
+                continue
+            if is_control or base > latest:
+                # kept markers stay as they are, and batches past the map were not
+                # deduplicated this round
                 writer.add(data, last, header[H_MAX_TIMESTAMP])
                 continue
             batch = RecordBatch(data)
@@ -493,7 +543,6 @@ class Cleaner:
             if len(kept) == len(records):
                 writer.add(data, last, header[H_MAX_TIMESTAMP])
                 continue
-            pid = header[H_PRODUCER_ID]
             if not kept and not (pid >= 0 and last_offset_of_producer.get(pid) == last):
                 continue
             # a producer's last batch stays, emptied, so that its sequence survives
@@ -511,6 +560,17 @@ def _last_offset_for(
     if i + 1 < len(segments):
         return segments[i + 1].base_offset - 1
     return first_uncleanable_offset - 1
+
+
+def aborted_transactions_below(log_: Log, end_offset: int) -> list[AbortedTxn]:
+    """The aborted transactions of `log_` that start below `end_offset`, from its
+    segments' `.txnindex` files (the marker of one may sit in a later segment)."""
+    aborted: list[AbortedTxn] = []
+    for segment in log_.log_segments():
+        aborted.extend(
+            t for t in segment.txn_index.all_aborted_txns() if t.first_offset < end_offset
+        )
+    return aborted
 
 
 def last_offsets_of_producers(log_: Log) -> dict[int, int]:
@@ -548,6 +608,7 @@ def new_cleaned_segment(dir: Path, base_offset: int, config: LogConfig, time: Ti
 __all__ = [
     "Cleaner",
     "CleanerStats",
+    "aborted_transactions_below",
     "SourceSegment",
     "create_new_cleaned_segment",
     "last_offsets_of_producers",

@@ -22,7 +22,11 @@ from multiprocessing.queues import Queue
 from multiprocessing.synchronize import Event as EventType
 from pathlib import Path
 
-from kafpy.storage.cleaner.cleaner import CleanerStats, last_offsets_of_producers
+from kafpy.storage.cleaner.cleaner import (
+    CleanerStats,
+    aborted_transactions_below,
+    last_offsets_of_producers,
+)
 from kafpy.storage.cleaner.cleaner_config import CleanerConfig
 from kafpy.storage.cleaner.cleaner_worker import (
     CleanedSegmentInfo,
@@ -149,6 +153,7 @@ class CleanerProcess:
             cleanable.first_uncleanable_offset,
             cleanable.delete_horizon_ms(),
             last_offsets_of_producers(log_),
+            aborted_transactions_below(log_, cleanable.first_uncleanable_offset),
         )
 
     def clean(

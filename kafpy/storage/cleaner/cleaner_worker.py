@@ -43,6 +43,7 @@ from kafpy.storage.log_segment import (
     time_index_file_name,
     transaction_index_file_name,
 )
+from kafpy.storage.transaction_index import AbortedTxn
 
 
 class RoundAbortedError(Exception):
@@ -78,6 +79,7 @@ class CleanTask:
     first_uncleanable_offset: int
     delete_horizon_ms: int
     last_offset_of_producer: dict[int, int] = field(default_factory=dict)
+    aborted_transactions: list[AbortedTxn] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -283,7 +285,7 @@ def run_round(
         end_offset, stats = cleaner.clean_round(
             task.topic_partition, dir, task.config, views, task.first_dirty_offset,
             task.first_uncleanable_offset, task.delete_horizon_ms, task.last_offset_of_producer,
-            announce,
+            announce, task.aborted_transactions,
         )  # fmt: skip
         return CleanResult(end_offset, cleaned, stats)
     finally:

@@ -272,3 +272,72 @@ def test_offsets_decoder_prints_consumer_offsets_records(tmp_path: Path) -> None
     path.write_bytes(build_batch([(None, b"x")], timestamp=T0))
     code, _, err = run("--files", str(path), "--offsets-decoder")
     assert code == 1 and "message had a missing key" in err
+
+
+def test_control_records_print_their_end_transaction_marker(tmp_path: Path) -> None:
+    from kafpy.records.builder import RecordBatchBuilder  # noqa: PLC0415
+    from kafpy.records.control_record import (  # noqa: PLC0415
+        ControlRecordType,
+        EndTransactionMarker,
+        build_end_transaction_marker,
+    )
+
+    time = MockTime(T0)
+    log = Log(tmp_path / "t-0", LogConfig(), 0, 0, MockScheduler(time), time)
+    txn = build_batch([b"v"], timestamp=T0, producer_id=9, producer_epoch=1, base_sequence=0,
+                      is_transactional=True)  # fmt: skip
+    log.append_as_leader(MemoryRecords(bytearray(txn)), 0)
+    for kind, epoch in ((ControlRecordType.ABORT, 4), (ControlRecordType.COMMIT, 5)):
+        marker = build_end_transaction_marker(EndTransactionMarker(kind, epoch), producer_id=9,
+                                              producer_epoch=1, timestamp=T0)  # fmt: skip
+        log.append_as_leader(MemoryRecords(bytearray(marker)), 0, is_from_client=False)
+    log.close()
+    # a control type this tool does not know (a newer Kafka's), added to the file's end
+    unknown = RecordBatchBuilder(base_offset=3, producer_id=9, producer_epoch=1,
+                                 is_transactional=True, is_control=True)  # fmt: skip
+    unknown.append(T0, b"\x00\x00\x00\x05", b"")
+    path = tmp_path / "t-0" / "00000000000000000000.log"
+    with path.open("ab") as f:
+        f.write(unknown.build())
+    code, out, err = run("--files", str(path), "--print-data-log")
+    assert code == 0, err
+    lines = [line for line in out.splitlines() if line.startswith("| offset:")]
+    assert lines[0].endswith("headerKeys: [] payload: v")
+    assert lines[1] == (
+        f"| offset: 1 CreateTime: {T0} keysize: 4 valuesize: 6 sequence: -1 headerKeys: [] "
+        "endTxnMarker: ABORT coordinatorEpoch: 4"
+    )
+    assert lines[2].endswith("endTxnMarker: COMMIT coordinatorEpoch: 5")
+    assert lines[3].endswith("headerKeys: [] controlType: UNKNOWN(5)")
+    assert "isTransactional: true isControl: true" in out
+
+
+def test_transaction_log_decoder_prints_transaction_state_records(tmp_path: Path) -> None:
+    from kafpy.common.topic_partition import TopicPartition
+    from kafpy.coordinator.transaction.transaction_log import key_to_bytes, value_to_bytes
+    from kafpy.coordinator.transaction.transaction_metadata import (
+        TransactionState,
+        TxnTransitMetadata,
+    )
+
+    ongoing = TxnTransitMetadata(
+        producer_id=5, last_producer_id=-1, producer_epoch=2, last_producer_epoch=-1,
+        txn_timeout_ms=60000, txn_state=TransactionState.ONGOING,
+        topic_partitions=frozenset({TopicPartition("out", 1), TopicPartition("out", 0)}),
+        txn_start_timestamp=T0, txn_last_update_timestamp=T0 + 5,
+    )  # fmt: skip
+    records = [(key_to_bytes("tx-1"), value_to_bytes(ongoing)), (key_to_bytes("tx-2"), None)]
+    path = tmp_path / "__transaction_state-0" / "00000000000000000000.log"
+    path.parent.mkdir()
+    path.write_bytes(build_batch(records, timestamp=T0))
+    code, out, err = run("--files", str(path), "--transaction-log-decoder")
+    assert code == 0, err
+    decoded = [line.split(" headerKeys: [] ", 1)[1] for line in out.splitlines()[3:5]]
+    assert decoded == [
+        "key: transaction_metadata::transactionalId=tx-1 payload: producerId:5,producerEpoch:2,"
+        f"state=Ongoing,partitions=[out-0,out-1],txnLastUpdateTimestamp={T0 + 5},txnTimeoutMs=60000",
+        "key: transaction_metadata::transactionalId=tx-2 payload: <DELETE>",
+    ]
+    path.write_bytes(build_batch([(b"\x00\x07junk", b"x")], timestamp=T0))
+    code, _, err = run("--files", str(path), "--transaction-log-decoder")
+    assert code == 1 and "using transaction log decoder: Unknown version 7" in err

@@ -131,3 +131,46 @@ def test_partition_errors() -> None:
                 await fetcher.fetch()
 
     run(scenario())
+
+
+def test_read_committed_drops_the_batches_of_aborted_transactions() -> None:
+    from kafpy.client.fetcher import AbortedTransactions  # noqa: PLC0415
+    from kafpy.records.builder import build_batch  # noqa: PLC0415
+    from kafpy.records.control_record import (  # noqa: PLC0415
+        ControlRecordType,
+        EndTransactionMarker,
+        build_end_transaction_marker,
+    )
+
+    def txn(pid: int, base: int, *vals: bytes) -> bytes:
+        return build_batch(list(vals), base_offset=base, producer_id=pid, producer_epoch=0,
+                           base_sequence=0, is_transactional=True, timestamp=1000)  # fmt: skip
+
+    def marker(pid: int, base: int, kind: ControlRecordType) -> bytes:
+        return build_end_transaction_marker(EndTransactionMarker(kind, 0), producer_id=pid,
+                                            producer_epoch=0, timestamp=1000, base_offset=base)  # fmt: skip
+
+    data = (
+        txn(7, 0, b"a0", b"a1")  # producer 7: aborted
+        + txn(8, 2, b"c0")  # producer 8: committed, interleaved
+        + marker(7, 3, ControlRecordType.ABORT)
+        + txn(7, 4, b"c1")  # producer 7's next transaction: committed
+        + marker(8, 5, ControlRecordType.COMMIT)
+        + marker(7, 6, ControlRecordType.COMMIT)
+        + build_batch([b"plain"], base_offset=7, timestamp=1000)
+    )
+    fetcher = Fetcher(None, isolation_level=1)  # type: ignore[arg-type]  # no request is sent
+    fetcher.assign({TP0: 0})
+    aborted = AbortedTransactions.from_response([{"producer_id": 7, "first_offset": 0}])
+    got = fetcher._take_records(TP0, data, aborted)
+    assert values(got) == [(0, 2, b"c0"), (0, 4, b"c1"), (0, 7, b"plain")]
+    assert fetcher.positions == {TP0: 8}
+    # read_uncommitted: everything but the markers
+    fetcher.assign({TP0: 0})
+    assert [r.value for r in fetcher._take_records(TP0, data)] == [
+        b"a0",
+        b"a1",
+        b"c0",
+        b"c1",
+        b"plain",
+    ]

@@ -11,6 +11,7 @@ from kafpy.common.topic_partition import TopicPartition
 from kafpy.protocol.errors import Errors
 from kafpy.records.memory_records import MemoryRecords
 from kafpy.records.record_batch import RecordBatch
+from kafpy.storage.producer_state_manager import AppendOrigin
 
 
 @dataclass
@@ -30,6 +31,10 @@ class FakeLog:
         b.set_base_offset(self.next_offset)
         self.next_offset = b.next_offset
         self.data += buf
+
+    @property
+    def log_end_offset(self) -> int:
+        return self.next_offset
 
     def read(self, start: int, max_length: int, max_offset: int | None = None) -> _Read:
         out = bytearray()
@@ -58,11 +63,14 @@ class FakeOffsetsLog:
 
     async def append_records(
         self, timeout_ms: int, required_acks: int, entries: Mapping[TopicPartition, Any],
-        internal_topics_allowed: bool = False,
+        internal_topics_allowed: bool = False, origin: AppendOrigin = AppendOrigin.CLIENT,
     ) -> dict[TopicPartition, dict[str, Any]]:  # fmt: skip
         assert internal_topics_allowed
         out = {}
         for tp, data in entries.items():
+            # as the log's validation: a producer's batch without sequences is the coordinator's
+            if RecordBatch(bytes(data)).producer_id >= 0:
+                assert origin is AppendOrigin.COORDINATOR
             self.appends += 1
             if self.fail_with is not None:
                 out[tp] = {"error_code": self.fail_with}

@@ -239,3 +239,35 @@ def test_delete_offsets_spares_topics_a_running_group_consumes() -> None:
         assert await c.handle_delete_offsets("", [t]) == (Errors.INVALID_GROUP_ID, {})
 
     asyncio.run(run())
+
+
+def test_txn_commit_checks_member_and_generation_only_when_given() -> None:
+    async def run() -> None:
+        h = Harness()
+        c = h.coordinator
+
+        async def commit(member: str, generation: int, offset: int) -> int:
+            answer = await c.handle_txn_commit_offsets(
+                "g", 42, 0, member, None, generation, {TP: OffsetAndMetadata(offset)}
+            )
+            return answer[TP]
+
+        # v0-2 (no member, generation -1): an unknown group is created, the commit pends
+        assert await commit("", -1, 5) == Errors.NONE
+        assert c.handle_fetch_offsets("g", [TP])[1] == {TP: None}
+        assert c.unstable_offsets("g") == {TP}
+        [j] = h.join()
+        m = j["member_id"]
+        h.sync(m, 1, {m: b""})
+        await h.settle()
+        assert await commit("x", 1, 6) == Errors.UNKNOWN_MEMBER_ID
+        assert await commit(m, 4, 6) == Errors.ILLEGAL_GENERATION
+        assert await commit(m, 1, 7) == Errors.NONE
+        c.handle_txn_completion(42, {0}, True)
+        assert c.handle_fetch_offsets("g", [TP])[1][TP] == OffsetAndMetadata(7, commit_timestamp=-1)
+        assert c.unstable_offsets("g") == set()
+        assert (
+            await c.handle_txn_commit_offsets("", 42, 0, "", None, -1, {TP: OffsetAndMetadata(1)})
+        )[TP] == Errors.INVALID_GROUP_ID
+
+    asyncio.run(run())

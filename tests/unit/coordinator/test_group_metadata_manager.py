@@ -13,6 +13,12 @@ from kafpy.coordinator.group_metadata_manager import (
 )
 from kafpy.coordinator.offset_and_metadata import OffsetAndMetadata
 from kafpy.protocol.errors import Errors
+from kafpy.records.control_record import (
+    ControlRecordType,
+    EndTransactionMarker,
+    build_end_transaction_marker,
+)
+from kafpy.records.memory_records import MemoryRecords
 from tests.unit.coordinator.fakes import FakeOffsetsLog
 
 TP = TopicPartition("t", 0)
@@ -92,5 +98,70 @@ def test_offsets_of_an_empty_group_expire_after_retention_then_the_group_goes() 
         assert await m.cleanup_group_metadata() == 1
         assert m.get_group("g") is None and g.is_in(GroupState.DEAD)
         assert await manager(time, log).load_partition(m.partition_for("g")) == []
+
+    asyncio.run(run())
+
+
+# -- transactional offset commits (TxnOffsetCommit) ----------------------------------------
+
+PID = 42
+
+
+def write_marker(
+    log: FakeOffsetsLog, m: GroupMetadataManager, commit: bool, pid: int = PID
+) -> None:
+    """A transaction marker in the group's offsets partition, then Kafka's handleTxnCompletion."""
+    marker = build_end_transaction_marker(
+        EndTransactionMarker(ControlRecordType.COMMIT if commit else ControlRecordType.ABORT, 0),
+        producer_id=pid, producer_epoch=0, timestamp=1,
+    )  # fmt: skip
+    tp = m.topic_partition_for("g")
+    log.partitions[tp].log.append(marker)
+    m.handle_txn_completion(pid, {tp.partition}, commit)
+
+
+def test_txn_offsets_stay_pending_until_the_commit_marker_and_go_at_an_abort() -> None:
+    async def run() -> None:
+        time, log = MockTime(), FakeOffsetsLog()
+        m = manager(time, log)
+        g = m.add_group(GroupMetadata("g", GroupState.EMPTY, time.milliseconds()))
+        await m.store_offsets(g, {TP: OffsetAndMetadata(3)})
+        one = {TP: OffsetAndMetadata(10, -1, "txn", 5)}
+        assert await m.store_offsets(g, one, PID, 0) == {TP: Errors.NONE}
+        # written as a transactional batch of the producer
+        tp = m.topic_partition_for("g")
+        batch = list(MemoryRecords(bytes(log.partitions[tp].log.data)).batches())[-1]
+        assert (batch.is_transactional, batch.producer_id, batch.producer_epoch) == (True, PID, 0)
+        assert m.get_offsets("g", [TP]) == {TP: OffsetAndMetadata(3)}
+        assert g.pending_txn_offset_commits == {PID: one}
+        m.handle_txn_completion(PID, {tp.partition + 1}, True)  # another partition's marker
+        assert m.get_offsets("g", [TP])[TP] == OffsetAndMetadata(3)
+        write_marker(log, m, commit=True)
+        assert m.get_offsets("g", [TP]) == one and g.pending_txn_offset_commits == {}
+        await m.store_offsets(g, {TP: OffsetAndMetadata(20)}, PID, 0)
+        write_marker(log, m, commit=False)
+        assert m.get_offsets("g", [TP]) == one and g.pending_txn_offset_commits == {}
+
+    asyncio.run(run())
+
+
+def test_loading_replays_transactional_commits_and_their_markers() -> None:
+    async def run() -> None:
+        time, log = MockTime(), FakeOffsetsLog()
+        m = manager(time, log)
+        g = m.add_group(GroupMetadata("g", GroupState.EMPTY, time.milliseconds()))
+        tp1, tp2 = TopicPartition("t", 1), TopicPartition("t", 2)
+        await m.store_offsets(g, {TP: OffsetAndMetadata(1)}, PID, 0)
+        write_marker(log, m, commit=True)
+        await m.store_offsets(g, {tp1: OffsetAndMetadata(2)}, PID, 0)
+        write_marker(log, m, commit=False)
+        await m.store_offsets(g, {tp2: OffsetAndMetadata(3)}, PID + 1, 0)  # still open
+        [loaded] = await manager(time, log).load_partition(m.partition_for("g"))
+        assert loaded.offsets == {TP: OffsetAndMetadata(1)}
+        assert loaded.pending_txn_offset_commits == {PID + 1: {tp2: OffsetAndMetadata(3)}}
+        write_marker(log, m, commit=True, pid=PID + 1)
+        [loaded] = await manager(time, log).load_partition(m.partition_for("g"))
+        assert loaded.offsets == {TP: OffsetAndMetadata(1), tp2: OffsetAndMetadata(3)}
+        assert loaded.pending_txn_offset_commits == {}
 
     asyncio.run(run())

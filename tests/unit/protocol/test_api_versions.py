@@ -25,6 +25,8 @@ KAFKA_2_8: dict[ApiKey, tuple[int, int, int | None]] = {
     K.ELECT_LEADERS: (0, 2, 2), K.INCREMENTAL_ALTER_CONFIGS: (0, 1, 1),
     K.OFFSET_DELETE: (0, 0, None), K.DESCRIBE_CLUSTER: (0, 0, 0),
     K.DESCRIBE_CLIENT_QUOTAS: (0, 1, 1), K.ALTER_CLIENT_QUOTAS: (0, 1, 1),
+    K.WRITE_TXN_MARKERS: (0, 1, 1), K.TXN_OFFSET_COMMIT: (0, 3, 3),
+    K.ADD_PARTITIONS_TO_TXN: (0, 3, 3), K.ADD_OFFSETS_TO_TXN: (0, 3, 3), K.END_TXN: (0, 3, 3),
 }  # fmt: skip
 
 # Where kafpy advertises less than Kafka 2.8, and why.
@@ -36,9 +38,17 @@ NARROWER = {
     K.CONTROLLED_SHUTDOWN: (1, 2),
 }
 
+# Served beyond Kafka 2.8, and why: Kafka 3.0's (KIP-664) APIs `kafpy transactions` needs.
+BEYOND_2_8 = {
+    K.DESCRIBE_TRANSACTIONS: (0, 0), K.LIST_TRANSACTIONS: (0, 0), K.DESCRIBE_PRODUCERS: (0, 0),
+}  # fmt: skip
+
 
 def test_advertised_ranges_are_kafka_2_8s() -> None:
     for key, rng in SUPPORTED_VERSIONS.items():
+        if key in BEYOND_2_8:
+            assert rng == BEYOND_2_8[key], key.api_name
+            continue
         lo, hi, _ = KAFKA_2_8[key]
         assert rng == NARROWER.get(key, (lo, hi)), key.api_name
 

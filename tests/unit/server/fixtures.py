@@ -10,6 +10,7 @@ import pytest
 
 from kafpy.common.scheduler import MockScheduler
 from kafpy.common.time import MockTime
+from kafpy.records.builder import build_batch
 from kafpy.server.metadata_cache import MetadataCache
 from kafpy.server.replica_manager import ReplicaManager
 from kafpy.storage.log_config import LogConfig
@@ -75,6 +76,24 @@ def update_metadata(
             for b in brokers
         ],
     }  # fmt: skip
+
+
+def txn_batch(*values: bytes, pid: int, epoch: int = 0, seq: int = 0) -> memoryview:
+    """A transactional batch of producer `pid`, stamped with MockTime's clock (so that the
+    markers, stamped with it too, do not roll the segment)."""
+    data = build_batch(list(values), timestamp=MockTime().milliseconds(), producer_id=pid,
+                       producer_epoch=epoch, base_sequence=seq, is_transactional=True)  # fmt: skip
+    return memoryview(bytearray(data))
+
+
+def txn_marker(
+    pid: int, commit: bool, partitions: dict[str, list[int]], *, coordinator_epoch: int = 0,
+    epoch: int = 0,
+) -> dict[str, Any]:  # fmt: skip
+    """One marker of a WriteTxnMarkers request body."""
+    return {"producer_id": pid, "producer_epoch": epoch, "transaction_result": commit,
+            "coordinator_epoch": coordinator_epoch,
+            "topics": [{"name": t, "partition_indexes": ps} for t, ps in partitions.items()]}  # fmt: skip
 
 
 class ManualTimer:

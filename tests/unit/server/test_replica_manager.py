@@ -26,9 +26,17 @@ from kafpy.server.replica_manager import (
     FetchParams,
     PartitionFetchInfo,
 )
+from kafpy.server.write_txn_markers import TxnMarkerWriter
 from kafpy.storage.leader_epoch_file_cache import LEADER_EPOCH_CHECKPOINT_FILE
 from kafpy.storage.offset_checkpoint_file import OffsetCheckpointFile
-from tests.unit.server.fixtures import Broker, leader_and_isr, partition_state, update_metadata
+from tests.unit.server.fixtures import (
+    Broker,
+    leader_and_isr,
+    partition_state,
+    txn_batch,
+    txn_marker,
+    update_metadata,
+)
 
 T = TypeVar("T")
 TP = TopicPartition("t", 0)
@@ -718,3 +726,86 @@ def test_leader_and_isr_with_illegal_names_is_refused_per_partition(broker: Brok
     assert sorted(
         p.name for d in ("d1", "d2") for p in (broker.tmp_path / d).iterdir() if p.is_dir()
     ) == ["t-0"]
+
+
+# -- transactions: the last stable offset --------------------------------------------------
+
+PID = 7000
+
+
+def end_txn(b: Broker, pid: int, commit: bool) -> None:
+    writer = TxnMarkerWriter(b.replica_manager, None, b.time)
+    answer = run(writer.write_txn_markers({"markers": [txn_marker(pid, commit, {"t": [0]})]}))
+    assert answer["markers"][0]["topics"][0]["partitions"][0]["error_code"] == 0
+
+
+def values(r: Any) -> list[bytes | None]:
+    batches = MemoryRecords(r.records).batches()
+    return [rec.value for b in batches if not b.is_control for rec in b.records()]
+
+
+def test_read_committed_fetch_stops_at_the_lso_and_lists_aborted_transactions(
+    broker: Broker,
+) -> None:
+    broker.lead("t")
+    produce(broker, TP, batch(b"plain", timestamp=broker.time.milliseconds()))  # 0
+    produce(broker, TP, txn_batch(b"a1", b"a2", pid=PID))  # 1-2
+    produce(broker, TP, txn_batch(b"c1", pid=PID + 1))  # 3
+    committed = consumer_params(isolation_level=1)
+    r = fetch(broker, 0, committed)
+    assert (r.high_watermark, r.last_stable_offset, r.aborted_transactions) == (4, 1, [])
+    assert values(r) == [b"plain"]
+    # read_uncommitted reads to the high watermark, and is told the LSO too
+    r = fetch(broker, 0)
+    assert (r.last_stable_offset, r.aborted_transactions, len(values(r))) == (1, None, 4)
+    end_txn(broker, PID, False)  # abort marker at 4
+    r = fetch(broker, 0, committed)
+    assert r.last_stable_offset == 3  # PID+1's transaction is still open
+    assert r.aborted_transactions == [{"producer_id": PID, "first_offset": 1}]
+    end_txn(broker, PID + 1, True)  # commit marker at 5
+    r = fetch(broker, 0, committed)
+    assert (r.high_watermark, r.last_stable_offset) == (6, 6)
+    assert values(r) == [b"plain", b"a1", b"a2", b"c1"]  # the client drops the aborted ones
+    assert r.aborted_transactions == [{"producer_id": PID, "first_offset": 1}]
+    # a fetch past the aborted range lists nothing
+    assert fetch(broker, 5, committed).aborted_transactions == []
+
+
+def test_list_offsets_latest_is_the_lso_at_read_committed(broker: Broker) -> None:
+    broker.lead("t")
+    produce(broker, TP, batch(b"a", timestamp=broker.time.milliseconds()))
+    produce(broker, TP, txn_batch(b"b", pid=PID))
+    rm = broker.replica_manager
+
+    def latest(isolation: int) -> int:
+        found = rm.fetch_offset_for_timestamp(TP, -1, isolation, -1, True)
+        assert found is not None
+        return found.offset
+
+    assert (latest(0), latest(1)) == (2, 1)
+    end_txn(broker, PID, True)
+    assert (latest(0), latest(1)) == (3, 3)
+
+
+def test_delayed_read_committed_fetch_completes_when_the_lso_moves(broker: Broker) -> None:
+    broker.lead("t")
+    produce(broker, TP, txn_batch(b"a", pid=PID))
+    rm = broker.replica_manager
+
+    async def scenario() -> Any:
+        f = asyncio.ensure_future(rm.fetch_messages(
+            consumer_params(max_wait_ms=500, min_bytes=1, isolation_level=1),
+            [(TP, PartitionFetchInfo(0, 1 << 20))],
+        ))  # fmt: skip
+        await asyncio.sleep(0)
+        assert not f.done()
+        # more transactional data does not move the LSO: the fetch keeps waiting
+        await rm.append_records(1000, 1, {TP: txn_batch(b"b", pid=PID, seq=1)})
+        assert not f.done()
+        writer = TxnMarkerWriter(rm, None, broker.time)
+        await writer.write_txn_markers({"markers": [txn_marker(PID, True, {"t": [0]})]})
+        return (await f)[0][1]
+
+    r = run(scenario())
+    assert (r.last_stable_offset, values(r)) == (3, [b"a", b"b"])
+    assert broker.timer.fire_all() == 0

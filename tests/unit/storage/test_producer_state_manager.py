@@ -37,6 +37,7 @@ from kafpy.storage.producer_state_manager import (
     read_snapshot,
     write_snapshot,
 )
+from kafpy.storage.transaction_index import AbortedTxn
 
 from .segment_fixtures import T0, Clock, batch, open_log, records
 
@@ -491,3 +492,98 @@ def test_follower_appends_update_the_state(log_dir: Path, clock: Clock) -> None:
     assert entry is not None and (entry.producer_epoch, entry.last_seq) == (2, 41)
     assert produce(log, 42, epoch=2) == (2, 2)
     assert log.producer_state_manager.map_end_offset == 3
+
+
+# -- transactions in the Log: markers, the aborted index, restarts -----------------------------
+
+
+def end_marker(log: Log, commit: bool, pid: int = PID, coordinator_epoch: int = 0) -> int:
+    control = build_end_transaction_marker(
+        EndTransactionMarker(
+            ControlRecordType.COMMIT if commit else ControlRecordType.ABORT, coordinator_epoch
+        ),
+        producer_id=pid,
+        producer_epoch=0,
+        timestamp=T0,
+    )
+    return log.append_as_leader(records(control), 0, is_from_client=False).first_offset
+
+
+def txn_produce(log: Log, seq: int, n: int = 1, pid: int = PID) -> tuple[int, int]:
+    info = log.append_as_leader(records(pbatch(seq, n, pid=pid, transactional=True)), 0)
+    return info.first_offset, info.last_offset
+
+
+def aborted_index(log: Log) -> list[AbortedTxn]:
+    return [t for s in log.log_segments() for t in s.txn_index.all_aborted_txns()]
+
+
+def test_the_lso_of_an_abort_is_the_oldest_other_open_transaction(
+    psm: ProducerStateManager,
+) -> None:
+    append(psm, pbatch(0, n=2, base_offset=10, transactional=True))
+    append(psm, pbatch(0, pid=PID + 1, base_offset=12, transactional=True))
+    marker = build_end_transaction_marker(
+        EndTransactionMarker(ControlRecordType.ABORT, 0), producer_id=PID, producer_epoch=0,
+        timestamp=T0, base_offset=13,
+    )  # fmt: skip
+    update = psm.analyze_and_validate(memoryview(marker), AppendOrigin.COORDINATOR)
+    assert update is not None
+    assert psm.apply(update) == [AbortedTxn(PID, 10, 13, 12)]
+    assert psm.first_unstable_offset() == 12
+
+
+@pytest.mark.parametrize("clean", [True, False])
+def test_an_open_transaction_survives_a_restart_and_its_abort_is_indexed(
+    log_dir: Path, clock: Clock, clean: bool
+) -> None:
+    log = open_log(log_dir, clock)
+    produce(log, 0, 2, pid=5)  # an idempotent producer: never unstable
+    assert txn_produce(log, 0, 3) == (2, 4)
+    assert log.producer_state_manager.first_unstable_offset() == 2
+    if clean:
+        log.close()  # the snapshot at the log end carries currentTxnFirstOffset
+        [entry] = [
+            e for e in read_snapshot(producer_snapshot_file(log_dir, 5)) if e.producer_id == PID
+        ]
+        assert entry.current_txn_first_offset == 2
+    else:
+        log.close_handlers()  # a crash: no snapshot at the end, the log is recovered
+        for path in log_dir.glob("*.snapshot"):
+            path.unlink()
+    log = open_log(log_dir, clock, had_clean_shutdown=clean)
+    assert log.producer_state_manager.first_unstable_offset() == 2
+    assert end_marker(log, commit=False) == 5
+    assert log.producer_state_manager.first_unstable_offset() is None
+    assert aborted_index(log) == [AbortedTxn(PID, 2, 5, 6)]
+
+
+def test_recovery_after_a_crash_rebuilds_the_aborted_index(log_dir: Path, clock: Clock) -> None:
+    config = LogConfig(segment_bytes=400)
+    log = open_log(log_dir, clock, config)
+    expected = []
+    for i in range(4):
+        first, _ = txn_produce(log, i * 2, 2)
+        marker = end_marker(log, commit=i % 2 == 1)
+        if i % 2 == 0:
+            expected.append(AbortedTxn(PID, first, marker, marker + 1))
+    assert log.num_segments > 1
+    assert aborted_index(log) == expected
+    log.close_handlers()
+    log = open_log(log_dir, clock, config, had_clean_shutdown=False)
+    assert aborted_index(log) == expected
+
+
+def test_a_follower_tracks_open_transactions_and_indexes_aborts_like_its_leader(
+    log_dir: Path, clock: Clock
+) -> None:
+    # what a follower replicates must leave it with the leader's LSO when it takes over
+    leader = open_log(log_dir.parent / "leader" / "t-0", clock)
+    txn_produce(leader, 0, 2)
+    txn_produce(leader, 0, pid=PID + 1)
+    end_marker(leader, commit=False)
+    follower = open_log(log_dir, clock)
+    follower.append_as_follower(MemoryRecords(leader.read(0, 1 << 20).records.buffer()))
+    assert follower.log_end_offset == leader.log_end_offset == 4
+    assert follower.producer_state_manager.first_unstable_offset() == 2
+    assert aborted_index(follower) == aborted_index(leader) == [AbortedTxn(PID, 0, 3, 2)]

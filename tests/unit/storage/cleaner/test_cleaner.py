@@ -351,3 +351,71 @@ def test_cleaned_segment_keeps_the_last_modified_time(tmp_path: Path, clock: Clo
 
 def _unused(log: Log) -> RecordBatch:  # keeps the imports honest for type checkers
     raise NotImplementedError
+
+
+# -- transactions ------------------------------------------------------------------------------
+
+
+def end_txn(log: Log, pid: int, commit: bool) -> int:
+    from kafpy.records.control_record import (  # noqa: PLC0415
+        ControlRecordType,
+        EndTransactionMarker,
+        build_end_transaction_marker,
+    )
+
+    marker = EndTransactionMarker(
+        ControlRecordType.COMMIT if commit else ControlRecordType.ABORT, 0
+    )
+    ctrl = build_end_transaction_marker(marker, producer_id=pid, producer_epoch=0, timestamp=T0)
+    return log.append_as_leader(
+        MemoryRecords(bytearray(ctrl)), 0, is_from_client=False
+    ).first_offset
+
+
+def markers(log: Log) -> list[tuple[int, int]]:
+    """(producer id, offset) of every control batch left."""
+    return [(b.producer_id, b.base_offset) for b in batches(log) if b.is_control]
+
+
+def aborted_index(log: Log) -> list[Any]:
+    return [t for s in log.log_segments() for t in s.txn_index.all_aborted_txns()]
+
+
+def test_aborted_data_goes_then_its_marker_once_past_the_horizon(
+    tmp_path: Path, clock: Clock
+) -> None:
+    log = tmp_log(tmp_path, clock, segment_bytes=4096, delete_retention_ms=1000)
+    committed, aborted = 1, 2
+    append(log, [(b"k1", b"c1")], producer_id=committed, producer_epoch=0, base_sequence=0,
+           is_transactional=True)  # fmt: skip
+    commit_at = end_txn(log, committed, True)
+    first = append(log, [(b"k1", b"a1"), (b"k2", b"a2")], producer_id=aborted, producer_epoch=0,
+                   base_sequence=0, is_transactional=True)  # fmt: skip
+    abort_at = end_txn(log, aborted, False)
+    # the aborted producer's last batch is a plain idempotent one (that batch stays anyway)
+    append(log, [(b"k3", b"p")], producer_id=aborted, producer_epoch=0, base_sequence=2)
+    assert [(t.producer_id, t.first_offset, t.last_offset) for t in aborted_index(log)] == [
+        (aborted, first, abort_at)
+    ]
+    log.roll()
+    append(log, [(b"z", b"1")])
+    cleaner = make_cleaner()
+    # within the delete horizon: the aborted records go (a1 must not shadow the committed
+    # c1 of k1), both markers stay, the abort's .txnindex entry is kept in the cleaned segment
+    end, _ = cleaner.clean(to_clean(log))
+    assert key_map(all_records(log)) == {b"k1": b"c1", b"k3": b"p", b"z": b"1"}
+    assert markers(log) == [(committed, commit_at), (aborted, abort_at)]
+    assert [(t.producer_id, t.first_offset) for t in aborted_index(log)] == [(aborted, first)]
+    # past the horizon, with no data of the aborted transaction left: its marker goes with
+    # its entry; the commit marker stays while its transaction's record does
+    for s in log.log_segments():
+        s.last_modified = T0 // 1000 * 1000
+    cleaner.do_clean(to_clean(log), delete_horizon_ms=T0 + 10_000)
+    assert markers(log) == [(committed, commit_at)]
+    assert aborted_index(log) == []
+    assert key_map(all_records(log)) == {b"k1": b"c1", b"k3": b"p", b"z": b"1"}
+    # the log reads back through its indexes (the commit marker's record included)
+    read = key_map(read_through_log(log))
+    assert read.pop(b"\x00\x00\x00\x01") is not None  # COMMIT's control key
+    assert read == {b"k1": b"c1", b"k3": b"p", b"z": b"1"}
+    assert end <= log.active_segment.base_offset

@@ -239,3 +239,45 @@ def test_the_worker_logs_into_the_brokers_log_cleaner_log(tmp_path: Path, clock:
     cleaner_log = (tmp_path / "logs" / "log-cleaner.log").read_text()
     assert f"Beginning cleaning of log {log.topic_partition}" in cleaner_log
     assert "Beginning cleaning" not in (tmp_path / "logs" / "server.log").read_text()
+
+
+def test_the_worker_removes_aborted_transactions_as_the_broker_does(
+    tmp_path: Path, clock: Clock
+) -> None:
+    from kafpy.records.control_record import (  # noqa: PLC0415
+        ControlRecordType,
+        EndTransactionMarker,
+        build_end_transaction_marker,
+    )
+    from kafpy.records.memory_records import MemoryRecords  # noqa: PLC0415
+
+    from .fixtures import append  # noqa: PLC0415
+
+    def fill(log: Log) -> None:
+        for i, pid in enumerate(range(10, 16)):
+            append(log, [(b"t-%d" % i, b"txn-%d" % pid)], producer_id=pid, producer_epoch=0,
+                   base_sequence=0, is_transactional=True)  # fmt: skip
+            marker = EndTransactionMarker(ControlRecordType(pid % 2), 0)  # odd: COMMIT
+            ctrl = build_end_transaction_marker(
+                marker, producer_id=pid, producer_epoch=0, timestamp=0
+            )
+            log.append_as_leader(MemoryRecords(bytearray(ctrl)), 0, is_from_client=False)
+        write_each(log, updates(12, 3), per_batch=3)
+
+    a = tmp_log(tmp_path / "a", clock)
+    b = tmp_log(tmp_path / "b", clock)
+    fill(a)
+    fill(b)
+    for x, y in zip(a.log_segments(), b.log_segments(), strict=True):
+        y.last_modified = x.last_modified = 1_000_000_000_000
+    make_cleaner().clean(to_clean(a))
+    proc = CleanerProcess(CleanerConfig(io_buffer_size=8192), 0)
+    try:
+        proc.clean(to_clean(b), lambda tp: None)
+    finally:
+        proc.shutdown()
+    assert files(b) == files(a)
+    txn_values = sorted(
+        r.value for r in all_records(b) if r.key is not None and r.key.startswith(b"t-")
+    )
+    assert txn_values == [b"txn-11", b"txn-13", b"txn-15"]  # the committed ones

@@ -1,0 +1,116 @@
+"""Transactions on a 3-broker ZooKeeper cluster: markers go to partition leaders on other
+brokers, and when the coordinator's broker is SIGKILLed a new coordinator (the new leader
+of the __transaction_state partition) loads the state, fences the old producer and aborts
+its open transaction, sending the markers to the partitions' current leaders.
+
+__transaction_state keeps Kafka's defaults here (replication factor 3, min.isr 2)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, KafkaException, Producer
+from confluent_kafka import TopicPartition as CTopicPartition
+
+from kafpy.client.admin_client import NewTopic
+from kafpy.client.connection import BrokerConnection
+from kafpy.protocol.api_keys import ApiKey
+from kafpy.protocol.errors import Errors
+from kafpy.tools.local_cluster import LocalCluster
+from tests.cluster.support import admin, live_bootstrap, wait_until
+from tests.fixtures.cluster import CLUSTER_TEST_DEFAULTS
+
+pytestmark = [pytest.mark.zookeeper, pytest.mark.timeout(180)]
+WAIT_S = 60.0
+SESSION_TIMEOUT_S = int(CLUSTER_TEST_DEFAULTS["zookeeper.session.timeout.ms"]) / 1000
+OVERRIDES = {
+    "transaction.state.log.num.partitions": "3",
+    "offsets.topic.num.partitions": "3",
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": "500",
+}
+
+
+@pytest.fixture(scope="module")
+def cluster(kafpy_cluster: Any) -> LocalCluster:
+    started: LocalCluster = kafpy_cluster(3, OVERRIDES)
+    return started
+
+
+def _coordinator(cluster: LocalCluster, tid: str) -> int:
+    async def ask() -> int:
+        broker = next(b for b in cluster.brokers.values() if b.alive)
+        conn = BrokerConnection(broker.host, broker.port)
+        try:
+            await conn.connect()
+            r = await conn.send(ApiKey.FIND_COORDINATOR, {"key": tid, "key_type": 1}, 1)
+            return int(r["node_id"]) if r["error_code"] == Errors.NONE else -1
+        finally:
+            await conn.close()
+
+    return wait_until(lambda: (n := asyncio.run(ask())) >= 0 and n + 1, WAIT_S, "a coordinator") - 1
+
+
+def _read_committed(bootstrap: str, topic: str, partitions: int) -> list[bytes]:
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"r-{time.monotonic_ns()}",
+                  "isolation.level": "read_committed", "enable.partition.eof": True})  # fmt: skip
+    try:
+        c.assign([CTopicPartition(topic, p, 0) for p in range(partitions)])
+        values, at_end = [], set()
+        deadline = time.monotonic() + WAIT_S
+        while len(at_end) < partitions:
+            assert time.monotonic() < deadline, "did not reach the end of the topic"
+            m = c.poll(0.5)
+            if m is None:
+                continue
+            if m.error() is not None:
+                if m.error().code() == -191:
+                    at_end.add(m.partition())
+                    continue
+                raise KafkaException(m.error())
+            at_end.discard(m.partition())
+            values.append(m.value())
+        return sorted(values)
+    finally:
+        c.close()
+
+
+def test_coordinator_sigkill_new_coordinator_aborts_and_fences(cluster: LocalCluster) -> None:
+    topic, tid = "txn-failover", "failover-tx"
+    assignment = {0: [0, 1], 1: [1, 2], 2: [2, 0]}
+    admin(cluster, lambda a: a.create_topics([NewTopic(topic, replica_assignment=assignment)]))
+    bootstrap = cluster.bootstrap_servers
+    first = Producer({"bootstrap.servers": bootstrap, "transactional.id": tid})
+    first.init_transactions(WAIT_S)
+    first.begin_transaction()
+    for p in range(3):
+        first.produce(topic, f"c{p}".encode(), partition=p)
+    first.commit_transaction(WAIT_S)  # markers to three leaders on three brokers
+    assert _read_committed(bootstrap, topic, 3) == [b"c0", b"c1", b"c2"]
+
+    first.begin_transaction()
+    for p in range(3):
+        first.produce(topic, f"open{p}".encode(), partition=p)
+    first.flush(WAIT_S)
+    coordinator = _coordinator(cluster, tid)
+    cluster.kill_broker(coordinator)
+
+    second = Producer({"bootstrap.servers": live_bootstrap(cluster), "transactional.id": tid})
+    second.init_transactions(WAIT_S + SESSION_TIMEOUT_S)  # waits for the new coordinator
+    assert _coordinator(cluster, tid) != coordinator
+    second.begin_transaction()
+    for p in range(3):
+        second.produce(topic, f"n{p}".encode(), partition=p)
+    second.commit_transaction(WAIT_S)
+    with pytest.raises(KafkaException):
+        first.commit_transaction(10)
+    assert _read_committed(live_bootstrap(cluster), topic, 3) == [
+        b"c0",
+        b"c1",
+        b"c2",
+        b"n0",
+        b"n1",
+        b"n2",
+    ]
