@@ -19,6 +19,7 @@ import itertools
 import struct
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
+from time import perf_counter
 from typing import Any
 
 from kafpy.common.logger import component_logger
@@ -28,6 +29,7 @@ from kafpy.protocol.api_versions import is_supported
 from kafpy.protocol.errors import ProtocolDecodeError
 from kafpy.protocol.headers import decode_request_header
 from kafpy.protocol.messages import REQUESTS
+from kafpy.server.broker_metrics import RequestMetrics
 from kafpy.server.request_channel import CloseConnection, Request, RequestHandler, ResponseParts
 
 # kafpy.testing's fault injection: sees each request with the real handler and answers it
@@ -58,6 +60,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._big: bytearray | None = None
         self._big_filled = 0
         self._frames: deque[memoryview] = deque()
+        # arrival times (perf_counter) of the queued frames, kept while metrics are on
+        self._arrivals: deque[float] = deque()
         self._queued_bytes = 0
         self._reading_paused = False
         self._waiter: asyncio.Future[None] | None = None
@@ -83,6 +87,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._closed = True
         self.server._connections.discard(self)
         self._frames.clear()
+        self._arrivals.clear()
         self._wake()
         if self._write_ready is not None and not self._write_ready.done():
             self._write_ready.set_result(None)
@@ -172,6 +177,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
 
     def _enqueue(self, frame: memoryview) -> None:
         self._frames.append(frame)
+        if self.server.request_metrics is not None:
+            self._arrivals.append(perf_counter())
         self._queued_bytes += len(frame)
         if not self._reading_paused and (
             len(self._frames) >= _MAX_QUEUED_REQUESTS or self._queued_bytes >= _MAX_QUEUED_BYTES
@@ -200,17 +207,19 @@ class KafkaConnection(asyncio.BufferedProtocol):
                     self._waiter = None
                     continue
                 frame = self._frames.popleft()
+                arrived = self._arrivals.popleft() if self._arrivals else None
                 self._queued_bytes -= len(frame)
                 if self._reading_paused and len(self._frames) < _MAX_QUEUED_REQUESTS // 2:
                     self._reading_paused = False
                     assert self.transport is not None
                     self.transport.resume_reading()
-                await self._handle_frame(frame)
+                await self._handle_frame(frame, arrived)
         except asyncio.CancelledError:
             pass
 
-    async def _handle_frame(self, frame: memoryview) -> None:
+    async def _handle_frame(self, frame: memoryview, arrived: float | None = None) -> None:
         server = self.server
+        started = perf_counter() if arrived is not None else 0.0
         try:
             header, offset = decode_request_header(frame)
         except ProtocolDecodeError as e:
@@ -246,12 +255,22 @@ class KafkaConnection(asyncio.BufferedProtocol):
             )
             self.close()
             return
-        if response is None or self._closed:
-            return
-        if self._write_ready is not None and not self._write_ready.done():
-            await self._write_ready
-        if not self._closed and self.transport is not None:
-            self.transport.writelines(response)
+        if response is not None and not self._closed:
+            if self._write_ready is not None and not self._write_ready.done():
+                await self._write_ready
+            if not self._closed and self.transport is not None:
+                self.transport.writelines(response)
+        metrics = server.request_metrics
+        if metrics is not None and arrived is not None:
+            from_follower = (
+                header.api_key == ApiKey.FETCH and body is not None and body["replica_id"] >= 0
+            )
+            metrics.record(
+                header.api_key,
+                from_follower,
+                (started - arrived) * 1000.0,
+                (perf_counter() - arrived) * 1000.0,
+            )
 
 
 def _api_name(api_key: int) -> str:
@@ -288,6 +307,8 @@ class SocketServer:
         self._connections: set[KafkaConnection] = set()
         self._connection_counter = itertools.count()
         self.request_interceptor: RequestInterceptor | None = None
+        # Kafka's RequestMetrics, kept while the broker serves metrics (KafkaServer sets it)
+        self.request_metrics: RequestMetrics | None = None
 
     async def bind(self) -> None:
         """Bind every listener (not accepting connections until `start_processing`)."""
