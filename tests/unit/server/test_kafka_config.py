@@ -145,3 +145,23 @@ def test_passwords_are_logged_hidden() -> None:
     assert logged_value(key, None) == "null"
     plain = ConfigKey("x.name", ConfigType.STRING, None, None, Importance.HIGH, "")
     assert logged_value(plain, "visible") == "visible"
+
+
+def test_the_metrics_endpoint_is_off_by_default_and_parsed_when_set() -> None:
+    assert KafkaConfig({"broker.id": "0"}).metrics_listener is None
+    assert KafkaConfig({"broker.id": "0", "kafpy.metrics.listener": ""}).metrics_listener is None
+    cfg = KafkaConfig({"broker.id": "0", "kafpy.metrics.listener": "http://127.0.0.1:9404"})
+    assert cfg.metrics_listener == ("127.0.0.1", 9404)
+    assert KafkaConfig(
+        {"broker.id": "0", "kafpy.metrics.listener": "http://:0"}
+    ).metrics_listener == ("", 0)
+
+
+@pytest.mark.parametrize(
+    "value", ["127.0.0.1:9404", "https://127.0.0.1:9404", "http://127.0.0.1", "http://h:70000"]
+)
+def test_a_bad_metrics_listener_names_the_key_and_the_form(value: str) -> None:
+    with pytest.raises(InvalidConfigurationError) as e:
+        KafkaConfig({"broker.id": "0", "kafpy.metrics.listener": value})
+    assert f"Invalid value {value} for configuration kafpy.metrics.listener" in str(e.value)
+    assert "http://host:port" in str(e.value)
