@@ -353,3 +353,34 @@ def test_broker_api_versions(kafpy_broker: KafpyBroker) -> None:
     assert text[-3:] == ["\tDescribeCluster(60): 0 [usable: 0]", ")", ""]
     bad = kafpy("broker-api-versions", "--bootstrap-server", "127.0.0.1:1")
     assert bad.returncode != 0 and len(bad.stderr.decode().strip().splitlines()) == 1
+
+
+def test_a_file_on_stdin_gets_progress_lines_on_stderr(
+    kafpy_broker: KafpyBroker, tmp_path: Any
+) -> None:
+    create_topic(kafpy_broker, "from-file")
+    data = "".join(f"value {i}\n" for i in range(300)).encode()
+    path = tmp_path / "records.txt"
+    path.write_bytes(data)
+    with path.open("rb") as f:
+        result = subprocess.run(
+            [sys.executable, "-m", "kafpy", "console-producer", "--bootstrap-server",
+             kafpy_broker.bootstrap, "--topic", "from-file"],
+            stdin=f, capture_output=True, timeout=TIMEOUT_S,
+        )  # fmt: skip
+    assert result.returncode == 0, result.stderr.decode()
+    # stderr is a pipe here: plain lines, the last one at the end of the file
+    last = result.stderr.decode().splitlines()[-1]
+    assert last == f"Sent: 300 records, {len(data)} B of {len(data)} B (100%)"
+    out = ok(consume(kafpy_broker, "from-file", "--from-beginning", "--max-messages", "300"))
+    assert out.decode().splitlines()[-1] == "value 299"
+
+
+def test_piped_stdin_shows_no_progress(kafpy_broker: KafpyBroker) -> None:
+    create_topic(kafpy_broker, "from-pipe")
+    result = kafpy(
+        "console-producer", "--bootstrap-server", kafpy_broker.bootstrap, "--topic", "from-pipe",
+        stdin=b"a\nb\n",
+    )  # fmt: skip
+    assert result.returncode == 0
+    assert b"Sent" not in result.stderr
