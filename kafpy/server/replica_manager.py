@@ -622,6 +622,9 @@ class ReplicaManager:
             log = self.log_manager.async_delete(tp, checkpoint=checkpoint)
             if log is not None:
                 removed_from = Path(log.dir).parent
+            stats = self.broker_topic_stats
+            if stats is not None and not any(p.topic == tp.topic for p in self.partitions):
+                stats.remove_metrics(tp.topic)  # the topic's last partition here went
         self._complete_delayed_requests(tp)
         return removed_from
 

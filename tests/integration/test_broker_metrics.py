@@ -337,3 +337,22 @@ def test_a_metrics_port_in_use_stops_start_up_with_a_message(
     output = result.stdout + result.stderr
     assert "Cannot serve metrics on 127.0.0.1:" in output
     assert "kafpy.metrics.listener" in output
+
+
+def test_a_deleted_topic_leaves_the_per_topic_metrics(broker: MetricsBroker) -> None:
+    topic = new_topic(broker.bootstrap)
+    produce(broker.bootstrap, topic, 5, 10)
+    labels = (("topic", topic),)
+    assert ("kafka_server_brokertopicmetrics_messagesin_total", labels) in scrape(
+        broker.metrics_url
+    )
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.delete_topics([topic])[topic].result(30)
+    deadline = time.monotonic() + 30
+    while ("kafka_server_brokertopicmetrics_messagesin_total", labels) in scrape(
+        broker.metrics_url
+    ):
+        assert time.monotonic() < deadline, "the deleted topic's metrics stayed"
+        time.sleep(0.05)
+    samples = scrape(broker.metrics_url)
+    assert not any(("topic", topic) in key[1] for key in samples)
