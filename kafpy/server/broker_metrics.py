@@ -110,6 +110,20 @@ class BrokerTopicStats:
         self.topics.pop(topic, None)
 
 
+class RequestStats:
+    """One request name's counters: requests, and the TotalTimeMs and RequestQueueTimeMs
+    histograms (a count per bucket, the last above every bound, and the sums)."""
+
+    __slots__ = ("count", "total_counts", "total_sum", "queue_counts", "queue_sum")
+
+    def __init__(self, buckets: int) -> None:
+        self.count = 0
+        self.total_counts = [0] * (buckets + 1)
+        self.total_sum = 0.0
+        self.queue_counts = [0] * (buckets + 1)
+        self.queue_sum = 0.0
+
+
 class RequestMetrics:
     """Kafka's RequestMetrics per request name: RequestsPerSec, TotalTimeMs and
     RequestQueueTimeMs (from the frame's arrival to the start of its processing).
@@ -119,55 +133,67 @@ class RequestMetrics:
 
     def __init__(self, buckets_ms: Sequence[float] = REQUEST_TIME_BUCKETS_MS) -> None:
         self.buckets_ms = tuple(buckets_ms)
-        self.requests: dict[str, int] = {}
-        self.total_time = _Histograms(self.buckets_ms)
-        self.queue_time = _Histograms(self.buckets_ms)
-        self._names: dict[int, str] = {}
+        self.by_name: dict[str, RequestStats] = {}
+        # (api key << 1 | from follower) -> the stats one request moves
+        self._targets: dict[int, tuple[RequestStats, ...]] = {}
 
-    def name(self, api_key: int) -> str:
-        name = self._names.get(api_key)
-        if name is None:
-            try:
-                name = REQUESTS[ApiKey(api_key)].name.removesuffix("Request")
-            except (KeyError, ValueError):
-                name = f"ApiKey{api_key}"
-            self._names[api_key] = name
-        return name
+    @property
+    def requests(self) -> dict[str, int]:
+        return {name: stats.count for name, stats in self.by_name.items()}
 
     def record(self, api_key: int, from_follower: bool, queue_ms: float, total_ms: float) -> None:
         """One request done (its response handed to the socket, or none due)."""
-        name = self.name(api_key)
-        self._record(name, queue_ms, total_ms)
+        targets = self._targets.get(api_key << 1 | from_follower)
+        if targets is None:
+            targets = self._resolve(api_key, from_follower)
+        bounds = self.buckets_ms
+        t = bisect.bisect_left(bounds, total_ms)
+        q = bisect.bisect_left(bounds, queue_ms)
+        for stats in targets:
+            stats.count += 1
+            stats.total_counts[t] += 1
+            stats.total_sum += total_ms
+            stats.queue_counts[q] += 1
+            stats.queue_sum += queue_ms
+
+    def _resolve(self, api_key: int, from_follower: bool) -> tuple[RequestStats, ...]:
+        try:
+            names = [REQUESTS[ApiKey(api_key)].name.removesuffix("Request")]
+        except (KeyError, ValueError):
+            names = [f"ApiKey{api_key}"]
         if api_key == ApiKey.FETCH:
-            self._record("FetchFollower" if from_follower else "FetchConsumer", queue_ms, total_ms)
+            names.append("FetchFollower" if from_follower else "FetchConsumer")
+        targets = tuple(
+            self.by_name.setdefault(name, RequestStats(len(self.buckets_ms))) for name in names
+        )
+        self._targets[api_key << 1 | from_follower] = targets
+        return targets
 
-    def _record(self, name: str, queue_ms: float, total_ms: float) -> None:
-        self.requests[name] = self.requests.get(name, 0) + 1
-        self.total_time.observe(name, total_ms)
-        self.queue_time.observe(name, queue_ms)
-
-
-class _Histograms:
-    """Bucket counts and sums per label value (plain integers; exported at scrape time)."""
-
-    def __init__(self, bounds: tuple[float, ...]) -> None:
-        self.bounds = bounds
-        self.counts: dict[str, list[int]] = {}
-        self.sums: dict[str, float] = {}
-
-    def observe(self, label: str, value: float) -> None:
-        counts = self.counts.get(label)
-        if counts is None:
-            counts = self.counts[label] = [0] * (len(self.bounds) + 1)
-            self.sums[label] = 0.0
-        counts[bisect.bisect_left(self.bounds, value)] += 1
-        self.sums[label] += value
-
-    def family(self, name: str, doc: str, label: str) -> HistogramMetricFamily:
-        family = HistogramMetricFamily(name, doc, labels=[label])
-        for value, counts in sorted(self.counts.items()):
-            family.add_metric([value], _cumulative(self.bounds, counts), self.sums[value])
-        return family
+    def families(self) -> Iterator[Metric]:
+        """The counters and histograms as Prometheus metric families."""
+        requests = CounterMetricFamily(
+            "kafka_network_requestmetrics_requests", "Requests served, per request name.",
+            labels=["request"],
+        )  # fmt: skip
+        total = HistogramMetricFamily(
+            "kafka_network_requestmetrics_totaltimems",
+            "Time from a request's arrival to its response being handed to the socket, in ms.",
+            labels=["request"],
+        )
+        queue = HistogramMetricFamily(
+            "kafka_network_requestmetrics_requestqueuetimems",
+            "Time a request waited behind earlier requests of its connection, in ms.",
+            labels=["request"],
+        )
+        for name, stats in sorted(self.by_name.items()):
+            requests.add_metric([name], stats.count)
+            total.add_metric(
+                [name], _cumulative(self.buckets_ms, stats.total_counts), stats.total_sum
+            )
+            queue.add_metric(
+                [name], _cumulative(self.buckets_ms, stats.queue_counts), stats.queue_sum
+            )
+        yield from (requests, total, queue)
 
 
 def _cumulative(bounds: Sequence[float], counts: Sequence[int]) -> list[tuple[str, float]]:
@@ -212,7 +238,7 @@ class BrokerMetricsCollector:
         if rm is not None:
             yield from _replica_manager_metrics(rm)
         if server.socket_server is not None and server.socket_server.request_metrics is not None:
-            yield from _request_metrics(server.socket_server.request_metrics)
+            yield from server.socket_server.request_metrics.families()
         if server.controller is not None:
             yield from _controller_metrics(server.controller)
         if server.log_manager is not None:
@@ -282,26 +308,6 @@ def _replica_manager_metrics(rm: ReplicaManager) -> Iterator[Metric]:
         delayed.add_metric([purg.name], purg.delayed)
     yield purgatory
     yield delayed
-
-
-def _request_metrics(metrics: RequestMetrics) -> Iterator[Metric]:
-    requests = CounterMetricFamily(
-        "kafka_network_requestmetrics_requests", "Requests served, per request name.",
-        labels=["request"],
-    )  # fmt: skip
-    for name, count in sorted(metrics.requests.items()):
-        requests.add_metric([name], count)
-    yield requests
-    yield metrics.total_time.family(
-        "kafka_network_requestmetrics_totaltimems",
-        "Time from a request's arrival to its response being handed to the socket, in ms.",
-        "request",
-    )
-    yield metrics.queue_time.family(
-        "kafka_network_requestmetrics_requestqueuetimems",
-        "Time a request waited behind earlier requests of its connection, in ms.",
-        "request",
-    )
 
 
 def _controller_metrics(controller: KafkaController) -> Iterator[Metric]:

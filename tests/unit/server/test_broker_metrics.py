@@ -41,8 +41,8 @@ def test_fetch_requests_count_under_fetch_and_their_kind() -> None:
     m.record(ApiKey.FETCH, True, 0.1, 5.0)
     m.record(ApiKey.PRODUCE, False, 0.1, 50.0)
     assert m.requests == {"Fetch": 2, "FetchConsumer": 1, "FetchFollower": 1, "Produce": 1}
-    assert m.total_time.counts["Fetch"] == [1, 1, 0]
-    assert m.total_time.counts["Produce"] == [0, 0, 1]
+    assert m.by_name["Fetch"].total_counts == [1, 1, 0]
+    assert m.by_name["Produce"].total_counts == [0, 0, 1]
     out = samples(bare_server(socket_server=SimpleNamespace(request_metrics=m)))
     hist = "kafka_network_requestmetrics_totaltimems_bucket"
     assert out[(hist, (("le", "1.0"), ("request", "Fetch")))] == 1
