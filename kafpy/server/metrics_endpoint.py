@@ -55,10 +55,8 @@ class MetricsEndpoint:
                 f"{METRICS_LISTENER_CONFIG} empty."
             ) from e
         self._runner = runner
-        server = site._server
-        sockets = getattr(server, "sockets", None) or ()
-        if sockets:
-            self.port = int(sockets[0].getsockname()[1])
+        if runner.addresses:  # the bound (host, port, ...) of each socket
+            self.port = int(runner.addresses[0][1])
         self.log.info("Serving metrics on %s", self.url)
 
     async def stop(self) -> None:
