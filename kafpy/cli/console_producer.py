@@ -12,6 +12,8 @@ stderr, exit 1.
 from __future__ import annotations
 
 import asyncio
+import os
+import stat
 import sys
 import threading
 from collections.abc import Mapping, Sequence
@@ -30,6 +32,7 @@ from kafpy.cli.command_line_utils import (
     run_command,
     unescape,
 )
+from kafpy.cli.progress import Progress
 from kafpy.client.kafka_client import KafkaClient, parse_bootstrap_servers
 from kafpy.client.producer import (
     DEFAULT_BATCH_SIZE,
@@ -195,6 +198,7 @@ async def produce_lines(
     *,
     batch_size: int,
     linger_ms: int,
+    progress: Progress | None = None,
 ) -> int:
     """Send the stream's lines in batches; returns how many records were delivered.
 
@@ -246,6 +250,8 @@ async def produce_lines(
                 eof = True
                 break
             lines.append(item)
+        if progress is not None:
+            progress.update(sum(len(raw) for raw in lines))
         records: list[ProducerRecord] = []
         numbers: list[int] = []
         first_number = line_number + 1
@@ -272,6 +278,8 @@ async def produce_lines(
         try:
             await producer.send(topic, records)
             sent += len(records)
+            if progress is not None:
+                progress.update(0, len(records))
         except RecordsNotDeliveredError as e:
             sent += len(records) - len(e.errors)
             by_message: dict[str, list[int]] = {}
@@ -449,15 +457,33 @@ def command(
                 max_request_size=settings.max_request_size,
             )
             stdin = sys.stdin.buffer
-            await produce_lines(
-                stdin,
-                producer,
-                topic,
-                reader,
-                batch_size=settings.batch_size,
-                linger_ms=settings.linger_ms,
-            )
+            progress = _file_progress(stdin)
+            try:
+                await produce_lines(
+                    stdin,
+                    producer,
+                    topic,
+                    reader,
+                    batch_size=settings.batch_size,
+                    linger_ms=settings.linger_ms,
+                    progress=progress,
+                )
+            finally:
+                if progress is not None:
+                    progress.close()
         finally:
             await client.close()
 
     run_command(main, f"Error when sending messages to topic {topic}: ", interrupt_is_error=False)
+
+
+def _file_progress(stream: IO[bytes]) -> Progress | None:
+    """Progress over stdin when it is a file (`< records.txt`): its size is the whole work.
+    A pipe or a terminal has no known end, and shows none."""
+    try:
+        info = os.fstat(stream.fileno())
+    except (OSError, ValueError):
+        return None
+    if not stat.S_ISREG(info.st_mode):
+        return None
+    return Progress("Sent", info.st_size)

@@ -172,6 +172,12 @@ class DelayedOperationPurgatory(Generic[T]):
         return sum(1 for op in self._watchers.get(key, ()) if not op.is_completed)
 
     @property
+    def watched_total(self) -> int:
+        """Entries in the watch lists, completed ones not yet purged included (Kafka's
+        PurgatorySize: an operation counts once per key it watches)."""
+        return sum(len(ops) for ops in self._watchers.values())
+
+    @property
     def delayed(self) -> int:
         """Operations waiting in this purgatory."""
         return len({id(op) for ops in self._watchers.values() for op in ops if not op.is_completed})

@@ -46,6 +46,8 @@ class ControllerEventManager:
         self._task: asyncio.Task[None] | None = None
         self._processing = False
         self.state = ControllerState.IDLE
+        # events processed and their time in ms, per state (Kafka's ControllerStats timers)
+        self.state_timings: dict[ControllerState, tuple[int, float]] = {}
 
     def start(self) -> None:
         if self._task is None:
@@ -101,6 +103,8 @@ class ControllerEventManager:
                 self.log.exception("Error processing event %s", event.name)
             finally:
                 elapsed_ms = (self.time.nanoseconds() - start_ns) / 1e6
+                count, total = self.state_timings.get(event.state, (0, 0.0))
+                self.state_timings[event.state] = (count + 1, total + elapsed_ms)
                 self.log.debug(
                     "Processed event %s in %.3f ms (queued %.3f ms)",
                     event.name,

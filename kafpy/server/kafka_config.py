@@ -100,6 +100,35 @@ class _ProtocolMap(Validator):
         return "a list of NAME:PROTOCOL"
 
 
+METRICS_LISTENER_CONFIG = "kafpy.metrics.listener"
+_METRICS_LISTENER = re.compile(r"^http://(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.\-]*):(\d+)/?$")
+
+
+def parse_metrics_listener(value: str) -> tuple[str, int]:
+    """`http://host:port` as (host, port); an empty host listens on every interface.
+
+    Raises InvalidConfigurationError naming the key and the expected form."""
+    m = _METRICS_LISTENER.match(value.strip())
+    if m is None or not 0 <= int(m.group(2)) <= 65535:
+        raise InvalidConfigurationError(
+            f"Invalid value {value} for configuration {METRICS_LISTENER_CONFIG}: expected "
+            f"http://host:port with a port from 0 to 65535 (e.g. http://127.0.0.1:9404), "
+            f"or leave it empty to serve no metrics"
+        )
+    return m.group(1).strip("[]"), int(m.group(2))
+
+
+class _MetricsListener(Validator):
+    """Empty (no metrics endpoint) or `http://host:port`."""
+
+    def ensure_valid(self, name: str, value: object) -> None:
+        if value is not None and str(value).strip():
+            parse_metrics_listener(str(value))
+
+    def describe(self) -> str:
+        return "empty or http://host:port"
+
+
 def _broker_config_def() -> ConfigDef:
     h, m = Importance.HIGH, Importance.MEDIUM
     t = ConfigType
@@ -208,6 +237,11 @@ def _broker_config_def() -> ConfigDef:
                 "The number of samples to retain in memory for client quotas.")
         .define("quota.window.size.seconds", t.INT, 1, Range.at_least(1), Importance.LOW,
                 "The time span of each sample for client quotas.")
+        # kafpy-specific (Kafka serves its metrics over JMX; the Prometheus JMX exporter is a
+        # separate agent): where the broker serves Prometheus metrics; empty serves none
+        .define(METRICS_LISTENER_CONFIG, t.STRING, "", _MetricsListener(), m,
+                "kafpy-specific: serve Prometheus metrics at http://host:port/metrics "
+                "(e.g. http://127.0.0.1:9404); empty serves none.")
     )  # fmt: skip
 
 
@@ -476,6 +510,12 @@ class KafkaConfig:
     @property
     def log_initial_task_delay_ms(self) -> int:
         return int(self._values["log.initial.task.delay.ms"])
+
+    @property
+    def metrics_listener(self) -> tuple[str, int] | None:
+        """(host, port) of the metrics endpoint, or None when metrics are off."""
+        value = self._values[METRICS_LISTENER_CONFIG]
+        return parse_metrics_listener(str(value)) if value and str(value).strip() else None
 
     @property
     def controlled_shutdown_enable(self) -> bool:

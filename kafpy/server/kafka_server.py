@@ -50,6 +50,7 @@ from kafpy.metadata.zk_data import Broker, BrokerInfo, EndPoint
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.server.admin_manager import AdminManager
 from kafpy.server.broker_metadata_checkpoint import check_broker_metadata
+from kafpy.server.broker_metrics import BrokerTopicStats, RequestMetrics, new_registry
 from kafpy.server.channel_builders import inter_broker_client_security, listener_ssl_factories
 from kafpy.server.client_quota_manager import QuotaManagers
 from kafpy.server.controlled_shutdown import controlled_shutdown
@@ -66,6 +67,7 @@ from kafpy.server.kafka_config import KafkaConfig
 from kafpy.server.log_dir_failure_channel import LogDirFailureChannel
 from kafpy.server.loop_lag_probe import LoopLagProbe
 from kafpy.server.metadata_cache import MetadataCache
+from kafpy.server.metrics_endpoint import MetricsEndpoint
 from kafpy.server.producer_id_manager import ProducerIdManager
 from kafpy.server.replica_fetcher_thread import ReplicaFetcherConfig
 from kafpy.server.replica_manager import ReplicaManager
@@ -114,6 +116,8 @@ class KafkaServer:
         self.transaction_coordinator: TransactionCoordinator | None = None
         self.apis: KafkaApis | None = None
         self.dynamic_config_manager: DynamicConfigManager | None = None
+        self.loop_lag_probe: LoopLagProbe | None = None
+        self.metrics_endpoint: MetricsEndpoint | None = None
         self.dynamic_config = DynamicBrokerConfig(config)
         self.log_dir_failure_channel = LogDirFailureChannel()
         self.broker_epoch = -1
@@ -144,7 +148,7 @@ class KafkaServer:
         # a key store that does not load stops the broker here
         ssl_factories = listener_ssl_factories(cfg)
         self.inter_broker_security = inter_broker_client_security(cfg)
-        LoopLagProbe.start(cfg.broker_id, until=self._shutdown_requested)
+        self.loop_lag_probe = LoopLagProbe.start(cfg.broker_id, until=self._shutdown_requested)
         for d in cfg.log_dirs:
             d.mkdir(parents=True, exist_ok=True)
         self.store = create_store(
@@ -196,6 +200,8 @@ class KafkaServer:
             log_dir_failure_channel=self.log_dir_failure_channel,
         )  # fmt: skip
         self.replica_manager.startup()
+        if cfg.metrics_listener is not None:
+            await self._start_metrics(*cfg.metrics_listener)
 
         broker_info = self._broker_info()
         self.broker_epoch = await self.zk_client.register_broker(broker_info)
@@ -315,6 +321,17 @@ class KafkaServer:
             log_dir_failure_handler=self.log_dir_failure_channel.maybe_add_offline_log_dir,
         )
 
+    async def _start_metrics(self, host: str, port: int) -> None:
+        """Count Kafka's broker meters and serve them (kafpy.metrics.listener)."""
+        assert self.replica_manager is not None and self.socket_server is not None
+        self.replica_manager.broker_topic_stats = BrokerTopicStats()
+        self.socket_server.request_metrics = RequestMetrics()
+        endpoint = MetricsEndpoint(
+            new_registry(self, self.loop_lag_probe), host, port, self.config.broker_id
+        )
+        await endpoint.start()
+        self.metrics_endpoint = endpoint
+
     def _broker_info(self) -> BrokerInfo:
         assert self.socket_server is not None
         bound = {name for name, _, _ in self.config.listeners}
@@ -343,6 +360,8 @@ class KafkaServer:
         steps: list[tuple[str, Any]] = []
         if self._started and self.zk_client is not None and self.config.controlled_shutdown_enable:
             steps.append(("controlled shutdown", self._controlled_shutdown))
+        if self.metrics_endpoint is not None:
+            steps.append(("metrics endpoint", self._shutdown_metrics_endpoint))
         if self.socket_server is not None:
             steps.append(("socket server", self._shutdown_socket_server))
         if self.dynamic_config_manager is not None:
@@ -380,6 +399,11 @@ class KafkaServer:
             self.config.controlled_shutdown_retry_backoff_ms, self.log,
             security=self.inter_broker_security,
         )  # fmt: skip
+
+    async def _shutdown_metrics_endpoint(self) -> None:
+        assert self.metrics_endpoint is not None
+        endpoint, self.metrics_endpoint = self.metrics_endpoint, None
+        await endpoint.stop()
 
     async def _shutdown_socket_server(self) -> None:
         assert self.socket_server is not None

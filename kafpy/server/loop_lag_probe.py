@@ -19,6 +19,7 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Sequence
 from types import FrameType
 
 from kafpy.common.logger import component_logger
@@ -56,6 +57,7 @@ class LoopLagProbe:
         self._counts = [0] * _BUCKETS
         self._samples = 0
         self._max_s = 0.0
+        self._sum_s = 0.0
         self._last_tick = time.monotonic()
         self._stall_reported = False
         self._stopped = threading.Event()
@@ -124,7 +126,24 @@ class LoopLagProbe:
         bucket = 0 if us < 1.0 else min(_BUCKETS - 1, math.ceil(math.log(us, _BUCKET_BASE)))
         self._counts[bucket] += 1
         self._samples += 1
+        self._sum_s += lag_s
         self._max_s = max(self._max_s, lag_s)
+
+    def histogram(self, bounds_s: Sequence[float]) -> tuple[list[int], float]:
+        """The samples regrouped under the given upper bounds (seconds, ascending), one
+        count per bound and a last one above them all, and the sum of the lags."""
+        out = [0] * (len(bounds_s) + 1)
+        limits = [
+            math.ceil(math.log(b * 1e6, _BUCKET_BASE)) if b * 1e6 >= 1.0 else 0 for b in bounds_s
+        ]
+        i = 0
+        for bucket, count in enumerate(self._counts):
+            if not count:
+                continue
+            while i < len(limits) and bucket > limits[i]:
+                i += 1
+            out[i] += count
+        return out, self._sum_s
 
     def percentile_ms(self, q: float) -> float:
         """The lag below which a fraction q of the samples fall, in ms (2 % resolution)."""

@@ -50,6 +50,7 @@ from kafpy.metadata.zk_data import (
 )
 from kafpy.protocol.errors import Errors, error_code_of
 from kafpy.records.memory_records import MemoryRecords
+from kafpy.server.broker_metrics import BrokerTopicStats
 from kafpy.server.delayed_delete_records import DelayedDeleteRecords, DeleteRecordsPartitionStatus
 from kafpy.server.delayed_fetch import DelayedFetch, FetchPartitionStatus
 from kafpy.server.delayed_produce import DelayedProduce, ProducePartitionStatus
@@ -174,6 +175,10 @@ class ReplicaManager:
         self.controller_epoch = INITIAL_CONTROLLER_EPOCH
         self.broker_epoch = -1
         self.partitions: dict[TopicPartition, Partition] = {}
+        # BrokerTopicMetrics, counted only while the broker serves metrics (KafkaServer sets it)
+        self.broker_topic_stats: BrokerTopicStats | None = None
+        self.isr_shrinks = 0
+        self.isr_expands = 0
         self.delayed_fetch_purgatory: DelayedOperationPurgatory[DelayedFetch] = (
             DelayedOperationPurgatory("Fetch", broker_id, timer, fetch_purgatory_purge_interval)
         )
@@ -619,6 +624,9 @@ class ReplicaManager:
             log = self.log_manager.async_delete(tp, checkpoint=checkpoint)
             if log is not None:
                 removed_from = Path(log.dir).parent
+            stats = self.broker_topic_stats
+            if stats is not None and not any(p.topic == tp.topic for p in self.partitions):
+                stats.remove_metrics(tp.topic)  # the topic's last partition here went
         self._complete_delayed_requests(tp)
         return removed_from
 
@@ -651,6 +659,7 @@ class ReplicaManager:
             )
         results: dict[TopicPartition, dict[str, Any]] = {}
         required: dict[TopicPartition, int] = {}
+        stats = self.broker_topic_stats
         for tp, data in entries.items():
             resp: dict[str, Any] = {
                 "index": tp.partition, "error_code": Errors.NONE, "base_offset": -1,
@@ -668,6 +677,8 @@ class ReplicaManager:
                     records = MemoryRecords(data if data is not None else b"")
                 size = records.size_in_bytes
                 info = partition.append_records_to_leader(records, required_acks, origin)
+                if stats is not None:
+                    _count_append(stats, tp.topic, info.num_messages, size)
                 if info.valid_bytes != size:
                     self.log.debug(
                         "Dropped %d bytes of a partial batch appended to %s",
@@ -688,6 +699,8 @@ class ReplicaManager:
             except KafkaError as e:
                 resp["error_code"] = error_code_of(e)
                 resp["error_message"] = str(e)
+                if stats is not None:
+                    _count_failed_append(stats, tp.topic, resp["error_code"], data)
                 if isinstance(e, RecordValidationError):  # KIP-467: which records failed
                     resp["record_errors"] = [
                         {"batch_index": i, "batch_index_error_message": m}
@@ -707,10 +720,14 @@ class ReplicaManager:
                     )
                 resp["error_code"] = Errors.KAFKA_STORAGE_ERROR
                 resp["error_message"] = str(e)
+                if stats is not None:
+                    _count_failed_append(stats, tp.topic, Errors.KAFKA_STORAGE_ERROR, data)
             except Exception as e:  # a bug: this partition answers, the broker lives
                 self.log.exception("Error processing append operation on partition %s", tp)
                 resp["error_code"] = Errors.UNKNOWN_SERVER_ERROR
                 resp["error_message"] = str(e)
+                if stats is not None:
+                    _count_failed_append(stats, tp.topic, Errors.UNKNOWN_SERVER_ERROR, data)
         if on_appended is not None:
             on_appended()
         if required_acks != -1 or not required or self._isr_has_all(required):
@@ -768,6 +785,14 @@ class ReplicaManager:
     ) -> list[tuple[TopicPartition, FetchPartitionData]]:
         """Read the partitions; if fewer than `min_bytes` came back (and nothing failed), wait
         in the fetch purgatory until enough arrive or `max_wait_ms` passes, then read again."""
+        results = await self._fetch_messages(params, fetch_infos)
+        if self.broker_topic_stats is not None:
+            _count_fetch(self.broker_topic_stats, params.is_from_follower, results)
+        return results
+
+    async def _fetch_messages(
+        self, params: FetchParams, fetch_infos: list[tuple[TopicPartition, PartitionFetchInfo]]
+    ) -> list[tuple[TopicPartition, FetchPartitionData]]:
         results = self._read_from_local_log(params, fetch_infos)
         if params.is_from_follower:
             self._update_follower_fetch_state(params.replica_id, fetch_infos)
@@ -966,7 +991,12 @@ class ReplicaManager:
             or partition.leader_epoch != epoch
         ):
             return  # leadership moved while the write was in flight
+        before = len(partition.isr)
         partition.apply_isr(new_isr, zk_version)
+        if len(new_isr) < before:
+            self.isr_shrinks += 1
+        elif len(new_isr) > before:
+            self.isr_expands += 1
         self.record_isr_change(tp)
         self._complete_delayed_requests(tp)
 
@@ -1128,3 +1158,61 @@ def _error_response(states: Iterable[tuple[str, Mapping[str, Any]]], error: int)
             for topic, s in states
         ],
     }
+
+
+# -- BrokerTopicMetrics counting points (per partition of a request, never per record) -----
+
+# errors that say where the partition is, not that the append went wrong (Kafka does not
+# count them as failed produce requests)
+_NOT_FAILURES = frozenset({
+    Errors.NOT_LEADER_OR_FOLLOWER, Errors.UNKNOWN_TOPIC_OR_PARTITION,
+})  # fmt: skip
+# Kafka's BytesRejectedPerSec: produce data refused for its size
+_REJECTED_FOR_SIZE = frozenset({Errors.MESSAGE_TOO_LARGE, Errors.RECORD_LIST_TOO_LARGE})
+
+
+def _count_append(stats: BrokerTopicStats, topic: str, messages: int, size: int) -> None:
+    ts, all_ = stats.topic_stats(topic), stats.all_topics
+    ts.total_produce_requests += 1
+    all_.total_produce_requests += 1
+    ts.messages_in += messages
+    all_.messages_in += messages
+    ts.bytes_in += size
+    all_.bytes_in += size
+
+
+def _count_failed_append(
+    stats: BrokerTopicStats, topic: str, error_code: int, data: object
+) -> None:
+    ts, all_ = stats.topic_stats(topic), stats.all_topics
+    ts.total_produce_requests += 1
+    all_.total_produce_requests += 1
+    if error_code in _NOT_FAILURES:
+        return
+    ts.failed_produce_requests += 1
+    all_.failed_produce_requests += 1
+    if error_code in _REJECTED_FOR_SIZE:
+        size = data.size_in_bytes if isinstance(data, MemoryRecords) else len(data or b"")  # type: ignore[arg-type]
+        ts.bytes_rejected += size
+        all_.bytes_rejected += size
+
+
+def _count_fetch(
+    stats: BrokerTopicStats,
+    from_follower: bool,
+    results: Iterable[tuple[TopicPartition, FetchPartitionData]],
+) -> None:
+    all_ = stats.all_topics
+    for tp, r in results:
+        ts = stats.topic_stats(tp.topic)
+        ts.total_fetch_requests += 1
+        all_.total_fetch_requests += 1
+        if r.error_code != Errors.NONE and r.error_code not in _NOT_FAILURES:
+            ts.failed_fetch_requests += 1
+            all_.failed_fetch_requests += 1
+        size = 0 if r.records is None else len(r.records)
+        if from_follower:
+            all_.replication_bytes_out += size
+        else:
+            ts.bytes_out += size
+            all_.bytes_out += size

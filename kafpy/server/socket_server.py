@@ -27,6 +27,7 @@ import struct
 from asyncio import sslproto
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from time import perf_counter
 from typing import Any
 
 from kafpy.common.logger import component_logger
@@ -39,6 +40,7 @@ from kafpy.protocol.messages import REQUESTS
 from kafpy.security.kafka_principal import ANONYMOUS, KafkaPrincipal
 from kafpy.security.ssl_factory import SslFactory
 from kafpy.security.ssl_principal_mapper import NoMatchingRule
+from kafpy.server.broker_metrics import RequestMetrics
 from kafpy.server.request_channel import CloseConnection, Request, RequestHandler, ResponseParts
 
 # kafpy.testing's fault injection: sees each request with the real handler and answers it
@@ -71,6 +73,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._big: bytearray | None = None
         self._big_filled = 0
         self._frames: deque[memoryview] = deque()
+        # arrival times (perf_counter) of the queued frames, kept while metrics are on
+        self._arrivals: deque[float] = deque()
         self._queued_bytes = 0
         self._reading_paused = False
         self._waiter: asyncio.Future[None] | None = None
@@ -168,6 +172,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._closed = True
         self.server._connections.discard(self)
         self._frames.clear()
+        self._arrivals.clear()
         self._wake()
         if self._write_ready is not None and not self._write_ready.done():
             self._write_ready.set_result(None)
@@ -262,6 +267,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
 
     def _enqueue(self, frame: memoryview) -> None:
         self._frames.append(frame)
+        if self.server.request_metrics is not None:
+            self._arrivals.append(perf_counter())
         self._queued_bytes += len(frame)
         if not self._reading_paused and (
             len(self._frames) >= _MAX_QUEUED_REQUESTS or self._queued_bytes >= _MAX_QUEUED_BYTES
@@ -290,6 +297,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
                     self._waiter = None
                     continue
                 frame = self._frames.popleft()
+                arrived = self._arrivals.popleft() if self._arrivals else None
                 self._queued_bytes -= len(frame)
                 if self._reading_paused and len(self._frames) < _MAX_QUEUED_REQUESTS // 2:
                     self._reading_paused = False
@@ -299,13 +307,13 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 if delay > 0:
                     await asyncio.sleep(delay)
                 if self._inflight or frame[:2] == _PRODUCE_KEY:
-                    await self._pipeline(frame)
+                    await self._pipeline(frame, arrived)
                 else:
-                    await self._handle_frame(frame)
+                    await self._handle_frame(frame, arrived)
         except asyncio.CancelledError:
             pass
 
-    async def _pipeline(self, frame: memoryview) -> None:
+    async def _pipeline(self, frame: memoryview, arrived: float | None) -> None:
         """Handle a request as a task and go on to the next one as soon as the handler
         releases the connection (`request.context["release"]`: a produce, once its batches
         are appended, while it waits for the replicas), so that acks=all produce requests
@@ -315,7 +323,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         loop = asyncio.get_running_loop()
         release: asyncio.Future[None] = loop.create_future()
         slot: asyncio.Future[ResponseParts | None] = loop.create_future()
-        task = loop.create_task(self._handle_frame(frame, release, slot))
+        task = loop.create_task(self._handle_frame(frame, arrived, release, slot))
         self._inflight.append((task, slot))
         if self._writer is None or self._writer.done():
             self._writer = loop.create_task(self._write_in_order())
@@ -337,13 +345,14 @@ class KafkaConnection(asyncio.BufferedProtocol):
     async def _handle_frame(
         self,
         frame: memoryview,
+        arrived: float | None = None,
         release: asyncio.Future[None] | None = None,
         slot: asyncio.Future[ResponseParts | None] | None = None,
     ) -> None:
         """Decode, handle and answer one request; with `slot`, the response is put there
         for _write_in_order instead of written here."""
         try:
-            await self._handle_request(frame, release, slot)
+            await self._handle_request(frame, arrived, release, slot)
         finally:
             if slot is not None and not slot.done():
                 slot.set_result(None)
@@ -351,10 +360,12 @@ class KafkaConnection(asyncio.BufferedProtocol):
     async def _handle_request(
         self,
         frame: memoryview,
+        arrived: float | None,
         release: asyncio.Future[None] | None,
         slot: asyncio.Future[ResponseParts | None] | None,
     ) -> None:
         server = self.server
+        started = perf_counter() if arrived is not None else 0.0
         try:
             header, offset = decode_request_header(frame)
         except ProtocolDecodeError as e:
@@ -405,6 +416,18 @@ class KafkaConnection(asyncio.BufferedProtocol):
             # a client over its quota: its response is sent, then its channel is muted
             now = asyncio.get_running_loop().time()
             self._muted_until = max(self._muted_until, now + throttle_ms / 1000)
+
+        metrics = server.request_metrics
+        if metrics is not None and arrived is not None:
+            from_follower = (
+                header.api_key == ApiKey.FETCH and body is not None and body["replica_id"] >= 0
+            )
+            metrics.record(
+                header.api_key,
+                from_follower,
+                (started - arrived) * 1000.0,
+                (perf_counter() - arrived) * 1000.0,
+            )
 
 
 def _ssl_protocol_class(loop: asyncio.AbstractEventLoop) -> Any:
@@ -466,6 +489,8 @@ class SocketServer:
         self._connections: set[KafkaConnection] = set()
         self._connection_counter = itertools.count()
         self.request_interceptor: RequestInterceptor | None = None
+        # Kafka's RequestMetrics, kept while the broker serves metrics (KafkaServer sets it)
+        self.request_metrics: RequestMetrics | None = None
 
     async def bind(self) -> None:
         """Bind every listener (not accepting connections until `start_processing`)."""

@@ -270,7 +270,13 @@ class LogLoader:
         if not self.had_clean_shutdown:
             unflushed = log._segments_in_range(self.recovery_point, 2**63 - 1)
             for i, segment in enumerate(unflushed):
-                self.log.info("Recovering unflushed segment %d", segment.base_offset)
+                self.log.info(
+                    "Recovering unflushed segment %d. %d/%d recovered for %s.",
+                    segment.base_offset,
+                    i,
+                    len(unflushed),
+                    log.topic_partition,
+                )
                 try:
                     truncated = self._recover_segment(segment)
                 except (InvalidOffsetError, IndexOffsetOverflowError):

@@ -24,8 +24,9 @@ import shutil
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from pathlib import Path
+from time import monotonic
 from typing import TYPE_CHECKING
 
 from kafpy.common.config_def import LONG_MAX
@@ -72,6 +73,10 @@ class LogDirLockError(KafkaStorageError):
     """Another process (or another LogManager in this one) holds a log dir's `.lock`."""
 
 
+# kafpy-specific: how often loading logs at start-up says how far each dir has got
+LOAD_PROGRESS_INTERVAL_MS = 5000
+
+
 class _LoadProgress:
     """Counts the logs of one dir loaded so far, for the progress lines."""
 
@@ -80,6 +85,14 @@ class _LoadProgress:
         self.total = total
         self._loaded = 0
         self._lock = threading.Lock()
+
+    @property
+    def loaded(self) -> int:
+        return self._loaded
+
+    @property
+    def percent(self) -> int:
+        return 100 if self.total == 0 else self._loaded * 100 // self.total
 
     def done(self) -> int:
         with self._lock:
@@ -169,6 +182,7 @@ class LogManager:
         broker_id: int | None = None,
         log_dir_failure_handler: Callable[[Path, str, BaseException], None] | None = None,
         halt: Callable[[int], None] = _halt,
+        load_progress_interval_ms: int = LOAD_PROGRESS_INTERVAL_MS,
     ) -> None:
         if recovery_threads_per_data_dir < 1:
             raise ValueError(
@@ -190,6 +204,7 @@ class LogManager:
         # reports an I/O error on a dir (the broker's LogDirFailureChannel)
         self.log_dir_failure_handler = log_dir_failure_handler
         self._halt = halt
+        self.load_progress_interval_ms = load_progress_interval_ms
 
         # logCreationOrDeletionLock: guards the maps below against the scheduler's threads
         self._lock = threading.RLock()
@@ -369,7 +384,7 @@ class LogManager:
         self.log.info("Loading logs from log dirs %s", [str(d) for d in self._live_log_dirs])
         start_ms = self.time.milliseconds()
         pools: list[ThreadPoolExecutor] = []
-        jobs: list[tuple[Path, list[Future[None]]]] = []
+        jobs: list[tuple[_LoadProgress, list[Future[None]]]] = []
         try:
             for d in self._live_log_dirs:
                 pool = ThreadPoolExecutor(
@@ -422,20 +437,54 @@ class LogManager:
                     )
                     for p in log_dirs
                 ]
-                jobs.append((d, futures))
-
-            for d, dir_jobs in jobs:
-                for job in dir_jobs:
-                    job.result()
-                # every log of this dir is loaded: the next start is unclean until shutdown says otherwise
-                (d / CLEAN_SHUTDOWN_FILE).unlink(missing_ok=True)
+                jobs.append((progress, futures))
+                self.log.info(
+                    "Loading %d logs in dir %s: 0/%d loaded (0%%)", len(log_dirs), d, len(log_dirs)
+                )
+            self._wait_for_loading(jobs)
         except Exception as e:
             self.log.error("There was an error in one of the threads during logs loading: %s", e)
             raise
         finally:
             for pool in pools:
                 pool.shutdown(wait=True, cancel_futures=True)
-        self.log.info("Logs loading complete in %d ms.", self.time.milliseconds() - start_ms)
+        self.log.info(
+            "Loaded %d logs in %dms.",
+            sum(p.total for p, _ in jobs),
+            self.time.milliseconds() - start_ms,
+        )
+
+    def _wait_for_loading(self, jobs: list[tuple[_LoadProgress, list[Future[None]]]]) -> None:
+        """Wait for every dir's loading jobs, saying how far each dir has got every
+        `load_progress_interval_ms` and when it is done; the first failure is raised."""
+        pending = {progress: set(futures) for progress, futures in jobs}
+        interval_s = self.load_progress_interval_ms / 1000
+        last_report = monotonic()
+        while pending:
+            waiting = set().union(*pending.values())
+            done, _ = wait(waiting, timeout=interval_s, return_when=FIRST_EXCEPTION)
+            for future in done:
+                future.result()  # raises the loading error
+            now = monotonic()
+            report = now - last_report >= interval_s
+            if report:
+                last_report = now
+            for progress, futures in list(pending.items()):
+                futures -= done
+                if futures:
+                    if report:
+                        self.log.info(
+                            "Loading logs in dir %s: %d/%d loaded (%d%%)",
+                            progress.dir, progress.loaded, progress.total, progress.percent,
+                        )  # fmt: skip
+                    continue
+                del pending[progress]
+                self.log.info(
+                    "Loading logs in dir %s: %d/%d loaded (100%%)",
+                    progress.dir, progress.total, progress.total,
+                )  # fmt: skip
+                # every log of this dir is loaded: the next start is unclean until shutdown says otherwise
+                (progress.dir / CLEAN_SHUTDOWN_FILE).unlink(missing_ok=True)
 
     def _load_log(
         self,

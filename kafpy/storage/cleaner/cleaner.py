@@ -63,6 +63,8 @@ class CleanerStats:
     messages_written: int = 0
     invalid_messages: int = 0
     buffer_size: int = 0
+    # how full the offset map got (0.0-1.0): the cleaner's max-buffer-utilization-percent
+    buffer_utilization: float = 0.0
     start_ms: int = 0
     map_complete_ms: int = 0
     end_ms: int = 0
@@ -327,6 +329,7 @@ class Cleaner:
                     segment.base_offset,
                 )
                 break
+        stats.buffer_utilization = offset_map.utilization
 
     def _build_offset_map_for_segment(
         self,

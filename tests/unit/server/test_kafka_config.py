@@ -95,6 +95,7 @@ def test_the_shipped_server_properties_fit_one_broker() -> None:
     assert cfg.get("default.replication.factor") == 1
     assert cfg.get("offsets.topic.replication.factor") == 1
     assert cfg.get("group.initial.rebalance.delay.ms") == 0
+    assert cfg.metrics_listener == ("127.0.0.1", 9404)
 
 
 def test_message_max_bytes_default_is_kafka_2x() -> None:
@@ -189,3 +190,23 @@ def test_bad_ssl_settings_fail_at_parse_time(props: dict[str, str], message: str
     base = {"broker.id": "0", "listeners": "PLAINTEXT://:9092,SSL://:9093"}
     with pytest.raises(InvalidConfigurationError, match=message):
         KafkaConfig({**base, **props})
+
+
+def test_the_metrics_endpoint_is_off_by_default_and_parsed_when_set() -> None:
+    assert KafkaConfig({"broker.id": "0"}).metrics_listener is None
+    assert KafkaConfig({"broker.id": "0", "kafpy.metrics.listener": ""}).metrics_listener is None
+    cfg = KafkaConfig({"broker.id": "0", "kafpy.metrics.listener": "http://127.0.0.1:9404"})
+    assert cfg.metrics_listener == ("127.0.0.1", 9404)
+    assert KafkaConfig(
+        {"broker.id": "0", "kafpy.metrics.listener": "http://:0"}
+    ).metrics_listener == ("", 0)
+
+
+@pytest.mark.parametrize(
+    "value", ["127.0.0.1:9404", "https://127.0.0.1:9404", "http://127.0.0.1", "http://h:70000"]
+)
+def test_a_bad_metrics_listener_names_the_key_and_the_form(value: str) -> None:
+    with pytest.raises(InvalidConfigurationError) as e:
+        KafkaConfig({"broker.id": "0", "kafpy.metrics.listener": value})
+    assert f"Invalid value {value} for configuration kafpy.metrics.listener" in str(e.value)
+    assert "http://host:port" in str(e.value)

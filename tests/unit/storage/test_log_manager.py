@@ -7,6 +7,7 @@ import logging
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -395,7 +396,7 @@ def test_loading_logs_progress(
         msg.startswith("[LogManager id=0] Completed load of log t-") and "(3/3 loaded in" in msg
         for msg in caplog.messages
     )
-    assert "[LogManager id=0] Logs loading complete in 0 ms." in caplog.messages
+    assert "[LogManager id=0] Loaded 3 logs in 0ms." in caplog.messages
 
 
 def test_same_partition_in_two_dirs_rejected(tmp_path: Path, managers: Managers) -> None:
@@ -896,3 +897,77 @@ def test_create_log_that_fails_leaves_no_directory(
         m.create_log(TP0)
     assert not (tmp_path / "a" / "t-0").exists()
     assert m.get_log(TP0) is None
+
+
+class _SeenLine(logging.Handler):
+    """Sets `seen` once a record containing `text` is logged."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+        self.seen = threading.Event()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.text in record.getMessage():
+            self.seen.set()
+
+
+def test_recovery_after_an_unclean_shutdown_logs_segments_dirs_and_totals(
+    tmp_path: Path,
+    managers: Managers,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    m = managers([tmp_path / "a"])
+    for p in range(2):
+        log = m.create_log(TopicPartition("t", p))
+        for _ in range(40):
+            append(log, n=10)  # 1 KiB segments: a new segment every few batches
+    segments = {p: m.get_log(TopicPartition("t", p)).num_segments for p in range(2)}  # type: ignore[union-attr]
+    assert min(segments.values()) > 5
+    managers.shutdown(m)
+    # an unclean stop: no marker, recovery points back at 0
+    (tmp_path / "a" / CLEAN_SHUTDOWN_FILE).unlink()
+    (tmp_path / "a" / RECOVERY_POINT_CHECKPOINT_FILE).unlink()
+
+    # t-1 waits until a progress line has said how far the dir has got (1 of 2 logs)
+    progress = _SeenLine("Loading logs in dir ")
+    real_log = log_manager_module.Log
+
+    class HeldLog(Log):
+        def __init__(self, dir: Path, *args: Any) -> None:
+            if Path(dir).name == "t-1":
+                progress.seen.clear()
+                progress.seen.wait(10)
+            super().__init__(dir, *args)
+
+    monkeypatch.setattr(log_manager_module, "Log", HeldLog)
+    logger = logging.getLogger(LOGGER)
+    logger.addHandler(progress)
+    try:
+        with caplog.at_level(logging.INFO):
+            managers([tmp_path / "a"], load_progress_interval_ms=1)
+    finally:
+        logger.removeHandler(progress)
+        monkeypatch.setattr(log_manager_module, "Log", real_log)
+    lines = caplog.messages
+    d = tmp_path / "a"
+    assert (
+        f"[LogManager id=0] Attempting recovery for all logs in {d} since no clean shutdown file was found"
+        in lines
+    )
+    assert f"[LogManager id=0] Loading 2 logs in dir {d}: 0/2 loaded (0%)" in lines
+    assert f"[LogManager id=0] Loading logs in dir {d}: 1/2 loaded (50%)" in lines
+    assert f"[LogManager id=0] Loading logs in dir {d}: 2/2 loaded (100%)" in lines
+    assert lines[-1] == "[LogManager id=0] Loaded 2 logs in 0ms."
+    for p, count in segments.items():
+        recovering = [
+            line
+            for line in lines
+            if "Recovering unflushed segment" in line and f"for t-{p}." in line
+        ]
+        assert len(recovering) == count
+        assert recovering[0].endswith(
+            f"Recovering unflushed segment 0. 0/{count} recovered for t-{p}."
+        )
+        assert f"{count - 1}/{count} recovered for t-{p}." in recovering[-1]
