@@ -9,6 +9,7 @@ Stable, PreparingRebalance, CompletingRebalance, Empty, Dead.
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from typing import Any
 
 from kafpy.common.topic_partition import TopicPartition
@@ -65,6 +66,11 @@ class GroupMetadata:
         # offsets written by a transaction (TxnOffsetCommit), by producer id: they become
         # the group's offsets at the COMMIT marker and go at the ABORT marker
         self.pending_txn_offset_commits: dict[int, dict[TopicPartition, OffsetAndMetadata]] = {}
+        # the log offset of the record batch behind each offset (committed or pending): at a
+        # COMMIT marker a pending offset replaces only an older one (Kafka's
+        # CommitRecordMetadataAndOffset)
+        self.commit_record_offsets: dict[TopicPartition, int] = {}
+        self._pending_txn_record_offsets: dict[int, dict[TopicPartition, int]] = {}
         self.new_member_added = False
         self.initial_rebalance_pending = False
 
@@ -192,17 +198,39 @@ class GroupMetadata:
             or bool(self.pending_txn_offset_commits)
         )
 
-    def prepare_txn_offset_commit(
-        self, producer_id: int, offsets: dict[TopicPartition, OffsetAndMetadata]
+    def record_offset_commit(
+        self, offsets: Mapping[TopicPartition, OffsetAndMetadata], record_offset: int
     ) -> None:
-        """Hold a transaction's offsets (written to the log) until its marker comes."""
+        """Offsets written (not transactionally) by the batch at `record_offset`."""
+        self.offsets.update(offsets)
+        for tp in offsets:
+            self.commit_record_offsets[tp] = record_offset
+
+    def prepare_txn_offset_commit(
+        self,
+        producer_id: int,
+        offsets: Mapping[TopicPartition, OffsetAndMetadata],
+        record_offset: int,
+    ) -> None:
+        """Hold a transaction's offsets, written by the batch at `record_offset`, until
+        its marker comes."""
         self.pending_txn_offset_commits.setdefault(producer_id, {}).update(offsets)
+        records = self._pending_txn_record_offsets.setdefault(producer_id, {})
+        for tp in offsets:
+            records[tp] = record_offset
 
     def complete_pending_txn_offset_commit(self, producer_id: int, is_commit: bool) -> None:
-        """The producer's transaction ended: its offsets become the group's on commit."""
+        """The producer's transaction ended: on commit each of its offsets becomes the
+        group's, unless an offset written later (not transactionally) is there."""
         pending = self.pending_txn_offset_commits.pop(producer_id, None)
-        if pending and is_commit:
-            self.offsets.update(pending)
+        records = self._pending_txn_record_offsets.pop(producer_id, {})
+        if not pending or not is_commit:
+            return
+        for tp, om in pending.items():
+            record_offset = records.get(tp, -1)
+            if tp not in self.offsets or self.commit_record_offsets.get(tp, -1) < record_offset:
+                self.offsets[tp] = om
+                self.commit_record_offsets[tp] = record_offset
 
     def subscribed_topics(self) -> set[str] | None:
         """Topics the consumer members subscribe to (None when the group is not 'consumer'

@@ -175,16 +175,20 @@ class GroupMetadataManager:
 
     # -- writes ---------------------------------------------------------------------------
 
-    async def _append(
+    async def _append(self, group_id: str, entries: Iterable[tuple[bytes, bytes | None]]) -> int:
+        return (await self._append_batch(group_id, entries))[0]
+
+    async def _append_batch(
         self,
         group_id: str,
         entries: Iterable[tuple[bytes, bytes | None]],
         producer_id: int = NO_PRODUCER_ID,
         producer_epoch: int = NO_PRODUCER_EPOCH,
-    ) -> int:
-        """Write records to the group's offsets partition; with a producer id they are a
-        transactional batch of that producer (a TxnOffsetCommit), written as the
-        coordinator (no sequence checks; the partition still fences an older epoch)."""
+    ) -> tuple[int, int]:
+        """Write records to the group's offsets partition: (error code, the batch's base
+        offset). With a producer id they are a transactional batch of that producer (a
+        TxnOffsetCommit), written as the coordinator (no sequence checks; the partition
+        still fences an older epoch)."""
         transactional = producer_id != NO_PRODUCER_ID
         builder = RecordBatchBuilder(
             compression=self.config.offsets_topic_compression_codec,
@@ -197,14 +201,14 @@ class GroupMetadataManager:
         for key, value in entries:
             builder.append(now, key, value)
         if builder.record_count == 0:
-            return Errors.NONE
+            return Errors.NONE, -1
         tp = self.topic_partition_for(group_id)
         result = await self.offsets_log.append_records(
             self.config.offsets_commit_timeout_ms, self.config.offsets_commit_required_acks,
             {tp: builder.build()}, internal_topics_allowed=True,
             origin=AppendOrigin.COORDINATOR if transactional else AppendOrigin.CLIENT,
         )  # fmt: skip
-        return int(result[tp]["error_code"])
+        return int(result[tp]["error_code"]), int(result[tp].get("base_offset", -1))
 
     def group_metadata_value(self, group: GroupMetadata, assignment: Mapping[str, bytes]) -> bytes:
         protocol = group.protocol_name
@@ -257,7 +261,7 @@ class GroupMetadataManager:
         for tp in valid:
             group.pending_offset_commits[tp] = group.pending_offset_commits.get(tp, 0) + 1
         try:
-            code = await self._append(
+            code, record_offset = await self._append_batch(
                 group.group_id,
                 [(records.offset_commit_key(group.group_id, tp), records.offset_commit_value(om))
                  for tp, om in valid.items()],
@@ -273,9 +277,9 @@ class GroupMetadataManager:
         code = _store_error(code, Errors.INVALID_COMMIT_OFFSET_SIZE)
         if code == Errors.NONE and not group.is_in(GroupState.DEAD):
             if producer_id != NO_PRODUCER_ID:
-                group.prepare_txn_offset_commit(producer_id, valid)
+                group.prepare_txn_offset_commit(producer_id, valid, record_offset)
             else:
-                group.offsets.update(valid)
+                group.record_offset_commit(valid, record_offset)
         elif code != Errors.NONE:
             self.log.debug(
                 "Offset commit of group %s failed: %s", group.group_id, Errors(code).name
@@ -469,9 +473,12 @@ class GroupMetadataManager:
         log = None if p is None else p.log
         if log is None:
             return []
-        offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}
+        # group -> partition -> (offset of the record that wrote it, the offset committed)
+        offsets: dict[str, dict[TopicPartition, tuple[int, OffsetAndMetadata]]] = {}
         # transactional offset commits by producer id, until their marker is read
-        pending: dict[int, dict[str, dict[TopicPartition, OffsetAndMetadata | None]]] = {}
+        pending: dict[
+            int, dict[str, dict[TopicPartition, tuple[int, OffsetAndMetadata | None]]]
+        ] = {}
         group_values: dict[str, dict[str, Any] | None] = {}
         position = log.log_start_offset
         high_watermark = p.high_watermark
@@ -499,13 +506,14 @@ class GroupMetadataManager:
                         )
                         if batch.is_transactional:
                             by_producer = pending.setdefault(batch.producer_id, {})
-                            by_producer.setdefault(key.group, {})[key.topic_partition] = om
+                            by_group = by_producer.setdefault(key.group, {})
+                            by_group[key.topic_partition] = (record.offset, om)
                             continue
                         by_tp = offsets.setdefault(key.group, {})
                         if om is None:
                             by_tp.pop(key.topic_partition, None)
                         else:
-                            by_tp[key.topic_partition] = om
+                            by_tp[key.topic_partition] = (record.offset, om)
                     else:
                         group_values[key.group] = (
                             None if record.value is None else records.read_group_value(record.value)
@@ -518,7 +526,7 @@ class GroupMetadataManager:
             value = group_values.get(group_id)
             group_offsets = offsets.get(group_id, {})
             open_txns = {
-                pid: {tp: om for tp, om in by_group[group_id].items() if om is not None}
+                pid: {tp: (at, om) for tp, (at, om) in by_group[group_id].items() if om is not None}
                 for pid, by_group in pending.items()
                 if group_id in by_group
             }
@@ -527,10 +535,11 @@ class GroupMetadataManager:
             group = GroupMetadata(group_id, GroupState.EMPTY, now)
             if value is not None:
                 _restore(group, value)
-            group.offsets.update(group_offsets)
+            for tp, (at, om) in group_offsets.items():
+                group.record_offset_commit({tp: om}, at)
             for pid, txn_offsets in open_txns.items():
-                if txn_offsets:
-                    group.prepare_txn_offset_commit(pid, txn_offsets)
+                for tp, (at, om) in txn_offsets.items():
+                    group.prepare_txn_offset_commit(pid, {tp: om}, at)
             out.append(group)
         return out
 
@@ -555,11 +564,12 @@ class GroupMetadataManager:
 
 def _replay_marker(
     batch: RecordBatch,
-    pending: dict[int, dict[str, dict[TopicPartition, OffsetAndMetadata | None]]],
-    offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]],
+    pending: dict[int, dict[str, dict[TopicPartition, tuple[int, OffsetAndMetadata | None]]]],
+    offsets: dict[str, dict[TopicPartition, tuple[int, OffsetAndMetadata]]],
 ) -> None:
     """A transaction marker read while loading: a COMMIT makes its producer's pending
-    offset commits the groups' offsets, an ABORT drops them."""
+    offset commits the groups' offsets (unless one written later is there), an ABORT
+    drops them."""
     by_group = pending.pop(batch.producer_id, None)
     if by_group is None:
         return
@@ -571,11 +581,14 @@ def _replay_marker(
         return
     for group_id, txn_offsets in by_group.items():
         by_tp = offsets.setdefault(group_id, {})
-        for tp, om in txn_offsets.items():
+        for tp, (at, om) in txn_offsets.items():
+            current = by_tp.get(tp)
+            if current is not None and current[0] > at:
+                continue  # a later commit of the partition wins
             if om is None:
                 by_tp.pop(tp, None)
             else:
-                by_tp[tp] = om
+                by_tp[tp] = (at, om)
 
 
 def _restore(group: GroupMetadata, value: Mapping[str, Any]) -> None:

@@ -733,10 +733,11 @@ class KafkaApis:
         (or cannot be checked), else None (read as usual)."""
 
         def answer(
-            error: int, hw: int = -1, log_start: int = -1, epoch: int = -1, end: int = -1
-        ) -> dict[str, Any]:
+            error: int, hw: int = -1, log_start: int = -1, epoch: int = -1, end: int = -1,
+            lso: int | None = None,
+        ) -> dict[str, Any]:  # fmt: skip
             return {"partition_index": tp.partition, "error_code": error, "high_watermark": hw,
-                    "last_stable_offset": hw, "log_start_offset": log_start,
+                    "last_stable_offset": hw if lso is None else lso, "log_start_offset": log_start,
                     "diverging_epoch": None if epoch < 0 and end < 0 else {"epoch": epoch, "end_offset": end},
                     "aborted_transactions": None, "preferred_read_replica": -1, "records": b""}  # fmt: skip
 
@@ -750,10 +751,11 @@ class KafkaApis:
         except KafkaError as e:
             return answer(error_code_of(e))
         hw, log_start = partition.high_watermark, log.log_start_offset
+        lso = partition.last_stable_offset
         if epoch < 0 or end < 0 or info.fetch_offset < log_start:
-            return answer(Errors.OFFSET_OUT_OF_RANGE, hw, log_start)
+            return answer(Errors.OFFSET_OUT_OF_RANGE, hw, log_start, lso=lso)
         if epoch < last_fetched_epoch or end < info.fetch_offset:
-            return answer(Errors.NONE, hw, log_start, epoch, end)
+            return answer(Errors.NONE, hw, log_start, epoch, end, lso)
         return None
 
     # -- ListOffsets ----------------------------------------------------------------------

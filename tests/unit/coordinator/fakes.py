@@ -75,8 +75,10 @@ class FakeOffsetsLog:
             if self.fail_with is not None:
                 out[tp] = {"error_code": self.fail_with}
                 continue
-            self.partitions.setdefault(tp, FakePartition(FakeLog())).log.append(bytes(data))
-            out[tp] = {"error_code": Errors.NONE}
+            log = self.partitions.setdefault(tp, FakePartition(FakeLog())).log
+            base = log.next_offset
+            log.append(bytes(data))
+            out[tp] = {"error_code": Errors.NONE, "base_offset": base}
         return out
 
     def get_partition(self, tp: TopicPartition) -> FakePartition | None:

@@ -165,3 +165,29 @@ def test_loading_replays_transactional_commits_and_their_markers() -> None:
         assert loaded.pending_txn_offset_commits == {}
 
     asyncio.run(run())
+
+
+def test_a_later_plain_commit_wins_over_an_earlier_transactional_one() -> None:
+    async def run() -> None:
+        time, log = MockTime(), FakeOffsetsLog()
+        m = manager(time, log)
+        g = m.add_group(GroupMetadata("g", GroupState.EMPTY, time.milliseconds()))
+        tp1 = TopicPartition("t", 1)
+        # the transaction writes TP and tp1; a plain commit of TP comes after it
+        await m.store_offsets(g, {TP: OffsetAndMetadata(10), tp1: OffsetAndMetadata(11)}, PID, 0)
+        await m.store_offsets(g, {TP: OffsetAndMetadata(20)})
+        write_marker(log, m, commit=True)
+        assert m.get_offsets("g", [TP, tp1]) == {
+            TP: OffsetAndMetadata(20),
+            tp1: OffsetAndMetadata(11),
+        }
+        [loaded] = await manager(time, log).load_partition(m.partition_for("g"))
+        assert loaded.offsets == {TP: OffsetAndMetadata(20), tp1: OffsetAndMetadata(11)}
+        # a transaction written after the plain commit wins at its marker
+        await m.store_offsets(g, {TP: OffsetAndMetadata(30)}, PID, 0)
+        write_marker(log, m, commit=True)
+        assert m.get_offsets("g", [TP])[TP] == OffsetAndMetadata(30)
+        [loaded] = await manager(time, log).load_partition(m.partition_for("g"))
+        assert loaded.offsets[TP] == OffsetAndMetadata(30)
+
+    asyncio.run(run())

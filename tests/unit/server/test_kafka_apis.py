@@ -394,3 +394,19 @@ def test_compressed_batches_are_validated_off_the_event_loop_once(
     assert resp is not None and resp["responses"][0]["partition_responses"][0]["error_code"] == 2
     # refused in the thread, then again (bounded) by the append, which answers the error
     assert len(walks) == 2 and walks[1] == threading.get_ident()
+
+
+def test_fetch_v12_diverging_answer_reports_the_last_stable_offset(broker: Broker) -> None:
+    broker.lead("t")
+    apis = apis_for(broker)
+    call(apis, ApiKey.PRODUCE, 9, produce_body(build_batch([b"a", b"b"])))
+    broker.lead("t", leader_epoch=2)
+    txn = build_batch(
+        [b"t"], producer_id=5, producer_epoch=0, base_sequence=0, is_transactional=True
+    )
+    call(apis, ApiKey.PRODUCE, 9, produce_body(txn))  # an open transaction at offset 2
+    resp = call(apis, ApiKey.FETCH, 12, _fetch_v12(3, 0))
+    assert resp is not None
+    [part] = resp["responses"][0]["partitions"]
+    assert part["diverging_epoch"] == {"epoch": 0, "end_offset": 2}
+    assert (part["high_watermark"], part["last_stable_offset"]) == (3, 2)
