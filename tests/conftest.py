@@ -7,4 +7,5 @@ pytest_plugins = [
     "tests.fixtures.tmpfs",
     "tests.fixtures.processes",
     "tests.fixtures.tls",
+    "tests.fixtures.sasl",
 ]

@@ -54,6 +54,7 @@ from kafpy.records.record_batch import (
     RECORD_BATCH_OVERHEAD,
     header_at,
 )
+from kafpy.security.sasl_requests import handle_sasl_authenticate, handle_sasl_handshake
 from kafpy.server.admin_manager import AdminManager
 from kafpy.server.kafka_config import KafkaConfig
 from kafpy.server.metadata_cache import MetadataCache
@@ -185,6 +186,8 @@ class KafkaApis:
             ApiKey.DELETE_RECORDS: self.handle_delete_records,
             ApiKey.OFFSET_FOR_LEADER_EPOCH: self.handle_offset_for_leader_epoch,
             ApiKey.DESCRIBE_CLUSTER: self.handle_describe_cluster,
+            ApiKey.SASL_HANDSHAKE: handle_sasl_handshake,
+            ApiKey.SASL_AUTHENTICATE: handle_sasl_authenticate,
         }
         if admin_manager is not None:
             for key, api, controller_only in _ADMIN_APIS:
