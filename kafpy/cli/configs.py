@@ -42,12 +42,13 @@ from kafpy.metadata.kafka_zk_client import KafkaZkClient
 @click.option(
     "--entity-type",
     metavar="TYPE",
-    help="Type of entity: 'topics', or 'brokers' with --bootstrap-server.",
+    help="Type of entity: 'topics', 'users' (SCRAM credentials), or 'brokers' with "
+    "--bootstrap-server.",
 )
 @click.option(
     "--entity-name",
     metavar="NAME",
-    help="Name of the entity (a topic name, a broker id). Without it, --describe lists "
+    help="Name of the entity (a topic name, a user name, a broker id). Without it, --describe lists "
     "every entity.",
 )
 @click.option(
@@ -89,7 +90,7 @@ def command(
     delete_config: tuple[str, ...],
     force: bool,
 ) -> None:
-    """Add/Remove entity config for a topic or a broker.
+    """Add/Remove entity config for a topic, a user (SCRAM credentials) or a broker.
 
     Exactly one action: --describe or --alter.
     """

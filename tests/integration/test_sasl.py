@@ -4,8 +4,11 @@ get Kafka's answer and a closed connection, and other connections keep working."
 
 from __future__ import annotations
 
+import json
 import socket
 import struct
+import subprocess
+import sys
 import uuid
 from typing import Any
 
@@ -13,11 +16,13 @@ import pytest
 from confluent_kafka import Consumer, Producer
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.errors import KafkaError as KafkaPythonError
+from kazoo.client import KazooClient
 
 from kafpy.common.errors import Errors
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.headers import RequestHeader, decode_response, encode_request
-from tests.fixtures.sasl import SaslBroker
+from tests.fixtures.broker import free_port
+from tests.fixtures.sasl import SaslBroker, sasl_broker_overrides
 
 
 def topic_name(prefix: str) -> str:
@@ -250,3 +255,118 @@ def test_sasl_requests_after_authentication_are_illegal(raw: Any) -> None:
     assert conn.receive(ApiKey.SASL_AUTHENTICATE, 2)["session_lifetime_ms"] == 0
     conn.send(ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": b""})
     assert conn.receive(ApiKey.SASL_AUTHENTICATE, 2)["error_code"] == Errors.ILLEGAL_SASL_STATE
+
+
+# -- SCRAM: users created through a broker, then logging in without a restart ----------------
+
+
+def kafpy_configs(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "kafpy", "configs", *args],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+
+
+def add_scram_user(bootstrap: str, user: str, password: str) -> None:
+    result = kafpy_configs(
+        "--bootstrap-server", bootstrap, "--alter", "--entity-type", "users",
+        "--entity-name", user, "--add-config",
+        f"SCRAM-SHA-256=[iterations=8192,password={password}],SCRAM-SHA-512=[password={password}]",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == f"Completed updating config for user {user}."
+
+
+@pytest.mark.parametrize("mechanism", ["SCRAM-SHA-256", "SCRAM-SHA-512"])
+def test_confluent_kafka_scram(sasl_module_broker: SaslBroker, mechanism: str) -> None:
+    user = f"carol-{mechanism[-3:]}"
+    add_scram_user(sasl_module_broker.broker.bootstrap, user, "carol-secret")
+    props = confluent_props(sasl_module_broker, mechanism, user, "carol-secret")
+    assert confluent_round_trip(props, topic_name("scram")) == [b"v0", b"v1", b"v2"]
+
+
+@pytest.mark.parametrize("user,password", [("dave", "wrong"), ("nobody", "dave-secret")])
+def test_confluent_kafka_scram_refused(
+    sasl_module_broker: SaslBroker, user: str, password: str
+) -> None:
+    add_scram_user(sasl_module_broker.broker.bootstrap, "dave", "dave-secret")
+    error = first_client_error(confluent_props(sasl_module_broker, "SCRAM-SHA-256", user, password))
+    assert (
+        "Authentication failed during authentication due to invalid credentials with SASL "
+        "mechanism SCRAM-SHA-256" in error
+    )
+
+
+def test_kafka_python_scram_and_describe_and_delete(sasl_module_broker: SaslBroker) -> None:
+    bootstrap = sasl_module_broker.broker.bootstrap
+    add_scram_user(bootstrap, "erin", "erin-secret")
+    described = kafpy_configs(
+        "--bootstrap-server", bootstrap, "--describe", "--entity-type", "users",
+        "--entity-name", "erin",
+    )  # fmt: skip
+    assert described.stdout.strip() == (
+        "SCRAM credential configs for user-principal 'erin' are "
+        "SCRAM-SHA-256=iterations=8192, SCRAM-SHA-512=iterations=4096"
+    )
+    common: dict[str, Any] = {
+        "bootstrap_servers": sasl_module_broker.sasl_bootstrap,
+        "security_protocol": "SASL_PLAINTEXT",
+        "sasl_mechanism": "SCRAM-SHA-512",
+        "sasl_plain_username": "erin",
+        "sasl_plain_password": "erin-secret",
+    }
+    producer = KafkaProducer(**common)
+    producer.send(topic_name("kp-scram"), b"x").get(timeout=30)
+    producer.close()
+    deleted = kafpy_configs(
+        "--bootstrap-server", bootstrap, "--alter", "--entity-type", "users",
+        "--entity-name", "erin", "--delete-config", "SCRAM-SHA-512",
+    )  # fmt: skip
+    assert deleted.returncode == 0, deleted.stderr
+    error = first_client_error(
+        confluent_props(sasl_module_broker, "SCRAM-SHA-512", "erin", "erin-secret")
+    )
+    assert "SASL mechanism SCRAM-SHA-512" in error
+
+
+def test_too_few_iterations_refused(sasl_module_broker: SaslBroker) -> None:
+    result = kafpy_configs(
+        "--bootstrap-server", sasl_module_broker.broker.bootstrap, "--alter",
+        "--entity-type", "users", "--entity-name", "frank",
+        "--add-config", "SCRAM-SHA-256=[iterations=100,password=x]",
+    )  # fmt: skip
+    assert result.returncode == 1
+    assert "Too few iterations" in result.stderr
+
+
+def test_user_created_with_zookeeper_logs_in_without_restart(
+    kafpy_broker_factory: Any, zookeeper_connect: str
+) -> None:
+    sasl_port = free_port()
+    broker = kafpy_broker_factory({"zookeeper.connect": zookeeper_connect})
+    # restart it with a SASL listener beside the PLAINTEXT one
+    broker.stop()
+    broker.overrides.update(sasl_broker_overrides(broker, sasl_port))
+    broker.start()
+    result = kafpy_configs(
+        "--zookeeper", zookeeper_connect, "--alter", "--entity-type", "users",
+        "--entity-name", "grace", "--add-config", "SCRAM-SHA-256=[iterations=8192,password=g-secret]",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "Completed Updating config for entity: user-principal 'grace'." in result.stdout
+    zk = KazooClient(hosts=zookeeper_connect)
+    zk.start()
+    try:
+        data, _ = zk.get("/config/users/grace")
+    finally:
+        zk.stop()
+        zk.close()
+    stored = json.loads(data)
+    assert stored["version"] == 1
+    assert list(stored["config"]) == ["SCRAM-SHA-256"]
+    fields = [p.split("=", 1)[0] for p in stored["config"]["SCRAM-SHA-256"].split(",")]
+    assert fields == ["salt", "stored_key", "server_key", "iterations"]
+    assert stored["config"]["SCRAM-SHA-256"].endswith(",iterations=8192")
+    sasl = SaslBroker(broker, sasl_port)
+    props = confluent_props(sasl, "SCRAM-SHA-256", "grace", "g-secret")
+    assert confluent_round_trip(props, topic_name("zk-scram")) == [b"v0", b"v1", b"v2"]

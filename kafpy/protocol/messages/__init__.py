@@ -40,6 +40,7 @@ from kafpy.protocol.messages import (
     stop_replica,
     sync_group,
     update_metadata,
+    user_scram_credentials,
 )
 from kafpy.protocol.schema import Message
 
@@ -77,6 +78,7 @@ _MODULES = [
     stop_replica,
     sync_group,
     update_metadata,
+    user_scram_credentials,
 ]
 
 
