@@ -370,3 +370,40 @@ def test_user_created_with_zookeeper_logs_in_without_restart(
     sasl = SaslBroker(broker, sasl_port)
     props = confluent_props(sasl, "SCRAM-SHA-256", "grace", "g-secret")
     assert confluent_round_trip(props, topic_name("zk-scram")) == [b"v0", b"v1", b"v2"]
+
+
+# -- kafpy's own client and tools over SASL -----------------------------------------------------
+
+
+def test_kafpy_tools_with_command_config(sasl_module_broker: SaslBroker, tmp_path: Any) -> None:
+    add_scram_user(sasl_module_broker.broker.bootstrap, "heidi", "heidi-secret")
+    config = tmp_path / "client.properties"
+    config.write_text(
+        "security.protocol=SASL_PLAINTEXT\n"
+        "sasl.mechanism=SCRAM-SHA-512\n"
+        "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required "
+        'username="heidi" password="heidi-secret";\n'
+    )
+    topic = topic_name("cli-sasl")
+    created = subprocess.run(
+        [sys.executable, "-m", "kafpy", "topics", "--create", "--topic", topic,
+         "--bootstrap-server", sasl_module_broker.sasl_bootstrap, "--command-config", str(config)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert created.returncode == 0, created.stderr
+    described = kafpy_configs(
+        "--bootstrap-server", sasl_module_broker.sasl_bootstrap, "--command-config", str(config),
+        "--describe", "--entity-type", "users", "--entity-name", "heidi",
+    )  # fmt: skip
+    assert "SCRAM-SHA-512=iterations=4096" in described.stdout, described.stderr
+    config.write_text(
+        "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
+        "sasl.username=alice\nsasl.password=wrong\n"
+    )
+    refused = subprocess.run(
+        [sys.executable, "-m", "kafpy", "topics", "--list",
+         "--bootstrap-server", sasl_module_broker.sasl_bootstrap, "--command-config", str(config)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert refused.returncode == 1
+    assert "Authentication failed: Invalid username or password" in refused.stderr
