@@ -4,7 +4,9 @@ get Kafka's answer and a closed connection, and other connections keep working."
 
 from __future__ import annotations
 
+import asyncio
 import json
+import shutil
 import socket
 import struct
 import subprocess
@@ -13,6 +15,8 @@ import uuid
 from typing import Any
 
 import pytest
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka import TopicPartition as AioTopicPartition
 from confluent_kafka import Consumer, Producer
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.errors import KafkaError as KafkaPythonError
@@ -407,3 +411,70 @@ def test_kafpy_tools_with_command_config(sasl_module_broker: SaslBroker, tmp_pat
     )  # fmt: skip
     assert refused.returncode == 1
     assert "Authentication failed: Invalid username or password" in refused.stderr
+
+
+# -- aiokafka and kcat ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256"])
+def test_aiokafka(sasl_module_broker: SaslBroker, mechanism: str) -> None:
+    add_scram_user(sasl_module_broker.broker.bootstrap, "alice", "alice-secret")
+    topic = topic_name("aio")
+    common: dict[str, Any] = {
+        "bootstrap_servers": sasl_module_broker.sasl_bootstrap,
+        "security_protocol": "SASL_PLAINTEXT",
+        "sasl_mechanism": mechanism,
+        "sasl_plain_username": "alice",
+        "sasl_plain_password": "alice-secret",
+    }
+
+    async def main() -> list[bytes]:
+        producer = AIOKafkaProducer(**common)
+        await producer.start()
+        try:
+            await producer.send_and_wait(topic, b"aio")
+        finally:
+            await producer.stop()
+        consumer = AIOKafkaConsumer(**common, enable_auto_commit=False)
+        await consumer.start()
+        try:
+            tp = AioTopicPartition(topic, 0)
+            consumer.assign([tp])
+            consumer.seek(tp, 0)
+            msg = await asyncio.wait_for(consumer.getone(), 20)
+            return [msg.value or b""]
+        finally:
+            await consumer.stop()
+
+    assert asyncio.run(main()) == [b"aio"]
+
+
+KCAT = shutil.which("kcat") or shutil.which("kafkacat")
+
+
+@pytest.mark.skipif(KCAT is None, reason="kcat is not installed (apt-get install kcat)")
+@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"])
+def test_kcat(sasl_module_broker: SaslBroker, mechanism: str) -> None:
+    assert KCAT is not None
+    add_scram_user(sasl_module_broker.broker.bootstrap, "alice", "alice-secret")
+    topic = topic_name("kcat")
+
+    def kcat(
+        password: str, *args: str, stdin: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        security = [
+            "-X", "security.protocol=SASL_PLAINTEXT", "-X", f"sasl.mechanisms={mechanism}",
+            "-X", "sasl.username=alice", "-X", f"sasl.password={password}",
+        ]  # fmt: skip
+        return subprocess.run(
+            [str(KCAT), "-b", sasl_module_broker.sasl_bootstrap, *security, *args],
+            input=stdin, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+
+    produced = kcat("alice-secret", "-P", "-t", topic, stdin="one\ntwo\n")
+    assert produced.returncode == 0, produced.stderr
+    consumed = kcat("alice-secret", "-C", "-t", topic, "-e", "-o", "beginning", "-f", "%s\n")
+    assert consumed.stdout.splitlines() == ["one", "two"]
+    refused = kcat("wrong", "-L", "-m", "5")
+    assert refused.returncode != 0
+    assert "Authentication failed" in refused.stderr

@@ -136,7 +136,7 @@ def test_client_refuses_a_server_that_does_not_know_the_password() -> None:
 
 
 def test_malformed_client_first_fails_with_kafkas_message() -> None:
-    server = ScramSaslServer(ScramMechanism.SCRAM_SHA_512, {}.get)
+    server = ScramSaslServer(ScramMechanism.SCRAM_SHA_512, lambda user: None)
     with pytest.raises(SaslAuthenticationError, match="SASL mechanism SCRAM-SHA-512"):
         server.evaluate_response(b"\xff garbage")
 
@@ -151,3 +151,32 @@ def test_saslname_escapes() -> None:
         server.evaluate_response(client.evaluate_challenge(server.evaluate_response(first)))
     )
     assert server.authorization_id == "a,b=c"
+
+
+def test_server_accepts_librdkafkas_repeated_client_nonce_but_not_a_foreign_one() -> None:
+    credential = _rfc7677_credential()
+    server = ScramSaslServer(
+        ScramMechanism.SCRAM_SHA_256, {"user": credential}.get,
+        server_nonce=lambda: R7677_SERVER_NONCE,
+    )  # fmt: skip
+    server.evaluate_response(b"n,,n=user,r=" + R7677_CLIENT_NONCE.encode())
+    full_nonce = R7677_CLIENT_NONCE + R7677_SERVER_NONCE
+    f = ScramFormatter("sha256")
+    salted = f.salted_password("pencil", R7677_SALT, 4096)
+    without_proof = f"c=biws,r={R7677_CLIENT_NONCE}{full_nonce}"
+    auth_message = (
+        f"n=user,r={R7677_CLIENT_NONCE},{R7677_SERVER_FIRST.decode()},{without_proof}".encode()
+    )
+    proof = base64.b64encode(f.client_proof(salted, auth_message)).decode()
+    assert server.evaluate_response(f"{without_proof},p={proof}".encode()).startswith(b"v=")
+
+    other = ScramSaslServer(
+        ScramMechanism.SCRAM_SHA_256, {"user": credential}.get,
+        server_nonce=lambda: R7677_SERVER_NONCE,
+    )  # fmt: skip
+    other.evaluate_response(b"n,,n=user,r=" + R7677_CLIENT_NONCE.encode())
+    stale = f"c=biws,r={R7677_CLIENT_NONCE}stale-server-nonce"
+    auth_message = f"n=user,r={R7677_CLIENT_NONCE},{R7677_SERVER_FIRST.decode()},{stale}".encode()
+    proof = base64.b64encode(f.client_proof(salted, auth_message)).decode()
+    with pytest.raises(SaslAuthenticationError):
+        other.evaluate_response(f"{stale},p={proof}".encode())
