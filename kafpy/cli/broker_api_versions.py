@@ -10,10 +10,16 @@ has that this one does not serve read `UNSUPPORTED`.
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import click
 
-from kafpy.cli.command_line_utils import AdminCommand, OneLineError, quiet_logging
+from kafpy.cli.command_line_utils import (
+    AdminCommand,
+    OneLineError,
+    load_command_config,
+    quiet_logging,
+)
 from kafpy.client.cluster import Node
 from kafpy.client.kafka_client import KafkaClient
 
@@ -79,12 +85,12 @@ def node_api_versions_text(versions: dict[int, tuple[int, int]]) -> str:
     return "(\n\t" + ",\n\t".join(lines[k] for k in sorted(lines)) + "\n)"
 
 
-async def broker_api_versions(bootstrap_server: str) -> str:
-    """The tool's whole output for the cluster behind `bootstrap_server`."""
+async def broker_api_versions(bootstrap_server: str, **client_options: Any) -> str:
+    """The tool's whole output for the cluster behind `bootstrap_server` (`client_options`:
+    KafkaClient keyword arguments from --command-config)."""
     out = []
-    async with KafkaClient(
-        bootstrap_server, client_id="kafpy-broker-api-versions", retries=3
-    ) as client:
+    options = {"client_id": "kafpy-broker-api-versions", "retries": 3, **client_options}
+    async with KafkaClient(bootstrap_server, **options) as client:
         for node_id, node in sorted(client.cluster.brokers.items()):
             try:
                 conn = await client.connection(node_id)
@@ -98,11 +104,17 @@ async def broker_api_versions(bootstrap_server: str) -> str:
 @click.option(
     "--bootstrap-server", required=True, help="REQUIRED: The server to connect to (host:port)."
 )
-def command(bootstrap_server: str) -> None:
+@click.option(
+    "--command-config",
+    metavar="FILE",
+    help="A properties file of admin client configs (e.g. security.protocol=SSL, ssl.*).",
+)
+def command(bootstrap_server: str, command_config: str | None) -> None:
     """Print the API versions every broker of the cluster serves."""
     quiet_logging()
+    options = load_command_config(command_config, lambda line: click.echo(line, err=True))
     try:
-        text = asyncio.run(broker_api_versions(bootstrap_server))
+        text = asyncio.run(broker_api_versions(bootstrap_server, **options))
     except KeyboardInterrupt:
         raise OneLineError("Error: interrupted") from None
     except Exception as e:  # one line, never a traceback

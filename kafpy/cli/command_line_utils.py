@@ -4,7 +4,8 @@ A usage or runtime failure is one line on stderr and exit status 1 (`OneLineErro
 `AdminCommand`); library log lines stay off the terminal (`quiet_logging`); an async
 command body runs with every failure turned into that one line (`run_command`), on a
 metadata store opened for it if the command works through `--zookeeper` (`run_on_store`);
-`--command-config` files become the admin client's options (`admin_client_options`);
+`--command-config` files become the admin client's options (`admin_client_options`), and
+client security settings a ClientSecurity (`client_security`);
 repeatable `KEY=VALUE` options become properties (`parse_key_value_args`), read with
 `property_flag` and `int_property`.
 """
@@ -23,6 +24,7 @@ from kafpy.common.errors import InvalidConfigurationError
 from kafpy.common.properties import PropertiesError, load_properties
 from kafpy.metadata.kafka_zk_client import KafkaZkClient
 from kafpy.metadata.store_factory import create_store
+from kafpy.security.ssl_configs import SSL_CONFIG_DEF
 
 CONNECTION_TIMEOUT_MS = 30000
 
@@ -155,34 +157,46 @@ _IGNORED_ADMIN_CLIENT_CONFIGS = {
     "send.buffer.bytes",
     "socket.connection.setup.timeout.max.ms",
 }
-_SECURITY_PREFIXES = ("ssl.", "sasl.", "security.")
+_UNSUPPORTED_SECURITY_PREFIXES = ("sasl.", "security.")
+
+
+def client_security(config: Mapping[str, str], source: str) -> ClientSecurity:
+    """The transport security (`security.protocol`, `ssl.*`) a client config file or its
+    properties ask for; what kafpy's client cannot honour (SASL) or read is a OneLineError."""
+    try:
+        return ClientSecurity.from_config(config, source=source)
+    except InvalidConfigurationError as e:
+        raise OneLineError(str(e)) from None
 
 
 def admin_client_options(
     config: Mapping[str, str], source: str, warn: Callable[[str], None]
 ) -> dict[str, Any]:
     """The KafkaClient keyword arguments for the admin client configs of a --command-config
-    file (`source` names it in messages). `security.protocol` with its `sasl.*` (and, once
-    the client speaks TLS, `ssl.*`) keys becomes the client's ClientSecurity; what it cannot
-    honour is refused, never connected without. A config kafpy does not use is reported
-    through `warn` by name."""
-    protocol = config.get("security.protocol", "PLAINTEXT").strip().upper()
-    security_keys = sorted(
-        k for k in config if k.startswith(_SECURITY_PREFIXES) and k != "security.protocol"
+    file (`source` names it in messages): `security.protocol` with Kafka's `ssl.*` and
+    `sasl.*` client keys becomes the client's ClientSecurity; what kafpy's client cannot
+    honour or read is refused, never connected without. A config kafpy does not use is
+    reported through `warn`."""
+    security = client_security(config, source)
+    refused = sorted(
+        k
+        for k in config
+        if k.startswith(_UNSUPPORTED_SECURITY_PREFIXES)
+        and k != "security.protocol"
+        and not (security.sasl is not None and k.startswith("sasl."))
     )
-    options: dict[str, Any] = {}
-    if protocol != "PLAINTEXT":
-        try:
-            options["security"] = ClientSecurity.from_config(config, source=source)
-        except InvalidConfigurationError as e:
-            raise OneLineError(str(e)) from None
-    elif security_keys:
+    if refused:
         raise OneLineError(
-            f"{', '.join(security_keys)} in {source} cannot be honoured with "
-            "security.protocol=PLAINTEXT: set security.protocol (SASL_PLAINTEXT, SSL or "
-            "SASL_SSL) or remove these settings."
+            f"{', '.join(refused)} in {source} cannot be honoured with "
+            f"security.protocol={security.security_protocol}: kafpy's client reads sasl.* keys "
+            "only with SASL_PLAINTEXT or SASL_SSL. Set security.protocol or remove these settings."
         )
+    options: dict[str, Any] = (
+        {"security": security} if security.security_protocol != "PLAINTEXT" else {}
+    )
     for key, value in config.items():
+        if key in SSL_CONFIG_DEF and security.uses_tls:
+            continue
         if key in _ADMIN_CLIENT_CONFIGS:
             name = _ADMIN_CLIENT_CONFIGS[key]
             if name == "client_id":
@@ -200,7 +214,9 @@ def admin_client_options(
                     f"Invalid value {value} for configuration {key} in {source}: "
                     "the value must be at least 0"
                 )
-        elif key not in _IGNORED_ADMIN_CLIENT_CONFIGS and not key.startswith(_SECURITY_PREFIXES):
+        elif key not in _IGNORED_ADMIN_CLIENT_CONFIGS and not (
+            key == "security.protocol" or (security.sasl is not None and key.startswith("sasl."))
+        ):
             warn(
                 f"WARNING: The configuration '{key}' in {source} isn't used by kafpy's admin client."
             )

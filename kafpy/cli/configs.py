@@ -45,6 +45,12 @@ from kafpy.metadata.kafka_zk_client import KafkaZkClient
     metavar="HOST:PORT",
     help="The Kafka server to connect to (instead of --zookeeper); needed for broker configs.",
 )
+@click.option(
+    "--command-config",
+    metavar="FILE",
+    help="A properties file of admin client configs (e.g. security.protocol, ssl.*, sasl.mechanism, sasl.jaas.config), "
+    "used with --bootstrap-server.",
+)
 @click.option("--alter", is_flag=True, help="Alter the configuration for the entity.")
 @click.option("--describe", is_flag=True, help="List configs for the given entity.")
 @click.option(
@@ -83,17 +89,12 @@ from kafpy.metadata.kafka_zk_client import KafkaZkClient
     help="Config keys to remove: 'k1,k2' (repeatable).",
 )
 @click.option(
-    "--command-config",
-    metavar="FILE",
-    help="Property file containing configs to be passed to Admin Client (e.g. "
-    "security.protocol, sasl.mechanism, sasl.jaas.config). Only with --bootstrap-server.",
-)
-@click.option(
     "--force", is_flag=True, help="Suppress console prompts (accepted for compatibility)."
 )
 def command(
     zookeeper: str | None,
     bootstrap_server: str | None,
+    command_config: str | None,
     alter: bool,
     describe: bool,
     entity_type: str | None,
@@ -102,7 +103,6 @@ def command(
     describe_all: bool,
     add_config: str | None,
     delete_config: tuple[str, ...],
-    command_config: str | None,
     force: bool,
 ) -> None:
     """Add/Remove entity config for a topic, a user (SCRAM credentials) or a broker.
@@ -124,11 +124,6 @@ def command(
         opts.check_args()
     except ConfigCommandError as e:
         raise OneLineError(f"{e} (see 'kafpy configs --help')") from None
-    if command_config is not None and bootstrap_server is None:
-        raise OneLineError(
-            'Option "[command-config]" can\'t be used with option "[zookeeper]"'
-            " (see 'kafpy configs --help')"
-        )
     if bootstrap_server is not None:
         options = load_command_config(command_config, lambda line: click.echo(line, err=True))
         _run_via_admin(bootstrap_server, opts, options)
@@ -142,12 +137,10 @@ def command(
 
 
 def _run_via_admin(
-    bootstrap_server: str, opts: ConfigCommandOptions, client_options: dict[str, Any]
+    bootstrap_server: str, opts: ConfigCommandOptions, options: dict[str, Any]
 ) -> None:
     async def main() -> None:
-        admin = AdminClient.connect(
-            bootstrap_server, **{"client_id": "kafpy-configs", **client_options}
-        )
+        admin = AdminClient.connect(bootstrap_server, **{"client_id": "kafpy-configs", **options})
         try:
             await run_config_command_via_admin(admin, opts, click.echo)
         except ConfigCommandError as e:

@@ -27,6 +27,7 @@ import click
 from kafpy.cli.command_line_utils import (
     AdminCommand,
     OneLineError,
+    client_security,
     int_property,
     parse_key_value_args,
     property_flag,
@@ -534,13 +535,15 @@ def command(
     max_wait_ms = int_property(props, "fetch.max.wait.ms", 500, "consumer")
     request_timeout_ms = int_property(props, "request.timeout.ms", 30000, "consumer")
     client_id = props.get("client.id", "console-consumer")
+    security = client_security(props, consumer_config or "--consumer-property")
     printer = RecordPrinter(printer_formatter, sys.stdout.buffer)
     what = f"topic {topic}" if topic is not None else f"the topics matching '{whitelist}'"
 
     async def main() -> None:
         client = KafkaClient(
-            bootstrap_server, client_id=client_id, request_timeout_ms=request_timeout_ms
-        )
+            bootstrap_server, client_id=client_id, request_timeout_ms=request_timeout_ms,
+            security=security,
+        )  # fmt: skip
         try:
             await consume(
                 client,

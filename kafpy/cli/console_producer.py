@@ -23,6 +23,7 @@ import click
 from kafpy.cli.command_line_utils import (
     AdminCommand,
     OneLineError,
+    client_security,
     int_property,
     parse_key_value_args,
     property_flag,
@@ -39,7 +40,9 @@ from kafpy.client.producer import (
     parse_acks,
 )
 from kafpy.common.errors import KafkaError, MessageTooLargeError
+from kafpy.common.properties import PropertiesError, load_properties
 from kafpy.records.compression import CompressionType
+from kafpy.security.ssl_configs import SSL_CONFIG_DEF
 
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 # producer properties this tool acts on; others are accepted and ignored, as Kafka warns
@@ -323,6 +326,13 @@ async def produce_lines(
     help="A producer config (repeatable), e.g. acks=all, compression.type=lz4, linger.ms=5.",
 )
 @click.option(
+    "--producer.config",
+    "producer_config",
+    metavar="FILE",
+    help="A producer config properties file (--producer-property values win over it), e.g. "
+    "security.protocol=SSL with ssl.truststore.*.",
+)
+@click.option(
     "--compression-codec",
     type=click.Choice(CODECS),
     help="The compression codec: none, gzip, snappy, lz4 or zstd (default none).",
@@ -367,6 +377,7 @@ def command(
     topic: str | None,
     properties: tuple[str, ...],
     producer_properties: tuple[str, ...],
+    producer_config: str | None,
     compression_codec: str | None,
     request_required_acks: str | None,
     batch_size: int,
@@ -392,7 +403,17 @@ def command(
     reader = LineMessageReader.from_properties(
         parse_key_value_args(properties, "--property", "console-producer")
     )
-    props = parse_key_value_args(producer_properties, "--producer-property", "console-producer")
+    file_props: dict[str, str] = {}
+    if producer_config is not None:
+        try:
+            file_props = load_properties(producer_config)
+        except PropertiesError as e:
+            raise OneLineError(str(e)) from None
+    props = {
+        **file_props,
+        **parse_key_value_args(producer_properties, "--producer-property", "console-producer"),
+    }
+    security = client_security(props, producer_config or "--producer-property")
     settings = producer_settings(
         props,
         request_required_acks,
@@ -403,7 +424,8 @@ def command(
         retries,
         retry_backoff_ms,
     )
-    for key in sorted(set(props) - USED_PRODUCER_PROPERTIES):
+    used = USED_PRODUCER_PROPERTIES | ({"security.protocol"} | set(SSL_CONFIG_DEF.names()))
+    for key in sorted(set(props) - used):
         click.echo(
             f"WARN The configuration '{key}' was supplied but isn't used by kafpy console-producer.",
             err=True,
@@ -415,6 +437,7 @@ def command(
             client_id=settings.client_id,
             retries=settings.retries,
             retry_backoff_ms=settings.retry_backoff_ms,
+            security=security,
         )
         try:
             producer = BatchProducer(

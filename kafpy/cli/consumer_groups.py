@@ -22,7 +22,12 @@ from typing import Any
 
 import click
 
-from kafpy.cli.command_line_utils import AdminCommand, OneLineError, quiet_logging
+from kafpy.cli.command_line_utils import (
+    AdminCommand,
+    OneLineError,
+    load_command_config,
+    quiet_logging,
+)
 from kafpy.client.kafka_client import KafkaClient
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.protocol.api_keys import ApiKey
@@ -588,6 +593,8 @@ _USAGE = "(see 'kafpy consumer-groups --help')"
 
 @click.command(cls=AdminCommand, name="consumer-groups")
 @click.option("--bootstrap-server", required=True, help="REQUIRED: The server(s) to connect to.")
+@click.option("--command-config", metavar="FILE",
+              help="A properties file of admin client configs (e.g. security.protocol=SSL, ssl.*).")  # fmt: skip
 @click.option("--list", "do_list", is_flag=True, help="List all consumer groups.")
 @click.option("--describe", "do_describe", is_flag=True,
               help="Describe consumer group and list offset lag (number of messages not yet processed).")  # fmt: skip
@@ -632,7 +639,7 @@ _USAGE = "(see 'kafpy consumer-groups --help')"
 @click.option("--execute", is_flag=True, help="Execute operation.")
 @click.option("--export", is_flag=True, help="Export operation execution to a CSV format.")
 def command(
-    bootstrap_server: str, do_list: bool, do_describe: bool, do_reset: bool, do_delete: bool,
+    bootstrap_server: str, command_config: str | None, do_list: bool, do_describe: bool, do_reset: bool, do_delete: bool,
     do_delete_offsets: bool, groups: tuple[str, ...], all_groups: bool, topics: tuple[str, ...],
     all_topics: bool, members: bool, verbose: bool, offsets_opt: bool, state: str | None,
     to_earliest: bool, to_latest: bool, to_current: bool, to_offset: int | None, shift_by: int | None,
@@ -713,10 +720,13 @@ def command(
     def err(line: str) -> None:
         click.echo(line, err=True)
 
+    options = load_command_config(command_config, err)
     failures: list[str] = []
 
     async def main() -> None:
-        client = KafkaClient(bootstrap_server, client_id="kafpy-consumer-groups", retries=3)
+        client = KafkaClient(
+            bootstrap_server, **{"client_id": "kafpy-consumer-groups", "retries": 3, **options}
+        )
         try:
             service = ConsumerGroupService(client)
             if action == "list":

@@ -18,10 +18,17 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Iterable
+from typing import Any
 
 import click
 
-from kafpy.cli.command_line_utils import AdminCommand, OneLineError, quiet_logging, run_on_store
+from kafpy.cli.command_line_utils import (
+    AdminCommand,
+    OneLineError,
+    client_security,
+    quiet_logging,
+    run_on_store,
+)
 from kafpy.client.admin_client import AdminClient
 from kafpy.common.election_type import ElectionType
 from kafpy.common.errors import KafkaError
@@ -31,6 +38,7 @@ from kafpy.metadata.errors import NodeExistsError
 from kafpy.metadata.kafka_zk_client import KafkaZkClient
 from kafpy.metadata.zk_data import PreferredReplicaElectionZNode
 from kafpy.protocol.errors import Errors
+from kafpy.security.ssl_configs import SSL_CONFIG_DEF
 
 # Kafka's LeaderElectionCommand: default.api.timeout.ms 30 s, request.timeout.ms half of it
 DEFAULT_API_TIMEOUT_MS = 30000
@@ -211,20 +219,22 @@ def parse_replica_election_data(path: str) -> list[TopicPartition]:
     return partitions
 
 
-def _admin_options(path: str | None) -> dict[str, int | str]:
+def _admin_options(path: str | None) -> dict[str, Any]:
     if path is None:
         return {}
     try:
         props = load_properties(path)
     except OSError as e:
         raise OneLineError(f"Cannot read --admin.config {path}: {e.strerror}") from None
+    security = client_security(props, path)
+    props = {k: v for k, v in props.items() if k != "security.protocol" and k not in SSL_CONFIG_DEF}
     unknown = sorted(set(props) - _ADMIN_CONFIG_KEYS)
     if unknown:
         raise OneLineError(
             f"kafpy's admin client does not support {', '.join(unknown)} (from {path}); "
             f"it honours {', '.join(sorted(_ADMIN_CONFIG_KEYS))}"
         )
-    options: dict[str, int | str] = {}
+    options: dict[str, Any] = {"security": security} if security.uses_tls else {}
     try:
         for key, value in props.items():
             if key == "client.id":
@@ -253,7 +263,7 @@ def elect_leaders(
     bootstrap_server: str,
     election_type: ElectionType,
     partitions: Iterable[TopicPartition] | None,
-    admin_options: dict[str, int | str],
+    admin_options: dict[str, Any],
 ) -> None:
     """Send ElectLeaders and print Kafka's result lines; exit status 1 if any failed."""
     api_timeout_ms = int(admin_options.pop("default_api_timeout_ms", DEFAULT_API_TIMEOUT_MS))

@@ -4,12 +4,16 @@ After Kafka's NetworkClient/KafkaChannel as seen from one node: int32-size-prefi
 over asyncio streams, correlation ids matching responses to requests (several requests may
 be in flight at once, pipelined), ApiVersions on connect to learn which versions the broker
 speaks, per-request timeouts, and every in-flight request failed when the connection drops.
+With `security.protocol=SSL` (a ClientSecurity with an SslFactory) the TCP connection is
+wrapped in TLS before ApiVersions, checking the broker's certificate (and host name, unless
+`ssl.endpoint.identification.algorithm` is empty).
 """
 
 from __future__ import annotations
 
 import asyncio
 import enum
+import ssl
 from collections.abc import Generator, Mapping
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError
@@ -188,16 +192,22 @@ class BrokerConnection:
             if self.state is ConnectionState.READY:
                 return
             self._transition(ConnectionState.CONNECTING)
+            tls = self.security.ssl
             try:
                 async with asyncio.timeout(self.connect_timeout_ms / 1000):
-                    ssl_factory = self.security.ssl
-                    if ssl_factory is None:
+                    if tls is None:
                         reader, writer = await asyncio.open_connection(self.host, self.port)
                     else:
                         reader, writer = await asyncio.open_connection(
-                            self.host, self.port, ssl=ssl_factory.context,
-                            server_hostname=self.host,
-                        )  # fmt: skip
+                            self.host, self.port, ssl=tls.context, server_hostname=self.host
+                        )
+            except ssl.SSLError as e:
+                self._transition(ConnectionState.DISCONNECTED)
+                raise KafkaConnectionError(
+                    f"TLS handshake with {self._describe()} failed: {e.reason or e}. Check the "
+                    "trust store (ssl.truststore.*) holds the CA of the broker's certificate, the "
+                    "certificate names this host, and the port is an SSL listener."
+                ) from None
             except (OSError, TimeoutError) as e:
                 self._transition(ConnectionState.DISCONNECTED)
                 reason = str(e) or "timed out"

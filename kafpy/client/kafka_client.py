@@ -101,6 +101,7 @@ class KafkaClient:
         request_timeout_ms: per-request timeout (Kafka's `request.timeout.ms`).
         retries: how many times a request failing with a retriable error is retried.
         retry_backoff_ms: the wait before each retry (Kafka's `retry.backoff.ms`).
+        security: `security.protocol` and TLS of every connection (default: PLAINTEXT).
         sleep: how to wait (tests pass a recorder instead of asyncio.sleep).
         security: `security.protocol`, TLS and SASL of every connection (ClientSecurity).
 
@@ -123,6 +124,7 @@ class KafkaClient:
     ) -> None:
         self.security = security
         self.bootstrap_servers = parse_bootstrap_servers(bootstrap_servers)
+        self.security = security
         self.client_id = client_id
         self.request_timeout_ms = request_timeout_ms
         self.connect_timeout_ms = connect_timeout_ms

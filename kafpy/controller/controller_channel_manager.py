@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from kafpy.common.logger import component_logger
 from kafpy.common.topic_partition import TopicPartition
@@ -27,6 +27,9 @@ from kafpy.controller.log_format import comma_list
 from kafpy.controller.state_change_logger import StateChangeLogger
 from kafpy.metadata.zk_data import Broker, EndPoint, LeaderAndIsr, LeaderIsrAndControllerEpoch
 from kafpy.protocol.api_keys import ApiKey
+
+if TYPE_CHECKING:
+    from kafpy.client.client_security import ClientSecurity
 
 # The highest versions the controller sends (Kafka 2.x's inter-broker versions, non-flexible).
 CONTROLLER_MAX_VERSIONS: dict[int, int] = {
@@ -71,9 +74,10 @@ ChannelFactory = Callable[[int, str, int], ControllerChannel]
 
 
 def broker_connection_factory(
-    controller_id: int, request_timeout_ms: int = 30000
+    controller_id: int, request_timeout_ms: int = 30000, security: ClientSecurity | None = None
 ) -> ChannelFactory:
-    """The production ChannelFactory: a kafpy BrokerConnection per broker."""
+    """The production ChannelFactory: a kafpy BrokerConnection per broker, secured as the
+    inter-broker listener asks (`security`)."""
 
     def factory(broker_id: int, host: str, port: int) -> ControllerChannel:
         from kafpy.client.connection import BrokerConnection
@@ -84,6 +88,7 @@ def broker_connection_factory(
             client_id=str(controller_id),
             request_timeout_ms=request_timeout_ms,
             node_id=broker_id,
+            security=security,
         )
 
     return factory

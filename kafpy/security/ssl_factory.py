@@ -263,29 +263,64 @@ def _load_key_store(ctx: ssl.SSLContext, values: Mapping[str, Any], where: str) 
                 f"An inline key store for {where} needs ssl.keystore.type=PEM and both "
                 "ssl.keystore.certificate.chain and ssl.keystore.key"
             )
-        pem = f"{_pem_text(str(key))}\n{_pem_text(str(chain))}\n".encode()
         what = "ssl.keystore.certificate.chain/ssl.keystore.key"
+        key_pem, key_password = _transient_encrypted_key(
+            _pem_text(str(key)).encode(), key_password, what, where
+        )
+        pem = key_pem + f"\n{_pem_text(str(chain))}\n".encode()
     elif store_type == "PEM":
         if values.get("ssl.keystore.password"):
             raise InvalidConfigurationError(
                 f"ssl.keystore.password is set for the PEM key store of {where}: a PEM key "
                 "store has no password; put the private key's password in ssl.key.password"
             )
-        pem = _read_file(values, "ssl.keystore.location", where)
-        what = f"ssl.keystore.location {location}"
+        _read_file(values, "ssl.keystore.location", where)  # readable, or named in an error
+        _load_cert_chain(
+            ctx, str(location), key_password, f"ssl.keystore.location {location}", where
+        )
+        return True
     else:
         pem, key_password = _pkcs12_key_store_pem(values, where)
         what = f"ssl.keystore.location {location}"
+    # the key goes to OpenSSL through a private file, encrypted with a one-time password
     with _private_file(pem) as name:
-        try:
-            ctx.load_cert_chain(name, password=key_password or None)
-        except (ssl.SSLError, ValueError, TypeError) as e:
-            raise InvalidConfigurationError(
-                f"The key store {what} for {where} does not load ({e}): it must hold a PEM "
-                "private key (encrypted with ssl.key.password, if at all) and its certificate "
-                "chain"
-            ) from None
+        _load_cert_chain(ctx, name, key_password, what, where)
     return True
+
+
+def _load_cert_chain(
+    ctx: ssl.SSLContext, path: str, password: str | None, what: str, where: str
+) -> None:
+    try:
+        ctx.load_cert_chain(path, password=password or None)
+    except (ssl.SSLError, ValueError, TypeError) as e:
+        raise InvalidConfigurationError(
+            f"The key store {what} for {where} does not load ({e}): it must hold a PEM "
+            "private key (encrypted with ssl.key.password, if at all) and its certificate "
+            "chain"
+        ) from None
+
+
+def _transient_encrypted_key(
+    key_pem: bytes, password: str | None, what: str, where: str
+) -> tuple[bytes, str]:
+    """The key re-encrypted with a random one-time password (returned with it)."""
+    from cryptography.hazmat.primitives import serialization
+
+    try:
+        key = serialization.load_pem_private_key(key_pem, password.encode() if password else None)
+    except (ValueError, TypeError) as e:
+        raise InvalidConfigurationError(
+            f"The private key of {what} for {where} does not load ({e}): it must be a PEM "
+            "private key, encrypted with ssl.key.password if at all"
+        ) from None
+    transient = os.urandom(16).hex()
+    encrypted = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.BestAvailableEncryption(transient.encode()),
+    )
+    return encrypted, transient
 
 
 def _pkcs12_key_store_pem(values: Mapping[str, Any], where: str) -> tuple[bytes, str]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from kafpy.client.client_security import ClientSecurity
 from kafpy.client.connection import BrokerConnection
 from kafpy.metadata.kafka_zk_client import KafkaZkClient
 from kafpy.protocol.api_keys import ApiKey
@@ -28,6 +29,7 @@ async def controlled_shutdown(
     retry_backoff_ms: int,
     log: logging.LoggerAdapter[logging.Logger] | logging.Logger,
     request_timeout_ms: int = 30000,
+    security: ClientSecurity | None = None,
 ) -> bool:
     """True once the controller moved every partition this broker led (or there were none)."""
     for attempt in range(max_retries + 1):
@@ -56,7 +58,7 @@ async def controlled_shutdown(
                 continue
             conn = BrokerConnection(endpoint.host or "localhost", endpoint.port, node_id=controller_id,
                                     client_id=f"broker-{broker_id}-controlled-shutdown",
-                                    request_timeout_ms=request_timeout_ms)  # fmt: skip
+                                    request_timeout_ms=request_timeout_ms, security=security)  # fmt: skip
             await conn.connect()
             try:
                 response = await conn.send(

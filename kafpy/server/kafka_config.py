@@ -380,6 +380,18 @@ class KafkaConfig:
                         f"{name}:PLAINTEXT to listener.security.protocol.map, or name the "
                         "listener after its protocol"
                     )
+        names = [name for name, _, _ in listeners]
+        if not {name for name, _, _ in advertised} <= set(names):
+            raise InvalidConfigurationError(
+                "advertised.listeners listener names must be equal to or a subset of the ones "
+                f"defined in listeners. Found {','.join(n for n, _, _ in advertised)}. The valid "
+                f"options based on the current configuration are {','.join(names)}"
+            )
+        if any(host == "0.0.0.0" for _, host, _ in advertised):
+            raise InvalidConfigurationError(
+                "advertised.listeners cannot use the nonroutable meta-address 0.0.0.0. Use a "
+                "routable IP address."
+            )
         ports = [port for _, _, port in listeners if port != 0]
         if len(set(ports)) != len(ports):
             raise InvalidConfigurationError(

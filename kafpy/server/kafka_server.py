@@ -25,10 +25,12 @@ from collections.abc import Collection, Coroutine
 from typing import Any
 
 from kafpy.admin.admin_zk_client import AdminZkClient
+from kafpy.client.client_security import ClientSecurity
 from kafpy.common.logger import component_logger
 from kafpy.common.scheduler import KafkaScheduler
 from kafpy.common.time import SYSTEM_TIME, Time
 from kafpy.common.topic_partition import TopicPartition
+from kafpy.controller.controller_channel_manager import broker_connection_factory
 from kafpy.controller.kafka_controller import KafkaController
 from kafpy.coordinator.group_config import GroupConfig, OffsetConfig
 from kafpy.coordinator.group_coordinator import GroupCoordinator
@@ -41,7 +43,7 @@ from kafpy.security.credential_cache import CredentialCache, CredentialProvider
 from kafpy.server.admin_manager import AdminManager
 from kafpy.server.broker_metadata_checkpoint import check_broker_metadata
 from kafpy.server.channel_builders import (
-    inter_broker_sasl_credentials,
+    inter_broker_client_security,
     listener_sasl_configs,
     listener_ssl_factories,
 )
@@ -110,6 +112,7 @@ class KafkaServer:
         self.dynamic_config = DynamicBrokerConfig(config)
         self.log_dir_failure_channel = LogDirFailureChannel()
         self.broker_epoch = -1
+        self.inter_broker_security = ClientSecurity()
         self.cluster_id: str | None = None
         self._shutdown_requested = asyncio.Event()
         self._started = False
@@ -133,10 +136,11 @@ class KafkaServer:
 
     async def _startup(self) -> None:
         cfg = self.config
-        ssl_factories = listener_ssl_factories(cfg)  # a key store that does not load stops here
-        # SASL: bad JAAS configs stop here; credentials load with the dynamic configs
+        # a key store that does not load stops the broker here
+        ssl_factories = listener_ssl_factories(cfg)
+        # so does a bad JAAS config; SCRAM credentials load with the dynamic configs
         sasl_configs = listener_sasl_configs(cfg, self.credential_cache)
-        inter_broker_sasl_credentials(cfg)
+        self.inter_broker_security = inter_broker_client_security(cfg)
         LoopLagProbe.start(cfg.broker_id, until=self._shutdown_requested)
         for d in cfg.log_dirs:
             d.mkdir(parents=True, exist_ok=True)
@@ -183,7 +187,8 @@ class KafkaServer:
             high_watermark_checkpoint_interval_ms=cfg.replica_high_watermark_checkpoint_interval_ms,
             fetch_purgatory_purge_interval=cfg.fetch_purgatory_purge_interval_requests,
             producer_purgatory_purge_interval=cfg.producer_purgatory_purge_interval_requests,
-            zk_client=self.zk_client, fetcher_config=_replica_fetcher_config(self.dynamic_config.current),
+            zk_client=self.zk_client,
+            fetcher_config=_replica_fetcher_config(self.dynamic_config.current, self.inter_broker_security),
             isr_change_propagation_blackout_ms=cfg.replica_isr_change_propagation_blackout_ms,
             isr_change_propagation_max_interval_ms=cfg.replica_isr_change_propagation_max_interval_ms,
             log_dir_failure_channel=self.log_dir_failure_channel,
@@ -196,8 +201,11 @@ class KafkaServer:
         self.log.info("Registered broker %d at path /brokers/ids/%d", cfg.broker_id, cfg.broker_id)
 
         self.controller = KafkaController(
-            self.dynamic_config.current, self.zk_client, time=self.time, broker_info=broker_info
-        )
+            self.dynamic_config.current, self.zk_client, time=self.time, broker_info=broker_info,
+            channel_factory=broker_connection_factory(
+                cfg.broker_id, cfg.get("controller.socket.timeout.ms"), self.inter_broker_security
+            ),
+        )  # fmt: skip
         await self.controller.startup()
 
         metadata_cache = self.metadata_cache
@@ -328,6 +336,7 @@ class KafkaServer:
             self.zk_client, self.broker_id, self.broker_epoch, self.config.inter_broker_listener_name,
             self.config.controlled_shutdown_max_retries,
             self.config.controlled_shutdown_retry_backoff_ms, self.log,
+            security=self.inter_broker_security,
         )  # fmt: skip
 
     async def _shutdown_socket_server(self) -> None:
@@ -372,8 +381,11 @@ class KafkaServer:
         await asyncio.get_running_loop().run_in_executor(None, self.scheduler.shutdown)
 
 
-def _replica_fetcher_config(cfg: KafkaConfig) -> ReplicaFetcherConfig:
+def _replica_fetcher_config(
+    cfg: KafkaConfig, security: ClientSecurity | None = None
+) -> ReplicaFetcherConfig:
     return ReplicaFetcherConfig(
+        security=security,
         num_replica_fetchers=cfg.num_replica_fetchers,
         fetch_max_bytes=cfg.replica_fetch_max_bytes,
         fetch_response_max_bytes=cfg.replica_fetch_response_max_bytes,

@@ -73,6 +73,7 @@ class ReplicaFetcherManager:
             endpoint.host, endpoint.port, client_id=f"broker-{self.broker_id}-fetcher",
             request_timeout_ms=self.config.socket_timeout_ms, node_id=endpoint.id,
             connect_timeout_ms=min(self.config.socket_timeout_ms, 5000),
+            security=self.config.security,
         )  # fmt: skip
 
     def add_fetcher_for_partitions(

@@ -28,6 +28,7 @@ from kafpy.protocol.errors import Errors
 from kafpy.records.memory_records import MemoryRecords
 
 if TYPE_CHECKING:
+    from kafpy.client.client_security import ClientSecurity
     from kafpy.server.partition import Partition
 
 EARLIEST_TIMESTAMP = -2
@@ -80,6 +81,7 @@ class ReplicaFetcherConfig:
     fetch_min_bytes: int = 1  # replica.fetch.min.bytes
     fetch_backoff_ms: int = 1000  # replica.fetch.backoff.ms
     socket_timeout_ms: int = 30000  # replica.socket.timeout.ms
+    security: ClientSecurity | None = None  # the inter-broker listener's protocol and TLS
 
 
 @dataclass(slots=True)

@@ -28,6 +28,7 @@ import asyncio
 import itertools
 import ssl
 import struct
+from asyncio import sslproto
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
@@ -79,6 +80,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._write_ready: asyncio.Future[None] | None = None
         self._processor: asyncio.Task[None] | None = None
         self._handshake: asyncio.Task[None] | None = None
+        self._tls: SslFactory | None = None
         self._closed = False
         self.security_protocol = server.security_protocols.get(listener_name, "PLAINTEXT")
         self.principal: KafkaPrincipal = ANONYMOUS
@@ -88,6 +90,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
     # -- connection events --------------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        if self._tls is not None:  # the TLS layer's call: the handshake is complete
+            self._tls_established(transport)
+            return
         # uvloop's transports are not asyncio.Transport subclasses: duck-typed
         self.transport = transport  # type: ignore[assignment]
         peer = transport.get_extra_info("peername") or ("?", 0)
@@ -97,27 +102,54 @@ class KafkaConnection(asyncio.BufferedProtocol):
             f"{local[0]}:{local[1]}-{peer[0]}:{peer[1]}-{next(self.server._connection_counter)}"
         )
         self.server._connections.add(self)
-        factory = self.server.ssl_factories.get(self.listener_name)
-        if factory is None:
+        self._tls = self.server.ssl_factories.get(self.listener_name)
+        if self._tls is None:
             self._processor = asyncio.get_running_loop().create_task(self._process())
-        else:
-            # no byte may reach the framing before TLS is up; start_tls resumes reading
-            transport.pause_reading()  # type: ignore[attr-defined]
-            self._handshake = asyncio.get_running_loop().create_task(
-                self._start_tls(factory), name=f"kafpy-tls-{self.connection_id}"
-            )
+            return
+        # The TLS layer sits between the socket and this protocol from the first byte on
+        # (loop.start_tls cannot: uvloop reads right after connection_made, paused or not).
+        # It calls connection_made again once the handshake is done.
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[None] = loop.create_future()
+        timeout_ms = self.server.ssl_handshake_timeout_ms
+        tls = _ssl_protocol_class(loop)(
+            loop, self, self._tls.context, waiter, server_side=True,
+            # no limit configured (<= 0): the loop's default (60 s), never none at all
+            ssl_handshake_timeout=timeout_ms / 1000 if timeout_ms > 0 else None,
+        )  # fmt: skip
+        transport.set_protocol(tls)
+        tls.connection_made(transport)
+        self._handshake = loop.create_task(
+            self._watch_handshake(waiter), name=f"kafpy-tls-{self.connection_id}"
+        )
 
-    async def _start_tls(self, factory: SslFactory) -> None:
-        """Complete the server side of the TLS handshake, then name the peer and start
-        processing; any failure closes this connection only."""
+    def _tls_established(self, transport: asyncio.BaseTransport) -> None:
+        """Name the peer from its certificate and start processing its requests."""
+        assert self._tls is not None
+        self.transport = transport  # type: ignore[assignment]
+        if self._closed:
+            transport.close()
+            return
+        try:
+            self.principal = self._tls.peer_principal(transport.get_extra_info("ssl_object"))
+        except NoMatchingRule as e:
+            self._failed_authentication(str(e))
+            transport.close()
+            return
+        self.server.log.debug(
+            "Connection %s on listener %s authenticated as %s (%s)",
+            self.connection_id, self.listener_name, self.principal,
+            transport.get_extra_info("cipher"),
+        )  # fmt: skip
+        self._processor = asyncio.get_running_loop().create_task(self._process())
+
+    async def _watch_handshake(self, waiter: asyncio.Future[None]) -> None:
+        """Log and close a connection whose handshake fails (garbage, plaintext, a refused
+        certificate, a timeout); the TLS layer never calls connection_made for it."""
         raw = self.transport
         assert raw is not None
-        loop = asyncio.get_running_loop()
         try:
-            tls = await loop.start_tls(
-                raw, self, factory.context, server_side=True,
-                ssl_handshake_timeout=self.server.ssl_handshake_timeout_ms / 1000,
-            )  # fmt: skip
+            await waiter
         except asyncio.CancelledError:
             raw.close()
             raise
@@ -125,23 +157,6 @@ class KafkaConnection(asyncio.BufferedProtocol):
             if not self._closed:  # else the broker closed it (shutting down)
                 self._failed_authentication(f"SSL handshake failed: {_handshake_error(e)}")
             raw.close()
-            return
-        if tls is None or self._closed:
-            raw.close()
-            return
-        self.transport = tls
-        try:
-            self.principal = factory.peer_principal(tls.get_extra_info("ssl_object"))
-        except NoMatchingRule as e:
-            self._failed_authentication(str(e))
-            tls.close()
-            return
-        self.server.log.debug(
-            "Connection %s on listener %s authenticated as %s (%s)",
-            self.connection_id, self.listener_name, self.principal,
-            tls.get_extra_info("cipher"),
-        )  # fmt: skip
-        self._processor = loop.create_task(self._process())
 
     def _failed_authentication(self, reason: str) -> None:
         self._closed = True
@@ -361,6 +376,15 @@ class KafkaConnection(asyncio.BufferedProtocol):
             await self._write_ready
         if not self._closed and self.transport is not None:
             self.transport.writelines(response)
+
+
+def _ssl_protocol_class(loop: asyncio.AbstractEventLoop) -> Any:
+    """The loop's own TLS protocol: uvloop's (in C) on uvloop, else asyncio's."""
+    if type(loop).__module__.startswith("uvloop"):
+        import uvloop.loop
+
+        return uvloop.loop.SSLProtocol  # type: ignore[attr-defined]
+    return sslproto.SSLProtocol
 
 
 def _handshake_error(e: BaseException) -> str:

@@ -9,8 +9,8 @@ or producer. kafpy's own client honours only some of them, so this module sorts 
   itself (`auto.offset.reset`, the key and value (de)serializers, `enable.auto.commit`,
   `interceptor.classes`);
 - refused because kafpy's client cannot honour it and going on without it would be wrong:
-  any security other than PLAINTEXT (`security.protocol`, `sasl.*`, `ssl.*`), transactions,
-  interceptors on writes;
+  SASL (`security.protocol=SASL_*`, `sasl.*`), transactions, interceptors on writes;
+  `security.protocol=SSL` with Kafka's `ssl.*` client keys is passed to kafpy's client;
 - anything else is ignored with a warning naming it, as Kafka's client warns that a
   configuration "was supplied but isn't a known config". `kafka.group.id` on reads gets
   its own warning (Spark 3+ accepts it with one too): kafpy joins no group.
@@ -22,6 +22,8 @@ import logging
 from collections.abc import Mapping
 from typing import Literal
 
+from kafpy.client.client_security import CLIENT_SECURITY_PROTOCOLS
+from kafpy.security.ssl_configs import SSL_CONFIG_DEF
 from kafpy.spark.errors import OptionError
 
 Role = Literal["read", "write"]
@@ -35,7 +37,7 @@ _USED_BY_BOTH = frozenset(
         "request.timeout.ms",
         "retries",
         "retry.backoff.ms",
-        "security.protocol",  # PLAINTEXT only, checked below
+        "security.protocol",  # PLAINTEXT or SSL, checked below
     }
 )
 _USED: dict[Role, frozenset[str]] = {
@@ -44,10 +46,9 @@ _USED: dict[Role, frozenset[str]] = {
     "write": _USED_BY_BOTH | {"acks", "enable.idempotence", "compression.type"},
 }
 
-_PLAINTEXT_ONLY = (
-    "kafpy's client speaks PLAINTEXT only (no TLS, no SASL); connect it to a PLAINTEXT "
-    "listener of the cluster and leave out the kafka.security.protocol, kafka.ssl.* and "
-    "kafka.sasl.* options"
+_NO_SASL = (
+    "kafpy's client speaks PLAINTEXT and SSL, not SASL yet; connect it to a PLAINTEXT or SSL "
+    "listener of the cluster and leave out the kafka.sasl.* options"
 )
 
 _REFUSED: dict[Role, dict[str, str]] = {
@@ -106,23 +107,24 @@ def check_kafka_params(opts: Mapping[str, str], role: Role) -> None:
     """Refuse the `kafka.*` options in `opts` (keys lower-cased) that a read or a write
     cannot take, and log a warning for each one it would silently ignore."""
     params = {k[len("kafka.") :]: v for k, v in opts.items() if k.startswith("kafka.")}
-    protocol = params.get("security.protocol")
-    if protocol is not None and protocol.strip().upper() != "PLAINTEXT":
+    protocol = params.get("security.protocol", "PLAINTEXT").strip().upper()
+    if protocol not in CLIENT_SECURITY_PROTOCOLS:
         raise OptionError(
-            f"Option 'kafka.security.protocol' = {protocol!r} is not supported: {_PLAINTEXT_ONLY}."
+            f"Option 'kafka.security.protocol' = {params['security.protocol']!r} is not "
+            f"supported: {_NO_SASL}."
         )
-    security = sorted(k for k in params if k.startswith(("ssl.", "sasl.")))
-    if security:
-        named = ", ".join(f"'kafka.{k}'" for k in security)
+    sasl = sorted(k for k in params if k.startswith("sasl."))
+    if sasl:
+        named = ", ".join(f"'kafka.{k}'" for k in sasl)
         raise OptionError(
-            f"Option{'s' if len(security) > 1 else ''} {named} "
-            f"{'are' if len(security) > 1 else 'is'} not supported: {_PLAINTEXT_ONLY}."
+            f"Option{'s' if len(sasl) > 1 else ''} {named} "
+            f"{'are' if len(sasl) > 1 else 'is'} not supported: {_NO_SASL}."
         )
     refused = _REFUSED[role]
     for key in sorted(params):
         if key in refused:
             raise OptionError(f"Option 'kafka.{key}' is not supported: {refused[key]}.")
-    used = _USED[role]
+    used = _USED[role] | (frozenset(SSL_CONFIG_DEF.names()) if protocol == "SSL" else frozenset())
     for key in sorted(params):
         if key in used:
             continue
@@ -139,3 +141,16 @@ def check_kafka_params(opts: Mapping[str, str], role: Role) -> None:
             role,
             ", ".join(sorted(used)),
         )
+
+
+def security_params(opts: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    """`kafka.security.protocol` and the `kafka.ssl.*` options, prefix removed, for
+    ClientSecurity.from_config on whichever process connects (a context does not pickle)."""
+    return tuple(
+        sorted(
+            (k[len("kafka.") :], v)
+            for k, v in opts.items()
+            if k == "kafka.security.protocol"
+            or (k.startswith("kafka.") and k[len("kafka.") :] in SSL_CONFIG_DEF)
+        )
+    )

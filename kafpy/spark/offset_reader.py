@@ -11,9 +11,10 @@ import re
 from collections.abc import Coroutine, Iterable
 from typing import Any, TypeVar
 
+from kafpy.client.client_security import ClientSecurity
 from kafpy.client.fetcher import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, Fetcher
 from kafpy.client.kafka_client import KafkaClient
-from kafpy.common.errors import UnknownTopicOrPartitionError
+from kafpy.common.errors import InvalidConfigurationError, UnknownTopicOrPartitionError
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.spark.errors import OptionError
 from kafpy.spark.offsets import TP
@@ -35,12 +36,21 @@ def close_loop(loop: asyncio.AbstractEventLoop, client: KafkaClient) -> None:
 
 
 def new_client(settings: ClientSettings) -> KafkaClient:
+    """kafpy's client as the `kafka.*` options ask, TLS included; a trust or key store that
+    cannot be read is an OptionError naming it."""
+    try:
+        security = ClientSecurity.from_config(
+            dict(settings.security), source="the kafka.security.protocol and kafka.ssl.* options"
+        )
+    except InvalidConfigurationError as e:
+        raise OptionError(str(e)) from None
     return KafkaClient(
         settings.bootstrap_servers,
         client_id=settings.client_id,
         request_timeout_ms=settings.request_timeout_ms,
         retries=settings.retries,
         retry_backoff_ms=settings.retry_backoff_ms,
+        security=security,
     )
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from kafpy.client.kafka_client import parse_bootstrap_servers
 from kafpy.spark.errors import OptionError
-from kafpy.spark.kafka_params import Role, check_kafka_params
+from kafpy.spark.kafka_params import Role, check_kafka_params, security_params
 
 EARLIEST = -2
 LATEST = -1
@@ -51,6 +51,9 @@ class ClientSettings:
     fetch_max_bytes: int = 52428800
     max_partition_fetch_bytes: int = 4194304
     isolation_level: int = 0
+    # security.protocol and ssl.* (Kafka's client keys), turned into a ClientSecurity by
+    # the process that connects
+    security: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -293,6 +296,7 @@ def _client_settings(opts: dict[str, str], role: Role) -> ClientSettings:
         fetch_max_bytes=num("fetch.max.bytes", 52428800),
         max_partition_fetch_bytes=num("max.partition.fetch.bytes", 4194304),
         isolation_level=1 if role == "read" and isolation == "read_committed" else 0,
+        security=security_params(opts),
     )
 
 

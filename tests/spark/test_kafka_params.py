@@ -7,7 +7,9 @@ import logging
 
 import pytest
 
+from kafpy.security.local_pki import TestPki
 from kafpy.spark.kafka_params import check_kafka_params
+from kafpy.spark.offset_reader import new_client
 from kafpy.spark.options import OptionError, ReadOptions, WriteOptions
 
 BOOT = {"kafka.bootstrap.servers": "localhost:9092"}
@@ -55,30 +57,51 @@ def test_writes_refuse_serializers_interceptors_and_transactions(key: str, fix: 
 
 
 @pytest.mark.parametrize("role", ["read", "write"])
-@pytest.mark.parametrize("protocol", ["SSL", "SASL_PLAINTEXT", "sasl_ssl"])
-def test_security_other_than_plaintext_is_refused(role: str, protocol: str) -> None:
+@pytest.mark.parametrize("protocol", ["SASL_PLAINTEXT", "sasl_ssl"])
+def test_sasl_is_refused(role: str, protocol: str) -> None:
     parse = read if role == "read" else write
     with pytest.raises(
         OptionError,
         match=rf"'kafka.security.protocol' = '{protocol}' is not supported: kafpy's client "
-        "speaks PLAINTEXT only",
+        "speaks PLAINTEXT and SSL, not SASL yet",
     ):
         parse(**{"security.protocol": protocol})
 
 
 @pytest.mark.parametrize("role", ["read", "write"])
-def test_ssl_and_sasl_settings_are_refused(role: str) -> None:
+def test_sasl_settings_are_refused(role: str) -> None:
     parse = read if role == "read" else write
     with pytest.raises(
-        OptionError, match=r"Option 'kafka.sasl.mechanism' is not supported: .*PLAINTEXT only"
+        OptionError, match=r"Option 'kafka.sasl.mechanism' is not supported: .*not SASL yet"
     ):
         parse(**{"sasl.mechanism": "PLAIN"})
     with pytest.raises(
         OptionError,
-        match=r"Options 'kafka.sasl.jaas.config', 'kafka.ssl.truststore.location' are not "
-        "supported: .*PLAINTEXT only",
+        match=r"Options 'kafka.sasl.jaas.config', 'kafka.sasl.mechanism' are not supported",
     ):
-        parse(**{"ssl.truststore.location": "/x", "sasl.jaas.config": "y", "security.protocol": "PLAINTEXT"})  # fmt: skip
+        parse(**{"sasl.mechanism": "PLAIN", "sasl.jaas.config": "y", "security.protocol": "SSL"})  # fmt: skip
+
+
+@pytest.mark.parametrize("role", ["read", "write"])
+def test_ssl_settings_pass_through_to_kafpys_client(
+    role: str, test_pki: TestPki, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger=LOGGER)
+    parse = read if role == "read" else write
+    ssl_opts = {"security.protocol": "SSL", "ssl.truststore.type": "PEM",
+                "ssl.truststore.location": str(test_pki.ca_certificate),
+                "ssl.endpoint.identification.algorithm": ""}  # fmt: skip
+    settings = parse(**ssl_opts).client
+    assert dict(settings.security) == ssl_opts
+    assert caplog.records == []
+    client = new_client(settings)
+    assert client.security is not None and client.security.ssl is not None
+    assert client.security.ssl.check_hostname is False
+    missing = parse(**{**ssl_opts, "ssl.truststore.location": "/nonexistent/ca.pem"}).client
+    with pytest.raises(
+        OptionError, match="ssl.truststore.location /nonexistent/ca.pem for the kafka"
+    ):
+        new_client(missing)
 
 
 def test_plaintext_and_used_settings_pass_without_warnings(

@@ -83,8 +83,9 @@ def test_write_errors(spark: Any, kafpy_module_broker: KafpyBroker) -> None:
         writer(spark.createDataFrame([(1,)], "value int"), boot, topic="t").save()
     with pytest.raises(Exception, match="Option 'kafka.value.serializer' is not supported"):
         writer(ok, boot, topic="t", **{"kafka.value.serializer": "x.StringSerializer"}).save()
-    with pytest.raises(Exception, match="'kafka.ssl.keystore.location' is not supported"):
-        writer(ok, boot, topic="t", **{"kafka.ssl.keystore.location": "/k.jks"}).save()
+    with pytest.raises(Exception, match="ssl.keystore.type=JKS for the kafka.security.protocol"):
+        ssl = {"kafka.security.protocol": "SSL", "kafka.ssl.keystore.location": "/k.jks"}
+        writer(ok, boot, topic="t", **ssl).save()
     topic = create_topic(boot, topic_name("wbad"), 2)
     bad_partition = spark.createDataFrame([("x", 5)], "value string, partition int")
     with pytest.raises(Exception, match=f"asks for partition 5 of topic '{topic}', which has 2"):

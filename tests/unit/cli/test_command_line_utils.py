@@ -16,6 +16,7 @@ from kafpy.cli.command_line_utils import (
     unescape,
 )
 from kafpy.client.client_security import SaslCredentials
+from kafpy.security.local_pki import TestPki
 
 
 def test_admin_client_configs_become_client_options() -> None:
@@ -61,7 +62,15 @@ def test_admin_client_configs_become_client_options() -> None:
         ),
         (
             {"sasl.jaas.config": "x", "ssl.keystore.location": "k"},
-            "sasl.jaas.config, ssl.keystore.location in f cannot be honoured",
+            "sasl.jaas.config in f cannot be honoured with security.protocol=PLAINTEXT",
+        ),
+        (
+            {
+                "security.protocol": "SSL",
+                "ssl.truststore.type": "PEM",
+                "ssl.truststore.location": "/nonexistent/ca.pem",
+            },
+            "ssl.truststore.location /nonexistent/ca.pem for f cannot be read",
         ),
         ({"security.providers": "p"}, "security.providers in f cannot be honoured"),
         (
@@ -94,6 +103,22 @@ def test_sasl_settings_become_the_clients_security() -> None:
          "sasl.username": "bob", "sasl.password": "pw"}, "f", print,
     )  # fmt: skip
     assert librdkafka_style["security"].sasl == SaslCredentials("PLAIN", "bob", "pw")
+
+
+def test_ssl_configs_become_the_client_security(test_pki: TestPki) -> None:
+    warnings: list[str] = []
+    config = {
+        "security.protocol": "SSL",
+        "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": str(test_pki.ca_certificate),
+        "ssl.endpoint.identification.algorithm": "",
+        "client.id": "ops",
+    }
+    options = admin_client_options(config, "admin.properties", warnings.append)
+    security = options.pop("security")
+    assert options == {"client_id": "ops"} and warnings == []
+    assert security.security_protocol == "SSL" and security.ssl is not None
+    assert security.ssl.check_hostname is False
 
 
 def test_load_command_config() -> None:

@@ -64,10 +64,15 @@ def test_json_file_errors(tmp_path: Path) -> None:
 
 def test_admin_config_keys_kafpy_cannot_honour_are_refused(tmp_path: Path) -> None:
     config = tmp_path / "admin.properties"
-    config.write_text("security.protocol=SSL\nrequest.timeout.ms=5000\n")
+    config.write_text("security.protocol=SASL_SSL\nrequest.timeout.ms=5000\n")
+    code, output = run(*B, "--admin.config", str(config), "--election-type", "preferred",
+                       "--all-topic-partitions")  # fmt: skip
+    assert code == 1
+    assert output.startswith(f"sasl.mechanism in {config} names SASL mechanism(s) GSSAPI")
+    config.write_text("ssl.keystore.location=/k.jks\nsocket.connection.setup.timeout.ms=1\n")
     code, output = run(*B, "--admin.config", str(config), "--election-type", "preferred",
                        "--all-topic-partitions")  # fmt: skip
     assert code == 1
     assert output.startswith(
-        f"kafpy's admin client does not support security.protocol (from {config});"
+        f"kafpy's admin client does not support socket.connection.setup.timeout.ms (from {config});"
     )

@@ -229,10 +229,10 @@ def test_command_config_refuses_security_it_cannot_honour(tmp_path: Path) -> Non
     result = runner.invoke(command, args)
     assert result.exit_code == 1
     assert result.stderr.startswith(f"SASL needs credentials in {config}: set sasl.jaas.config")
-    config.write_text("ssl.truststore.location=/etc/kafka/truststore.jks\n")
+    config.write_text("security.protocol=SSL\nssl.truststore.location=/etc/kafka/truststore.jks\n")
     result = runner.invoke(command, args)
     assert result.exit_code == 1
-    assert result.stderr.startswith(f"ssl.truststore.location in {config} cannot be honoured")
+    assert result.stderr.startswith(f"ssl.truststore.type=JKS for {config} cannot be read")
     result = runner.invoke(
         command, ["--list", "--zookeeper", "127.0.0.1:2181", "--command-config", str(config)]
     )

@@ -145,3 +145,47 @@ def test_passwords_are_logged_hidden() -> None:
     assert logged_value(key, None) == "null"
     plain = ConfigKey("x.name", ConfigType.STRING, None, None, Importance.HIGH, "")
     assert logged_value(plain, "visible") == "visible"
+
+
+def test_listener_ssl_overrides_win_key_by_key_and_are_known_keys() -> None:
+    cfg = KafkaConfig(
+        {
+            "broker.id": "0",
+            "listeners": "PLAINTEXT://:9092,SSL://:9093,INTERNAL://:9094",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SSL:SSL,INTERNAL:SSL",
+            "inter.broker.listener.name": "INTERNAL",
+            "ssl.keystore.type": "PEM",
+            "ssl.keystore.location": "/etc/kafpy/broker.pem",
+            "ssl.client.auth": "requested",
+            "listener.name.internal.ssl.client.auth": "required",
+            "listener.name.internal.ssl.keystore.location": "/etc/kafpy/internal.pem",
+        }
+    )
+    internal, external = cfg.ssl_values("INTERNAL"), cfg.ssl_values("SSL")
+    assert internal["ssl.client.auth"] == "required"
+    assert internal["ssl.keystore.location"] == "/etc/kafpy/internal.pem"
+    assert internal["ssl.keystore.type"] == "PEM"  # not overridden: the listener-less value
+    assert external["ssl.client.auth"] == "requested"
+    assert external["ssl.keystore.location"] == "/etc/kafpy/broker.pem"
+    assert cfg.ssl_values("SSL")["ssl.endpoint.identification.algorithm"] == "https"
+    assert cfg.unknown_keys() == []
+    assert cfg.inter_broker_listener_name == "INTERNAL"
+
+
+@pytest.mark.parametrize(
+    ("props", "message"),
+    [
+        ({"listener.name.ssl.ssl.client.auth": "maybe"}, "listener.name.ssl.ssl.client.auth"),
+        ({"ssl.principal.mapping.rules": "RULE:x"}, "Invalid rule `RULE:x`"),
+        ({"listeners": "SASL_SSL://:9093", "security.inter.broker.protocol": "SASL_SSL"},
+         r"sasl.enabled.mechanisms names SASL mechanism\(s\) GSSAPI, which kafpy does not support"),
+        ({"advertised.listeners": "PLAINTEXT://h:9092,OTHER://h:9094",
+          "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SSL:SSL,OTHER:SSL"},
+         "advertised.listeners listener names must be equal to or a subset"),
+        ({"listeners": "PLAINTEXT://0.0.0.0:9092"}, "nonroutable meta-address 0.0.0.0"),
+    ],
+)  # fmt: skip
+def test_bad_ssl_settings_fail_at_parse_time(props: dict[str, str], message: str) -> None:
+    base = {"broker.id": "0", "listeners": "PLAINTEXT://:9092,SSL://:9093"}
+    with pytest.raises(InvalidConfigurationError, match=message):
+        KafkaConfig({**base, **props})

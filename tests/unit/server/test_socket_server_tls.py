@@ -10,6 +10,7 @@ import ssl
 from collections.abc import Awaitable, Callable
 
 import pytest
+import uvloop
 
 from kafpy.security.kafka_principal import ANONYMOUS, KafkaPrincipal
 from kafpy.security.local_pki import PemIdentity, TestPki
@@ -23,8 +24,15 @@ LOGGER = "kafpy.network.SocketServer"
 Scenario = Callable[[SocketServer, EchoHandler], Awaitable[None]]
 
 
+@pytest.fixture(params=["asyncio", "uvloop"])
+def loop_name(request: pytest.FixtureRequest) -> str:
+    """Each test on asyncio's loop and on uvloop's (the broker's)."""
+    return str(request.param)
+
+
 def with_tls_server(
     pki: TestPki,
+    loop_name: str,
     scenario: Scenario,
     overrides: dict[str, str] | None = None,
     handshake_timeout_ms: int = 600000,
@@ -46,7 +54,7 @@ def with_tls_server(
         finally:
             await server.shutdown()
 
-    asyncio.run(main())
+    (uvloop.run if loop_name == "uvloop" else asyncio.run)(main())
 
 
 def client_context(pki: TestPki, identity: PemIdentity | None = None) -> ssl.SSLContext:
@@ -78,7 +86,9 @@ async def closed_by_server(reader: asyncio.StreamReader) -> bool:
         return True
 
 
-def test_requests_carry_the_protocol_and_the_certificate_principal(test_pki: TestPki) -> None:
+def test_requests_carry_the_protocol_and_the_certificate_principal(
+    test_pki: TestPki, loop_name: str
+) -> None:
     async def scenario(server: SocketServer, handler: EchoHandler) -> None:
         await round_trip(server, client_context(test_pki, test_pki.client), 1)
         await round_trip(server, client_context(test_pki), 2)  # requested: no certificate is fine
@@ -87,22 +97,25 @@ def test_requests_carry_the_protocol_and_the_certificate_principal(test_pki: Tes
         assert with_cert.principal == KafkaPrincipal("User", "CN=alice,OU=clients,O=kafpy")
         assert without.principal == ANONYMOUS
 
-    with_tls_server(test_pki, scenario, {"ssl.client.auth": "requested"})
+    with_tls_server(test_pki, loop_name, scenario, {"ssl.client.auth": "requested"})
 
 
-def test_principal_mapping_rules_apply(test_pki: TestPki) -> None:
+def test_principal_mapping_rules_apply(test_pki: TestPki, loop_name: str) -> None:
     async def scenario(server: SocketServer, handler: EchoHandler) -> None:
         await round_trip(server, client_context(test_pki, test_pki.client), 1)
         assert handler.requests[0].principal == KafkaPrincipal("User", "ALICE")
 
     rules = "RULE:^CN=([^,]*),.*$/$1/U"
     with_tls_server(
-        test_pki, scenario, {"ssl.client.auth": "required", "ssl.principal.mapping.rules": rules}
+        test_pki,
+        loop_name,
+        scenario,
+        {"ssl.client.auth": "required", "ssl.principal.mapping.rules": rules},
     )
 
 
 def test_no_matching_mapping_rule_refuses_the_client(
-    test_pki: TestPki, caplog: pytest.LogCaptureFixture
+    test_pki: TestPki, loop_name: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     async def scenario(server: SocketServer, handler: EchoHandler) -> None:
         reader, writer = await tls_connect(server, client_context(test_pki, test_pki.client))
@@ -114,6 +127,7 @@ def test_no_matching_mapping_rule_refuses_the_client(
         rules = "RULE:^CN=bob,.*$/bob/"
         with_tls_server(
             test_pki,
+            loop_name,
             scenario,
             {"ssl.client.auth": "required", "ssl.principal.mapping.rules": rules},
         )
@@ -122,7 +136,7 @@ def test_no_matching_mapping_rule_refuses_the_client(
 
 @pytest.mark.parametrize("identity", [None, "untrusted_client"])
 def test_client_auth_required_refuses_a_client_without_a_trusted_certificate(
-    test_pki: TestPki, identity: str | None, caplog: pytest.LogCaptureFixture
+    test_pki: TestPki, loop_name: str, identity: str | None, caplog: pytest.LogCaptureFixture
 ) -> None:
     async def scenario(server: SocketServer, handler: EchoHandler) -> None:
         ident = None if identity is None else getattr(test_pki, identity)
@@ -137,7 +151,7 @@ def test_client_auth_required_refuses_a_client_without_a_trusted_certificate(
         assert [r.header.correlation_id for r in handler.requests] == [2]
 
     with caplog.at_level(logging.INFO, logger=LOGGER):
-        with_tls_server(test_pki, scenario, {"ssl.client.auth": "required"})
+        with_tls_server(test_pki, loop_name, scenario, {"ssl.client.auth": "required"})
     assert "Failed authentication with /127.0.0.1 (SSL handshake failed" in caplog.text
 
 
@@ -147,7 +161,7 @@ def test_client_auth_required_refuses_a_client_without_a_trusted_certificate(
     ids=["garbage-handshake", "not-tls", "plaintext-kafka-request"],
 )
 def test_bad_handshakes_close_only_their_connection(
-    test_pki: TestPki, data: bytes | None, caplog: pytest.LogCaptureFixture
+    test_pki: TestPki, loop_name: str, data: bytes | None, caplog: pytest.LogCaptureFixture
 ) -> None:
     async def scenario(server: SocketServer, handler: EchoHandler) -> None:
         good_reader, good_writer = await tls_connect(server, client_context(test_pki))
@@ -160,12 +174,12 @@ def test_bad_handshakes_close_only_their_connection(
         good_writer.close()
 
     with caplog.at_level(logging.INFO, logger=LOGGER):
-        with_tls_server(test_pki, scenario)
+        with_tls_server(test_pki, loop_name, scenario)
     assert "Failed authentication with /127.0.0.1 (SSL handshake failed" in caplog.text
 
 
 def test_a_stalled_handshake_is_closed_after_the_idle_timeout(
-    test_pki: TestPki, caplog: pytest.LogCaptureFixture
+    test_pki: TestPki, loop_name: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     async def scenario(server: SocketServer, handler: EchoHandler) -> None:
         reader, writer = await asyncio.open_connection("127.0.0.1", server.bound_port("SSL"))
@@ -175,5 +189,5 @@ def test_a_stalled_handshake_is_closed_after_the_idle_timeout(
         writer.close()
 
     with caplog.at_level(logging.INFO, logger=LOGGER):
-        with_tls_server(test_pki, scenario, handshake_timeout_ms=300)
+        with_tls_server(test_pki, loop_name, scenario, handshake_timeout_ms=300)
     assert "SSL handshake failed" in caplog.text

@@ -1,0 +1,121 @@
+"""TLS cost on one `kafpy server`: confluent-kafka produce and consume over PLAINTEXT vs SSL.
+
+    python bench/tls_bench.py [--records 200000] [--size 1024] [--rounds 3]
+
+Starts a broker with a PLAINTEXT and an SSL listener (certificates from
+kafpy.security.local_pki in a temporary directory), then for each listener produces N
+records of --size bytes with confluent-kafka (acks=1, linger.ms=5, batch.size 1 MiB) and
+consumes them back from offset 0. The protocols take turns for --rounds rounds (the
+machine may be shared: the best round of each counts), then it prints records/s and MB/s
+and SSL as a share of PLAINTEXT (goal: at least 50 %).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bench_support import free_port, wait_port  # noqa: E402
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+
+from kafpy.security.local_pki import make_test_pki
+
+
+def produce(conf: dict[str, str], topic: str, n: int, value: bytes) -> float:
+    p = Producer({**conf, "acks": "1", "linger.ms": 5, "batch.size": 1 << 20,
+                  "queue.buffering.max.messages": 2_000_000,
+                  "queue.buffering.max.kbytes": 2_000_000})  # fmt: skip
+    start = time.perf_counter()
+    for _ in range(n):
+        while True:
+            try:
+                p.produce(topic, value)
+                break
+            except BufferError:
+                p.poll(0.001)
+    if p.flush(300) != 0:
+        raise SystemExit("produce did not finish")
+    return time.perf_counter() - start
+
+
+def consume(conf: dict[str, str], topic: str, n: int) -> float:
+    c = Consumer({**conf, "group.id": "bench", "enable.auto.commit": False,
+                  "fetch.max.bytes": 50 << 20, "max.partition.fetch.bytes": 10 << 20,
+                  "queued.min.messages": 2_000_000, "queued.max.messages.kbytes": (2 << 20) - 1,
+                  "fetch.queue.backoff.ms": 10})  # fmt: skip
+    c.assign([TopicPartition(topic, 0, 0)])
+    got = 0
+    start = time.perf_counter()
+    while got < n:
+        for m in c.consume(min(10000, n - got), 1.0):
+            if m.error() and m.error().code() != KafkaError._PARTITION_EOF:
+                raise SystemExit(str(m.error()))
+            if not m.error():
+                got += 1
+    elapsed = time.perf_counter() - start
+    c.close()
+    return elapsed
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--records", type=int, default=200_000)
+    ap.add_argument("--size", type=int, default=1024)
+    ap.add_argument("--rounds", type=int, default=3)
+    args = ap.parse_args()
+    workdir = Path(tempfile.mkdtemp(prefix="kafpy-tls-bench-"))
+    pki = make_test_pki(workdir / "pki")
+    plain, tls = free_port(), free_port()
+    overrides = {
+        "listeners": f"PLAINTEXT://127.0.0.1:{plain},SSL://127.0.0.1:{tls}",
+        "log.dirs": str(workdir / "data"),
+        "ssl.keystore.type": "PEM",
+        "ssl.keystore.location": str(pki.broker.keystore),
+    }
+    cmd = [sys.executable, "-m", "kafpy", "server"]
+    for key, value in overrides.items():
+        cmd += ["--override", f"{key}={value}"]
+    with open(workdir / "broker.log", "wb") as log:
+        broker = subprocess.Popen(
+            cmd, stdout=subprocess.DEVNULL, stderr=log, env={**os.environ, "PYTHONUNBUFFERED": "1"}
+        )
+    try:
+        wait_port(plain)
+        wait_port(tls)
+        protocols = {
+            "PLAINTEXT": {"bootstrap.servers": f"127.0.0.1:{plain}"},
+            "SSL": {"bootstrap.servers": f"127.0.0.1:{tls}", "security.protocol": "SSL",
+                    "ssl.ca.location": str(pki.ca_certificate)},
+        }  # fmt: skip
+        n, size = args.records, args.size
+        value = os.urandom(size // 2).hex().encode()[:size]
+        results = {name: (0.0, 0.0) for name in protocols}
+        for name, conf in protocols.items():
+            produce(conf, f"bench-{name.lower()}-0", 1000, value)  # connect and warm up
+        for round_ in range(args.rounds):
+            for name, conf in protocols.items():
+                topic = f"bench-{name.lower()}-{round_ + 1}"
+                tp = produce(conf, topic, n, value)
+                tc = consume(conf, topic, n)
+                best_p, best_c = results[name]
+                results[name] = (max(best_p, n / tp), max(best_c, n / tc))
+        for name, (rp, rc) in results.items():
+            mb = size / 1e6
+            print(f"{name:<9} {size:>5} B  produce {rp:>10,.0f} rec/s {rp * mb:>7.1f} MB/s   "
+                  f"consume {rc:>10,.0f} rec/s {rc * mb:>7.1f} MB/s  (best of {args.rounds})")  # fmt: skip
+        (pp, pc), (sp, sc) = results["PLAINTEXT"], results["SSL"]
+        print(f"SSL/PLAINTEXT  produce {sp / pp:.0%}  consume {sc / pc:.0%}  (goal: at least 50 %)")
+    finally:
+        broker.terminate()
+        broker.wait(60)
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
