@@ -4,6 +4,7 @@ TLS (the test PKI's CA and broker certificate), and a wrong password is refused.
 from __future__ import annotations
 
 import asyncio
+import shutil
 import ssl
 import subprocess
 import sys
@@ -119,3 +120,27 @@ def test_kafka_python_and_aiokafka(
             await p.stop()
 
     asyncio.run(aio())
+
+
+KCAT = shutil.which("kcat") or shutil.which("kafkacat")
+
+
+@pytest.mark.skipif(KCAT is None, reason="kcat is not installed (apt-get install kcat)")
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+def test_kcat(sasl_ssl_broker: tuple[KafpyBroker, str], test_pki: TestPki, mechanism: str) -> None:
+    _, bootstrap = sasl_ssl_broker
+    topic = topic_name("kcat-ssl")
+    base = [
+        str(KCAT), "-b", bootstrap, "-X", "security.protocol=SASL_SSL",
+        "-X", f"ssl.ca.location={test_pki.ca_certificate}", "-X", f"sasl.mechanisms={mechanism}",
+        "-X", "sasl.username=alice", "-X", "sasl.password=alice-secret",
+    ]  # fmt: skip
+    produced = subprocess.run(
+        [*base, "-P", "-t", topic], input="a\nb\n", capture_output=True, text=True, timeout=60
+    )
+    assert produced.returncode == 0, produced.stderr
+    consumed = subprocess.run(
+        [*base, "-C", "-t", topic, "-e", "-o", "beginning", "-f", "%s\n"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert consumed.stdout.splitlines() == ["a", "b"], consumed.stderr
