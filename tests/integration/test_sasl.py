@@ -478,3 +478,26 @@ def test_kcat(sasl_module_broker: SaslBroker, mechanism: str) -> None:
     refused = kcat("wrong", "-L", "-m", "5")
     assert refused.returncode != 0
     assert "Authentication failed" in refused.stderr
+
+
+def test_console_tools_with_client_config(sasl_module_broker: SaslBroker, tmp_path: Any) -> None:
+    config = tmp_path / "client.properties"
+    config.write_text(
+        "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
+        "sasl.username=alice\nsasl.password=alice-secret\n"
+    )
+    topic = topic_name("console-sasl")
+    bootstrap = sasl_module_broker.sasl_bootstrap
+    produced = subprocess.run(
+        [sys.executable, "-m", "kafpy", "console-producer", "--bootstrap-server", bootstrap,
+         "--topic", topic, "--producer.config", str(config)],
+        input="one\ntwo\n", capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert produced.returncode == 0, produced.stderr
+    consumed = subprocess.run(
+        [sys.executable, "-m", "kafpy", "console-consumer", "--bootstrap-server", bootstrap,
+         "--topic", topic, "--from-beginning", "--max-messages", "2",
+         "--consumer.config", str(config)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert consumed.stdout.splitlines()[:2] == ["one", "two"], consumed.stderr
