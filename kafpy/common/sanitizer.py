@@ -9,7 +9,8 @@ from urllib.parse import quote, unquote
 
 def sanitize(name: str) -> str:
     """The node name of a user or client id."""
-    return quote(name, safe="-_.*~").replace("*", "%2A")
+    # Python's quote keeps "~" (RFC 3986) where Java's URLEncoder encodes it
+    return quote(name, safe="-_.*").replace("~", "%7E").replace("*", "%2A")
 
 
 def desanitize(name: str) -> str:

@@ -70,9 +70,27 @@ def listener_sasl_configs(
                 )
             plain_users = plain_users_of(parse_jaas_config(jaas[1], key=jaas[0]))
         out[name] = SaslListenerConfig(
-            name, mechanisms, plain_users, credential_cache, config.connections_max_reauth_ms
+            name, mechanisms, plain_users, credential_cache, _max_reauth_ms(config, name)
         )
     return out
+
+
+def _max_reauth_ms(config: KafkaConfig, listener_name: str) -> int:
+    """`listener.name.<listener>.connections.max.reauth.ms`, else `connections.max.reauth.ms`."""
+    key = f"{listener_config_prefix(listener_name)}connections.max.reauth.ms"
+    raw = config.originals.get(key)
+    if raw is None:
+        return config.connections_max_reauth_ms
+    try:
+        value = int(str(raw).strip())
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise InvalidConfigurationError(
+            f"Invalid value {raw} for configuration {key}: it must be a number of "
+            "milliseconds, at least 0 (0 disables re-authentication)"
+        )
+    return value
 
 
 def inter_broker_sasl_credentials(config: KafkaConfig) -> SaslCredentials | None:

@@ -28,5 +28,5 @@ def test_a_malformed_credential_is_ignored() -> None:
 
 def test_sanitizer_is_kafkas() -> None:
     assert sanitize("alice") == "alice"
-    assert sanitize("a b*c@d") == "a%20b%2Ac%40d"
+    assert sanitize("a b*c@d~e") == "a%20b%2Ac%40d%7Ee"
     assert desanitize("a%20b%2Ac%40d") == "a b*c@d"
