@@ -179,6 +179,7 @@ class KafkaServer:
             ssl_factories=ssl_factories,
             ssl_handshake_timeout_ms=cfg.connections_max_idle_ms,
             sasl_configs=sasl_configs,
+            sasl_authentication_timeout_ms=cfg.connections_max_idle_ms,
         )  # fmt: skip
         await self.socket_server.bind()
         self.replica_manager = ReplicaManager(

@@ -86,6 +86,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.principal: KafkaPrincipal = ANONYMOUS
         sasl = server.sasl_configs.get(listener_name)
         self.authenticator = SaslServerAuthenticator(sasl) if sasl is not None else None
+        self._authentication_deadline: asyncio.TimerHandle | None = None
 
     # -- connection events --------------------------------------------------------------------
 
@@ -102,6 +103,13 @@ class KafkaConnection(asyncio.BufferedProtocol):
             f"{local[0]}:{local[1]}-{peer[0]}:{peer[1]}-{next(self.server._connection_counter)}"
         )
         self.server._connections.add(self)
+        timeout_ms = self.server.sasl_authentication_timeout_ms
+        if self.authenticator is not None and timeout_ms > 0:
+            # a client that never authenticates does not hold its connection (Kafka's idle
+            # reaper closes it after connections.max.idle.ms)
+            self._authentication_deadline = asyncio.get_running_loop().call_later(
+                timeout_ms / 1000, self._authentication_expired
+            )
         self._tls = self.server.ssl_factories.get(self.listener_name)
         if self._tls is None:
             self._processor = asyncio.get_running_loop().create_task(self._process())
@@ -163,7 +171,16 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.server._connections.discard(self)
         self.server.log.info("Failed authentication with /%s (%s)", self.client_address[0], reason)
 
+    def _authentication_expired(self) -> None:
+        if not self._closed and self.authenticator is not None and not self.authenticator.complete:
+            self.close(
+                "SASL authentication did not complete within connections.max.idle.ms "
+                f"({self.server.sasl_authentication_timeout_ms} ms)"
+            )
+
     def connection_lost(self, exc: Exception | None) -> None:
+        if self._authentication_deadline is not None:
+            self._authentication_deadline.cancel()
         self._closed = True
         self.server._connections.discard(self)
         self._frames.clear()
@@ -410,6 +427,8 @@ class SocketServer:
     that speak TLS. ssl_handshake_timeout_ms: how long a client may take over the handshake
     (the broker passes connections.max.idle.ms). sasl_configs: listener name -> what its
     SASL authenticator offers, for the SASL_PLAINTEXT and SASL_SSL listeners.
+    sasl_authentication_timeout_ms: how long a SASL connection may take to authenticate
+    before it is closed (the broker passes connections.max.idle.ms; <= 0: no limit).
     """
 
     def __init__(
@@ -424,12 +443,14 @@ class SocketServer:
         ssl_factories: Mapping[str, SslFactory] | None = None,
         ssl_handshake_timeout_ms: int = 600000,
         sasl_configs: Mapping[str, SaslListenerConfig] | None = None,
+        sasl_authentication_timeout_ms: int = 600000,
     ) -> None:
         self.listeners = list(listeners)
         self.security_protocols = dict(security_protocols or {})
         self.ssl_factories = dict(ssl_factories or {})
         self.ssl_handshake_timeout_ms = ssl_handshake_timeout_ms
         self.sasl_configs = dict(sasl_configs or {})
+        self.sasl_authentication_timeout_ms = sasl_authentication_timeout_ms
         self.handler: RequestHandler = handler  # type: ignore[assignment]
         self.max_request_size = max_request_size
         self.time = time

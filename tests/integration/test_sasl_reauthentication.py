@@ -1,7 +1,8 @@
-"""Re-authentication (KIP-368) on a broker with connections.max.reauth.ms: SaslAuthenticate
-v1+ tells the session lifetime, confluent-kafka (which re-authenticates) keeps producing
-past several lifetimes, and a connection that does not re-authenticate is closed at its
-next request after the session ended."""
+"""SASL sessions in time: re-authentication (KIP-368) on a broker with
+connections.max.reauth.ms (SaslAuthenticate v1+ tells the session lifetime, confluent-kafka
+re-authenticates and keeps producing past several lifetimes, a connection that does not is
+closed at its next request after the session ended), and a client that never finishes
+authenticating is closed after connections.max.idle.ms."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from tests.fixtures.broker import KafpyBroker, free_port
 from tests.fixtures.sasl import SaslBroker, sasl_broker_overrides
 
 REAUTH_MS = 1500
+IDLE_MS = 1500
 
 
 @pytest.fixture(scope="module")
@@ -28,7 +30,11 @@ def reauth_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SaslBrok
     broker = KafpyBroker(tmp_path_factory.mktemp("reauth-broker"))
     port = free_port()
     broker.overrides.update(
-        {**sasl_broker_overrides(broker, port), "connections.max.reauth.ms": str(REAUTH_MS)}
+        {
+            **sasl_broker_overrides(broker, port),
+            "connections.max.reauth.ms": str(REAUTH_MS),
+            "connections.max.idle.ms": str(IDLE_MS),
+        }
     )
     broker.start()
     try:
@@ -82,3 +88,20 @@ def test_confluent_kafka_reauthenticates(reauth_broker: SaslBroker) -> None:
     assert producer.flush(10) == 0
     assert errors == []
     assert _expired(reauth_broker) == expired_before
+
+
+@pytest.mark.parametrize("handshake", [False, True])
+def test_a_client_that_never_authenticates_is_closed(
+    reauth_broker: SaslBroker, handshake: bool
+) -> None:
+    with socket.create_connection(("127.0.0.1", reauth_broker.sasl_port), timeout=10) as sock:
+        if handshake:
+            assert _call(sock, ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"})["error_code"] == 0
+        sock.settimeout(IDLE_MS / 1000 + 10)
+        try:
+            assert sock.recv(1) == b""  # closed by the broker, not by our timeout
+        except ConnectionResetError:
+            pass
+    assert "SASL authentication did not complete within connections.max.idle.ms" in (
+        reauth_broker.broker.log_path.read_text(errors="replace")
+    )

@@ -20,7 +20,7 @@ from kafpy.security.local_pki import TestPki
 from tests.fixtures.broker import KafpyBroker, free_port
 from tests.fixtures.sasl import PLAIN_JAAS
 from tests.fixtures.tls import broker_ssl_overrides
-from tests.integration.test_sasl import topic_name
+from tests.integration.test_sasl import first_client_error, topic_name
 
 
 @pytest.fixture(scope="module")
@@ -81,17 +81,8 @@ def test_wrong_password_refused(
     sasl_ssl_broker: tuple[KafpyBroker, str], test_pki: TestPki, mechanism: str
 ) -> None:
     _, bootstrap = sasl_ssl_broker
-    errors: list[str] = []
-    props = _confluent(bootstrap, test_pki, mechanism, "wrong")
-    producer = Producer({**props, "error_cb": lambda e: errors.append(e.str())})
-    # librdkafka reconnects at once; some of its TLS handshakes can meet the socket server's
-    # TLS start-up race (reported to wp-c), so look at every error it reports, not the first
-    for _ in range(100):
-        producer.poll(0.1)
-        if any("Authentication failed" in e for e in errors):
-            break
-    producer.flush(0)
-    assert any("Authentication failed" in e for e in errors), errors
+    error = first_client_error(_confluent(bootstrap, test_pki, mechanism, "wrong"))
+    assert "Authentication failed" in error
 
 
 @pytest.mark.parametrize("mechanism", MECHANISMS)
