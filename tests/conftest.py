@@ -8,4 +8,5 @@ pytest_plugins = [
     "tests.fixtures.processes",
     "tests.fixtures.console",
     "tests.fixtures.tls",
+    "tests.fixtures.sasl",
 ]

@@ -34,6 +34,7 @@ from kafpy.common.errors import (
 from kafpy.metadata.errors import NodeExistsError
 from kafpy.metadata.kafka_zk_client import KafkaZkClient
 from kafpy.metadata.zk_data import ConfigEntityName, ConfigType, TopicZNode
+from kafpy.security.scram import ScramMechanism
 from kafpy.storage.log_config import validate_topic_config
 
 log = logging.getLogger(__name__)
@@ -266,7 +267,9 @@ class AdminZkClient:
     ) -> None:
         """Write the quotas of a client id or user (`users/<u>/clients/<c>` for both) and
         notify the brokers (Kafka's changeClientIdConfig / changeUserOrUserClientIdConfig)."""
-        unknown = sorted(k for k in configs if k not in QUOTA_CONFIG_NAMES)
+        # a user's node holds its SCRAM credentials beside its quotas
+        credentials = ScramMechanism.names() if entity_type == ConfigType.USER else ()
+        unknown = sorted(k for k in configs if k not in QUOTA_CONFIG_NAMES and k not in credentials)
         if unknown:
             raise AdminOperationError(
                 f"Unknown {entity_type} config(s) {', '.join(unknown)}: kafpy knows the quotas "

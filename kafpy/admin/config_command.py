@@ -2,11 +2,14 @@
 
 After Kafka 2.8's `kafka.admin.ConfigCommand`, with its two backends:
 
-- `--zookeeper`: the `topics` entity type, on the metadata store. An alter rewrites
+- `--zookeeper`: the `topics` and `users` entity types, on the metadata store (users hold
+  SCRAM credentials: `SCRAM-SHA-256=[iterations=8192,password=...]` is salted and stored
+  as Kafka stores it). An alter rewrites
   /config/topics/<t> with the final set of overrides and records a change notification
   under /config/changes, which the brokers apply.
 - `--bootstrap-server`: `topics` and `brokers` (a broker id, or `--entity-default` for the
-  cluster-wide defaults) through DescribeConfigs and IncrementalAlterConfigs; the brokers
+  cluster-wide defaults) through DescribeConfigs and IncrementalAlterConfigs, and `users`
+  through Describe/AlterUserScramCredentials; the brokers
   validate, store and apply the change. Output lines as kafka-configs.sh 2.8 prints them.
 """
 
@@ -14,19 +17,32 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from kafpy.admin.admin_zk_client import AdminZkClient
+from kafpy.admin.scram_credentials import (
+    credential_from_config_command,
+    user_configs,
+    write_user_configs,
+)
 from kafpy.client.admin_client import (
     AdminClient,
     ConfigEntry,
     ConfigResource,
 )
-from kafpy.common.client_quota_config import CLIENT_ID_ENTITY_TYPE, USER_ENTITY_TYPE
+from kafpy.common.client_quota_config import (
+    CLIENT_ID_ENTITY_TYPE,
+    QUOTA_CONFIG_NAMES,
+    USER_ENTITY_TYPE,
+    desanitize,
+    sanitize,
+    validate_quota_configs,
+)
 from kafpy.common.errors import InvalidConfigurationError
 from kafpy.metadata.kafka_zk_client import KafkaZkClient
 from kafpy.metadata.zk_data import ConfigEntityName, ConfigType
 from kafpy.protocol.config_resource import ConfigResourceType, ConfigSource
+from kafpy.security.scram import MIN_ITERATIONS, ScramMechanism
 
 Out = Callable[[str], None]
 
@@ -168,8 +184,69 @@ def parse_configs_to_be_deleted(delete_config: Sequence[str]) -> list[str]:
     return names
 
 
+def _check_user_configs(names: Sequence[str], *, credentials: bool = True) -> None:
+    """A user holds SCRAM credentials and client quotas; a user's client id quotas only."""
+    known = [*QUOTA_CONFIG_NAMES, *(ScramMechanism.names() if credentials else ())]
+    others = [n for n in names if n not in known]
+    if others:
+        raise InvalidConfigurationError(
+            f"Invalid user config(s): {','.join(others)}; kafpy stores "
+            + (
+                f"SCRAM credentials for users ({', '.join(ScramMechanism.names())}), as "
+                "SCRAM-SHA-256=[iterations=8192,password=<password>], and "
+                if credentials
+                else ""
+            )
+            + f"the quotas {', '.join(QUOTA_CONFIG_NAMES)}"
+        )
+
+
+def _split_user_configs(names: Sequence[str]) -> tuple[list[str], list[str]]:
+    """(SCRAM mechanism names, quota names) of a user's config names."""
+    scram = [n for n in names if n in ScramMechanism.names()]
+    return scram, [n for n in names if n not in scram]
+
+
+async def alter_user_config(zk: KafkaZkClient, opts: ConfigCommandOptions, out: Out) -> None:
+    """Kafka's SCRAM preprocessing for users: each mechanism's [iterations=,password=]
+    becomes a salted credential; then the user's node and a change notification."""
+    assert opts.entity_name is not None
+    to_add = parse_configs_to_be_added(opts.add_config)
+    to_delete = parse_configs_to_be_deleted(opts.delete_config)
+    user, sep, client = opts.entity_name.partition("/clients/")
+    _check_user_configs([*to_add, *to_delete], credentials=not sep)
+    if sep:  # a user's client id: quotas only, at users/<user>/clients/<client-id>
+        node = f"{sanitize(user)}/clients/{sanitize(client)}"
+        configs = await zk.get_entity_configs(ConfigType.USER, node)
+    else:
+        configs = await user_configs(zk, opts.entity_name)
+    missing = [name for name in to_delete if name not in configs]
+    if missing:
+        raise InvalidConfigurationError(f"Invalid config(s): {','.join(missing)}")
+    for name, value in to_add.items():
+        if name in QUOTA_CONFIG_NAMES:
+            configs[name] = value
+        else:
+            configs[name] = credential_from_config_command(name, value)
+    for name in to_delete:
+        configs.pop(name, None)
+    try:
+        validate_quota_configs(configs)
+    except ValueError as e:
+        raise InvalidConfigurationError(str(e)) from None
+    if sep:
+        await AdminZkClient(zk).change_quota_config(ConfigType.USER, node, configs)
+    else:
+        await write_user_configs(zk, opts.entity_name, configs)
+    entity = entity_description(ConfigType.USER, opts.entity_name)
+    out(f"Completed Updating config for entity: {entity}.")
+
+
 async def alter_config(zk: KafkaZkClient, opts: ConfigCommandOptions, out: Out) -> None:
     assert opts.entity_type is not None and opts.entity_name is not None
+    if opts.entity_type == ConfigType.USER:
+        await alter_user_config(zk, opts, out)
+        return
     to_add = parse_configs_to_be_added(opts.add_config)
     to_delete = parse_configs_to_be_deleted(opts.delete_config)
     admin = AdminZkClient(zk)
@@ -191,8 +268,11 @@ async def describe_config(zk: KafkaZkClient, opts: ConfigCommandOptions, out: Ou
         names = [opts.entity_name]
     else:
         names = sorted(await zk.get_all_entities_with_config(opts.entity_type))
+        if opts.entity_type == ConfigType.USER:
+            names = [desanitize(n) for n in names]
     for name in names:
-        configs = await zk.get_entity_configs(opts.entity_type, name)
+        node = sanitize(name) if opts.entity_type == ConfigType.USER else name
+        configs = await zk.get_entity_configs(opts.entity_type, node)
         text = ",".join(f"{k}={v}" for k, v in configs.items())
         out(f"Configs for {entity_description(opts.entity_type, name)} are {text}")
 
@@ -247,6 +327,9 @@ async def describe_config_via_admin(
     `  key=value sensitive=false synonyms={SOURCE:key=value, ...}` per config."""
     assert opts.entity_type is not None
     entity_type = opts.entity_type
+    if entity_type == ConfigType.USER:
+        await describe_user_config_via_admin(admin, opts, out)
+        return
     if opts.entity_default:
         entities = [BROKER_DEFAULT_ENTITY_NAME]
     elif opts.entity_name:
@@ -273,6 +356,9 @@ async def alter_config_via_admin(admin: AdminClient, opts: ConfigCommandOptions,
     IncrementalAlterConfigs of SETs and DELETEs."""
     assert opts.entity_type is not None
     entity_type = opts.entity_type
+    if entity_type == ConfigType.USER:
+        await alter_user_config_via_admin(admin, opts, out)
+        return
     entity = BROKER_DEFAULT_ENTITY_NAME if opts.entity_default else str(opts.entity_name)
     to_add = parse_configs_to_be_added(opts.add_config)
     to_delete = parse_configs_to_be_deleted(opts.delete_config)
@@ -287,12 +373,55 @@ async def alter_config_via_admin(admin: AdminClient, opts: ConfigCommandOptions,
         out(f"Completed updating default config for {entity_type} in the cluster.")
 
 
+async def describe_user_config_via_admin(
+    admin: AdminClient, opts: ConfigCommandOptions, out: Out
+) -> None:
+    """DescribeUserScramCredentials: one line per user with its mechanisms and iterations."""
+    users = [opts.entity_name] if opts.entity_name else None
+    for user, infos in (await admin.describe_user_scram_credentials(users)).items():
+        text = ", ".join(f"{m}=iterations={i}" for m, i in infos)
+        out(f"SCRAM credential configs for {entity_description(ConfigType.USER, user)} are {text}")
+
+
+async def alter_user_config_via_admin(
+    admin: AdminClient, opts: ConfigCommandOptions, out: Out
+) -> None:
+    """AlterUserScramCredentials: the password is salted and hashed by the client."""
+    user = str(opts.entity_name)
+    to_add = parse_configs_to_be_added(opts.add_config)
+    to_delete = parse_configs_to_be_deleted(opts.delete_config)
+    _check_user_configs([*to_add, *to_delete])
+    upsertions = []
+    for mechanism, value in to_add.items():
+        options = dict(
+            (k.strip(), v.strip()) for k, _, v in (p.partition("=") for p in value.split(","))
+        )
+        if not options.get("password"):
+            raise InvalidConfigurationError(
+                f"Invalid credential property {mechanism}: password is required, as "
+                f"{mechanism}=[iterations=8192,password=<password>]"
+            )
+        iterations = options.get("iterations", str(MIN_ITERATIONS))
+        if not iterations.isdigit():
+            raise InvalidConfigurationError(
+                f"Invalid credential property {mechanism}: iterations={iterations} is not a number"
+            )
+        upsertions.append((user, mechanism, int(iterations), options["password"]))
+    await admin.alter_user_scram_credentials(upsertions, [(user, m) for m in to_delete])
+    out(f"Completed updating config for user {user}.")
+
+
 async def run_config_command_via_admin(
     admin: AdminClient, opts: ConfigCommandOptions, out: Out
 ) -> None:
     """Run the action of `opts` over --bootstrap-server (check_args() first)."""
-    if opts.entity_type in (ConfigType.CLIENT, ConfigType.USER):
+    if opts.entity_type == ConfigType.CLIENT or (
+        opts.entity_type == ConfigType.USER and "/clients/" in (opts.entity_name or "")
+    ):
         await run_quota_command_via_admin(admin, opts, out)
+        return
+    if opts.entity_type == ConfigType.USER:
+        await run_user_command_via_admin(admin, opts, out)
         return
     if opts.action == "alter":
         await alter_config_via_admin(admin, opts, out)
@@ -328,6 +457,37 @@ def _quota_entity_description(entity: Mapping[str, str | None]) -> str:
             value = entity[kind]
             parts.append(f"the default {label}" if value is None else f"{label} '{value}'")
     return ", ".join(parts)
+
+
+async def run_user_command_via_admin(
+    admin: AdminClient, opts: ConfigCommandOptions, out: Out
+) -> None:
+    """A user over --bootstrap-server, as Kafka 2.8's ConfigCommand: its quota configs
+    through the client quota APIs, its SCRAM credentials through the SCRAM APIs."""
+    if opts.action == "describe":
+        await run_quota_command_via_admin(admin, opts, out)
+        await describe_user_config_via_admin(admin, opts, out)
+        return
+    to_add = parse_configs_to_be_added(opts.add_config)
+    to_delete = parse_configs_to_be_deleted(opts.delete_config)
+    _check_user_configs([*to_add, *to_delete])
+    scram_add, quota_add = _split_user_configs(list(to_add))
+    scram_delete, quota_delete = _split_user_configs(to_delete)
+    if quota_add or quota_delete:
+        quota_opts = replace(
+            opts,
+            add_config=",".join(f"{k}={to_add[k]}" for k in quota_add) or None,
+            delete_config=quota_delete,
+        )
+        await run_quota_command_via_admin(admin, quota_opts, lambda _line: None)
+    if scram_add or scram_delete:
+        scram_opts = replace(
+            opts,
+            add_config=",".join(f"{k}=[{to_add[k]}]" for k in scram_add) or None,
+            delete_config=scram_delete,
+        )
+        await alter_user_config_via_admin(admin, scram_opts, lambda _line: None)
+    out(f"Completed updating config for user {opts.entity_name}.")
 
 
 async def run_quota_command_via_admin(

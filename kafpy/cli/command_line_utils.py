@@ -173,21 +173,27 @@ def admin_client_options(
     config: Mapping[str, str], source: str, warn: Callable[[str], None]
 ) -> dict[str, Any]:
     """The KafkaClient keyword arguments for the admin client configs of a --command-config
-    file (`source` names it in messages): `security.protocol` PLAINTEXT or SSL with Kafka's
-    `ssl.*` client keys. SASL settings are refused: kafpy's client must not connect without
-    the authentication asked for. A config kafpy does not use is reported through `warn`."""
+    file (`source` names it in messages): `security.protocol` with Kafka's `ssl.*` and
+    `sasl.*` client keys becomes the client's ClientSecurity; what kafpy's client cannot
+    honour or read is refused, never connected without. A config kafpy does not use is
+    reported through `warn`."""
     security = client_security(config, source)
     refused = sorted(
         k
         for k in config
-        if k.startswith(_UNSUPPORTED_SECURITY_PREFIXES) and k != "security.protocol"
+        if k.startswith(_UNSUPPORTED_SECURITY_PREFIXES)
+        and k != "security.protocol"
+        and not (security.sasl is not None and k.startswith("sasl."))
     )
     if refused:
         raise OneLineError(
-            f"{', '.join(refused)} in {source} cannot be honoured: kafpy's client has no SASL "
-            "yet. Remove these settings and use a PLAINTEXT or SSL listener."
+            f"{', '.join(refused)} in {source} cannot be honoured with "
+            f"security.protocol={security.security_protocol}: kafpy's client reads sasl.* keys "
+            "only with SASL_PLAINTEXT or SASL_SSL. Set security.protocol or remove these settings."
         )
-    options: dict[str, Any] = {"security": security} if security.uses_tls else {}
+    options: dict[str, Any] = (
+        {"security": security} if security.security_protocol != "PLAINTEXT" else {}
+    )
     for key, value in config.items():
         if key in SSL_CONFIG_DEF and security.uses_tls:
             continue
@@ -208,7 +214,9 @@ def admin_client_options(
                     f"Invalid value {value} for configuration {key} in {source}: "
                     "the value must be at least 0"
                 )
-        elif key not in _IGNORED_ADMIN_CLIENT_CONFIGS and key != "security.protocol":
+        elif key not in _IGNORED_ADMIN_CLIENT_CONFIGS and not (
+            key == "security.protocol" or (security.sasl is not None and key.startswith("sasl."))
+        ):
             warn(
                 f"WARNING: The configuration '{key}' in {source} isn't used by kafpy's admin client."
             )

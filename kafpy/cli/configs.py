@@ -49,7 +49,7 @@ from kafpy.metadata.kafka_zk_client import KafkaZkClient
 @click.option(
     "--command-config",
     metavar="FILE",
-    help="A properties file of admin client configs (e.g. security.protocol=SSL, ssl.*), "
+    help="A properties file of admin client configs (e.g. security.protocol, ssl.*, sasl.mechanism, sasl.jaas.config), "
     "used with --bootstrap-server.",
 )
 @click.option("--alter", is_flag=True, help="Alter the configuration for the entity.")
@@ -59,8 +59,9 @@ from kafpy.metadata.kafka_zk_client import KafkaZkClient
     "entity_types",
     multiple=True,
     metavar="TYPE",
-    help="Type of entity: 'topics', 'clients' or 'users' (quotas), or 'brokers' with "
-    "--bootstrap-server. Give it twice, users then clients, for a user's client id.",
+    help="Type of entity: 'topics', 'clients' (quotas), 'users' (quotas and SCRAM "
+    "credentials), or 'brokers' with --bootstrap-server. Give it twice, users then clients, "
+    "for a user's client id.",
 )
 @click.option(
     "--entity-name",
@@ -110,7 +111,7 @@ def command(
     delete_config: tuple[str, ...],
     force: bool,
 ) -> None:
-    """Add/Remove entity config for a topic or a broker.
+    """Add/Remove entity config for a topic, a user (SCRAM credentials) or a broker.
 
     Exactly one action: --describe or --alter.
     """

@@ -20,12 +20,13 @@ from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as package_version
 from typing import Any
 
-from kafpy.client.client_security import ClientSecurity
+from kafpy.client.client_security import ClientSecurity, SaslCredentials
 from kafpy.client.response_errors import error_for_code
 from kafpy.common.errors import (
     KafkaConnectionError,
     KafkaError,
     RequestTimedOutError,
+    UnsupportedSaslMechanismError,
     UnsupportedVersionError,
 )
 from kafpy.common.logger import component_logger
@@ -34,6 +35,7 @@ from kafpy.protocol.api_versions import SUPPORTED_VERSIONS
 from kafpy.protocol.errors import Errors
 from kafpy.protocol.headers import RequestHeader, decode_response, encode_request
 from kafpy.protocol.messages import REQUESTS
+from kafpy.security.sasl_client_authenticator import SaslClientAuthenticator
 
 _MAX_CORRELATION_ID = 2**31 - 1
 _SIZE = 4
@@ -113,7 +115,8 @@ class BrokerConnection:
             e.g. for a bootstrap address).
         connect_timeout_ms: how long `connect` waits for TCP and ApiVersions
             (default: request_timeout_ms).
-        security: `security.protocol` and its TLS context (default: PLAINTEXT).
+        security: the connection's `security.protocol` with its TLS context and SASL
+            credentials (default PLAINTEXT); SASL authenticates right after ApiVersions.
 
     Use: `await conn.connect()`, then `await conn.send(api_key, body)`; `conn.close()`.
     Errors: KafkaConnectionError when the broker cannot be reached or the connection is lost
@@ -219,6 +222,8 @@ class BrokerConnection:
             self._transition(ConnectionState.CHECKING_API_VERSIONS)
             try:
                 self.api_versions = await self._negotiate_api_versions()
+                if self.security.sasl is not None:
+                    await self._authenticate(self.security.sasl)
             except BaseException:
                 self._shutdown(KafkaConnectionError(f"Connection to {self._describe()} closed"))
                 raise
@@ -247,6 +252,38 @@ class BrokerConnection:
         if body["error_code"] != Errors.NONE:
             raise error_for_code(body["error_code"], None, f"ApiVersions to {self._describe()}")
         return {e["api_key"]: (e["min_version"], e["max_version"]) for e in body["api_keys"]}
+
+    async def _authenticate(self, sasl: SaslCredentials) -> None:
+        """SaslHandshake v1 then SaslAuthenticate until the mechanism is done (Kafka's
+        SaslClientAuthenticator); SaslAuthenticationError with the broker's message."""
+        timeout = self.connect_timeout_ms
+        handshake = await self._request(
+            ApiKey.SASL_HANDSHAKE, {"mechanism": sasl.mechanism}, 1, timeout, connecting=True
+        )
+        if handshake["error_code"] == Errors.UNSUPPORTED_SASL_MECHANISM:
+            raise UnsupportedSaslMechanismError(
+                f"{self._describe()} does not enable SASL mechanism {sasl.mechanism} (it "
+                f"enables {', '.join(handshake['mechanisms'])}); set sasl.mechanism to one of them"
+            )
+        if handshake["error_code"] != Errors.NONE:
+            raise error_for_code(
+                handshake["error_code"], None, f"SaslHandshake to {self._describe()}"
+            )
+        authenticator = SaslClientAuthenticator(sasl)
+        version = min(2, self.api_versions.get(int(ApiKey.SASL_AUTHENTICATE), (0, 0))[1])
+        token: bytes | None = authenticator.first_message()
+        while token is not None:
+            body = await self._request(
+                ApiKey.SASL_AUTHENTICATE, {"auth_bytes": token}, version, timeout,
+                connecting=True,
+            )  # fmt: skip
+            if body["error_code"] != Errors.NONE:
+                raise error_for_code(
+                    body["error_code"], body["error_message"],
+                    f"SASL authentication with {self._describe()}",
+                )  # fmt: skip
+            token = authenticator.evaluate_challenge(bytes(body["auth_bytes"]))
+        self._log.debug("authenticated as %s with %s", sasl.username, sasl.mechanism)
 
     # --- sending ---
 

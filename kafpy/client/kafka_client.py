@@ -103,6 +103,7 @@ class KafkaClient:
         retry_backoff_ms: the wait before each retry (Kafka's `retry.backoff.ms`).
         security: `security.protocol` and TLS of every connection (default: PLAINTEXT).
         sleep: how to wait (tests pass a recorder instead of asyncio.sleep).
+        security: `security.protocol`, TLS and SASL of every connection (ClientSecurity).
 
     Use as `async with KafkaClient("localhost:9092") as client: ...`, or call start() and
     close(). `cluster` is the latest metadata; send_to_node / send_to_controller /
@@ -121,6 +122,7 @@ class KafkaClient:
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         security: ClientSecurity | None = None,
     ) -> None:
+        self.security = security
         self.bootstrap_servers = parse_bootstrap_servers(bootstrap_servers)
         self.security = security
         self.client_id = client_id

@@ -8,9 +8,10 @@ their validation, used by the admin tools that write them and the broker that en
 
 from __future__ import annotations
 
-import urllib.parse
 from collections.abc import Mapping
 from enum import Enum
+
+from kafpy.common import sanitizer
 
 # the entity name of defaults (Kafka's ConfigEntityName.Default)
 DEFAULT = "<default>"
@@ -67,13 +68,10 @@ LONG_QUOTA_CONFIGS = (PRODUCER_BYTE_RATE, CONSUMER_BYTE_RATE)
 
 
 def sanitize(name: str) -> str:
-    """An entity name as Kafka writes it into a ZooKeeper path (its Sanitizer: URL
-    encoding with %20 for a space and %2A for '*'); `<default>` stays as it is."""
-    if name == DEFAULT:
-        return name
-    return urllib.parse.quote(name, safe="._-").replace("~", "%7E")
+    """An entity name as a ZooKeeper node name (kafpy.common.sanitizer); `<default>` stays."""
+    return name if name == DEFAULT else sanitizer.sanitize(name)
 
 
 def desanitize(name: str) -> str:
-    """The entity name a sanitized path component stands for."""
-    return name if name == DEFAULT else urllib.parse.unquote(name)
+    """The entity name a node name stands for; `<default>` stays."""
+    return name if name == DEFAULT else sanitizer.desanitize(name)

@@ -48,6 +48,7 @@ __all__ = [
     "DynamicConfigManager",
     "QuotaConfigHandler",
     "TopicConfigHandler",
+    "UserConfigHandler",
 ]
 
 CHANGE_EXPIRATION_MS = 15 * 60 * 1000
@@ -132,6 +133,21 @@ class QuotaConfigHandler:
             self.log.error(
                 "Ignoring the stored quotas of %s %s: %s", self.entity_type, entity_name, e
             )
+
+
+class UserConfigHandler:
+    """Kafka's UserConfigHandler: a user's config node holds its client quotas and its
+    SCRAM credentials; a user's client id node (`<user>/clients/<client-id>`) quotas only."""
+
+    def __init__(self, quotas: ConfigHandler | None, credentials: ConfigHandler | None) -> None:
+        self.quotas = quotas
+        self.credentials = credentials
+
+    def process_config_changes(self, entity_name: str, overrides: Mapping[str, str]) -> None:
+        if self.quotas is not None:
+            self.quotas.process_config_changes(entity_name, overrides)
+        if self.credentials is not None and "/clients/" not in entity_name:
+            self.credentials.process_config_changes(entity_name, overrides)
 
 
 class DynamicConfigManager:

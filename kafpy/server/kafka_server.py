@@ -46,12 +46,17 @@ from kafpy.coordinator.transaction.transaction_state_manager import TransactionS
 from kafpy.metadata.kafka_zk_client import KafkaZkClient
 from kafpy.metadata.store import MetadataStore
 from kafpy.metadata.store_factory import create_store
-from kafpy.metadata.zk_data import Broker, BrokerInfo, EndPoint
+from kafpy.metadata.zk_data import Broker, BrokerInfo, ConfigType, EndPoint
 from kafpy.protocol.api_keys import ApiKey
+from kafpy.security.credential_cache import CredentialCache, CredentialProvider
 from kafpy.server.admin_manager import AdminManager
 from kafpy.server.broker_metadata_checkpoint import check_broker_metadata
 from kafpy.server.broker_metrics import BrokerTopicStats, RequestMetrics, new_registry
-from kafpy.server.channel_builders import inter_broker_client_security, listener_ssl_factories
+from kafpy.server.channel_builders import (
+    inter_broker_client_security,
+    listener_sasl_configs,
+    listener_ssl_factories,
+)
 from kafpy.server.client_quota_manager import QuotaManagers
 from kafpy.server.controlled_shutdown import controlled_shutdown
 from kafpy.server.dynamic_broker_config import (
@@ -61,7 +66,7 @@ from kafpy.server.dynamic_broker_config import (
     DynamicLogConfig,
     DynamicReplicaFetcherConfig,
 )
-from kafpy.server.dynamic_config_manager import DynamicConfigManager
+from kafpy.server.dynamic_config_manager import DynamicConfigManager, UserConfigHandler
 from kafpy.server.kafka_apis import KafkaApis
 from kafpy.server.kafka_config import KafkaConfig
 from kafpy.server.log_dir_failure_channel import LogDirFailureChannel
@@ -118,6 +123,7 @@ class KafkaServer:
         self.dynamic_config_manager: DynamicConfigManager | None = None
         self.loop_lag_probe: LoopLagProbe | None = None
         self.metrics_endpoint: MetricsEndpoint | None = None
+        self.credential_cache = CredentialCache()
         self.dynamic_config = DynamicBrokerConfig(config)
         self.log_dir_failure_channel = LogDirFailureChannel()
         self.broker_epoch = -1
@@ -147,6 +153,8 @@ class KafkaServer:
         cfg = self.config
         # a key store that does not load stops the broker here
         ssl_factories = listener_ssl_factories(cfg)
+        # so does a bad JAAS config; SCRAM credentials load with the dynamic configs
+        sasl_configs = listener_sasl_configs(cfg, self.credential_cache)
         self.inter_broker_security = inter_broker_client_security(cfg)
         self.loop_lag_probe = LoopLagProbe.start(cfg.broker_id, until=self._shutdown_requested)
         for d in cfg.log_dirs:
@@ -185,6 +193,8 @@ class KafkaServer:
             security_protocols=cfg.listener_security_protocol_map,
             ssl_factories=ssl_factories,
             ssl_handshake_timeout_ms=cfg.connections_max_idle_ms,
+            sasl_configs=sasl_configs,
+            sasl_authentication_timeout_ms=cfg.connections_max_idle_ms,
         )  # fmt: skip
         await self.socket_server.bind()
         self.replica_manager = ReplicaManager(
@@ -253,6 +263,10 @@ class KafkaServer:
             self.dynamic_config,
             controller=self.controller,
             quotas=self.quotas,
+        )
+        handlers = self.dynamic_config_manager.handlers
+        handlers[ConfigType.USER] = UserConfigHandler(
+            handlers.get(ConfigType.USER), CredentialProvider(self.credential_cache)
         )
         await self.dynamic_config_manager.startup()
         await self.socket_server.start_processing(

@@ -16,6 +16,10 @@ first completes a TLS handshake (within `connections.max.idle.ms`), its principa
 from the client certificate, and only then are frames read. A failed handshake (garbage,
 a plaintext client, a refused certificate, a timeout) closes that connection only, logged
 as Kafka logs it: `Failed authentication with /<ip> (SSL handshake failed)`.
+
+A listener on SASL_PLAINTEXT or SASL_SSL gives each connection a SaslServerAuthenticator,
+which takes every frame until the client has authenticated (then the principal is
+`User:<name>`), and again for re-authentication (kafpy.security.sasl_server_authenticator).
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from kafpy.protocol.errors import ProtocolDecodeError
 from kafpy.protocol.headers import decode_request_header
 from kafpy.protocol.messages import REQUESTS
 from kafpy.security.kafka_principal import ANONYMOUS, KafkaPrincipal
+from kafpy.security.sasl_server_authenticator import SaslListenerConfig, SaslServerAuthenticator
 from kafpy.security.ssl_factory import SslFactory
 from kafpy.security.ssl_principal_mapper import NoMatchingRule
 from kafpy.server.broker_metrics import RequestMetrics
@@ -91,6 +96,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._closed = False
         self.security_protocol = server.security_protocols.get(listener_name, "PLAINTEXT")
         self.principal: KafkaPrincipal = ANONYMOUS
+        sasl = server.sasl_configs.get(listener_name)
+        self.authenticator = SaslServerAuthenticator(sasl) if sasl is not None else None
+        self._authentication_deadline: asyncio.TimerHandle | None = None
 
     # -- connection events --------------------------------------------------------------------
 
@@ -107,6 +115,13 @@ class KafkaConnection(asyncio.BufferedProtocol):
             f"{local[0]}:{local[1]}-{peer[0]}:{peer[1]}-{next(self.server._connection_counter)}"
         )
         self.server._connections.add(self)
+        timeout_ms = self.server.sasl_authentication_timeout_ms
+        if self.authenticator is not None and timeout_ms > 0:
+            # a client that never authenticates does not hold its connection (Kafka's idle
+            # reaper closes it after connections.max.idle.ms)
+            self._authentication_deadline = asyncio.get_running_loop().call_later(
+                timeout_ms / 1000, self._authentication_expired
+            )
         self._tls = self.server.ssl_factories.get(self.listener_name)
         if self._tls is None:
             self._processor = asyncio.get_running_loop().create_task(self._process())
@@ -168,7 +183,16 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.server._connections.discard(self)
         self.server.log.info("Failed authentication with /%s (%s)", self.client_address[0], reason)
 
+    def _authentication_expired(self) -> None:
+        if not self._closed and self.authenticator is not None and not self.authenticator.complete:
+            self.close(
+                "SASL authentication did not complete within connections.max.idle.ms "
+                f"({self.server.sasl_authentication_timeout_ms} ms)"
+            )
+
     def connection_lost(self, exc: Exception | None) -> None:
+        if self._authentication_deadline is not None:
+            self._authentication_deadline.cancel()
         self._closed = True
         self.server._connections.discard(self)
         self._frames.clear()
@@ -238,7 +262,13 @@ class KafkaConnection(asyncio.BufferedProtocol):
         buf = self._buf
         while self._end - self._start >= 4:
             (size,) = _SIZE.unpack_from(buf, self._start)
-            if size < 0 or size > self.server.max_request_size:
+            if size < 0 or size > self._max_frame_size():
+                if self._max_frame_size() != self.server.max_request_size:
+                    self.close(
+                        f"invalid request size {size} before SASL authentication completed: "
+                        f"it must be between 0 and {self._max_frame_size()}"
+                    )
+                    return
                 self.close(
                     f"invalid request size {size}: it must be between 0 and "
                     f"socket.request.max.bytes ({self.server.max_request_size})"
@@ -313,6 +343,33 @@ class KafkaConnection(asyncio.BufferedProtocol):
         except asyncio.CancelledError:
             pass
 
+    def _max_frame_size(self) -> int:
+        if self.authenticator is None:
+            return self.server.max_request_size
+        return self.authenticator.max_frame_size(self.server.max_request_size)
+
+    def _authenticate(self, frame: memoryview) -> bool:
+        """Give the frame to the SASL authenticator when it is its; True when the frame
+        was handled (answered, or the connection closed)."""
+        auth = self.authenticator
+        assert auth is not None
+        step = auth.handle_frame(frame, self.server.time.milliseconds())
+        if step.forward:
+            return False
+        if step.response is not None and self.transport is not None and not self._closed:
+            self.transport.writelines(step.response)
+        if auth.complete and auth.principal is not None:
+            self.principal = auth.principal
+        if step.close_reason is not None:
+            if step.failed_authentication:
+                self.server.log.info(
+                    "Failed authentication with /%s (%s)", self.client_address[0], step.close_reason
+                )
+                self.close()
+            else:
+                self.close(step.close_reason)
+        return True
+
     async def _pipeline(self, frame: memoryview, arrived: float | None) -> None:
         """Handle a request as a task and go on to the next one as soon as the handler
         releases the connection (`request.context["release"]`: a produce, once its batches
@@ -365,6 +422,12 @@ class KafkaConnection(asyncio.BufferedProtocol):
         slot: asyncio.Future[ResponseParts | None] | None,
     ) -> None:
         server = self.server
+        if (
+            self.authenticator is not None
+            and self.authenticator.intercepts(frame, server.time.milliseconds())
+            and self._authenticate(frame)
+        ):
+            return
         started = perf_counter() if arrived is not None else 0.0
         try:
             header, offset = decode_request_header(frame)
@@ -460,7 +523,10 @@ class SocketServer:
     security_protocols: listener name -> security protocol (PLAINTEXT when absent), which
     every Request carries. ssl_factories: listener name -> its TLS side, for the listeners
     that speak TLS. ssl_handshake_timeout_ms: how long a client may take over the handshake
-    (the broker passes connections.max.idle.ms).
+    (the broker passes connections.max.idle.ms). sasl_configs: listener name -> what its
+    SASL authenticator offers, for the SASL_PLAINTEXT and SASL_SSL listeners.
+    sasl_authentication_timeout_ms: how long a SASL connection may take to authenticate
+    before it is closed (the broker passes connections.max.idle.ms; <= 0: no limit).
     """
 
     def __init__(
@@ -474,11 +540,15 @@ class SocketServer:
         security_protocols: Mapping[str, str] | None = None,
         ssl_factories: Mapping[str, SslFactory] | None = None,
         ssl_handshake_timeout_ms: int = 600000,
+        sasl_configs: Mapping[str, SaslListenerConfig] | None = None,
+        sasl_authentication_timeout_ms: int = 600000,
     ) -> None:
         self.listeners = list(listeners)
         self.security_protocols = dict(security_protocols or {})
         self.ssl_factories = dict(ssl_factories or {})
         self.ssl_handshake_timeout_ms = ssl_handshake_timeout_ms
+        self.sasl_configs = dict(sasl_configs or {})
+        self.sasl_authentication_timeout_ms = sasl_authentication_timeout_ms
         self.handler: RequestHandler = handler  # type: ignore[assignment]
         self.max_request_size = max_request_size
         self.time = time

@@ -9,8 +9,9 @@ or producer. kafpy's own client honours only some of them, so this module sorts 
   itself (`auto.offset.reset`, the key and value (de)serializers, `enable.auto.commit`,
   `interceptor.classes`);
 - refused because kafpy's client cannot honour it and going on without it would be wrong:
-  SASL (`security.protocol=SASL_*`, `sasl.*`), transactions, interceptors on writes;
-  `security.protocol=SSL` with Kafka's `ssl.*` client keys is passed to kafpy's client;
+  transactions, interceptors on writes, `sasl.*` without a SASL protocol, a SASL mechanism
+  other than PLAIN and SCRAM; `security.protocol` (PLAINTEXT, SSL, SASL_PLAINTEXT,
+  SASL_SSL) with Kafka's `ssl.*` and `sasl.*` client keys is passed to kafpy's client;
 - anything else is ignored with a warning naming it, as Kafka's client warns that a
   configuration "was supplied but isn't a known config". `kafka.group.id` on reads gets
   its own warning (Spark 3+ accepts it with one too): kafpy joins no group.
@@ -22,7 +23,8 @@ import logging
 from collections.abc import Mapping
 from typing import Literal
 
-from kafpy.client.client_security import CLIENT_SECURITY_PROTOCOLS
+from kafpy.client.client_security import CLIENT_SECURITY_PROTOCOLS, SaslCredentials
+from kafpy.common.errors import InvalidConfigurationError
 from kafpy.security.ssl_configs import SSL_CONFIG_DEF
 from kafpy.spark.errors import OptionError
 
@@ -37,7 +39,7 @@ _USED_BY_BOTH = frozenset(
         "request.timeout.ms",
         "retries",
         "retry.backoff.ms",
-        "security.protocol",  # PLAINTEXT or SSL, checked below
+        "security.protocol",  # checked below
     }
 )
 _USED: dict[Role, frozenset[str]] = {
@@ -46,9 +48,10 @@ _USED: dict[Role, frozenset[str]] = {
     "write": _USED_BY_BOTH | {"acks", "enable.idempotence", "compression.type"},
 }
 
+_SASL_KEYS = frozenset({"sasl.mechanism", "sasl.jaas.config", "sasl.username", "sasl.password"})
 _NO_SASL = (
-    "kafpy's client speaks PLAINTEXT and SSL, not SASL yet; connect it to a PLAINTEXT or SSL "
-    "listener of the cluster and leave out the kafka.sasl.* options"
+    "kafpy's client reads kafka.sasl.* only with kafka.security.protocol SASL_PLAINTEXT or "
+    "SASL_SSL; set it, or leave out the kafka.sasl.* options"
 )
 
 _REFUSED: dict[Role, dict[str, str]] = {
@@ -111,9 +114,15 @@ def check_kafka_params(opts: Mapping[str, str], role: Role) -> None:
     if protocol not in CLIENT_SECURITY_PROTOCOLS:
         raise OptionError(
             f"Option 'kafka.security.protocol' = {params['security.protocol']!r} is not "
-            f"supported: {_NO_SASL}."
+            f"supported: it must be one of {', '.join(CLIENT_SECURITY_PROTOCOLS)}."
         )
-    sasl = sorted(k for k in params if k.startswith("sasl."))
+    uses_sasl = protocol.startswith("SASL_")
+    if uses_sasl:
+        try:
+            SaslCredentials.from_config(params, source="the kafka.* options")
+        except InvalidConfigurationError as e:
+            raise OptionError(f"{e}".replace("sasl.", "kafka.sasl.")) from None
+    sasl = sorted(k for k in params if k.startswith("sasl.") and not uses_sasl)
     if sasl:
         named = ", ".join(f"'kafka.{k}'" for k in sasl)
         raise OptionError(
@@ -124,7 +133,11 @@ def check_kafka_params(opts: Mapping[str, str], role: Role) -> None:
     for key in sorted(params):
         if key in refused:
             raise OptionError(f"Option 'kafka.{key}' is not supported: {refused[key]}.")
-    used = _USED[role] | (frozenset(SSL_CONFIG_DEF.names()) if protocol == "SSL" else frozenset())
+    used = (
+        _USED[role]
+        | (frozenset(SSL_CONFIG_DEF.names()) if protocol in ("SSL", "SASL_SSL") else frozenset())
+        | (_SASL_KEYS if uses_sasl else frozenset())
+    )
     for key in sorted(params):
         if key in used:
             continue
@@ -144,13 +157,15 @@ def check_kafka_params(opts: Mapping[str, str], role: Role) -> None:
 
 
 def security_params(opts: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
-    """`kafka.security.protocol` and the `kafka.ssl.*` options, prefix removed, for
-    ClientSecurity.from_config on whichever process connects (a context does not pickle)."""
+    """`kafka.security.protocol` and the `kafka.ssl.*` and `kafka.sasl.*` options, prefix
+    removed, for ClientSecurity.from_config on whichever process connects (a context does not
+    pickle)."""
     return tuple(
         sorted(
             (k[len("kafka.") :], v)
             for k, v in opts.items()
             if k == "kafka.security.protocol"
             or (k.startswith("kafka.") and k[len("kafka.") :] in SSL_CONFIG_DEF)
+            or (k.startswith("kafka.") and k[len("kafka.") :] in _SASL_KEYS)
         )
     )

@@ -124,3 +124,21 @@ def test_a_producer_over_its_quota_is_held_to_it(broker: KafpyBroker) -> None:
     assert 0.8 <= slow_rate * 1e6 / QUOTA <= 1.3, slow_rate
     assert fast_rate * 1e6 > 2 * QUOTA, fast_rate  # the other client is not held
     assert throttles and max(throttles) > 0  # confluent-kafka saw the broker's throttle time
+
+
+def test_a_users_quotas_and_scram_credentials_live_side_by_side(broker: KafpyBroker) -> None:
+    user = f"u-{uuid.uuid4().hex[:6]}"
+    out = configs(broker, "--alter", "--entity-type", "users", "--entity-name", user,
+                  "--add-config", "producer_byte_rate=4096,SCRAM-SHA-256=[iterations=8192,password=pw]")  # fmt: skip
+    assert out.strip() == f"Completed updating config for user {user}."
+    out = configs(broker, "--describe", "--entity-type", "users", "--entity-name", user)
+    assert out.splitlines() == [
+        f"Quota configs for user-principal '{user}' are producer_byte_rate=4096.0",
+        f"SCRAM credential configs for user-principal '{user}' are SCRAM-SHA-256=iterations=8192",
+    ]
+    configs(broker, "--alter", "--entity-type", "users", "--entity-name", user,
+            "--delete-config", "producer_byte_rate")  # fmt: skip
+    out = configs(broker, "--describe", "--entity-type", "users", "--entity-name", user)
+    assert out.splitlines() == [
+        f"SCRAM credential configs for user-principal '{user}' are SCRAM-SHA-256=iterations=8192"
+    ]

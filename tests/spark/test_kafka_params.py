@@ -58,21 +58,38 @@ def test_writes_refuse_serializers_interceptors_and_transactions(key: str, fix: 
 
 @pytest.mark.parametrize("role", ["read", "write"])
 @pytest.mark.parametrize("protocol", ["SASL_PLAINTEXT", "sasl_ssl"])
-def test_sasl_is_refused(role: str, protocol: str) -> None:
+def test_sasl_without_credentials_is_refused(role: str, protocol: str) -> None:
     parse = read if role == "read" else write
     with pytest.raises(
         OptionError,
-        match=rf"'kafka.security.protocol' = '{protocol}' is not supported: kafpy's client "
-        "speaks PLAINTEXT and SSL, not SASL yet",
+        match=r"kafka.sasl.mechanism in the kafka.\* options names SASL mechanism\(s\) GSSAPI, "
+        "which kafpy does not support",
     ):
         parse(**{"security.protocol": protocol})
+    with pytest.raises(OptionError, match="SASL needs credentials in the kafka.\\* options"):
+        parse(**{"security.protocol": protocol, "sasl.mechanism": "PLAIN"})
+
+
+@pytest.mark.parametrize("role", ["read", "write"])
+def test_sasl_settings_pass_through_to_kafpys_client(
+    role: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger=LOGGER)
+    parse = read if role == "read" else write
+    sasl_opts = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-256",
+                 "sasl.jaas.config": "org.apache.kafka.common.security.scram.ScramLoginModule "
+                 'required username="alice" password="alice-secret";'}  # fmt: skip
+    settings = parse(**sasl_opts).client
+    assert dict(settings.security) == sasl_opts
+    assert caplog.records == []
 
 
 @pytest.mark.parametrize("role", ["read", "write"])
 def test_sasl_settings_are_refused(role: str) -> None:
     parse = read if role == "read" else write
     with pytest.raises(
-        OptionError, match=r"Option 'kafka.sasl.mechanism' is not supported: .*not SASL yet"
+        OptionError,
+        match=r"Option 'kafka.sasl.mechanism' is not supported: kafpy's client reads kafka.sasl",
     ):
         parse(**{"sasl.mechanism": "PLAIN"})
     with pytest.raises(

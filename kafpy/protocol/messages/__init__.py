@@ -44,11 +44,13 @@ from kafpy.protocol.messages import (
     offset_fetch,
     offset_for_leader_epoch,
     produce,
+    sasl_authenticate,
     sasl_handshake,
     stop_replica,
     sync_group,
     txn_offset_commit,
     update_metadata,
+    user_scram_credentials,
     write_txn_markers,
 )
 from kafpy.protocol.schema import Message
@@ -91,12 +93,14 @@ _MODULES = [
     offset_fetch,
     offset_for_leader_epoch,
     produce,
+    sasl_authenticate,
     sasl_handshake,
     stop_replica,
     sync_group,
     txn_offset_commit,
     update_metadata,
     write_txn_markers,
+    user_scram_credentials,
 ]
 
 

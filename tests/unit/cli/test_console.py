@@ -19,13 +19,12 @@ def test_bootstrap_server_is_required() -> None:
 
 def test_security_settings_the_client_cannot_honour_are_refused(tmp_path: Path) -> None:
     config = tmp_path / "client.properties"
-    config.write_text("security.protocol=SASL_SSL\n")
+    config.write_text("security.protocol=SASL_SSL\nsasl.mechanism=GSSAPI\n")
     result = CliRunner().invoke(
         command, ["--bootstrap-server", "127.0.0.1:9092", "--command-config", str(config)]
     )
     assert result.exit_code == 1
-    assert "security.protocol=SASL_SSL" in result.output
-    assert "cannot be honoured" in result.output
+    assert "GSSAPI" in result.output and "Traceback" not in result.output
 
 
 def test_a_bad_client_setting_names_the_key(tmp_path: Path) -> None:

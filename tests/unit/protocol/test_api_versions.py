@@ -27,6 +27,8 @@ KAFKA_2_8: dict[ApiKey, tuple[int, int, int | None]] = {
     K.DESCRIBE_CLIENT_QUOTAS: (0, 1, 1), K.ALTER_CLIENT_QUOTAS: (0, 1, 1),
     K.WRITE_TXN_MARKERS: (0, 1, 1), K.TXN_OFFSET_COMMIT: (0, 3, 3),
     K.ADD_PARTITIONS_TO_TXN: (0, 3, 3), K.ADD_OFFSETS_TO_TXN: (0, 3, 3), K.END_TXN: (0, 3, 3),
+    K.SASL_AUTHENTICATE: (0, 2, 2), K.DESCRIBE_USER_SCRAM_CREDENTIALS: (0, 0, 0),
+    K.ALTER_USER_SCRAM_CREDENTIALS: (0, 0, 0),
 }  # fmt: skip
 
 # Where kafpy advertises less than Kafka 2.8, and why.

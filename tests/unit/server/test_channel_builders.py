@@ -3,8 +3,14 @@ client's security from the inter-broker listener."""
 
 from __future__ import annotations
 
+from kafpy.security.credential_cache import CredentialCache
 from kafpy.security.local_pki import TestPki
-from kafpy.server.channel_builders import inter_broker_client_security, listener_ssl_factories
+from kafpy.server.channel_builders import (
+    inter_broker_client_security,
+    inter_broker_sasl_credentials,
+    listener_sasl_configs,
+    listener_ssl_factories,
+)
 from kafpy.server.kafka_config import KafkaConfig
 from tests.fixtures.tls import broker_ssl_overrides
 
@@ -37,3 +43,19 @@ def test_inter_broker_security_follows_the_inter_broker_listener(test_pki: TestP
     )
     assert tls.security_protocol == "SSL" and tls.ssl is not None
     assert tls.ssl.check_hostname  # ssl.endpoint.identification.algorithm=https by default
+
+
+def test_sasl_listener_configs() -> None:
+    config = KafkaConfig({
+        "log.dirs": "/tmp/x", "listeners": "PLAINTEXT://:9092,SASL_PLAINTEXT://:9094",
+        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256",
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config":
+            'org.apache.kafka.common.security.plain.PlainLoginModule required user_a="pa";',
+        "listener.name.sasl_plaintext.connections.max.reauth.ms": "60000",
+    })  # fmt: skip
+    assert config.unknown_keys() == []
+    (sasl,) = listener_sasl_configs(config, CredentialCache()).values()
+    assert sasl.listener_name == "SASL_PLAINTEXT"
+    assert sasl.enabled_mechanisms == ["PLAIN", "SCRAM-SHA-256"]
+    assert dict(sasl.plain_users) == {"a": "pa"} and sasl.max_reauth_ms == 60000
+    assert inter_broker_sasl_credentials(config) is None
