@@ -35,7 +35,12 @@ from kafpy.common.topic_partition import TopicPartition
 from kafpy.coordinator.group_apis import GroupApis
 from kafpy.coordinator.group_coordinator import GroupCoordinator
 from kafpy.coordinator.group_metadata_manager import GROUP_METADATA_TOPIC_NAME
-from kafpy.protocol.acl_operations import CLUSTER_OPERATIONS, TOPIC_OPERATIONS, to_bit_field
+from kafpy.protocol.acl_operations import (
+    CLUSTER_OPERATIONS,
+    TOPIC_OPERATIONS,
+    AclOperation,
+    to_bit_field,
+)
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.api_versions import SUPPORTED_VERSIONS
 from kafpy.protocol.errors import Errors, error_code_of
@@ -54,7 +59,10 @@ from kafpy.records.record_batch import (
     RECORD_BATCH_OVERHEAD,
     header_at,
 )
+from kafpy.security.authorizer.acl import ResourceType
+from kafpy.security.authorizer.acl_authorizer import AclAuthorizer
 from kafpy.server.admin_manager import AdminManager
+from kafpy.server.auth_helper import AuthHelper
 from kafpy.server.kafka_config import KafkaConfig
 from kafpy.server.metadata_cache import MetadataCache
 from kafpy.server.producer_id_manager import ProducerIdManager
@@ -158,6 +166,7 @@ class KafkaApis:
         admin_manager: AdminManager | None = None,
         producer_id_manager: ProducerIdManager | None = None,
         group_coordinator: GroupCoordinator | None = None,
+        authorizer: AclAuthorizer | None = None,
     ) -> None:
         self.config = config
         self.broker_id = config.broker_id
@@ -169,6 +178,7 @@ class KafkaApis:
         self.admin_manager = admin_manager
         self.producer_id_manager = producer_id_manager
         self.group_coordinator = group_coordinator
+        self.auth = AuthHelper(authorizer, metadata_cache.contains_topic)
         self.log = component_logger("kafpy.server.KafkaApis", "KafkaApi", self.broker_id)
         self._metadata_responses: dict[tuple[Any, ...], bytes] = {}
         self._metadata_responses_generation = -1
@@ -205,15 +215,28 @@ class KafkaApis:
             )
             for key, api in _GROUP_APIS:
                 handlers[key] = _group_handler(getattr(group_apis, api))
+        if self.auth.enabled:
+            handlers[ApiKey.METADATA] = self._answer_metadata  # answers differ per principal
         # Serve only what both the codec declares and the broker advertises.
         self.handlers: dict[ApiKey, Handler] = {
-            k: h for k, h in handlers.items() if k in REQUESTS and k in SUPPORTED_VERSIONS
+            k: self.auth.guard(k, h)
+            for k, h in handlers.items()
+            if k in REQUESTS and k in SUPPORTED_VERSIONS
         }
 
     def register(self, api_key: ApiKey, handler: Handler) -> None:
         """Serve one more API (the admin and producer-id APIs plug in here)."""
         if api_key in REQUESTS and api_key in SUPPORTED_VERSIONS:
-            self.handlers[api_key] = handler
+            self.handlers[api_key] = self.auth.guard(api_key, handler)
+
+    def authorizer_check(
+        self, request: Request, operation: AclOperation, resource_type: ResourceType, name: str
+    ) -> bool:
+        """Whether the request's principal may do `operation` on the resource (always, without
+        an authorizer); for APIs checking more than their guard in kafpy.server.auth_helper,
+        e.g. `authorizer_check(request, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, t)`,
+        answering AUTHORIZATION_ERRORS[resource_type] when it is False."""
+        return self.auth.authorize(request, operation, resource_type, name)
 
     def supported_versions(self) -> dict[ApiKey, tuple[int, int]]:
         """What ApiVersions advertises: the advertised ranges of the APIs with a handler."""
