@@ -43,6 +43,9 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.DELETE_GROUPS: (0, 2),
     ApiKey.OFFSET_DELETE: (0, 0),
     ApiKey.DESCRIBE_CLUSTER: (0, 0),
+    ApiKey.DESCRIBE_ACLS: (0, 2),
+    ApiKey.CREATE_ACLS: (0, 2),
+    ApiKey.DELETE_ACLS: (0, 2),
 }
 
 

@@ -61,6 +61,7 @@ from kafpy.records.record_batch import (
 )
 from kafpy.security.authorizer.acl import ResourceType
 from kafpy.security.authorizer.acl_authorizer import AclAuthorizer
+from kafpy.server.acl_apis import AclApis
 from kafpy.server.admin_manager import AdminManager
 from kafpy.server.auth_helper import AuthHelper
 from kafpy.server.kafka_config import KafkaConfig
@@ -215,6 +216,10 @@ class KafkaApis:
             )
             for key, api in _GROUP_APIS:
                 handlers[key] = _group_handler(getattr(group_apis, api))
+        acl_apis = AclApis(self.auth, authorizer)
+        handlers[ApiKey.DESCRIBE_ACLS] = acl_apis.handle_describe_acls
+        handlers[ApiKey.CREATE_ACLS] = acl_apis.handle_create_acls
+        handlers[ApiKey.DELETE_ACLS] = acl_apis.handle_delete_acls
         if self.auth.enabled:
             handlers[ApiKey.METADATA] = self._answer_metadata  # answers differ per principal
         # Serve only what both the codec declares and the broker advertises.

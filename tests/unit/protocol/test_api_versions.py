@@ -24,6 +24,7 @@ KAFKA_2_8: dict[ApiKey, tuple[int, int, int | None]] = {
     K.ALTER_CONFIGS: (0, 2, 2), K.CREATE_PARTITIONS: (0, 3, 2), K.DELETE_GROUPS: (0, 2, 2),
     K.ELECT_LEADERS: (0, 2, 2), K.INCREMENTAL_ALTER_CONFIGS: (0, 1, 1),
     K.OFFSET_DELETE: (0, 0, None), K.DESCRIBE_CLUSTER: (0, 0, 0),
+    K.DESCRIBE_ACLS: (0, 2, 2), K.CREATE_ACLS: (0, 2, 2), K.DELETE_ACLS: (0, 2, 2),
 }  # fmt: skip
 
 # Where kafpy advertises less than Kafka 2.8, and why.
