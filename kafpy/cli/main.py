@@ -34,6 +34,7 @@ COMMANDS: dict[str, str] = {
     "leader-election": "kafpy.cli.leader_election",
     "consumer-groups": "kafpy.cli.consumer_groups",
     "broker-api-versions": "kafpy.cli.broker_api_versions",
+    "acls": "kafpy.cli.acls",
 }
 
 OUTPUT_CLOSED_EXIT_STATUS = 128 + signal.SIGPIPE

@@ -12,13 +12,15 @@ another principal and allow.everyone.if.no.acl.found is false.
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import KafkaError, KafkaException, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka.admin import (
     AclBinding,
     AclBindingFilter,
@@ -251,3 +253,49 @@ def test_without_authorizer_acl_apis_answer_security_disabled(tmp_path: Path) ->
     finally:
         client.close()
         broker.stop()
+
+
+def kafpy_acls(bootstrap: str, *args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "kafpy", "acls", "--bootstrap-server", bootstrap, *args],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_cli_producer_and_consumer_shortcuts(
+    admin: AdminClient, secured_broker: KafpyBroker
+) -> None:
+    bootstrap = secured_broker.bootstrap
+    out = kafpy_acls(bootstrap, "--add", "--producer", "--topic", "out-x",
+                     "--allow-principal", ANONYMOUS)  # fmt: skip
+    assert "Adding ACLs for resource `ResourcePattern(resourceType=TOPIC, name=out-x, " \
+           "patternType=LITERAL)`: \n" in out  # fmt: skip
+    assert "\t(principal=User:ANONYMOUS, host=*, operation=WRITE, permissionType=ALLOW)" in out
+    admin.create_topics([NewTopic("out-x", 1, 1)])["out-x"].result(
+        30
+    )  # Create came with --producer
+    assert _produce(bootstrap, "out-x") is None
+
+    kafpy_acls(bootstrap, "--add", "--consumer", "--topic", "out-x", "--group", "cg",
+               "--allow-principal", ANONYMOUS)  # fmt: skip
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "cg",
+                         "auto.offset.reset": "earliest"})  # fmt: skip
+    try:
+        consumer.subscribe(["out-x"])
+        deadline = time.monotonic() + 30
+        message = None
+        while message is None and time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is not None and message.error() is not None:
+                pytest.fail(f"consumer error: {message.error()}")
+        assert message is not None and message.value() == b"v"
+    finally:
+        consumer.close()
+
+    kafpy_acls(bootstrap, "--remove", "--force", "--topic", "out-x")
+    listed = kafpy_acls(bootstrap, "--list", "--topic", "out-x")
+    assert listed == ""
+    error = _produce(bootstrap, "out-x")
+    assert error is not None and error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
