@@ -6,4 +6,6 @@ pytest_plugins = [
     "tests.fixtures.cluster",
     "tests.fixtures.tmpfs",
     "tests.fixtures.processes",
+    "tests.fixtures.tls",
+    "tests.fixtures.sasl",
 ]

@@ -2,11 +2,14 @@
 
 After Kafka 2.8's `kafka.admin.ConfigCommand`, with its two backends:
 
-- `--zookeeper`: the `topics` entity type, on the metadata store. An alter rewrites
+- `--zookeeper`: the `topics` and `users` entity types, on the metadata store (users hold
+  SCRAM credentials: `SCRAM-SHA-256=[iterations=8192,password=...]` is salted and stored
+  as Kafka stores it). An alter rewrites
   /config/topics/<t> with the final set of overrides and records a change notification
   under /config/changes, which the brokers apply.
 - `--bootstrap-server`: `topics` and `brokers` (a broker id, or `--entity-default` for the
-  cluster-wide defaults) through DescribeConfigs and IncrementalAlterConfigs; the brokers
+  cluster-wide defaults) through DescribeConfigs and IncrementalAlterConfigs, and `users`
+  through Describe/AlterUserScramCredentials; the brokers
   validate, store and apply the change. Output lines as kafka-configs.sh 2.8 prints them.
 """
 
@@ -17,20 +20,27 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from kafpy.admin.admin_zk_client import AdminZkClient
+from kafpy.admin.scram_credentials import (
+    credential_from_config_command,
+    user_configs,
+    write_user_configs,
+)
 from kafpy.client.admin_client import (
     AdminClient,
     ConfigEntry,
     ConfigResource,
 )
 from kafpy.common.errors import InvalidConfigurationError
+from kafpy.common.sanitizer import desanitize, sanitize
 from kafpy.metadata.kafka_zk_client import KafkaZkClient
 from kafpy.metadata.zk_data import ConfigType
 from kafpy.protocol.config_resource import ConfigResourceType, ConfigSource
+from kafpy.security.scram import MIN_ITERATIONS, ScramMechanism
 
 Out = Callable[[str], None]
 
-SUPPORTED_ENTITY_TYPES = (ConfigType.TOPIC,)
-SUPPORTED_BOOTSTRAP_ENTITY_TYPES = (ConfigType.TOPIC, ConfigType.BROKER)
+SUPPORTED_ENTITY_TYPES = (ConfigType.TOPIC, ConfigType.USER)
+SUPPORTED_BOOTSTRAP_ENTITY_TYPES = (ConfigType.TOPIC, ConfigType.BROKER, ConfigType.USER)
 BROKER_DEFAULT_ENTITY_NAME = ""  # Kafka's ConfigCommand.BrokerDefaultEntityName
 
 
@@ -147,8 +157,42 @@ def parse_configs_to_be_deleted(delete_config: Sequence[str]) -> list[str]:
     return names
 
 
+def _check_user_configs(names: Sequence[str]) -> None:
+    """Users carry SCRAM credentials only in kafpy (quotas are not enforced: refused)."""
+    others = [n for n in names if n not in ScramMechanism.names()]
+    if others:
+        raise InvalidConfigurationError(
+            f"Invalid user config(s): {','.join(others)}; kafpy stores only SCRAM credentials "
+            f"for users ({', '.join(ScramMechanism.names())}), as "
+            "SCRAM-SHA-256=[iterations=8192,password=<password>]"
+        )
+
+
+async def alter_user_config(zk: KafkaZkClient, opts: ConfigCommandOptions, out: Out) -> None:
+    """Kafka's SCRAM preprocessing for users: each mechanism's [iterations=,password=]
+    becomes a salted credential; then the user's node and a change notification."""
+    assert opts.entity_name is not None
+    to_add = parse_configs_to_be_added(opts.add_config)
+    to_delete = parse_configs_to_be_deleted(opts.delete_config)
+    _check_user_configs([*to_add, *to_delete])
+    configs = await user_configs(zk, opts.entity_name)
+    missing = [name for name in to_delete if name not in configs]
+    if missing:
+        raise InvalidConfigurationError(f"Invalid config(s): {','.join(missing)}")
+    for mechanism, value in to_add.items():
+        configs[mechanism] = credential_from_config_command(mechanism, value)
+    for name in to_delete:
+        configs.pop(name, None)
+    await write_user_configs(zk, opts.entity_name, configs)
+    entity = entity_description(ConfigType.USER, opts.entity_name)
+    out(f"Completed Updating config for entity: {entity}.")
+
+
 async def alter_config(zk: KafkaZkClient, opts: ConfigCommandOptions, out: Out) -> None:
     assert opts.entity_type is not None and opts.entity_name is not None
+    if opts.entity_type == ConfigType.USER:
+        await alter_user_config(zk, opts, out)
+        return
     to_add = parse_configs_to_be_added(opts.add_config)
     to_delete = parse_configs_to_be_deleted(opts.delete_config)
     admin = AdminZkClient(zk)
@@ -170,8 +214,11 @@ async def describe_config(zk: KafkaZkClient, opts: ConfigCommandOptions, out: Ou
         names = [opts.entity_name]
     else:
         names = sorted(await zk.get_all_entities_with_config(opts.entity_type))
+        if opts.entity_type == ConfigType.USER:
+            names = [desanitize(n) for n in names]
     for name in names:
-        configs = await zk.get_entity_configs(opts.entity_type, name)
+        node = sanitize(name) if opts.entity_type == ConfigType.USER else name
+        configs = await zk.get_entity_configs(opts.entity_type, node)
         text = ",".join(f"{k}={v}" for k, v in configs.items())
         out(f"Configs for {entity_description(opts.entity_type, name)} are {text}")
 
@@ -226,6 +273,9 @@ async def describe_config_via_admin(
     `  key=value sensitive=false synonyms={SOURCE:key=value, ...}` per config."""
     assert opts.entity_type is not None
     entity_type = opts.entity_type
+    if entity_type == ConfigType.USER:
+        await describe_user_config_via_admin(admin, opts, out)
+        return
     if opts.entity_default:
         entities = [BROKER_DEFAULT_ENTITY_NAME]
     elif opts.entity_name:
@@ -252,6 +302,9 @@ async def alter_config_via_admin(admin: AdminClient, opts: ConfigCommandOptions,
     IncrementalAlterConfigs of SETs and DELETEs."""
     assert opts.entity_type is not None
     entity_type = opts.entity_type
+    if entity_type == ConfigType.USER:
+        await alter_user_config_via_admin(admin, opts, out)
+        return
     entity = BROKER_DEFAULT_ENTITY_NAME if opts.entity_default else str(opts.entity_name)
     to_add = parse_configs_to_be_added(opts.add_config)
     to_delete = parse_configs_to_be_deleted(opts.delete_config)
@@ -264,6 +317,44 @@ async def alter_config_via_admin(admin: AdminClient, opts: ConfigCommandOptions,
         out(f"Completed updating config for {entity_type[:-1]} {entity}.")
     else:
         out(f"Completed updating default config for {entity_type} in the cluster.")
+
+
+async def describe_user_config_via_admin(
+    admin: AdminClient, opts: ConfigCommandOptions, out: Out
+) -> None:
+    """DescribeUserScramCredentials: one line per user with its mechanisms and iterations."""
+    users = [opts.entity_name] if opts.entity_name else None
+    for user, infos in (await admin.describe_user_scram_credentials(users)).items():
+        text = ", ".join(f"{m}=iterations={i}" for m, i in infos)
+        out(f"SCRAM credential configs for {entity_description(ConfigType.USER, user)} are {text}")
+
+
+async def alter_user_config_via_admin(
+    admin: AdminClient, opts: ConfigCommandOptions, out: Out
+) -> None:
+    """AlterUserScramCredentials: the password is salted and hashed by the client."""
+    user = str(opts.entity_name)
+    to_add = parse_configs_to_be_added(opts.add_config)
+    to_delete = parse_configs_to_be_deleted(opts.delete_config)
+    _check_user_configs([*to_add, *to_delete])
+    upsertions = []
+    for mechanism, value in to_add.items():
+        options = dict(
+            (k.strip(), v.strip()) for k, _, v in (p.partition("=") for p in value.split(","))
+        )
+        if not options.get("password"):
+            raise InvalidConfigurationError(
+                f"Invalid credential property {mechanism}: password is required, as "
+                f"{mechanism}=[iterations=8192,password=<password>]"
+            )
+        iterations = options.get("iterations", str(MIN_ITERATIONS))
+        if not iterations.isdigit():
+            raise InvalidConfigurationError(
+                f"Invalid credential property {mechanism}: iterations={iterations} is not a number"
+            )
+        upsertions.append((user, mechanism, int(iterations), options["password"]))
+    await admin.alter_user_scram_credentials(upsertions, [(user, m) for m in to_delete])
+    out(f"Completed updating config for user {user}.")
 
 
 async def run_config_command_via_admin(

@@ -18,6 +18,8 @@ from typing import Any
 
 import click
 
+from kafpy.client.client_security import ClientSecurity
+from kafpy.common.errors import InvalidConfigurationError
 from kafpy.common.properties import PropertiesError, load_properties
 from kafpy.metadata.kafka_zk_client import KafkaZkClient
 from kafpy.metadata.store_factory import create_store
@@ -160,25 +162,26 @@ def admin_client_options(
     config: Mapping[str, str], source: str, warn: Callable[[str], None]
 ) -> dict[str, Any]:
     """The KafkaClient keyword arguments for the admin client configs of a --command-config
-    file (`source` names it in messages). Security settings are refused: kafpy's client
-    speaks PLAINTEXT only, and must not connect without the TLS or SASL asked for. A config
-    kafpy does not use is reported through `warn` by name."""
+    file (`source` names it in messages). `security.protocol` with its `sasl.*` (and, once
+    the client speaks TLS, `ssl.*`) keys becomes the client's ClientSecurity; what it cannot
+    honour is refused, never connected without. A config kafpy does not use is reported
+    through `warn` by name."""
     protocol = config.get("security.protocol", "PLAINTEXT").strip().upper()
-    if protocol != "PLAINTEXT":
-        raise OneLineError(
-            f"security.protocol={config['security.protocol']} in {source} cannot be honoured: "
-            "kafpy's client connects with PLAINTEXT only (no TLS or SASL yet). Remove it and "
-            "use a PLAINTEXT listener."
-        )
-    security = sorted(
+    security_keys = sorted(
         k for k in config if k.startswith(_SECURITY_PREFIXES) and k != "security.protocol"
     )
-    if security:
-        raise OneLineError(
-            f"{', '.join(security)} in {source} cannot be honoured: kafpy's client has no TLS "
-            "or SASL yet. Remove these settings and use a PLAINTEXT listener."
-        )
     options: dict[str, Any] = {}
+    if protocol != "PLAINTEXT":
+        try:
+            options["security"] = ClientSecurity.from_config(config, source=source)
+        except InvalidConfigurationError as e:
+            raise OneLineError(str(e)) from None
+    elif security_keys:
+        raise OneLineError(
+            f"{', '.join(security_keys)} in {source} cannot be honoured with "
+            "security.protocol=PLAINTEXT: set security.protocol (SASL_PLAINTEXT, SSL or "
+            "SASL_SSL) or remove these settings."
+        )
     for key, value in config.items():
         if key in _ADMIN_CLIENT_CONFIGS:
             name = _ADMIN_CLIENT_CONFIGS[key]
@@ -197,7 +200,7 @@ def admin_client_options(
                     f"Invalid value {value} for configuration {key} in {source}: "
                     "the value must be at least 0"
                 )
-        elif key not in _IGNORED_ADMIN_CLIENT_CONFIGS and key != "security.protocol":
+        elif key not in _IGNORED_ADMIN_CLIENT_CONFIGS and not key.startswith(_SECURITY_PREFIXES):
             warn(
                 f"WARNING: The configuration '{key}' in {source} isn't used by kafpy's admin client."
             )

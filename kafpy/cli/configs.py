@@ -8,6 +8,8 @@ DescribeConfigs and IncrementalAlterConfigs. Errors are one line on stderr, exit
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from kafpy.admin.config_command import (
@@ -16,7 +18,13 @@ from kafpy.admin.config_command import (
     run_config_command,
     run_config_command_via_admin,
 )
-from kafpy.cli.command_line_utils import AdminCommand, OneLineError, run_command, run_on_store
+from kafpy.cli.command_line_utils import (
+    AdminCommand,
+    OneLineError,
+    load_command_config,
+    run_command,
+    run_on_store,
+)
 from kafpy.client.admin_client import AdminClient
 from kafpy.metadata.kafka_zk_client import KafkaZkClient
 
@@ -42,12 +50,13 @@ from kafpy.metadata.kafka_zk_client import KafkaZkClient
 @click.option(
     "--entity-type",
     metavar="TYPE",
-    help="Type of entity: 'topics', or 'brokers' with --bootstrap-server.",
+    help="Type of entity: 'topics', 'users' (SCRAM credentials), or 'brokers' with "
+    "--bootstrap-server.",
 )
 @click.option(
     "--entity-name",
     metavar="NAME",
-    help="Name of the entity (a topic name, a broker id). Without it, --describe lists "
+    help="Name of the entity (a topic name, a user name, a broker id). Without it, --describe lists "
     "every entity.",
 )
 @click.option(
@@ -74,6 +83,12 @@ from kafpy.metadata.kafka_zk_client import KafkaZkClient
     help="Config keys to remove: 'k1,k2' (repeatable).",
 )
 @click.option(
+    "--command-config",
+    metavar="FILE",
+    help="Property file containing configs to be passed to Admin Client (e.g. "
+    "security.protocol, sasl.mechanism, sasl.jaas.config). Only with --bootstrap-server.",
+)
+@click.option(
     "--force", is_flag=True, help="Suppress console prompts (accepted for compatibility)."
 )
 def command(
@@ -87,9 +102,10 @@ def command(
     describe_all: bool,
     add_config: str | None,
     delete_config: tuple[str, ...],
+    command_config: str | None,
     force: bool,
 ) -> None:
-    """Add/Remove entity config for a topic or a broker.
+    """Add/Remove entity config for a topic, a user (SCRAM credentials) or a broker.
 
     Exactly one action: --describe or --alter.
     """
@@ -108,8 +124,14 @@ def command(
         opts.check_args()
     except ConfigCommandError as e:
         raise OneLineError(f"{e} (see 'kafpy configs --help')") from None
+    if command_config is not None and bootstrap_server is None:
+        raise OneLineError(
+            'Option "[command-config]" can\'t be used with option "[zookeeper]"'
+            " (see 'kafpy configs --help')"
+        )
     if bootstrap_server is not None:
-        _run_via_admin(bootstrap_server, opts)
+        options = load_command_config(command_config, lambda line: click.echo(line, err=True))
+        _run_via_admin(bootstrap_server, opts, options)
         return
     assert opts.zookeeper is not None
 
@@ -119,9 +141,13 @@ def command(
     run_on_store(opts.zookeeper, body, "Error while executing config command : ")
 
 
-def _run_via_admin(bootstrap_server: str, opts: ConfigCommandOptions) -> None:
+def _run_via_admin(
+    bootstrap_server: str, opts: ConfigCommandOptions, client_options: dict[str, Any]
+) -> None:
     async def main() -> None:
-        admin = AdminClient.connect(bootstrap_server, client_id="kafpy-configs")
+        admin = AdminClient.connect(
+            bootstrap_server, **{"client_id": "kafpy-configs", **client_options}
+        )
         try:
             await run_config_command_via_admin(admin, opts, click.echo)
         except ConfigCommandError as e:

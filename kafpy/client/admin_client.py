@@ -17,11 +17,12 @@ from kafpy.client.cluster import Node, TopicInfo
 from kafpy.client.kafka_client import KafkaClient
 from kafpy.client.response_errors import error_for_code, raise_for_code
 from kafpy.common.election_type import ElectionType
-from kafpy.common.errors import KafkaError
+from kafpy.common.errors import InvalidConfigurationError, KafkaError
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.config_resource import AlterConfigOp, ConfigResourceType, ConfigSource
 from kafpy.protocol.errors import Errors
+from kafpy.security.scram import ScramFormatter, ScramMechanism, secure_random_bytes
 
 DEFAULT_TIMEOUT_MS = 30000
 
@@ -287,6 +288,54 @@ class AdminClient:
         response = await send(api, body)
         _raise_first(response["responses"], "Altering configs of")
 
+    # --- SCRAM credentials (DescribeUserScramCredentials, AlterUserScramCredentials) ---
+
+    async def describe_user_scram_credentials(
+        self, users: Sequence[str] | None = None
+    ) -> dict[str, list[tuple[str, int]]]:
+        """User -> [(mechanism name, iterations)] for the named users (all users with
+        credentials when None); raises ResourceNotFoundError for a named user without any."""
+        body = {"users": None if users is None else [{"name": u} for u in users]}
+        response = await self.client.send_to_any(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, body)
+        if response["error_code"]:
+            raise_for_code(response["error_code"], response["error_message"], "Describing users")
+        _raise_first(
+            ({**r, "name": r["user"]} for r in response["results"]), "Describing credentials of"
+        )
+        out: dict[str, list[tuple[str, int]]] = {}
+        for r in response["results"]:
+            out[r["user"]] = [
+                (m.mechanism_name, info["iterations"])
+                for info in r["credential_infos"]
+                if (m := ScramMechanism.for_type(info["mechanism"])) is not None
+            ]
+        return out
+
+    async def alter_user_scram_credentials(
+        self,
+        upsertions: Sequence[tuple[str, str, int, str]] = (),
+        deletions: Sequence[tuple[str, str]] = (),
+    ) -> None:
+        """Upsert (user, mechanism name, iterations, password) and delete (user, mechanism
+        name) credentials. The password is salted and hashed here; only the salted password
+        travels. Raises the first user's error (UnacceptableCredentialError, ...)."""
+        ups = []
+        for user, mechanism_name, iterations, password in upsertions:
+            mechanism = _scram_mechanism(mechanism_name)
+            salt = secure_random_bytes()
+            salted = ScramFormatter(mechanism.hash_name).salted_password(password, salt, iterations)
+            ups.append({
+                "name": user, "mechanism": mechanism.type_id, "iterations": iterations,
+                "salt": salt, "salted_password": salted,
+            })  # fmt: skip
+        dels = [{"name": user, "mechanism": _scram_mechanism(m).type_id} for user, m in deletions]
+        response = await self.client.send_to_any(
+            ApiKey.ALTER_USER_SCRAM_CREDENTIALS, {"deletions": dels, "upsertions": ups}
+        )
+        _raise_first(
+            ({**r, "name": r["user"]} for r in response["results"]), "Altering credentials of"
+        )
+
     # --- leader election (ElectLeaders) ---
 
     async def elect_leaders(
@@ -402,6 +451,15 @@ def _config_source(value: int) -> ConfigSource:
         return ConfigSource(value)
     except ValueError:
         return ConfigSource.UNKNOWN
+
+
+def _scram_mechanism(name: str) -> ScramMechanism:
+    mechanism = ScramMechanism.for_name(name)
+    if mechanism is None:
+        raise InvalidConfigurationError(
+            f"Unknown SCRAM mechanism {name}: use {' or '.join(ScramMechanism.names())}"
+        )
+    return mechanism
 
 
 def _raise_first(results: Iterable[Mapping[str, Any]], action: str) -> None:

@@ -16,11 +16,13 @@ from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as package_version
 from typing import Any
 
+from kafpy.client.client_security import ClientSecurity, SaslCredentials
 from kafpy.client.response_errors import error_for_code
 from kafpy.common.errors import (
     KafkaConnectionError,
     KafkaError,
     RequestTimedOutError,
+    UnsupportedSaslMechanismError,
     UnsupportedVersionError,
 )
 from kafpy.common.logger import component_logger
@@ -29,6 +31,7 @@ from kafpy.protocol.api_versions import SUPPORTED_VERSIONS
 from kafpy.protocol.errors import Errors
 from kafpy.protocol.headers import RequestHeader, decode_response, encode_request
 from kafpy.protocol.messages import REQUESTS
+from kafpy.security.sasl_client_authenticator import SaslClientAuthenticator
 
 _MAX_CORRELATION_ID = 2**31 - 1
 _SIZE = 4
@@ -108,6 +111,8 @@ class BrokerConnection:
             e.g. for a bootstrap address).
         connect_timeout_ms: how long `connect` waits for TCP and ApiVersions
             (default: request_timeout_ms).
+        security: the connection's `security.protocol` with its TLS context and SASL
+            credentials (default PLAINTEXT); SASL authenticates right after ApiVersions.
 
     Use: `await conn.connect()`, then `await conn.send(api_key, body)`; `conn.close()`.
     Errors: KafkaConnectionError when the broker cannot be reached or the connection is lost
@@ -124,8 +129,10 @@ class BrokerConnection:
         request_timeout_ms: int = 30000,
         node_id: int = -1,
         connect_timeout_ms: int | None = None,
+        security: ClientSecurity | None = None,
     ) -> None:
         self.host = host
+        self.security = security or ClientSecurity()
         self.port = port
         self.client_id = client_id
         self.request_timeout_ms = request_timeout_ms
@@ -183,7 +190,14 @@ class BrokerConnection:
             self._transition(ConnectionState.CONNECTING)
             try:
                 async with asyncio.timeout(self.connect_timeout_ms / 1000):
-                    reader, writer = await asyncio.open_connection(self.host, self.port)
+                    ssl_factory = self.security.ssl
+                    if ssl_factory is None:
+                        reader, writer = await asyncio.open_connection(self.host, self.port)
+                    else:
+                        reader, writer = await asyncio.open_connection(
+                            self.host, self.port, ssl=ssl_factory.context,
+                            server_hostname=self.host,
+                        )  # fmt: skip
             except (OSError, TimeoutError) as e:
                 self._transition(ConnectionState.DISCONNECTED)
                 reason = str(e) or "timed out"
@@ -198,6 +212,8 @@ class BrokerConnection:
             self._transition(ConnectionState.CHECKING_API_VERSIONS)
             try:
                 self.api_versions = await self._negotiate_api_versions()
+                if self.security.sasl is not None:
+                    await self._authenticate(self.security.sasl)
             except BaseException:
                 self._shutdown(KafkaConnectionError(f"Connection to {self._describe()} closed"))
                 raise
@@ -226,6 +242,38 @@ class BrokerConnection:
         if body["error_code"] != Errors.NONE:
             raise error_for_code(body["error_code"], None, f"ApiVersions to {self._describe()}")
         return {e["api_key"]: (e["min_version"], e["max_version"]) for e in body["api_keys"]}
+
+    async def _authenticate(self, sasl: SaslCredentials) -> None:
+        """SaslHandshake v1 then SaslAuthenticate until the mechanism is done (Kafka's
+        SaslClientAuthenticator); SaslAuthenticationError with the broker's message."""
+        timeout = self.connect_timeout_ms
+        handshake = await self._request(
+            ApiKey.SASL_HANDSHAKE, {"mechanism": sasl.mechanism}, 1, timeout, connecting=True
+        )
+        if handshake["error_code"] == Errors.UNSUPPORTED_SASL_MECHANISM:
+            raise UnsupportedSaslMechanismError(
+                f"{self._describe()} does not enable SASL mechanism {sasl.mechanism} (it "
+                f"enables {', '.join(handshake['mechanisms'])}); set sasl.mechanism to one of them"
+            )
+        if handshake["error_code"] != Errors.NONE:
+            raise error_for_code(
+                handshake["error_code"], None, f"SaslHandshake to {self._describe()}"
+            )
+        authenticator = SaslClientAuthenticator(sasl)
+        version = min(2, self.api_versions.get(int(ApiKey.SASL_AUTHENTICATE), (0, 0))[1])
+        token: bytes | None = authenticator.first_message()
+        while token is not None:
+            body = await self._request(
+                ApiKey.SASL_AUTHENTICATE, {"auth_bytes": token}, version, timeout,
+                connecting=True,
+            )  # fmt: skip
+            if body["error_code"] != Errors.NONE:
+                raise error_for_code(
+                    body["error_code"], body["error_message"],
+                    f"SASL authentication with {self._describe()}",
+                )  # fmt: skip
+            token = authenticator.evaluate_challenge(bytes(body["auth_bytes"]))
+        self._log.debug("authenticated as %s with %s", sasl.username, sasl.mechanism)
 
     # --- sending ---
 

@@ -13,6 +13,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
+from kafpy.client.client_security import ClientSecurity
 from kafpy.client.cluster import Cluster, Node
 from kafpy.client.connection import BrokerConnection
 from kafpy.client.response_errors import error_for_code
@@ -101,6 +102,7 @@ class KafkaClient:
         retries: how many times a request failing with a retriable error is retried.
         retry_backoff_ms: the wait before each retry (Kafka's `retry.backoff.ms`).
         sleep: how to wait (tests pass a recorder instead of asyncio.sleep).
+        security: `security.protocol`, TLS and SASL of every connection (ClientSecurity).
 
     Use as `async with KafkaClient("localhost:9092") as client: ...`, or call start() and
     close(). `cluster` is the latest metadata; send_to_node / send_to_controller /
@@ -117,7 +119,9 @@ class KafkaClient:
         retry_backoff_ms: int = 100,
         connect_timeout_ms: int | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        security: ClientSecurity | None = None,
     ) -> None:
+        self.security = security
         self.bootstrap_servers = parse_bootstrap_servers(bootstrap_servers)
         self.client_id = client_id
         self.request_timeout_ms = request_timeout_ms
@@ -167,6 +171,7 @@ class KafkaClient:
             request_timeout_ms=self.request_timeout_ms,
             node_id=node_id,
             connect_timeout_ms=self.connect_timeout_ms,
+            security=self.security,
         )
 
     # --- connections ---

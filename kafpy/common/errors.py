@@ -757,3 +757,24 @@ class UnknownProducerIdError(KafkaError):
     sequence 0 (UNKNOWN_PRODUCER_ID), e.g. because retention removed its batches."""
 
     error = Errors.UNKNOWN_PRODUCER_ID
+
+
+class UnsupportedSaslMechanismError(KafkaError):
+    """The client asked for a SASL mechanism the listener does not enable
+    (UNSUPPORTED_SASL_MECHANISM)."""
+
+    error = Errors.UNSUPPORTED_SASL_MECHANISM
+
+
+class IllegalSaslStateError(KafkaError):
+    """A SASL request came out of order, e.g. SaslAuthenticate before SaslHandshake
+    (ILLEGAL_SASL_STATE)."""
+
+    error = Errors.ILLEGAL_SASL_STATE
+
+
+class SaslAuthenticationError(KafkaError):
+    """SASL authentication failed: wrong credentials or a malformed exchange
+    (SASL_AUTHENTICATION_FAILED)."""
+
+    error = Errors.SASL_AUTHENTICATION_FAILED

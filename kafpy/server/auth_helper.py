@@ -627,6 +627,16 @@ def _elect_denied(request: Request) -> Body:
         for t in (request.body or {}).get("topic_partitions") or ()]}  # fmt: skip
 
 
+def _alter_scram_denied(request: Request) -> Body:
+    body = request.body or {}
+    users = dict.fromkeys(
+        u["name"] for key in ("deletions", "upsertions") for u in body.get(key) or ()
+    )
+    return {"throttle_time_ms": 0, "results": [
+        {"user": u, "error_code": Errors.CLUSTER_AUTHORIZATION_FAILED, "error_message": None}
+        for u in users]}  # fmt: skip
+
+
 _Guard = Callable[[AuthHelper, Request, Handler], Awaitable[Any]]
 _GUARDS: dict[ApiKey, _Guard] = {
     ApiKey.PRODUCE: _produce,
@@ -663,4 +673,8 @@ _GUARDS: dict[ApiKey, _Guard] = {
     ApiKey.STOP_REPLICA: _cluster_api(Op.CLUSTER_ACTION, _controller_denied),
     ApiKey.CONTROLLED_SHUTDOWN: _cluster_api(Op.CLUSTER_ACTION, _controller_denied),
     ApiKey.ELECT_LEADERS: _cluster_api(Op.ALTER, _elect_denied),
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: _cluster_api(Op.DESCRIBE, lambda r: {
+        "throttle_time_ms": 0, "error_code": Errors.CLUSTER_AUTHORIZATION_FAILED,
+        "error_message": "Cluster authorization failed.", "results": []}),
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: _cluster_api(Op.ALTER, _alter_scram_denied),
 }  # fmt: skip

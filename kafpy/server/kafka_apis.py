@@ -21,6 +21,10 @@ from typing import Any
 
 from kafpy.admin.admin_zk_client import AdminZkClient
 from kafpy.admin.replica_assignment import RackAwareMode
+from kafpy.admin.scram_credentials import (
+    alter_user_scram_credentials,
+    describe_user_scram_credentials,
+)
 from kafpy.common import topic as topic_names
 from kafpy.common.election_type import ElectionType
 from kafpy.common.errors import (
@@ -61,6 +65,7 @@ from kafpy.records.record_batch import (
 )
 from kafpy.security.authorizer.acl import ResourceType
 from kafpy.security.authorizer.acl_authorizer import AclAuthorizer
+from kafpy.security.sasl_requests import handle_sasl_authenticate, handle_sasl_handshake
 from kafpy.server.acl_apis import AclApis
 from kafpy.server.admin_manager import AdminManager
 from kafpy.server.auth_helper import AuthHelper
@@ -196,10 +201,20 @@ class KafkaApis:
             ApiKey.DELETE_RECORDS: self.handle_delete_records,
             ApiKey.OFFSET_FOR_LEADER_EPOCH: self.handle_offset_for_leader_epoch,
             ApiKey.DESCRIBE_CLUSTER: self.handle_describe_cluster,
+            ApiKey.SASL_HANDSHAKE: handle_sasl_handshake,
+            ApiKey.SASL_AUTHENTICATE: handle_sasl_authenticate,
         }
         if admin_manager is not None:
             for key, api, controller_only in _ADMIN_APIS:
                 handlers[key] = self._admin_handler(api, controller_only)
+        if admin_zk_client is not None:
+            zk = admin_zk_client.zk_client
+            handlers[ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS] = lambda r: (
+                describe_user_scram_credentials(zk, _body(r))
+            )
+            handlers[ApiKey.ALTER_USER_SCRAM_CREDENTIALS] = lambda r: alter_user_scram_credentials(
+                zk, _body(r)
+            )
         if producer_id_manager is not None:
             handlers[ApiKey.INIT_PRODUCER_ID] = self.handle_init_producer_id
         if controller is not None and hasattr(controller, "controlled_shutdown"):

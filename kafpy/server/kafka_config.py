@@ -23,10 +23,18 @@ from kafpy.common.config_def import (
     ValidString,
     config_error,
     format_value,
+    parse_type,
 )
 from kafpy.common.errors import InvalidConfigurationError
 from kafpy.common.properties import load_properties
 from kafpy.security.authorizer.acl_authorizer import AUTHORIZER_CLASS_NAMES, parse_super_users
+from kafpy.security.sasl_configs import (
+    BROKER_SASL_CONFIG_DEF,
+    SASL_SECURITY_PROTOCOLS,
+    ensure_sasl_mechanisms_supported,
+)
+from kafpy.security.ssl_configs import BROKER_SSL_CONFIG_DEF
+from kafpy.security.ssl_principal_mapper import SslPrincipalMapper
 from kafpy.storage.cleaner.cleaner_config import CleanerConfig
 from kafpy.storage.log_config import (
     BROKER_LOG_CONFIG_DEF,
@@ -39,11 +47,19 @@ _LISTENER = re.compile(r"^([A-Za-z0-9_]+)://(\[[0-9a-fA-F:]+\]|[^:]*):(-?\d+)$")
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 """Kafka's security protocols, the values `listener.security.protocol.map` may name."""
 
-SUPPORTED_SECURITY_PROTOCOLS = frozenset({"PLAINTEXT"})
+SUPPORTED_SECURITY_PROTOCOLS = frozenset({"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"})
 """The protocols this broker can honour. A listener on any other protocol stops start-up:
 serving it as plaintext would be a silent downgrade. Security support widens this set."""
 
 DEFAULT_LISTENER_SECURITY_PROTOCOL_MAP = ",".join(f"{p}:{p}" for p in SECURITY_PROTOCOLS)
+
+TLS_SECURITY_PROTOCOLS = frozenset({"SSL", "SASL_SSL"})
+"""The protocols whose connections run over TLS."""
+
+
+def listener_config_prefix(listener_name: str) -> str:
+    """`listener.name.<name in lower case>.`, the prefix of a listener's own overrides."""
+    return f"listener.name.{listener_name.lower()}."
 
 
 class _ListenerList(Validator):
@@ -94,7 +110,11 @@ def _broker_config_def() -> ConfigDef:
     h, m = Importance.HIGH, Importance.MEDIUM
     t = ConfigType
     return (
-        ConfigDef(BROKER_LOG_CONFIG_DEF.config_keys)
+        ConfigDef({
+            **BROKER_LOG_CONFIG_DEF.config_keys,
+            **BROKER_SSL_CONFIG_DEF.config_keys,
+            **BROKER_SASL_CONFIG_DEF.config_keys,
+        })
         .define("broker.id", t.INT, -1, None, h, "The broker id; -1 generates one from ZooKeeper.")
         .define("broker.id.generation.enable", t.BOOLEAN, True, None, m)
         .define("reserved.broker.max.id", t.INT, 1000, Range.at_least(0), m)
@@ -237,7 +257,11 @@ class KafkaConfig:
 
     def unknown_keys(self) -> list[str]:
         """The supplied keys this broker does not know, in the order they were given."""
-        return [key for key in self.originals if key not in KAFKA_CONFIG_DEF]
+        return [
+            key
+            for key in self.originals
+            if key not in KAFKA_CONFIG_DEF and not _is_listener_override(key)
+        ]
 
     def values_text(self) -> str:
         """Kafka's "KafkaConfig values:" block: every key sorted, `key = value` a line,
@@ -294,6 +318,64 @@ class KafkaConfig:
         """The security protocol of a listener, from `listener.security.protocol.map`."""
         return self.listener_security_protocol_map[listener_name]
 
+    @property
+    def connections_max_idle_ms(self) -> int:
+        return int(self._values["connections.max.idle.ms"])
+
+    def ssl_values(self, listener_name: str) -> dict[str, Any]:
+        """A listener's `ssl.*` settings: each `listener.name.<listener>.ssl.*` key overrides
+        its `ssl.*` key, as Kafka reads them (key by key)."""
+        values = {name: self._values[name] for name in BROKER_SSL_CONFIG_DEF.names()}
+        prefix = listener_config_prefix(listener_name)
+        for key, raw in self.originals.items():
+            base = key[len(prefix) :] if key.startswith(prefix) else None
+            if base is not None and base in BROKER_SSL_CONFIG_DEF:
+                definition = BROKER_SSL_CONFIG_DEF.key(base)
+                value = parse_type(key, raw, definition.type)
+                if definition.validator is not None and value is not None:
+                    definition.validator.ensure_valid(key, value)
+                values[base] = value
+        return values
+
+    # -- SASL ---------------------------------------------------------------------------------
+
+    def sasl_enabled_mechanisms(self, listener_name: str) -> list[str]:
+        """`listener.name.<listener>.sasl.enabled.mechanisms`, else `sasl.enabled.mechanisms`."""
+        raw = self.originals.get(listener_config_prefix(listener_name) + "sasl.enabled.mechanisms")
+        if raw is None:
+            return [str(m) for m in self._values["sasl.enabled.mechanisms"]]
+        return [m.strip().upper() for m in str(raw).split(",") if m.strip()]
+
+    @property
+    def sasl_mechanism_inter_broker_protocol(self) -> str:
+        return str(self._values["sasl.mechanism.inter.broker.protocol"]).upper()
+
+    def sasl_jaas_config(self, listener_name: str, mechanism: str) -> tuple[str, str] | None:
+        """(key, JAAS text) of a listener's mechanism: `listener.name.<listener>.<mechanism
+        in lower case>.sasl.jaas.config`, else `sasl.jaas.config`; None when neither is set."""
+        key = f"{listener_config_prefix(listener_name)}{mechanism.lower()}.sasl.jaas.config"
+        raw = self.originals.get(key)
+        if raw is not None:
+            return key, str(raw)
+        value = self._values["sasl.jaas.config"]
+        return ("sasl.jaas.config", str(value)) if value is not None else None
+
+    @property
+    def connections_max_reauth_ms(self) -> int:
+        return int(self._values["connections.max.reauth.ms"])
+
+    def _validate_sasl(self, listener_name: str) -> None:
+        key = "sasl.enabled.mechanisms"
+        if listener_config_prefix(listener_name) + key in self.originals:
+            key = listener_config_prefix(listener_name) + key
+        mechanisms = self.sasl_enabled_mechanisms(listener_name)
+        if not mechanisms:
+            raise InvalidConfigurationError(
+                f"{key} is empty for SASL listener {listener_name}: enable PLAIN, "
+                "SCRAM-SHA-256 or SCRAM-SHA-512"
+            )
+        ensure_sasl_mechanisms_supported(mechanisms, key)
+
     def _validate_listeners(self) -> None:
         """Kafka's checks of `listeners` and `advertised.listeners` against the protocol map
         and the inter-broker listener, then the one check of what kafpy can serve."""
@@ -316,6 +398,8 @@ class KafkaConfig:
             )
         for name, host, port in listeners:
             ensure_security_protocol_supported(f"{name}://{host}:{port}", protocols[name])
+            # bad overrides and mapping rules fail here; key stores are read at start-up
+            SslPrincipalMapper(self.ssl_values(name)["ssl.principal.mapping.rules"])
         if (
             "inter.broker.listener.name" in self.originals
             and "security.inter.broker.protocol" in self.originals
@@ -335,6 +419,18 @@ class KafkaConfig:
         ensure_security_protocol_supported(
             f"{inter_broker} (the inter-broker listener)", protocols[inter_broker]
         )
+        for name, _, _ in listeners:
+            if protocols[name] in SASL_SECURITY_PROTOCOLS:
+                self._validate_sasl(name)
+        if protocols[inter_broker] in SASL_SECURITY_PROTOCOLS:
+            mechanism = self.sasl_mechanism_inter_broker_protocol
+            ensure_sasl_mechanisms_supported([mechanism], "sasl.mechanism.inter.broker.protocol")
+            if mechanism not in self.sasl_enabled_mechanisms(inter_broker):
+                raise InvalidConfigurationError(
+                    f"sasl.mechanism.inter.broker.protocol ({mechanism}) must be included in "
+                    f"sasl.enabled.mechanisms of the inter-broker listener {inter_broker} "
+                    "when SASL is used for inter-broker communication"
+                )
 
     @property
     def log_dirs(self) -> list[Path]:
@@ -533,6 +629,20 @@ def ensure_security_protocol_supported(listener: str, protocol: str) -> None:
             f"support yet (supported: {', '.join(sorted(SUPPORTED_SECURITY_PROTOCOLS))}); "
             "kafpy will not serve it as plaintext. Use a PLAINTEXT listener or remove this one."
         )
+
+
+def _is_listener_override(key: str) -> bool:
+    """`listener.name.<listener>.<key>` for a key a listener may override."""
+    if not key.startswith("listener.name."):
+        return False
+    _, _, rest = key[len("listener.name.") :].partition(".")
+    if rest in BROKER_SSL_CONFIG_DEF or rest in (
+        "sasl.enabled.mechanisms",
+        "connections.max.reauth.ms",
+    ):
+        return True
+    _, _, after_mechanism = rest.partition(".")
+    return after_mechanism == "sasl.jaas.config"
 
 
 def _parse_listeners(value: str) -> list[tuple[str, str, int]]:

@@ -35,11 +35,17 @@ from kafpy.coordinator.group_coordinator import GroupCoordinator
 from kafpy.metadata.kafka_zk_client import KafkaZkClient
 from kafpy.metadata.store import MetadataStore
 from kafpy.metadata.store_factory import create_store
-from kafpy.metadata.zk_data import Broker, BrokerInfo, EndPoint
+from kafpy.metadata.zk_data import Broker, BrokerInfo, ConfigType, EndPoint
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.security.authorizer.acl_authorizer import AclAuthorizer, parse_super_users
+from kafpy.security.credential_cache import CredentialCache, CredentialProvider
 from kafpy.server.admin_manager import AdminManager
 from kafpy.server.broker_metadata_checkpoint import check_broker_metadata
+from kafpy.server.channel_builders import (
+    inter_broker_sasl_credentials,
+    listener_sasl_configs,
+    listener_ssl_factories,
+)
 from kafpy.server.controlled_shutdown import controlled_shutdown
 from kafpy.server.dynamic_broker_config import (
     DynamicBrokerConfig,
@@ -102,6 +108,7 @@ class KafkaServer:
         self.apis: KafkaApis | None = None
         self.authorizer: AclAuthorizer | None = None
         self.dynamic_config_manager: DynamicConfigManager | None = None
+        self.credential_cache = CredentialCache()
         self.dynamic_config = DynamicBrokerConfig(config)
         self.log_dir_failure_channel = LogDirFailureChannel()
         self.broker_epoch = -1
@@ -128,6 +135,10 @@ class KafkaServer:
 
     async def _startup(self) -> None:
         cfg = self.config
+        ssl_factories = listener_ssl_factories(cfg)  # a key store that does not load stops here
+        # SASL: bad JAAS configs stop here; credentials load with the dynamic configs
+        sasl_configs = listener_sasl_configs(cfg, self.credential_cache)
+        inter_broker_sasl_credentials(cfg)
         LoopLagProbe.start(cfg.broker_id, until=self._shutdown_requested)
         for d in cfg.log_dirs:
             d.mkdir(parents=True, exist_ok=True)
@@ -162,6 +173,10 @@ class KafkaServer:
         self.socket_server = SocketServer(
             cfg.listeners, max_request_size=cfg.socket_request_max_bytes,
             broker_id=cfg.broker_id, time=self.time,
+            security_protocols=cfg.listener_security_protocol_map,
+            ssl_factories=ssl_factories,
+            ssl_handshake_timeout_ms=cfg.connections_max_idle_ms,
+            sasl_configs=sasl_configs,
         )  # fmt: skip
         await self.socket_server.bind()
         self.replica_manager = ReplicaManager(
@@ -222,6 +237,9 @@ class KafkaServer:
             self.time,
             self.dynamic_config,
             controller=self.controller,
+        )
+        self.dynamic_config_manager.handlers[ConfigType.USER] = CredentialProvider(
+            self.credential_cache
         )
         await self.dynamic_config_manager.startup()
         await self.socket_server.start_processing(

@@ -10,15 +10,26 @@ that arrive meanwhile are read ahead, up to a bound, then reading pauses.
 
 A frame larger than `socket.request.max.bytes`, a negative size, or a header or body that
 does not decode closes that connection only, with a log line naming the client and why.
+
+A listener whose security protocol is SSL (or SASL_SSL) has an SslFactory: each connection
+first completes a TLS handshake (within `connections.max.idle.ms`), its principal comes
+from the client certificate, and only then are frames read. A failed handshake (garbage,
+a plaintext client, a refused certificate, a timeout) closes that connection only, logged
+as Kafka logs it: `Failed authentication with /<ip> (SSL handshake failed)`.
+
+A listener on SASL_PLAINTEXT or SASL_SSL gives each connection a SaslServerAuthenticator,
+which takes every frame until the client has authenticated (then the principal is
+`User:<name>`), and again for re-authentication (kafpy.security.sasl_server_authenticator).
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
+import ssl
 import struct
 from collections import deque
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from kafpy.common.logger import component_logger
@@ -28,6 +39,10 @@ from kafpy.protocol.api_versions import is_supported
 from kafpy.protocol.errors import ProtocolDecodeError
 from kafpy.protocol.headers import decode_request_header
 from kafpy.protocol.messages import REQUESTS
+from kafpy.security.kafka_principal import ANONYMOUS, KafkaPrincipal
+from kafpy.security.sasl_server_authenticator import SaslListenerConfig, SaslServerAuthenticator
+from kafpy.security.ssl_factory import SslFactory
+from kafpy.security.ssl_principal_mapper import NoMatchingRule
 from kafpy.server.request_channel import CloseConnection, Request, RequestHandler, ResponseParts
 
 # kafpy.testing's fault injection: sees each request with the real handler and answers it
@@ -63,7 +78,12 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._waiter: asyncio.Future[None] | None = None
         self._write_ready: asyncio.Future[None] | None = None
         self._processor: asyncio.Task[None] | None = None
+        self._handshake: asyncio.Task[None] | None = None
         self._closed = False
+        self.security_protocol = server.security_protocols.get(listener_name, "PLAINTEXT")
+        self.principal: KafkaPrincipal = ANONYMOUS
+        sasl = server.sasl_configs.get(listener_name)
+        self.authenticator = SaslServerAuthenticator(sasl) if sasl is not None else None
 
     # -- connection events --------------------------------------------------------------------
 
@@ -77,7 +97,56 @@ class KafkaConnection(asyncio.BufferedProtocol):
             f"{local[0]}:{local[1]}-{peer[0]}:{peer[1]}-{next(self.server._connection_counter)}"
         )
         self.server._connections.add(self)
-        self._processor = asyncio.get_running_loop().create_task(self._process())
+        factory = self.server.ssl_factories.get(self.listener_name)
+        if factory is None:
+            self._processor = asyncio.get_running_loop().create_task(self._process())
+        else:
+            # no byte may reach the framing before TLS is up; start_tls resumes reading
+            transport.pause_reading()  # type: ignore[attr-defined]
+            self._handshake = asyncio.get_running_loop().create_task(
+                self._start_tls(factory), name=f"kafpy-tls-{self.connection_id}"
+            )
+
+    async def _start_tls(self, factory: SslFactory) -> None:
+        """Complete the server side of the TLS handshake, then name the peer and start
+        processing; any failure closes this connection only."""
+        raw = self.transport
+        assert raw is not None
+        loop = asyncio.get_running_loop()
+        try:
+            tls = await loop.start_tls(
+                raw, self, factory.context, server_side=True,
+                ssl_handshake_timeout=self.server.ssl_handshake_timeout_ms / 1000,
+            )  # fmt: skip
+        except asyncio.CancelledError:
+            raw.close()
+            raise
+        except (OSError, EOFError, TimeoutError) as e:
+            if not self._closed:  # else the broker closed it (shutting down)
+                self._failed_authentication(f"SSL handshake failed: {_handshake_error(e)}")
+            raw.close()
+            return
+        if tls is None or self._closed:
+            raw.close()
+            return
+        self.transport = tls
+        try:
+            self.principal = factory.peer_principal(tls.get_extra_info("ssl_object"))
+        except NoMatchingRule as e:
+            self._failed_authentication(str(e))
+            tls.close()
+            return
+        self.server.log.debug(
+            "Connection %s on listener %s authenticated as %s (%s)",
+            self.connection_id, self.listener_name, self.principal,
+            tls.get_extra_info("cipher"),
+        )  # fmt: skip
+        self._processor = loop.create_task(self._process())
+
+    def _failed_authentication(self, reason: str) -> None:
+        self._closed = True
+        self.server._connections.discard(self)
+        self.server.log.info("Failed authentication with /%s (%s)", self.client_address[0], reason)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closed = True
@@ -143,7 +212,13 @@ class KafkaConnection(asyncio.BufferedProtocol):
         buf = self._buf
         while self._end - self._start >= 4:
             (size,) = _SIZE.unpack_from(buf, self._start)
-            if size < 0 or size > self.server.max_request_size:
+            if size < 0 or size > self._max_frame_size():
+                if self._max_frame_size() != self.server.max_request_size:
+                    self.close(
+                        f"invalid request size {size} before SASL authentication completed: "
+                        f"it must be between 0 and {self._max_frame_size()}"
+                    )
+                    return
                 self.close(
                     f"invalid request size {size}: it must be between 0 and "
                     f"socket.request.max.bytes ({self.server.max_request_size})"
@@ -209,8 +284,41 @@ class KafkaConnection(asyncio.BufferedProtocol):
         except asyncio.CancelledError:
             pass
 
+    def _max_frame_size(self) -> int:
+        if self.authenticator is None:
+            return self.server.max_request_size
+        return self.authenticator.max_frame_size(self.server.max_request_size)
+
+    def _authenticate(self, frame: memoryview) -> bool:
+        """Give the frame to the SASL authenticator when it is its; True when the frame
+        was handled (answered, or the connection closed)."""
+        auth = self.authenticator
+        assert auth is not None
+        step = auth.handle_frame(frame, self.server.time.milliseconds())
+        if step.forward:
+            return False
+        if step.response is not None and self.transport is not None and not self._closed:
+            self.transport.writelines(step.response)
+        if auth.complete and auth.principal is not None:
+            self.principal = auth.principal
+        if step.close_reason is not None:
+            if step.failed_authentication:
+                self.server.log.info(
+                    "Failed authentication with /%s (%s)", self.client_address[0], step.close_reason
+                )
+                self.close()
+            else:
+                self.close(step.close_reason)
+        return True
+
     async def _handle_frame(self, frame: memoryview) -> None:
         server = self.server
+        if (
+            self.authenticator is not None
+            and self.authenticator.intercepts(frame, server.time.milliseconds())
+            and self._authenticate(frame)
+        ):
+            return
         try:
             header, offset = decode_request_header(frame)
         except ProtocolDecodeError as e:
@@ -229,6 +337,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         request = Request(
             header, body, frame, len(frame), server.time.milliseconds(), self.connection_id,
             self.client_address, self.listener_name,
+            security_protocol=self.security_protocol, principal=self.principal,
         )  # fmt: skip
         try:
             if server.request_interceptor is None:
@@ -254,6 +363,12 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self.transport.writelines(response)
 
 
+def _handshake_error(e: BaseException) -> str:
+    if isinstance(e, ssl.SSLError) and e.reason:
+        return str(e.reason)
+    return str(e) or type(e).__name__
+
+
 def _api_name(api_key: int) -> str:
     try:
         return REQUESTS[ApiKey(api_key)].name.removesuffix("Request")
@@ -266,6 +381,11 @@ class SocketServer:
 
     listeners: (name, host, port) triples (port 0 picks a free one; see `bound_port`).
     max_request_size: socket.request.max.bytes.
+    security_protocols: listener name -> security protocol (PLAINTEXT when absent), which
+    every Request carries. ssl_factories: listener name -> its TLS side, for the listeners
+    that speak TLS. ssl_handshake_timeout_ms: how long a client may take over the handshake
+    (the broker passes connections.max.idle.ms). sasl_configs: listener name -> what its
+    SASL authenticator offers, for the SASL_PLAINTEXT and SASL_SSL listeners.
     """
 
     def __init__(
@@ -276,8 +396,16 @@ class SocketServer:
         max_request_size: int = 104857600,
         broker_id: int = 0,
         time: Time = SYSTEM_TIME,
+        security_protocols: Mapping[str, str] | None = None,
+        ssl_factories: Mapping[str, SslFactory] | None = None,
+        ssl_handshake_timeout_ms: int = 600000,
+        sasl_configs: Mapping[str, SaslListenerConfig] | None = None,
     ) -> None:
         self.listeners = list(listeners)
+        self.security_protocols = dict(security_protocols or {})
+        self.ssl_factories = dict(ssl_factories or {})
+        self.ssl_handshake_timeout_ms = ssl_handshake_timeout_ms
+        self.sasl_configs = dict(sasl_configs or {})
         self.handler: RequestHandler = handler  # type: ignore[assignment]
         self.max_request_size = max_request_size
         self.time = time

@@ -35,28 +35,64 @@ def _listening(port: int) -> bool:
     return True
 
 
+_SSL_ONLY = {"security.inter.broker.protocol": "SSL"}
+_PEM_KEYSTORE = {**_SSL_ONLY, "ssl.keystore.type": "PEM", "ssl.keystore.location": "{missing}"}
+
+
 @pytest.mark.parametrize(
     ("listeners", "extra", "message"),
     [
-        ("SSL://127.0.0.1:{port}", {}, "Listener SSL://127.0.0.1:{port} uses security protocol SSL"),
-        ("SASL_SSL://127.0.0.1:{port}", {}, "uses security protocol SASL_SSL"),
-        ("SASL_PLAINTEXT://127.0.0.1:{port}", {}, "uses security protocol SASL_PLAINTEXT"),
+        ("SSL://127.0.0.1:{port}", _SSL_ONLY, "listener SSL uses TLS but has no key store"),
+        ("SSL://127.0.0.1:{port}", _PEM_KEYSTORE,
+         "ssl.keystore.location {missing} for listener SSL cannot be read: No such file"),
+        ("SSL://127.0.0.1:{port}", {**_SSL_ONLY, "ssl.keystore.location": "{missing}"},
+         "ssl.keystore.type=JKS for listener SSL cannot be read by kafpy"),
+        (
+            "PLAINTEXT://127.0.0.1:{port},SSL://127.0.0.1:{port2}",
+            {"ssl.keystore.type": "PEM", "listener.name.ssl.ssl.keystore.location": "{missing}"},
+            "ssl.keystore.location {missing} for listener SSL cannot be read",
+        ),
+        # Kafka's default mechanism, GSSAPI, and OAUTHBEARER are refused by name
+        ("SASL_PLAINTEXT://127.0.0.1:{port}", {"security.inter.broker.protocol": "SASL_PLAINTEXT"},
+         "sasl.enabled.mechanisms names SASL mechanism(s) GSSAPI, which kafpy does not support"),
+        ("SASL_SSL://127.0.0.1:{port}",
+         {"security.inter.broker.protocol": "SASL_SSL", "sasl.enabled.mechanisms": "OAUTHBEARER"},
+         "names SASL mechanism(s) OAUTHBEARER, which kafpy does not support"),
         (
             "EXTERNAL://127.0.0.1:{port}",
-            {"listener.security.protocol.map": "EXTERNAL:SASL_SSL",
-             "inter.broker.listener.name": "EXTERNAL"},
-            "Listener EXTERNAL://127.0.0.1:{port} uses security protocol SASL_SSL",
+            {"listener.security.protocol.map": "EXTERNAL:SASL_PLAINTEXT",
+             "inter.broker.listener.name": "EXTERNAL", "sasl.enabled.mechanisms": "PLAIN",
+             "sasl.mechanism.inter.broker.protocol": "PLAIN"},
+            "Listener EXTERNAL enables SASL mechanism PLAIN but has no JAAS configuration",
+        ),
+        (
+            "SASL_PLAINTEXT://127.0.0.1:{port}",
+            {"security.inter.broker.protocol": "SASL_PLAINTEXT",
+             "sasl.enabled.mechanisms": "SCRAM-SHA-256", "sasl.mechanism.inter.broker.protocol": "PLAIN"},
+            "sasl.mechanism.inter.broker.protocol (PLAIN) must be included in sasl.enabled.mechanisms",
+        ),
+        (
+            "SASL_PLAINTEXT://127.0.0.1:{port}",
+            {"security.inter.broker.protocol": "SASL_PLAINTEXT",
+             "sasl.enabled.mechanisms": "SCRAM-SHA-256",
+             "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-256"},
+            "no JAAS configuration gives this broker's username and password",
         ),
         (
             "PLAINTEXT://127.0.0.1:{port},SSL://127.0.0.1:{port2}",
             {"security.inter.broker.protocol": "SSL"},
-            "Listener SSL://127.0.0.1:{port2} uses security protocol SSL",
+            "listener SSL uses TLS but has no key store",
         ),
         (
             "PLAINTEXT://127.0.0.1:{port},INTERNAL://127.0.0.1:{port2}",
             {"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:SSL",
              "inter.broker.listener.name": "INTERNAL"},
-            "Listener INTERNAL://127.0.0.1:{port2} uses security protocol SSL",
+            "listener INTERNAL uses TLS but has no key store",
+        ),
+        (
+            "PLAINTEXT://127.0.0.1:{port},SSL://127.0.0.1:{port2}",
+            {"security.inter.broker.protocol": "SSL", "inter.broker.listener.name": "SSL"},
+            "Only one of inter.broker.listener.name and security.inter.broker.protocol",
         ),
         ("PLAINTEXT://127.0.0.1:{port},OTHER://127.0.0.1:{port2}", {},
          "No security protocol defined for listener OTHER"),
@@ -74,9 +110,11 @@ def test_a_listener_kafpy_cannot_honour_stops_the_broker_at_start_up(
     tmp_path: Path, listeners: str, extra: dict[str, str], message: str
 ) -> None:
     port, port2 = free_port(), free_port()
-    result = _run_server(tmp_path, {"listeners": listeners.format(port=port, port2=port2), **extra})
+    names = {"port": port, "port2": port2, "missing": tmp_path / "missing.pem"}
+    overrides = {k: v.format(**names) for k, v in extra.items()}
+    result = _run_server(tmp_path, {"listeners": listeners.format(**names), **overrides})
     assert result.returncode != 0
-    assert message.format(port=port, port2=port2) in result.stderr
+    assert message.format(**names) in result.stderr
     assert "Created listener" not in result.stderr
     assert not _listening(port) and not _listening(port2)
 

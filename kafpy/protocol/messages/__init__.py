@@ -38,10 +38,12 @@ from kafpy.protocol.messages import (
     offset_fetch,
     offset_for_leader_epoch,
     produce,
+    sasl_authenticate,
     sasl_handshake,
     stop_replica,
     sync_group,
     update_metadata,
+    user_scram_credentials,
 )
 from kafpy.protocol.schema import Message
 
@@ -77,10 +79,12 @@ _MODULES = [
     offset_fetch,
     offset_for_leader_epoch,
     produce,
+    sasl_authenticate,
     sasl_handshake,
     stop_replica,
     sync_group,
     update_metadata,
+    user_scram_credentials,
 ]
 
 

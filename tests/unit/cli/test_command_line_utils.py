@@ -15,6 +15,7 @@ from kafpy.cli.command_line_utils import (
     run_command,
     unescape,
 )
+from kafpy.client.client_security import SaslCredentials
 
 
 def test_admin_client_configs_become_client_options() -> None:
@@ -49,7 +50,15 @@ def test_admin_client_configs_become_client_options() -> None:
 @pytest.mark.parametrize(
     ("config", "message"),
     [
-        ({"security.protocol": "SSL"}, "security.protocol=SSL in f cannot be honoured"),
+        (
+            {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "GSSAPI"},
+            "sasl.mechanism in f names SASL mechanism(s) GSSAPI, which kafpy does not support",
+        ),
+        ({"security.protocol": "SASL_PLAINTEXT"}, "sasl.mechanism in f names SASL mechanism"),
+        (
+            {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN"},
+            "SASL needs credentials in f: set sasl.jaas.config",
+        ),
         (
             {"sasl.jaas.config": "x", "ssl.keystore.location": "k"},
             "sasl.jaas.config, ssl.keystore.location in f cannot be honoured",
@@ -66,6 +75,25 @@ def test_refused_configs(config: dict[str, str], message: str) -> None:
     with pytest.raises(OneLineError) as info:
         admin_client_options(config, "f", print)
     assert info.value.format_message().startswith(message)
+
+
+def test_sasl_settings_become_the_clients_security() -> None:
+    jaas = (
+        "org.apache.kafka.common.security.scram.ScramLoginModule required "
+        'username="alice" password="alice-secret";'
+    )
+    options = admin_client_options(
+        {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-256",
+         "sasl.jaas.config": jaas}, "f", print,
+    )  # fmt: skip
+    security = options["security"]
+    assert security.security_protocol == "SASL_PLAINTEXT"
+    assert security.sasl == SaslCredentials("SCRAM-SHA-256", "alice", "alice-secret")
+    librdkafka_style = admin_client_options(
+        {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+         "sasl.username": "bob", "sasl.password": "pw"}, "f", print,
+    )  # fmt: skip
+    assert librdkafka_style["security"].sasl == SaslCredentials("PLAIN", "bob", "pw")
 
 
 def test_load_command_config() -> None:

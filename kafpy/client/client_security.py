@@ -1,0 +1,93 @@
+"""ClientSecurity: how kafpy's client secures its connections (`security.protocol`, the
+`ssl.*` keys and the `sasl.*` keys of Kafka's clients), read from client properties.
+
+SASL credentials come from `sasl.jaas.config` (the Java client's key: PlainLoginModule or
+ScramLoginModule with username and password) or `sasl.username`/`sasl.password`
+(librdkafka's); `sasl.mechanism` is PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (Kafka's
+default, GSSAPI, is refused: kafpy cannot honour it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from kafpy.common.errors import InvalidConfigurationError
+from kafpy.security.jaas_config import SCRAM_LOGIN_MODULE, login_credentials, parse_jaas_config
+from kafpy.security.sasl_configs import ensure_sasl_mechanisms_supported
+from kafpy.security.ssl_configs import SSL_CONFIG_DEF
+from kafpy.security.ssl_factory import SslFactory, SslMode
+
+CLIENT_SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+"""The `security.protocol` values kafpy's client can honour."""
+
+
+@dataclass(frozen=True)
+class SaslCredentials:
+    """The SASL mechanism a client authenticates with, and its user and password."""
+
+    mechanism: str
+    username: str
+    password: str = field(repr=False)
+
+    @classmethod
+    def from_config(cls, props: Mapping[str, object], *, source: str) -> SaslCredentials:
+        """From `sasl.mechanism` and `sasl.jaas.config` or `sasl.username`/`sasl.password`;
+        InvalidConfigurationError naming the key when something is missing or unsupported."""
+        mechanism = str(props.get("sasl.mechanism", "GSSAPI")).strip().upper()
+        ensure_sasl_mechanisms_supported([mechanism], f"sasl.mechanism in {source}")
+        jaas = props.get("sasl.jaas.config")
+        if jaas is not None:
+            found = login_credentials(
+                parse_jaas_config(str(jaas), key=f"sasl.jaas.config in {source}")
+            )
+            if found is None:
+                raise InvalidConfigurationError(
+                    f"sasl.jaas.config in {source} has no username and password options"
+                )
+            return cls(mechanism, *found)
+        username, password = props.get("sasl.username"), props.get("sasl.password")
+        if username is None or password is None:
+            raise InvalidConfigurationError(
+                f"SASL needs credentials in {source}: set sasl.jaas.config (e.g. "
+                f'{SCRAM_LOGIN_MODULE} required username="alice" password="...";) or '
+                "sasl.username and sasl.password"
+            )
+        return cls(mechanism, str(username), str(password))
+
+
+@dataclass(frozen=True)
+class ClientSecurity:
+    """A client's security: the protocol, for SSL its TLS context, for SASL its
+    credentials."""
+
+    security_protocol: str = "PLAINTEXT"
+    ssl: SslFactory | None = None
+    sasl: SaslCredentials | None = None
+
+    @classmethod
+    def from_config(cls, props: Mapping[str, object], *, source: str) -> ClientSecurity:
+        """From Kafka client properties (`security.protocol`, `ssl.*`); `source` names where
+        they came from in messages. Raises InvalidConfigurationError for what kafpy cannot
+        honour or read."""
+        protocol = str(props.get("security.protocol", "PLAINTEXT")).strip().upper()
+        if protocol not in ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"):
+            raise InvalidConfigurationError(
+                f"Invalid value {props.get('security.protocol')} for configuration "
+                f"security.protocol in {source}: it must be PLAINTEXT, SSL, SASL_PLAINTEXT or "
+                "SASL_SSL"
+            )
+        sasl = (
+            SaslCredentials.from_config(props, source=source)
+            if protocol.startswith("SASL_")
+            else None
+        )
+        if protocol in ("PLAINTEXT", "SASL_PLAINTEXT"):
+            return cls(protocol, None, sasl)
+        ssl_props = {k: v for k, v in props.items() if k in SSL_CONFIG_DEF}
+        values = SSL_CONFIG_DEF.parse(ssl_props)
+        return cls(protocol, SslFactory(SslMode.CLIENT, values, where=source), sasl)
+
+    @property
+    def uses_tls(self) -> bool:
+        return self.ssl is not None

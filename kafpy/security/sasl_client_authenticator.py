@@ -1,0 +1,51 @@
+"""SaslClientAuthenticator: the client's side of a SASL exchange, mechanism by mechanism
+(Kafka's SaslClientAuthenticator): the tokens kafpy's client sends in SaslAuthenticate
+requests and its checks of the broker's answers."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from kafpy.common.errors import SaslAuthenticationError
+from kafpy.security.plain import PLAIN, plain_client_message
+from kafpy.security.scram import ScramMechanism, ScramSaslClient
+
+
+class _Credentials(Protocol):
+    @property
+    def mechanism(self) -> str: ...
+    @property
+    def username(self) -> str: ...
+    @property
+    def password(self) -> str: ...
+
+
+class SaslClientAuthenticator:
+    """One exchange: `first_message()`, then `evaluate_challenge(answer)` for each broker
+    answer, which gives the next token or None once authentication is complete."""
+
+    def __init__(self, credentials: _Credentials) -> None:
+        self.mechanism = credentials.mechanism
+        self._scram: ScramSaslClient | None = None
+        self._plain: bytes | None = None
+        if credentials.mechanism == PLAIN:
+            self._plain = plain_client_message(credentials.username, credentials.password)
+        else:
+            scram = ScramMechanism.for_name(credentials.mechanism)
+            if scram is None:
+                raise SaslAuthenticationError(
+                    f"kafpy's client does not speak SASL mechanism {credentials.mechanism}"
+                )
+            self._scram = ScramSaslClient(scram, credentials.username, credentials.password)
+
+    def first_message(self) -> bytes:
+        if self._plain is not None:
+            return self._plain
+        assert self._scram is not None
+        return self._scram.first_message()
+
+    def evaluate_challenge(self, challenge: bytes) -> bytes | None:
+        if self._scram is None or self._scram.is_complete():
+            return None
+        token = self._scram.evaluate_challenge(challenge)
+        return None if self._scram.is_complete() else token

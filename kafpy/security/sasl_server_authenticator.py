@@ -1,0 +1,313 @@
+"""SaslServerAuthenticator: the broker's side of SASL on one connection of a SASL_PLAINTEXT
+or SASL_SSL listener (Kafka's SaslServerAuthenticator).
+
+Until the connection has authenticated it may send only ApiVersions (answered by the
+broker as usual), SaslHandshake and SaslAuthenticate, each frame at most
+MAX_RECEIVE_SIZE bytes. SaslHandshake v1 picks a mechanism and the tokens then come in
+SaslAuthenticate requests (v0-v2); after SaslHandshake v0 they come as raw size-prefixed
+frames, as old clients send them. An unknown mechanism is answered with
+UNSUPPORTED_SASL_MECHANISM and the enabled list, a failed exchange with
+SASL_AUTHENTICATION_FAILED and Kafka's message, a SaslAuthenticate before the handshake
+with ILLEGAL_SASL_STATE; each then closes the connection. Any other request before
+authentication closes it without an answer.
+
+With `connections.max.reauth.ms` set the session has that lifetime (told to clients in
+SaslAuthenticate v1+): the client may re-authenticate in-band with a new SaslHandshake,
+and a connection that sends anything else after its session expired is closed (KIP-368).
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Protocol
+
+from kafpy.common.errors import Errors, SaslAuthenticationError
+from kafpy.protocol.api_keys import ApiKey
+from kafpy.protocol.errors import ProtocolDecodeError
+from kafpy.protocol.headers import RequestHeader, decode_request_header, encode_response
+from kafpy.protocol.messages import REQUESTS
+from kafpy.security.credential_cache import CredentialCache
+from kafpy.security.kafka_principal import USER_TYPE, KafkaPrincipal
+from kafpy.security.plain import PLAIN, PlainSaslServer
+from kafpy.security.sasl_configs import MAX_RECEIVE_SIZE
+from kafpy.security.scram import ScramMechanism, ScramSaslServer
+
+_SIZE = struct.Struct(">i")
+_API_KEY = struct.Struct(">h")
+_HANDSHAKE_VERSIONS = (0, 1)
+_AUTHENTICATE_VERSIONS = (0, 2)
+
+
+class SaslServer(Protocol):
+    """One mechanism's server side of an exchange."""
+
+    authorization_id: str
+
+    @property
+    def mechanism_name(self) -> str: ...
+
+    def is_complete(self) -> bool: ...
+
+    def evaluate_response(self, response: bytes) -> bytes: ...
+
+
+@dataclass
+class SaslListenerConfig:
+    """What a SASL listener offers: its enabled mechanisms, PLAIN's users (from its JAAS
+    config), the SCRAM credential cache and `connections.max.reauth.ms`."""
+
+    listener_name: str
+    enabled_mechanisms: list[str]
+    plain_users: Mapping[str, str] = field(default_factory=dict)
+    credential_cache: CredentialCache = field(default_factory=CredentialCache)
+    max_reauth_ms: int = 0
+
+    def create_sasl_server(self, mechanism: str) -> SaslServer:
+        if mechanism == PLAIN:
+            return PlainSaslServer(self.plain_users)
+        scram = ScramMechanism.for_name(mechanism)
+        assert scram is not None, "enabled mechanisms are validated at start-up"
+        cache = self.credential_cache
+        return ScramSaslServer(scram, lambda user: cache.get(mechanism, user))
+
+
+class SaslState(Enum):
+    """Where a connection is in its SASL exchange."""
+
+    INITIAL_REQUEST = "INITIAL_REQUEST"  # ApiVersions or SaslHandshake
+    HANDSHAKE_REQUEST = "HANDSHAKE_REQUEST"  # after ApiVersions: SaslHandshake
+    AUTHENTICATE = "AUTHENTICATE"  # SaslAuthenticate requests (after handshake v1)
+    RAW_TOKEN = "RAW_TOKEN"  # raw size-prefixed tokens (after handshake v0)
+    COMPLETE = "COMPLETE"
+    FAILED = "FAILED"
+
+
+@dataclass
+class AuthenticationStep:
+    """What the socket server does with one frame: send `response` (a whole frame as
+    parts), pass the request on to the broker (`forward`: ApiVersions), and close the
+    connection when `close_reason` is set (after sending). `failed_authentication` marks a
+    close that Kafka logs as a failed authentication."""
+
+    response: list[bytes | memoryview] | None = None
+    forward: bool = False
+    close_reason: str | None = None
+    failed_authentication: bool = False
+
+
+class SaslServerAuthenticator:
+    """The SASL state of one connection; `handle_frame` takes the frames it `intercepts`."""
+
+    def __init__(self, config: SaslListenerConfig) -> None:
+        self.config = config
+        self.state = SaslState.INITIAL_REQUEST
+        self.principal: KafkaPrincipal | None = None
+        self.mechanism: str | None = None
+        self._server: SaslServer | None = None
+        self._session_expiration_ms: int | None = None
+        self._reauthenticating = False
+
+    @property
+    def complete(self) -> bool:
+        return self.state is SaslState.COMPLETE
+
+    def max_frame_size(self, default: int) -> int:
+        """The largest frame the connection may send now."""
+        return default if self.complete else MAX_RECEIVE_SIZE
+
+    def intercepts(self, frame: memoryview, now_ms: int) -> bool:
+        """Whether this frame is the authenticator's: everything before authentication, a
+        SaslHandshake starting re-authentication, anything once the session expired."""
+        if not self.complete:
+            return True
+        if self._session_expiration_ms is None:
+            return False
+        if now_ms >= self._session_expiration_ms:
+            return True
+        return len(frame) >= 2 and _API_KEY.unpack_from(frame)[0] == ApiKey.SASL_HANDSHAKE
+
+    def handle_frame(self, frame: memoryview, now_ms: int) -> AuthenticationStep:
+        if self.state is SaslState.RAW_TOKEN:
+            return self._raw_token(bytes(frame), now_ms)
+        try:
+            header, offset = decode_request_header(frame)
+        except ProtocolDecodeError as e:
+            return AuthenticationStep(
+                close_reason=f"a frame during SASL authentication does not decode: {e}"
+            )
+        api_key = header.api_key
+        if self.complete:
+            if api_key == ApiKey.SASL_HANDSHAKE and (self._session_expiration_ms is not None):
+                self._reauthenticating = True
+                self.state = SaslState.HANDSHAKE_REQUEST
+            else:
+                return AuthenticationStep(
+                    close_reason=(
+                        f"the SASL session of {self.principal} expired (connections.max.reauth.ms"
+                        f"={self.config.max_reauth_ms}) and the client did not re-authenticate"
+                    )
+                )
+        # again after an unsupported version, as clients retry at a lower one
+        if api_key == ApiKey.API_VERSIONS and self.state in (
+            SaslState.INITIAL_REQUEST, SaslState.HANDSHAKE_REQUEST,
+        ) and not self._reauthenticating:  # fmt: skip
+            self.state = SaslState.HANDSHAKE_REQUEST
+            return AuthenticationStep(forward=True)
+        if api_key == ApiKey.SASL_HANDSHAKE and self.state in (
+            SaslState.INITIAL_REQUEST, SaslState.HANDSHAKE_REQUEST,
+        ):  # fmt: skip
+            return self._handshake(header, frame, offset)
+        if api_key == ApiKey.SASL_AUTHENTICATE and self.state is SaslState.AUTHENTICATE:
+            return self._authenticate(header, frame, offset, now_ms)
+        name = _api_name(api_key)
+        if (
+            api_key == ApiKey.SASL_AUTHENTICATE
+            and _AUTHENTICATE_VERSIONS[0] <= (header.api_version) <= _AUTHENTICATE_VERSIONS[1]
+        ):
+            message = f"Unexpected Kafka request of type {name} during SASL handshake."
+            self.state = SaslState.FAILED
+            return AuthenticationStep(
+                response=encode_response(
+                    api_key,
+                    header.api_version,
+                    header.correlation_id,
+                    {"error_code": Errors.ILLEGAL_SASL_STATE, "error_message": message},
+                ),  # fmt: skip
+                close_reason=message,
+            )
+        self.state = SaslState.FAILED
+        return AuthenticationStep(
+            close_reason=f"Unexpected Kafka request of type {name} during SASL handshake."
+        )
+
+    # -- handshake ----------------------------------------------------------------------------
+
+    def _handshake(
+        self, header: RequestHeader, frame: memoryview, offset: int
+    ) -> AuthenticationStep:
+        version = header.api_version
+        if not _HANDSHAKE_VERSIONS[0] <= version <= _HANDSHAKE_VERSIONS[1]:
+            self.state = SaslState.FAILED
+            return AuthenticationStep(
+                close_reason=f"unsupported SaslHandshake version {version} (kafpy serves 0 to 1)"
+            )
+        body = _decode(ApiKey.SASL_HANDSHAKE, version, frame, offset)
+        if body is None:
+            self.state = SaslState.FAILED
+            return AuthenticationStep(close_reason="the SaslHandshake request does not decode")
+        mechanism = str(body["mechanism"])
+        enabled = list(self.config.enabled_mechanisms)
+        if mechanism not in enabled or (self._reauthenticating and mechanism != self.mechanism):
+            self.state = SaslState.FAILED
+            why = (
+                f"SASL mechanism change from {self.mechanism} to {mechanism} is not allowed "
+                "during re-authentication"
+                if self._reauthenticating and mechanism in enabled
+                else f"Unsupported SASL mechanism {mechanism} (enabled: {', '.join(enabled)})"
+            )
+            return AuthenticationStep(
+                response=encode_response(
+                    ApiKey.SASL_HANDSHAKE,
+                    version,
+                    header.correlation_id,
+                    {"error_code": Errors.UNSUPPORTED_SASL_MECHANISM, "mechanisms": enabled},
+                ),  # fmt: skip
+                close_reason=why,
+                failed_authentication=True,
+            )
+        self.mechanism = mechanism
+        self._server = self.config.create_sasl_server(mechanism)
+        self.state = SaslState.AUTHENTICATE if version >= 1 else SaslState.RAW_TOKEN
+        return AuthenticationStep(
+            response=encode_response(
+                ApiKey.SASL_HANDSHAKE,
+                version,
+                header.correlation_id,
+                {"error_code": Errors.NONE, "mechanisms": enabled},
+            )  # fmt: skip
+        )
+
+    # -- tokens -------------------------------------------------------------------------------
+
+    def _evaluate(self, token: bytes, now_ms: int) -> tuple[bytes | None, str | None]:
+        """The server's answer, or None and the failure message."""
+        assert self._server is not None
+        try:
+            answer = self._server.evaluate_response(token)
+        except SaslAuthenticationError as e:
+            self.state = SaslState.FAILED
+            return None, str(e)
+        if self._server.is_complete():
+            principal = KafkaPrincipal(USER_TYPE, self._server.authorization_id)
+            if self._reauthenticating and principal != self.principal:
+                self.state = SaslState.FAILED
+                return None, (
+                    f"Cannot change principals during re-authentication from {self.principal}: "
+                    f"{principal}"
+                )
+            self.principal = principal
+            self.state = SaslState.COMPLETE
+            self._reauthenticating = False
+            if self.config.max_reauth_ms > 0:
+                self._session_expiration_ms = now_ms + self.config.max_reauth_ms
+        return answer, None
+
+    def _raw_token(self, token: bytes, now_ms: int) -> AuthenticationStep:
+        answer, failure = self._evaluate(token, now_ms)
+        if answer is None:
+            return AuthenticationStep(close_reason=failure, failed_authentication=True)
+        if self.complete and not answer:
+            return AuthenticationStep()  # PLAIN's empty answer is not sent in v0
+        return AuthenticationStep(response=[_SIZE.pack(len(answer)), answer])
+
+    def _authenticate(
+        self, header: RequestHeader, frame: memoryview, offset: int, now_ms: int
+    ) -> AuthenticationStep:
+        version = header.api_version
+        if not _AUTHENTICATE_VERSIONS[0] <= version <= _AUTHENTICATE_VERSIONS[1]:
+            self.state = SaslState.FAILED
+            return AuthenticationStep(
+                close_reason=f"unsupported SaslAuthenticate version {version} (kafpy serves 0 to 2)"
+            )
+        body = _decode(ApiKey.SASL_AUTHENTICATE, version, frame, offset)
+        if body is None:
+            self.state = SaslState.FAILED
+            return AuthenticationStep(close_reason="the SaslAuthenticate request does not decode")
+        answer, failure = self._evaluate(bytes(body["auth_bytes"]), now_ms)
+        if answer is None:
+            return AuthenticationStep(
+                response=encode_response(
+                    ApiKey.SASL_AUTHENTICATE,
+                    version,
+                    header.correlation_id,
+                    {"error_code": Errors.SASL_AUTHENTICATION_FAILED, "error_message": failure},
+                ),  # fmt: skip
+                close_reason=failure,
+                failed_authentication=True,
+            )
+        lifetime = self.config.max_reauth_ms if self.complete else 0
+        return AuthenticationStep(
+            response=encode_response(
+                ApiKey.SASL_AUTHENTICATE,
+                version,
+                header.correlation_id,
+                {"error_code": Errors.NONE, "auth_bytes": answer, "session_lifetime_ms": lifetime},
+            )  # fmt: skip
+        )
+
+
+def _decode(api_key: ApiKey, version: int, frame: memoryview, offset: int) -> dict[str, Any] | None:
+    try:
+        return REQUESTS[api_key].decode(version, frame, offset)
+    except ProtocolDecodeError:
+        return None
+
+
+def _api_name(api_key: int) -> str:
+    try:
+        return ApiKey(api_key).name
+    except ValueError:
+        return f"api key {api_key}"

@@ -1,0 +1,106 @@
+"""SaslServerAuthenticator's states: handshake versions, failures, re-authentication and
+session expiry (KIP-368)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kafpy.common.errors import Errors
+from kafpy.protocol.api_keys import ApiKey
+from kafpy.protocol.headers import RequestHeader, decode_response, encode_request
+from kafpy.security.sasl_server_authenticator import (
+    AuthenticationStep,
+    SaslListenerConfig,
+    SaslServerAuthenticator,
+)
+
+PLAIN_OK = b"\0alice\0alice-secret"
+
+
+def _config(max_reauth_ms: int = 0) -> SaslListenerConfig:
+    return SaslListenerConfig(
+        "SASL_PLAINTEXT", ["PLAIN", "SCRAM-SHA-256"], {"alice": "alice-secret", "bob": "b"},
+        max_reauth_ms=max_reauth_ms,
+    )  # fmt: skip
+
+
+def _frame(api_key: ApiKey, version: int, body: dict[str, Any]) -> memoryview:
+    return memoryview(encode_request(RequestHeader(api_key, version, 7, "c"), body)[4:])
+
+
+def _answer(step: AuthenticationStep, api_key: ApiKey, version: int) -> dict[str, Any]:
+    assert step.response is not None
+    data = b"".join(bytes(p) for p in step.response)[4:]
+    correlation_id, body = decode_response(api_key, version, data)
+    assert correlation_id == 7
+    return body
+
+
+def _login(auth: SaslServerAuthenticator, now: int, token: bytes = PLAIN_OK) -> AuthenticationStep:
+    auth.handle_frame(_frame(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"}), now)
+    return auth.handle_frame(_frame(ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": token}), now)
+
+
+def test_api_versions_passes_through_then_plain_login() -> None:
+    auth = SaslServerAuthenticator(_config())
+    step = auth.handle_frame(_frame(ApiKey.API_VERSIONS, 3, {}), 0)
+    assert step.forward
+    step = _login(auth, 0)
+    assert _answer(step, ApiKey.SASL_AUTHENTICATE, 2)["error_code"] == Errors.NONE
+    assert auth.complete and str(auth.principal) == "User:alice"
+    assert not auth.intercepts(_frame(ApiKey.METADATA, 1, {"topics": []}), 10**12)
+
+
+def test_failure_is_answered_and_closes() -> None:
+    auth = SaslServerAuthenticator(_config())
+    step = _login(auth, 0, b"\0alice\0nope")
+    body = _answer(step, ApiKey.SASL_AUTHENTICATE, 2)
+    assert body["error_code"] == Errors.SASL_AUTHENTICATION_FAILED
+    assert step.close_reason == body["error_message"] and step.failed_authentication
+    assert not auth.complete
+
+
+def test_frames_are_limited_until_authenticated() -> None:
+    auth = SaslServerAuthenticator(_config())
+    assert auth.max_frame_size(100 * 1024 * 1024) == 524288
+    _login(auth, 0)
+    assert auth.max_frame_size(100 * 1024 * 1024) == 100 * 1024 * 1024
+
+
+def test_session_lifetime_reauthentication_and_expiry() -> None:
+    auth = SaslServerAuthenticator(_config(max_reauth_ms=1000))
+    body = _answer(_login(auth, 0), ApiKey.SASL_AUTHENTICATE, 2)
+    assert body["session_lifetime_ms"] == 1000
+    metadata = _frame(ApiKey.METADATA, 1, {"topics": []})
+    assert not auth.intercepts(metadata, 999)
+    # re-authenticating in time renews the session
+    assert auth.intercepts(_frame(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"}), 900)
+    _login(auth, 900)
+    assert auth.complete and not auth.intercepts(metadata, 1800)
+    # past its end, the next request closes the connection
+    assert auth.intercepts(metadata, 1900)
+    step = auth.handle_frame(metadata, 1900)
+    assert step.close_reason is not None and "expired" in step.close_reason
+
+
+def test_reauthentication_cannot_change_principal() -> None:
+    auth = SaslServerAuthenticator(_config(max_reauth_ms=1000))
+    _login(auth, 0)
+    step = _login(auth, 10, b"\0bob\0b")
+    assert step.close_reason is not None and "Cannot change principals" in step.close_reason
+
+
+def test_handshake_v0_then_raw_token() -> None:
+    auth = SaslServerAuthenticator(_config())
+    step = auth.handle_frame(_frame(ApiKey.SASL_HANDSHAKE, 0, {"mechanism": "PLAIN"}), 0)
+    assert _answer(step, ApiKey.SASL_HANDSHAKE, 0)["mechanisms"] == ["PLAIN", "SCRAM-SHA-256"]
+    step = auth.handle_frame(memoryview(PLAIN_OK), 0)
+    assert step.response is None and step.close_reason is None
+    assert auth.complete
+
+
+def test_other_requests_before_authentication_close_without_answer() -> None:
+    auth = SaslServerAuthenticator(_config())
+    step = auth.handle_frame(_frame(ApiKey.METADATA, 1, {"topics": []}), 0)
+    assert step.response is None
+    assert step.close_reason == "Unexpected Kafka request of type METADATA during SASL handshake."
