@@ -21,6 +21,7 @@ from kafpy.protocol.acl_operations import AclOperation, to_bit_field
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.config_resource import ConfigResourceType
 from kafpy.protocol.errors import Errors
+from kafpy.protocol.messages import REQUESTS
 from kafpy.protocol.messages.metadata import AUTHORIZED_OPERATIONS_OMITTED
 from kafpy.records.record_batch import PRODUCER_ID_OFFSET, RECORD_BATCH_OVERHEAD
 from kafpy.security.authorizer.acl import CLUSTER_NAME, ResourceType
@@ -46,8 +47,6 @@ AUTHORIZATION_ERRORS = {
 
 
 def _api_name(api_key: int) -> str:
-    from kafpy.protocol.messages import REQUESTS
-
     try:
         return REQUESTS[ApiKey(api_key)].name.removesuffix("Request")
     except (KeyError, ValueError):
@@ -148,14 +147,16 @@ def _with_body(request: Request, body: Body) -> Request:
 
 
 async def _per_topic(
-    auth: AuthHelper, request: Request, handler: Handler, op: AclOperation, *,
+    auth: AuthHelper, request: Request, handler: Handler, op: AclOperation | None, *,
     topics_key: str, name_key: str, parts_key: str, part_index_key: str,
     response_topics_key: str, response_name_key: str, response_parts_key: str,
     error_entry: Callable[[int, int], Body], error: int = Errors.TOPIC_AUTHORIZATION_FAILED,
 ) -> Any:  # fmt: skip
-    """Run `handler` on the topics allowed `op`, answering the others `error` per partition."""
+    """Run `handler` on the topics allowed `op`, answering the others `error` per partition
+    (every topic when `op` is None)."""
     body = request.body or {}
-    allowed, denied = auth.split(request, list(body.get(topics_key) or ()), name_key, op)
+    topics = list(body.get(topics_key) or ())
+    allowed, denied = ([], topics) if op is None else auth.split(request, topics, name_key, op)
     if not denied:
         return await handler(request)
     response = await handler(_with_body(request, {**body, topics_key: allowed}))
@@ -234,7 +235,7 @@ async def _fetch(auth: AuthHelper, request: Request, handler: Handler) -> Any:
         # a follower's fetch needs ClusterAction; without it every partition is refused
         if auth.cluster(request, Op.CLUSTER_ACTION):
             return await handler(request)
-        return await _per_topic(auth, request, handler, Op.CLUSTER_ACTION, **args)  # type: ignore[arg-type]
+        return await _per_topic(auth, request, handler, None, **args)  # type: ignore[arg-type]
     return await _per_topic(auth, request, handler, Op.READ, **args)  # type: ignore[arg-type]
 
 
@@ -298,6 +299,8 @@ async def _metadata(auth: AuthHelper, request: Request, handler: Handler) -> Any
         request = _with_body(request, {**body, "topics": allowed + others})
     response = await handler(request)
     topics = response["topics"]
+    if not all_topics and not (request.body or {}).get("topics"):
+        topics = []  # every named topic refused (v0 would read an empty list as "all")
     if all_topics:
         visible = auth.authorized_names(request, Op.DESCRIBE, TOPIC,
                                         (t["name"] for t in topics), log_if_denied=False)  # fmt: skip
