@@ -27,7 +27,7 @@ from kafpy.records.record_batch import PRODUCER_ID_OFFSET, RECORD_BATCH_OVERHEAD
 from kafpy.security.authorizer.acl import CLUSTER_NAME, ResourceType
 from kafpy.security.authorizer.acl_authorizer import AclAuthorizer
 from kafpy.server.admin_results import error_response
-from kafpy.server.request_channel import Request
+from kafpy.server.request_channel import CloseConnection, Request
 
 Op = AclOperation
 TOPIC, GROUP, CLUSTER = ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLUSTER
@@ -57,10 +57,14 @@ class AuthHelper:
     """The broker's authorization checks, over `authorizer` (None: everything allowed)."""
 
     def __init__(
-        self, authorizer: AclAuthorizer | None, topic_exists: Callable[[str], bool] | None = None
+        self,
+        authorizer: AclAuthorizer | None,
+        topic_exists: Callable[[str], bool] | None = None,
+        auto_create_topics_enable: bool = False,
     ) -> None:
         self.authorizer = authorizer
         self.topic_exists = topic_exists or (lambda _: True)
+        self.auto_create_topics_enable = auto_create_topics_enable
 
     @property
     def enabled(self) -> bool:
@@ -201,6 +205,11 @@ async def _produce(auth: AuthHelper, request: Request, handler: Handler) -> Any:
     elif _has_idempotent_records(body) and not auth.cluster(request, Op.IDEMPOTENT_WRITE):
         whole_error = Errors.CLUSTER_AUTHORIZATION_FAILED
     if whole_error is not None:
+        if body.get("acks") == 0:
+            raise CloseConnection(
+                f"error during produce request with correlation id {request.header.correlation_id} "
+                f"from client id {request.header.client_id} with ack=0: {whole_error.name}"
+            )
         body = {**body, "topic_data": []}
         response = await handler(_with_body(request, body))
         if response is None:
@@ -211,6 +220,17 @@ async def _produce(auth: AuthHelper, request: Request, handler: Handler) -> Any:
             for t in request.body["topic_data"]  # type: ignore[index]
         ]  # fmt: skip
         return response
+    if body.get("acks") == 0:
+        denied = {t["name"] for t in body.get("topic_data") or ()} - auth.authorized_names(
+            request, Op.WRITE, TOPIC, (t["name"] for t in body.get("topic_data") or ())
+        )
+        if denied:
+            # no answer to carry the error: close, as Kafka does for a failed acks=0 produce
+            raise CloseConnection(
+                f"error during produce request with correlation id {request.header.correlation_id} "
+                f"from client id {request.header.client_id} with ack=0: "
+                f"TOPIC_AUTHORIZATION_FAILED for topics {sorted(denied)}"
+            )
     return await _per_topic(
         auth, request, handler, Op.WRITE, topics_key="topic_data", name_key="name",
         parts_key="partition_data", part_index_key="index", response_topics_key="responses",
@@ -285,8 +305,10 @@ async def _metadata(auth: AuthHelper, request: Request, handler: Handler) -> Any
         named = [t for t in requested or () if t.get("name") is not None]
         allowed, denied_describe = auth.split(request, named, "name", Op.DESCRIBE)
         denied = [{"name": t["name"]} for t in denied_describe]
-        if body.get("allow_auto_topic_creation", True) and not auth.cluster(
-            request, Op.CREATE, log_if_denied=False
+        if (
+            auth.auto_create_topics_enable
+            and body.get("allow_auto_topic_creation", True)
+            and not auth.cluster(request, Op.CREATE, log_if_denied=False)
         ):
             unknown = [t for t in allowed if not auth.topic_exists(t["name"])]
             may_create = auth.authorized_names(

@@ -184,7 +184,9 @@ class KafkaApis:
         self.admin_manager = admin_manager
         self.producer_id_manager = producer_id_manager
         self.group_coordinator = group_coordinator
-        self.auth = AuthHelper(authorizer, metadata_cache.contains_topic)
+        self.auth = AuthHelper(
+            authorizer, metadata_cache.contains_topic, config.auto_create_topics_enable
+        )
         self.log = component_logger("kafpy.server.KafkaApis", "KafkaApi", self.broker_id)
         self._metadata_responses: dict[tuple[Any, ...], bytes] = {}
         self._metadata_responses_generation = -1

@@ -27,7 +27,7 @@ from kafpy.security.authorizer.acl import (
 from kafpy.security.authorizer.acl_authorizer import AclAuthorizer
 from kafpy.security.kafka_principal import KafkaPrincipal
 from kafpy.server.auth_helper import AuthHelper
-from kafpy.server.request_channel import Request
+from kafpy.server.request_channel import CloseConnection, Request
 
 pytestmark = pytest.mark.asyncio
 ALICE = KafkaPrincipal("User", "alice")
@@ -186,3 +186,12 @@ async def test_metadata_filters_and_reports_real_operations(auth: AuthHelper) ->
 async def test_without_authorizer_the_handler_is_unchanged() -> None:
     inner = Recorder(lambda b: {})
     assert AuthHelper(None).guard(ApiKey.PRODUCE, inner) is inner
+
+
+async def test_refused_acks_0_produce_closes_the_connection(auth: AuthHelper) -> None:
+    body = {"transactional_id": None, "acks": 0, "topic_data": [
+        {"name": "b", "partition_data": [{"index": 0, "records": batch(-1)}]}]}  # fmt: skip
+    inner = Recorder(lambda b: None)
+    with pytest.raises(CloseConnection, match=r"TOPIC_AUTHORIZATION_FAILED for topics \['b'\]"):
+        await auth.guard(ApiKey.PRODUCE, inner)(request(ApiKey.PRODUCE, body, 8))
+    assert inner.bodies == []
