@@ -299,3 +299,45 @@ def test_cli_producer_and_consumer_shortcuts(
     assert listed == ""
     error = _produce(bootstrap, "out-x")
     assert error is not None and error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+
+
+def test_bad_creations_through_kafpys_client_are_refused_with_a_sentence(
+    secured_broker: KafpyBroker,
+) -> None:
+    from kafpy.client.kafka_client import KafkaClient
+    from kafpy.protocol.api_keys import ApiKey
+
+    def creation(principal: str, operation: int, pattern_type: int) -> dict[str, object]:
+        return {"resource_type": 2, "resource_name": "bad", "resource_pattern_type": pattern_type,
+                "principal": principal, "host": "*", "operation": operation, "permission_type": 3}  # fmt: skip
+
+    async def go() -> tuple[dict[str, object], dict[str, object]]:
+        client = KafkaClient(secured_broker.bootstrap)
+        await client.start()
+        try:
+            created = await client.send_to_any(ApiKey.CREATE_ACLS, {"creations": [
+                creation("alice", 3, 3),  # malformed principal
+                creation("User:alice", 99, 3),  # unknown operation
+                creation("User:alice", 3, 2),  # MATCH is a filter, not a pattern
+                creation("User:alice", 9, 3),  # ClusterAction is not a topic operation
+            ]})  # fmt: skip
+            described = await client.send_to_any(ApiKey.DESCRIBE_ACLS, {
+                "resource_type_filter": 2, "resource_name_filter": "bad", "pattern_type_filter": 1,
+                "principal_filter": None, "host_filter": None, "operation": 1, "permission_type": 1})  # fmt: skip
+            return created, described
+        finally:
+            await client.close()
+
+    created, described = asyncio.run(go())
+    results = created["results"]
+    assert isinstance(results, list)
+    assert [r["error_code"] for r in results] == [42, 42, 42, 42]  # INVALID_REQUEST
+    messages = [r["error_message"] for r in results]
+    assert (
+        messages[0]
+        == "Invalid principal 'alice': expected the form 'User:name' (type, colon, name)"
+    )
+    assert messages[1] == "Unknown operation code 99."
+    assert messages[2].startswith("Invalid pattern type MATCH")
+    assert messages[3].startswith("Invalid operation ClusterAction for resource type Topic")
+    assert described["resources"] == []
