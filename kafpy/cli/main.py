@@ -39,6 +39,7 @@ COMMANDS: dict[str, str] = {
     "consumer-perf-test": "kafpy.cli.consumer_perf_test",
     "console": "kafpy.cli.console",
     "transactions": "kafpy.cli.transactions",
+    "acls": "kafpy.cli.acls",
 }
 
 OUTPUT_CLOSED_EXIT_STATUS = 128 + signal.SIGPIPE

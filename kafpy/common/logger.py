@@ -9,8 +9,8 @@ Where the lines go is configured as Kafka's `config/log4j.properties` configures
 FileAppender, DailyRollingFileAppender with its DatePattern, RollingFileAppender with
 MaxFileSize and MaxBackupIndex). `load_logging_config` reads such a file; without one the
 broker uses `DEFAULT_LOG4J_PROPERTIES`, the same layout as the shipped
-`config/log4j.properties` and Kafka's: server.log, controller.log, state-change.log and
-log-cleaner.log, rolled every hour.
+`config/log4j.properties` and Kafka's: server.log, controller.log, state-change.log,
+log-cleaner.log and kafka-authorizer.log, rolled every hour.
 
 kafpy's logger names are Kafka's with `kafpy` for `kafka` (`kafpy.controller`,
 `kafpy.log.LogCleaner`, `kafpy.state.change.logger`); a file written for Kafka may name
@@ -70,6 +70,9 @@ DEFAULT_LOG4J_PROPERTIES: Mapping[str, str] = {
     "log4j.appender.controllerAppender": "org.apache.log4j.DailyRollingFileAppender",
     "log4j.appender.controllerAppender.DatePattern": "'.'yyyy-MM-dd-HH",
     "log4j.appender.controllerAppender.File": "${kafka.logs.dir}/controller.log",
+    "log4j.appender.authorizerAppender": "org.apache.log4j.DailyRollingFileAppender",
+    "log4j.appender.authorizerAppender.DatePattern": "'.'yyyy-MM-dd-HH",
+    "log4j.appender.authorizerAppender.File": "${kafka.logs.dir}/kafka-authorizer.log",
     "log4j.logger.kafpy": "INFO",
     "log4j.logger.kafpy.controller": "TRACE, controllerAppender",
     "log4j.additivity.kafpy.controller": "false",
@@ -77,6 +80,8 @@ DEFAULT_LOG4J_PROPERTIES: Mapping[str, str] = {
     "log4j.additivity.kafpy.log.LogCleaner": "false",
     "log4j.logger.kafpy.state.change.logger": "INFO, stateChangeAppender",
     "log4j.additivity.kafpy.state.change.logger": "false",
+    "log4j.logger.kafpy.authorizer.logger": "INFO, authorizerAppender",
+    "log4j.additivity.kafpy.authorizer.logger": "false",
 }
 """The logging layout without a config file: Kafka's config/log4j.properties."""
 

@@ -715,3 +715,116 @@ PERSISTENT_ZK_PATHS: tuple[str, ...] = (
     ProducerIdBlockZNode.path,
     LogDirEventNotificationZNode.path,
 ) + tuple(ConfigEntityTypeZNode.path(t) for t in ConfigType.ALL)
+
+
+# ---------------------------------------------------------------------------------------
+# ACLs (Kafka's ZkAclStore / ZkAclChangeStore): resource type and pattern type travel as
+# the names Kafka writes ("Topic", "PREFIXED"); the authorizer owns their meaning.
+
+
+@dataclass(frozen=True)
+class AclEntryData:
+    """One ACL of a resource node, as stored: `{"principal":"User:alice",
+    "permissionType":"Allow","operation":"Read","host":"*"}`."""
+
+    principal: str
+    permission_type: str
+    operation: str
+    host: str
+
+
+class AclZNode:
+    """The ACL stores: `/kafka-acl/<Type>/<name>` holds the LITERAL patterns,
+    `/kafka-acl-extended/prefixed/<Type>/<name>` the PREFIXED ones."""
+
+    LITERAL_PATH = "/kafka-acl"
+    EXTENDED_PATH = "/kafka-acl-extended"
+
+    @staticmethod
+    def store_path(pattern_type: str) -> str:
+        """The store of a pattern type name (`LITERAL`, `PREFIXED`)."""
+        if pattern_type.upper() == "LITERAL":
+            return AclZNode.LITERAL_PATH
+        if pattern_type.upper() == "PREFIXED":
+            return f"{AclZNode.EXTENDED_PATH}/prefixed"
+        raise ZkDataError(f"ACLs are stored for LITERAL and PREFIXED patterns, not {pattern_type}")
+
+    @staticmethod
+    def path(pattern_type: str, resource_type: str, name: str) -> str:
+        return f"{AclZNode.store_path(pattern_type)}/{resource_type}/{name}"
+
+
+class ResourceZNode:
+    """A resource's ACLs: `{"version":1,"acls":[{...},...]}`."""
+
+    @staticmethod
+    def encode(acls: Iterable[AclEntryData]) -> bytes:
+        return _dumps({"version": 1, "acls": [
+            {"principal": a.principal, "permissionType": a.permission_type,
+             "operation": a.operation, "host": a.host} for a in acls
+        ]})  # fmt: skip
+
+    @staticmethod
+    def decode(data: bytes | None, path: str = "ACL node") -> list[AclEntryData]:
+        obj = _loads_object(data, path)
+        if obj is None:
+            return []
+        if obj.get("version") != 1 or not isinstance(obj.get("acls"), list):
+            raise ZkDataError(f"{path} is not version 1 ACL JSON: {data!r}")
+        try:
+            return [
+                AclEntryData(
+                    str(a["principal"]),
+                    str(a["permissionType"]),
+                    str(a["operation"]),
+                    str(a["host"]),
+                )  # fmt: skip
+                for a in obj["acls"]
+            ]
+        except (KeyError, TypeError) as e:
+            raise ZkDataError(f"{path} has an ACL without {e}: {data!r}") from e
+
+
+class AclChangeNotificationZNode:
+    """The ACL change notifications brokers watch: `/kafka-acl-changes/acl_changes_<n>`
+    holding `TOPIC:name` for a LITERAL pattern, `/kafka-acl-extended-changes/acl_changes_<n>`
+    holding `{"version":1,"resourceType":"TOPIC","name":"a","patternType":"PREFIXED"}`."""
+
+    LITERAL_PATH = "/kafka-acl-changes"
+    EXTENDED_PATH = "/kafka-acl-extended-changes"
+    SEQUENCE_NUMBER_PREFIX = "acl_changes_"
+
+    @staticmethod
+    def create_path(pattern_type: str) -> str:
+        root = (
+            AclChangeNotificationZNode.LITERAL_PATH
+            if pattern_type.upper() == "LITERAL"
+            else AclChangeNotificationZNode.EXTENDED_PATH
+        )
+        return f"{root}/{AclChangeNotificationZNode.SEQUENCE_NUMBER_PREFIX}"
+
+    @staticmethod
+    def encode(resource_type: str, name: str, pattern_type: str) -> bytes:
+        """`resource_type` and `pattern_type` as Kafka's enum names (`TRANSACTIONAL_ID`)."""
+        if pattern_type.upper() == "LITERAL":
+            return f"{resource_type}:{name}".encode()
+        return _dumps({"version": 1, "resourceType": resource_type, "name": name,
+                       "patternType": pattern_type})  # fmt: skip
+
+    @staticmethod
+    def decode(root: str, data: bytes) -> tuple[str, str, str]:
+        """(resource type, name, pattern type) of a notification under `root`."""
+        if root == AclChangeNotificationZNode.LITERAL_PATH:
+            text = data.decode("utf-8", errors="replace")
+            resource_type, sep, name = text.partition(":")
+            if not sep:
+                raise ZkDataError(f"ACL change notification {text!r} is not ResourceType:name")
+            return resource_type.upper(), name, "LITERAL"
+        obj = _loads_object(data, "ACL change notification")
+        if obj is None or int(obj.get("version", 0)) != 1:
+            raise ZkDataError(f"ACL change notification is not version 1 JSON: {data!r}")
+        try:
+            return (str(obj["resourceType"]).upper(), str(obj["name"]),
+                    str(obj["patternType"]).upper())  # fmt: skip
+        except KeyError as e:
+            raise ZkDataError(f"ACL change notification without {e}: {data!r}") from e

@@ -55,6 +55,9 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     # transactions, the log and group side (issue 15)
     ApiKey.WRITE_TXN_MARKERS: (0, 1),
     ApiKey.TXN_OFFSET_COMMIT: (0, 3),
+    ApiKey.DESCRIBE_ACLS: (0, 2),
+    ApiKey.CREATE_ACLS: (0, 2),
+    ApiKey.DELETE_ACLS: (0, 2),
     ApiKey.SASL_HANDSHAKE: (0, 1),
     ApiKey.SASL_AUTHENTICATE: (0, 2),
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: (0, 0),

@@ -43,7 +43,12 @@ from kafpy.coordinator.group_metadata_manager import GROUP_METADATA_TOPIC_NAME
 from kafpy.coordinator.transaction.transaction_apis import TransactionApis
 from kafpy.coordinator.transaction.transaction_coordinator import TransactionCoordinator
 from kafpy.coordinator.transaction.transaction_log import TRANSACTION_STATE_TOPIC_NAME
-from kafpy.protocol.acl_operations import CLUSTER_OPERATIONS, TOPIC_OPERATIONS, to_bit_field
+from kafpy.protocol.acl_operations import (
+    CLUSTER_OPERATIONS,
+    TOPIC_OPERATIONS,
+    AclOperation,
+    to_bit_field,
+)
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.api_versions import SUPPORTED_VERSIONS
 from kafpy.protocol.errors import Errors, error_code_of
@@ -63,8 +68,12 @@ from kafpy.records.record_batch import (
     RECORD_BATCH_OVERHEAD,
     header_at,
 )
+from kafpy.security.authorizer.acl import ResourceType
+from kafpy.security.authorizer.acl_authorizer import AclAuthorizer
 from kafpy.security.sasl_requests import handle_sasl_authenticate, handle_sasl_handshake
+from kafpy.server.acl_apis import AclApis
 from kafpy.server.admin_manager import AdminManager
+from kafpy.server.auth_helper import AuthHelper
 from kafpy.server.client_quota_admin import ClientQuotaAdmin
 from kafpy.server.client_quota_manager import QuotaManagers
 from kafpy.server.describe_producers import describe_producers
@@ -190,6 +199,7 @@ class KafkaApis:
         group_coordinator: GroupCoordinator | None = None,
         quotas: QuotaManagers | None = None,
         transaction_coordinator: TransactionCoordinator | None = None,
+        authorizer: AclAuthorizer | None = None,
     ) -> None:
         self.config = config
         self.broker_id = config.broker_id
@@ -204,6 +214,9 @@ class KafkaApis:
         self.quotas = quotas
         self.transaction_coordinator = transaction_coordinator
         self.txn_apis: TransactionApis | None = None
+        self.auth = AuthHelper(
+            authorizer, metadata_cache.contains_topic, config.auto_create_topics_enable
+        )
         self.log = component_logger("kafpy.server.KafkaApis", "KafkaApi", self.broker_id)
         self._metadata_responses: dict[tuple[Any, ...], bytes] = {}
         self._metadata_responses_generation = -1
@@ -280,15 +293,32 @@ class KafkaApis:
                 self.txn_apis.describe_transactions
             )
             handlers[ApiKey.LIST_TRANSACTIONS] = _group_handler(self.txn_apis.list_transactions)
+        acl_apis = AclApis(self.auth, authorizer)
+        handlers[ApiKey.DESCRIBE_ACLS] = acl_apis.handle_describe_acls
+        handlers[ApiKey.CREATE_ACLS] = acl_apis.handle_create_acls
+        handlers[ApiKey.DELETE_ACLS] = acl_apis.handle_delete_acls
+        if self.auth.enabled:
+            handlers[ApiKey.METADATA] = self._answer_metadata  # answers differ per principal
         # Serve only what both the codec declares and the broker advertises.
         self.handlers: dict[ApiKey, Handler] = {
-            k: h for k, h in handlers.items() if k in REQUESTS and k in SUPPORTED_VERSIONS
+            k: self.auth.guard(k, h)
+            for k, h in handlers.items()
+            if k in REQUESTS and k in SUPPORTED_VERSIONS
         }
 
     def register(self, api_key: ApiKey, handler: Handler) -> None:
         """Serve one more API (the admin and producer-id APIs plug in here)."""
         if api_key in REQUESTS and api_key in SUPPORTED_VERSIONS:
-            self.handlers[api_key] = handler
+            self.handlers[api_key] = self.auth.guard(api_key, handler)
+
+    def authorizer_check(
+        self, request: Request, operation: AclOperation, resource_type: ResourceType, name: str
+    ) -> bool:
+        """Whether the request's principal may do `operation` on the resource (always, without
+        an authorizer); for APIs checking more than their guard in kafpy.server.auth_helper,
+        e.g. `authorizer_check(request, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, t)`,
+        answering AUTHORIZATION_ERRORS[resource_type] when it is False."""
+        return self.auth.authorize(request, operation, resource_type, name)
 
     def supported_versions(self) -> dict[ApiKey, tuple[int, int]]:
         """What ApiVersions advertises: the advertised ranges of the APIs with a handler."""

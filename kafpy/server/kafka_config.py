@@ -27,6 +27,7 @@ from kafpy.common.config_def import (
 )
 from kafpy.common.errors import InvalidConfigurationError
 from kafpy.common.properties import load_properties
+from kafpy.security.authorizer.acl_authorizer import AUTHORIZER_CLASS_NAMES, parse_super_users
 from kafpy.security.sasl_configs import (
     BROKER_SASL_CONFIG_DEF,
     SASL_SECURITY_PROTOCOLS,
@@ -251,6 +252,14 @@ def _broker_config_def() -> ConfigDef:
         .define(METRICS_LISTENER_CONFIG, t.STRING, "", _MetricsListener(), m,
                 "kafpy-specific: serve Prometheus metrics at http://host:port/metrics "
                 "(e.g. http://127.0.0.1:9404); empty serves none.")
+        # authorization (the AclAuthorizer's own keys as well, so they are not "unknown")
+        .define("authorizer.class.name", t.STRING, "", None, Importance.LOW,
+                "The authorizer: kafka.security.authorizer.AclAuthorizer (or its old name "
+                "kafka.security.auth.SimpleAclAuthorizer, or AclAuthorizer); empty for none.")
+        .define("super.users", t.STRING, None, None, Importance.LOW,
+                "Principals allowed every operation, separated by ';' (User:admin;User:broker).")
+        .define("allow.everyone.if.no.acl.found", t.BOOLEAN, False, None, Importance.LOW,
+                "Whether a resource no ACL matches is open to everyone.")
     )  # fmt: skip
 
 
@@ -281,6 +290,7 @@ class KafkaConfig:
         if not self.log_dirs:
             raise InvalidConfigurationError("log.dirs must name at least one directory")
         self._validate_listeners()
+        self._validate_authorizer()
         # Fails here, not at start-up, when a log key is out of range.
         self._log_defaults = log_config_defaults_from_broker(
             {k: v for k, v in props.items() if k in BROKER_LOG_CONFIG_DEF}
@@ -518,6 +528,33 @@ class KafkaConfig:
     @property
     def default_replication_factor(self) -> int:
         return int(self._values["default.replication.factor"])
+
+    @property
+    def authorizer_class_name(self) -> str:
+        return str(self._values["authorizer.class.name"] or "").strip()
+
+    @property
+    def super_users(self) -> str | None:
+        value = self._values["super.users"]
+        return None if value is None else str(value)
+
+    @property
+    def allow_everyone_if_no_acl_found(self) -> bool:
+        return bool(self._values["allow.everyone.if.no.acl.found"])
+
+    def _validate_authorizer(self) -> None:
+        name = self.authorizer_class_name
+        if name and name not in AUTHORIZER_CLASS_NAMES:
+            raise InvalidConfigurationError(
+                f"Invalid value {name} for configuration authorizer.class.name: kafpy provides "
+                "kafka.security.authorizer.AclAuthorizer (also accepted as "
+                "kafka.security.auth.SimpleAclAuthorizer or AclAuthorizer); leave it empty for "
+                "no authorization"
+            )
+        try:
+            parse_super_users(self.super_users)
+        except ValueError as e:
+            raise InvalidConfigurationError(str(e)) from None
 
     @property
     def auto_create_topics_enable(self) -> bool:

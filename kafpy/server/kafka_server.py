@@ -48,6 +48,7 @@ from kafpy.metadata.store import MetadataStore
 from kafpy.metadata.store_factory import create_store
 from kafpy.metadata.zk_data import Broker, BrokerInfo, ConfigType, EndPoint
 from kafpy.protocol.api_keys import ApiKey
+from kafpy.security.authorizer.acl_authorizer import AclAuthorizer, parse_super_users
 from kafpy.security.credential_cache import CredentialCache, CredentialProvider
 from kafpy.server.admin_manager import AdminManager
 from kafpy.server.broker_metadata_checkpoint import check_broker_metadata
@@ -120,6 +121,7 @@ class KafkaServer:
         self.group_coordinator: GroupCoordinator | None = None
         self.transaction_coordinator: TransactionCoordinator | None = None
         self.apis: KafkaApis | None = None
+        self.authorizer: AclAuthorizer | None = None
         self.dynamic_config_manager: DynamicConfigManager | None = None
         self.loop_lag_probe: LoopLagProbe | None = None
         self.metrics_endpoint: MetricsEndpoint | None = None
@@ -243,12 +245,18 @@ class KafkaServer:
         )
         self.transaction_coordinator = self._create_transaction_coordinator()
         self.transaction_coordinator.startup()
+        if cfg.authorizer_class_name:
+            self.authorizer = AclAuthorizer(
+                self.store, parse_super_users(cfg.super_users), cfg.allow_everyone_if_no_acl_found
+            )
+            await self.authorizer.start()
         self.apis = KafkaApis(
             cfg, self.replica_manager, self.metadata_cache, AdminZkClient(self.zk_client),
             self.cluster_id, controller=self.controller, admin_manager=self.admin_manager,
             producer_id_manager=self.producer_id_manager, group_coordinator=self.group_coordinator,
             quotas=self.quotas,
             transaction_coordinator=self.transaction_coordinator,
+            authorizer=self.authorizer,
         )  # fmt: skip
         self.dynamic_config.add_reconfigurable(DynamicLogConfig(self.log_manager))
         self.dynamic_config.add_reconfigurable(DynamicCleanerConfig(self.log_manager))
@@ -388,6 +396,8 @@ class KafkaServer:
             steps.append(("controller", self._shutdown_controller))
         if self.replica_manager is not None:
             steps.append(("ReplicaManager", self._shutdown_replica_manager))
+        if self.authorizer is not None:
+            steps.append(("authorizer", self.authorizer.close))
         if self.store is not None:
             steps.append(("metadata store session", self._close_store))
         if self.log_manager is not None:

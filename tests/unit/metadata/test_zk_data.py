@@ -253,3 +253,46 @@ def test_broker_registration_with_two_listeners_matches_kafkas_bytes() -> None:
     )
     info = BrokerIdZNode.decode(1, kafka)
     assert BrokerIdZNode.encode(info) == kafka
+
+
+# -- ACLs ---------------------------------------------------------------------------------
+
+
+def test_acl_node_paths_are_kafkas() -> None:
+    from kafpy.metadata.zk_data import AclZNode
+
+    assert AclZNode.path("LITERAL", "Topic", "a") == "/kafka-acl/Topic/a"
+    assert AclZNode.path("PREFIXED", "Group", "g") == "/kafka-acl-extended/prefixed/Group/g"
+
+
+def test_acl_node_json_round_trips_kafkas_bytes() -> None:
+    from kafpy.metadata.zk_data import AclEntryData, ResourceZNode
+
+    kafka = (b'{"version":1,"acls":[{"principal":"User:alice","permissionType":"Allow",'
+             b'"operation":"Read","host":"*"}]}')  # fmt: skip
+    entry = AclEntryData("User:alice", "Allow", "Read", "*")
+    assert ResourceZNode.encode([entry]) == kafka
+    # any key order, as Kafka's own doc comment writes it
+    assert ResourceZNode.decode(
+        b'{"version":1,"acls":[{"host":"*","permissionType":"Allow","operation":"Read",'
+        b'"principal":"User:alice"}]}'
+    ) == [entry]
+
+
+def test_acl_change_notifications_are_kafkas() -> None:
+    from kafpy.metadata.zk_data import AclChangeNotificationZNode as N
+
+    assert N.create_path("LITERAL") == "/kafka-acl-changes/acl_changes_"
+    assert N.create_path("PREFIXED") == "/kafka-acl-extended-changes/acl_changes_"
+    assert N.encode("TRANSACTIONAL_ID", "tx", "LITERAL") == b"TRANSACTIONAL_ID:tx"
+    assert N.decode(N.LITERAL_PATH, b"Topic:a:b") == ("TOPIC", "a:b", "LITERAL")
+    extended = N.encode("TOPIC", "pay", "PREFIXED")
+    assert extended == b'{"version":1,"resourceType":"TOPIC","name":"pay","patternType":"PREFIXED"}'
+    assert N.decode(N.EXTENDED_PATH, extended) == ("TOPIC", "pay", "PREFIXED")
+
+
+def test_malformed_acl_json_names_the_node() -> None:
+    from kafpy.metadata.zk_data import ResourceZNode
+
+    with pytest.raises(ZkDataError, match="/kafka-acl/Topic/a is not version 1 ACL JSON"):
+        ResourceZNode.decode(b'{"version":2,"acls":[]}', "/kafka-acl/Topic/a")

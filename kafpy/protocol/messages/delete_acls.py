@@ -1,0 +1,43 @@
+"""DeleteAcls (key 31): delete the ACL bindings each filter selects."""
+
+from __future__ import annotations
+
+from kafpy.protocol.api_keys import ApiKey
+from kafpy.protocol.schema import Array, Field, Message, Struct
+
+DELETE_ACLS_REQUEST = Message(
+    ApiKey.DELETE_ACLS, "DeleteAclsRequest", "request", (0, 3), 2,
+    [
+        Field("filters", Array(Struct([
+            Field("resource_type_filter", "int8"),
+            Field("resource_name_filter", "string", nullable="0+"),
+            Field("pattern_type_filter", "int8", "1+", default=3),
+            Field("principal_filter", "string", nullable="0+"),
+            Field("host_filter", "string", nullable="0+"),
+            Field("operation", "int8"),
+            Field("permission_type", "int8"),
+        ]))),
+    ],
+)
+
+DELETE_ACLS_RESPONSE = Message(
+    ApiKey.DELETE_ACLS, "DeleteAclsResponse", "response", (0, 3), 2,
+    [
+        Field("throttle_time_ms", "int32"),
+        Field("filter_results", Array(Struct([
+            Field("error_code", "int16"),
+            Field("error_message", "string", nullable="0+"),
+            Field("matching_acls", Array(Struct([
+                Field("error_code", "int16"),
+                Field("error_message", "string", nullable="0+"),
+                Field("resource_type", "int8"),
+                Field("resource_name", "string"),
+                Field("pattern_type", "int8", "1+", default=3),
+                Field("principal", "string"),
+                Field("host", "string"),
+                Field("operation", "int8"),
+                Field("permission_type", "int8"),
+            ]))),
+        ]))),
+    ],
+)
