@@ -63,6 +63,7 @@ from kafpy.server.kafka_config import KafkaConfig
 from kafpy.server.metadata_cache import MetadataCache
 from kafpy.server.producer_id_manager import ProducerIdManager
 from kafpy.server.record_conversion import down_convert_fetch, up_convert_produce
+from kafpy.server.replica_alter_log_dirs_manager import ReplicaAlterLogDirsManager
 from kafpy.server.replica_manager import (
     DEBUGGING_CONSUMER_ID,
     FetchParams,
@@ -176,6 +177,7 @@ class KafkaApis:
         self.config = config
         self.broker_id = config.broker_id
         self.replica_manager = replica_manager
+        self.log_dirs = ReplicaAlterLogDirsManager(replica_manager)
         self.metadata_cache = metadata_cache
         self.admin_zk_client = admin_zk_client
         self.cluster_id = cluster_id
@@ -200,6 +202,8 @@ class KafkaApis:
             ApiKey.DELETE_RECORDS: self.handle_delete_records,
             ApiKey.OFFSET_FOR_LEADER_EPOCH: self.handle_offset_for_leader_epoch,
             ApiKey.DESCRIBE_CLUSTER: self.handle_describe_cluster,
+            ApiKey.DESCRIBE_LOG_DIRS: self.handle_describe_log_dirs,
+            ApiKey.ALTER_REPLICA_LOG_DIRS: self.handle_alter_replica_log_dirs,
         }
         if admin_manager is not None:
             for key, api, controller_only in _ADMIN_APIS:
@@ -785,6 +789,26 @@ class KafkaApis:
         return {
             "throttle_time_ms": 0,
             "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()],
+        }
+
+    async def handle_describe_log_dirs(self, request: Request) -> dict[str, Any]:
+        topics = _body(request).get("topics")
+        wanted = None if topics is None else {t["topic"]: t["partitions"] for t in topics}
+        return {"throttle_time_ms": 0, "results": self.log_dirs.describe_log_dirs(wanted)}
+
+    async def handle_alter_replica_log_dirs(self, request: Request) -> dict[str, Any]:
+        moves = {
+            TopicPartition(t["name"], p): d["path"]
+            for d in _body(request)["dirs"] for t in d["topics"] for p in t["partitions"]
+        }  # fmt: skip
+        by_topic: dict[str, list[dict[str, Any]]] = {}
+        for tp, error in self.log_dirs.alter_replica_log_dirs(moves).items():
+            by_topic.setdefault(tp.topic, []).append(
+                {"partition_index": tp.partition, "error_code": error}
+            )
+        return {
+            "throttle_time_ms": 0,
+            "results": [{"topic_name": t, "partitions": ps} for t, ps in by_topic.items()],
         }
 
     async def handle_offset_for_leader_epoch(self, request: Request) -> dict[str, Any]:

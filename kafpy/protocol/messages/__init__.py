@@ -9,6 +9,7 @@ from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.messages import (
     alter_client_quotas,
     alter_configs,
+    alter_replica_log_dirs,
     api_versions,
     controlled_shutdown,
     create_partitions,
@@ -48,6 +49,7 @@ from kafpy.protocol.schema import Message
 _MODULES = [
     alter_client_quotas,
     alter_configs,
+    alter_replica_log_dirs,
     api_versions,
     controlled_shutdown,
     create_partitions,
