@@ -219,7 +219,7 @@ def test_replica_moves_between_dirs_while_producing(broker: KafpyBroker) -> None
         while len(seen) < len(acked) and time.monotonic() < deadline:
             msg = consumer.poll(1.0)
             if msg is not None and msg.error() is None:
-                seen.append(msg.value())
+                seen.append(msg.value() or b"")
     finally:
         consumer.close()
     assert len(acked) > 5000
