@@ -173,6 +173,7 @@ class KafkaServer:
             isr_change_propagation_blackout_ms=cfg.replica_isr_change_propagation_blackout_ms,
             isr_change_propagation_max_interval_ms=cfg.replica_isr_change_propagation_max_interval_ms,
             log_dir_failure_channel=self.log_dir_failure_channel,
+            log_dir_failure_timeout_ms=cfg.log_dir_failure_timeout_ms,
         )  # fmt: skip
         self.replica_manager.startup()
 
