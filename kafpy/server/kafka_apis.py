@@ -922,6 +922,7 @@ class KafkaApis:
         await self.replica_manager.load_topic_configs(body)
         response = self.replica_manager.become_leader_or_follower(body, request.api_version)
         self._on_leadership_change(body, response)
+        self.log_dirs.resume_moves()
         # as Kafka's becomeLeaderOrFollower: fetchers left without partitions stop
         await self.replica_manager.replica_fetcher_manager.shutdown_idle_fetcher_threads()
         return response

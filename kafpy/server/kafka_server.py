@@ -342,6 +342,8 @@ class KafkaServer:
     async def _shutdown_replica_manager(self) -> None:
         assert self.replica_manager is not None
         rm, self.replica_manager = self.replica_manager, None
+        if self.apis is not None:
+            await self.apis.log_dirs.shutdown()  # moves between log dirs stop first
         await rm.shutdown_fetchers()
         rm.shutdown()  # on the loop: it answers the parked requests
 

@@ -141,10 +141,22 @@ class ReplicaAlterLogDirsManager:
             log.info(
                 "Moving the replica of %s from %s to %s", tp, Path(partition.log.dir).parent, dest
             )
-            task = asyncio.get_running_loop().create_task(self._move(tp))
-            self._moves[tp] = task
-            task.add_done_callback(functools.partial(self._move_done, tp))
+            self._start_move(tp)
         return Errors.NONE
+
+    def resume_moves(self) -> None:
+        """Start a move for every `-future` log of a hosted replica that has none running
+        (a broker restarted mid-move finds them on disk; Kafka resumes them on LeaderAndIsr)."""
+        rm = self.replica_manager
+        for tp in self.log_manager.future_logs_by_topic_partition():
+            partition = rm.partitions.get(tp)
+            if tp not in self._moves and partition is not None and partition.log is not None:
+                self._start_move(tp)
+
+    def _start_move(self, tp: TopicPartition) -> None:
+        task = asyncio.get_running_loop().create_task(self._move(tp))
+        self._moves[tp] = task
+        task.add_done_callback(functools.partial(self._move_done, tp))
 
     def _move_done(self, tp: TopicPartition, task: asyncio.Task[None]) -> None:
         if self._moves.get(tp) is task:

@@ -131,3 +131,24 @@ def test_move_copies_everything_and_swaps_the_log(broker: Broker) -> None:  # no
     # appends go to the new log
     produce(broker, TP0, 1)
     assert log.log_end_offset == len(values) + 1
+
+
+def test_future_log_found_on_disk_is_resumed(broker: Broker) -> None:  # noqa: F811
+    broker.lead("t", 1)
+    produce(broker, TP0, 30)
+    target = other_dir(broker, TP0)
+    broker.log_manager.get_or_create_future_log(TP0, target)  # as a restart mid-move leaves it
+    m = ReplicaAlterLogDirsManager(broker.replica_manager)
+
+    async def run() -> None:
+        m.resume_moves()
+        assert m.moves_in_progress == [TP0]
+        for _ in range(500):
+            if not m.moves_in_progress:
+                break
+            await asyncio.sleep(0.01)
+
+    asyncio.run(run())
+    assert dir_of(broker, TP0) == target
+    log = broker.log_manager.get_log(TP0)
+    assert log is not None and log.log_end_offset == 30
