@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from kafpy.common.errors import Errors, KafkaError, KafkaStorageError
 from kafpy.common.topic_partition import TopicPartition
+from kafpy.records import RECORD_BATCH_OVERHEAD as BATCH_HEADER_SIZE
 from kafpy.storage.leader_epoch_file_cache import (
     LEADER_EPOCH_CHECKPOINT_FILE,
     LeaderEpochFileCache,
@@ -193,8 +194,10 @@ class ReplicaAlterLogDirsManager:
                 if future is not None:
                     lm.abort_and_delete_future_log(tp)
                 return
-            if future.log_end_offset == current.log_end_offset and (
-                future.log_start_offset <= current.log_start_offset
+            if (
+                future.log_end_offset == current.log_end_offset
+                and future.log_start_offset <= current.log_start_offset
+                and not _diverged(current, future)
             ):
                 self._replace_current_with_future(tp, partition, current, future)
                 return
@@ -212,6 +215,15 @@ class ReplicaAlterLogDirsManager:
         """Copy the next stored batches of `current` into `future` (in a worker thread);
         returns the bytes copied."""
         start, end = current.log_start_offset, current.log_end_offset
+        if future.log_end_offset > start and _diverged(current, future):
+            # the current log was truncated below the copy and written again (a follower
+            # after a leader change): copy again from the start
+            log.info(
+                "The current log of %s diverged from its future log; copying again",
+                current.topic_partition,
+            )
+            future.truncate_fully_and_start_at(start)
+            return 0
         if future.log_end_offset < start or future.log_end_offset > end:
             # the future log starts where the current one does, or follows its truncation
             if future.log_end_offset > end and future.log_start_offset <= end:
@@ -250,6 +262,22 @@ class ReplicaAlterLogDirsManager:
             Path(new.dir).parent,
             Path(current.dir).parent,
         )
+
+
+def _diverged(current: Log, future: Log) -> bool:
+    """Whether the last batch copied into `future` is not the batch `current` holds at that
+    offset (compared by batch header: offsets, leader epoch, CRC, producer fields)."""
+    last = future.log_end_offset - 1
+    if last < max(current.log_start_offset, future.log_start_offset):
+        return False
+    if last >= current.log_end_offset:
+        return True
+    try:
+        theirs = current.read(last, 1).records.buffer()[:BATCH_HEADER_SIZE]
+        ours = future.read(last, 1).records.buffer()[:BATCH_HEADER_SIZE]
+    except KafkaError:
+        return True
+    return bytes(theirs) != bytes(ours)
 
 
 __all__ = ["ReplicaAlterLogDirsManager"]

@@ -152,3 +152,29 @@ def test_future_log_found_on_disk_is_resumed(broker: Broker) -> None:  # noqa: F
     assert dir_of(broker, TP0) == target
     log = broker.log_manager.get_log(TP0)
     assert log is not None and log.log_end_offset == 30
+
+
+def test_a_current_log_rewritten_under_the_copy_is_copied_again(broker: Broker) -> None:  # noqa: F811
+    from kafpy.server.replica_alter_log_dirs_manager import _diverged
+
+    broker.lead("t", 1)
+    produce(broker, TP0, 5)
+    produce(broker, TP0, 5)
+    current = broker.log_manager.get_log(TP0)
+    assert current is not None
+    future = broker.log_manager.get_or_create_future_log(TP0, other_dir(broker, TP0))
+    m = ReplicaAlterLogDirsManager(broker.replica_manager, chunk_bytes=1)
+    while future.log_end_offset < current.log_end_offset:
+        m._copy_chunk(current, future)
+    assert not _diverged(current, future)
+    # as a follower after a leader change: truncated, then written again at a new epoch
+    current.truncate_to(5)
+    batch = build_batch([(None, b"new%d" % i) for i in range(5)])
+    current.append_as_leader(MemoryRecords(batch), leader_epoch=1)
+    assert current.log_end_offset == future.log_end_offset == 10
+    assert _diverged(current, future)
+    m._copy_chunk(current, future)
+    assert future.log_end_offset == 0
+    while future.log_end_offset < current.log_end_offset:
+        m._copy_chunk(current, future)
+    assert not _diverged(current, future)
