@@ -112,7 +112,10 @@ class ReplicaAlterLogDirsManager:
 
     def _alter_one(self, tp: TopicPartition, path: str) -> int:
         lm, rm = self.log_manager, self.replica_manager
-        dest = Path(os.path.realpath(path))
+        try:
+            dest = Path(os.path.realpath(path))
+        except ValueError:  # a NUL byte in the path
+            return Errors.LOG_DIR_NOT_FOUND
         if dest not in lm.live_log_dirs and dest not in lm.offline_log_dirs:
             log.warning("Unable to alter the log dir of %s: %s is not a log dir here", tp, path)
             return Errors.LOG_DIR_NOT_FOUND

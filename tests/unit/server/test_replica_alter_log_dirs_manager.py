@@ -75,6 +75,7 @@ def test_alter_replica_log_dirs_errors(broker: Broker, tmp_path: Path) -> None: 
             TopicPartition("unknown", 0): str(broker.log_manager.live_log_dirs[0]),
         })  # fmt: skip
 
+    assert asyncio.run(_alter(m, {TP1: "bad\0path"})) == {TP1: Errors.LOG_DIR_NOT_FOUND}
     assert asyncio.run(run()) == {
         TP0: Errors.LOG_DIR_NOT_FOUND,
         TopicPartition("unknown", 0): Errors.UNKNOWN_TOPIC_OR_PARTITION,
