@@ -231,3 +231,32 @@ def test_replica_moves_between_dirs_while_producing(broker: KafpyBroker) -> None
         assert time.monotonic() < deadline, left
         time.sleep(0.2)
     assert (target / f"{topic}-0").is_dir()
+
+
+def test_kafka_python_describes_and_moves(broker: KafpyBroker) -> None:
+    """kafka-python's admin client, unmodified: describe_log_dirs and alter_replica_log_dirs."""
+    from kafka import KafkaAdminClient
+    from kafka.errors import NoError
+
+    topic = f"ldk-{uuid.uuid4().hex[:8]}"
+    create(broker, topic, 1)
+    tp = TopicPartition(topic, 0)
+    [(source, _)] = where(broker, tp)
+    target = next(d for d in dirs_of(broker) if str(d) != source)
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+    try:
+        [answer] = admin.describe_log_dirs()
+        assert answer["broker"] == 0
+        paths = {d["log_dir"]: d for d in answer["log_dirs"]}
+        assert set(paths) == {str(d) for d in dirs_of(broker)}
+        listed = [(t["name"], p["partition_index"]) for t in paths[source]["topics"]
+                  for p in t["partitions"]]  # fmt: skip
+        assert (topic, 0) in listed
+        errors = admin.alter_replica_log_dirs({(topic, 0, 0): str(target)})
+        assert list(errors.values()) == [NoError]
+    finally:
+        admin.close()
+    deadline = time.monotonic() + 30
+    while set(where(broker, tp)) != {(str(target), False)}:
+        assert time.monotonic() < deadline, where(broker, tp)
+        time.sleep(0.1)
