@@ -711,6 +711,9 @@ class LogManager:
         replaceCurrentWithFutureLog): the future dir takes the partition's name, the old
         current dir is renamed for deletion, and both dirs' checkpoints are rewritten. The
         caller holds off appends to `tp` for the duration (it runs on the event loop)."""
+        if self.cleaner is not None:
+            # waits for a cleaning round on tp to stop before the files move
+            self.cleaner.abort_cleaning(tp)
         with self._lock:
             future = self._future_logs.get(tp)
             current = self._logs.get(tp)
@@ -726,8 +729,6 @@ class LogManager:
                     f"Error renaming the old log of {tp} in {current.dir} for deletion: {e}",
                     Path(current.dir).parent,
                 ) from e
-        if self.cleaner is not None:
-            self.cleaner.abort_cleaning(tp)
         current.close_handlers()
         self._add_log_to_be_deleted(current)
         self.checkpoint_dirs({Path(current.dir).parent, Path(future.dir).parent})
