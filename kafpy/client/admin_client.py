@@ -354,6 +354,46 @@ class AdminClient:
             ]
         return result
 
+    async def alter_replica_log_dirs(
+        self, assignments: Mapping[tuple[TopicPartition, int], str]
+    ) -> dict[tuple[TopicPartition, int], KafkaError | None]:
+        """Move replicas between the log dirs of their brokers (Kafka's
+        Admin.alterReplicaLogDirs): {(partition, broker id): absolute log dir} to the error
+        of each replica, None where the broker accepted the move (it then runs in the
+        background; describe_log_dirs shows the `-future` log until it is done)."""
+        by_broker: dict[int, dict[str, dict[str, list[int]]]] = {}
+        for (tp, broker), path in assignments.items():
+            topics = by_broker.setdefault(broker, {}).setdefault(path, {})
+            topics.setdefault(tp.topic, []).append(tp.partition)
+
+        async def one(broker: int) -> dict[tuple[TopicPartition, int], KafkaError | None]:
+            body = {"dirs": [
+                {"path": path, "topics": [{"name": t, "partitions": ps} for t, ps in ts.items()]}
+                for path, ts in by_broker[broker].items()]}  # fmt: skip
+            try:
+                response = await self.client.send_to_node(
+                    broker, ApiKey.ALTER_REPLICA_LOG_DIRS, body
+                )
+            except KafkaError as e:
+                return {key: e for key in assignments if key[1] == broker}
+            return {
+                (TopicPartition(t["topic_name"], p["partition_index"]), broker): None
+                if p["error_code"] == Errors.NONE
+                else error_for_code(
+                    p["error_code"],
+                    None,
+                    f"Moving the replica of {t['topic_name']}-{p['partition_index']} on broker "
+                    f"{broker}",
+                )
+                for t in response["results"]
+                for p in t["partitions"]
+            }
+
+        results: dict[tuple[TopicPartition, int], KafkaError | None] = {}
+        for answer in await asyncio.gather(*(one(b) for b in by_broker)):
+            results.update(answer)
+        return results
+
     # --- records (DeleteRecords) ---
 
     async def delete_records(

@@ -62,6 +62,8 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.SASL_AUTHENTICATE: (0, 2),
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: (0, 0),
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
+    ApiKey.ALTER_REPLICA_LOG_DIRS: (0, 2),
+    ApiKey.DESCRIBE_LOG_DIRS: (0, 2),
 }
 
 

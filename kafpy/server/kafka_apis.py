@@ -81,6 +81,7 @@ from kafpy.server.kafka_config import KafkaConfig
 from kafpy.server.metadata_cache import MetadataCache
 from kafpy.server.producer_id_manager import ProducerIdManager
 from kafpy.server.record_conversion import down_convert_fetch, up_convert_produce
+from kafpy.server.replica_alter_log_dirs_manager import ReplicaAlterLogDirsManager
 from kafpy.server.replica_manager import (
     DEBUGGING_CONSUMER_ID,
     FetchParams,
@@ -204,6 +205,7 @@ class KafkaApis:
         self.config = config
         self.broker_id = config.broker_id
         self.replica_manager = replica_manager
+        self.log_dirs = ReplicaAlterLogDirsManager(replica_manager)
         self.metadata_cache = metadata_cache
         self.admin_zk_client = admin_zk_client
         self.cluster_id = cluster_id
@@ -236,6 +238,8 @@ class KafkaApis:
             ApiKey.DESCRIBE_PRODUCERS: self.handle_describe_producers,
             ApiKey.SASL_HANDSHAKE: handle_sasl_handshake,
             ApiKey.SASL_AUTHENTICATE: handle_sasl_authenticate,
+            ApiKey.DESCRIBE_LOG_DIRS: self.handle_describe_log_dirs,
+            ApiKey.ALTER_REPLICA_LOG_DIRS: self.handle_alter_replica_log_dirs,
         }
         if admin_manager is not None:
             for key, api, controller_only in _ADMIN_APIS:
@@ -876,6 +880,26 @@ class KafkaApis:
             "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()],
         }
 
+    async def handle_describe_log_dirs(self, request: Request) -> dict[str, Any]:
+        topics = _body(request).get("topics")
+        wanted = None if topics is None else {t["topic"]: t["partitions"] for t in topics}
+        return {"throttle_time_ms": 0, "results": self.log_dirs.describe_log_dirs(wanted)}
+
+    async def handle_alter_replica_log_dirs(self, request: Request) -> dict[str, Any]:
+        moves = {
+            TopicPartition(t["name"], p): d["path"]
+            for d in _body(request)["dirs"] for t in d["topics"] for p in t["partitions"]
+        }  # fmt: skip
+        by_topic: dict[str, list[dict[str, Any]]] = {}
+        for tp, error in self.log_dirs.alter_replica_log_dirs(moves).items():
+            by_topic.setdefault(tp.topic, []).append(
+                {"partition_index": tp.partition, "error_code": error}
+            )
+        return {
+            "throttle_time_ms": 0,
+            "results": [{"topic_name": t, "partitions": ps} for t, ps in by_topic.items()],
+        }
+
     async def handle_offset_for_leader_epoch(self, request: Request) -> dict[str, Any]:
         body = request.body
         assert body is not None
@@ -997,6 +1021,7 @@ class KafkaApis:
         await self.replica_manager.load_topic_configs(body)
         response = self.replica_manager.become_leader_or_follower(body, request.api_version)
         self._on_leadership_change(body, response)
+        self.log_dirs.resume_moves()
         # as Kafka's becomeLeaderOrFollower: fetchers left without partitions stop
         await self.replica_manager.replica_fetcher_manager.shutdown_idle_fetcher_threads()
         return response

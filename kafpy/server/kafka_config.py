@@ -159,6 +159,9 @@ def _broker_config_def() -> ConfigDef:
                 "The listener brokers talk to each other on (instead of security.inter.broker.protocol).")
         .define("log.dir", t.STRING, "/tmp/kafka-logs", None, h)
         .define("log.dirs", t.STRING, None, None, h)
+        .define("log.dir.failure.timeout.ms", t.LONG, 30000, Range.at_least(1), Importance.LOW,
+                "How long the broker tries to tell the controller of a failed log dir before it "
+                "shuts down.")
         .define("zookeeper.connect", t.STRING, None, None, h,
                 "ZooKeeper connect string; unset runs on the embedded metadata store.")
         .define("zookeeper.session.timeout.ms", t.INT, 18000, Range.at_least(1), h)
@@ -603,6 +606,10 @@ class KafkaConfig:
     @property
     def log_retention_check_interval_ms(self) -> int:
         return int(self._values["log.retention.check.interval.ms"])
+
+    @property
+    def log_dir_failure_timeout_ms(self) -> int:
+        return int(self._values["log.dir.failure.timeout.ms"])
 
     @property
     def log_initial_task_delay_ms(self) -> int:

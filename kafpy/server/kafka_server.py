@@ -210,6 +210,7 @@ class KafkaServer:
             isr_change_propagation_blackout_ms=cfg.replica_isr_change_propagation_blackout_ms,
             isr_change_propagation_max_interval_ms=cfg.replica_isr_change_propagation_max_interval_ms,
             log_dir_failure_channel=self.log_dir_failure_channel,
+            log_dir_failure_timeout_ms=cfg.log_dir_failure_timeout_ms,
         )  # fmt: skip
         self.replica_manager.startup()
         if cfg.metrics_listener is not None:
@@ -457,6 +458,8 @@ class KafkaServer:
     async def _shutdown_replica_manager(self) -> None:
         assert self.replica_manager is not None
         rm, self.replica_manager = self.replica_manager, None
+        if self.apis is not None:
+            await self.apis.log_dirs.shutdown()  # moves between log dirs stop first
         await rm.shutdown_fetchers()
         rm.shutdown()  # on the loop: it answers the parked requests
 

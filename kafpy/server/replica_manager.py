@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
+import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -125,6 +127,17 @@ class FetchPartitionData:
     error: KafkaError | None = None
 
 
+# log.dir.failure.timeout.ms: how long a broker keeps trying to tell the controller of a
+# failed log dir before it halts
+LOG_DIR_FAILURE_TIMEOUT_MS = 30000
+
+
+def _halt(status: int) -> None:
+    """End the process at once (Kafka's Exit.halt), after writing out the log lines."""
+    logging.shutdown()
+    os._exit(status)
+
+
 class ReplicaManager:
     """Hosts this broker's partitions and serves every produce, fetch and offset lookup on them."""
 
@@ -148,9 +161,13 @@ class ReplicaManager:
         isr_change_propagation_blackout_ms: int = ISR_CHANGE_PROPAGATION_BLACKOUT_MS,
         isr_change_propagation_max_interval_ms: int = ISR_CHANGE_PROPAGATION_MAX_INTERVAL_MS,
         log_dir_failure_channel: LogDirFailureChannel | None = None,
+        log_dir_failure_timeout_ms: int = LOG_DIR_FAILURE_TIMEOUT_MS,
+        halt: Callable[[int], None] | None = None,
     ) -> None:
         self.broker_id = broker_id
         self.log_dir_failure_channel = log_dir_failure_channel or LogDirFailureChannel()
+        self.log_dir_failure_timeout_ms = log_dir_failure_timeout_ms
+        self._halt = halt or _halt
         # partitions whose log dir went offline (Kafka's HostedPartition.Offline)
         self.offline_partitions: set[TopicPartition] = set()
         self.zk_client = zk_client
@@ -292,13 +309,43 @@ class ReplicaManager:
         for tp in offline:
             self._complete_delayed_requests(tp)
         if send_zk_notification and self.zk_client is not None:
-            await self.zk_client.store.create(
-                LogDirEventNotificationSequenceZNode.path(),
-                LogDirEventNotificationSequenceZNode.encode(self.broker_id),
-                sequential=True,
-                make_parents=True,
-            )
+            await self._notify_log_dir_failure(d)
         self.log.warning("Stopped serving replicas in dir %s", d)
+
+    async def _notify_log_dir_failure(self, d: Path) -> None:
+        """Write /log_dir_event_notification, retrying for log.dir.failure.timeout.ms; a broker
+        that cannot tell the controller in that time halts, so that its leaders of the failed
+        dir's partitions move elsewhere instead of staying unavailable here."""
+        assert self.zk_client is not None
+        deadline = self.time.milliseconds() + self.log_dir_failure_timeout_ms
+        while True:
+            remaining_ms = deadline - self.time.milliseconds()
+            try:
+                await asyncio.wait_for(
+                    self.zk_client.store.create(
+                        LogDirEventNotificationSequenceZNode.path(),
+                        LogDirEventNotificationSequenceZNode.encode(self.broker_id),
+                        sequential=True,
+                        make_parents=True,
+                    ),
+                    max(remaining_ms, 1) / 1000,
+                )
+                return
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:
+                if self.time.milliseconds() >= deadline:
+                    self.log.critical(
+                        "Shutdown broker because the controller could not be told of the failure "
+                        "of log dir %s within log.dir.failure.timeout.ms=%d: %s",
+                        d,
+                        self.log_dir_failure_timeout_ms,
+                        e or type(e).__name__,
+                    )
+                    self._halt(1)
+                    return
+                self.log.warning("Retrying the notification of the failure of log dir %s: %s", d, e)
+                await asyncio.sleep(min(remaining_ms, 1000) / 1000)
 
     async def shutdown_fetchers(self) -> None:
         """Stop the replica fetchers and the ISR tasks (before `shutdown`)."""

@@ -22,6 +22,7 @@ import logging
 import os
 import shutil
 import threading
+import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
@@ -40,6 +41,7 @@ from kafpy.storage.cleaner.cleaner_config import CleanerConfig
 from kafpy.storage.log import (
     CLEAN_SHUTDOWN_FILE,
     DELETE_DIR_SUFFIX,
+    FUTURE_DIR_SUFFIX,
     Log,
     LogDirFailedError,
     log_delete_dir_name,
@@ -209,6 +211,10 @@ class LogManager:
         # logCreationOrDeletionLock: guards the maps below against the scheduler's threads
         self._lock = threading.RLock()
         self._logs: dict[TopicPartition, Log] = {}
+        # logs being moved in by AlterReplicaLogDirs (`<tp>.<uuid>-future`), Kafka's futureLogs
+        self._future_logs: dict[TopicPartition, Log] = {}
+        # dirs AlterReplicaLogDirs chose for partitions not created here yet
+        self._preferred_log_dirs: dict[TopicPartition, Path] = {}
         self._logs_to_be_deleted: deque[tuple[Log, int]] = deque()
         self._tasks: list[ScheduledTask] = []
         self._shutting_down = False
@@ -343,6 +349,11 @@ class LogManager:
             self._log_start_offset_checkpoints.pop(d, None)
             offline = [tp for tp, log in self._logs.items() if Path(log.dir).parent == d]
             removed = [self._logs.pop(tp) for tp in offline]
+            removed += [
+                self._future_logs.pop(tp)
+                for tp, log in list(self._future_logs.items())
+                if Path(log.dir).parent == d
+            ]
             self._logs_to_be_deleted = deque(
                 (log, t) for log, t in self._logs_to_be_deleted if Path(log.dir).parent != d
             )
@@ -508,6 +519,15 @@ class LogManager:
         )
         if log_dir.name.endswith(DELETE_DIR_SUFFIX):
             self._add_log_to_be_deleted(log)
+        elif log_dir.name.endswith(FUTURE_DIR_SUFFIX):
+            with self._lock:
+                other = self._future_logs.setdefault(tp, log)
+            if other is not log:
+                log.close()
+                raise KafkaStorageError(
+                    f"Duplicate future log directories for {tp} are found in both {log.dir} "
+                    f"and {other.dir}. Stop the broker and delete one of them."
+                )
         else:
             with self._lock:
                 previous = self._logs.get(tp)
@@ -642,6 +662,8 @@ class LogManager:
         with self._lock:
             self._logs.clear()
             pending = [log for log, _ in self._logs_to_be_deleted]
+            pending += self._future_logs.values()
+            self._future_logs.clear()
             self._logs_to_be_deleted.clear()
         for log in pending:  # their -delete dirs are deleted at the next start
             try:
@@ -669,9 +691,104 @@ class LogManager:
 
     # ------------------------------------------------------------------ lookups
 
-    def get_log(self, tp: TopicPartition) -> Log | None:
+    def get_log(self, tp: TopicPartition, is_future: bool = False) -> Log | None:
         with self._lock:
-            return self._logs.get(tp)
+            return (self._future_logs if is_future else self._logs).get(tp)
+
+    def future_logs_by_topic_partition(self) -> dict[TopicPartition, Log]:
+        """The logs being moved into another dir of this broker (`-future` logs)."""
+        with self._lock:
+            return dict(self._future_logs)
+
+    # ------------------------------------------------------------------ moves between dirs
+
+    def get_or_create_future_log(self, tp: TopicPartition, data_dir: Path) -> Log:
+        """The `-future` log of `tp` in `data_dir` (Kafka's getOrCreateLog with isFuture),
+        created empty there as `<topic>-<partition>.<uuid>-future` if missing. Raises
+        KafkaStorageError if `data_dir` is not a live dir or `tp` has a future log elsewhere."""
+        data_dir = Path(os.path.realpath(data_dir))
+        with self._lock:
+            existing = self._future_logs.get(tp)
+            if existing is not None:
+                if Path(existing.dir).parent != data_dir:
+                    raise KafkaStorageError(
+                        f"The future log of {tp} is in {Path(existing.dir).parent}, not "
+                        f"{data_dir}: abort that move first."
+                    )
+                return existing
+            if data_dir not in self._live_log_dirs:
+                raise KafkaStorageError(
+                    f"Can not create the future log for {tp} in {data_dir}: it is not an "
+                    "online log dir of this broker"
+                )
+            current = self._logs.get(tp)
+            cfg = current.config if current is not None else self.current_default_config
+            log_dir = data_dir / f"{tp.topic}-{tp.partition}.{uuid.uuid4().hex}{FUTURE_DIR_SUFFIX}"
+            try:
+                log = Log(log_dir, cfg, 0, 0, self.scheduler, self.time, True)
+            except OSError as e:
+                shutil.rmtree(log_dir, ignore_errors=True)
+                raise KafkaStorageError(
+                    f"Error while creating the future log for {tp} in dir {data_dir}: "
+                    f"{e.strerror or e}"
+                ) from e
+            self._future_logs[tp] = log
+        self.log.info("Created log for partition %s in %s.", tp, log_dir)
+        return log
+
+    def maybe_update_preferred_log_dir(self, tp: TopicPartition, data_dir: Path) -> None:
+        """Remember `data_dir` as the dir to create `tp`'s log in, if it is created later."""
+        with self._lock:
+            if tp not in self._logs:
+                self._preferred_log_dirs[tp] = Path(os.path.realpath(data_dir))
+
+    def abort_and_delete_future_log(self, tp: TopicPartition) -> None:
+        """Drop `tp`'s `-future` log, if any: renamed for deletion and queued."""
+        with self._lock:
+            future = self._future_logs.pop(tp, None)
+        if future is None:
+            return
+        future.rename_dir(log_delete_dir_name(tp))
+        future.close_handlers()
+        self._add_log_to_be_deleted(future)
+        self.log.info(
+            "The future log of %s is renamed to %s and scheduled for deletion", tp, future.dir
+        )
+
+    def replace_current_with_future_log(self, tp: TopicPartition) -> Log:
+        """Make `tp`'s caught-up `-future` log its current log (Kafka's
+        replaceCurrentWithFutureLog): the future dir takes the partition's name, the old
+        current dir is renamed for deletion, and both dirs' checkpoints are rewritten. The
+        caller holds off appends to `tp` for the duration (it runs on the event loop)."""
+        if self.cleaner is not None:
+            # waits for a cleaning round on tp to stop before the files move
+            self.cleaner.abort_cleaning(tp)
+        with self._lock:
+            future = self._future_logs.get(tp)
+            current = self._logs.get(tp)
+            if future is None or current is None:
+                raise KafkaStorageError(f"Partition {tp} has no future log to move in")
+            future.rename_dir(f"{tp.topic}-{tp.partition}")
+            self._future_logs.pop(tp)
+            self._logs[tp] = future
+            try:
+                current.rename_dir(log_delete_dir_name(tp))
+            except OSError as e:
+                raise LogDirFailedError(
+                    f"Error renaming the old log of {tp} in {current.dir} for deletion: {e}",
+                    Path(current.dir).parent,
+                ) from e
+        current.close_handlers()
+        self._add_log_to_be_deleted(current)
+        self.checkpoint_dirs({Path(current.dir).parent, Path(future.dir).parent})
+        self.log.info(
+            "The current log of %s is renamed to %s and scheduled for deletion; the future log "
+            "in %s replaces it",
+            tp,
+            current.dir,
+            future.dir,
+        )
+        return future
 
     def all_logs(self) -> list[Log]:
         with self._lock:
@@ -721,7 +838,11 @@ class LogManager:
                     f"{', '.join(map(str, self._offline_dirs))} are offline"
                 )
             cfg = config or self.topic_configs.get(tp.topic, self.current_default_config)
-            data_dir = self.next_log_dir()
+            preferred = self._preferred_log_dirs.pop(tp, None)
+            if preferred is not None and preferred in self._live_log_dirs:
+                data_dir = preferred
+            else:
+                data_dir = self.next_log_dir()
             log_dir = data_dir / f"{tp.topic}-{tp.partition}"
             created = not log_dir.exists()
             try:

@@ -6,12 +6,15 @@ there fails for lack of space, broker 1 takes that dir offline and writes
 /log_dir_event_notification; the controller asks broker 1 about its replicas, learns
 (KAFKA_STORAGE_ERROR) which are offline and makes broker 0 the leader. Broker 1 keeps
 serving the partition in its healthy dir, and every record acknowledged with acks=all
-is read back from the new leader.
+is read back from the new leader. DescribeLogDirs (`kafpy log-dirs`) shows the dir offline;
+restarted with room on the tmpfs, broker 1 serves the dir again and catches up into the ISR.
 """
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -25,6 +28,7 @@ from kazoo.client import KazooClient
 
 from tests.fixtures.broker import KafpyBroker
 from tests.fixtures.cluster import CLUSTER_TEST_DEFAULTS
+from tests.fixtures.tmpfs import resize_tmpfs
 
 pytestmark = [pytest.mark.zookeeper]
 TOPIC = "ldf"
@@ -57,6 +61,18 @@ def read_partition(bootstrap: str, partition: int, end: int) -> dict[int, bytes]
         return out
     finally:
         consumer.close()
+
+
+def describe_log_dirs(broker: KafpyBroker) -> dict[str, Any]:
+    """`kafpy log-dirs --describe` of one broker: its dirs by path."""
+    r = subprocess.run(
+        [sys.executable, "-m", "kafpy", "log-dirs", "--describe", "--bootstrap-server",
+         broker.bootstrap, "--broker-list", str(broker.broker_id), "--topic-list", TOPIC],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    [b] = json.loads(r.stdout.splitlines()[-1])["brokers"]
+    return {d["logDir"]: d for d in b["logDirs"]}
 
 
 def test_a_full_log_dir_moves_its_leaders_to_another_broker(
@@ -142,6 +158,26 @@ def test_a_full_log_dir_moves_its_leaders_to_another_broker(
         producer.produce(TOPIC, value=b"healthy", partition=healthy_partition,
                          on_delivery=lambda e, m: done.append(e))  # fmt: skip
         assert producer.flush(30) == 0 and done == [None]
+
+        # DescribeLogDirs names the offline dir with Kafka's error
+        dirs = describe_log_dirs(b1)
+        assert dirs[str(small)]["error"] == "org.apache.kafka.common.errors.KafkaStorageException"
+        assert dirs[str(small)]["partitions"] == []
+        healthy = dirs[str((tmp_path / "b1-healthy").resolve())]
+        assert healthy["error"] is None
+        assert [p["partition"] for p in healthy["partitions"]] == [f"{TOPIC}-{healthy_partition}"]
+
+        # restarted with room on the disk, broker 1 serves the dir again and catches up
+        b1.stop()
+        resize_tmpfs(small, 64 * 1024 * 1024)
+        b1.start()
+        wait_until(lambda: (s := state(full_partition)) and sorted(s["isr"]) == [0, 1],
+                   "broker 1 back in the ISR of the partition of the repaired dir", brokers)  # fmt: skip
+        dirs = describe_log_dirs(b1)
+        assert all(d["error"] is None for d in dirs.values())
+        assert [p["partition"] for p in dirs[str(small)]["partitions"]] == [
+            f"{TOPIC}-{full_partition}"
+        ]
     finally:
         zk.stop()
         zk.close()

@@ -83,15 +83,17 @@ def console(broker: KafkaBroker) -> Iterator[ConsoleServer]:
         server.stop()
 
 
-def test_brokers_show_the_controller_and_no_fake_log_dirs(
+def test_brokers_show_the_controller_and_their_log_dirs(
     broker: KafkaBroker, console: ConsoleServer
 ) -> None:
     status, body = get(console, "/api/brokers")
     assert status == 200
     [b] = body["brokers"]
     assert (b["id"], b["port"], b["controller"]) == (0, broker.port, True)
-    assert b["log_dirs"] is None
-    assert b["log_dirs_note"].startswith("not available")
+    # the sizes come from the broker's DescribeLogDirs answer
+    [d] = b["log_dirs"]
+    assert d["error"] is None and d["size"] >= 0 and d["total_bytes"] == -1
+    assert b["log_dirs_note"] is None
 
 
 def test_topics_and_one_topic_with_offsets(broker: KafkaBroker, console: ConsoleServer) -> None:

@@ -348,6 +348,7 @@ def test_describe_log_dirs() -> None:
     async def scenario() -> None:
         env = Admin()
         env.b0.versions[int(ApiKey.DESCRIBE_LOG_DIRS)] = (0, 2)  # as Kafka 2.8 serves it
+        env.b1.versions.pop(int(ApiKey.DESCRIBE_LOG_DIRS), None)  # an older broker
         async with env as admin:
             env.b0.handlers[ApiKey.DESCRIBE_LOG_DIRS] = log_dirs_answer
             [healthy, offline] = (await admin.describe_log_dirs([0]))[0]

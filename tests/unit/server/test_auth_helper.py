@@ -239,3 +239,19 @@ async def test_inter_broker_quota_and_unknown_apis_are_refused(auth: AuthHelper)
     unknown = auth.guard(ApiKey.RENEW_DELEGATION_TOKEN, Recorder(lambda b: {}))
     with pytest.raises(CloseConnection, match="has no authorization rule"):
         await unknown(request(ApiKey.RENEW_DELEGATION_TOKEN, {}))
+
+
+async def test_log_dir_apis_need_the_cluster(auth: AuthHelper) -> None:
+    from kafpy.protocol.headers import encode_response
+
+    alter = auth.guard(ApiKey.ALTER_REPLICA_LOG_DIRS, Recorder(lambda b: {}))
+    altered = await alter(request(ApiKey.ALTER_REPLICA_LOG_DIRS, {"dirs": [
+        {"path": "/d", "topics": [{"name": "a", "partitions": [0, 1]}]}]}))  # fmt: skip
+    assert [p["error_code"] for p in altered["results"][0]["partitions"]] == [
+        Errors.CLUSTER_AUTHORIZATION_FAILED
+    ] * 2
+    describe = auth.guard(ApiKey.DESCRIBE_LOG_DIRS, Recorder(lambda b: {}))
+    answer = await describe(request(ApiKey.DESCRIBE_LOG_DIRS, {"topics": None}))
+    assert answer["results"] == []
+    for key, body in ((ApiKey.ALTER_REPLICA_LOG_DIRS, altered), (ApiKey.DESCRIBE_LOG_DIRS, answer)):
+        encode_response(key, 1, 1, body)  # the refusals are well-formed responses

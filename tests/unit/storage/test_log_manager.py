@@ -971,3 +971,85 @@ def test_recovery_after_an_unclean_shutdown_logs_segments_dirs_and_totals(
             f"Recovering unflushed segment 0. 0/{count} recovered for t-{p}."
         )
         assert f"{count - 1}/{count} recovered for t-{p}." in recovering[-1]
+
+
+# ---------------------------------------------------------------------- moves between dirs
+
+
+def test_future_log_is_created_in_the_target_dir_and_replaces_the_current_log(
+    tmp_path: Path, managers: Managers
+) -> None:
+    m = managers([tmp_path / "a", tmp_path / "b"], initial_task_delay_ms=0)
+    current = m.create_log(TP0)
+    source = current.dir.parent
+    target = next(d for d in m.live_log_dirs if d != source)
+    append(current, 5)
+    future = m.get_or_create_future_log(TP0, target)
+    assert future.dir.parent == target
+    assert future.dir.name.startswith("t-0.") and future.dir.name.endswith("-future")
+    assert m.get_log(TP0, is_future=True) is future
+    assert m.get_or_create_future_log(TP0, target) is future  # idempotent
+    with pytest.raises(KafkaStorageError, match="abort that move first"):
+        m.get_or_create_future_log(TP0, source)
+    future.append_as_follower(current.read(0, 1 << 20).records)
+
+    new = m.replace_current_with_future_log(TP0)
+    assert new is future and m.get_log(TP0) is future and m.get_log(TP0, is_future=True) is None
+    assert new.dir == target / "t-0" and new.log_end_offset == 5
+    [(deleted, _)] = m.logs_to_be_deleted()
+    assert deleted is current and deleted.dir.name.endswith("-delete")
+    assert deleted.dir.parent == source
+    assert read_checkpoint(target / RECOVERY_POINT_CHECKPOINT_FILE).keys() <= {TP0}
+    assert TP0 not in read_checkpoint(source / RECOVERY_POINT_CHECKPOINT_FILE)
+
+
+def test_future_log_is_loaded_as_future_after_a_restart(tmp_path: Path, managers: Managers) -> None:
+    m = managers([tmp_path / "a", tmp_path / "b"])
+    current = m.create_log(TP0)
+    target = next(d for d in m.live_log_dirs if d != current.dir.parent)
+    append(current, 3)
+    future = m.get_or_create_future_log(TP0, target)
+    future.append_as_follower(current.read(0, 1 << 20).records)
+    managers.shutdown(m)
+
+    m2 = managers([tmp_path / "a", tmp_path / "b"])
+    loaded = m2.get_log(TP0, is_future=True)
+    assert loaded is not None and loaded.dir.parent == target and loaded.log_end_offset == 3
+    assert m2.get_log(TP0) is not None and m2.get_log(TP0).dir.parent != target  # type: ignore[union-attr]
+
+
+def test_abort_and_delete_future_log(tmp_path: Path, managers: Managers) -> None:
+    m = managers([tmp_path / "a", tmp_path / "b"])
+    current = m.create_log(TP0)
+    target = next(d for d in m.live_log_dirs if d != current.dir.parent)
+    future = m.get_or_create_future_log(TP0, target)
+    m.abort_and_delete_future_log(TP0)
+    assert m.get_log(TP0, is_future=True) is None
+    assert future.dir.name.endswith("-delete")
+    m.abort_and_delete_future_log(TP0)  # nothing to abort: no error
+
+
+def test_future_log_only_in_a_live_dir(tmp_path: Path, managers: Managers) -> None:
+    m = managers([tmp_path / "a"])
+    m.create_log(TP0)
+    with pytest.raises(KafkaStorageError, match="not an online log dir"):
+        m.get_or_create_future_log(TP0, tmp_path / "elsewhere")
+
+
+def test_preferred_log_dir_is_used_when_the_log_is_created(
+    tmp_path: Path, managers: Managers
+) -> None:
+    m = managers([tmp_path / "a", tmp_path / "b"])
+    m.maybe_update_preferred_log_dir(TP0, tmp_path / "b")
+    assert m.create_log(TP0).dir.parent == tmp_path / "b"
+    # without a preference, the least loaded dir (a) is taken
+    assert m.create_log(TopicPartition("t", 1)).dir.parent == tmp_path / "a"
+
+
+def test_failed_dir_drops_its_future_logs(tmp_path: Path, managers: Managers) -> None:
+    m = managers([tmp_path / "a", tmp_path / "b"], halt=lambda status: None)
+    current = m.create_log(TP0)
+    target = next(d for d in m.live_log_dirs if d != current.dir.parent)
+    m.get_or_create_future_log(TP0, target)
+    m.handle_log_dir_failure(target)
+    assert m.get_log(TP0, is_future=True) is None and m.get_log(TP0) is current
