@@ -9,6 +9,7 @@ from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.messages import (
     alter_client_quotas,
     alter_configs,
+    alter_partition_reassignments,
     api_versions,
     controlled_shutdown,
     create_partitions,
@@ -32,6 +33,7 @@ from kafpy.protocol.messages import (
     leave_group,
     list_groups,
     list_offsets,
+    list_partition_reassignments,
     metadata,
     offset_commit,
     offset_delete,
@@ -48,6 +50,7 @@ from kafpy.protocol.schema import Message
 _MODULES = [
     alter_client_quotas,
     alter_configs,
+    alter_partition_reassignments,
     api_versions,
     controlled_shutdown,
     create_partitions,
@@ -71,6 +74,7 @@ _MODULES = [
     leave_group,
     list_groups,
     list_offsets,
+    list_partition_reassignments,
     metadata,
     offset_commit,
     offset_delete,

@@ -25,6 +25,7 @@ KAFKA_2_8: dict[ApiKey, tuple[int, int, int | None]] = {
     K.ELECT_LEADERS: (0, 2, 2), K.INCREMENTAL_ALTER_CONFIGS: (0, 1, 1),
     K.OFFSET_DELETE: (0, 0, None), K.DESCRIBE_CLUSTER: (0, 0, 0),
     K.DESCRIBE_CLIENT_QUOTAS: (0, 1, 1), K.ALTER_CLIENT_QUOTAS: (0, 1, 1),
+    K.ALTER_PARTITION_REASSIGNMENTS: (0, 0, 0), K.LIST_PARTITION_REASSIGNMENTS: (0, 0, 0),
 }  # fmt: skip
 
 # Where kafpy advertises less than Kafka 2.8, and why.
