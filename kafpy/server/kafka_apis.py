@@ -218,15 +218,11 @@ class KafkaApis:
         if controller is not None and hasattr(controller, "elect_leaders"):
             handlers[ApiKey.ELECT_LEADERS] = self.handle_elect_leaders
         if controller is not None and hasattr(controller, "alter_partition_reassignments"):
-            handlers[ApiKey.ALTER_PARTITION_REASSIGNMENTS] = (
-                lambda r: partition_reassignment_apis.alter_partition_reassignments(
-                    controller, _body(r)
-                )
+            handlers[ApiKey.ALTER_PARTITION_REASSIGNMENTS] = lambda r: (
+                partition_reassignment_apis.alter_partition_reassignments(controller, _body(r))
             )
-            handlers[ApiKey.LIST_PARTITION_REASSIGNMENTS] = (
-                lambda r: partition_reassignment_apis.list_partition_reassignments(
-                    controller, _body(r)
-                )
+            handlers[ApiKey.LIST_PARTITION_REASSIGNMENTS] = lambda r: (
+                partition_reassignment_apis.list_partition_reassignments(controller, _body(r))
             )
         if quotas is not None and admin_zk_client is not None:
             quota_admin = ClientQuotaAdmin(admin_zk_client.zk_client)

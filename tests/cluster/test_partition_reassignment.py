@@ -63,9 +63,14 @@ def _create_and_fill(
     producer = confluent_kafka.Producer({"bootstrap.servers": live_bootstrap(cluster), "acks": "all",
                                          "linger.ms": 5, "topic.metadata.refresh.interval.ms": 1000})  # fmt: skip
     errors: list[Any] = []
+
+    def delivered(err: Any, msg: Any) -> None:
+        if err is not None:
+            errors.append(err)
+
     for i in range(records):
         producer.produce(topic, f"v{i}".encode() * 20, partition=i % len(assignment),
-                         on_delivery=lambda err, msg: err and errors.append(err))  # fmt: skip
+                         on_delivery=delivered)  # fmt: skip
     assert producer.flush(30) == 0 and errors == []
 
 
