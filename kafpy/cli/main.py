@@ -35,6 +35,7 @@ COMMANDS: dict[str, str] = {
     "consumer-groups": "kafpy.cli.consumer_groups",
     "broker-api-versions": "kafpy.cli.broker_api_versions",
     "delete-records": "kafpy.cli.delete_records",
+    "reassign-partitions": "kafpy.cli.reassign_partitions",
     "producer-perf-test": "kafpy.cli.producer_perf_test",
     "consumer-perf-test": "kafpy.cli.consumer_perf_test",
     "console": "kafpy.cli.console",
