@@ -3,16 +3,24 @@
 AlterPartitionReassignments through kafka-python's KafkaAdminClient moves replicas of a
 topic with acknowledged records onto another broker: the new replicas catch up, the old
 ones are deleted, the topic znode holds the target replicas and every replica's log is
-byte-identical. A reassignment that cannot finish (its new replica's broker is stopped)
+byte-identical. A reassignment that cannot finish (its new replica's broker is paused)
 shows in ListPartitionReassignments and is cancelled back to its origin replicas. A
 reassignment written to /admin/reassign_partitions (Kafka's JSON) is carried out too and
-the node deleted.
+the node deleted. `kafpy reassign-partitions` --generate/--execute/--verify spreads a
+topic over three brokers while an idempotent acks=all producer runs, losing nothing; and
+a controller SIGKILLed mid-reassignment leaves it to the next controller to complete.
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
 import os
 import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
 from typing import Any
 
 import confluent_kafka
@@ -21,6 +29,8 @@ import pytest
 from kafka.admin import KafkaAdminClient
 
 from kafpy.client.admin_client import NewTopic
+from kafpy.client.connection import BrokerConnection
+from kafpy.protocol.api_keys import ApiKey
 from kafpy.tools.local_cluster import LocalCluster
 from tests.cluster.support import (
     Zk,
@@ -36,8 +46,9 @@ WAIT_S = 45.0
 OVERRIDES = {
     "replica.fetch.wait.max.ms": "200",
     "replica.fetch.backoff.ms": "200",
-    # a broker paused with SIGSTOP keeps its registration for the cancel test
-    "zookeeper.session.timeout.ms": "30000",
+    # a broker paused with SIGSTOP keeps its registration for a few seconds; a SIGKILLed
+    # controller's session still expires soon enough
+    "zookeeper.session.timeout.ms": "12000",
 }
 
 
@@ -114,24 +125,30 @@ def test_kafka_python_moves_replicas_and_cancels(cluster: LocalCluster, zk: Zk) 
             state = zk.partition_state(topic, p)
             assert state is not None and sorted(state["isr"]) == [1, 2]
 
-        # broker 0 is paused: a reassignment adding it stays in progress, then is cancelled
-        pid = cluster.brokers[0].pid
+        # a broker (not the controller) is paused: a reassignment adding it stays in
+        # progress, then is cancelled
+        controller, _ = zk.controller()
+        paused = max(b for b in cluster.brokers if b != controller)
+        others = [b for b in sorted(cluster.brokers) if b != paused]
+        cancelled = "cancelled"
+        _create_and_fill(cluster, zk, cancelled, {0: others}, 20)
+        pid = cluster.brokers[paused].pid
         assert pid is not None
-        tp0 = kafka.TopicPartition(topic, 0)
+        tp0 = kafka.TopicPartition(cancelled, 0)
         os.kill(pid, signal.SIGSTOP)
         try:
-            client.alter_partition_reassignments({tp0: [0, 1, 2]})
+            client.alter_partition_reassignments({tp0: [*others, paused]})
             ongoing = client.list_partition_reassignments()
             assert set(ongoing) == {tp0}
-            assert ongoing[tp0]["adding_replicas"] == [0]
-            assert zk.get_json(f"/brokers/topics/{topic}")["adding_replicas"] == {"0": [0]}
+            assert ongoing[tp0]["adding_replicas"] == [paused]
+            assert zk.get_json(f"/brokers/topics/{cancelled}")["adding_replicas"] == {"0": [paused]}
             client.alter_partition_reassignments({tp0: None})
             assert client.list_partition_reassignments() == {}
-            assert zk.assignment(topic) == {0: [1, 2], 1: [2, 1]}
+            assert zk.assignment(cancelled) == {0: others}
         finally:
             os.kill(pid, signal.SIGCONT)
-        wait_until(lambda: 0 not in live_log_partitions(cluster, topic), WAIT_S,
-                   "the cancelled replica deleted from broker 0")  # fmt: skip
+        wait_until(lambda: paused not in live_log_partitions(cluster, cancelled), WAIT_S,
+                   "the cancelled replica deleted from the paused broker")  # fmt: skip
     finally:
         client.close()
 
@@ -148,3 +165,164 @@ def test_reassignment_through_the_admin_znode(cluster: LocalCluster, zk: Zk) -> 
                "broker 1's replica deleted")  # fmt: skip
     wait_until(lambda: _replicas_identical(cluster, topic, 0, [2, 0]), WAIT_S,
                "the replicas byte-identical")  # fmt: skip
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "kafpy", "reassign-partitions", *args],
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+
+
+class _Producer(threading.Thread):
+    """An idempotent acks=all producer writing until stopped; remembers what was acked."""
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        super().__init__(daemon=True)
+        self.producer = confluent_kafka.Producer({"bootstrap.servers": bootstrap, "acks": "all",
+            "enable.idempotence": True, "linger.ms": 5, "topic.metadata.refresh.interval.ms": 500})  # fmt: skip
+        self.topic = topic
+        self.acked: set[tuple[int, int, bytes]] = set()
+        self.errors: list[Any] = []
+        self.stopping = threading.Event()
+
+    def _delivered(self, err: Any, msg: Any) -> None:
+        if err is not None:
+            self.errors.append(err)
+        else:
+            self.acked.add((msg.partition(), msg.offset(), msg.value()))
+
+    def run(self) -> None:
+        i = 0
+        while not self.stopping.is_set():
+            self.producer.produce(self.topic, f"r{i}".encode() * 10, on_delivery=self._delivered)
+            self.producer.poll(0.002)
+            i += 1
+        self.producer.flush(30)
+
+
+def _consume_all(bootstrap: str, topic: str, partitions: int) -> set[tuple[int, int, bytes]]:
+    consumer = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": "check",
+                                         "enable.auto.commit": False})  # fmt: skip
+    consumer.assign([confluent_kafka.TopicPartition(topic, p, confluent_kafka.OFFSET_BEGINNING)
+                     for p in range(partitions)])  # fmt: skip
+    seen: set[tuple[int, int, bytes]] = set()
+    idle = 0
+    try:
+        while idle < 20:
+            msg = consumer.poll(0.5)
+            if msg is None or msg.error():
+                idle += 1
+                continue
+            idle = 0
+            seen.add((msg.partition(), msg.offset(), msg.value()))
+    finally:
+        consumer.close()
+    return seen
+
+
+def test_cli_spreads_a_topic_over_three_brokers_while_producing(
+    cluster: LocalCluster, zk: Zk, tmp_path: Path
+) -> None:
+    topic = "spread"
+    assignment = {p: [p % 2, (p + 1) % 2] for p in range(6)}
+    _create_and_fill(cluster, zk, topic, assignment, 60)
+    bootstrap = live_bootstrap(cluster)
+    producer = _Producer(bootstrap, topic)
+    producer.start()
+    try:
+        topics_file = tmp_path / "topics.json"
+        topics_file.write_text(json.dumps({"topics": [{"topic": topic}], "version": 1}))
+        generated = _cli("--bootstrap-server", bootstrap, "--generate", "--topics-to-move-json-file",
+                         str(topics_file), "--broker-list", "0,1,2")  # fmt: skip
+        assert generated.returncode == 0, generated.stderr
+        lines = generated.stdout.splitlines()
+        assert lines[0] == "Current partition replica assignment"
+        assert lines[3] == "Proposed partition reassignment configuration"
+        proposed = json.loads(lines[4])
+        assert {r for p in proposed["partitions"] for r in p["replicas"]} == {0, 1, 2}
+        plan = tmp_path / "plan.json"
+        plan.write_text(lines[4])
+
+        # a throttle that is not a number is refused before anything happens
+        refused = _cli("--bootstrap-server", bootstrap, "--execute", "--reassignment-json-file",
+                       str(plan), "--throttle", "fast")  # fmt: skip
+        assert refused.returncode == 1 and "--throttle must be a whole number" in refused.stderr
+        assert not zk.exists("/admin/reassign_partitions")
+
+        executed = _cli("--bootstrap-server", bootstrap, "--execute",
+                        "--reassignment-json-file", str(plan))  # fmt: skip
+        assert executed.returncode == 0, executed.stderr
+        out = executed.stdout.splitlines()
+        assert out[0] == "Current partition replica assignment"
+        assert out[4] == "Save this to use as the --reassignment-json-file option during rollback"
+        assert out[5] == "Successfully started partition reassignments for " + ",".join(
+            f"{topic}-{p}" for p in range(6)
+        )
+
+        def verified() -> str | None:
+            result = _cli("--bootstrap-server", bootstrap, "--verify",
+                          "--reassignment-json-file", str(plan))  # fmt: skip
+            assert result.returncode == 0, result.stderr
+            return result.stdout if "still in progress" not in result.stdout else None
+
+        final = wait_until(verified, 90, "--verify to report every partition complete", 1.0)
+        assert final.splitlines()[:7] == ["Status of partition reassignment:"] + [
+            f"Reassignment of partition {topic}-{p} is complete." for p in range(6)
+        ]
+        assert "Clearing broker-level throttles on brokers 0,1,2" in final
+        assert f"Clearing topic-level throttles on topic {topic}" in final
+    finally:
+        producer.stopping.set()
+        producer.join(60)
+    assert producer.errors == []
+    target = {p["partition"]: p["replicas"] for p in proposed["partitions"]}
+    assert zk.assignment(topic) == target
+    assert producer.acked <= _consume_all(bootstrap, topic, 6)
+    for p, replicas in target.items():
+        wait_until(lambda p=p, r=replicas: _replicas_identical(cluster, topic, p, r), WAIT_S,  # type: ignore[misc]
+                   f"{topic}-{p}'s replicas byte-identical")  # fmt: skip
+
+
+def _send(cluster: LocalCluster, broker_id: int, api_key: int, body: dict[str, Any]) -> Any:
+    async def go() -> Any:
+        broker = cluster.brokers[broker_id]
+        conn = BrokerConnection(broker.host, broker.port, request_timeout_ms=30000)
+        await conn.connect()
+        try:
+            return await conn.send(api_key, body)
+        finally:
+            await conn.close()
+
+    return asyncio.run(go())
+
+
+def test_a_new_controller_completes_the_reassignment(cluster: LocalCluster, zk: Zk) -> None:
+    topic = "failover-moved"
+    controller, _ = zk.controller()
+    assert controller is not None
+    others = [b for b in sorted(cluster.brokers) if b != controller]
+    stays, joins = others
+    _create_and_fill(cluster, zk, topic, {0: [stays, controller]}, 100)
+    pid = cluster.brokers[joins].pid
+    assert pid is not None
+    os.kill(pid, signal.SIGSTOP)  # the new replica cannot catch up: the move stays in progress
+    try:
+        # straight to the controller: a client's metadata lookup could pick the paused broker
+        response = _send(cluster, controller, ApiKey.ALTER_PARTITION_REASSIGNMENTS, {
+            "timeout_ms": 30000, "topics": [{"name": topic, "partitions": [
+                {"partition_index": 0, "replicas": [stays, joins]}]}]})  # fmt: skip
+        assert response["error_code"] == 0
+        assert response["responses"][0]["partitions"][0]["error_code"] == 0
+        assert zk.get_json(f"/brokers/topics/{topic}")["adding_replicas"] == {"0": [joins]}
+        cluster.kill_broker(controller)
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    try:
+        wait_until(lambda: zk.controller()[0] not in (None, controller), WAIT_S,
+                   "another controller")  # fmt: skip
+        wait_until(lambda: zk.assignment(topic) == {0: [stays, joins]}, WAIT_S,
+                   "the new controller to complete the reassignment")  # fmt: skip
+        assert zk.get_json(f"/brokers/topics/{topic}")["removing_replicas"] == {}
+        wait_until(lambda: _replicas_identical(cluster, topic, 0, [stays, joins]), WAIT_S,
+                   "the moved replicas byte-identical")  # fmt: skip
+    finally:
+        cluster.start_broker(controller)
