@@ -288,7 +288,8 @@ async def generate_assignment(
     return proposed, current
 
 
-def _parse_execute_assignment(text: str) -> dict[TopicPartition, list[int]]:
+def parse_execute_assignment(text: str) -> dict[TopicPartition, list[int]]:
+    """The reassignment to execute: non-empty, no partition twice, no replica twice."""
     entries = parse_partition_reassignment_data(text)
     if not entries:
         raise AdminCommandFailedError("Partition reassignment list cannot be empty")
@@ -337,7 +338,7 @@ async def execute_assignment(
 ) -> None:
     """Start the reassignment in the file: prints the current assignment (for rollback),
     sets the throttles and starts the reassignments, as Kafka's executeAssignment."""
-    proposed = _parse_execute_assignment(reassignment_json)
+    proposed = parse_execute_assignment(reassignment_json)
     ongoing = await cluster.ongoing()
     if not additional and ongoing:
         raise AdminCommandFailedError(CANNOT_EXECUTE_BECAUSE_OF_EXISTING)

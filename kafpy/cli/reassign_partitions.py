@@ -21,7 +21,11 @@ from kafpy.admin.reassign_partitions import (
     execute_assignment,
     generate_assignment,
     list_reassignments,
+    parse_broker_list,
+    parse_execute_assignment,
+    parse_partition_reassignment_data,
     parse_throttle,
+    parse_topics_data,
     verify_assignment,
 )
 from kafpy.cli.command_line_utils import (
@@ -163,6 +167,18 @@ def command(
             _usage('Missing required argument "[broker-list]"')
     elif action != "list":
         text = _read(reassignment_json_file, "reassignment-json-file")
+    # the files are checked before any connection
+    try:
+        if action == "generate":
+            assert broker_list is not None
+            parse_broker_list(broker_list)
+            parse_topics_data(topics_text)
+        elif action == "execute":
+            parse_execute_assignment(text)
+        elif action in ("verify", "cancel"):
+            parse_partition_reassignment_data(text)
+    except KafkaError as e:
+        raise OneLineError(f"{ERROR_PREFIX}{e}") from None
     out = click.echo
 
     async def body(cluster: ReassignmentCluster) -> None:
