@@ -28,6 +28,7 @@ import kafka
 import pytest
 from kafka.admin import KafkaAdminClient
 
+from kafpy.admin.reassign_partitions import YOU_MUST_RUN_VERIFY_PERIODICALLY
 from kafpy.client.admin_client import NewTopic
 from kafpy.client.connection import BrokerConnection
 from kafpy.protocol.api_keys import ApiKey
@@ -65,7 +66,12 @@ def zk(cluster: LocalCluster) -> Any:
 
 
 def _create_and_fill(
-    cluster: LocalCluster, zk: Zk, topic: str, assignment: dict[int, list[int]], records: int
+    cluster: LocalCluster,
+    zk: Zk,
+    topic: str,
+    assignment: dict[int, list[int]],
+    records: int,
+    size: int = 0,
 ) -> None:
     admin(cluster, lambda a: a.create_topics([NewTopic(topic, replica_assignment=assignment)]))
     for p, replicas in assignment.items():
@@ -80,7 +86,8 @@ def _create_and_fill(
             errors.append(err)
 
     for i in range(records):
-        producer.produce(topic, f"v{i}".encode() * 20, partition=i % len(assignment),
+        value = f"v{i}".encode() * 20 if not size else f"{i:08d}".encode() * (size // 8)
+        producer.produce(topic, value, partition=i % len(assignment),
                          on_delivery=delivered)  # fmt: skip
     assert producer.flush(30) == 0 and errors == []
 
@@ -249,14 +256,27 @@ def test_cli_spreads_a_topic_over_three_brokers_while_producing(
         assert not zk.exists("/admin/reassign_partitions")
 
         executed = _cli("--bootstrap-server", bootstrap, "--execute",
-                        "--reassignment-json-file", str(plan))  # fmt: skip
+                        "--reassignment-json-file", str(plan), "--throttle", "5000000")  # fmt: skip
         assert executed.returncode == 0, executed.stderr
         out = executed.stdout.splitlines()
         assert out[0] == "Current partition replica assignment"
         assert out[4] == "Save this to use as the --reassignment-json-file option during rollback"
-        assert out[5] == "Successfully started partition reassignments for " + ",".join(
+        assert out[5] == YOU_MUST_RUN_VERIFY_PERIODICALLY
+        assert out[6] == "The inter-broker throttle limit was set to 5000000 B/s"
+        assert out[7] == "Successfully started partition reassignments for " + ",".join(
             f"{topic}-{p}" for p in range(6)
         )
+        # the throttles stay until --verify clears them
+        for b in (0, 1, 2):
+            assert zk.get_json(f"/config/brokers/{b}")["config"] == {
+                "leader.replication.throttled.rate": "5000000",
+                "follower.replication.throttled.rate": "5000000",
+            }
+        topic_config = zk.get_json(f"/config/topics/{topic}")["config"]
+        assert topic_config["leader.replication.throttled.replicas"].split(",") == sorted(
+            f"{p}:{b}" for p, rs in assignment.items() for b in rs
+        )
+        assert topic_config["follower.replication.throttled.replicas"]
 
         def verified() -> str | None:
             result = _cli("--bootstrap-server", bootstrap, "--verify",
@@ -270,6 +290,9 @@ def test_cli_spreads_a_topic_over_three_brokers_while_producing(
         ]
         assert "Clearing broker-level throttles on brokers 0,1,2" in final
         assert f"Clearing topic-level throttles on topic {topic}" in final
+        for b in (0, 1, 2):
+            assert zk.get_json(f"/config/brokers/{b}")["config"] == {}
+        assert zk.get_json(f"/config/topics/{topic}")["config"] == {}
     finally:
         producer.stopping.set()
         producer.join(60)
@@ -280,6 +303,55 @@ def test_cli_spreads_a_topic_over_three_brokers_while_producing(
     for p, replicas in target.items():
         wait_until(lambda p=p, r=replicas: _replicas_identical(cluster, topic, p, r), WAIT_S,  # type: ignore[misc]
                    f"{topic}-{p}'s replicas byte-identical")  # fmt: skip
+
+
+def _log_bytes(cluster: LocalCluster, broker_id: int, topic: str, partition: int) -> int:
+    return sum(len(b) for b in _segments(cluster, broker_id, topic, partition).values())
+
+
+def test_throttled_move_is_held_to_the_rate_until_the_throttle_is_raised(
+    cluster: LocalCluster, zk: Zk, tmp_path: Path
+) -> None:
+    topic = "throttled"
+    _create_and_fill(cluster, zk, topic, {0: [0]}, 300, size=10000)  # 3 MB on broker 0
+    bootstrap = live_bootstrap(cluster)
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": topic, "partition": 0, "replicas": [1]}]}))  # fmt: skip
+    executed = _cli("--bootstrap-server", bootstrap, "--execute", "--reassignment-json-file",
+                    str(plan), "--throttle", "50000")  # fmt: skip
+    assert executed.returncode == 0, executed.stderr
+    assert zk.get_json(f"/config/topics/{topic}")["config"] == {
+        "leader.replication.throttled.replicas": "0:0",
+        "follower.replication.throttled.replicas": "0:1",
+    }
+    # 50 kB/s: broker 1's copy grows, but stays far behind (observed, not timed)
+    wait_until(lambda: (cluster.brokers[1].data_dir / f"{topic}-0").exists()
+               and _log_bytes(cluster, 1, topic, 0) > 0, WAIT_S, "the copy to start")  # fmt: skip
+    verified = _cli(
+        "--bootstrap-server", bootstrap, "--verify", "--reassignment-json-file", str(plan)
+    )
+    assert f"Reassignment of partition {topic}-0 is still in progress." in verified.stdout
+    assert "Clearing" not in verified.stdout
+    leader_bytes = _log_bytes(cluster, 0, topic, 0)
+    copied = _log_bytes(cluster, 1, topic, 0)
+    print(f"throttled copy: {copied} of {leader_bytes} bytes")
+    assert copied < leader_bytes
+    # raising the throttle (Kafka's way: --execute --additional with a new value) lets it finish
+    raised = _cli("--bootstrap-server", bootstrap, "--execute", "--additional",
+                  "--reassignment-json-file", str(plan), "--throttle", "1000000000")  # fmt: skip
+    assert raised.returncode == 0, raised.stderr
+    assert "The inter-broker throttle limit was set to 1000000000 B/s" in raised.stdout
+
+    def complete() -> str | None:
+        out = _cli("--bootstrap-server", bootstrap, "--verify",
+                   "--reassignment-json-file", str(plan)).stdout  # fmt: skip
+        return out if "is complete." in out else None
+
+    final = wait_until(complete, WAIT_S, "the raised throttle to let the move finish", 1.0)
+    assert "Clearing broker-level throttles on brokers 0,1,2" in final
+    assert zk.get_json(f"/config/topics/{topic}")["config"] == {}
+    assert zk.assignment(topic) == {0: [1]}
 
 
 def _send(cluster: LocalCluster, broker_id: int, api_key: int, body: dict[str, Any]) -> Any:
