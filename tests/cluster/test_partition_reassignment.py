@@ -6,9 +6,10 @@ ones are deleted, the topic znode holds the target replicas and every replica's 
 byte-identical. A reassignment that cannot finish (its new replica's broker is paused)
 shows in ListPartitionReassignments and is cancelled back to its origin replicas. A
 reassignment written to /admin/reassign_partitions (Kafka's JSON) is carried out too and
-the node deleted. `kafpy reassign-partitions` --generate/--execute/--verify spreads a
-topic over three brokers while an idempotent acks=all producer runs, losing nothing; and
-a controller SIGKILLed mid-reassignment leaves it to the next controller to complete.
+the node deleted. `kafpy reassign-partitions` --generate, --execute --throttle and
+--verify spread a topic of brokers 0-1 over an added broker 2 while an idempotent
+acks=all producer runs, losing nothing; a 50 kB/s throttle holds a move back until it is
+raised; and a controller SIGKILLed mid-reassignment leaves it to the next controller.
 """
 
 from __future__ import annotations
@@ -226,16 +227,18 @@ def _consume_all(bootstrap: str, topic: str, partitions: int) -> set[tuple[int, 
     return seen
 
 
-def test_cli_spreads_a_topic_over_three_brokers_while_producing(
+def test_cli_spreads_a_topic_over_an_added_broker_while_producing(
     cluster: LocalCluster, zk: Zk, tmp_path: Path
 ) -> None:
     topic = "spread"
     assignment = {p: [p % 2, (p + 1) % 2] for p in range(6)}
+    cluster.stop_broker(2)  # the cluster has brokers 0 and 1 when the topic is made
     _create_and_fill(cluster, zk, topic, assignment, 60)
-    bootstrap = live_bootstrap(cluster)
-    producer = _Producer(bootstrap, topic)
+    producer = _Producer(live_bootstrap(cluster), topic)
     producer.start()
     try:
+        cluster.start_broker(2)  # broker 2 is added while the producer runs
+        bootstrap = live_bootstrap(cluster)
         topics_file = tmp_path / "topics.json"
         topics_file.write_text(json.dumps({"topics": [{"topic": topic}], "version": 1}))
         generated = _cli("--bootstrap-server", bootstrap, "--generate", "--topics-to-move-json-file",
