@@ -36,6 +36,7 @@ COMMANDS: dict[str, str] = {
     "broker-api-versions": "kafpy.cli.broker_api_versions",
     "delete-records": "kafpy.cli.delete_records",
     "log-dirs": "kafpy.cli.log_dirs",
+    "reassign-partitions": "kafpy.cli.reassign_partitions",
     "producer-perf-test": "kafpy.cli.producer_perf_test",
     "consumer-perf-test": "kafpy.cli.consumer_perf_test",
     "console": "kafpy.cli.console",

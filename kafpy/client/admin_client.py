@@ -28,6 +28,15 @@ from kafpy.security.scram import ScramFormatter, ScramMechanism, secure_random_b
 DEFAULT_TIMEOUT_MS = 30000
 
 
+class PartitionReassignment(NamedTuple):
+    """An ongoing reassignment (Kafka's PartitionReassignment): all replicas, the ones
+    being added and the ones being removed."""
+
+    replicas: list[int]
+    adding_replicas: list[int]
+    removing_replicas: list[int]
+
+
 class ConfigResource(NamedTuple):
     """A thing that has configs: a topic by name, a broker by id (as a string)."""
 
@@ -535,6 +544,77 @@ class AdminClient:
             else error_for_code(p["error_code"], p.get("error_message"))
             for t in response["replica_election_results"]
             for p in t["partition_result"]
+        }
+
+    # --- partition reassignments (AlterPartitionReassignments, ListPartitionReassignments) ---
+
+    async def alter_partition_reassignments(
+        self,
+        reassignments: Mapping[TopicPartition, Sequence[int] | None],
+        *,
+        timeout_ms: int = DEFAULT_TIMEOUT_MS,
+    ) -> dict[TopicPartition, KafkaError | None]:
+        """Start the reassignment of each partition to its target replicas, or cancel it
+        (None), on the controller, as Kafka's Admin.alterPartitionReassignments: None per
+        partition where it started, else its error (InvalidReplicaAssignment,
+        NoReassignmentInProgress, UnknownTopicOrPartition)."""
+        topics: dict[str, list[dict[str, Any]]] = {}
+        for tp, replicas in reassignments.items():
+            topics.setdefault(tp.topic, []).append(
+                {
+                    "partition_index": tp.partition,
+                    "replicas": None if replicas is None else list(replicas),
+                }
+            )
+        body = {
+            "timeout_ms": timeout_ms,
+            "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()],
+        }
+        response = await self.client.send_to_controller(ApiKey.ALTER_PARTITION_REASSIGNMENTS, body)
+        raise_for_code(
+            response.get("error_code", Errors.NONE),
+            response.get("error_message"),
+            "Altering partition reassignments",
+        )
+        return {
+            TopicPartition(t["name"], p["partition_index"]): None
+            if p["error_code"] == Errors.NONE
+            else error_for_code(p["error_code"], p.get("error_message"))
+            for t in response["responses"]
+            for p in t["partitions"]
+        }
+
+    async def list_partition_reassignments(
+        self,
+        partitions: Iterable[TopicPartition] | None = None,
+        *,
+        timeout_ms: int = DEFAULT_TIMEOUT_MS,
+    ) -> dict[TopicPartition, PartitionReassignment]:
+        """The ongoing reassignments among `partitions` (None: all), with their replicas,
+        adding and removing replicas (Kafka's Admin.listPartitionReassignments)."""
+        topics: dict[str, list[int]] | None = None
+        if partitions is not None:
+            topics = {}
+            for tp in partitions:
+                topics.setdefault(tp.topic, []).append(tp.partition)
+        body = {
+            "timeout_ms": timeout_ms,
+            "topics": None
+            if topics is None
+            else [{"name": t, "partition_indexes": ps} for t, ps in topics.items()],
+        }
+        response = await self.client.send_to_controller(ApiKey.LIST_PARTITION_REASSIGNMENTS, body)
+        raise_for_code(
+            response.get("error_code", Errors.NONE),
+            response.get("error_message"),
+            "Listing partition reassignments",
+        )
+        return {
+            TopicPartition(t["name"], p["partition_index"]): PartitionReassignment(
+                list(p["replicas"]), list(p["adding_replicas"]), list(p["removing_replicas"])
+            )
+            for t in response["topics"]
+            for p in t["partitions"]
         }
 
     def _by_destination(

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, NamedTuple
 
 from kafpy.common.topic_partition import TopicPartition
-from kafpy.metadata.zk_data import Broker, LeaderIsrAndControllerEpoch
+from kafpy.metadata.zk_data import Broker, LeaderIsrAndControllerEpoch, ReplicaAssignment
 
 if TYPE_CHECKING:
     from kafpy.controller.partition_state_machine import PartitionState
@@ -47,11 +47,14 @@ class ControllerContext:
         self.all_topics: set[str] = set()
         # topic -> partition -> assigned replicas (the preferred leader first)
         self._assignments: dict[str, dict[int, list[int]]] = {}
+        # the adding (AR) and removing (RR) replicas of partitions being reassigned
+        self._adding_replicas: dict[TopicPartition, tuple[int, ...]] = {}
+        self._removing_replicas: dict[TopicPartition, tuple[int, ...]] = {}
         self.partition_leadership_info: dict[TopicPartition, LeaderIsrAndControllerEpoch] = {}
         self.partition_states: dict[TopicPartition, PartitionState] = {}
         self.replica_states: dict[PartitionAndReplica, ReplicaState] = {}
-        # partition reassignment is not built (the set stays empty) and preferred elections
-        # complete within one controller event; deletion and rebalance consult them as Kafka does
+        # preferred elections complete within one controller event; deletion and rebalance
+        # consult both sets as Kafka does
         self.partitions_being_reassigned: set[TopicPartition] = set()
         self.partitions_undergoing_preferred_replica_election: set[TopicPartition] = set()
         self.replicas_on_offline_dirs: dict[int, set[TopicPartition]] = {}
@@ -120,7 +123,48 @@ class ControllerContext:
         return list(self._assignments.get(tp.topic, {}).get(tp.partition, []))
 
     def update_partition_replica_assignment(self, tp: TopicPartition, replicas: list[int]) -> None:
+        """Set the replicas; adding/removing replicas no longer assigned are dropped."""
         self._assignments.setdefault(tp.topic, {})[tp.partition] = list(replicas)
+        current = self.partition_full_replica_assignment(tp)
+        self._set_adding_removing(tp, current.adding_replicas, current.removing_replicas)
+
+    def partition_full_replica_assignment(self, tp: TopicPartition) -> ReplicaAssignment:
+        """RS with AR and RR (Kafka's partitionFullReplicaAssignment; empty when unknown)."""
+        replicas = self._assignments.get(tp.topic, {}).get(tp.partition, [])
+        return ReplicaAssignment(
+            tuple(replicas),
+            tuple(r for r in self._adding_replicas.get(tp, ()) if r in replicas),
+            tuple(r for r in self._removing_replicas.get(tp, ()) if r in replicas),
+        )
+
+    def update_partition_full_replica_assignment(
+        self, tp: TopicPartition, assignment: ReplicaAssignment
+    ) -> None:
+        self._assignments.setdefault(tp.topic, {})[tp.partition] = list(assignment.replicas)
+        self._set_adding_removing(tp, assignment.adding_replicas, assignment.removing_replicas)
+
+    def partition_full_replica_assignment_for_topic(
+        self, topic: str
+    ) -> dict[int, ReplicaAssignment]:
+        return {
+            p: self.partition_full_replica_assignment(TopicPartition(topic, p))
+            for p in self._assignments.get(topic, {})
+        }
+
+    def _set_adding_removing(
+        self, tp: TopicPartition, adding: tuple[int, ...], removing: tuple[int, ...]
+    ) -> None:
+        replicas = self._assignments.get(tp.topic, {}).get(tp.partition, [])
+        adding = tuple(r for r in adding if r in replicas)
+        removing = tuple(r for r in removing if r in replicas)
+        if adding:
+            self._adding_replicas[tp] = adding
+        else:
+            self._adding_replicas.pop(tp, None)
+        if removing:
+            self._removing_replicas[tp] = removing
+        else:
+            self._removing_replicas.pop(tp, None)
 
     def partition_assignment_for_topic(self, topic: str) -> dict[int, list[int]]:
         return {p: list(r) for p, r in self._assignments.get(topic, {}).items()}
@@ -176,6 +220,13 @@ class ControllerContext:
     def remove_topic(self, topic: str) -> None:
         """Forget everything about a deleted topic."""
         self._assignments.pop(topic, None)
+        for tp in [tp for tp in self._adding_replicas if tp.topic == topic]:
+            del self._adding_replicas[tp]
+        for tp in [tp for tp in self._removing_replicas if tp.topic == topic]:
+            del self._removing_replicas[tp]
+        self.partitions_being_reassigned -= {
+            tp for tp in self.partitions_being_reassigned if tp.topic == topic
+        }
         for tp in [tp for tp in self.partition_leadership_info if tp.topic == topic]:
             del self.partition_leadership_info[tp]
         for tp in [tp for tp in self.partition_states if tp.topic == topic]:

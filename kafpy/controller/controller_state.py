@@ -25,3 +25,4 @@ class ControllerState(enum.Enum):
     LEADER_AND_ISR_RESPONSE_RECEIVED = "LeaderAndIsrResponseReceived"
     LOG_DIR_CHANGE = "LogDirChange"
     UNCLEAN_LEADER_ELECTION_ENABLE = "UncleanLeaderElectionEnable"
+    LIST_PARTITION_REASSIGNMENT = "ListPartitionReassignment"

@@ -39,6 +39,16 @@ def preferred_replica_partition_leader_election(
     return None
 
 
+def reassign_partition_leader_election(
+    reassignment: Sequence[int], isr: Sequence[int], live_replicas: Collection[int]
+) -> int | None:
+    """The first target replica of a reassignment that is live and in sync."""
+    for replica in reassignment:
+        if replica in live_replicas and replica in isr:
+            return replica
+    return None
+
+
 def controlled_shutdown_partition_leader_election(
     assignment: Sequence[int],
     isr: Sequence[int],
@@ -72,6 +82,14 @@ class PreferredReplicaPartitionLeaderElectionStrategy:
 
 
 @dataclass(frozen=True)
+class ReassignPartitionLeaderElectionStrategy:
+    """Elect a leader among the target replicas of a partition being reassigned."""
+
+    def __str__(self) -> str:
+        return "ReassignPartitionLeaderElectionStrategy"
+
+
+@dataclass(frozen=True)
 class ControlledShutdownPartitionLeaderElectionStrategy:
     """Move the leadership away from brokers shutting down, which also leave the ISR."""
 
@@ -79,9 +97,10 @@ class ControlledShutdownPartitionLeaderElectionStrategy:
         return "ControlledShutdownPartitionLeaderElectionStrategy"
 
 
-# Kafka's PartitionLeaderElectionStrategy (its reassignment strategy waits for reassignment)
+# Kafka's PartitionLeaderElectionStrategy
 PartitionLeaderElectionStrategy = (
     OfflinePartitionLeaderElectionStrategy
+    | ReassignPartitionLeaderElectionStrategy
     | PreferredReplicaPartitionLeaderElectionStrategy
     | ControlledShutdownPartitionLeaderElectionStrategy
 )

@@ -27,9 +27,11 @@ from kafpy.controller.partition_leader_election import (
     OfflinePartitionLeaderElectionStrategy,
     PartitionLeaderElectionStrategy,
     PreferredReplicaPartitionLeaderElectionStrategy,
+    ReassignPartitionLeaderElectionStrategy,
     controlled_shutdown_partition_leader_election,
     offline_partition_leader_election,
     preferred_replica_partition_leader_election,
+    reassign_partition_leader_election,
 )
 from kafpy.controller.replica_state_machine import MAX_ZK_UPDATE_ATTEMPTS, StateChangeFailedError
 from kafpy.controller.state_change_logger import StateChangeLogger
@@ -390,6 +392,11 @@ class PartitionStateMachine:
                         comma_list(live),
                     )
                 isr = live_isr if live_isr else [leader]
+            elif isinstance(strategy, ReassignPartitionLeaderElectionStrategy):
+                target = ctx.partition_full_replica_assignment(tp).target_replicas
+                live = [r for r in target if ctx.is_replica_online(r, tp)]
+                leader = reassign_partition_leader_election(target, lai.isr, live)
+                isr = list(lai.isr)
             elif isinstance(strategy, PreferredReplicaPartitionLeaderElectionStrategy):
                 leader = preferred_replica_partition_leader_election(assignment, lai.isr, live)
                 isr = list(lai.isr)

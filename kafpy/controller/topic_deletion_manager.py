@@ -108,12 +108,17 @@ class TopicDeletionManager:
 
     # -- queue --------------------------------------------------------------------------------
 
-    async def enqueue_topics_for_deletion(self, topics: Iterable[str]) -> None:
+    async def enqueue_topics_for_deletion(
+        self, topics: Iterable[str], ineligible: Iterable[str] = ()
+    ) -> None:
+        """Queue `topics`; those in `ineligible` (a reassignment or election is running)
+        wait until it ends."""
         if self.is_delete_topic_enabled:
             topics = set(topics)
             self.topics_to_be_deleted.update(topics)
             for topic in topics:
                 self.partitions_to_be_deleted.update(self.context.partitions_for_topic(topic))
+            self.mark_topic_ineligible_for_deletion(ineligible)
             await self.resume_deletions()
 
     async def resume_deletion_for_topics(self, topics: Iterable[str]) -> None:

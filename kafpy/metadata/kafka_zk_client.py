@@ -43,6 +43,8 @@ from kafpy.metadata.zk_data import (
     DeleteTopicsZNode,
     LeaderAndIsr,
     LeaderIsrAndControllerEpoch,
+    ReassignPartitionsZNode,
+    ReplicaAssignment,
     TopicPartitionStateZNode,
     TopicPartitionsZNode,
     TopicPartitionZNode,
@@ -172,6 +174,65 @@ class KafkaZkClient:
         except NoNodeError:
             return {}, ZkVersion.UNKNOWN
         return TopicZNode.decode(data), stat.version
+
+    async def get_full_topic_assignment(
+        self, topic: str, watch: WatchCallback | None = None
+    ) -> dict[int, ReplicaAssignment]:
+        """A topic's assignment with the adding/removing replicas of partitions being
+        reassigned ({} when the topic does not exist)."""
+        try:
+            data, _ = await self.store.get(TopicZNode.path(topic), watch)
+        except NoNodeError:
+            return {}
+        return TopicZNode.decode_full(data)
+
+    async def set_full_topic_assignment(
+        self, topic: str, assignment: Mapping[int, ReplicaAssignment]
+    ) -> Stat:
+        """Write a topic's assignment as version 2 (raises NoNodeError without the topic)."""
+        return await self.store.set(
+            TopicZNode.path(topic), TopicZNode.encode_full(assignment), ZkVersion.MATCH_ANY
+        )
+
+    # -- /admin/reassign_partitions ---------------------------------------------------------
+
+    async def reassign_partitions_in_progress(self) -> bool:
+        return await self.store.exists(ReassignPartitionsZNode.path) is not None
+
+    async def get_partition_reassignment(
+        self, watch: WatchCallback | None = None
+    ) -> dict[TopicPartition, list[int]]:
+        """The reassignment requested through ZooKeeper ({} without the node)."""
+        try:
+            data, _ = await self.store.get(ReassignPartitionsZNode.path, watch)
+        except NoNodeError:
+            return {}
+        return ReassignPartitionsZNode.decode(data)
+
+    async def create_partition_reassignment(
+        self, reassignment: Mapping[TopicPartition, Sequence[int]]
+    ) -> None:
+        """Create /admin/reassign_partitions; raises NodeExistsError while one runs."""
+        await self.store.create(
+            ReassignPartitionsZNode.path,
+            ReassignPartitionsZNode.encode(reassignment),
+            make_parents=True,
+        )
+
+    async def set_or_create_partition_reassignment(
+        self, reassignment: Mapping[TopicPartition, Sequence[int]]
+    ) -> None:
+        data = ReassignPartitionsZNode.encode(reassignment)
+        try:
+            await self.store.set(ReassignPartitionsZNode.path, data, ZkVersion.MATCH_ANY)
+        except NoNodeError:
+            await self.store.create(ReassignPartitionsZNode.path, data, make_parents=True)
+
+    async def delete_partition_reassignment(self) -> None:
+        try:
+            await self.store.delete(ReassignPartitionsZNode.path)
+        except NoNodeError:
+            pass
 
     async def get_partition_assignment_for_topics(
         self, topics: Iterable[str]

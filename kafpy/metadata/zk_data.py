@@ -317,8 +317,9 @@ class TopicZNode:
     for a new topic is that of a mutable HashMap of partition ids (3 partitions: "2","1","0")
     — `creation_order` gives it — and after adding partitions, the existing order followed
     by the new partitions. `encode` writes up to 4 partitions in the order given.
-    Version 2 (Kafka 2.4+, with adding_replicas/removing_replicas) is read too; only the
-    partitions are kept.
+    While partitions are being reassigned the controller writes version 2 (Kafka 2.4+):
+    {"version":2,"partitions":{..},"adding_replicas":{"0":[2]},"removing_replicas":{"0":[0]}}
+    (`encode_full`/`decode_full`); `decode` reads either version and keeps the partitions.
     """
 
     @staticmethod
@@ -353,6 +354,101 @@ class TopicZNode:
             return {int(p): [int(r) for r in replicas] for p, replicas in partitions.items()}
         except (TypeError, ValueError) as e:
             raise ZkDataError(f"topic assignment has a malformed partition: {data!r}") from e
+
+    @staticmethod
+    def encode_full(assignment: Mapping[int, ReplicaAssignment]) -> bytes:
+        """Version 2: the replicas plus the adding and removing replicas of the partitions
+        being reassigned (partitions without any are left out of those two maps)."""
+        keys = [str(p) for p in assignment]
+        if len(keys) > 4:
+            keys.sort(key=_scala_immutable_hash_order_key)
+        full = {k: assignment[int(k)] for k in keys}
+        return _dumps(
+            {
+                "version": 2,
+                "partitions": {k: list(a.replicas) for k, a in full.items()},
+                "adding_replicas": {
+                    k: list(a.adding_replicas) for k, a in full.items() if a.adding_replicas
+                },
+                "removing_replicas": {
+                    k: list(a.removing_replicas) for k, a in full.items() if a.removing_replicas
+                },
+            }
+        )
+
+    @staticmethod
+    def decode_full(data: bytes | None) -> dict[int, ReplicaAssignment]:
+        """Partition → ReplicaAssignment (adding/removing empty in a version 1 node)."""
+        obj = _loads_object(data, "topic assignment")
+        if obj is None:
+            return {}
+        replicas = TopicZNode.decode(data)
+
+        def extra(key: str) -> dict[int, tuple[int, ...]]:
+            value = obj.get(key) or {}
+            if not isinstance(value, dict):
+                raise ZkDataError(f"topic assignment has a malformed {key}: {data!r}")
+            try:
+                return {int(p): tuple(int(r) for r in rs) for p, rs in value.items()}
+            except (TypeError, ValueError) as e:
+                raise ZkDataError(f"topic assignment has a malformed {key}: {data!r}") from e
+
+        adding, removing = extra("adding_replicas"), extra("removing_replicas")
+        return {
+            p: ReplicaAssignment(tuple(rs), adding.get(p, ()), removing.get(p, ()))
+            for p, rs in replicas.items()
+        }
+
+
+@dataclass(frozen=True)
+class ReplicaAssignment:
+    """A partition's full replica assignment (Kafka's ReplicaAssignment): the replicas (RS)
+    and, while it is being reassigned, the replicas being added (AR) and removed (RR).
+    The origin replicas are ORS = RS - AR, the target replicas TRS = RS - RR."""
+
+    replicas: tuple[int, ...]
+    adding_replicas: tuple[int, ...] = ()
+    removing_replicas: tuple[int, ...] = ()
+
+    @staticmethod
+    def of(replicas: Iterable[int]) -> ReplicaAssignment:
+        return ReplicaAssignment(tuple(replicas))
+
+    @property
+    def origin_replicas(self) -> tuple[int, ...]:
+        return tuple(r for r in self.replicas if r not in self.adding_replicas)
+
+    @property
+    def target_replicas(self) -> tuple[int, ...]:
+        return tuple(r for r in self.replicas if r not in self.removing_replicas)
+
+    @property
+    def is_being_reassigned(self) -> bool:
+        return bool(self.adding_replicas or self.removing_replicas)
+
+    def reassign_to(self, target: Sequence[int]) -> ReplicaAssignment:
+        """RS = TRS + ORS (target first, duplicates dropped), AR = RS - ORS, RR = RS - TRS."""
+        origin = self.origin_replicas
+        full = tuple(dict.fromkeys([*target, *origin]))
+        return ReplicaAssignment(
+            full,
+            tuple(r for r in full if r not in origin),
+            tuple(r for r in full if r not in target),
+        )
+
+    def remove_replica(self, replica: int) -> ReplicaAssignment:
+        return ReplicaAssignment(
+            tuple(r for r in self.replicas if r != replica),
+            tuple(r for r in self.adding_replicas if r != replica),
+            tuple(r for r in self.removing_replicas if r != replica),
+        )
+
+    def __str__(self) -> str:
+        return (
+            f"ReplicaAssignment(replicas={','.join(map(str, self.replicas))}, "
+            f"addingReplicas={','.join(map(str, self.adding_replicas))}, "
+            f"removingReplicas={','.join(map(str, self.removing_replicas))})"
+        )
 
 
 class TopicPartitionsZNode:

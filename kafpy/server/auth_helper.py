@@ -750,7 +750,7 @@ def _alter_replica_log_dirs_denied(request: Request) -> Body:
 def _top_level_error(request: Request) -> Body:
     return {"throttle_time_ms": 0, "error_code": Errors.CLUSTER_AUTHORIZATION_FAILED,
             "error_message": None, "entries": None, "results": [], "transaction_states": [],
-            "topics": []}  # fmt: skip
+            "topics": [], "responses": []}  # fmt: skip
 
 
 # APIs that need no check (ApiVersions, the SASL exchange) or check inside their handler

@@ -29,10 +29,16 @@ from typing import Any, Protocol
 
 from kafpy.common.errors import InvalidConfigurationError, InvalidRequestError
 from kafpy.common.logger import component_logger
+from kafpy.common.time import Time
 from kafpy.controller.controller_config import ControllerConfig
 from kafpy.metadata.kafka_zk_client import KafkaZkClient
 from kafpy.metadata.zk_data import ConfigEntityName, ConfigType
 from kafpy.server.kafka_config import KAFKA_CONFIG_DEF, KafkaConfig
+from kafpy.server.replication_quota_manager import (
+    FOLLOWER_REPLICATION_THROTTLED_RATE,
+    LEADER_REPLICATION_THROTTLED_RATE,
+    ReplicationQuotaManager,
+)
 from kafpy.storage.cleaner.cleaner_config import CleanerConfig
 from kafpy.storage.log_config import LOG_CONFIG_DEF, MESSAGE_FORMAT_VERSION, LogConfig
 
@@ -76,6 +82,10 @@ _SOCKET_SERVER_CONFIGS = frozenset({
     "max.connection.creation.rate",
 })  # fmt: skip
 _OTHER_DYNAMIC_CONFIGS = frozenset({"metric.reporters"})
+# Kafka's DynamicConfig.Broker (applied per broker by its BrokerConfigHandler)
+_REPLICATION_THROTTLE_CONFIGS = frozenset(
+    {"leader.replication.throttled.rate", "follower.replication.throttled.rate"}
+)
 _SECURITY_PREFIXES = ("ssl.", "sasl.", "listener.name.")
 
 ALL_DYNAMIC_CONFIGS: frozenset[str] = (
@@ -85,11 +95,15 @@ ALL_DYNAMIC_CONFIGS: frozenset[str] = (
     | _LISTENER_CONFIGS
     | _SOCKET_SERVER_CONFIGS
     | _OTHER_DYNAMIC_CONFIGS
+    | _REPLICATION_THROTTLE_CONFIGS
 )
 """Every key Kafka 2.8 lets an operator change without a restart (security keys aside)."""
 
 APPLIED_DYNAMIC_CONFIGS: frozenset[str] = (
-    RECONFIGURABLE_LOG_CONFIGS | _CLEANER_CONFIGS | {"num.replica.fetchers"}
+    RECONFIGURABLE_LOG_CONFIGS
+    | _CLEANER_CONFIGS
+    | {"num.replica.fetchers"}
+    | _REPLICATION_THROTTLE_CONFIGS
 )
 """The dynamic keys a running kafpy broker applies."""
 
@@ -371,3 +385,34 @@ class DynamicControllerConfig:
         )
         if enabled:
             self.controller.enable_default_unclean_leader_election()
+
+
+class DynamicReplicationQuotaConfig:
+    """The broker's replication throttles (Kafka's BrokerConfigHandler with its
+    QuotaManagers): leader.replication.throttled.rate and follower.replication.throttled.rate
+    set for this broker (not the cluster default, as Kafka) bound its leader and follower
+    ReplicationQuotaManagers; removed, the bound goes."""
+
+    def __init__(
+        self, dynamic_config: DynamicBrokerConfig, window_num: int, window_size_s: int, time: Time
+    ) -> None:
+        self.dynamic_config = dynamic_config
+        self.leader = ReplicationQuotaManager("Leader", window_num, window_size_s, time)
+        self.follower = ReplicationQuotaManager("Follower", window_num, window_size_s, time)
+        self._apply()
+
+    @property
+    def managers(self) -> tuple[ReplicationQuotaManager, ReplicationQuotaManager]:
+        return self.leader, self.follower
+
+    def _apply(self) -> None:
+        own = self.dynamic_config.dynamic_broker_configs
+        for manager, key in (
+            (self.leader, LEADER_REPLICATION_THROTTLED_RATE),
+            (self.follower, FOLLOWER_REPLICATION_THROTTLED_RATE),
+        ):
+            value = own.get(key)
+            manager.update_quota(None if value is None else float(value))
+
+    def __call__(self, old: KafkaConfig, new: KafkaConfig) -> None:
+        self._apply()

@@ -71,6 +71,7 @@ from kafpy.records.record_batch import (
 from kafpy.security.authorizer.acl import ResourceType
 from kafpy.security.authorizer.acl_authorizer import AclAuthorizer
 from kafpy.security.sasl_requests import handle_sasl_authenticate, handle_sasl_handshake
+from kafpy.server import partition_reassignment_apis
 from kafpy.server.acl_apis import AclApis
 from kafpy.server.admin_manager import AdminManager
 from kafpy.server.auth_helper import AuthHelper
@@ -263,6 +264,13 @@ class KafkaApis:
             handlers[ApiKey.CONTROLLED_SHUTDOWN] = self.handle_controlled_shutdown
         if controller is not None and hasattr(controller, "elect_leaders"):
             handlers[ApiKey.ELECT_LEADERS] = self.handle_elect_leaders
+        if controller is not None and hasattr(controller, "alter_partition_reassignments"):
+            handlers[ApiKey.ALTER_PARTITION_REASSIGNMENTS] = lambda r: (
+                partition_reassignment_apis.alter_partition_reassignments(controller, _body(r))
+            )
+            handlers[ApiKey.LIST_PARTITION_REASSIGNMENTS] = lambda r: (
+                partition_reassignment_apis.list_partition_reassignments(controller, _body(r))
+            )
         if quotas is not None and admin_zk_client is not None:
             quota_admin = ClientQuotaAdmin(admin_zk_client.zk_client)
             # Kafka 2.8 checks AlterConfigs / DescribeConfigs on the cluster for these

@@ -263,6 +263,16 @@ def _broker_config_def() -> ConfigDef:
                 "Principals allowed every operation, separated by ';' (User:admin;User:broker).")
         .define("allow.everyone.if.no.acl.found", t.BOOLEAN, False, None, Importance.LOW,
                 "Whether a resource no ACL matches is open to everyone.")
+        # replication throttles (Kafka keeps the two rates in DynamicConfig.Broker: set them
+        # per broker with kafpy configs or reassign-partitions --throttle)
+        .define("replication.quota.window.num", t.INT, 11, Range.at_least(1), Importance.LOW,
+                "The number of samples to retain in memory for replication quotas.")
+        .define("replication.quota.window.size.seconds", t.INT, 1, Range.at_least(1), Importance.LOW,
+                "The time span of each sample for replication quotas.")
+        .define("leader.replication.throttled.rate", t.LONG, 9223372036854775807, Range.at_least(0), m,
+                "Bytes/s this broker sends to the followers of leader-throttled replicas.")
+        .define("follower.replication.throttled.rate", t.LONG, 9223372036854775807, Range.at_least(0), m,
+                "Bytes/s this broker fetches for follower-throttled replicas.")
     )  # fmt: skip
 
 

@@ -66,6 +66,7 @@ from kafpy.server.dynamic_broker_config import (
     DynamicControllerConfig,
     DynamicLogConfig,
     DynamicReplicaFetcherConfig,
+    DynamicReplicationQuotaConfig,
 )
 from kafpy.server.dynamic_config_manager import DynamicConfigManager, UserConfigHandler
 from kafpy.server.kafka_apis import KafkaApis
@@ -199,6 +200,10 @@ class KafkaServer:
             sasl_authentication_timeout_ms=cfg.connections_max_idle_ms,
         )  # fmt: skip
         await self.socket_server.bind()
+        self.replication_quotas = DynamicReplicationQuotaConfig(
+            self.dynamic_config, cfg.get("replication.quota.window.num"),
+            cfg.get("replication.quota.window.size.seconds"), self.time,
+        )  # fmt: skip
         self.replica_manager = ReplicaManager(
             cfg.broker_id, self.log_manager, self.metadata_cache, self.scheduler, self.time,
             replica_lag_time_max_ms=cfg.replica_lag_time_max_ms,
@@ -211,6 +216,7 @@ class KafkaServer:
             isr_change_propagation_max_interval_ms=cfg.replica_isr_change_propagation_max_interval_ms,
             log_dir_failure_channel=self.log_dir_failure_channel,
             log_dir_failure_timeout_ms=cfg.log_dir_failure_timeout_ms,
+            replication_quotas=self.replication_quotas.managers,
         )  # fmt: skip
         self.replica_manager.startup()
         if cfg.metrics_listener is not None:
@@ -265,6 +271,7 @@ class KafkaServer:
             DynamicReplicaFetcherConfig(self.replica_manager.replica_fetcher_manager)
         )
         self.dynamic_config.add_reconfigurable(DynamicControllerConfig(self.controller))
+        self.dynamic_config.add_reconfigurable(self.replication_quotas)
         self.dynamic_config_manager = DynamicConfigManager.for_log_manager(
             self.zk_client,
             self.log_manager,

@@ -28,6 +28,7 @@ from kafpy.server.replica_fetcher_thread import (
     ReplicaFetcherConfig,
     ReplicaFetcherThread,
 )
+from kafpy.server.replication_quota_manager import ReplicationQuotaManager
 
 
 def java_string_hash(s: str) -> int:
@@ -57,8 +58,10 @@ class ReplicaFetcherManager:
         partition_of: Callable[[TopicPartition], Partition | None],
         on_appended: Callable[[TopicPartition], None] = lambda tp: None,
         connect: Callable[[BrokerEndPoint], FetcherChannel] | None = None,
+        quota: ReplicationQuotaManager | None = None,
     ) -> None:
         self.broker_id = broker_id
+        self.quota = quota or ReplicationQuotaManager("Follower")
         self.config = config
         self._partition_of = partition_of
         self._on_appended = on_appended
@@ -91,7 +94,7 @@ class ReplicaFetcherManager:
                 leader, fid = key
                 fetcher = ReplicaFetcherThread(
                     f"ReplicaFetcherThread-{fid}-{leader.id}", fid, self.broker_id, leader, self.config,
-                    self._partition_of, self._connect, self._on_appended,
+                    self._partition_of, self._connect, self._on_appended, self.quota,
                 )  # fmt: skip
                 self.fetchers[key] = fetcher
                 fetcher.start()

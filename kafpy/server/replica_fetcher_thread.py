@@ -26,6 +26,7 @@ from kafpy.common.topic_partition import TopicPartition
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.errors import Errors
 from kafpy.records.memory_records import MemoryRecords
+from kafpy.server.replication_quota_manager import ReplicationQuotaManager, throttled_by
 
 if TYPE_CHECKING:
     from kafpy.client.client_security import ClientSecurity
@@ -93,6 +94,13 @@ class PartitionFetchState:
     current_leader_epoch: int
     truncating: bool = True
     delayed_until: float = 0.0
+    # the leader's high watermark minus the next fetch offset after the last fetch (Kafka's
+    # PartitionFetchState.lag); None before the first
+    lag: int | None = None
+
+    @property
+    def is_replica_in_sync(self) -> bool:
+        return self.lag is not None and self.lag <= 0
 
 
 class ReplicaFetcherThread:
@@ -113,8 +121,10 @@ class ReplicaFetcherThread:
         partition_of: Callable[[TopicPartition], Partition | None],
         connect: Callable[[BrokerEndPoint], FetcherChannel],
         on_appended: Callable[[TopicPartition], None] = lambda tp: None,
+        quota: ReplicationQuotaManager | None = None,
     ) -> None:
         self.name = name
+        self.quota = quota or ReplicationQuotaManager("Follower")
         self.fetcher_id = fetcher_id
         self.broker_id = broker_id
         self.source = source
@@ -344,11 +354,19 @@ class ReplicaFetcherThread:
     async def _fetch(self, states: Mapping[TopicPartition, PartitionFetchState]) -> None:
         requested: dict[TopicPartition, tuple[PartitionFetchState, int]] = {}
         topics: dict[str, list[dict[str, int]]] = {}
+        exceeded = self.quota.is_quota_exceeded()
+        throttled: set[TopicPartition] = set()
         for tp, state in states.items():
             partition = self._partition_of(tp)
             if partition is None or partition.log is None:
                 self.partition_states.pop(tp, None)
                 continue
+            if not state.is_replica_in_sync and throttled_by(
+                partition.log.config.follower_replication_throttled_replicas, tp, self.broker_id
+            ):
+                if exceeded:
+                    continue  # Kafka's shouldFollowerThrottle: skipped until under the bound
+                throttled.add(tp)
             requested[tp] = (state, state.fetch_offset)
             topics.setdefault(tp.topic, []).append({
                 "partition": tp.partition,
@@ -358,6 +376,8 @@ class ReplicaFetcherThread:
                 "partition_max_bytes": self.config.fetch_max_bytes,
             })  # fmt: skip
         if not requested:
+            if states:  # every partition throttled: wait for the rate to fall
+                await asyncio.sleep(self.config.fetch_backoff_ms / 1000)
             return
         channel = await self._channel_or_connect()
         response = await channel.send(ApiKey.FETCH, {
@@ -379,12 +399,15 @@ class ReplicaFetcherThread:
             for tp in requested:
                 self._delay(tp)
             return
+        throttled_bytes = 0
         for t in response["responses"]:
             for p in t["partitions"]:
                 tp = TopicPartition(t["topic"], p["partition_index"])
                 entry = requested.get(tp)
                 if entry is None:
                     continue
+                if tp in throttled and p.get("records"):
+                    throttled_bytes += len(p["records"])
                 requested_state, offset = entry
                 # the partition moved on (removed, re-added, truncating) while we waited
                 if (
@@ -394,6 +417,7 @@ class ReplicaFetcherThread:
                 ):
                     continue
                 await self._process_partition(tp, requested_state, p)
+        self.quota.record(throttled_bytes)
 
     async def _process_partition(
         self, tp: TopicPartition, state: PartitionFetchState, data: dict[str, Any]
@@ -411,6 +435,7 @@ class ReplicaFetcherThread:
                     if info.shallow_count:
                         self._on_appended(tp)
                 state.fetch_offset = partition.log.log_end_offset
+                state.lag = max(0, int(data["high_watermark"]) - state.fetch_offset)
                 partition.update_follower_high_watermark(data["high_watermark"])
                 # the leader's DeleteRecords (or retention) reaches this copy; the next
                 # Fetch reports the new start, which lets the leader's low watermark move

@@ -61,6 +61,7 @@ from kafpy.server.metadata_cache import INTERNAL_TOPICS, MetadataCache
 from kafpy.server.partition import READ_COMMITTED, Partition, TimestampAndOffset
 from kafpy.server.replica_fetcher_manager import ReplicaFetcherManager
 from kafpy.server.replica_fetcher_thread import BrokerEndPoint, FetcherChannel, ReplicaFetcherConfig
+from kafpy.server.replication_quota_manager import ReplicationQuotaManager, throttled_by
 from kafpy.storage.log import Log, LogDirFailedError
 from kafpy.storage.log_append_info import LogOffsetMetadata
 from kafpy.storage.log_config import LogConfig
@@ -163,8 +164,14 @@ class ReplicaManager:
         log_dir_failure_channel: LogDirFailureChannel | None = None,
         log_dir_failure_timeout_ms: int = LOG_DIR_FAILURE_TIMEOUT_MS,
         halt: Callable[[int], None] | None = None,
+        replication_quotas: tuple[ReplicationQuotaManager, ReplicationQuotaManager] | None = None,
     ) -> None:
         self.broker_id = broker_id
+        # (leader, follower) replication throttles
+        self.leader_quota, self.follower_quota = replication_quotas or (
+            ReplicationQuotaManager("Leader", time=time),
+            ReplicationQuotaManager("Follower", time=time),
+        )
         self.log_dir_failure_channel = log_dir_failure_channel or LogDirFailureChannel()
         self.log_dir_failure_timeout_ms = log_dir_failure_timeout_ms
         self._halt = halt or _halt
@@ -181,7 +188,7 @@ class ReplicaManager:
         self._loop_tasks: list[asyncio.Task[None]] = []
         self.replica_fetcher_manager = ReplicaFetcherManager(
             broker_id, fetcher_config or ReplicaFetcherConfig(), self.partitions_get,
-            self._on_follower_append, fetcher_connect,
+            self._on_follower_append, fetcher_connect, self.follower_quota,
         )  # fmt: skip
         self.log_manager = log_manager
         self.metadata_cache = metadata_cache
@@ -843,6 +850,7 @@ class ReplicaManager:
         results = self._read_from_local_log(params, fetch_infos)
         if params.is_from_follower:
             self._update_follower_fetch_state(params.replica_id, fetch_infos)
+            self._record_leader_throttled(results)
         readable = 0
         errored = False
         for _, r in results:
@@ -862,7 +870,10 @@ class ReplicaManager:
 
         def complete() -> None:
             if not future.done():
-                future.set_result(self._read_from_local_log(params, fetch_infos))
+                results = self._read_from_local_log(params, fetch_infos)
+                if params.is_from_follower:
+                    self._record_leader_throttled(results)
+                future.set_result(results)
 
         op = DelayedFetch(params, statuses, self._fetch_end_offset(params), complete)
         self.delayed_fetch_purgatory.try_complete_else_watch(op, [tp for tp, _ in fetch_infos])
@@ -927,15 +938,46 @@ class ReplicaManager:
             self.log.exception("Error processing fetch with max size %d from offset %d on partition %s",
                                max_bytes, info.fetch_offset, tp)  # fmt: skip
             return FetchPartitionData(-1, error=KafkaError(str(e)))
+        records = read.info.records.buffer()
+        if params.is_from_follower and self._should_leader_throttle(partition, params.replica_id):
+            # Kafka's shouldLeaderThrottle: nothing until the rate is under the bound
+            records = memoryview(b"")
         return FetchPartitionData(
             Errors.NONE,
             read.high_watermark,
             read.last_stable_offset,
             read.log_start_offset,
-            read.info.records.buffer(),
+            records,
             _aborted_transactions(read.info.aborted_transactions),
             read.info.fetch_offset_metadata,
         )
+
+    def _is_leader_throttled(self, partition: Partition) -> bool:
+        log = partition.log
+        return log is not None and throttled_by(
+            log.config.leader_replication_throttled_replicas,
+            partition.topic_partition,
+            self.broker_id,
+        )
+
+    def _should_leader_throttle(self, partition: Partition, replica_id: int) -> bool:
+        """A follower not in the ISR fetching a leader-throttled partition while the
+        leader's replication rate is over its bound gets no records."""
+        return (
+            replica_id not in partition.isr
+            and self._is_leader_throttled(partition)
+            and self.leader_quota.is_quota_exceeded()
+        )
+
+    def _record_leader_throttled(
+        self, results: Iterable[tuple[TopicPartition, FetchPartitionData]]
+    ) -> None:
+        size = 0
+        for tp, r in results:
+            partition = self.partitions.get(tp)
+            if r.records and partition is not None and self._is_leader_throttled(partition):
+                size += len(r.records)
+        self.leader_quota.record(size)
 
     def _update_follower_fetch_state(
         self, replica_id: int, fetch_infos: Iterable[tuple[TopicPartition, PartitionFetchInfo]]

@@ -30,6 +30,7 @@ from kafpy.metadata.zk_data import (
     ProducerIdBlock,
     ProducerIdBlockZNode,
     ReassignPartitionsZNode,
+    ReplicaAssignment,
     TopicPartitionStateZNode,
     TopicPartitionsZNode,
     TopicsZNode,
@@ -296,3 +297,45 @@ def test_malformed_acl_json_names_the_node() -> None:
 
     with pytest.raises(ZkDataError, match="/kafka-acl/Topic/a is not version 1 ACL JSON"):
         ResourceZNode.decode(b'{"version":2,"acls":[]}', "/kafka-acl/Topic/a")
+
+
+def test_topic_znode_version_2_with_adding_and_removing_replicas() -> None:
+    # Kafka 2.4+ TopicZNode: partitions being reassigned carry their AR and RR
+    full = {
+        0: ReplicaAssignment((1, 2, 0), (2,), (0,)),
+        1: ReplicaAssignment((2, 0)),
+    }
+    encoded = TopicZNode.encode_full(full)
+    assert encoded == (
+        b'{"version":2,"partitions":{"0":[1,2,0],"1":[2,0]},'
+        b'"adding_replicas":{"0":[2]},"removing_replicas":{"0":[0]}}'
+    )
+    assert TopicZNode.decode_full(encoded) == full
+    assert TopicZNode.decode(encoded) == {0: [1, 2, 0], 1: [2, 0]}
+    # a version 1 node has nothing being reassigned
+    assert TopicZNode.decode_full(b'{"version":1,"partitions":{"0":[1]}}') == {
+        0: ReplicaAssignment((1,))
+    }
+    with pytest.raises(ZkDataError, match="adding_replicas"):
+        TopicZNode.decode_full(b'{"version":2,"partitions":{"0":[1]},"adding_replicas":{"0":"x"}}')
+
+
+def test_reassign_partitions_znode_is_kafkas_json() -> None:
+    tp = TopicPartition("t", 0)
+    encoded = ReassignPartitionsZNode.encode({tp: [1, 2]})
+    assert encoded == b'{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1,2]}]}'
+    assert ReassignPartitionsZNode.decode(encoded) == {tp: [1, 2]}
+    with pytest.raises(ZkDataError):
+        ReassignPartitionsZNode.decode(b'{"version":1,"partitions":[{"topic":"t"}]}')
+
+
+def test_replica_assignment_as_kafkas() -> None:
+    current = ReplicaAssignment((0, 1))
+    moving = current.reassign_to([1, 2])
+    assert moving == ReplicaAssignment((1, 2, 0), (2,), (0,))
+    assert moving.origin_replicas == (1, 0) and moving.target_replicas == (1, 2)
+    assert moving.is_being_reassigned and not current.is_being_reassigned
+    # a new target while one runs starts again from the origin replicas
+    assert moving.reassign_to([3]) == ReplicaAssignment((3, 1, 0), (3,), (1, 0))
+    assert moving.remove_replica(0) == ReplicaAssignment((1, 2), (2,), ())
+    assert str(moving) == "ReplicaAssignment(replicas=1,2,0, addingReplicas=2, removingReplicas=0)"

@@ -255,3 +255,17 @@ async def test_log_dir_apis_need_the_cluster(auth: AuthHelper) -> None:
     assert answer["results"] == []
     for key, body in ((ApiKey.ALTER_REPLICA_LOG_DIRS, altered), (ApiKey.DESCRIBE_LOG_DIRS, answer)):
         encode_response(key, 1, 1, body)  # the refusals are well-formed responses
+
+
+async def test_every_cluster_level_refusal_is_a_well_formed_response(auth: AuthHelper) -> None:
+    from kafpy.protocol.headers import encode_response
+    from kafpy.protocol.messages import REQUESTS
+
+    for key in (ApiKey.ALTER_PARTITION_REASSIGNMENTS, ApiKey.LIST_PARTITION_REASSIGNMENTS,
+                ApiKey.DESCRIBE_CLIENT_QUOTAS, ApiKey.DESCRIBE_TRANSACTIONS,
+                ApiKey.LIST_TRANSACTIONS, ApiKey.DESCRIBE_PRODUCERS):  # fmt: skip
+        guarded = auth.guard(key, Recorder(lambda b: {}))
+        answer = await guarded(request(key, {"topics": None, "transactional_ids": []}))
+        assert answer["error_code"] == Errors.CLUSTER_AUTHORIZATION_FAILED
+        for version in range(REQUESTS[key].valid_versions[0], 1):
+            encode_response(key, version, 1, answer)
