@@ -32,6 +32,7 @@ from kafpy.client.connection import BrokerConnection
 from kafpy.client.fetcher import EARLIEST_TIMESTAMP, ConsumerRecord, Fetcher
 from kafpy.client.kafka_client import KafkaClient
 from kafpy.client.producer import BatchProducer, ProduceResult
+from kafpy.common.election_type import ElectionType
 from kafpy.common.errors import KafkaError
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.protocol.api_keys import ApiKey
@@ -473,6 +474,49 @@ class KafkaCluster:
             raise RuntimeError(f"Broker {broker_id} is already running.")
         node.start()
         self._wait_ready([n for n in self._nodes if n.running])
+
+    def move_leader(self, topic: str, partition: int, to: int) -> None:
+        """Make broker `to` the partition's leader, as an operator would with Kafka: a
+        reassignment that puts `to` first (adding it as a replica if it is not one), then
+        a preferred leader election; returns once the new leader serves it."""
+        tp = TopicPartition(topic, partition)
+        self._node(to)  # a broker of this cluster
+
+        async def move() -> None:
+            async with AdminClient.connect(self.bootstrap_servers) as admin:
+                info = (await admin.describe_topics([topic]))[topic]
+                if partition not in info.partitions:
+                    raise ValueError(
+                        f"Partition {tp} does not exist (the topic has "
+                        f"{len(info.partitions)} partitions)."
+                    )
+                current = info.partitions[partition]
+                if current.leader == to:
+                    return
+                replicas = [to, *(r for r in current.replicas if r != to)]
+                if to not in current.replicas:
+                    replicas = replicas[: len(current.replicas)]
+                errors = await admin.alter_partition_reassignments({tp: replicas})
+                if errors.get(tp) is not None:
+                    raise errors[tp]  # type: ignore[misc]
+                deadline = time.monotonic() + START_TIMEOUT_S
+                while await admin.list_partition_reassignments([tp]):
+                    if time.monotonic() > deadline:
+                        raise TimeoutError(f"The reassignment of {tp} did not complete.")
+                    await asyncio.sleep(0.05)
+                while True:
+                    result = await admin.elect_leaders(ElectionType.PREFERRED, [tp])
+                    error = result.get(tp)
+                    info = (await admin.describe_topics([topic]))[topic]
+                    if info.partitions[partition].leader == to:
+                        return
+                    if time.monotonic() > deadline:
+                        raise TimeoutError(
+                            f"Broker {to} did not become the leader of {tp}: {error}"
+                        )
+                    await asyncio.sleep(0.05)
+
+        self._client_run(move())
 
     # -- helpers for arranging and checking --------------------------------------------
 

@@ -296,6 +296,11 @@ class FaultInjector:
         reconnect as they would after a network failure."""
         self._cluster.drop_connections(broker)
 
+    def move_leader(self, topic: str, partition: int, to: int) -> None:
+        """Move the partition's leadership to broker `to` (a reassignment putting it first,
+        then a preferred election, as with Kafka); clients follow through their metadata."""
+        self._cluster.move_leader(topic, partition, to)
+
     def stop_broker(self, broker: int) -> None:
         """Shut broker `broker` (its broker.id) down cleanly; its leaderships move."""
         self._cluster.stop_broker(broker)

@@ -233,3 +233,30 @@ def test_faults_reach_a_child_process_broker() -> None:
         broker.faults.clear()
         assert broker.faults.fired("Produce") == 0
         assert len(broker.consume(name, 2 * N)) == 2 * N
+
+
+def test_clients_follow_a_moved_leader() -> None:
+    from kafpy.testing import KafkaCluster
+
+    with KafkaCluster(3) as cluster:
+        name = f"moved-{uuid.uuid4().hex[:8]}"
+        cluster.create_topic(name, partitions=1, replication_factor=2)
+        assert _produce(cluster.bootstrap_servers, name) == []
+
+        def leader() -> int:
+            from confluent_kafka.admin import AdminClient
+
+            md = AdminClient({"bootstrap.servers": cluster.bootstrap_servers}).list_topics(
+                name, timeout=10
+            )
+            return int(md.topics[name].partitions[0].leader)
+
+        before = leader()
+        target = next(b for b in (0, 1, 2) if b != before)
+        cluster.faults.move_leader(name, 0, to=target)
+        assert leader() == target
+        # producing and consuming go on against the new leader
+        assert _produce(cluster.bootstrap_servers, name) == []
+        assert len(cluster.consume(name, 2 * N)) == 2 * N
+        with pytest.raises(ValueError, match="does not exist"):
+            cluster.faults.move_leader(name, 5, to=target)
