@@ -236,27 +236,43 @@ def test_faults_reach_a_child_process_broker() -> None:
 
 
 def test_clients_follow_a_moved_leader() -> None:
+    from confluent_kafka import TopicPartition as CkTopicPartition
+    from confluent_kafka.admin import AdminClient
+
     from kafpy.testing import KafkaCluster
 
     with KafkaCluster(3) as cluster:
         name = f"moved-{uuid.uuid4().hex[:8]}"
         cluster.create_topic(name, partitions=1, replication_factor=2)
-        assert _produce(cluster.bootstrap_servers, name) == []
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
 
         def leader() -> int:
-            from confluent_kafka.admin import AdminClient
+            return int(admin.list_topics(name, timeout=10).topics[name].partitions[0].leader)
 
-            md = AdminClient({"bootstrap.servers": cluster.bootstrap_servers}).list_topics(
-                name, timeout=10
-            )
-            return int(md.topics[name].partitions[0].leader)
+        consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": name,
+                             "enable.auto.commit": False})  # fmt: skip
+        try:
+            consumer.assign([CkTopicPartition(name, 0, 0)])
 
-        before = leader()
-        target = next(b for b in (0, 1, 2) if b != before)
-        cluster.faults.move_leader(name, 0, to=target)
-        assert leader() == target
-        # producing and consuming go on against the new leader
-        assert _produce(cluster.bootstrap_servers, name) == []
-        assert len(cluster.consume(name, 2 * N)) == 2 * N
+            def read(n: int) -> list[bytes]:
+                got: list[bytes] = []
+                while len(got) < n:
+                    msg = consumer.poll(10)
+                    assert msg is not None, f"only {len(got)} of {n} records arrived"
+                    assert msg.error() is None, msg.error()
+                    got.append(msg.value())
+                return got
+
+            assert _produce(cluster.bootstrap_servers, name) == []
+            assert len(read(N)) == N  # the consumer fetches from the first leader
+            before = leader()
+            target = next(b for b in (0, 1, 2) if b != before)
+            cluster.faults.move_leader(name, 0, to=target)
+            assert leader() == target
+            # the same consumer follows the leader to its new broker
+            assert _produce(cluster.bootstrap_servers, name) == []
+            assert len(read(N)) == N
+        finally:
+            consumer.close()
         with pytest.raises(ValueError, match="does not exist"):
             cluster.faults.move_leader(name, 5, to=target)
