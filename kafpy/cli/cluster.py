@@ -68,12 +68,17 @@ def command() -> None:
               help="A broker property for every broker's server.properties; may be repeated.")  # fmt: skip
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=60.0,
               show_default=True, help="Seconds to wait for ZooKeeper and the brokers.")  # fmt: skip
+@click.option("--secure", is_flag=True,
+              help="Lock the cluster down: SASL_SSL listeners (TLS with a CA made for the cluster, "
+                   "SCRAM-SHA-512), ACLs with the super user admin; its client config is written "
+                   "to <dir>/client.properties.")  # fmt: skip
 def up(
     brokers: int,
     zookeeper: str | None,
     directory: Path,
     overrides: tuple[str, ...],
     timeout_s: float,
+    secure: bool,
 ) -> None:
     """Start ZooKeeper and the brokers, detached; print the bootstrap string.
 
@@ -82,7 +87,7 @@ def up(
     """
     extra = _parse_overrides(overrides)
     fresh = not (directory / CLUSTER_FILE).exists()
-    cluster = _cluster_for_up(directory, brokers, zookeeper, extra)
+    cluster = _cluster_for_up(directory, brokers, zookeeper, extra, secure)
     cluster.start_timeout_s = timeout_s
     try:
         try:
@@ -100,17 +105,27 @@ def up(
         _echo(f"broker {b.broker_id} at {b.address} (pid {b.pid}, logs in {b.logs_dir})")
     _echo(f"zookeeper.connect={cluster.zookeeper.connect}")
     _echo(f"bootstrap.servers={cluster.bootstrap_servers}")
+    if cluster.secure:
+        _echo(
+            f"SASL_SSL with SCRAM and ACLs; the super user's client config: "
+            f"{cluster.client_properties_path} (e.g. kafpy topics --bootstrap-server "
+            f"{cluster.bootstrap_servers} --command-config {cluster.client_properties_path} --list)"
+        )
     _echo(f"Stop it with: kafpy cluster down --dir {directory}")
 
 
 def _cluster_for_up(
-    directory: Path, brokers: int, zookeeper: str | None, overrides: dict[str, str]
+    directory: Path,
+    brokers: int,
+    zookeeper: str | None,
+    overrides: dict[str, str],
+    secure: bool = False,
 ) -> LocalCluster:
     """A new cluster in `directory`, or the stopped one recorded there."""
     if not (directory / CLUSTER_FILE).exists():
         try:
             return LocalCluster(
-                directory, brokers, zookeeper_connect=zookeeper, overrides=overrides
+                directory, brokers, zookeeper_connect=zookeeper, overrides=overrides, secure=secure
             )
         except LocalClusterError as e:
             raise OneLineError(str(e)) from None
@@ -134,6 +149,11 @@ def _cluster_for_up(
         raise OneLineError(
             f"{directory} holds a stopped cluster on ZooKeeper {cluster.zookeeper.connect}, "
             f"not {zookeeper}; choose another --dir or delete the directory."
+        )
+    if secure and not cluster.secure:
+        raise OneLineError(
+            f"{directory} holds a stopped cluster that is not secure; start it without "
+            "--secure, choose another --dir, or delete the directory."
         )
     if overrides:
         cluster.overrides.update(overrides)

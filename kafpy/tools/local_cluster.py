@@ -25,6 +25,7 @@ This module orchestrates; the records of the processes and cluster.json are in
 from __future__ import annotations
 
 import asyncio
+import secrets
 import signal
 import sys
 import time
@@ -33,13 +34,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from kafpy.admin.scram_credentials import credential_from_config_command, write_user_configs
+from kafpy.client.client_security import ClientSecurity
 from kafpy.client.connection import BrokerConnection
 from kafpy.common.errors import KafkaError
+from kafpy.common.properties import load_properties
 from kafpy.metadata.errors import MetadataStoreError
 from kafpy.metadata.kafka_zk_client import KafkaZkClient
 from kafpy.metadata.store_factory import create_store
 from kafpy.metadata.zookeeper_server import four_letter_word, free_port
 from kafpy.protocol.api_keys import ApiKey
+from kafpy.security.local_pki import make_test_pki
 from kafpy.tools.process_records import (
     CLUSTER_FILE,
     CLUSTER_FILE_VERSION,
@@ -74,10 +79,19 @@ __all__ = [
 ]
 
 DEFAULT_START_TIMEOUT_S = 60.0
+# the super user of a --secure cluster
+ADMIN_USER = "admin"
 DEFAULT_STOP_TIMEOUT_S = 30.0
 
 T = TypeVar("T")
 Progress = Callable[[str], None]
+
+
+def _scram_jaas(user: str, password: str) -> str:
+    return (
+        "org.apache.kafka.common.security.scram.ScramLoginModule required "
+        f'username="{user}" password="{password}";'
+    )
 
 
 def _escape_property(value: str) -> str:
@@ -137,6 +151,7 @@ class LocalCluster:
         zookeeper_tick_ms: int = 500,
         start_timeout_s: float = DEFAULT_START_TIMEOUT_S,
         python: str = sys.executable,
+        secure: bool = False,
     ) -> None:
         if num_brokers < 1:
             raise LocalClusterError(f"A cluster needs at least one broker, not {num_brokers}.")
@@ -145,6 +160,7 @@ class LocalCluster:
         self.zookeeper_tick_ms = zookeeper_tick_ms
         self.start_timeout_s = start_timeout_s
         self.python = python
+        self.secure = secure
         if zookeeper_connect is None:
             port = free_port()
             self.zookeeper = ZooKeeperProcess(
@@ -174,6 +190,7 @@ class LocalCluster:
             "brokers": [b.to_json() for b in self.brokers.values()],
             "overrides": self.overrides,
             "zookeeper_tick_ms": self.zookeeper_tick_ms,
+            "secure": self.secure,
         }
 
     def save(self) -> None:
@@ -190,6 +207,7 @@ class LocalCluster:
         cluster.base_dir = directory
         cluster.overrides = dict(value.get("overrides", {}))
         cluster.zookeeper_tick_ms = int(value.get("zookeeper_tick_ms", 500))
+        cluster.secure = bool(value.get("secure", False))
         cluster.start_timeout_s = DEFAULT_START_TIMEOUT_S
         cluster.python = sys.executable
         try:
@@ -230,6 +248,8 @@ class LocalCluster:
                 say(f"ZooKeeper serving on {self.zookeeper.connect} (pid {self.zookeeper.pid})")
             else:
                 self._check_zookeeper_reachable()
+            if self.secure:
+                self._secure_setup(say)
             for broker in self.brokers.values():
                 if not broker.alive:
                     self._spawn_broker(broker)
@@ -283,6 +303,67 @@ class LocalCluster:
             zk.jvm_pid, zk.jvm_start_time = jvms[0], process_start_time(jvms[0])
         self.save()
 
+    # --- --secure: TLS, SCRAM and ACLs ---
+
+    @property
+    def client_properties_path(self) -> Path:
+        """The admin client's config of a secure cluster (`--command-config` for the tools)."""
+        return self.base_dir / "client.properties"
+
+    def _secure_setup(self, say: Progress) -> None:
+        """Once per cluster directory: a CA with a broker certificate (made with the
+        `cryptography` package), a random password for the super user `admin`, its
+        SCRAM-SHA-512 credential in ZooKeeper, and the client config to use it."""
+        pki_dir = self.base_dir / "pki"
+        if not (pki_dir / "ca.pem").exists():
+            make_test_pki(pki_dir, hosts=("localhost", HOST), client_name="admin")
+        if not self.client_properties_path.exists():
+            password = secrets.token_urlsafe(18)
+            credential = credential_from_config_command(
+                "SCRAM-SHA-512", f"iterations=8192,password={password}"
+            )
+
+            async def store(zk: KafkaZkClient) -> None:
+                await write_user_configs(zk, ADMIN_USER, {"SCRAM-SHA-512": credential})
+
+            self.zk_call(store)
+            lines = [
+                "# kafpy cluster up --secure: the super user's client config",
+                "security.protocol=SASL_SSL",
+                "sasl.mechanism=SCRAM-SHA-512",
+                f"sasl.jaas.config={_scram_jaas(ADMIN_USER, password)}",
+                "ssl.truststore.type=PEM",
+                f"ssl.truststore.location={pki_dir / 'ca.pem'}",
+            ]
+            self.client_properties_path.write_text("\n".join(lines) + "\n", "utf-8")
+            self.client_properties_path.chmod(0o600)
+            say(f"Created the super user {ADMIN_USER} (SCRAM-SHA-512) and a CA in {pki_dir}")
+
+    def _secure_properties(self, broker: BrokerProcess) -> dict[str, str]:
+        pki_dir = self.base_dir / "pki"
+        client = load_properties(self.client_properties_path)
+        return {
+            "listeners": f"SASL_SSL://{broker.host}:{broker.port}",
+            "security.inter.broker.protocol": "SASL_SSL",
+            "sasl.enabled.mechanisms": "SCRAM-SHA-512,SCRAM-SHA-256",
+            "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512",
+            "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config": client["sasl.jaas.config"],
+            "ssl.keystore.type": "PEM",
+            "ssl.keystore.location": str(pki_dir / "broker.keystore.pem"),
+            "ssl.truststore.type": "PEM",
+            "ssl.truststore.location": str(pki_dir / "ca.pem"),
+            "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+            "super.users": f"User:{ADMIN_USER}",
+            "allow.everyone.if.no.acl.found": "false",
+        }
+
+    def client_security(self) -> ClientSecurity | None:
+        """How the cluster's own tools connect: the super user's config when secure."""
+        if not self.secure:
+            return None
+        props = load_properties(self.client_properties_path)
+        return ClientSecurity.from_config(props, source=str(self.client_properties_path))
+
     def _check_zookeeper_reachable(self) -> None:
         async def get(zk: KafkaZkClient) -> list[int]:
             return await zk.get_all_broker_ids()
@@ -298,6 +379,7 @@ class LocalCluster:
             "zookeeper.connect": self.zookeeper.connect,
             # internal topics must fit on a small cluster
             "offsets.topic.replication.factor": str(min(3, len(self.brokers))),
+            **(self._secure_properties(broker) if self.secure else {}),
             **self.overrides,
         }
         lines = [
@@ -458,7 +540,9 @@ class LocalCluster:
         deadline = time.monotonic() + (timeout_s or self.start_timeout_s)
 
         async def ready(broker: BrokerProcess, expected: set[int]) -> bool:
-            conn = BrokerConnection(broker.host, broker.port, request_timeout_ms=2000)
+            conn = BrokerConnection(
+                broker.host, broker.port, request_timeout_ms=2000, security=self.client_security()
+            )
             try:
                 await conn.connect()
                 body = await conn.send(ApiKey.METADATA, {"topics": []})
