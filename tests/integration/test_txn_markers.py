@@ -15,7 +15,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError
+from confluent_kafka import TopicPartition as CkTopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaConsumer
 from kafka import TopicPartition as KafkaTopicPartition
@@ -44,24 +45,31 @@ def create_topic(broker: KafpyBroker, partitions: int = 1) -> str:
     return topic
 
 
-def consume(broker: KafpyBroker, topic: str, isolation: str, expect: int,
-            idle_s: float = 3.0) -> list[bytes]:  # fmt: skip
-    """Every value a confluent-kafka consumer reads from the start; stops `idle_s` after
-    the `expect`-th value (to catch extra ones) or after 30 s."""
+def consume(broker: KafpyBroker, topic: str, isolation: str, expect: int) -> list[bytes]:
+    """Every value a confluent-kafka consumer reads from the start of each partition up to
+    its end (the LSO at read_committed), told by the partition EOF events; at least
+    `expect` values are waited for (30 s at most), so none that should come is missed."""
     consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": f"g-{uuid.uuid4().hex[:8]}",
-                         "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                         "enable.auto.commit": False, "enable.partition.eof": True,
                          "isolation.level": isolation})  # fmt: skip
-    consumer.subscribe([topic])
+    partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+    consumer.assign([CkTopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
     got: list[bytes] = []
+    at_end: set[int] = set()
     deadline = time.monotonic() + 30
     try:
         while time.monotonic() < deadline:
             msg = consumer.poll(0.5)
-            if msg is None or msg.error():
+            if msg is None:
                 continue
+            if msg.error():
+                if msg.error().code() == KafkaError._PARTITION_EOF:
+                    at_end.add(msg.partition())
+                    if len(at_end) == len(partitions) and len(got) >= expect:
+                        break
+                continue
+            at_end.discard(msg.partition())
             got.append(msg.value() or b"")
-            if len(got) >= expect:
-                deadline = min(deadline, time.monotonic() + idle_s)
     finally:
         consumer.close()
     return got
