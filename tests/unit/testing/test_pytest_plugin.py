@@ -18,9 +18,15 @@ PLUGIN = ["-p", "kafpy.testing.pytest_plugin"]
 
 
 @pytest.fixture(autouse=True)
-def _only_this_plugin(monkeypatch: pytest.MonkeyPatch) -> None:
+def _only_this_plugin(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     # once kafpy is installed its entry point would load the plugin a second time
     monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    # brokers' temporary dirs go to a dir of this test's own (in this process and in
+    # pytester's subprocesses), so that other test processes' dirs do not count
+    own = tmp_path / "tmp"
+    own.mkdir()
+    monkeypatch.setenv("TMPDIR", str(own))
+    monkeypatch.setattr(tempfile, "tempdir", str(own))
 
 
 def _kafpy_temp_dirs() -> set[Path]:
