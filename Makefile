@@ -34,8 +34,12 @@ system-deps:
 run: install
 	LOG_DIR=./logs $(VENV)/bin/kafpy server config/server.properties
 
+# Four pytest-xdist workers, a test file each at a time (module fixtures stay shared): the
+# integration and cluster tests mostly wait on brokers, so four fit two cores. The Spark
+# tests run after them on their own: each worker would start a Spark JVM of its own.
 test: install system-deps
-	$(PY) -m pytest -q -p no:cacheprovider tests
+	$(PY) -m pytest -q -p no:cacheprovider -n 4 --dist loadfile --ignore=tests/spark tests
+	$(PY) -m pytest -q -p no:cacheprovider tests/spark
 
 lint: install
 	$(VENV)/bin/ruff check kafpy tests bench
