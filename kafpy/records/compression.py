@@ -31,7 +31,6 @@ from enum import IntEnum
 from typing import Any
 
 import cramjam
-import numpy as np
 
 from kafpy.common.errors import CorruptRecordError, MessageTooLargeError
 
@@ -234,6 +233,8 @@ def _too_large(codec: str, size: int, limit: int) -> MessageTooLargeError:
 
 def _bounded(decompress_into: Any, codec: str, data: Buffer, limit: int) -> bytes:
     """Decompress into a `limit` + 1 byte buffer: stops as soon as the output passes it."""
+    import numpy as np  # on first use: a broker that never decompresses starts faster
+
     out = np.empty(limit + 1, dtype=np.uint8)  # pages are only mapped as they are written
     try:
         n = decompress_into(data, out)

@@ -22,7 +22,7 @@ import base64
 import logging
 import uuid
 from collections.abc import Collection, Coroutine
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafpy.admin.admin_zk_client import AdminZkClient
 from kafpy.client.client_security import ClientSecurity
@@ -52,7 +52,6 @@ from kafpy.security.authorizer.acl_authorizer import AclAuthorizer, parse_super_
 from kafpy.security.credential_cache import CredentialCache, CredentialProvider
 from kafpy.server.admin_manager import AdminManager
 from kafpy.server.broker_metadata_checkpoint import check_broker_metadata
-from kafpy.server.broker_metrics import BrokerTopicStats, RequestMetrics, new_registry
 from kafpy.server.channel_builders import (
     inter_broker_client_security,
     listener_sasl_configs,
@@ -74,7 +73,6 @@ from kafpy.server.kafka_config import KafkaConfig
 from kafpy.server.log_dir_failure_channel import LogDirFailureChannel
 from kafpy.server.loop_lag_probe import LoopLagProbe
 from kafpy.server.metadata_cache import MetadataCache
-from kafpy.server.metrics_endpoint import MetricsEndpoint
 from kafpy.server.producer_id_manager import ProducerIdManager
 from kafpy.server.replica_fetcher_thread import ReplicaFetcherConfig
 from kafpy.server.replica_manager import ReplicaManager
@@ -84,6 +82,9 @@ from kafpy.storage.log_config import LogConfig
 from kafpy.storage.log_manager import LogManager
 
 _CONFIG_LOG = logging.getLogger("kafpy.server.KafkaConfig")
+
+if TYPE_CHECKING:
+    from kafpy.server.metrics_endpoint import MetricsEndpoint
 
 
 def generate_cluster_id() -> str:
@@ -125,7 +126,7 @@ class KafkaServer:
         self.authorizer: AclAuthorizer | None = None
         self.dynamic_config_manager: DynamicConfigManager | None = None
         self.loop_lag_probe: LoopLagProbe | None = None
-        self.metrics_endpoint: MetricsEndpoint | None = None
+        self.metrics_endpoint: MetricsEndpoint | None = None  # kafpy.metrics.listener
         self.credential_cache = CredentialCache()
         self.dynamic_config = DynamicBrokerConfig(config)
         self.log_dir_failure_channel = LogDirFailureChannel()
@@ -353,6 +354,11 @@ class KafkaServer:
 
     async def _start_metrics(self, host: str, port: int) -> None:
         """Count Kafka's broker meters and serve them (kafpy.metrics.listener)."""
+        # imported only here: prometheus-client and aiohttp cost a broker without metrics
+        # a good part of its start-up time
+        from kafpy.server.broker_metrics import BrokerTopicStats, RequestMetrics, new_registry
+        from kafpy.server.metrics_endpoint import MetricsEndpoint
+
         assert self.replica_manager is not None and self.socket_server is not None
         self.replica_manager.broker_topic_stats = BrokerTopicStats()
         self.socket_server.request_metrics = RequestMetrics()

@@ -26,7 +26,7 @@ import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafpy.common.delayed_operation import DelayedOperationPurgatory, TimerScheduler
 from kafpy.common.errors import (
@@ -52,7 +52,6 @@ from kafpy.metadata.zk_data import (
 )
 from kafpy.protocol.errors import Errors, error_code_of
 from kafpy.records.memory_records import MemoryRecords
-from kafpy.server.broker_metrics import BrokerTopicStats
 from kafpy.server.delayed_delete_records import DelayedDeleteRecords, DeleteRecordsPartitionStatus
 from kafpy.server.delayed_fetch import DelayedFetch, FetchPartitionStatus
 from kafpy.server.delayed_produce import DelayedProduce, ProducePartitionStatus
@@ -79,6 +78,9 @@ DEBUGGING_CONSUMER_ID = -2
 ISR_CHANGE_PROPAGATION_BLACKOUT_MS = 5000
 ISR_CHANGE_PROPAGATION_MAX_INTERVAL_MS = 60000
 FUTURE_LOCAL_REPLICA_ID = -3
+
+if TYPE_CHECKING:
+    from kafpy.server.broker_metrics import BrokerTopicStats
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,7 +32,7 @@ from asyncio import sslproto
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from time import perf_counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafpy.common.logger import component_logger
 from kafpy.common.time import SYSTEM_TIME, Time
@@ -45,7 +45,6 @@ from kafpy.security.kafka_principal import ANONYMOUS, KafkaPrincipal
 from kafpy.security.sasl_server_authenticator import SaslListenerConfig, SaslServerAuthenticator
 from kafpy.security.ssl_factory import SslFactory
 from kafpy.security.ssl_principal_mapper import NoMatchingRule
-from kafpy.server.broker_metrics import RequestMetrics
 from kafpy.server.request_channel import CloseConnection, Request, RequestHandler, ResponseParts
 
 # kafpy.testing's fault injection: sees each request with the real handler and answers it
@@ -61,6 +60,9 @@ _MAX_QUEUED_REQUESTS = 64
 _MAX_QUEUED_BYTES = 64 * 1024 * 1024
 # the first two bytes of a Produce request (api key 0), the requests that are pipelined
 _PRODUCE_KEY = b"\x00\x00"
+
+if TYPE_CHECKING:
+    from kafpy.server.broker_metrics import RequestMetrics
 
 
 class KafkaConnection(asyncio.BufferedProtocol):
