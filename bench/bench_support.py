@@ -1,9 +1,11 @@
-"""Helpers the benchmarks share: a free loopback port, and waiting until a server listens."""
+"""Helpers the benchmarks share: a free loopback port, waiting until a server listens, and
+producing N records through confluent-kafka."""
 
 from __future__ import annotations
 
 import socket
 import time
+from typing import Any
 
 
 def free_port() -> int:
@@ -23,3 +25,19 @@ def wait_port(port: int, timeout: float = 60) -> None:
         except OSError:
             time.sleep(0.1)
     raise SystemExit(f"nothing listens on port {port} after {timeout} s")
+
+
+def produce_all(producer: Any, topic: str, n: int, value: bytes) -> float:
+    """Seconds to hand `n` records of `value` to a confluent-kafka `producer` (waiting
+    whenever its queue is full) and have them all acknowledged."""
+    start = time.perf_counter()
+    for _ in range(n):
+        while True:
+            try:
+                producer.produce(topic, value)
+                break
+            except BufferError:
+                producer.poll(0.001)
+    if producer.flush(300) != 0:
+        raise SystemExit("produce did not finish")
+    return time.perf_counter() - start

@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench_support import free_port, wait_port  # noqa: E402
+from bench_support import free_port, produce_all, wait_port  # noqa: E402
 from confluent_kafka import Producer
 
 from kafpy.client.client_security import ClientSecurity, SaslCredentials
@@ -46,17 +46,7 @@ def produce_rate(conf: dict[str, str], topic: str, n: int, value: bytes) -> floa
     p = Producer({**conf, "acks": "1", "linger.ms": 5, "batch.size": 1 << 20})
     p.produce(topic, value)
     p.flush(30)  # connected and authenticated before timing
-    start = time.perf_counter()
-    for _ in range(n):
-        while True:
-            try:
-                p.produce(topic, value)
-                break
-            except BufferError:
-                p.poll(0.001)
-    if p.flush(300) != 0:
-        raise SystemExit("produce did not finish")
-    return n / (time.perf_counter() - start)
+    return n / produce_all(p, topic, n, value)
 
 
 def main() -> None:

@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench_support import free_port, wait_port  # noqa: E402
+from bench_support import free_port, produce_all, wait_port  # noqa: E402
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
 # librdkafka speaking Kafka 0.9's protocol: Produce v1 / Fetch v1 with message format v0,
@@ -36,17 +36,7 @@ def kafpy_produce(
     p = Producer({"bootstrap.servers": bootstrap, "acks": "1", "linger.ms": 5,
                   "batch.size": 1 << 20, "queue.buffering.max.messages": 2_000_000,
                   "queue.buffering.max.kbytes": 2_000_000, **(extra or {})})  # fmt: skip
-    start = time.perf_counter()
-    for _ in range(n):
-        while True:
-            try:
-                p.produce(topic, value)
-                break
-            except BufferError:
-                p.poll(0.001)
-    if p.flush(300) != 0:
-        raise SystemExit("produce did not finish")
-    return time.perf_counter() - start
+    return produce_all(p, topic, n, value)
 
 
 def kafpy_consume(

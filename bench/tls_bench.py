@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench_support import free_port, wait_port  # noqa: E402
+from bench_support import free_port, produce_all, wait_port  # noqa: E402
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
 from kafpy.security.local_pki import make_test_pki
@@ -31,17 +31,7 @@ def produce(conf: dict[str, str], topic: str, n: int, value: bytes) -> float:
     p = Producer({**conf, "acks": "1", "linger.ms": 5, "batch.size": 1 << 20,
                   "queue.buffering.max.messages": 2_000_000,
                   "queue.buffering.max.kbytes": 2_000_000})  # fmt: skip
-    start = time.perf_counter()
-    for _ in range(n):
-        while True:
-            try:
-                p.produce(topic, value)
-                break
-            except BufferError:
-                p.poll(0.001)
-    if p.flush(300) != 0:
-        raise SystemExit("produce did not finish")
-    return time.perf_counter() - start
+    return produce_all(p, topic, n, value)
 
 
 def consume(conf: dict[str, str], topic: str, n: int) -> float:
