@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import struct
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -172,3 +173,28 @@ def test_delete_and_rename(tmp_path: Path) -> None:
     assert idx.delete_if_exists()
     assert not idx.file.exists()
     assert not idx.delete_if_exists()
+
+
+def test_a_full_disk_is_an_os_error_not_a_sigbus(small_tmpfs: Any) -> None:
+    """Entries written through the mapping into a sparse file's hole on a full disk would
+    kill the process (SIGBUS); blocks are allocated ahead, so the append fails cleanly."""
+    import errno as errno_
+
+    mount = small_tmpfs(1024 * 1024)
+    index = OffsetIndex(mount / "00000000000000000000.index", 0, max_index_size=512 * 1024)
+    try:
+        index.append(0, 0)  # the first chunk of blocks is allocated
+        with open(mount / "filler", "wb", buffering=0) as filler:  # then the disk fills up
+            try:
+                while True:
+                    filler.write(b"\0" * 4096)
+            except OSError:
+                pass
+        with pytest.raises(OSError) as e:
+            for i in range(1, 512 * 1024 // 8):
+                index.append(i, i * 10)
+        assert e.value.errno == errno_.ENOSPC
+        assert index.entries == 64 * 1024 // 8  # the allocated chunk was filled, no further
+        assert index.lookup(index.entries - 1).offset == index.entries - 1
+    finally:
+        index.close()
