@@ -1,6 +1,6 @@
 """What serving metrics costs the produce path: throughput with metrics on vs off.
 
-    python bench/metrics_overhead.py [--records 500000] [--rounds 5] [--scrape-interval 1]
+    python bench/metrics_overhead.py [--records 1000000] [--rounds 9] [--scrape-interval 1]
 
 Starts two `kafpy server`s on free ports in a temporary directory, one with
 `kafpy.metrics.listener` set (counters move per batch and per request; /metrics is
@@ -9,9 +9,14 @@ Prometheus' usual 15 s) and one without (no counting at all). Then, alternating 
 them so that machine noise falls on both alike, each round produces --records records of
 1 KiB to a new topic with confluent-kafka (acks=1, linger.ms=5, batch.size 1 MiB) and
 takes the time to the last acknowledgement, and the broker process's CPU time over the
-run (from /proc schedstat: on a shared machine wall-clock throughput swings far more than 3 %
-between runs, the broker's CPU seconds per record much less). Prints each run, the
-medians of each mode and how much the metrics broker lost (goal: at most 3 %).
+run (from /proc schedstat). Prints each run and, for each mode, the median.
+
+On a shared 2-core machine the figures of one broker drift by 2-3x between rounds (the client,
+the page cache's writeback and other processes compete for the cores), far more than the 3 %
+looked for. So the verdict is taken over pairs: each round runs both modes back to back, the
+round's ratio on/off is computed, and the median of those ratios is what counts. The topic of
+each run is deleted at once (log.segment.delete.delay.ms=0) so the disk does not fill up as the
+rounds go on. Last, the counting itself is timed in-process, free of the machine's noise.
 """
 
 from __future__ import annotations
@@ -41,7 +46,8 @@ def start_broker(
     port = free_port()
     args = [sys.executable, "-m", "kafpy", "server",
             "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}",
-            "--override", f"log.dirs={workdir / name}"]  # fmt: skip
+            "--override", f"log.dirs={workdir / name}",
+            "--override", "log.segment.delete.delay.ms=0"]  # fmt: skip
     if metrics_port is not None:
         args += ["--override", f"kafpy.metrics.listener=http://127.0.0.1:{metrics_port}"]
     log = (workdir / f"{name}.log").open("wb")
@@ -150,8 +156,8 @@ def produce_requests(url: str) -> tuple[float, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--records", type=int, default=500_000)
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--records", type=int, default=1_000_000)
+    parser.add_argument("--rounds", type=int, default=9)
     parser.add_argument("--scrape-interval", type=float, default=1.0)
     args = parser.parse_args()
 
@@ -205,8 +211,12 @@ def main() -> None:
     for mode, rate, cpu_ in (("off", off, cpu_off), ("on ", on, cpu_on)):
         print(f"median metrics {mode}: {rate:10,.0f} records/s {rate * len(VALUE) / 1e6:7.1f} MB/s, "
               f"broker CPU {cpu_:5.2f} us/record")  # fmt: skip
-    print(f"metrics on: throughput {100 * (off - on) / off:+.1f} % lower, broker CPU per record "
-          f"{100 * (cpu_on - cpu_off) / cpu_off:+.1f} % higher (goal: at most 3 %)")  # fmt: skip
+    rate_ratio = statistics.median(n / f for n, f in zip(rates["on"], rates["off"], strict=True))
+    cpu_ratio = statistics.median(n / f for n, f in zip(cpu_us["on"], cpu_us["off"], strict=True))
+    print(f"metrics on, median of the {args.rounds} rounds' on/off ratios: throughput "
+          f"{100 * rate_ratio:.1f} % of off, broker CPU per record {100 * cpu_ratio:.1f} % of off "
+          "(goal: throughput at least 97 %, "
+          "i.e. at most 3 % slower)")  # fmt: skip
     # the counting itself, free of the machine's noise: its cost per Produce request against
     # the broker's CPU per Produce request in this run
     cost = counting_cost_us()
