@@ -21,7 +21,6 @@ was down are not missed. Client and user configs (quotas) have no handler yet.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping
 from typing import Protocol
 
@@ -29,14 +28,16 @@ from kafpy.common.client_quota_config import entity_from_path
 from kafpy.common.errors import KafkaError
 from kafpy.common.logger import component_logger
 from kafpy.common.time import SYSTEM_TIME, Time
-from kafpy.metadata.errors import NoNodeError
 from kafpy.metadata.kafka_zk_client import KafkaZkClient
-from kafpy.metadata.store import WatchedEvent
 from kafpy.metadata.zk_data import (
     ConfigEntityChangeNotificationSequenceZNode,
     ConfigEntityChangeNotificationZNode,
     ConfigType,
     ZkDataError,
+)
+from kafpy.metadata.zk_node_change_notification_listener import (
+    CHANGE_EXPIRATION_MS,
+    ZkNodeChangeNotificationListener,
 )
 from kafpy.server.client_quota_manager import QuotaManagers
 from kafpy.server.dynamic_broker_config import DEFAULT_ENTITY_NAME, DynamicBrokerConfig
@@ -51,7 +52,6 @@ __all__ = [
     "UserConfigHandler",
 ]
 
-CHANGE_EXPIRATION_MS = 15 * 60 * 1000
 _PREFIX = ConfigEntityChangeNotificationSequenceZNode.SEQUENCE_NUMBER_PREFIX
 
 
@@ -154,7 +154,8 @@ class DynamicConfigManager:
     """Watches `/config/changes` and applies each change through the handler of its entity type.
 
     `await startup()` applies every stored topic config and starts watching;
-    `await shutdown()` stops processing (the store's one-shot watch simply finds it stopped).
+    `await shutdown()` stops processing. The notifications themselves are followed by a
+    ZkNodeChangeNotificationListener.
     """
 
     def __init__(
@@ -168,13 +169,15 @@ class DynamicConfigManager:
         self.handlers = dict(handlers)
         self.time = time
         self.change_expiration_ms = change_expiration_ms
-        self.last_executed_change = -1
-        self._lock = asyncio.Lock()
-        self._running = False
-        self._tasks: set[asyncio.Task[None]] = set()
-        self.log = component_logger(
-            "kafpy.common.ZkNodeChangeNotificationListener", "ZkNodeChangeNotificationListener"
+        self.listener = ZkNodeChangeNotificationListener(
+            zk_client.store,
+            ConfigEntityChangeNotificationZNode.path,
+            _PREFIX,
+            self._process_notification,
+            time=time,
+            change_expiration_ms=change_expiration_ms,
         )
+        self.log = self.listener.log
 
     @classmethod
     def for_log_manager(
@@ -200,9 +203,7 @@ class DynamicConfigManager:
         return cls(zk_client, handlers, time)
 
     async def startup(self) -> None:
-        await self.zk_client.store.ensure_path(ConfigEntityChangeNotificationZNode.path)
-        self._running = True
-        await self.process_notifications()
+        await self.listener.start()
         for entity_type, handler in self.handlers.items():
             for name in await self.zk_client.get_all_entities_with_config(entity_type):
                 overrides = await self.zk_client.get_entity_configs(entity_type, name)
@@ -215,50 +216,17 @@ class DynamicConfigManager:
                         handler.process_config_changes(entity, overrides)
 
     async def shutdown(self) -> None:
-        self._running = False
-        tasks = list(self._tasks)
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await self.listener.close()
 
-    def _on_change(self, event: WatchedEvent) -> None:
-        if not self._running:
-            return
-        task = asyncio.get_running_loop().create_task(self.process_notifications())
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+    @property
+    def last_executed_change(self) -> int:
+        return self.listener.last_executed_change
 
     async def process_notifications(self) -> None:
-        """Apply the notifications not processed yet (re-arming the watch), then purge
-        the expired ones."""
-        if not self._running:
-            return
-        async with self._lock:
-            try:
-                children = await self.zk_client.store.get_children(
-                    ConfigEntityChangeNotificationZNode.path, self._on_change
-                )
-            except NoNodeError:
-                return
-            notifications = sorted(c for c in children if c.startswith(_PREFIX))
-            if not notifications:
-                return
-            now = self.time.milliseconds()
-            self.log.info(
-                "Processing notification(s) to %s", ConfigEntityChangeNotificationZNode.path
-            )
-            for name in notifications:
-                number = _change_number(name)
-                if number is not None and number > self.last_executed_change:
-                    await self._process_notification(name)
-                    self.last_executed_change = number
-            await self._purge_obsolete(notifications, now)
+        """Apply the notifications not processed yet (see ZkNodeChangeNotificationListener)."""
+        await self.listener.process_notifications()
 
-    async def _process_notification(self, name: str) -> None:
-        path = f"{ConfigEntityChangeNotificationZNode.path}/{name}"
-        data = await self.zk_client.store.get_data_or_none(path)
-        if data is None:
-            return  # purged meanwhile
+    async def _process_notification(self, path: str, data: bytes) -> None:
         try:
             entity_path = ConfigEntityChangeNotificationSequenceZNode.decode(data)
             entity_type, _, entity_name = entity_path.partition("/")
@@ -274,20 +242,3 @@ class DynamicConfigManager:
             handler.process_config_changes(entity_name, overrides)
         except Exception:
             self.log.exception("Error processing the config change notification %s", path)
-
-    async def _purge_obsolete(self, notifications: list[str], now: int) -> None:
-        store = self.zk_client.store
-        for name in notifications:
-            path = f"{ConfigEntityChangeNotificationZNode.path}/{name}"
-            stat = await store.exists(path)
-            if stat is not None and now - stat.ctime > self.change_expiration_ms:
-                self.log.debug("Purging change notification %s", path)
-                try:
-                    await store.delete(path)
-                except NoNodeError:
-                    pass
-
-
-def _change_number(name: str) -> int | None:
-    digits = name[len(_PREFIX) :]
-    return int(digits) if digits.isdigit() else None

@@ -17,15 +17,13 @@ INFO, grants at DEBUG, in Kafka's words.
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from kafpy.common.logger import TRACE, component_logger
 from kafpy.metadata.errors import BadVersionError, NodeExistsError, NoNodeError
-from kafpy.metadata.store import MetadataStore, WatchedEvent
+from kafpy.metadata.store import MetadataStore
 from kafpy.metadata.zk_data import (
     AclChangeNotificationZNode,
     AclEntryData,
@@ -33,6 +31,7 @@ from kafpy.metadata.zk_data import (
     ResourceZNode,
     ZkDataError,
 )
+from kafpy.metadata.zk_node_change_notification_listener import ZkNodeChangeNotificationListener
 from kafpy.protocol.acl_operations import AclOperation
 from kafpy.security.authorizer.acl import (
     SUPPORTED_OPERATIONS,
@@ -72,7 +71,6 @@ _PREFIX = AclChangeNotificationZNode.SEQUENCE_NUMBER_PREFIX
 _CHANGE_ROOTS = (AclChangeNotificationZNode.LITERAL_PATH, AclChangeNotificationZNode.EXTENDED_PATH)
 _STORES = ((PatternType.LITERAL, AclZNode.LITERAL_PATH),
            (PatternType.PREFIXED, AclZNode.store_path("PREFIXED")))  # fmt: skip
-CHANGE_EXPIRATION_MS = 15 * 60 * 1000
 # a change of one resource's ACL set: the current entries -> the wanted ones
 _Change = Callable[[set[AccessControlEntry]], set[AccessControlEntry]]
 
@@ -118,10 +116,14 @@ class AclAuthorizer:
         self.version = 0
         self._acls: dict[ResourcePattern, frozenset[AccessControlEntry]] = {}
         self._prefixed: dict[ResourceType, set[str]] = {}
-        self._last_change: dict[str, int] = dict.fromkeys(_CHANGE_ROOTS, -1)
-        self._lock = asyncio.Lock()
-        self._running = False
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._listeners = (
+            [
+                ZkNodeChangeNotificationListener(store, root, _PREFIX, self._process_notification)
+                for root in _CHANGE_ROOTS
+            ]
+            if store is not None
+            else []
+        )
         self.log = component_logger("kafpy.security.authorizer.AclAuthorizer", "AclAuthorizer")
 
     # -- life cycle -----------------------------------------------------------------------
@@ -129,13 +131,10 @@ class AclAuthorizer:
     async def start(self) -> None:
         """Watch the change notifications, then load every ACL (in that order, as Kafka,
         so that no change made meanwhile is missed)."""
-        self._running = True
         if self.store is None:
             return
-        for root in _CHANGE_ROOTS:
-            await self.store.ensure_path(root)
-        for root in _CHANGE_ROOTS:
-            await self._process_notifications(root, apply=False)
+        for listener in self._listeners:
+            await listener.start(process_existing=False)
         for pattern_type, store_path in _STORES:
             for type_name in await self.store.get_children_or_empty(store_path):
                 try:
@@ -147,11 +146,8 @@ class AclAuthorizer:
                     await self._reload(ResourcePattern(resource_type, name, pattern_type))
 
     async def close(self) -> None:
-        self._running = False
-        tasks = list(self._tasks)
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        for listener in self._listeners:
+            await listener.close()
 
     # -- authorization --------------------------------------------------------------------
 
@@ -360,56 +356,15 @@ class AclAuthorizer:
             return
         self._set_cache(pattern, entries)
 
-    def _on_change(self, event: WatchedEvent) -> None:
-        if not self._running:
+    async def _process_notification(self, path: str, data: bytes) -> None:
+        root = path.rsplit("/", 1)[0]
+        try:
+            type_name, name, pattern_name = AclChangeNotificationZNode.decode(root, data)
+            pattern = ResourcePattern(ResourceType[type_name], name, PatternType[pattern_name])
+        except (ZkDataError, KeyError) as e:
+            self.log.error("Ignoring the malformed ACL change notification %s: %s", path, e)
             return
-        task = asyncio.get_running_loop().create_task(self._process_notifications(event.path))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    async def _process_notifications(self, root: str, apply: bool = True) -> None:
-        """Reload the resources of the notifications under `root` not processed yet
-        (re-arming the watch), then delete those older than 15 minutes."""
-        if not self._running or self.store is None:
-            return
-        store = self.store
-        async with self._lock:
-            try:
-                children = await store.get_children(root, self._on_change)
-            except NoNodeError:
-                return
-            for child in sorted(c for c in children if c.startswith(_PREFIX)):
-                number = int(child[len(_PREFIX) :])
-                if number <= self._last_change[root]:
-                    continue
-                self._last_change[root] = number
-                if not apply:
-                    continue
-                data = await store.get_data_or_none(f"{root}/{child}")
-                if data is None:
-                    continue
-                try:
-                    type_name, name, pattern_name = AclChangeNotificationZNode.decode(root, data)
-                    pattern = ResourcePattern(
-                        ResourceType[type_name], name, PatternType[pattern_name]
-                    )
-                except (ZkDataError, KeyError) as e:
-                    self.log.error("Ignoring the malformed ACL change notification %s/%s: %s",
-                                   root, child, e)  # fmt: skip
-                    continue
-                await self._reload(pattern)
-            await self._purge_obsolete(root, children)
-
-    async def _purge_obsolete(self, root: str, children: list[str]) -> None:
-        assert self.store is not None
-        now_ms = int(time.time() * 1000)
-        for child in children:
-            stat = await self.store.exists(f"{root}/{child}")
-            if stat is not None and now_ms - stat.ctime > CHANGE_EXPIRATION_MS:
-                try:
-                    await self.store.delete(f"{root}/{child}")
-                except NoNodeError:
-                    pass
+        await self._reload(pattern)
 
 
 def _adding(entries: Iterable[AccessControlEntry]) -> _Change:

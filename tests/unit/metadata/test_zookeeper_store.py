@@ -24,6 +24,7 @@ from kafpy.metadata.store import EventType, WatchedEvent
 from kafpy.metadata.zk_data import LeaderAndIsr, LeaderIsrAndControllerEpoch
 from kafpy.metadata.zookeeper_server import ZooKeeperServer, free_port
 from kafpy.metadata.zookeeper_store import ZooKeeperStore, split_connect_string
+from tests.fixtures.zookeeper import expire_session
 
 WAIT_S = 20.0
 
@@ -186,12 +187,7 @@ def test_session_expiry_calls_the_callbacks_with_a_new_session(zookeeper_connect
             store.on_session_expired(on_expired)
             old_session = store.session_id
 
-            # the server ends a session when another connection closes it by id
-            assert store._client is not None
-            killer = KazooClient(hosts=zookeeper_connect, client_id=store._client.client_id)
-            await asyncio.to_thread(killer.start, WAIT_S)
-            await asyncio.to_thread(killer.stop)
-            await asyncio.to_thread(killer.close)
+            await expire_session(store, zookeeper_connect, WAIT_S)
 
             await asyncio.wait_for(gone.wait(), WAIT_S)
             await asyncio.wait_for(expired.wait(), WAIT_S)

@@ -13,6 +13,7 @@ import pytest
 import pytest_asyncio
 
 from kafpy.metadata.embedded_store import EmbeddedStore
+from kafpy.metadata.zookeeper_store import ZooKeeperStore
 from kafpy.protocol.acl_operations import AclOperation
 from kafpy.security.authorizer.acl import (
     AccessControlEntry,
@@ -25,6 +26,7 @@ from kafpy.security.authorizer.acl import (
 )
 from kafpy.security.authorizer.acl_authorizer import AclAuthorizer, parse_super_users
 from kafpy.security.kafka_principal import KafkaPrincipal
+from tests.fixtures.zookeeper import expire_session
 
 Op = AclOperation
 ALLOW, DENY = AclPermissionType.ALLOW, AclPermissionType.DENY
@@ -244,6 +246,33 @@ async def test_a_change_reaches_another_authorizer_through_the_notification(
         await late.close()
     finally:
         await other.close()
+
+
+@pytest.mark.asyncio
+async def test_acl_changes_still_arrive_after_a_zookeeper_session_expired(
+    zookeeper_connect: str,
+) -> None:
+    admin_store = ZooKeeperStore(zookeeper_connect)
+    broker_store = ZooKeeperStore(zookeeper_connect, session_timeout_ms=4000)
+    await admin_store.start()
+    await broker_store.start()
+    admin, broker = AclAuthorizer(admin_store), AclAuthorizer(broker_store)
+    await admin.start()
+    await broker.start()
+    new_session = asyncio.Event()
+    broker_store.on_session_expired(new_session.set)
+    try:
+        await admin.create_acls([acl("a")])
+        await _until(lambda: broker.authorize(ALICE, HOST, Op.READ, TOPIC, "a"))
+        await expire_session(broker_store, zookeeper_connect)
+        await asyncio.wait_for(new_session.wait(), 20)
+        await admin.delete_acls([AclBindingFilter(TOPIC, "a", LITERAL)])
+        await _until(lambda: not broker.authorize(ALICE, HOST, Op.READ, TOPIC, "a"), 20)
+    finally:
+        await broker.close()
+        await admin.close()
+        await broker_store.close()
+        await admin_store.close()
 
 
 @pytest.mark.asyncio
