@@ -55,6 +55,8 @@ _SIZE = struct.Struct(">i")
 _READ_BUFFER = 64 * 1024
 # Frames bigger than this get a buffer of their own (read into directly, never copied).
 _OWN_BUFFER_THRESHOLD = 16 * 1024
+# what a TLS connection encrypts at a time (see KafkaConnection._send)
+_TLS_WRITE_SLICE = 1024 * 1024
 # Read ahead at most this many requests (or bytes) per connection before pausing reads.
 _MAX_QUEUED_REQUESTS = 64
 _MAX_QUEUED_BYTES = 64 * 1024 * 1024
@@ -350,6 +352,23 @@ class KafkaConnection(asyncio.BufferedProtocol):
             return self.server.max_request_size
         return self.authenticator.max_frame_size(self.server.max_request_size)
 
+    def _send(self, response: ResponseParts) -> None:
+        """Write a response. Over TLS, in slices of at most _TLS_WRITE_SLICE bytes: the TLS layer
+        encrypts all it is given into one buffer before it writes any of it, so a fetch response
+        of megabytes, given whole, would grow (and copy, and fault in) a buffer of that size."""
+        assert self.transport is not None
+        if self._tls is None:
+            self.transport.writelines(response)
+            return
+        for part in response:
+            size = len(part)
+            if size <= _TLS_WRITE_SLICE:
+                self.transport.write(part)
+                continue
+            view = memoryview(part)
+            for start in range(0, size, _TLS_WRITE_SLICE):
+                self.transport.write(view[start : start + _TLS_WRITE_SLICE])
+
     def _authenticate(self, frame: memoryview) -> bool:
         """Give the frame to the SASL authenticator when it is its; True when the frame
         was handled (answered, or the connection closed)."""
@@ -397,7 +416,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
                     if self._write_ready is not None and not self._write_ready.done():
                         await self._write_ready
                     if not self._closed and self.transport is not None:
-                        self.transport.writelines(response)
+                        self._send(response)
         except asyncio.CancelledError:
             pass
 
@@ -475,7 +494,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
             if self._write_ready is not None and not self._write_ready.done():
                 await self._write_ready
             if not self._closed and self.transport is not None:
-                self.transport.writelines(response)
+                self._send(response)
         throttle_ms = request.context.get("throttle_ms", 0)
         if throttle_ms > 0:
             # a client over its quota: its response is sent, then its channel is muted

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import ssl
+import struct
 from collections.abc import Awaitable, Callable
 
 import pytest
@@ -16,6 +18,7 @@ from kafpy.security.kafka_principal import ANONYMOUS, KafkaPrincipal
 from kafpy.security.local_pki import PemIdentity, TestPki
 from kafpy.security.ssl_configs import BROKER_SSL_CONFIG_DEF
 from kafpy.security.ssl_factory import SslFactory, SslMode
+from kafpy.server.request_channel import Request, ResponseParts
 from kafpy.server.socket_server import SocketServer
 from tests.fixtures.tls import broker_ssl_overrides
 from tests.unit.server.test_socket_server import EchoHandler, metadata_request, read_response
@@ -36,21 +39,22 @@ def with_tls_server(
     scenario: Scenario,
     overrides: dict[str, str] | None = None,
     handshake_timeout_ms: int = 600000,
+    handler: EchoHandler | None = None,
 ) -> None:
     values = BROKER_SSL_CONFIG_DEF.parse({**broker_ssl_overrides(pki), **(overrides or {})})
     factory = SslFactory(SslMode.SERVER, values, where="listener SSL")
 
     async def main() -> None:
-        handler = EchoHandler()
         server = SocketServer(
             [("SSL", "127.0.0.1", 0)],
             security_protocols={"SSL": "SSL"},
             ssl_factories={"SSL": factory},
             ssl_handshake_timeout_ms=handshake_timeout_ms,
         )
-        await server.startup(handler)
+        echo = handler or EchoHandler()
+        await server.startup(echo)
         try:
-            await asyncio.wait_for(scenario(server, handler), 20)
+            await asyncio.wait_for(scenario(server, echo), 20)
         finally:
             await server.shutdown()
 
@@ -98,6 +102,37 @@ def test_requests_carry_the_protocol_and_the_certificate_principal(
         assert without.principal == ANONYMOUS
 
     with_tls_server(test_pki, loop_name, scenario, {"ssl.client.auth": "requested"})
+
+
+class BigResponseHandler(EchoHandler):
+    """Answers each request with a response of several MiB in two parts (a fetch response's
+    shape: a header, then record data), its bytes random."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__()
+        self.payload = os.urandom(size)
+
+    async def handle(self, request: Request) -> ResponseParts | None:
+        self.requests.append(request)
+        head = struct.pack(">ii", 4 + len(self.payload), request.header.correlation_id)
+        return [head, memoryview(bytearray(self.payload))]
+
+
+def test_a_response_of_several_mib_arrives_whole(test_pki: TestPki, loop_name: str) -> None:
+    # over TLS the server writes big responses in slices (KafkaConnection._send)
+    handler = BigResponseHandler(3 * 1024 * 1024 + 7)
+
+    async def scenario(server: SocketServer, _: EchoHandler) -> None:
+        reader, writer = await tls_connect(server, client_context(test_pki))
+        for correlation_id in (1, 2):
+            writer.write(metadata_request(correlation_id))
+            (size,) = struct.unpack(">i", await reader.readexactly(4))
+            body = await reader.readexactly(size)
+            assert struct.unpack_from(">i", body)[0] == correlation_id
+            assert body[4:] == handler.payload
+        writer.close()
+
+    with_tls_server(test_pki, loop_name, scenario, handler=handler)
 
 
 def test_principal_mapping_rules_apply(test_pki: TestPki, loop_name: str) -> None:
