@@ -13,6 +13,7 @@ every hour; without it, logs go to stderr only.
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import signal
 import sys
@@ -64,6 +65,12 @@ async def _run(config: KafkaConfig) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, server.request_shutdown)
     await server.startup()
+    # What start-up built (recovered logs, configs, caches) lives as long as the broker: moved
+    # out of the collector's reach, it is no longer walked by every generation-2 collection,
+    # which stops the loop for as long as it takes (bench/metadata_load.py: the longest went
+    # from 157 to 76-104 ms)
+    gc.collect()
+    gc.freeze()
     try:
         await server.serve_forever()
     finally:
