@@ -1,13 +1,15 @@
 """Transactions on a 3-broker ZooKeeper cluster: markers go to partition leaders on other
 brokers, and when the coordinator's broker is SIGKILLed a new coordinator (the new leader
 of the __transaction_state partition) loads the state, fences the old producer and aborts
-its open transaction, sending the markers to the partitions' current leaders.
+its open transaction, sending the markers to the partitions' current leaders; and an
+exactly-once copy survives the coordinator's broker being SIGKILLed.
 
 __transaction_state keeps Kafka's defaults here (replication factor 3, min.isr 2)."""
 
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from typing import Any
 
@@ -22,6 +24,7 @@ from kafpy.protocol.errors import Errors
 from kafpy.tools.local_cluster import LocalCluster
 from tests.cluster.support import admin, live_bootstrap, wait_until
 from tests.fixtures.cluster import CLUSTER_TEST_DEFAULTS
+from tests.fixtures.transactions import ExactlyOnceCopier
 
 pytestmark = [pytest.mark.zookeeper, pytest.mark.timeout(180)]
 WAIT_S = 60.0
@@ -114,3 +117,53 @@ def test_coordinator_sigkill_new_coordinator_aborts_and_fences(cluster: LocalClu
         b"n1",
         b"n2",
     ]
+
+
+def test_exactly_once_copy_survives_a_coordinator_sigkill(cluster: LocalCluster) -> None:
+    """100,000 numbered records copied by a transactional consume-transform-produce loop
+    while the broker coordinating its transactions is SIGKILLed (and later restarted): the
+    copy, read with read_committed, holds every record exactly once."""
+    total = 100_000
+    source, sink = "eos-cluster-in", "eos-cluster-out"
+    for broker_id, broker in cluster.brokers.items():
+        if not broker.alive:  # the test before killed one
+            cluster.start_broker(broker_id)
+    admin(cluster, lambda a: a.create_topics([NewTopic(source, 1, 3), NewTopic(sink, 1, 3)]))
+    plain = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all",
+                      "linger.ms": 20, "batch.size": 1 << 20})  # fmt: skip
+    for i in range(total):
+        while True:
+            try:
+                plain.produce(source, str(i).encode())
+                break
+            except BufferError:
+                plain.poll(0.01)
+    assert plain.flush(WAIT_S) == 0
+    copier = ExactlyOnceCopier(cluster.bootstrap_servers, source, sink, total, "eos-cluster")
+    thread = threading.Thread(target=copier.run, daemon=True)
+    thread.start()
+
+    def copied(fraction: float) -> None:
+        deadline = time.monotonic() + 120
+        while copier.copied_offset < total * fraction:
+            assert thread.is_alive() and time.monotonic() < deadline, (
+                f"the copier stalled at {copier.copied_offset} in {copier.step} after "
+                f"{copier.failures} failures (last: {copier.last_error!r})"
+            )
+            time.sleep(0.05)
+
+    try:
+        copied(0.3)
+        coordinator = _coordinator(cluster, ExactlyOnceCopier.TRANSACTIONAL_ID)
+        assert copier.copied_offset < total  # the kill lands mid-run
+        cluster.kill_broker(coordinator)
+        copied(0.6)  # on, with another broker coordinating
+        assert _coordinator(cluster, ExactlyOnceCopier.TRANSACTIONAL_ID) != coordinator
+        cluster.start_broker(coordinator)
+        thread.join(180)
+        assert not thread.is_alive(), f"the copier did not finish: at {copier.copied_offset}"
+    finally:
+        copier.stop = True
+    values = _read_committed(cluster.bootstrap_servers, sink, 1)
+    assert len(values) == total, f"{len(values) - len(set(values))} duplicates"
+    assert sorted(int(v) for v in values) == list(range(total))

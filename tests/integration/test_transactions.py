@@ -19,6 +19,7 @@ from kafpy.client.connection import BrokerConnection
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.errors import Errors
 from tests.fixtures.broker import KafpyBroker
+from tests.fixtures.transactions import ExactlyOnceCopier
 
 TXN_OVERRIDES = {
     "transaction.state.log.replication.factor": "1",
@@ -400,105 +401,6 @@ def test_after_a_kill_the_reloaded_coordinator_aborts_the_open_transaction(
     assert _read(b, [(topic, 0)], "read_committed") == [b"after", b"committed"]
 
 
-class _Copier:
-    """A consume-transform-produce loop (aiokafka) with send_offsets_to_transaction, surviving
-    broker crashes the way an exactly-once application does: a failed transaction is
-    aborted (or the producer re-created, which fences and aborts it) and the consumer
-    rewound to the group's committed offset.
-
-    aiokafka rather than confluent-kafka: librdkafka's send_offsets_to_transaction can hang
-    past its timeout once the broker it cached as group coordinator was decommissioned
-    (confluentinc/librdkafka#5511, #5456), which a restarting single broker triggers."""
-
-    def __init__(self, bootstrap: str, source: str, sink: str, total: int) -> None:
-        self.bootstrap, self.source, self.sink, self.total = bootstrap, source, sink, total
-        self.group = _name("eos-copier")
-        self.copied_offset = 0
-        self.failures = 0
-        self.last_error: BaseException | None = None
-        self.step = ""
-        self.stop = False
-
-    async def _producer(self) -> Any:
-        from aiokafka import AIOKafkaProducer
-
-        while True:
-            producer = AIOKafkaProducer(
-                bootstrap_servers=self.bootstrap, transactional_id="eos-copier", linger_ms=5,
-                request_timeout_ms=10000,
-            )  # fmt: skip
-            try:
-                await producer.start()
-                return producer
-            except Exception as e:
-                self.last_error = e
-                await producer.stop()
-                await asyncio.sleep(0.5)
-
-    async def _rewind(self, consumer: Any, tp: Any) -> None:
-        while True:
-            try:
-                committed = await consumer.committed(tp)
-                consumer.seek(tp, committed or 0)
-                self.copied_offset = committed or 0
-                return
-            except Exception as e:
-                self.last_error = e
-                await asyncio.sleep(0.5)
-
-    async def _run(self) -> None:
-        from aiokafka import AIOKafkaConsumer
-        from aiokafka import TopicPartition as ATopicPartition
-
-        tp = ATopicPartition(self.source, 0)
-        consumer = AIOKafkaConsumer(
-            bootstrap_servers=self.bootstrap, group_id=self.group, enable_auto_commit=False,
-            isolation_level="read_committed", auto_offset_reset="earliest", max_poll_records=2000,
-        )  # fmt: skip
-        await consumer.start()
-        consumer.assign([tp])
-        producer = await self._producer()
-        try:
-            while self.copied_offset < self.total and not self.stop:
-                self.step = "consume"
-                try:
-                    batch = (await consumer.getmany(tp, timeout_ms=500)).get(tp, [])
-                except Exception as e:
-                    self.last_error = e
-                    continue
-                if not batch:
-                    continue
-                try:
-                    self.step = f"transaction from {batch[0].offset}"
-                    async with asyncio.timeout(60):
-                        await producer.begin_transaction()
-                        futures = [await producer.send(self.sink, m.value) for m in batch]
-                        await asyncio.gather(*futures)
-                        next_offset = batch[-1].offset + 1
-                        await producer.send_offsets_to_transaction({tp: next_offset}, self.group)
-                        await producer.commit_transaction()
-                    self.copied_offset = next_offset
-                except Exception as e:
-                    self.failures += 1
-                    self.last_error = e
-                    self.step = "recover"
-                    try:
-                        async with asyncio.timeout(30):
-                            await producer.abort_transaction()
-                    except Exception:
-                        await producer.stop()
-                        producer = (
-                            await self._producer()
-                        )  # fences the old one, aborts its transaction
-                    await self._rewind(consumer, tp)
-        finally:
-            await producer.stop()
-            await consumer.stop()
-
-    def run(self) -> None:
-        asyncio.run(self._run())
-
-
 def test_exactly_once_copy_survives_two_broker_kills(kafpy_broker_factory: Any) -> None:
     import threading
 
@@ -516,7 +418,7 @@ def test_exactly_once_copy_survives_two_broker_kills(kafpy_broker_factory: Any) 
             except BufferError:
                 plain.poll(0.01)
     assert plain.flush(WAIT_S) == 0
-    copier = _Copier(b.bootstrap, source, sink, total)
+    copier = ExactlyOnceCopier(b.bootstrap, source, sink, total, _name("eos-copier"))
     thread = threading.Thread(target=copier.run, daemon=True)
     thread.start()
     try:
