@@ -561,6 +561,10 @@ class UnknownTopicOrPartitionError(KafkaError):
     error = Errors.UNKNOWN_TOPIC_OR_PARTITION
 
 
+class InconsistentTopicIdError(KafkaError):
+    error = Errors.INCONSISTENT_TOPIC_ID
+
+
 class InvalidFetchSizeError(KafkaError):
     error = Errors.INVALID_FETCH_SIZE
 

@@ -31,11 +31,13 @@ from kafpy.protocol.api_keys import ApiKey
 if TYPE_CHECKING:
     from kafpy.client.client_security import ClientSecurity
 
-# The highest versions the controller sends (Kafka 2.x's inter-broker versions, non-flexible).
+# The highest versions the controller sends: Kafka 2.8's, except the two that carry topic ids
+# (LeaderAndIsr v5, UpdateMetadata v7), which a Kafka 2.8 controller also leaves out while its
+# topics have no ids (inter.broker.protocol.version below 2.8), as kafpy's topics do not yet.
 CONTROLLER_MAX_VERSIONS: dict[int, int] = {
-    ApiKey.LEADER_AND_ISR: 3,
-    ApiKey.STOP_REPLICA: 1,
-    ApiKey.UPDATE_METADATA: 5,
+    ApiKey.LEADER_AND_ISR: 4,
+    ApiKey.STOP_REPLICA: 3,
+    ApiKey.UPDATE_METADATA: 6,
 }
 
 _REQUEST_NAMES: dict[int, str] = {
@@ -500,11 +502,26 @@ class ControllerBrokerRequestBatch:
                     comma_list(group),
                 )
                 callback = next((i.callback for i in group if i.callback), None)
+                # v3's leader epochs: "deleting" for a deletion, else the one the controller knows
+                epochs = {}
+                for info in group:
+                    tp = info.replica.topic_partition
+                    known = self.context.partition_leadership_info.get(tp)
+                    epochs[tp] = (
+                        LeaderAndIsr.EPOCH_DURING_DELETE
+                        if delete
+                        else known.leader_and_isr.leader_epoch
+                        if known is not None
+                        else LeaderAndIsr.NO_EPOCH
+                    )
                 self.channel_manager.send_request(
                     broker_id,
                     ApiKey.STOP_REPLICA,
                     _stop_replica_builder(
-                        self._control_request_header(controller_epoch, broker_id), group, delete
+                        self._control_request_header(controller_epoch, broker_id),
+                        group,
+                        delete,
+                        epochs,
                     ),
                     callback,
                 )
@@ -601,12 +618,32 @@ def _update_metadata_builder(
 
 
 def _stop_replica_builder(
-    header: Body, infos: list[StopReplicaRequestInfo], delete_partitions: bool
+    header: Body,
+    infos: list[StopReplicaRequestInfo],
+    delete_partitions: bool,
+    leader_epochs: Mapping[TopicPartition, int],
 ) -> Callable[[int], Body]:
     partitions = [i.replica.topic_partition for i in infos]
 
     def build(version: int) -> Body:
-        body: Body = {**header, "delete_partitions": delete_partitions}
+        body: Body = {**header}
+        if version >= 3:  # KIP-570: each partition with its delete flag and leader epoch
+            body["topic_states"] = [
+                {
+                    "topic_name": topic,
+                    "partition_states": [
+                        {
+                            "partition_index": tp.partition,
+                            "leader_epoch": leader_epochs.get(tp, LeaderAndIsr.NO_EPOCH),
+                            "delete_partition": delete_partitions,
+                        }
+                        for tp in tps
+                    ],
+                }
+                for topic, tps in _group_by_topic(partitions).items()
+            ]
+            return body
+        body["delete_partitions"] = delete_partitions
         if version >= 1:
             body["topics"] = [
                 {"name": topic, "partition_indexes": [tp.partition for tp in tps]}

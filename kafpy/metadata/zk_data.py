@@ -474,6 +474,9 @@ class LeaderAndIsr:
 
     NO_LEADER = -1
     LEADER_DURING_DELETE = -2
+    # leader epochs with a meaning (StopReplica v3 sends them)
+    NO_EPOCH = -1
+    EPOCH_DURING_DELETE = -2
 
     def new_leader_and_isr(self, leader: int, isr: Sequence[int]) -> LeaderAndIsr:
         return LeaderAndIsr(leader, self.leader_epoch + 1, tuple(isr), self.zk_version)

@@ -1,8 +1,8 @@
 """The API versions this broker advertises in ApiVersions and answers.
 
 Kafka 2.8's ranges for every client-facing API kafpy serves, flexible versions included
-(KIP-482). The inter-broker APIs (LeaderAndIsr, StopReplica, UpdateMetadata,
-ControlledShutdown) stay at the versions kafpy's own controller sends. Produce v0-2 and
+(KIP-482), the inter-broker APIs (LeaderAndIsr, StopReplica, UpdateMetadata,
+ControlledShutdown) included: a Kafka 2.8 controller may send any of them. Produce v0-2 and
 Fetch v0-3 carry message format v0/v1: kafpy converts it (kafpy/server/record_conversion.py).
 """
 
@@ -15,10 +15,10 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.FETCH: (0, 12),
     ApiKey.LIST_OFFSETS: (0, 6),
     ApiKey.METADATA: (0, 11),
-    ApiKey.LEADER_AND_ISR: (0, 3),
-    ApiKey.STOP_REPLICA: (0, 1),
-    ApiKey.CONTROLLED_SHUTDOWN: (1, 2),
-    ApiKey.UPDATE_METADATA: (0, 5),
+    ApiKey.LEADER_AND_ISR: (0, 5),
+    ApiKey.STOP_REPLICA: (0, 3),
+    ApiKey.CONTROLLED_SHUTDOWN: (0, 3),
+    ApiKey.UPDATE_METADATA: (0, 7),
     ApiKey.API_VERSIONS: (0, 3),
     ApiKey.CREATE_TOPICS: (0, 7),
     ApiKey.DELETE_TOPICS: (0, 6),

@@ -1025,14 +1025,17 @@ class KafkaApis:
                 "Received LeaderAndIsr request with stale broker epoch %s; ignoring it",
                 body["broker_epoch"],
             )
-            return _controller_error(body, Errors.STALE_BROKER_EPOCH, "partition_states")
+            return _leader_and_isr_response(
+                body, _controller_error(body, Errors.STALE_BROKER_EPOCH, "partition_states"),
+                request.api_version,
+            )  # fmt: skip
         await self.replica_manager.load_topic_configs(body)
         response = self.replica_manager.become_leader_or_follower(body, request.api_version)
         self._on_leadership_change(body, response)
         self.log_dirs.resume_moves()
         # as Kafka's becomeLeaderOrFollower: fetchers left without partitions stop
         await self.replica_manager.replica_fetcher_manager.shutdown_idle_fetcher_threads()
-        return response
+        return _leader_and_isr_response(body, response, request.api_version)
 
     def _on_leadership_change(self, body: Mapping[str, Any], response: Mapping[str, Any]) -> None:
         """The group and transaction coordinators take or give up the __consumer_offsets and
@@ -1344,6 +1347,28 @@ def _delete_topics_by_name(
 def _produce_error(tp: TopicPartition, code: int, message: str | None) -> dict[str, Any]:
     return {"index": tp.partition, "error_code": code, "base_offset": -1, "log_append_time_ms": -1,
             "log_start_offset": -1, "record_errors": [], "error_message": message}  # fmt: skip
+
+
+def _leader_and_isr_response(
+    body: Mapping[str, Any], response: dict[str, Any], version: int
+) -> dict[str, Any]:
+    """From v5 on, the partition errors are grouped per topic and named by topic id (those of
+    the request), as Kafka 2.8 answers."""
+    if version < 5:
+        return response
+    ids = {t["topic_name"]: t.get("topic_id") for t in body.get("topic_states") or ()}
+    by_topic: dict[str, list[dict[str, int]]] = {}
+    for e in response["partition_errors"]:
+        by_topic.setdefault(e["topic_name"], []).append(
+            {"partition_index": e["partition_index"], "error_code": e["error_code"]}
+        )
+    return {
+        "error_code": response["error_code"],
+        "topics": [
+            {"topic_id": ids.get(topic), "partition_errors": errors}
+            for topic, errors in by_topic.items()
+        ],
+    }
 
 
 def _controller_error(body: Mapping[str, Any], error: int, _: str) -> dict[str, Any]:

@@ -18,7 +18,6 @@ marker), the scheduler.
 from __future__ import annotations
 
 import asyncio
-import base64
 import logging
 import uuid
 from collections.abc import Collection, Coroutine
@@ -26,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from kafpy.admin.admin_zk_client import AdminZkClient
 from kafpy.client.client_security import ClientSecurity
+from kafpy.common.kafka_uuid import uuid_to_string
 from kafpy.common.logger import component_logger
 from kafpy.common.scheduler import KafkaScheduler
 from kafpy.common.time import SYSTEM_TIME, Time
@@ -89,7 +89,7 @@ if TYPE_CHECKING:
 
 def generate_cluster_id() -> str:
     """A new cluster id as Kafka makes one: a random UUID in URL-safe base64, unpadded."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode("ascii").rstrip("=")
+    return uuid_to_string(uuid.uuid4())
 
 
 def run_event_loop(main: Coroutine[Any, Any, None]) -> None:

@@ -18,6 +18,7 @@ they carry, takes the leader's high watermark and truncates where the fetcher sa
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -177,6 +178,20 @@ class Partition:
         hw = min(max(checkpointed, log.log_start_offset), log.log_end_offset)
         self._set_hw(hw)
         return log
+
+    def check_or_set_topic_id(self, topic_id: uuid.UUID | None) -> bool:
+        """Whether a LeaderAndIsr request's topic id (KIP-516) fits this replica's log; a log
+        without an id takes it (and writes partition.metadata). No id in the request (before
+        v5, or a controller without ids) or no log yet: nothing to check."""
+        if topic_id is None:
+            return True
+        log = self.log or self.log_manager.get_log(self.topic_partition)
+        if log is None:
+            return True
+        if log.topic_id is None:
+            log.assign_topic_id(topic_id)
+            return True
+        return log.topic_id == topic_id
 
     def _set_hw(self, offset: int) -> None:
         assert self.log is not None

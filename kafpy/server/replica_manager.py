@@ -37,6 +37,7 @@ from kafpy.common.errors import (
     NotLeaderOrFollowerError,
     UnknownTopicOrPartitionError,
 )
+from kafpy.common.kafka_uuid import uuid_to_string
 from kafpy.common.logger import component_logger
 from kafpy.common.scheduler import Scheduler
 from kafpy.common.time import Time
@@ -501,6 +502,8 @@ class ReplicaManager:
             return _error_response(states, Errors.STALE_CONTROLLER_EPOCH)
         self.controller_epoch = controller_epoch
         self._hw_checkpoints = None  # read each dir's checkpoint at most once per request
+        # KIP-516: v5+ names each topic's id (None: zero, or an older version)
+        topic_ids = {t["topic_name"]: t.get("topic_id") for t in request.get("topic_states") or ()}
         errors: dict[TopicPartition, int] = {}
         to_apply: list[tuple[Partition, Mapping[str, Any]]] = []
         for topic, state in states:
@@ -534,7 +537,22 @@ class ReplicaManager:
             if partition is None:
                 partition = self._new_partition(tp)
                 self.partitions[tp] = partition
-            if state["leader_epoch"] > partition.leader_epoch:
+            try:
+                consistent = partition.check_or_set_topic_id(topic_ids.get(topic))
+            except KafkaError as e:
+                errors[tp] = error_code_of(e)
+                continue
+            if not consistent:
+                log = partition.log or self.log_manager.get_log(tp)
+                self.state_change_log.error(
+                    "Topic Id in memory: %s does not match the topic Id for partition %s "
+                    "provided in the request: %s.",
+                    uuid_to_string(log.topic_id) if log and log.topic_id else None,
+                    tp,
+                    uuid_to_string(topic_ids[topic]),
+                )
+                errors[tp] = Errors.INCONSISTENT_TOPIC_ID
+            elif state["leader_epoch"] > partition.leader_epoch:
                 if self.broker_id in state["replicas"]:
                     to_apply.append((partition, state))
                 else:
@@ -613,6 +631,7 @@ class ReplicaManager:
                         controller_id,
                         controller_epoch,
                     )
+                partition.check_or_set_topic_id(topic_ids.get(tp.topic))  # a log just created
                 errors[tp] = Errors.NONE
             except KafkaError as e:
                 self.state_change_log.error("Error while making %s leader or follower: %s", tp, e)
@@ -631,8 +650,13 @@ class ReplicaManager:
         }  # fmt: skip
 
     def stop_replicas(self, request: Mapping[str, Any], version: int = 0) -> dict[str, Any]:
-        """Apply a StopReplica request (delete_partitions: delete the logs); returns the response."""
-        partitions = list(_stop_replica_partitions(request))
+        """Apply a StopReplica request (delete: delete the logs); returns the response.
+
+        From v3 on each partition carries its own delete flag and the leader epoch the
+        controller knows (KIP-570): a replica whose leader epoch is as new or newer is left
+        alone with FENCED_LEADER_EPOCH (the request is a stale one), except for the epochs
+        that mean "deleting" (-2) and "no epoch" (-1), as Kafka 2.8 does."""
+        states = list(_stop_replica_states(request))
         if request["controller_epoch"] < self.controller_epoch:
             self.state_change_log.warning(
                 "Ignoring StopReplica request from controller %d since its controller epoch %d is old. "
@@ -641,23 +665,43 @@ class ReplicaManager:
                 request["controller_epoch"],
                 self.controller_epoch,
             )
-            return _error_response(((tp.topic, {"partition_index": tp.partition}) for tp in partitions),
+            return _error_response(((tp.topic, {"partition_index": tp.partition}) for tp, _, _ in states),
                                    Errors.STALE_CONTROLLER_EPOCH)  # fmt: skip
         self.controller_epoch = request["controller_epoch"]
-        delete = bool(request.get("delete_partitions"))
         out = []
         dirs: set[Path] = set()
-        for tp in partitions:
+        for tp, delete, leader_epoch in states:
             error = Errors.NONE
-            try:
-                dir_ = self.stop_replica(tp, delete, checkpoint=False)
-                if dir_ is not None:
-                    dirs.add(dir_)
-            except KafkaStorageError as e:
-                self.state_change_log.error(
-                    "Ignoring stop replica (delete=%s) for partition %s: %s", delete, tp, e
+            partition = self.partitions.get(tp)
+            current = partition.leader_epoch if partition is not None else None
+            if (
+                current is not None
+                and leader_epoch not in (LeaderAndIsr.EPOCH_DURING_DELETE, LeaderAndIsr.NO_EPOCH)
+                and leader_epoch <= current
+            ):
+                self.state_change_log.info(
+                    "Ignoring StopReplica request (delete=%s) from controller %d epoch %d for "
+                    "partition %s since its associated leader epoch %d is %s the current leader "
+                    "epoch %d",
+                    delete,
+                    request["controller_id"],
+                    request["controller_epoch"],
+                    tp,
+                    leader_epoch,
+                    "smaller than" if leader_epoch < current else "the same as",
+                    current,
                 )
-                error = Errors.KAFKA_STORAGE_ERROR
+                error = Errors.FENCED_LEADER_EPOCH
+            else:
+                try:
+                    dir_ = self.stop_replica(tp, delete, checkpoint=False)
+                    if dir_ is not None:
+                        dirs.add(dir_)
+                except KafkaStorageError as e:
+                    self.state_change_log.error(
+                        "Ignoring stop replica (delete=%s) for partition %s: %s", delete, tp, e
+                    )
+                    error = Errors.KAFKA_STORAGE_ERROR
             out.append(
                 {"topic_name": tp.topic, "partition_index": tp.partition, "error_code": error}
             )
@@ -1233,12 +1277,24 @@ def _leader_and_isr_states(request: Mapping[str, Any]) -> Iterable[tuple[str, Ma
             yield topic["topic_name"], state
 
 
-def _stop_replica_partitions(request: Mapping[str, Any]) -> Iterable[TopicPartition]:
+def _stop_replica_states(
+    request: Mapping[str, Any],
+) -> Iterable[tuple[TopicPartition, bool, int]]:
+    """(partition, delete, leader epoch) of each partition a StopReplica request names; before
+    v3 the delete flag is the request's and there is no epoch."""
+    delete = bool(request.get("delete_partitions"))
     for p in request.get("ungrouped_partitions") or ():
-        yield TopicPartition(p["topic_name"], p["partition_index"])
+        yield TopicPartition(p["topic_name"], p["partition_index"]), delete, LeaderAndIsr.NO_EPOCH
     for t in request.get("topics") or ():
         for index in t["partition_indexes"]:
-            yield TopicPartition(t["name"], index)
+            yield TopicPartition(t["name"], index), delete, LeaderAndIsr.NO_EPOCH
+    for t in request.get("topic_states") or ():
+        for ps in t["partition_states"]:
+            yield (
+                TopicPartition(t["topic_name"], ps["partition_index"]),
+                bool(ps["delete_partition"]),
+                ps["leader_epoch"],
+            )
 
 
 def _error_response(states: Iterable[tuple[str, Mapping[str, Any]]], error: int) -> dict[str, Any]:

@@ -18,11 +18,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from kafpy.common.errors import (
+    InconsistentTopicIdError,
     KafkaError,
     KafkaStorageError,
     OffsetOutOfRangeError,
     RecordListTooLargeError,
 )
+from kafpy.common.kafka_uuid import uuid_to_string
 from kafpy.common.logger import component_logger
 from kafpy.common.scheduler import Scheduler
 from kafpy.common.time import Time
@@ -46,6 +48,10 @@ from kafpy.storage.log_segment import (
     transaction_index_file_name,
 )
 from kafpy.storage.log_validator import LogValidator, analyze_and_validate
+from kafpy.storage.partition_metadata_file import (
+    MalformedPartitionMetadataError,
+    PartitionMetadataFile,
+)
 from kafpy.storage.producer_state_manager import (
     AppendOrigin,
     ProducerStateManager,
@@ -156,6 +162,13 @@ class Log:
             "kafpy.log.Log", f"Log partition={self.topic_partition}, dir={self.dir.parent}"
         )
         self.dir.mkdir(parents=True, exist_ok=True)
+        self.partition_metadata_file = PartitionMetadataFile(self.dir)
+        self.topic_id: uuid.UUID | None = None  # KIP-516; from partition.metadata
+        try:
+            self.topic_id = self.partition_metadata_file.read()
+        except MalformedPartitionMetadataError as e:
+            # the data is intact; the next LeaderAndIsr with the topic id writes the file again
+            self.log.error("Ignoring the topic id of this log: %s", e)
         self.producer_state_manager = ProducerStateManager(self.topic_partition, self.dir)
         start = time.milliseconds()
         loaded = LogLoader(
@@ -175,6 +188,20 @@ class Log:
             self._leo,
             time.milliseconds() - start,
         )
+
+    def assign_topic_id(self, topic_id: uuid.UUID) -> None:
+        """Record the topic's id (in memory and in partition.metadata) the first time it is
+        learnt; InconsistentTopicIdError if the log already belongs to another id."""
+        if self.topic_id is not None:
+            if self.topic_id != topic_id:
+                raise InconsistentTopicIdError(
+                    f"Tried to assign topic ID {uuid_to_string(topic_id)} to log for topic "
+                    f"partition {self.topic_partition}, but log already contained topic ID "
+                    f"{uuid_to_string(self.topic_id)}"
+                )
+            return
+        self.partition_metadata_file.write(topic_id)
+        self.topic_id = topic_id
 
     # -- segment map ---------------------------------------------------------------------------
 

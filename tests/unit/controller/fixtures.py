@@ -39,10 +39,25 @@ class SentRequest:
         """(topic, partition) pairs the request names, whatever its version's layout."""
         b = self.body
         if self.api_key == ApiKey.STOP_REPLICA:
+            if "topic_states" in b:  # v3
+                return [
+                    (t["topic_name"], s["partition_index"])
+                    for t in b["topic_states"]
+                    for s in t["partition_states"]
+                ]
             if "topics" in b:
                 return [(t["name"], p) for t in b["topics"] for p in t["partition_indexes"]]
             return [(p["topic_name"], p["partition_index"]) for p in b["ungrouped_partitions"]]
         return [(topic, s["partition_index"]) for topic, s in self.partition_states()]
+
+    def delete_partitions(self) -> bool:
+        """A StopReplica's delete flag: the request's before v3, its partitions' (the controller
+        sends deleting and non-deleting partitions apart) from v3 on."""
+        if "topic_states" in self.body:
+            flags = {s["delete_partition"] for _, s in self.partition_states()}
+            assert len(flags) == 1, f"a StopReplica mixing deletes and stops: {self.body}"
+            return bool(flags.pop())
+        return bool(self.body["delete_partitions"])
 
     def partition_states(self) -> list[tuple[str, dict[str, Any]]]:
         b = self.body

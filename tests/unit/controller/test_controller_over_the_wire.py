@@ -18,7 +18,11 @@ from tests.unit.client.fake_broker import FakeBroker, wait_until
 
 
 def _partition_errors(body: dict[str, Any]) -> dict[str, Any]:
-    names = [(t["name"], p) for t in body["topics"] for p in t["partition_indexes"]]
+    names = [
+        (t["topic_name"], s["partition_index"])
+        for t in body["topic_states"]
+        for s in t["partition_states"]
+    ]
     return {
         "error_code": 0,
         "partition_errors": [
@@ -58,7 +62,7 @@ def test_requests_reach_a_broker_over_tcp() -> None:
                     lambda: bool(broker.requests_of(ApiKey.LEADER_AND_ISR)), "LeaderAndIsr"
                 )
                 lai = broker.requests_of(ApiKey.LEADER_AND_ISR)[0]
-                assert lai.header.api_version == 3 and lai.header.client_id == "0"
+                assert lai.header.api_version == 4 and lai.header.client_id == "0"
                 state = lai.body["topic_states"][0]["partition_states"][0]
                 assert (state["leader"], state["isr"], state["is_new"]) == (0, [0], True)
                 await wait_until(
@@ -78,7 +82,15 @@ def test_requests_reach_a_broker_over_tcp() -> None:
                     await asyncio.sleep(0.01)
                 assert await deleted()
                 stops = broker.requests_of(ApiKey.STOP_REPLICA)
-                assert [r.body["delete_partitions"] for r in stops] == [False, True]
+                assert [r.header.api_version for r in stops] == [3, 3]
+                assert [
+                    {
+                        s["delete_partition"]
+                        for t in r.body["topic_states"]
+                        for s in t["partition_states"]
+                    }
+                    for r in stops
+                ] == [{False}, {True}]
             finally:
                 await controller.shutdown()
                 await store.close()

@@ -135,7 +135,7 @@ def test_topic_creation_writes_states_and_sends_requests(caplog: pytest.LogCaptu
         assert sorted(r.broker_id for r in lai) == [0, 1, 2]
         for r in lai:
             assert_encodable(r)
-            assert r.version == 3 and r.body["controller_epoch"] == 1
+            assert r.version == 4 and r.body["controller_epoch"] == 1
             assert r.body["broker_epoch"] > 0
             states = dict(((t, s["partition_index"]), s) for t, s in r.partition_states())
             assert set(states) == {("t", 0), ("t", 1)}
@@ -265,7 +265,7 @@ def test_deletion_end_to_end(caplog: pytest.LogCaptureFixture) -> None:
         assert all(s["leader"] == -2 for r in um for _, s in r.partition_states())
         for broker in (0, 1, 2):
             stops = cluster.requests(SR, broker)
-            assert [r.body["delete_partitions"] for r in stops] == [False, True]
+            assert [r.delete_partitions() for r in stops] == [False, True]
             for r in stops:
                 assert_encodable(r)
                 assert sorted(r.partitions()) == [("t", 0), ("t", 1)]
@@ -343,7 +343,7 @@ def test_deletion_with_a_dead_replica_waits_for_the_broker(
         await cluster.start_broker(2)
         await cluster.settle()
         stops = cluster.requests(SR, 2)
-        assert [r.body["delete_partitions"] for r in stops] == [False, True]
+        assert [r.delete_partitions() for r in stops] == [False, True]
         assert sorted(stops[-1].partitions()) == [("t", 0), ("t", 1)]
         for path in ("/brokers/topics/t", "/admin/delete_topics/t"):
             assert await cluster.admin.store.exists(path) is None, path
@@ -361,11 +361,7 @@ def test_failed_replica_deletion_is_retried_and_completes() -> None:
 
         def responder(request: SentRequest) -> dict[str, object]:
             error = 0
-            if (
-                request.api_key == SR
-                and request.body["delete_partitions"]
-                and request.broker_id == 1
-            ):
+            if request.api_key == SR and request.delete_partitions() and request.broker_id == 1:
                 if failures["left"]:
                     failures["left"] -= 1
                     error = 56  # KAFKA_STORAGE_ERROR

@@ -122,7 +122,7 @@ def test_offline_replica_sends_stop_replica_and_shrinks_the_isr() -> None:
             )
             await cluster.settle()
             stop = [r for r in cluster.sent if r.api_key == 5]
-            assert [(r.broker_id, r.body["delete_partitions"]) for r in stop] == [(2, False)]
+            assert [(r.broker_id, r.delete_partitions()) for r in stop] == [(2, False)]
             state = await ctl.zk_client.get_topic_partition_state(TopicPartition("t", 0))
             assert state is not None
             assert state.leader_and_isr.isr == (0, 1) and state.leader_and_isr.leader == 0

@@ -34,14 +34,8 @@ KAFKA_2_8: dict[ApiKey, tuple[int, int, int | None]] = {
     K.ALTER_PARTITION_REASSIGNMENTS: (0, 0, 0), K.LIST_PARTITION_REASSIGNMENTS: (0, 0, 0),
 }  # fmt: skip
 
-# Where kafpy advertises less than Kafka 2.8, and why.
-NARROWER = {
-    # inter-broker APIs at the versions kafpy's own controller sends
-    K.LEADER_AND_ISR: (0, 3),
-    K.STOP_REPLICA: (0, 1),
-    K.UPDATE_METADATA: (0, 5),
-    K.CONTROLLED_SHUTDOWN: (1, 2),
-}
+# Where kafpy advertises less than Kafka 2.8, and why (nowhere now).
+NARROWER: dict[ApiKey, tuple[int, int]] = {}
 
 # Served beyond Kafka 2.8, and why: Kafka 3.0's (KIP-664) APIs `kafpy transactions` needs.
 BEYOND_2_8 = {
@@ -78,7 +72,7 @@ def test_advertised_ranges_are_declared() -> None:
 def test_is_supported_and_entries() -> None:
     assert is_supported(ApiKey.PRODUCE, 9)
     assert not is_supported(ApiKey.PRODUCE, 10)
-    assert is_supported(ApiKey.PRODUCE, 0) and not is_supported(ApiKey.LEADER_AND_ISR, 4)
+    assert is_supported(ApiKey.PRODUCE, 0) and not is_supported(ApiKey.LEADER_AND_ISR, 6)
     assert not is_supported(999, 0)
     entries = api_versions_entries()
     assert {"api_key": 18, "min_version": 0, "max_version": 3} in entries
