@@ -1030,7 +1030,9 @@ class KafkaApis:
                 request.api_version,
             )  # fmt: skip
         await self.replica_manager.load_topic_configs(body)
-        response = self.replica_manager.become_leader_or_follower(body, request.api_version)
+        response = await self.replica_manager.become_leader_or_follower_in_slices(
+            body, request.api_version
+        )
         self._on_leadership_change(body, response)
         self.log_dirs.resume_moves()
         # as Kafka's becomeLeaderOrFollower: fetchers left without partitions stop
@@ -1169,7 +1171,8 @@ class KafkaApis:
                 body["broker_epoch"],
             )
             return {"error_code": Errors.STALE_BROKER_EPOCH, "partition_errors": []}
-        response = self.replica_manager.stop_replicas(body, request.api_version)
+        async with self.replica_manager.state_change_lock:
+            response = self.replica_manager.stop_replicas(body, request.api_version)
         if self.transaction_coordinator is not None:
             for e in response.get("partition_errors", ()):
                 if (

@@ -23,9 +23,10 @@ import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Generator, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from time import monotonic
 from typing import TYPE_CHECKING, Any
 
 from kafpy.common.delayed_operation import DelayedOperationPurgatory, TimerScheduler
@@ -220,6 +221,7 @@ class ReplicaManager:
             )
         )
         self._hw_checkpoints: dict[Path, dict[TopicPartition, int]] | None = None
+        self.state_change_lock = asyncio.Lock()  # Kafka's replicaStateChangeLock
         self._hw_checkpoint_task: Any = None
         self.log = component_logger(
             "kafpy.server.ReplicaManager", f"ReplicaManager broker={broker_id}"
@@ -486,7 +488,39 @@ class ReplicaManager:
     def become_leader_or_follower(
         self, request: Mapping[str, Any], version: int = 0
     ) -> dict[str, Any]:
-        """Apply a LeaderAndIsr request; returns the response body."""
+        """Apply a LeaderAndIsr request at once; returns the response body."""
+        steps = self._apply_leader_and_isr(request, version)
+        while True:
+            try:
+                next(steps)
+            except StopIteration as done:
+                return done.value  # type: ignore[no-any-return]
+
+    async def become_leader_or_follower_in_slices(
+        self, request: Mapping[str, Any], version: int = 0
+    ) -> dict[str, Any]:
+        """Apply a LeaderAndIsr request, letting the event loop run other work every
+        _STATE_CHANGE_SLICE_S: a request making a broker leader of 1,000 new partitions
+        creates 1,000 logs, seconds of work that would otherwise stop every other client.
+        Requests changing replica state (this and StopReplica) hold `state_change_lock`, as
+        Kafka's replicaStateChangeLock, so they never interleave."""
+        async with self.state_change_lock:
+            steps = self._apply_leader_and_isr(request, version)
+            sliced_at = monotonic()
+            while True:
+                try:
+                    next(steps)
+                except StopIteration as done:
+                    return done.value  # type: ignore[no-any-return]
+                if monotonic() - sliced_at >= _STATE_CHANGE_SLICE_S:
+                    await asyncio.sleep(0)
+                    sliced_at = monotonic()
+
+    def _apply_leader_and_isr(
+        self, request: Mapping[str, Any], version: int
+    ) -> Generator[None, None, dict[str, Any]]:
+        """LeaderAndIsr's work, yielding after each partition made leader or follower (the
+        slices become_leader_or_follower_in_slices cuts it in); returns the response body."""
         states = list(_leader_and_isr_states(request))
         controller_id = request["controller_id"]
         controller_epoch = request["controller_epoch"]
@@ -637,6 +671,7 @@ class ReplicaManager:
                 self.state_change_log.error("Error while making %s leader or follower: %s", tp, e)
                 errors[tp] = error_code_of(e)
             self._complete_delayed_requests(tp)
+            yield
         self._hw_checkpoints = None
         if new_followers:
             self.replica_fetcher_manager.add_fetcher_for_partitions(new_followers)
@@ -1311,6 +1346,9 @@ def _error_response(states: Iterable[tuple[str, Mapping[str, Any]]], error: int)
 
 # errors that say where the partition is, not that the append went wrong (Kafka does not
 # count them as failed produce requests)
+# how long LeaderAndIsr's work holds the event loop before it lets other work run
+_STATE_CHANGE_SLICE_S = 0.005
+
 _NOT_FAILURES = frozenset({
     Errors.NOT_LEADER_OR_FOLLOWER, Errors.UNKNOWN_TOPIC_OR_PARTITION,
 })  # fmt: skip

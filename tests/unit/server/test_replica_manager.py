@@ -77,6 +77,39 @@ def test_leader_and_isr_creates_logs_and_records_epochs(broker: Broker) -> None:
     assert dirs == {"d1", "d2"}
 
 
+def test_a_big_leader_and_isr_lets_other_work_run_between_partitions(
+    broker: Broker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a slice of no time at all: the loop gets back control after every partition
+    monkeypatch.setattr("kafpy.server.replica_manager._STATE_CHANGE_SLICE_S", 0.0)
+    states = [partition_state("big", p, broker.broker_id) for p in range(20)]
+    seen_during: list[int] = []
+
+    async def scenario() -> dict[str, Any]:
+        rm = broker.replica_manager
+
+        def leaders() -> int:
+            partitions = (rm.get_partition(TopicPartition("big", p)) for p in range(20))
+            return sum(1 for p in partitions if p is not None and p.is_leader)
+
+        apply = asyncio.ensure_future(
+            rm.become_leader_or_follower_in_slices(leader_and_isr(states))
+        )
+        await asyncio.sleep(0)  # it starts
+        while not apply.done():
+            # other work runs meanwhile, finds the partitions made so far, and a StopReplica
+            # would wait for the lock the request holds
+            assert rm.state_change_lock.locked()
+            seen_during.append(leaders())
+            await asyncio.sleep(0)
+        return await apply
+
+    response = run(scenario())
+    assert all(e["error_code"] == 0 for e in response["partition_errors"])
+    assert len(seen_during) > 10  # it gave the loop back many times
+    assert seen_during == sorted(seen_during) and 0 < seen_during[-1] <= 20
+
+
 def test_stale_controller_epoch_is_refused(broker: Broker) -> None:
     broker.lead("t", controller_epoch=5)
     resp = broker.replica_manager.become_leader_or_follower(
