@@ -31,6 +31,18 @@ V = TypeVar("V")
 CURRENT_VERSION = 0
 
 
+def write_atomically(path: Path, data: bytes) -> None:
+    """Replace `path` with `data` so that a crash leaves the old or the new content: written to
+    `<path>.tmp`, fsynced, renamed over `path`, and the directory fsynced. OSError on failure."""
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    fsync_dir(path.parent)
+
+
 class MalformedCheckpointError(KafkaStorageError):
     """A checkpoint file exists but cannot be parsed; the message names the file and line."""
 
@@ -79,14 +91,8 @@ class CheckpointFile(Generic[K, V]):
         lines.extend(self._format_entry(k, v) for k, v in entries.items())
         data = ("\n".join(lines) + "\n").encode("utf-8")
         with self._lock:
-            tmp = self.tmp_path
             try:
-                with open(tmp, "wb") as f:
-                    f.write(data)
-                    f.flush()
-                    os.fsync(f.fileno())
-                os.replace(tmp, self.path)
-                fsync_dir(self.path.parent)
+                write_atomically(self.path, data)
             except OSError as e:
                 raise KafkaStorageError(
                     f"Error while writing to checkpoint file {self.path}: {e.strerror or e}"

@@ -13,13 +13,12 @@ and renamed, as the other checkpoint files.
 
 from __future__ import annotations
 
-import os
 import uuid
 from pathlib import Path
 
 from kafpy.common.errors import KafkaStorageError
 from kafpy.common.kafka_uuid import uuid_from_string, uuid_to_string
-from kafpy.storage.offset_checkpoint_file import fsync_dir
+from kafpy.storage.offset_checkpoint_file import write_atomically
 
 PARTITION_METADATA_FILE = "partition.metadata"
 CURRENT_VERSION = 0
@@ -69,14 +68,8 @@ class PartitionMetadataFile:
 
     def write(self, topic_id: uuid.UUID) -> None:
         """Replace the file atomically; KafkaStorageError on an I/O error."""
-        tmp = self.path.with_name(self.path.name + ".tmp")
         data = f"version: {CURRENT_VERSION}\ntopic_id: {uuid_to_string(topic_id)}".encode()
         try:
-            with open(tmp, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self.path)
-            fsync_dir(self.path.parent)
+            write_atomically(self.path, data)
         except OSError as e:
             raise KafkaStorageError(f"Error while writing {self.path}: {e}") from e

@@ -9,7 +9,6 @@ __transaction_state keeps Kafka's defaults here (replication factor 3, min.isr 2
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
 from typing import Any
 
@@ -24,7 +23,7 @@ from kafpy.protocol.errors import Errors
 from kafpy.tools.local_cluster import LocalCluster
 from tests.cluster.support import admin, live_bootstrap, wait_until
 from tests.fixtures.cluster import CLUSTER_TEST_DEFAULTS
-from tests.fixtures.transactions import ExactlyOnceCopier
+from tests.fixtures.transactions import ExactlyOnceCopier, produce_numbered
 
 pytestmark = [pytest.mark.zookeeper, pytest.mark.timeout(180)]
 WAIT_S = 60.0
@@ -129,35 +128,15 @@ def test_exactly_once_copy_survives_a_coordinator_sigkill(cluster: LocalCluster)
         if not broker.alive:  # the test before killed one
             cluster.start_broker(broker_id)
     admin(cluster, lambda a: a.create_topics([NewTopic(source, 1, 3), NewTopic(sink, 1, 3)]))
-    plain = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all",
-                      "linger.ms": 20, "batch.size": 1 << 20})  # fmt: skip
-    for i in range(total):
-        while True:
-            try:
-                plain.produce(source, str(i).encode())
-                break
-            except BufferError:
-                plain.poll(0.01)
-    assert plain.flush(WAIT_S) == 0
+    produce_numbered(cluster.bootstrap_servers, source, total, WAIT_S)
     copier = ExactlyOnceCopier(cluster.bootstrap_servers, source, sink, total, "eos-cluster")
-    thread = threading.Thread(target=copier.run, daemon=True)
-    thread.start()
-
-    def copied(fraction: float) -> None:
-        deadline = time.monotonic() + 120
-        while copier.copied_offset < total * fraction:
-            assert thread.is_alive() and time.monotonic() < deadline, (
-                f"the copier stalled at {copier.copied_offset} in {copier.step} after "
-                f"{copier.failures} failures (last: {copier.last_error!r})"
-            )
-            time.sleep(0.05)
-
+    thread = copier.start()
     try:
-        copied(0.3)
+        copier.wait_copied(0.3)
         coordinator = _coordinator(cluster, ExactlyOnceCopier.TRANSACTIONAL_ID)
         assert copier.copied_offset < total  # the kill lands mid-run
         cluster.kill_broker(coordinator)
-        copied(0.6)  # on, with another broker coordinating
+        copier.wait_copied(0.6)  # on, with another broker coordinating
         assert _coordinator(cluster, ExactlyOnceCopier.TRANSACTIONAL_ID) != coordinator
         cluster.start_broker(coordinator)
         thread.join(180)

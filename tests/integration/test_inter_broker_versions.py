@@ -11,25 +11,16 @@ import asyncio
 import uuid
 from typing import Any
 
-from kafpy.client.connection import BrokerConnection
 from kafpy.common.kafka_uuid import uuid_to_string
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.errors import Errors
 from tests.fixtures.broker import KafpyBroker
+from tests.integration.test_forged_controller_requests import send
 
 # above any epoch the broker's own controller reaches here, restarts included
 CONTROLLER_EPOCH = 1000
 TOPIC_ID = uuid.UUID("6f1f3b52-8a44-4c4e-9b5c-2d7c8f0e1a11")
 OTHER_ID = uuid.UUID("0a9e0c6b-5d3e-4f59-8d0e-7c2b1a3f4e55")
-
-
-async def send(broker: KafpyBroker, api_key: ApiKey, body: dict[str, Any], version: int) -> Any:
-    conn = BrokerConnection(broker.host, broker.port, request_timeout_ms=10000)
-    try:
-        await conn.connect()
-        return await conn.send(api_key, body, version=version)
-    finally:
-        await conn.close()
 
 
 def leader_and_isr(broker: KafpyBroker, topic_id: uuid.UUID, leader_epoch: int) -> Any:

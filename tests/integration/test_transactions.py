@@ -19,7 +19,7 @@ from kafpy.client.connection import BrokerConnection
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.errors import Errors
 from tests.fixtures.broker import KafpyBroker
-from tests.fixtures.transactions import ExactlyOnceCopier
+from tests.fixtures.transactions import ExactlyOnceCopier, produce_numbered
 
 TXN_OVERRIDES = {
     "transaction.state.log.replication.factor": "1",
@@ -402,34 +402,17 @@ def test_after_a_kill_the_reloaded_coordinator_aborts_the_open_transaction(
 
 
 def test_exactly_once_copy_survives_two_broker_kills(kafpy_broker_factory: Any) -> None:
-    import threading
-
     total = 100_000
     b: KafpyBroker = kafpy_broker_factory(TXN_OVERRIDES, name="eos")
     source, sink = _name("eos-in"), _name("eos-out")
     _create(b, source)
     _create(b, sink)
-    plain = Producer({"bootstrap.servers": b.bootstrap, "linger.ms": 20, "batch.size": 1 << 20})
-    for i in range(total):
-        while True:
-            try:
-                plain.produce(source, str(i).encode())
-                break
-            except BufferError:
-                plain.poll(0.01)
-    assert plain.flush(WAIT_S) == 0
+    produce_numbered(b.bootstrap, source, total, WAIT_S)
     copier = ExactlyOnceCopier(b.bootstrap, source, sink, total, _name("eos-copier"))
-    thread = threading.Thread(target=copier.run, daemon=True)
-    thread.start()
+    thread = copier.start()
     try:
         for fraction in (0.3, 0.6):
-            deadline = time.monotonic() + 120
-            while copier.copied_offset < total * fraction:
-                assert thread.is_alive() and time.monotonic() < deadline, (
-                    f"the copier stalled at {copier.copied_offset} in {copier.step} after {copier.failures} failures "
-                    f"(last: {copier.last_error!r}):\n{b.log_tail(30)}"
-                )
-                time.sleep(0.05)
+            copier.wait_copied(fraction, context=f":\n{b.log_tail(30)}")
             assert copier.copied_offset < total  # the kill lands mid-run
             b.kill()
             b.start()
