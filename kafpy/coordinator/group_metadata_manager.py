@@ -466,8 +466,10 @@ class GroupMetadataManager:
             self._load_tasks.pop(partition, None)
 
     async def load_partition(self, partition: int) -> list[GroupMetadata]:
-        """Read one offsets partition from its log start to its high watermark and rebuild
-        its groups and offsets (later records win; tombstones delete)."""
+        """Read one offsets partition from its log start to its log end offset and rebuild
+        its groups and offsets (later records win; tombstones delete). To the log end, not the
+        high watermark, as Kafka 2.8's loadGroupsAndOffsets (FetchLogEnd): a new leader's own
+        log is what the group's state is from now on, replicated or not yet."""
         tp = TopicPartition(GROUP_METADATA_TOPIC_NAME, partition)
         p = self.offsets_log.get_partition(tp)
         log = None if p is None else p.log
@@ -481,11 +483,9 @@ class GroupMetadataManager:
         ] = {}
         group_values: dict[str, dict[str, Any] | None] = {}
         position = log.log_start_offset
-        high_watermark = p.high_watermark
-        while position < high_watermark:
-            info = log.read(
-                position, self.config.offsets_load_buffer_size, max_offset=high_watermark
-            )
+        end = log.log_end_offset
+        while position < end:
+            info = log.read(position, self.config.offsets_load_buffer_size, max_offset=end)
             batches = list(MemoryRecords(info.records.buffer()).batches_allow_partial())
             if not batches:
                 break

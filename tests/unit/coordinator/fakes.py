@@ -39,7 +39,7 @@ class FakeLog:
     def read(self, start: int, max_length: int, max_offset: int | None = None) -> _Read:
         out = bytearray()
         for b in MemoryRecords(bytes(self.data)).batches():
-            if b.last_offset >= start:
+            if b.last_offset >= start and (max_offset is None or b.base_offset < max_offset):
                 out += bytes(b.buffer())
         return _Read(MemoryRecords(bytes(out)))
 
@@ -47,10 +47,12 @@ class FakeLog:
 @dataclass
 class FakePartition:
     log: FakeLog
+    # below the log end when the followers have not caught up (None: all replicated)
+    replicated_up_to: int | None = None
 
     @property
     def high_watermark(self) -> int:
-        return self.log.next_offset
+        return self.log.next_offset if self.replicated_up_to is None else self.replicated_up_to
 
 
 class FakeOffsetsLog:
