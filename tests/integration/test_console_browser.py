@@ -177,8 +177,15 @@ def test_forms_create_a_topic_only_with_allow_writes(
     by_css(chromium, 'form.write input[name="name"]').send_keys("web-made")
     by_css(chromium, 'form.write input[name="partitions"]').send_keys("4")
     by_css(chromium, "form.write button").click()
-    assert chromium.current_url == f"{writable.url}/topics/web-made"
-    assert len(all_by_css(chromium, "#partitions tbody tr")) == 4
+    # the click returns before the form's POST and its redirect have loaded
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(chromium, 30).until(
+        lambda d: (
+            d.current_url == f"{writable.url}/topics/web-made"
+            and len(all_by_css(d, "#partitions tbody tr")) == 4
+        )
+    )
 
 
 def test_an_under_replicated_partition_is_highlighted(chromium: Any, tmp_path: Path) -> None:
