@@ -64,6 +64,14 @@ def by_css(driver: Any, selector: str) -> Any:
     return driver.find_element(By.CSS_SELECTOR, selector)
 
 
+def wait_for(driver: Any, condition: Callable[[Any], object], timeout_s: float = 30) -> None:
+    """Until `condition(driver)` holds: a click returns before the page it leads to has
+    loaded (a form's POST and redirect, or a link, under load)."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(driver, timeout_s).until(condition)
+
+
 def all_by_css(driver: Any, selector: str) -> list[Any]:
     from selenium.webdriver.common.by import By
 
@@ -89,7 +97,7 @@ def test_topic_list_shows_a_created_topic_with_its_partition_count(
     screenshot(chromium, tmp_path, "topics")
 
     row.find_element("link text", "web-orders").click()
-    assert chromium.title.startswith("web-orders")
+    wait_for(chromium, lambda d: d.title.startswith("web-orders"))
     p1 = by_css(chromium, 'tr[data-partition="1"]')
     assert [td.text for td in p1.find_elements("css selector", "td")][:6] == [
         "1", "0", "0", "0", "0", "2",
@@ -126,6 +134,7 @@ def test_a_consumer_group_shows_its_known_lag(
         consumer.close()
     chromium.get(f"{console.url}/groups")
     by_css(chromium, 'tr[data-group="team/billing"] a').click()
+    wait_for(chromium, lambda d: all_by_css(d, 'tr[data-tp="web-lag-0"]'))
     row = by_css(chromium, 'tr[data-tp="web-lag-0"]')
     assert row.find_element("css selector", "td.lag").text == "6"
     assert by_css(chromium, "#total-lag").text == "6"
