@@ -31,6 +31,7 @@ from kafpy.common.errors import (
     TopicExistsError,
     UnknownTopicOrPartitionError,
 )
+from kafpy.common.kafka_uuid import random_uuid
 from kafpy.metadata.errors import NodeExistsError
 from kafpy.metadata.kafka_zk_client import KafkaZkClient
 from kafpy.metadata.zk_data import ConfigEntityName, ConfigType, TopicZNode
@@ -43,9 +44,17 @@ log = logging.getLogger(__name__)
 class AdminZkClient:
     """Admin operations (topics and configs) on Kafka's layout through a KafkaZkClient."""
 
-    def __init__(self, zk_client: KafkaZkClient, rng: random.Random | None = None) -> None:
+    def __init__(
+        self,
+        zk_client: KafkaZkClient,
+        rng: random.Random | None = None,
+        uses_topic_id: bool = False,
+    ) -> None:
         self.zk_client = zk_client
         self._rng = rng
+        # a broker writes a new topic's id with it (Kafka 2.8's usesTopicId); the tools leave
+        # it to the controller, which gives every topic without an id one
+        self.uses_topic_id = uses_topic_id
 
     # -- brokers ----------------------------------------------------------------------------
 
@@ -121,11 +130,16 @@ class AdminZkClient:
                 # overwritten by the next create
                 await self.zk_client.set_or_create_entity_configs(ConfigType.TOPIC, topic, config)
                 await self.zk_client.create_topic_assignment(
-                    topic, TopicZNode.creation_order(assignment)
+                    topic,
+                    TopicZNode.creation_order(assignment),
+                    random_uuid() if self.uses_topic_id else None,
                 )
             else:
                 log.info("Updating topic %s with new partition assignment %s", topic, assignment)
-                await self.zk_client.set_topic_assignment(topic, assignment)
+                topic_ids = await self.zk_client.get_topic_ids_for_topics([topic])
+                await self.zk_client.set_topic_assignment(
+                    topic, assignment, topic_id=topic_ids.get(topic)
+                )
         except NodeExistsError:
             raise TopicExistsError(f"Topic '{topic}' already exists.") from None
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import abc
 import re
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -36,6 +37,7 @@ from kafpy.common.errors import (
     TopicAlreadyMarkedForDeletionError,
     TopicExistsError,
 )
+from kafpy.common.kafka_uuid import uuid_to_string
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.metadata.kafka_zk_client import KafkaZkClient
 from kafpy.metadata.store_factory import create_store
@@ -304,17 +306,19 @@ class TopicDescription:
     partitions: Sequence[PartitionDescription]
     configs: Mapping[str, str | None]
     marked_for_deletion: bool = False
+    topic_id: uuid.UUID | None = None
 
     @property
     def replication_factor(self) -> int:
         return len(self.partitions[0].replicas)
 
     def line(self) -> str:
-        """Kafka 2.8's topic line, for a topic without a topic id (kafpy has none yet)."""
+        """Kafka 2.8's topic line (`TopicId:` only for a topic that has one)."""
         configs = ",".join(f"{k}={v}" for k, v in self.configs.items())
         marked = "\tMarkedForDeletion: true" if self.marked_for_deletion else ""
+        topic_id = f"\tTopicId: {uuid_to_string(self.topic_id)}" if self.topic_id else ""
         return (
-            f"Topic: {self.topic}\tPartitionCount: {len(self.partitions)}"
+            f"Topic: {self.topic}{topic_id}\tPartitionCount: {len(self.partitions)}"
             f"\tReplicationFactor: {self.replication_factor}\tConfigs: {configs}{marked}"
         )
 
@@ -433,7 +437,10 @@ class ZookeeperTopicService(TopicService):
                     )
                 )
             configs = await self.zk.get_entity_configs(ConfigType.TOPIC, topic)
-            result[topic] = TopicDescription(topic, partitions, dict(configs), marked)
+            topic_ids = await self.zk.get_topic_ids_for_topics([topic])
+            result[topic] = TopicDescription(
+                topic, partitions, dict(configs), marked, topic_ids.get(topic)
+            )
         return result
 
 
@@ -522,7 +529,9 @@ class AdminClientTopicService(TopicService):
             ]
             # as Kafka's: every value not from the defaults, the broker's static ones too
             configs = {e.name: e.value for e in entries if not e.is_default}
-            result[topic] = TopicDescription(topic, partitions, configs)
+            result[topic] = TopicDescription(
+                topic, partitions, configs, topic_id=described[topic].topic_id
+            )
         return result
 
 

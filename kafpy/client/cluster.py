@@ -7,6 +7,7 @@ and updates it on every metadata refresh; callers read it to route requests.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -53,6 +54,7 @@ class TopicInfo:
     partitions: Mapping[int, PartitionInfo] = field(default_factory=dict)
     is_internal: bool = False
     error_code: int = 0
+    topic_id: uuid.UUID | None = None  # Metadata v10+ (KIP-516); None for the zero id
 
 
 class Cluster:
@@ -98,6 +100,7 @@ class Cluster:
                 partitions=partitions,
                 is_internal=t.get("is_internal", False),
                 error_code=t["error_code"],
+                topic_id=t.get("topic_id"),
             )
 
     @property

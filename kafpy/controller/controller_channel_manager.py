@@ -16,6 +16,7 @@ agreed with the broker, so the same batch serves brokers of different versions.
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
@@ -31,13 +32,12 @@ from kafpy.protocol.api_keys import ApiKey
 if TYPE_CHECKING:
     from kafpy.client.client_security import ClientSecurity
 
-# The highest versions the controller sends: Kafka 2.8's, except the two that carry topic ids
-# (LeaderAndIsr v5, UpdateMetadata v7), which a Kafka 2.8 controller also leaves out while its
-# topics have no ids (inter.broker.protocol.version below 2.8), as kafpy's topics do not yet.
+# The highest versions the controller sends: Kafka 2.8's (inter.broker.protocol.version 2.8),
+# LeaderAndIsr v5 and UpdateMetadata v7 carrying the topic ids
 CONTROLLER_MAX_VERSIONS: dict[int, int] = {
-    ApiKey.LEADER_AND_ISR: 4,
+    ApiKey.LEADER_AND_ISR: 5,
     ApiKey.STOP_REPLICA: 3,
-    ApiKey.UPDATE_METADATA: 6,
+    ApiKey.UPDATE_METADATA: 7,
 }
 
 _REQUEST_NAMES: dict[int, str] = {
@@ -444,6 +444,7 @@ class ControllerBrokerRequestBatch:
                 self._control_request_header(controller_epoch, broker_id),
                 dict(partitions),
                 live_leaders,
+                self.context.topic_ids,
             )
             self.channel_manager.send_request(
                 broker_id, ApiKey.LEADER_AND_ISR, builder, self.leader_and_isr_callback
@@ -482,7 +483,10 @@ class ControllerBrokerRequestBatch:
                     f"{broker_id} for partition {tp}"
                 )
             builder = _update_metadata_builder(
-                self._control_request_header(controller_epoch, broker_id), partitions, live_brokers
+                self._control_request_header(controller_epoch, broker_id),
+                partitions,
+                live_brokers,
+                self.context.topic_ids,
             )
             self.channel_manager.send_request(broker_id, ApiKey.UPDATE_METADATA, builder)
 
@@ -546,6 +550,7 @@ def _leader_and_isr_builder(
     header: Body,
     partitions: Mapping[TopicPartition, _LeaderAndIsrEntry],
     live_leaders: list[Body],
+    topic_ids: Mapping[str, uuid.UUID],
 ) -> Callable[[int], Body]:
     def state(tp: TopicPartition, entry: _LeaderAndIsrEntry) -> Body:
         return {
@@ -556,8 +561,9 @@ def _leader_and_isr_builder(
         }
 
     return _partition_states_builder(
-        {**header, "live_leaders": live_leaders}, partitions, state, grouped_from=2
-    )
+        {**header, "live_leaders": live_leaders}, partitions, state, grouped_from=2,
+        topic_ids=topic_ids, ids_from=5,
+    )  # fmt: skip
 
 
 def _partition_state(
@@ -582,10 +588,13 @@ def _partition_states_builder(
     partitions: Mapping[TopicPartition, E],
     state: Callable[[TopicPartition, E], Body],
     grouped_from: int,
+    topic_ids: Mapping[str, uuid.UUID],
+    ids_from: int,
 ) -> Callable[[int], Body]:
     """The body of a LeaderAndIsr or UpdateMetadata request for a version: `fields` and
     the partition states, grouped per topic (`topic_states`) from version `grouped_from`
-    on, else one flat list."""
+    on, else one flat list; each topic with its id (the zero id for a topic without one)
+    from version `ids_from` on."""
 
     def build(version: int) -> Body:
         body: Body = dict(fields)
@@ -594,6 +603,9 @@ def _partition_states_builder(
                 {"topic_name": topic, "partition_states": [state(tp, partitions[tp]) for tp in tps]}
                 for topic, tps in _group_by_topic(partitions).items()
             ]
+            if version >= ids_from:
+                for t in body["topic_states"]:
+                    t["topic_id"] = topic_ids.get(t["topic_name"])  # None: the zero id
         else:
             body["ungrouped_partition_states"] = [state(tp, e) for tp, e in partitions.items()]
         return body
@@ -605,6 +617,7 @@ def _update_metadata_builder(
     header: Body,
     partitions: Mapping[TopicPartition, _UpdateMetadataEntry],
     live_brokers: list[Body],
+    topic_ids: Mapping[str, uuid.UUID],
 ) -> Callable[[int], Body]:
     def state(tp: TopicPartition, entry: _UpdateMetadataEntry) -> Body:
         return {
@@ -613,8 +626,9 @@ def _update_metadata_builder(
         }
 
     return _partition_states_builder(
-        {**header, "live_brokers": live_brokers}, partitions, state, grouped_from=5
-    )
+        {**header, "live_brokers": live_brokers}, partitions, state, grouped_from=5,
+        topic_ids=topic_ids, ids_from=7,
+    )  # fmt: skip
 
 
 def _stop_replica_builder(

@@ -9,6 +9,7 @@ time), so it needs no locking. It is rebuilt from ZooKeeper on every failover.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -45,6 +46,9 @@ class ControllerContext:
         self._live_broker_epochs: dict[int, int] = {}
         self.shutting_down_broker_ids: set[int] = set()
         self.all_topics: set[str] = set()
+        # KIP-516 topic ids, both ways (Kafka's topicIds / topicNames)
+        self.topic_ids: dict[str, uuid.UUID] = {}
+        self.topic_names: dict[uuid.UUID, str] = {}
         # topic -> partition -> assigned replicas (the preferred leader first)
         self._assignments: dict[str, dict[int, list[int]]] = {}
         # the adding (AR) and removing (RR) replicas of partitions being reassigned
@@ -217,8 +221,22 @@ class ControllerContext:
             if self.is_replica_online(r.replica, r.topic_partition)
         }
 
+    def add_topic_id(self, topic: str, topic_id: uuid.UUID) -> None:
+        """Record a topic's id; a topic keeps the one id it was given."""
+        known = self.topic_ids.get(topic)
+        if known is not None and known != topic_id:
+            raise ValueError(
+                f"Attempted to add topic id {topic_id} to topic {topic}, which already has "
+                f"topic id {known}"
+            )
+        self.topic_ids[topic] = topic_id
+        self.topic_names[topic_id] = topic
+
     def remove_topic(self, topic: str) -> None:
         """Forget everything about a deleted topic."""
+        topic_id = self.topic_ids.pop(topic, None)
+        if topic_id is not None:
+            self.topic_names.pop(topic_id, None)
         self._assignments.pop(topic, None)
         for tp in [tp for tp in self._adding_replicas if tp.topic == topic]:
             del self._adding_replicas[tp]

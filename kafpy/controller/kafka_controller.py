@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import asyncio
 import enum
-from collections.abc import Awaitable, Callable, Iterable
+import uuid
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, NamedTuple, TypeVar
 
 from kafpy.common.election_type import ElectionType
@@ -529,14 +530,20 @@ class KafkaController:
         )
         topics = await self.zk_client.get_all_topics_in_cluster(self._topic_change_watcher)
         ctx.all_topics = set(topics)
+        assignments: dict[str, dict[int, ReplicaAssignment]] = {}
+        topic_ids: dict[str, uuid.UUID | None] = {}
         for topic in topics:
             handler = self._register_partition_modifications_handler(topic)
-            full = await self.zk_client.get_full_topic_assignment(topic, handler)
+            full, topic_ids[topic] = await self.zk_client.get_full_topic_assignment_and_id(
+                topic, handler
+            )
+            assignments[topic] = full
             for p, assignment in full.items():
                 tp = TopicPartition(topic, p)
                 ctx.update_partition_full_replica_assignment(tp, assignment)
                 if assignment.is_being_reassigned:
                     ctx.partitions_being_reassigned.add(tp)
+        await self._process_topic_ids(assignments, topic_ids)
         states = await self.zk_client.get_topic_partition_states(ctx.all_partitions())
         ctx.partition_leadership_info.update(states)
         self.channel_manager.startup()
@@ -618,9 +625,17 @@ class KafkaController:
             self._deregister_partition_modifications_handler(topic)
             ctx.remove_topic(topic)
         added: dict[TopicPartition, list[int]] = {}
+        assignments: dict[str, dict[int, ReplicaAssignment]] = {}
+        topic_ids: dict[str, uuid.UUID | None] = {}
         for topic in sorted(new_topics):
-            for p, replicas in (await self._read_assignment_and_watch(topic)).items():
-                added[TopicPartition(topic, p)] = replicas
+            handler = self._register_partition_modifications_handler(topic)
+            full, topic_ids[topic] = await self.zk_client.get_full_topic_assignment_and_id(
+                topic, handler
+            )
+            assignments[topic] = full
+            for p, assignment in sorted(full.items()):
+                added[TopicPartition(topic, p)] = list(assignment.replicas)
+        await self._process_topic_ids(assignments, topic_ids)
         for tp, replicas in added.items():
             ctx.update_partition_replica_assignment(tp, replicas)
         self.log.info(
@@ -631,6 +646,21 @@ class KafkaController:
         )
         if new_topics:
             await self.on_new_topic_creation(new_topics, list(added))
+
+    async def _process_topic_ids(
+        self,
+        assignments: dict[str, dict[int, ReplicaAssignment]],
+        topic_ids: dict[str, uuid.UUID | None],
+    ) -> None:
+        """Kafka 2.8's processTopicIds: a topic without an id (created by a tool, or before
+        2.8) gets a new random one, written to its node; all ids go into the context."""
+        missing = {t: assignments[t] for t, topic_id in topic_ids.items() if topic_id is None}
+        # a topic deleted meanwhile has no node to write to; it is left without an id
+        missing = {t: a for t, a in missing.items() if a}
+        assigned = await self.zk_client.set_topic_ids(missing) if missing else {}
+        for topic, topic_id in {**topic_ids, **assigned}.items():
+            if topic_id is not None:
+                self.context.add_topic_id(topic, topic_id)
 
     async def on_new_topic_creation(
         self, topics: set[str], new_partitions: list[TopicPartition]
@@ -663,7 +693,7 @@ class KafkaController:
         assignment = await self._read_assignment_and_watch(topic)
         self.log.info(
             "Partition modification triggered %s for path %s",
-            TopicZNode.encode(assignment).decode(),
+            TopicZNode.encode(topic, assignment, ctx.topic_ids.get(topic)).decode(),
             TopicZNode.path(topic),
         )
         to_add = {
@@ -767,7 +797,7 @@ class KafkaController:
             f"{p.get('topic_name', '')}-{p.get('partition_index')}": _error_name(
                 int(p["error_code"])
             )
-            for p in _leader_and_isr_partition_errors(response)
+            for p in _leader_and_isr_partition_errors(response, self.context.topic_names)
             if int(p.get("error_code", 0)) != 0
         }
         if failed:
@@ -780,7 +810,7 @@ class KafkaController:
         # online again; the newly offline ones lose leadership and leave the ISR
         offline: set[TopicPartition] = set()
         online: set[TopicPartition] = set()
-        for p in _leader_and_isr_partition_errors(response):
+        for p in _leader_and_isr_partition_errors(response, self.context.topic_names):
             tp = TopicPartition(str(p.get("topic_name", "")), int(p["partition_index"]))
             code = int(p.get("error_code", 0))
             if code == Errors.KAFKA_STORAGE_ERROR:
@@ -1126,7 +1156,9 @@ class KafkaController:
         topic_assignment = self.context.partition_full_replica_assignment_for_topic(tp.topic)
         topic_assignment[tp.partition] = assignment
         try:
-            await self.zk_client.set_full_topic_assignment(tp.topic, topic_assignment)
+            await self.zk_client.set_full_topic_assignment(
+                tp.topic, topic_assignment, topic_id=self.context.topic_ids.get(tp.topic)
+            )
         except NoNodeError as e:
             raise RuntimeError(
                 f"Failed to update assignment for {tp} since the topic has no current assignment"
@@ -1682,13 +1714,21 @@ class KafkaController:
             self.send_update_metadata_request(sorted(ctx.live_or_shutting_down_broker_ids), [])
 
 
-def _leader_and_isr_partition_errors(response: Body) -> list[dict[str, Any]]:
+def _leader_and_isr_partition_errors(
+    response: Body, topic_names: Mapping[uuid.UUID, str]
+) -> list[dict[str, Any]]:
+    """The partition errors of a LeaderAndIsr response with their topic names: v0-3 name
+    each, v4 groups them by topic, v5 by topic id (named from the controller's context; a
+    topic it no longer knows is left out, as Kafka's partitionErrors(topicNames) does)."""
     errors = response.get("partition_errors")
     if errors is not None:
         return list(errors)
-    # newer versions group them by topic
-    return [
-        {"topic_name": t.get("topic_name", ""), **p}
-        for t in response.get("topics", [])
-        for p in t.get("partition_errors", [])
-    ]
+    out: list[dict[str, Any]] = []
+    for t in response.get("topics", []):
+        name = t.get("topic_name")
+        if name is None and t.get("topic_id") is not None:
+            name = topic_names.get(t["topic_id"])
+        if name is None:
+            continue
+        out.extend({**p, "topic_name": name} for p in t.get("partition_errors", []))
+    return out

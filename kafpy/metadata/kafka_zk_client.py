@@ -10,10 +10,12 @@ unless a method says otherwise.
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from kafpy.common.errors import ControllerMovedError
+from kafpy.common.kafka_uuid import random_uuid
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.metadata.errors import BadVersionError, NodeExistsError, NoNodeError, NotEmptyError
 from kafpy.metadata.store import (
@@ -144,22 +146,30 @@ class KafkaZkClient:
         return await self.store.exists(TopicZNode.path(topic)) is not None
 
     async def create_topic_assignment(
-        self, topic: str, assignment: Mapping[int, Sequence[int]]
+        self,
+        topic: str,
+        assignment: Mapping[int, Sequence[int]],
+        topic_id: uuid.UUID | None = None,
     ) -> None:
         """Create /brokers/topics/<topic>; raises NodeExistsError if it exists."""
         await self.store.create(
-            TopicZNode.path(topic), TopicZNode.encode(assignment), make_parents=True
+            TopicZNode.path(topic),
+            TopicZNode.encode(topic, assignment, topic_id),
+            make_parents=True,
         )
 
     async def set_topic_assignment(
         self,
         topic: str,
-        assignment: Mapping[int, Sequence[int]],
+        assignment: Mapping[int, Sequence[int] | ReplicaAssignment],
         expected_version: int = ZkVersion.MATCH_ANY,
+        *,
+        topic_id: uuid.UUID | None,
     ) -> Stat:
-        """Replace a topic's assignment if the node is at `expected_version`."""
+        """Replace a topic's assignment (keeping `topic_id`, which the caller read) if the
+        node is at `expected_version`."""
         return await self.store.set(
-            TopicZNode.path(topic), TopicZNode.encode(assignment), expected_version
+            TopicZNode.path(topic), TopicZNode.encode(topic, assignment, topic_id), expected_version
         )
 
     async def get_topic_assignment_and_version(
@@ -180,19 +190,55 @@ class KafkaZkClient:
     ) -> dict[int, ReplicaAssignment]:
         """A topic's assignment with the adding/removing replicas of partitions being
         reassigned ({} when the topic does not exist)."""
+        return (await self.get_full_topic_assignment_and_id(topic, watch))[0]
+
+    async def get_full_topic_assignment_and_id(
+        self, topic: str, watch: WatchCallback | None = None
+    ) -> tuple[dict[int, ReplicaAssignment], uuid.UUID | None]:
+        """A topic's full assignment and its topic id (({}, None) when it does not exist)."""
         try:
             data, _ = await self.store.get(TopicZNode.path(topic), watch)
         except NoNodeError:
-            return {}
-        return TopicZNode.decode_full(data)
+            return {}, None
+        return TopicZNode.decode_full(data), TopicZNode.decode_topic_id(data)
 
     async def set_full_topic_assignment(
-        self, topic: str, assignment: Mapping[int, ReplicaAssignment]
+        self,
+        topic: str,
+        assignment: Mapping[int, ReplicaAssignment],
+        *,
+        topic_id: uuid.UUID | None,
     ) -> Stat:
-        """Write a topic's assignment as version 2 (raises NoNodeError without the topic)."""
+        """Write a topic's assignment with its adding/removing replicas (raises NoNodeError
+        without the topic)."""
         return await self.store.set(
-            TopicZNode.path(topic), TopicZNode.encode_full(assignment), ZkVersion.MATCH_ANY
+            TopicZNode.path(topic),
+            TopicZNode.encode(topic, assignment, topic_id),
+            ZkVersion.MATCH_ANY,
         )
+
+    async def get_topic_ids_for_topics(self, topics: Iterable[str]) -> dict[str, uuid.UUID]:
+        """The ids of the topics that exist and have one (Kafka's getTopicIdsForTopics)."""
+        result: dict[str, uuid.UUID] = {}
+        for topic in topics:
+            topic_id = TopicZNode.decode_topic_id(
+                await self.store.get_data_or_none(TopicZNode.path(topic))
+            )
+            if topic_id is not None:
+                result[topic] = topic_id
+        return result
+
+    async def set_topic_ids(
+        self, assignments: Mapping[str, Mapping[int, ReplicaAssignment]]
+    ) -> dict[str, uuid.UUID]:
+        """Give each topic (which has no id yet) a new random id, rewriting its node with the
+        assignment given (Kafka's setTopicIds); returns the ids."""
+        ids: dict[str, uuid.UUID] = {}
+        for topic, assignment in assignments.items():
+            topic_id = random_uuid()
+            await self.set_full_topic_assignment(topic, assignment, topic_id=topic_id)
+            ids[topic] = topic_id
+        return ids
 
     # -- /admin/reassign_partitions ---------------------------------------------------------
 

@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Mapping, Sequence
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
+from kafpy.common.kafka_uuid import uuid_from_string, uuid_to_string
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.metadata.store import Stat
 
@@ -52,6 +54,7 @@ def _loads_object(data: bytes | None, what: str) -> dict[str, Any] | None:
 
 
 _MASK = 0xFFFFFFFF
+K = TypeVar("K")
 
 
 def _java_string_hash(text: str) -> int:
@@ -65,7 +68,11 @@ def _java_string_hash(text: str) -> int:
 def _scala_immutable_hash_order_key(text: str) -> list[int]:
     """Where a String key sits in a Scala 2.12 immutable HashMap (a hash trie walked by
     5-bit chunks of the improved hash, lowest bits first)."""
-    h = _java_string_hash(text)
+    return _scala_immutable_hash_order_key_of(_java_string_hash(text))
+
+
+def _scala_immutable_hash_order_key_of(h: int) -> list[int]:
+    """Where a key of hash code `h` sits in a Scala 2.12 immutable HashMap."""
     h = (h + (~(h << 9) & _MASK)) & _MASK
     h ^= h >> 14
     h = (h + (h << 4)) & _MASK
@@ -73,21 +80,46 @@ def _scala_immutable_hash_order_key(text: str) -> list[int]:
     return [(h >> (5 * level)) & 0x1F for level in range(7)]
 
 
+def _scala_improve_mutable(hcode: int) -> int:
+    """Scala 2.12 HashTable.improve with the seed of a 16-bucket table (4): byteswap32,
+    then rotated right by 4. The seed stays 4 when the table grows."""
+    hc = (hcode * 0x9E3775CD) & _MASK
+    hc = int.from_bytes(hc.to_bytes(4, "big"), "little")  # Integer.reverseBytes
+    hc = (hc * 0x9E3775CD) & _MASK
+    return ((hc >> 4) | (hc << 28)) & _MASK
+
+
+def _scala_mutable_order(keys: Sequence[K], hash_of: Callable[[K], int]) -> list[K]:
+    """Iteration order of a Scala 2.12 mutable.HashMap whose keys were put in the order
+    given: 16 buckets to start with, doubled once more than 3/4 are used; a bucket is the
+    top bits of the improved hash; a new entry goes first in its bucket; a resize moves
+    the entries bucket by bucket from the last one down; iteration walks the buckets from
+    the last one down."""
+    size = 16
+    table: list[list[K]] = [[] for _ in range(size)]
+
+    def index(key: K, size: int) -> int:
+        return _scala_improve_mutable(hash_of(key)) >> (33 - size.bit_length())
+
+    for count, key in enumerate(keys, 1):
+        table[index(key, size)].insert(0, key)
+        if count > size * 3 // 4:
+            old, size = table, size * 2
+            table = [[] for _ in range(size)]
+            for bucket in reversed(old):
+                for moved in bucket:
+                    table[index(moved, size)].insert(0, moved)
+    return [key for bucket in reversed(table) for key in bucket]
+
+
 def _scala_mutable_int_order(keys: Iterable[int]) -> list[int]:
-    """Iteration order of a Scala 2.12 mutable.HashMap[Int, _] of at most 12 keys (table of
-    16 buckets, walked from the last bucket down, newest entry first in a bucket)."""
+    """Iteration order of a Scala 2.12 mutable.HashMap[Int, _] filled in the order given."""
+    return _scala_mutable_order(list(keys), lambda key: key & _MASK)
 
-    def bucket(key: int) -> int:
-        hc = (key * 0x9E3775CD) & _MASK
-        hc = int.from_bytes(hc.to_bytes(4, "big"), "little")  # Integer.reverseBytes
-        hc = (hc * 0x9E3775CD) & _MASK
-        rotated = ((hc >> 4) | (hc << 28)) & _MASK  # seed 4 = bitCount(16 - 1)
-        return rotated >> 28
 
-    buckets: dict[int, list[int]] = {}
-    for key in keys:
-        buckets.setdefault(bucket(key), []).insert(0, key)
-    return [key for b in sorted(buckets, reverse=True) for key in buckets[b]]
+def _topic_partition_hash(topic: str, partition: int) -> int:
+    """Java's TopicPartition.hashCode."""
+    return (31 * (31 + partition) + _java_string_hash(topic)) & _MASK
 
 
 class ZkVersion:
@@ -309,18 +341,21 @@ class TopicsZNode:
 
 
 class TopicZNode:
-    """A topic's replica assignment: {"version":1,"partitions":{"0":[1,2,0],...}}.
+    """A topic's replica assignment and topic id, as Kafka 2.8 writes it (version 3):
+    {"removing_replicas":{},"partitions":{"2":[1,2,0],"1":[0,1,2],"0":[2,0,1]},
+    "topic_id":"…","adding_replicas":{},"version":3}.
 
-    Kafka's partition order: with more than 4 partitions, that of a Scala immutable
-    HashMap of the partition strings (10 partitions: "8","4","9","5","6","1","0","2","7","3");
-    with up to 4, the order in which the map was built (Scala's small maps keep it), which
-    for a new topic is that of a mutable HashMap of partition ids (3 partitions: "2","1","0")
-    — `creation_order` gives it — and after adding partitions, the existing order followed
-    by the new partitions. `encode` writes up to 4 partitions in the order given.
-    While partitions are being reassigned the controller writes version 2 (Kafka 2.4+):
-    {"version":2,"partitions":{..},"adding_replicas":{"0":[2]},"removing_replicas":{"0":[0]}}
-    (`encode_full`/`decode_full`); `decode` reads either version and keeps the partitions.
+    Kafka builds the node from Scala 2.12 mutable HashMaps and Jackson writes them in their
+    iteration order: the top level always in the order above (no "topic_id" for a topic
+    without one), and the partitions in the order of a mutable HashMap of the partition
+    strings, filled in the order of the assignment Kafka encodes: a Scala immutable Map of
+    TopicPartitions, which keeps the order it was built in up to 4 entries and beyond
+    that is ordered by TopicPartition.hashCode (`creation_order` gives the order of a new
+    topic's small map). `adding_replicas` / `removing_replicas` name only the partitions
+    being reassigned. `decode*` read versions 1 to 3 and keep the node's partition order.
     """
+
+    VERSION = 3
 
     @staticmethod
     def path(topic: str) -> str:
@@ -334,12 +369,35 @@ class TopicZNode:
         return {p: list(assignment[p]) for p in _scala_mutable_int_order(assignment)}
 
     @staticmethod
-    def encode(assignment: Mapping[int, Sequence[int]]) -> bytes:
-        keys = [str(p) for p in assignment]
-        if len(keys) > 4:
-            keys.sort(key=_scala_immutable_hash_order_key)
-        partitions = {k: list(assignment[int(k)]) for k in keys}
-        return _dumps({"version": 1, "partitions": partitions})
+    def encode(
+        topic: str,
+        assignment: Mapping[int, ReplicaAssignment | Sequence[int]],
+        topic_id: uuid.UUID | None,
+    ) -> bytes:
+        full = {
+            p: a if isinstance(a, ReplicaAssignment) else ReplicaAssignment(tuple(a))
+            for p, a in assignment.items()
+        }
+        built = list(full)
+        if len(built) > 4:
+            built.sort(
+                key=lambda p: _scala_immutable_hash_order_key_of(_topic_partition_hash(topic, p))
+            )
+        keys = _scala_mutable_order([str(p) for p in built], _java_string_hash)
+        ordered = [(k, full[int(k)]) for k in keys]
+        obj: dict[str, Any] = {
+            "removing_replicas": {
+                k: list(a.removing_replicas) for k, a in ordered if a.removing_replicas
+            },
+            "partitions": {k: list(a.replicas) for k, a in ordered},
+        }
+        if topic_id is not None:
+            obj["topic_id"] = uuid_to_string(topic_id)
+        obj["adding_replicas"] = {
+            k: list(a.adding_replicas) for k, a in ordered if a.adding_replicas
+        }
+        obj["version"] = TopicZNode.VERSION
+        return _dumps(obj)
 
     @staticmethod
     def decode(data: bytes | None) -> dict[int, list[int]]:
@@ -356,25 +414,16 @@ class TopicZNode:
             raise ZkDataError(f"topic assignment has a malformed partition: {data!r}") from e
 
     @staticmethod
-    def encode_full(assignment: Mapping[int, ReplicaAssignment]) -> bytes:
-        """Version 2: the replicas plus the adding and removing replicas of the partitions
-        being reassigned (partitions without any are left out of those two maps)."""
-        keys = [str(p) for p in assignment]
-        if len(keys) > 4:
-            keys.sort(key=_scala_immutable_hash_order_key)
-        full = {k: assignment[int(k)] for k in keys}
-        return _dumps(
-            {
-                "version": 2,
-                "partitions": {k: list(a.replicas) for k, a in full.items()},
-                "adding_replicas": {
-                    k: list(a.adding_replicas) for k, a in full.items() if a.adding_replicas
-                },
-                "removing_replicas": {
-                    k: list(a.removing_replicas) for k, a in full.items() if a.removing_replicas
-                },
-            }
-        )
+    def decode_topic_id(data: bytes | None) -> uuid.UUID | None:
+        """The topic id (KIP-516), None in a node written before Kafka 2.8."""
+        obj = _loads_object(data, "topic assignment")
+        text = None if obj is None else obj.get("topic_id")
+        if text is None:
+            return None
+        try:
+            return uuid_from_string(str(text))
+        except ValueError as e:
+            raise ZkDataError(f"topic assignment has a malformed topic_id: {data!r} ({e})") from e
 
     @staticmethod
     def decode_full(data: bytes | None) -> dict[int, ReplicaAssignment]:

@@ -407,8 +407,13 @@ async def _delete_topics(auth: AuthHelper, request: Request, handler: Handler) -
         return response
     allowed, denied = auth.split(request, list(body.get("topics") or ()), "name", Op.DELETE)
     response = await handler(_with_body(request, {**body, "topics": allowed}))
+    # a topic given by id keeps its name hidden from who may not describe it (as Kafka 2.8)
+    described = auth.authorized_names(
+        request, Op.DESCRIBE, TOPIC, (t["name"] for t in denied if t.get("named_by_id"))
+    )
     response["responses"].extend(
-        {"name": t["name"], "topic_id": t.get("topic_id"), "error_code": Errors.TOPIC_AUTHORIZATION_FAILED,
+        {"name": t["name"] if not t.get("named_by_id") or t["name"] in described else None,
+         "topic_id": t.get("topic_id"), "error_code": Errors.TOPIC_AUTHORIZATION_FAILED,
          "error_message": None} for t in denied
     )  # fmt: skip
     return response

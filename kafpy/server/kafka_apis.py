@@ -15,8 +15,10 @@ Metadata and UpdateMetadata, AdminZkClient for topic auto-creation.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import re
 import time
+import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -313,7 +315,7 @@ class KafkaApis:
             handlers[ApiKey.METADATA] = self._answer_metadata  # answers differ per principal
         # Serve only what both the codec declares and the broker advertises.
         self.handlers: dict[ApiKey, Handler] = {
-            k: self.auth.guard(k, h)
+            k: self._guarded(k, h)
             for k, h in handlers.items()
             if k in REQUESTS and k in SUPPORTED_VERSIONS
         }
@@ -321,7 +323,34 @@ class KafkaApis:
     def register(self, api_key: ApiKey, handler: Handler) -> None:
         """Serve one more API (the admin and producer-id APIs plug in here)."""
         if api_key in REQUESTS and api_key in SUPPORTED_VERSIONS:
-            self.handlers[api_key] = self.auth.guard(api_key, handler)
+            self.handlers[api_key] = self._guarded(api_key, handler)
+
+    def _guarded(self, api_key: ApiKey, handler: Handler) -> Handler:
+        """The handler behind the authorizer's checks of its API."""
+        guarded = self.auth.guard(api_key, handler)
+        if api_key == ApiKey.DELETE_TOPICS:
+            guarded = self._naming_topics_given_by_id(guarded)
+        return guarded
+
+    def _naming_topics_given_by_id(self, handler: Handler) -> Handler:
+        """DeleteTopics v6+ may give topics by id (KIP-516): each id is looked up first (the
+        controller's metadata cache knows them all), so that the authorizer checks names."""
+
+        async def handle(request: Request) -> Any:
+            body = request.body
+            if request.api_version >= 6 and body is not None:
+                topics = list(body.get("topics") or ())
+                if any(t.get("topic_id") is not None and t.get("name") is None for t in topics):
+                    named = [
+                        {**t, "name": self.metadata_cache.topic_name(t["topic_id"]),
+                         "named_by_id": True}
+                        if t.get("topic_id") is not None and t.get("name") is None else t
+                        for t in topics
+                    ]  # fmt: skip
+                    request = dataclasses.replace(request, body={**body, "topics": named})
+            return await handler(request)
+
+        return handle
 
     def authorizer_check(
         self, request: Request, operation: AclOperation, resource_type: ResourceType, name: str
@@ -951,9 +980,12 @@ class KafkaApis:
                 )  # fmt: skip
             body = request.body
             refused: list[dict[str, Any]] = []
+            ids: dict[str, uuid.UUID] = {}
             if api == "delete_topics" and request.api_version >= 6:
-                body, refused = _delete_topics_by_name(body)
+                body, refused, ids = _delete_topics_by_name(body)
             result: dict[str, Any] = await getattr(manager, api)(body, request.api_version)
+            for r in result["responses"] if ids else ():
+                r["topic_id"] = ids.get(r["name"])
             if refused:
                 result["responses"].extend(refused)
             if api == "create_topics" and request.api_version >= 5:
@@ -1329,22 +1361,31 @@ def _elect_leaders_response(
 
 def _delete_topics_by_name(
     body: Mapping[str, Any],
-) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """DeleteTopics v6+: the body with `topic_names` (what AdminManager reads), and the
-    answers for topics given by id, which kafpy cannot delete (it keeps no topic ids)."""
+) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, uuid.UUID]]:
+    """DeleteTopics v6+: the body with `topic_names` (what AdminManager reads), the answers
+    for topics that cannot be deleted as given, and the ids of the topics given by id
+    (`named_by_id`, their names looked up already), for their answers."""
     names: list[str] = []
     refused: list[dict[str, Any]] = []
+    ids: dict[str, uuid.UUID] = {}
     for t in body.get("topics") or ():
-        topic_id = t.get("topic_id") or ZERO_UUID
-        if t.get("name") is not None and topic_id != ZERO_UUID:
-            refused.append({"name": t["name"], "topic_id": topic_id, "error_code": Errors.INVALID_REQUEST,
-                            "error_message": "You may not specify both topic name and topic id."})  # fmt: skip
-        elif t.get("name") is None:
-            refused.append({"name": None, "topic_id": topic_id, "error_code": Errors.UNSUPPORTED_VERSION,
-                            "error_message": "This broker keeps no topic ids; delete the topic by name."})  # fmt: skip
+        name, topic_id = t.get("name"), t.get("topic_id")
+        if t.get("named_by_id"):
+            if name is None:
+                refused.append({"name": None, "topic_id": topic_id, "error_code": Errors.UNKNOWN_TOPIC_ID,
+                                "error_message": None})  # fmt: skip
+            else:
+                names.append(name)
+                ids[name] = topic_id
+        elif name is not None and topic_id is not None:
+            refused.append({"name": name, "topic_id": topic_id, "error_code": Errors.INVALID_REQUEST,
+                            "error_message": "Topic name and topic ID can not both be specified."})  # fmt: skip
+        elif name is None:
+            refused.append({"name": None, "topic_id": None, "error_code": Errors.INVALID_REQUEST,
+                            "error_message": "Neither a topic name nor a topic ID was given."})  # fmt: skip
         else:
-            names.append(t["name"])
-    return {**body, "topic_names": names}, refused
+            names.append(name)
+    return {**body, "topic_names": names}, refused, ids
 
 
 def _produce_error(tp: TopicPartition, code: int, message: str | None) -> dict[str, Any]:

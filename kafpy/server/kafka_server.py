@@ -237,8 +237,9 @@ class KafkaServer:
         await self.controller.startup()
 
         metadata_cache = self.metadata_cache
+        admin_zk_client = AdminZkClient(self.zk_client, uses_topic_id=True)
         self.admin_manager = AdminManager(
-            cfg, self.zk_client,
+            cfg, self.zk_client, admin_zk_client,
             partitions_online=lambda topic, partitions: _partitions_online(metadata_cache, topic, partitions),
             topic_exists_in_metadata=metadata_cache.contains_topic, dynamic_config=self.dynamic_config,
         )  # fmt: skip
@@ -259,7 +260,7 @@ class KafkaServer:
             )
             await self.authorizer.start()
         self.apis = KafkaApis(
-            cfg, self.replica_manager, self.metadata_cache, AdminZkClient(self.zk_client),
+            cfg, self.replica_manager, self.metadata_cache, admin_zk_client,
             self.cluster_id, controller=self.controller, admin_manager=self.admin_manager,
             producer_id_manager=self.producer_id_manager, group_coordinator=self.group_coordinator,
             quotas=self.quotas,

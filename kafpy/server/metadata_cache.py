@@ -10,6 +10,7 @@ the full picture at start-up and changes afterwards; a partition whose leader is
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -94,6 +95,9 @@ class MetadataCache:
         self.controller_id: int | None = None
         self._brokers: dict[int, MetadataBroker] = {}
         self._partitions: dict[str, dict[int, PartitionInfo]] = {}
+        # KIP-516 topic ids the controller sent (UpdateMetadata v7+), both ways
+        self._topic_ids: dict[str, uuid.UUID] = {}
+        self._topic_names: dict[uuid.UUID, str] = {}
         # counts the UpdateMetadata requests applied: a Metadata answer built at one
         # generation holds until the next
         self.generation = 0
@@ -106,6 +110,14 @@ class MetadataCache:
         controller_id = request_body["controller_id"]
         self.controller_id = controller_id if controller_id >= 0 else None
         self._brokers = _brokers(request_body)
+        for t in request_body.get("topic_states") or ():
+            topic_id = t.get("topic_id")
+            if topic_id is not None:
+                previous = self._topic_ids.get(t["topic_name"])
+                if previous is not None and previous != topic_id:  # deleted and created again
+                    self._topic_names.pop(previous, None)
+                self._topic_ids[t["topic_name"]] = topic_id
+                self._topic_names[topic_id] = t["topic_name"]
         deleted: list[TopicPartition] = []
         for topic, state in _partition_states(request_body):
             index = state["partition_index"]
@@ -122,6 +134,9 @@ class MetadataCache:
                     deleted.append(TopicPartition(topic, index))
                     if not parts:
                         del self._partitions[topic]
+                        topic_id = self._topic_ids.pop(topic, None)
+                        if topic_id is not None:
+                            self._topic_names.pop(topic_id, None)
                 continue
             self._partitions.setdefault(topic, {})[index] = PartitionInfo(
                 state["controller_epoch"],
@@ -157,6 +172,13 @@ class MetadataCache:
     def get_all_topics(self) -> list[str]:
         return list(self._partitions)
 
+    def topic_id(self, topic: str) -> uuid.UUID | None:
+        """The topic's id, None when the controller sent none (or the topic is unknown)."""
+        return self._topic_ids.get(topic)
+
+    def topic_name(self, topic_id: uuid.UUID) -> str | None:
+        return self._topic_names.get(topic_id)
+
     def get_partition_info(self, tp: TopicPartition) -> PartitionInfo | None:
         parts = self._partitions.get(tp.topic)
         return None if parts is None else parts.get(tp.partition)
@@ -186,6 +208,7 @@ class MetadataCache:
             out.append({
                 "error_code": Errors.NONE,
                 "name": topic,
+                "topic_id": self._topic_ids.get(topic),
                 "is_internal": topic in INTERNAL_TOPICS,
                 "partitions": partitions,
             })  # fmt: skip

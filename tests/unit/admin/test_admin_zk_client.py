@@ -37,7 +37,8 @@ def test_seed_worked_example_end_to_end() -> None:
         assignment = await admin.create_topic("topic_a", 3, 3)
         assert assignment == {0: [1, 2, 0], 1: [2, 0, 1], 2: [0, 1, 2]}
         assert (await zk.store.get("/brokers/topics/topic_a"))[0] == (
-            b'{"version":1,"partitions":{"2":[0,1,2],"1":[2,0,1],"0":[1,2,0]}}'
+            b'{"removing_replicas":{},"partitions":{"2":[0,1,2],"1":[2,0,1],"0":[1,2,0]},'
+            b'"adding_replicas":{},"version":3}'
         )
         assert (await zk.store.get("/config/topics/topic_a"))[0] == b'{"version":1,"config":{}}'
         brokers = await admin.get_broker_metadatas()

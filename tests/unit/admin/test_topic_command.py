@@ -64,7 +64,8 @@ def test_create_with_explicit_assignment_writes_kafkas_nodes() -> None:
             "Created topic topic_a.",
         ]
         assert (await zk.store.get("/brokers/topics/topic_a"))[0] == (
-            b'{"version":1,"partitions":{"2":[0,1,2],"1":[2,0,1],"0":[1,2,0]}}'
+            b'{"removing_replicas":{},"partitions":{"2":[0,1,2],"1":[2,0,1],"0":[1,2,0]},'
+            b'"adding_replicas":{},"version":3}'
         )
         assert (await zk.store.get("/config/topics/topic_a"))[0] == b'{"version":1,"config":{}}'
 
@@ -77,14 +78,17 @@ def test_create_automatic_then_grow_continues_the_assignment() -> None:
         out = await run(zk, opts("create", topic="t", partitions=3, replication_factor=3))
         assert out == ["Created topic t."]
         # make the existing assignment the seed's, then grow it to 4 like the seed
-        await zk.set_topic_assignment("t", {2: [0, 1, 2], 1: [2, 0, 1], 0: [1, 2, 0]})
+        await zk.set_topic_assignment(
+            "t", {2: [0, 1, 2], 1: [2, 0, 1], 0: [1, 2, 0]}, topic_id=None
+        )
         out = await run(zk, opts("alter", topic="t", partitions=4))
         assert out[-1] == "Adding partitions succeeded!"
         assert out[0].startswith("WARNING: If partitions are increased")
         assignment, _ = await zk.get_topic_assignment_and_version("t")
         assert assignment[3] == [1, 2, 0]
         assert (await zk.store.get("/brokers/topics/t"))[0] == (
-            b'{"version":1,"partitions":{"2":[0,1,2],"1":[2,0,1],"0":[1,2,0],"3":[1,2,0]}}'
+            b'{"removing_replicas":{},"partitions":{"2":[0,1,2],"1":[2,0,1],"0":[1,2,0],'
+            b'"3":[1,2,0]},"adding_replicas":{},"version":3}'
         )
 
     run_with_zk(body)

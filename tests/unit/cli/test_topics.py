@@ -71,7 +71,8 @@ def test_create_describe_alter_list_delete(zookeeper_connect: str) -> None:
         assert r.returncode == 0, r.stderr
         assert r.stdout.splitlines()[-1] == "Created topic topic_a."
         assert (await zk.store.get("/brokers/topics/topic_a"))[0] == (
-            b'{"version":1,"partitions":{"2":[0,1,2],"1":[2,0,1],"0":[1,2,0]}}'
+            b'{"removing_replicas":{},"partitions":{"2":[0,1,2],"1":[2,0,1],"0":[1,2,0]},'
+            b'"adding_replicas":{},"version":3}'
         )
         assert (await zk.store.get("/config/topics/topic_a"))[0] == b'{"version":1,"config":{}}'
 

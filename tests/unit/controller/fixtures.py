@@ -69,14 +69,25 @@ class SentRequest:
 Responder = Callable[[SentRequest], dict[str, Any]]
 
 
-def healthy_response(request: SentRequest) -> dict[str, Any]:
-    """What a healthy broker answers: no error for any partition."""
+def healthy_response(request: SentRequest, error_code: int = 0) -> dict[str, Any]:
+    """What a healthy broker answers: no error for any partition (or `error_code` for every
+    one), in the layout of the request's version."""
     if request.api_key == ApiKey.UPDATE_METADATA:
         return {"error_code": 0}
+    if request.api_key == ApiKey.LEADER_AND_ISR and request.version >= 5:
+        # v5 answers per topic, named by topic id only
+        ids = {t["topic_name"]: t["topic_id"] for t in request.body["topic_states"]}
+        by_topic: dict[str, list[dict[str, Any]]] = {}
+        for t, p in request.partitions():
+            by_topic.setdefault(t, []).append({"partition_index": p, "error_code": error_code})
+        return {
+            "error_code": 0,
+            "topics": [{"topic_id": ids[t], "partition_errors": e} for t, e in by_topic.items()],
+        }
     return {
         "error_code": 0,
         "partition_errors": [
-            {"topic_name": t, "partition_index": p, "error_code": 0}
+            {"topic_name": t, "partition_index": p, "error_code": error_code}
             for t, p in request.partitions()
         ],
     }

@@ -62,7 +62,8 @@ def test_requests_reach_a_broker_over_tcp() -> None:
                     lambda: bool(broker.requests_of(ApiKey.LEADER_AND_ISR)), "LeaderAndIsr"
                 )
                 lai = broker.requests_of(ApiKey.LEADER_AND_ISR)[0]
-                assert lai.header.api_version == 4 and lai.header.client_id == "0"
+                assert lai.header.api_version == 5 and lai.header.client_id == "0"
+                assert lai.body["topic_states"][0]["topic_id"] is not None
                 state = lai.body["topic_states"][0]["partition_states"][0]
                 assert (state["leader"], state["isr"], state["is_new"]) == (0, [0], True)
                 await wait_until(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import uuid
 from collections.abc import Awaitable, Callable
 
 import pytest
@@ -17,7 +18,11 @@ from kafpy.controller.kafka_controller import ElectionResult
 from kafpy.controller.partition_state_machine import PartitionState
 from kafpy.controller.replica_state_machine import ReplicaState
 from kafpy.controller.state_change_logger import STATE_CHANGE_LOGGER_NAME
-from kafpy.metadata.zk_data import IsrChangeNotificationSequenceZNode, LeaderIsrAndControllerEpoch
+from kafpy.metadata.zk_data import (
+    IsrChangeNotificationSequenceZNode,
+    LeaderIsrAndControllerEpoch,
+    TopicZNode,
+)
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.errors import Errors
 from kafpy.protocol.messages import REQUESTS
@@ -131,11 +136,17 @@ def test_topic_creation_writes_states_and_sends_requests(caplog: pytest.LogCaptu
         )
         assert (await state_json(cluster, "t", 1))["leader"] == 2  # type: ignore[index]
 
+        # the topic was written without an id (as by a tool): the controller gave it one
+        topic_id = TopicZNode.decode_topic_id(
+            await cluster.admin.store.get_data_or_none("/brokers/topics/t")
+        )
+        assert topic_id is not None and ctl_topic_id(cluster, "t") == topic_id
         lai = cluster.requests(LAI)
         assert sorted(r.broker_id for r in lai) == [0, 1, 2]
         for r in lai:
             assert_encodable(r)
-            assert r.version == 4 and r.body["controller_epoch"] == 1
+            assert r.version == 5 and r.body["controller_epoch"] == 1
+            assert [t["topic_id"] for t in r.body["topic_states"]] == [topic_id]
             assert r.body["broker_epoch"] > 0
             states = dict(((t, s["partition_index"]), s) for t, s in r.partition_states())
             assert set(states) == {("t", 0), ("t", 1)}
@@ -146,6 +157,7 @@ def test_topic_creation_writes_states_and_sends_requests(caplog: pytest.LogCaptu
         assert sorted(r.broker_id for r in um) == [0, 1, 2]
         for r in um:
             assert_encodable(r)
+            assert r.version == 7 and [t["topic_id"] for t in r.body["topic_states"]] == [topic_id]
             assert sorted(r.partitions()) == [("t", 0), ("t", 1)]
             assert [b["id"] for b in r.body["live_brokers"]] == [0, 1, 2]
             assert r.body["live_brokers"][0]["endpoints"][0]["port"] == 9092
@@ -168,6 +180,10 @@ def test_topic_creation_writes_states_and_sends_requests(caplog: pytest.LogCaptu
         assert "Processed event TopicChange in" in text
 
     run(body)
+
+
+def ctl_topic_id(cluster: ControllerCluster, topic: str) -> uuid.UUID | None:
+    return cluster.controller().context.topic_ids.get(topic)
 
 
 def test_creation_with_a_dead_assigned_replica_uses_the_live_ones() -> None:
@@ -209,7 +225,9 @@ def test_added_partitions_go_online() -> None:
         await cluster.admin.create_topic_with_config("t", {0: [0, 1]}, {})
         await cluster.settle()
         cluster.sent.clear()
-        await cluster.admin.set_topic_assignment("t", {0: [0, 1], 1: [2, 0]})
+        await cluster.admin.set_topic_assignment(
+            "t", {0: [0, 1], 1: [2, 0]}, topic_id=ctl_topic_id(cluster, "t")
+        )
         await cluster.settle()
         state = await state_json(cluster, "t", 1)
         assert state is not None and state["leader"] == 2 and state["isr"] == [2, 0]
@@ -233,7 +251,9 @@ def test_expansion_is_skipped_while_the_topic_is_queued_for_deletion(
         await cluster.admin.create_delete_topic_path("t")
         await cluster.settle()
         with caplog.at_level(logging.ERROR, logger="kafpy.controller"):
-            await cluster.admin.set_topic_assignment("t", {0: [1, 2], 1: [0, 1]})
+            await cluster.admin.set_topic_assignment(
+                "t", {0: [1, 2], 1: [0, 1]}, topic_id=ctl_topic_id(cluster, "t")
+            )
             await cluster.settle()
         assert await state_json(cluster, "t", 1) is None
         assert (
@@ -752,13 +772,9 @@ def healthy_response_with_errors(
     """A broker in `codes` answers LeaderAndIsr with that error for every partition."""
 
     def respond(request: SentRequest) -> dict[str, object]:
-        answer: dict[str, object] = dict(healthy_response(request))
         code = codes.get(request.broker_id)
         if request.api_key == LAI and code is not None:
-            answer["partition_errors"] = [
-                {"topic_name": t, "partition_index": p, "error_code": code}
-                for t, p in request.partitions()
-            ]
-        return answer
+            return healthy_response(request, code)
+        return healthy_response(request)
 
     return respond

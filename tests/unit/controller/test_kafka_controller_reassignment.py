@@ -8,6 +8,7 @@ import asyncio
 import json
 from collections.abc import Awaitable, Callable
 
+from kafpy.common.kafka_uuid import uuid_to_string
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.controller.controller_context import PartitionAndReplica
 from kafpy.controller.replica_state_machine import ReplicaState
@@ -61,11 +62,14 @@ def test_reassignment_through_the_admin_node_moves_the_replicas() -> None:
         await cluster.admin.create_partition_reassignment({TP: [1, 2]})
         await cluster.settle()
         # A1: RS = ORS + TRS with AR and RR in ZooKeeper, the leader epoch bumped
+        # (the topic keeps the id the controller gave it)
+        topic_id = uuid_to_string(cluster.controller().context.topic_ids["t"])
         assert await topic_json(cluster) == {
-            "version": 2,
+            "version": 3,
             "partitions": {"0": [1, 2, 0]},
             "adding_replicas": {"0": [2]},
             "removing_replicas": {"0": [0]},
+            "topic_id": topic_id,
         }
         ctx = cluster.controller().context
         assert ctx.partitions_being_reassigned == {TP}
@@ -82,10 +86,11 @@ def test_reassignment_through_the_admin_node_moves_the_replicas() -> None:
         cluster.sent.clear()
         await catch_up(cluster, [0, 1, 2])
         assert await topic_json(cluster) == {
-            "version": 2,
+            "version": 3,
             "partitions": {"0": [1, 2]},
             "adding_replicas": {},
             "removing_replicas": {},
+            "topic_id": topic_id,
         }
         state = await cluster.admin.get_topic_partition_state(TP)
         assert state is not None

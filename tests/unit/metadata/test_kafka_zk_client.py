@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
+from kafpy.common.kafka_uuid import random_uuid
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.metadata.embedded_store import EmbeddedStore
 from kafpy.metadata.errors import BadVersionError, NodeExistsError
@@ -18,6 +19,7 @@ from kafpy.metadata.zk_data import (
     EndPoint,
     LeaderAndIsr,
     LeaderIsrAndControllerEpoch,
+    ReplicaAssignment,
     ZkVersion,
 )
 
@@ -56,22 +58,47 @@ def test_register_and_list_brokers() -> None:
     run(body)
 
 
+def test_topic_ids_are_written_kept_and_given() -> None:
+    async def body(zk: KafkaZkClient) -> None:
+        await zk.make_sure_persistent_paths_exist()
+        topic_id = random_uuid()
+        await zk.create_topic_assignment("a", {0: [0]}, topic_id)
+        await zk.create_topic_assignment("b", {0: [0], 1: [0]})  # as a tool writes it
+        assert await zk.get_topic_ids_for_topics(["a", "b", "missing"]) == {"a": topic_id}
+        # an update that carries the id keeps it
+        await zk.set_topic_assignment("a", {0: [0], 1: [0]}, topic_id=topic_id)
+        full, read_id = await zk.get_full_topic_assignment_and_id("a")
+        assert (full, read_id) == (
+            {0: ReplicaAssignment((0,)), 1: ReplicaAssignment((0,))},
+            topic_id,
+        )
+        given = await zk.set_topic_ids({"b": await zk.get_full_topic_assignment("b")})
+        assert set(given) == {"b"} and given["b"] not in (topic_id, None)
+        assert await zk.get_topic_ids_for_topics(["a", "b"]) == {"a": topic_id, "b": given["b"]}
+        assert await zk.get_partitions_for_topics(["b"]) == {"b": [0, 1]}
+        assert await zk.get_full_topic_assignment_and_id("missing") == ({}, None)
+
+    run(body)
+
+
 def test_topic_assignment_roundtrip_with_versions() -> None:
     async def body(zk: KafkaZkClient) -> None:
         await zk.make_sure_persistent_paths_exist()
         assert await zk.get_all_topics_in_cluster() == []
         await zk.create_topic_assignment("t", {0: [1, 2, 0]})
         assert (await zk.store.get("/brokers/topics/t"))[0] == (
-            b'{"version":1,"partitions":{"0":[1,2,0]}}'
+            b'{"removing_replicas":{},"partitions":{"0":[1,2,0]},"adding_replicas":{},"version":3}'
         )
         assert await zk.topic_exists("t")
         with pytest.raises(NodeExistsError):
             await zk.create_topic_assignment("t", {0: [1]})
         assignment, version = await zk.get_topic_assignment_and_version("t")
         assert (assignment, version) == ({0: [1, 2, 0]}, 0)
-        await zk.set_topic_assignment("t", {0: [1, 2, 0], 1: [2, 0, 1]}, expected_version=0)
+        await zk.set_topic_assignment(
+            "t", {0: [1, 2, 0], 1: [2, 0, 1]}, expected_version=0, topic_id=None
+        )
         with pytest.raises(BadVersionError):
-            await zk.set_topic_assignment("t", {0: [1]}, expected_version=0)
+            await zk.set_topic_assignment("t", {0: [1]}, expected_version=0, topic_id=None)
         assert await zk.get_replica_assignment_for_topics(["t", "missing"]) == {
             TopicPartition("t", 0): [1, 2, 0],
             TopicPartition("t", 1): [2, 0, 1],

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from kafpy.common.kafka_uuid import uuid_from_string
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.metadata.store import Stat
 from kafpy.metadata.zk_data import (
@@ -76,35 +77,70 @@ def test_paths_are_kafkas() -> None:
     assert "/config/topics" in PERSISTENT_ZK_PATHS and "/admin/delete_topics" in PERSISTENT_ZK_PATHS
 
 
-def test_topic_assignment_is_kafkas_json() -> None:
-    assert TopicZNode.encode({0: [1, 2, 0]}) == b'{"version":1,"partitions":{"0":[1,2,0]}}'
-    worked = {0: [1, 2, 0], 1: [2, 0, 1], 2: [0, 1, 2]}
-    # a new topic's partitions in Kafka's order, as the seed's ZooKeeper browser shows them
-    encoded = TopicZNode.encode(TopicZNode.creation_order(worked))
-    assert encoded == b'{"version":1,"partitions":{"2":[0,1,2],"1":[2,0,1],"0":[1,2,0]}}'
-    assert TopicZNode.decode(encoded) == worked
-    assert list(TopicZNode.decode(encoded)) == [2, 1, 0]  # the node's order is kept
-    assert list(TopicZNode.creation_order({p: [0] for p in range(4)})) == [2, 1, 3, 0]
-    assert list(TopicZNode.creation_order({0: [0], 1: [0]})) == [1, 0]
+# Topic nodes as Kafka 2.8+ brokers wrote them, read back from ZooKeeper (zkCli `get`)
+KAFKA_TOPIC_NODES = [
+    ("t", b'{"removing_replicas":{},"partitions":{"0":[0]},"topic_id":"ZOLr9CLNQjSW70hyIHx6BQ",'
+          b'"adding_replicas":{},"version":3}'),
+    ("test-topic", b'{"removing_replicas":{},"partitions":{"2":[2,1],"1":[1,3],"0":[3,2]},'
+                   b'"topic_id":"RSZ--odYRlSOPGRgukKnAQ","adding_replicas":{},"version":3}'),
+    ("hello.kafka", b'{"removing_replicas":{},"partitions":{"2":[2],"1":[1],"0":[3],"3":[3]},'
+                    b'"topic_id":"qCqvWVu9Q6OJ_udtfKYegA","adding_replicas":{},"version":3}'),
+    ("__consumer_offsets",
+     b'{"removing_replicas":{},"partitions":{"30":[1],"39":[0],"45":[0],"2":[1],"5":[0],"48":[1],'
+     b'"33":[0],"27":[0],"12":[1],"8":[1],"15":[0],"42":[1],"36":[1],"21":[0],"18":[1],"24":[1],'
+     b'"35":[0],"41":[0],"7":[0],"17":[0],"1":[0],"44":[1],"23":[0],"38":[1],"47":[0],"4":[1],'
+     b'"26":[1],"11":[0],"32":[1],"14":[1],"20":[1],"29":[0],"46":[1],"34":[1],"28":[1],"6":[1],'
+     b'"40":[1],"49":[0],"9":[0],"43":[0],"0":[1],"22":[1],"16":[1],"37":[0],"19":[0],"3":[0],'
+     b'"10":[1],"31":[0],"25":[0],"13":[0]},"topic_id":"5Yu9oFhVRI6IUtNYNxoJ8w",'
+     b'"adding_replicas":{},"version":3}'),
+]  # fmt: skip
 
 
-def test_topic_assignment_of_many_partitions_is_in_scala_hash_order() -> None:
-    # a 10-partition topic as a Kafka 2.x broker wrote it to ZooKeeper
-    kafka = (
-        b'{"version":1,"partitions":{"8":[0],"4":[0],"9":[0],"5":[0],"6":[0],"1":[0],'
-        b'"0":[0],"2":[0],"7":[0],"3":[0]}}'
+@pytest.mark.parametrize(("topic", "kafka"), KAFKA_TOPIC_NODES)
+def test_topic_assignment_is_kafka_2_8s_json(topic: str, kafka: bytes) -> None:
+    assignment = TopicZNode.decode(kafka)
+    topic_id = TopicZNode.decode_topic_id(kafka)
+    assert topic_id is not None
+    # whatever order the assignment comes in, the node is written in Kafka's
+    in_partition_order = {p: assignment[p] for p in sorted(assignment)}
+    assert TopicZNode.encode(topic, in_partition_order, topic_id) == kafka
+    assert (
+        TopicZNode.encode(topic, TopicZNode.creation_order(in_partition_order), topic_id) == kafka
     )
-    assert TopicZNode.encode({p: [0] for p in range(10)}) == kafka
-    assert TopicZNode.encode(TopicZNode.creation_order({p: [0] for p in range(10)})) == kafka
-    assert TopicZNode.decode(kafka) == {p: [0] for p in range(10)}
+    assert TopicZNode.decode_full(kafka) == {
+        p: ReplicaAssignment(tuple(r)) for p, r in assignment.items()
+    }
 
 
-def test_topic_assignment_decodes_kafkas_own_order_and_version_2() -> None:
-    kafka = b'{"version":1,"partitions":{"2":[0,1,2],"1":[2,0,1],"0":[1,2,0]}}'
-    assert TopicZNode.decode(kafka) == {0: [1, 2, 0], 1: [2, 0, 1], 2: [0, 1, 2]}
+def test_topic_assignment_partition_order_follows_the_topic_name() -> None:
+    # 20 partitions of a topic named diytopic222, as Kafka wrote them (the order depends on
+    # the hash of TopicPartition, so on the name; the id here is another one)
+    order = [2, 5, 12, 8, 15, 18, 7, 1, 17, 4, 11, 14, 6, 0, 9, 16, 10, 3, 19, 13]
+    encoded = TopicZNode.encode("diytopic222", {p: [0] for p in range(20)}, None)
+    assert list(TopicZNode.decode(encoded)) == order
+    assert (
+        list(TopicZNode.decode(TopicZNode.encode("other", {p: [0] for p in range(20)}, None)))
+        != order
+    )
+
+
+def test_topic_assignment_without_an_id_and_older_versions() -> None:
+    # a tool writes no id (the controller adds one); the key is left out, the version is 3
+    assert TopicZNode.encode("t", {0: [1, 2, 0]}, None) == (
+        b'{"removing_replicas":{},"partitions":{"0":[1,2,0]},"adding_replicas":{},"version":3}'
+    )
+    worked = {0: [1, 2, 0], 1: [2, 0, 1], 2: [0, 1, 2]}
+    v1 = b'{"version":1,"partitions":{"2":[0,1,2],"1":[2,0,1],"0":[1,2,0]}}'
+    assert TopicZNode.decode(v1) == worked
+    assert list(TopicZNode.decode(v1)) == [2, 1, 0]  # the node's order is kept
+    assert TopicZNode.decode_topic_id(v1) is None
     v2 = b'{"version":2,"partitions":{"0":[1]},"adding_replicas":{},"removing_replicas":{}}'
     assert TopicZNode.decode(v2) == {0: [1]}
     assert TopicZNode.decode(b"") == {}
+    assert list(TopicZNode.creation_order({p: [0] for p in range(4)})) == [2, 1, 3, 0]
+    assert list(TopicZNode.creation_order({0: [0], 1: [0]})) == [1, 0]
+    with pytest.raises(ZkDataError, match="malformed topic_id"):
+        TopicZNode.decode_topic_id(b'{"version":3,"partitions":{},"topic_id":"nope"}')
 
 
 def test_partition_state_is_kafkas_json() -> None:
@@ -299,19 +335,21 @@ def test_malformed_acl_json_names_the_node() -> None:
         ResourceZNode.decode(b'{"version":2,"acls":[]}', "/kafka-acl/Topic/a")
 
 
-def test_topic_znode_version_2_with_adding_and_removing_replicas() -> None:
+def test_topic_znode_with_adding_and_removing_replicas() -> None:
     # Kafka 2.4+ TopicZNode: partitions being reassigned carry their AR and RR
     full = {
         0: ReplicaAssignment((1, 2, 0), (2,), (0,)),
         1: ReplicaAssignment((2, 0)),
     }
-    encoded = TopicZNode.encode_full(full)
+    topic_id = uuid_from_string("RSZ--odYRlSOPGRgukKnAQ")
+    encoded = TopicZNode.encode("t", full, topic_id)
     assert encoded == (
-        b'{"version":2,"partitions":{"0":[1,2,0],"1":[2,0]},'
-        b'"adding_replicas":{"0":[2]},"removing_replicas":{"0":[0]}}'
+        b'{"removing_replicas":{"0":[0]},"partitions":{"1":[2,0],"0":[1,2,0]},'
+        b'"topic_id":"RSZ--odYRlSOPGRgukKnAQ","adding_replicas":{"0":[2]},"version":3}'
     )
     assert TopicZNode.decode_full(encoded) == full
     assert TopicZNode.decode(encoded) == {0: [1, 2, 0], 1: [2, 0]}
+    assert TopicZNode.decode_topic_id(encoded) == topic_id
     # a version 1 node has nothing being reassigned
     assert TopicZNode.decode_full(b'{"version":1,"partitions":{"0":[1]}}') == {
         0: ReplicaAssignment((1,))
