@@ -16,6 +16,7 @@ import inspect
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from time import perf_counter
 from typing import TypeVar
 
 from kafpy.common.logger import component_logger
@@ -45,6 +46,9 @@ from kafpy.metadata.store import (
 __all__ = ["DB_FILE_NAME", "EmbeddedServer", "EmbeddedStore"]
 
 T = TypeVar("T")
+
+# the longest stretch of one event-loop iteration spent answering requests
+_SLICE_S = 0.005
 
 
 class EmbeddedServer:
@@ -173,6 +177,7 @@ class EmbeddedStore(MetadataStore):
         self._expiry_callbacks: list[Callable[[], object]] = []
         self._tasks: set[asyncio.Future[object]] = set()
         self._log = component_logger(__name__, "EmbeddedStore")
+        self._burst_started: float | None = None
 
     def new_session(self) -> EmbeddedStore:
         """Another (not yet started) session on this store's database, in memory or not.
@@ -243,6 +248,24 @@ class EmbeddedStore(MetadataStore):
     def _transact(self, body: Callable[[Transaction], T], *, write: bool) -> T:
         return self._require_server().transact(self._session_id, body, write=write)
 
+    async def _request(self, body: Callable[[Transaction], T], *, write: bool) -> T:
+        """One request, answered at once; then, if this loop iteration has spent more than
+        _SLICE_S in the store, a pause for the loop's other work. (ZooKeeper answers over
+        the network, so its callers' loops run other work between two requests; without the
+        pause a burst of requests, such as a controller creating 1,000 partition state
+        nodes, would hold the loop for all its length.)"""
+        result = self._transact(body, write=write)
+        now = perf_counter()
+        if self._burst_started is None:
+            self._burst_started = now
+            asyncio.get_running_loop().call_soon(self._end_burst)
+        elif now - self._burst_started > _SLICE_S:
+            await asyncio.sleep(0)  # _end_burst, queued before, runs first
+        return result
+
+    def _end_burst(self) -> None:
+        self._burst_started = None
+
     async def create(
         self,
         path: str,
@@ -257,7 +280,7 @@ class EmbeddedStore(MetadataStore):
                 path, data, ephemeral=ephemeral, sequential=sequential, make_parents=make_parents
             )
 
-        return self._transact(body, write=True)
+        return await self._request(body, write=True)
 
     async def get(self, path: str, watch: WatchCallback | None = None) -> tuple[bytes, Stat]:
         validate_path(path)
@@ -268,15 +291,15 @@ class EmbeddedStore(MetadataStore):
                 self._add_watch("data", path, watch)
             return node
 
-        node = self._transact(body, write=False)
+        node = await self._request(body, write=False)
         return node.data, node.stat()
 
     async def set(self, path: str, data: bytes, version: int = -1) -> Stat:
         validate_path(path)
-        return self._transact(lambda txn: txn.set(path, data, version), write=True)
+        return await self._request(lambda txn: txn.set(path, data, version), write=True)
 
     async def delete(self, path: str, version: int = -1, *, recursive: bool = False) -> None:
-        self._transact(lambda txn: txn.delete(path, version, recursive), write=True)
+        await self._request(lambda txn: txn.delete(path, version, recursive), write=True)
 
     async def exists(self, path: str, watch: WatchCallback | None = None) -> Stat | None:
         validate_path(path)
@@ -287,7 +310,7 @@ class EmbeddedStore(MetadataStore):
                 self._add_watch("data", path, watch)
             return node
 
-        found = self._transact(body, write=False)
+        found = await self._request(body, write=False)
         return found.stat() if found is not None else None
 
     async def get_children(self, path: str, watch: WatchCallback | None = None) -> list[str]:
@@ -299,7 +322,7 @@ class EmbeddedStore(MetadataStore):
                 self._add_watch("child", path, watch)
             return children
 
-        return self._transact(body, write=False)
+        return await self._request(body, write=False)
 
     async def multi(self, ops: Sequence[Op]) -> list[str | Stat | None]:
         def body(txn: Transaction) -> list[str | Stat | None]:
@@ -323,7 +346,7 @@ class EmbeddedStore(MetadataStore):
                     raise TypeError(f"Unknown metadata operation {op!r}.")
             return results
 
-        return self._transact(body, write=True)
+        return await self._request(body, write=True)
 
     # Watch delivery
 
