@@ -31,7 +31,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from bench_support import free_port, wait_port  # noqa: E402
+from bench_support import cpu_seconds, free_port, wait_port  # noqa: E402
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -56,18 +56,6 @@ def start_broker(
     if metrics_port is not None:
         wait_port(metrics_port)
     return proc, port
-
-
-def cpu_seconds(pid: int) -> float:
-    """CPU time of a process's threads so far, in ns resolution (Linux schedstat; /proc/PID/stat
-    counts 10 ms ticks, too coarse for a run of a second)."""
-    total = 0
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        try:
-            total += int((task / "schedstat").read_text().split()[0])
-        except (FileNotFoundError, ProcessLookupError):
-            pass  # a thread that ended meanwhile
-    return total / 1e9
 
 
 def produce(bootstrap: str, topic: str, n: int, progress: Progress) -> float:

@@ -9,6 +9,11 @@ records of --size bytes with confluent-kafka (acks=1, linger.ms=5, batch.size 1 
 consumes them back from offset 0. The protocols take turns for --rounds rounds (the
 machine may be shared: the best round of each counts), then it prints records/s and MB/s
 and SSL and SASL_SSL as shares of PLAINTEXT (goal: SSL at least 50 %).
+
+It also prints the CPU seconds the broker and the client process (its Python thread and
+librdkafka's) spent in each best round, and how many of the machine's cores they kept busy
+meanwhile: the broker and the client share the machine, so where the busy cores reach the
+core count, the rate is bounded by the CPU both sides need, not by the broker's alone.
 """
 
 from __future__ import annotations
@@ -20,9 +25,12 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
-from bench_support import free_port, produce_all, wait_port  # noqa: E402
+from bench_support import cpu_seconds, free_port, produce_all, wait_port  # noqa: E402
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
 from kafpy.security.local_pki import make_test_pki
@@ -54,6 +62,30 @@ def consume(conf: dict[str, str], topic: str, n: int) -> float:
     elapsed = time.perf_counter() - start
     c.close()
     return elapsed
+
+
+@dataclass(frozen=True)
+class Run:
+    """One timed produce or consume: its rate and the CPU seconds each side spent."""
+
+    rate: float
+    seconds: float
+    broker_cpu: float
+    client_cpu: float
+
+    @property
+    def cores_busy(self) -> float:
+        return (self.broker_cpu + self.client_cpu) / self.seconds
+
+
+def timed(run: Callable[[], float], broker_pid: int, n: int) -> Run:
+    """Run a produce or consume of `n` records (it returns its seconds), with the CPU the
+    broker and this process (the client) spent meanwhile. The client's is process_time: it
+    counts librdkafka's threads too, which end with their producer or consumer."""
+    broker_before, client_before = cpu_seconds(broker_pid), time.process_time()
+    seconds = run()
+    broker_cpu = cpu_seconds(broker_pid) - broker_before
+    return Run(n / seconds, seconds, broker_cpu, time.process_time() - client_before)
 
 
 def main() -> None:
@@ -97,25 +129,37 @@ def main() -> None:
         }  # fmt: skip
         n, size = args.records, args.size
         value = os.urandom(size // 2).hex().encode()[:size]
-        results = {name: (0.0, 0.0) for name in protocols}
+        best: dict[tuple[str, str], Run] = {}
         for name, conf in protocols.items():
             produce(conf, f"bench-{name.lower()}-0", 1000, value)  # connect and warm up
         for round_ in range(args.rounds):
             for name, conf in protocols.items():
                 topic = f"bench-{name.lower()}-{round_ + 1}"
-                tp = produce(conf, topic, n, value)
-                tc = consume(conf, topic, n)
-                best_p, best_c = results[name]
-                results[name] = (max(best_p, n / tp), max(best_c, n / tc))
-        for name, (rp, rc) in results.items():
-            mb = size / 1e6
-            print(f"{name:<9} {size:>5} B  produce {rp:>10,.0f} rec/s {rp * mb:>7.1f} MB/s   "
-                  f"consume {rc:>10,.0f} rec/s {rc * mb:>7.1f} MB/s  (best of {args.rounds})")  # fmt: skip
-        pp, pc = results["PLAINTEXT"]
+                for what, run in (
+                    ("produce", partial(produce, conf, topic, n, value)),
+                    ("consume", partial(consume, conf, topic, n)),
+                ):
+                    result = timed(run, broker.pid, n)
+                    if (name, what) not in best or result.rate > best[name, what].rate:
+                        best[name, what] = result
+        mb = size / 1e6
+        for name in protocols:
+            p, c = best[name, "produce"], best[name, "consume"]
+            print(f"{name:<9} {size:>5} B  produce {p.rate:>10,.0f} rec/s {p.rate * mb:>7.1f} MB/s   "
+                  f"consume {c.rate:>10,.0f} rec/s {c.rate * mb:>7.1f} MB/s  (best of {args.rounds})")  # fmt: skip
         for name in ("SSL", "SASL_SSL"):
-            sp, sc = results[name]
             goal = "  (goal: at least 50 %)" if name == "SSL" else ""
-            print(f"{name}/PLAINTEXT  produce {sp / pp:.0%}  consume {sc / pc:.0%}{goal}")
+            print(f"{name}/PLAINTEXT  "
+                  f"produce {best[name, 'produce'].rate / best['PLAINTEXT', 'produce'].rate:.0%}  "
+                  f"consume {best[name, 'consume'].rate / best['PLAINTEXT', 'consume'].rate:.0%}"
+                  f"{goal}")  # fmt: skip
+        print(f"CPU seconds in the best round of {n:,} records "
+              f"(broker + client; cores busy of {os.cpu_count()}):")  # fmt: skip
+        for name in protocols:
+            print(f"{name:<9} " + "   ".join(
+                f"{what} {r.broker_cpu:.2f} + {r.client_cpu:.2f} s ({r.cores_busy:.1f} cores)"
+                for what in ("produce", "consume") for r in [best[name, what]]
+            ))  # fmt: skip
     finally:
         broker.terminate()
         broker.wait(60)
