@@ -41,6 +41,23 @@ from kafpy.storage.log_config import validate_topic_config
 log = logging.getLogger(__name__)
 
 
+# ZooKeeper's largest node (jute.maxbuffer's default, 0xfffff bytes)
+ZNODE_MAX_BYTES = 0xFFFFF
+
+
+def check_assignment_fits_a_znode(topic: str, partitions: int, replication_factor: int) -> None:
+    """Refuse, before computing it, an assignment whose topic node could not be written:
+    each partition takes at least `"p":[r,r,...],` in it. (Without this, a request for 2^31
+    partitions would hold the event loop for as long as the assignment takes.)"""
+    least = partitions * (6 + 2 * max(replication_factor, 1))
+    if least > ZNODE_MAX_BYTES:
+        raise InvalidPartitionsError(
+            f"Topic {topic} cannot have {partitions} partitions with replication factor "
+            f"{replication_factor}: its assignment would not fit in a ZooKeeper node "
+            f"(at least {least} bytes, the limit being {ZNODE_MAX_BYTES}, jute.maxbuffer)."
+        )
+
+
 class AdminZkClient:
     """Admin operations (topics and configs) on Kafka's layout through a KafkaZkClient."""
 
@@ -96,6 +113,7 @@ class AdminZkClient:
         rack_aware_mode: RackAwareMode = RackAwareMode.ENFORCED,
     ) -> Assignment:
         """Create a topic with an automatic assignment over the live brokers; returns it."""
+        check_assignment_fits_a_znode(topic, partitions, replication_factor)
         brokers = await self.get_broker_metadatas(rack_aware_mode)
         assignment = assign_replicas_to_brokers(
             brokers, partitions, replication_factor, rng=self._rng
@@ -219,6 +237,7 @@ class AdminZkClient:
                 f"Topic {topic} currently has {len(existing_assignment)} partitions, "
                 f"{num_partitions} would not be an increase."
             )
+        check_assignment_fits_a_znode(topic, num_partitions, len(partition0))
         if replica_assignment is not None:
             expected = set(range(len(existing_assignment), num_partitions))
             if set(replica_assignment) != expected:

@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kafpy.admin.admin_zk_client import AdminZkClient
+from kafpy.admin.admin_zk_client import AdminZkClient, check_assignment_fits_a_znode
 from kafpy.admin.replica_assignment import RackAwareMode, assign_replicas_to_brokers
 from kafpy.common import topic as topic_rules
 from kafpy.common.errors import (
@@ -241,6 +241,7 @@ class AdminManager:
             }
             _check_consecutive_partitions(assignment)
         else:
+            check_assignment_fits_a_znode(name, resolved_partitions, resolved_rf)
             brokers = await self.admin_zk_client.get_broker_metadatas(RackAwareMode.ENFORCED)
             assignment = assign_replicas_to_brokers(brokers, resolved_partitions, resolved_rf)
         # the one check of the name, of existence (the write still fails on a topic created

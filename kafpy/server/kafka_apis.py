@@ -518,12 +518,14 @@ class KafkaApis:
         version = request.api_version
         requested = body.get("topics")
         all_topics = requested is None or (version == 0 and not requested)
-        by_id = [t for t in requested or () if t.get("topic_id") not in (None, ZERO_UUID)]
-        if by_id:
-            # Kafka 2.8 refuses topic ids in Metadata requests (INVALID_REQUEST for each topic)
+        if any(t.get("name") is None or t.get("topic_id") not in (None, ZERO_UUID)
+               for t in requested or ()):  # fmt: skip
+            # Kafka 2.8 refuses topic ids and null names in Metadata requests: INVALID_REQUEST
+            # for each topic, a null name answered as "" (the response has no null names)
             return self._metadata_response(request, [
-                {"error_code": Errors.INVALID_REQUEST, "name": t.get("name"), "topic_id": t["topic_id"],
-                 "is_internal": False, "partitions": []} for t in requested or ()
+                {"error_code": Errors.INVALID_REQUEST, "name": t.get("name") or "",
+                 "topic_id": t.get("topic_id"), "is_internal": False, "partitions": []}
+                for t in requested or ()
             ])  # fmt: skip
         if all_topics:
             names = self.metadata_cache.get_all_topics()

@@ -6,11 +6,16 @@ import random
 
 import pytest
 
-from kafpy.admin.admin_zk_client import AdminZkClient
+from kafpy.admin.admin_zk_client import (
+    ZNODE_MAX_BYTES,
+    AdminZkClient,
+    check_assignment_fits_a_znode,
+)
 from kafpy.admin.replica_assignment import BrokerMetadata, RackAwareMode
 from kafpy.common.errors import (
     AdminOperationError,
     InvalidConfigurationError,
+    InvalidPartitionsError,
     InvalidReplicaAssignmentError,
     TopicAlreadyMarkedForDeletionError,
     UnknownTopicOrPartitionError,
@@ -135,5 +140,23 @@ def test_change_broker_config_writes_kafkas_nodes_and_notifications() -> None:
             b'{"version":2,"entity_path":"brokers/0"}',
             b'{"version":2,"entity_path":"brokers/<default>"}',
         ]
+
+    run_with_zk(body)
+
+
+def test_an_assignment_too_big_for_a_znode_is_refused_before_it_is_computed() -> None:
+    async def body(zk: KafkaZkClient) -> None:
+        await register_brokers(zk, [0, 1, 2])
+        admin = AdminZkClient(zk)
+        # (computing 2^31 - 1 partitions' assignment would take minutes and gigabytes)
+        with pytest.raises(InvalidPartitionsError, match="would not fit in a ZooKeeper node"):
+            await admin.create_topic("huge", 2**31 - 1, 1)
+        assert not await zk.topic_exists("huge")
+        await admin.create_topic("t", 1, 3)
+        brokers = await admin.get_broker_metadatas()
+        with pytest.raises(InvalidPartitionsError, match="would not fit in a ZooKeeper node"):
+            await admin.add_partitions("t", {0: [0, 1, 2]}, brokers, 2**31 - 1)
+        # the largest that can fit is allowed through to the assignment
+        check_assignment_fits_a_znode("t", ZNODE_MAX_BYTES // 12, 3)
 
     run_with_zk(body)

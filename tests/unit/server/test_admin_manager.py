@@ -102,6 +102,7 @@ def test_validate_only_writes_nothing() -> None:
     ("topic", "code", "message"),
     [
         (new_topic("t", 0, 1), INVALID_PARTITIONS, "partitions must be larger than 0"),
+        (new_topic("t", 2**31 - 1, 1), INVALID_PARTITIONS, "would not fit in a ZooKeeper node"),
         (
             new_topic("t", 1, 0),
             INVALID_REPLICATION_FACTOR,
