@@ -161,12 +161,6 @@ def validate_produce_records(records: memoryview | bytes | None) -> KafkaError |
     return None
 
 
-def _release(future: asyncio.Future[None]) -> None:
-    """Let the socket server start the connection's next request (see its _pipeline)."""
-    if not future.done():
-        future.set_result(None)
-
-
 def _wrong_magic(magic: int) -> InvalidRecordError:
     return InvalidRecordError(
         "Produce requests with version 3 and above are only allowed to contain record batches "
@@ -662,13 +656,13 @@ class KafkaApis:
                 answers[tp] = _produce_error(tp, Errors.INVALID_REQUIRED_ACKS, None)
         elif entries:
             await self._validate_compressed_records(entries)
-            release = request.context.get("release")
             answers.update(
                 await self.replica_manager.append_records(
                     body["timeout_ms"],
                     acks,
                     entries,
-                    on_appended=None if release is None else lambda: _release(release),
+                    # lets the socket server start the connection's next request
+                    on_appended=request.context.get("release"),
                 )  # fmt: skip
             )
         if acks == 0:

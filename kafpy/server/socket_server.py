@@ -6,7 +6,12 @@ request's records are never copied after the socket read), decodes the request h
 (and the body when the broker serves that API version) and hands the request to the
 handler. Requests of one connection are processed one at a time, in order, so responses
 go out in request order (Kafka mutes a channel while its request is in flight); frames
-that arrive meanwhile are read ahead, up to a bound, then reading pauses.
+that arrive meanwhile are read ahead, up to a bound, then reading pauses. A Produce request
+lets the next one start once its batches are appended (acks=all waits for the replicas
+while the connection goes on). Requests are started as soon as their bytes are read, in
+the read callback itself (see `_run_eagerly`): the common request that never waits (a
+produce with acks=0/1, a fetch with data) costs no task and no extra loop iteration, and
+the responses of the frames one read brought in leave in one write.
 
 A frame larger than `socket.request.max.bytes`, a negative size, or a header or body that
 does not decode closes that connection only, with a log line naming the client and why.
@@ -30,9 +35,9 @@ import ssl
 import struct
 from asyncio import sslproto
 from collections import deque
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from time import perf_counter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from kafpy.common.logger import component_logger
 from kafpy.common.time import SYSTEM_TIME, Time
@@ -62,6 +67,7 @@ _MAX_QUEUED_REQUESTS = 64
 _MAX_QUEUED_BYTES = 64 * 1024 * 1024
 # the first two bytes of a Produce request (api key 0), the requests that are pipelined
 _PRODUCE_KEY = b"\x00\x00"
+_T = TypeVar("_T")
 
 if TYPE_CHECKING:
     from kafpy.server.broker_metrics import RequestMetrics
@@ -86,15 +92,16 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._arrivals: deque[float] = deque()
         self._queued_bytes = 0
         self._reading_paused = False
-        self._waiter: asyncio.Future[None] | None = None
-        self._write_ready: asyncio.Future[None] | None = None
-        self._processor: asyncio.Task[None] | None = None
-        # pipelined requests (see _pipeline): their tasks, and the responses in order
-        self._inflight: deque[tuple[asyncio.Task[None], asyncio.Future[ResponseParts | None]]] = (
-            deque()
-        )
-        self._writer: asyncio.Task[None] | None = None
+        self._writing_paused = False
+        # processing starts with connection_made (TLS: with the handshake's end)
+        self._processing = False
+        self._running = False  # in _run (it is not reentrant)
+        # the requests started and not yet answered on the socket, in request order
+        self._slots: deque[_Slot] = deque()
+        # the request that must finish (or release the connection) before the next starts
+        self._blocker: _Slot | None = None
         self._muted_until = 0.0  # loop time before which no request is read (quota throttle)
+        self._unmute: asyncio.TimerHandle | None = None
         self._handshake: asyncio.Task[None] | None = None
         self._tls: SslFactory | None = None
         self._closed = False
@@ -128,7 +135,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
             )
         self._tls = self.server.ssl_factories.get(self.listener_name)
         if self._tls is None:
-            self._processor = asyncio.get_running_loop().create_task(self._process())
+            self._processing = True
             return
         # The TLS layer sits between the socket and this protocol from the first byte on
         # (loop.start_tls cannot: uvloop reads right after connection_made, paused or not).
@@ -165,7 +172,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self.connection_id, self.listener_name, self.principal,
             transport.get_extra_info("cipher"),
         )  # fmt: skip
-        self._processor = asyncio.get_running_loop().create_task(self._process())
+        self._processing = True
+        self._run()
 
     async def _watch_handshake(self, waiter: asyncio.Future[None]) -> None:
         """Log and close a connection whose handshake fails (garbage, plaintext, a refused
@@ -201,24 +209,22 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.server._connections.discard(self)
         self._frames.clear()
         self._arrivals.clear()
-        self._wake()
-        if self._write_ready is not None and not self._write_ready.done():
-            self._write_ready.set_result(None)
-        if self._processor is not None and not self._processor.done():
-            self._processor.cancel()
-        if self._writer is not None and not self._writer.done():
-            self._writer.cancel()
-        for task, _slot in self._inflight:
-            task.cancel()
-        self._inflight.clear()
+        if self._unmute is not None:
+            self._unmute.cancel()
+        for slot in self._slots:
+            if slot.task is not None:
+                slot.task.cancel()
+        self._slots.clear()
+        self._blocker = None
 
     def pause_writing(self) -> None:
-        if self._write_ready is None or self._write_ready.done():
-            self._write_ready = asyncio.get_running_loop().create_future()
+        # the client does not read its responses: answer nothing more until it does
+        self._writing_paused = True
 
     def resume_writing(self) -> None:
-        if self._write_ready is not None and not self._write_ready.done():
-            self._write_ready.set_result(None)
+        self._writing_paused = False
+        self._flush()
+        self._run()
 
     def close(self, reason: str | None = None) -> None:
         if reason is not None:
@@ -230,6 +236,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 self.listener_name,
                 reason,
             )
+        if self.transport is not None and not self._closed:
+            self._flush()  # the answers before the one that closes still go out
         self._closed = True
         if self.transport is not None:
             self.transport.close()
@@ -258,9 +266,12 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 frame = memoryview(self._big)
                 self._big = None
                 self._enqueue(frame)
+                self._run()
             return
         self._end += nbytes
         self._parse_frames()
+        # every frame this read completed is started before any answer is written
+        self._run()
 
     def _parse_frames(self) -> None:
         buf = self._buf
@@ -310,26 +321,34 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self._reading_paused = True
             assert self.transport is not None
             self.transport.pause_reading()
-        self._wake()
-
-    def _wake(self) -> None:
-        if self._waiter is not None and not self._waiter.done():
-            self._waiter.set_result(None)
 
     def eof_received(self) -> bool | None:
         return None  # close when the client half-closes, as Kafka does
 
     # -- processing -----------------------------------------------------------------------------
 
-    async def _process(self) -> None:
-        loop = asyncio.get_running_loop()
+    def _run(self) -> None:
+        """Start the queued requests while nothing holds the connection: no request ahead
+        still running (or not yet released), no quota mute, the client reading its answers;
+        then write the answers that are ready."""
+        if self._running or not self._processing:
+            return
+        self._running = True
         try:
-            while not self._closed:
-                if not self._frames:
-                    self._waiter = loop.create_future()
-                    await self._waiter
-                    self._waiter = None
-                    continue
+            loop = asyncio.get_running_loop()
+            while (
+                self._frames
+                and self._blocker is None
+                and not self._writing_paused
+                and not self._closed
+            ):
+                if self._muted_until:
+                    delay = self._muted_until - loop.time()
+                    if delay > 0:
+                        if self._unmute is None:
+                            self._unmute = loop.call_later(delay, self._unmuted)
+                        break
+                    self._muted_until = 0.0
                 frame = self._frames.popleft()
                 arrived = self._arrivals.popleft() if self._arrivals else None
                 self._queued_bytes -= len(frame)
@@ -337,15 +356,77 @@ class KafkaConnection(asyncio.BufferedProtocol):
                     self._reading_paused = False
                     assert self.transport is not None
                     self.transport.resume_reading()
-                delay = self._muted_until - loop.time()
-                if delay > 0:
-                    await asyncio.sleep(delay)
-                if self._inflight or frame[:2] == _PRODUCE_KEY:
-                    await self._pipeline(frame, arrived)
-                else:
-                    await self._handle_frame(frame, arrived)
-        except asyncio.CancelledError:
-            pass
+                self._begin(frame, arrived)
+        finally:
+            self._running = False
+        self._flush()
+
+    def _unmuted(self) -> None:
+        self._unmute = None
+        self._run()
+
+    def _begin(self, frame: memoryview, arrived: float | None) -> None:
+        """Start one request: run its handler until it first waits, and if it does, let a
+        task run the rest. Until it finishes, the next request waits, except behind a
+        Produce, which releases the connection once its batches are appended (Kafka mutes a
+        channel per request; pipelining produce requests lets acks=all requests of one
+        connection wait for the replicas together instead of one after another)."""
+        slot = _Slot()
+        self._slots.append(slot)
+        release = self._releaser(slot) if frame[:2] == _PRODUCE_KEY else None
+        done, task = _run_eagerly(self._answer(frame, arrived, release, slot))
+        if done:
+            return
+        assert task is not None
+        slot.task = task
+        if not slot.released:
+            self._blocker = slot
+        task.add_done_callback(lambda _task: self._finished(slot))
+
+    def _releaser(self, slot: _Slot) -> Callable[[], None]:
+        def release() -> None:
+            if slot.released:
+                return
+            slot.released = True
+            if self._blocker is slot:  # released after the handler first waited
+                self._blocker = None
+                asyncio.get_running_loop().call_soon(self._run)
+
+        return release
+
+    def _finished(self, slot: _Slot) -> None:
+        slot.done = True  # (a cancelled task: nothing to answer)
+        slot.task = None
+        if self._blocker is slot:
+            self._blocker = None
+        if not self._closed:
+            self._run()
+
+    def _flush(self) -> None:
+        """Write the answers that are next in request order, all in one write."""
+        slots = self._slots
+        if not slots or not slots[0].done or self._writing_paused:
+            return
+        parts: list[bytes | bytearray | memoryview] = []
+        while slots and slots[0].done:
+            response = slots.popleft().response
+            if response is not None:
+                parts.extend(response)
+        if parts and not self._closed and self.transport is not None:
+            self._send(parts)
+
+    async def _answer(
+        self,
+        frame: memoryview,
+        arrived: float | None,
+        release: Callable[[], None] | None,
+        slot: _Slot,
+    ) -> None:
+        """Handle one request and put its answer in its slot."""
+        try:
+            slot.response = await self._handle_request(frame, arrived, release)
+        finally:
+            slot.done = True
 
     def _max_frame_size(self) -> int:
         if self.authenticator is None:
@@ -378,6 +459,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if step.forward:
             return False
         if step.response is not None and self.transport is not None and not self._closed:
+            self._flush()  # the answers to the requests before it go first
             self.transport.writelines(step.response)
         if auth.complete and auth.principal is not None:
             self.principal = auth.principal
@@ -391,70 +473,23 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 self.close(step.close_reason)
         return True
 
-    async def _pipeline(self, frame: memoryview, arrived: float | None) -> None:
-        """Handle a request as a task and go on to the next one as soon as the handler
-        releases the connection (`request.context["release"]`: a produce, once its batches
-        are appended, while it waits for the replicas), so that acks=all produce requests
-        of one connection wait for replication together instead of one after another.
-        Requests still start in the order they came, and responses go out in that order
-        (written by _write_in_order); a handler that never releases just finishes first."""
-        loop = asyncio.get_running_loop()
-        release: asyncio.Future[None] = loop.create_future()
-        slot: asyncio.Future[ResponseParts | None] = loop.create_future()
-        task = loop.create_task(self._handle_frame(frame, arrived, release, slot))
-        self._inflight.append((task, slot))
-        if self._writer is None or self._writer.done():
-            self._writer = loop.create_task(self._write_in_order())
-        await asyncio.wait((task, release), return_when=asyncio.FIRST_COMPLETED)
-
-    async def _write_in_order(self) -> None:
-        try:
-            while self._inflight and not self._closed:
-                response = await self._inflight[0][1]
-                self._inflight.popleft()
-                if response is not None and not self._closed:
-                    if self._write_ready is not None and not self._write_ready.done():
-                        await self._write_ready
-                    if not self._closed and self.transport is not None:
-                        self._send(response)
-        except asyncio.CancelledError:
-            pass
-
-    async def _handle_frame(
-        self,
-        frame: memoryview,
-        arrived: float | None = None,
-        release: asyncio.Future[None] | None = None,
-        slot: asyncio.Future[ResponseParts | None] | None = None,
-    ) -> None:
-        """Decode, handle and answer one request; with `slot`, the response is put there
-        for _write_in_order instead of written here."""
-        try:
-            await self._handle_request(frame, arrived, release, slot)
-        finally:
-            if slot is not None and not slot.done():
-                slot.set_result(None)
-
     async def _handle_request(
-        self,
-        frame: memoryview,
-        arrived: float | None,
-        release: asyncio.Future[None] | None,
-        slot: asyncio.Future[ResponseParts | None] | None,
-    ) -> None:
+        self, frame: memoryview, arrived: float | None, release: Callable[[], None] | None
+    ) -> ResponseParts | None:
+        """Decode and handle one request; its response, or None (nothing to send)."""
         server = self.server
         if (
             self.authenticator is not None
             and self.authenticator.intercepts(frame, server.time.milliseconds())
             and self._authenticate(frame)
         ):
-            return
+            return None
         started = perf_counter() if arrived is not None else 0.0
         try:
             header, offset = decode_request_header(frame)
         except ProtocolDecodeError as e:
             self.close(f"the request header does not decode: {e}")
-            return
+            return None
         body: dict[str, Any] | None = None
         if is_supported(header.api_key, header.api_version):
             try:
@@ -464,7 +499,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
                     f"the {_api_name(header.api_key)} v{header.api_version} request with correlation "
                     f"id {header.correlation_id} does not decode: {e}"
                 )
-                return
+                return None
         request = Request(
             header, body, frame, len(frame), server.time.milliseconds(), self.connection_id,
             self.client_address, self.listener_name,
@@ -479,7 +514,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 response = await server.request_interceptor(request, server.handler)
         except CloseConnection as e:
             self.close(str(e))
-            return
+            return None
         except asyncio.CancelledError:
             raise
         except Exception:
@@ -487,14 +522,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 "Error processing request %s; closing the connection", request.describe()
             )
             self.close()
-            return
-        if slot is not None:
-            slot.set_result(response)
-        elif response is not None and not self._closed:
-            if self._write_ready is not None and not self._write_ready.done():
-                await self._write_ready
-            if not self._closed and self.transport is not None:
-                self._send(response)
+            return None
         throttle_ms = request.context.get("throttle_ms", 0)
         if throttle_ms > 0:
             # a client over its quota: its response is sent, then its channel is muted
@@ -512,6 +540,56 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 (started - arrived) * 1000.0,
                 (perf_counter() - arrived) * 1000.0,
             )
+        return response
+
+
+class _Slot:
+    """A request's place in its connection's response order: its answer once handled."""
+
+    __slots__ = ("done", "released", "response", "task")
+
+    def __init__(self) -> None:
+        self.done = False
+        self.released = False  # a produce whose batches are appended: the next may start
+        self.response: ResponseParts | None = None
+        self.task: asyncio.Task[None] | None = None
+
+
+def _run_eagerly(coro: Coroutine[Any, Any, _T]) -> tuple[bool, asyncio.Task[_T] | None]:
+    """Run a coroutine until it finishes or first waits: (True, None) when it finished
+    (its result and any exception are its own business), else (False, task) where the task
+    runs the rest. What Python 3.12's eager task start does, for 3.11: a request that never
+    waits costs no task and no loop iteration. While it runs eagerly the coroutine is in
+    no task (`asyncio.current_task()` is None), as in any protocol callback."""
+    try:
+        yielded = coro.send(None)
+    except StopIteration:
+        return True, None
+    return False, asyncio.get_running_loop().create_task(_resume(coro, yielded))
+
+
+async def _resume(coro: Coroutine[Any, Any, _T], yielded: Any) -> _T:
+    """Run the rest of a coroutine started by `_run_eagerly`, which suspended on `yielded`
+    (a future, or None for a bare yield as `asyncio.sleep(0)`'s). The coroutine's own await
+    takes the future's outcome when it resumes; a cancellation of this task reaches the
+    coroutine at its await, as it would if the task had run it from the start."""
+    while True:
+        try:
+            try:
+                if yielded is None:
+                    await asyncio.sleep(0)
+                else:
+                    # what a task does with a future its coroutine yields: take it over
+                    yielded._asyncio_future_blocking = False
+                    await yielded
+            except asyncio.CancelledError as e:
+                yielded = coro.throw(e)
+                continue
+            except Exception:
+                pass  # the future failed: the coroutine's own await raises it
+            yielded = coro.send(None)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
 
 
 def _ssl_protocol_class(loop: asyncio.AbstractEventLoop) -> Any:

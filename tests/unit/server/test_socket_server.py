@@ -13,7 +13,7 @@ import pytest
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.headers import RequestHeader, decode_response, encode_request, encode_response
 from kafpy.server.request_channel import CloseConnection, Request, ResponseParts
-from kafpy.server.socket_server import SocketServer
+from kafpy.server.socket_server import SocketServer, _run_eagerly
 
 LOGGER = "kafpy.network.SocketServer"
 
@@ -201,7 +201,7 @@ class ReplicationHandler:
         cid = request.header.correlation_id
         self.started.append(cid)
         if request.api_key == ApiKey.PRODUCE:
-            request.context["release"].set_result(None)  # appended: the next may start
+            request.context["release"]()  # appended: the next may start
             event = self.replicated.setdefault(cid, asyncio.Event())
             await event.wait()
             body: dict[str, Any] = {"responses": [], "throttle_time_ms": 0}
@@ -243,3 +243,120 @@ def test_released_requests_wait_together_and_are_answered_in_order() -> None:
             await server.shutdown()
 
     asyncio.run(asyncio.wait_for(main(), 20))
+
+
+class LateReleaseHandler:
+    """Produce requests wait a moment before they release the connection (as one whose
+    batches are validated in a thread first), then wait to be let go; Metadata answers."""
+
+    def __init__(self) -> None:
+        self.started: list[int] = []
+        self.go = asyncio.Event()
+
+    async def handle(self, request: Request) -> ResponseParts | None:
+        cid = request.header.correlation_id
+        self.started.append(cid)
+        if request.api_key == ApiKey.PRODUCE:
+            await asyncio.sleep(0.01)
+            request.context["release"]()
+            await self.go.wait()
+            body: dict[str, Any] = {"responses": [], "throttle_time_ms": 0}
+        else:
+            body = {"brokers": [], "topics": []}
+        return encode_response(request.api_key, request.api_version, cid, body)
+
+
+def test_a_request_released_after_it_first_waited_lets_the_next_start() -> None:
+    async def main() -> None:
+        handler = LateReleaseHandler()
+        server = SocketServer([("PLAINTEXT", "127.0.0.1", 0)], max_request_size=1 << 20)
+        await server.startup(handler)
+        try:
+            reader, writer = await connect(server)
+            produce = encode_request(
+                RequestHeader(ApiKey.PRODUCE, 7, 0, "test"),
+                {"acks": -1, "timeout_ms": 100, "topic_data": []},
+            )  # fmt: skip
+            writer.write(produce + metadata_request(1))
+            await asyncio.sleep(0.005)
+            assert handler.started == [0]  # the produce has not released the connection yet
+            for _ in range(100):
+                if handler.started == [0, 1]:
+                    break
+                await asyncio.sleep(0.01)
+            assert handler.started == [0, 1]
+            handler.go.set()
+            assert (await read_response(reader, ApiKey.PRODUCE, 7))[0] == 0
+            assert (await read_response(reader))[0] == 1
+            writer.close()
+        finally:
+            await server.shutdown()
+
+    asyncio.run(asyncio.wait_for(main(), 20))
+
+
+def test_run_eagerly_finishes_a_coroutine_that_never_waits_without_a_task() -> None:
+    async def main() -> None:
+        seen: list[str] = []
+
+        async def quick() -> int:
+            seen.append("ran")
+            return 1
+
+        done, task = _run_eagerly(quick())
+        assert (done, task, seen) == (True, None, ["ran"])
+
+    asyncio.run(main())
+
+
+def test_run_eagerly_hands_the_rest_to_a_task() -> None:
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        first: asyncio.Future[str] = loop.create_future()
+        second: asyncio.Future[str] = loop.create_future()
+        seen: list[str] = []
+
+        async def waits() -> str:
+            seen.append("start")
+            seen.append(await first)
+            await asyncio.sleep(0)  # a bare yield
+            try:
+                await second
+            except ValueError as e:
+                seen.append(f"caught {e}")
+            return "result"
+
+        done, task = _run_eagerly(waits())
+        assert not done and task is not None
+        assert seen == ["start"]  # ran up to its first wait, at once
+        first.set_result("first")
+        await asyncio.sleep(0.01)
+        assert seen == ["start", "first"] and not task.done()
+        second.set_exception(ValueError("second failed"))  # the coroutine's await raises it
+        assert await task == "result"
+        assert seen == ["start", "first", "caught second failed"]
+
+    asyncio.run(main())
+
+
+def test_cancelling_the_task_of_run_eagerly_reaches_the_coroutine() -> None:
+    async def main() -> None:
+        never: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        seen: list[str] = []
+
+        async def waits() -> None:
+            try:
+                await never
+            except asyncio.CancelledError:
+                seen.append("cancelled")
+                raise
+
+        done, task = _run_eagerly(waits())
+        assert not done and task is not None
+        await asyncio.sleep(0)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert seen == ["cancelled"] and never.cancelled()
+
+    asyncio.run(main())
