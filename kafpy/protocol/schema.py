@@ -15,12 +15,16 @@ field of the version is present; tagged fields absent from the wire take their d
 unknown tagged fields are kept as `{"_unknown_tagged_fields": {tag: bytes}}`.
 Records fields decode to memoryviews over the input (no copy) and `encode_parts` keeps
 large payloads as separate parts (no copy).
+
+A message on a hot path may carry a fast codec for its common shape (`FastDecode`,
+`FastEncode`, e.g. a Produce of one partition): tried first, it answers None for
+anything else, and must give exactly what the generic codec gives where it answers.
 """
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from kafpy.protocol import types as t
@@ -34,6 +38,11 @@ UNKNOWN_TAGGED_FIELDS = "_unknown_tagged_fields"
 _PART_COPY_LIMIT = 4096
 
 _MISSING: Any = object()
+
+# (version, buffer, offset) -> (value, end) for the shapes it knows, else None
+FastDecode = Callable[[int, memoryview, int], "tuple[dict[str, Any], int] | None"]
+# (version, value) -> the encoded body as parts for the shapes it knows, else None
+FastEncode = Callable[[int, Mapping[str, Any]], "list[Any] | None"]
 
 
 def parse_versions(spec: str | tuple[int, int] | None) -> tuple[int, int] | None:
@@ -445,6 +454,8 @@ class Message:
     payloads kept as separate parts), `decode(version, buf, offset=0) -> dict`.
     Decoding raises ProtocolDecodeError naming the message, version and field for any
     malformed input; encoding raises ProtocolEncodeError for values that do not fit.
+    `fast_decode` / `fast_encode`: a fast codec for the message's common shape (see the
+    module docstring).
     """
 
     def __init__(
@@ -455,6 +466,9 @@ class Message:
         valid_versions: tuple[int, int] = (0, 0),
         flexible_versions: int | None = None,
         fields: Sequence[Field] = (),
+        *,
+        fast_decode: FastDecode | None = None,
+        fast_encode: FastEncode | None = None,
     ) -> None:
         if kind not in ("request", "response"):
             raise ValueError(f"message kind must be 'request' or 'response', not {kind!r}")
@@ -464,6 +478,8 @@ class Message:
         self.valid_versions = valid_versions
         self.flexible_versions = flexible_versions
         self.fields = list(fields)
+        self.fast_decode = fast_decode
+        self.fast_encode = fast_encode
         self._compiled: dict[int, _Compiled] = {}
 
     def __repr__(self) -> str:
@@ -489,6 +505,10 @@ class Message:
         return c
 
     def _encode_into(self, version: int, value: Mapping[str, Any]) -> list[Any]:
+        if self.fast_encode is not None:
+            parts = self.fast_encode(version, value)
+            if parts is not None:
+                return parts
         try:
             c = self.compiled(version)
         except ValueError as exc:
@@ -523,6 +543,10 @@ class Message:
         except ValueError as exc:
             raise ProtocolDecodeError(str(exc), self.name, version) from None
         mv = as_byte_view(buf)
+        if self.fast_decode is not None:
+            decoded = self.fast_decode(version, mv, offset)
+            if decoded is not None:
+                return decoded
         try:
             return c.decode(mv, offset)
         except Exception as exc:
