@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import struct
 from pathlib import Path
 
 from crc32c import crc32c
@@ -37,6 +38,12 @@ from kafpy.storage.time_index import NO_TIMESTAMP, TimeIndex, TimestampOffset
 from kafpy.storage.transaction_index import TransactionIndex
 
 log = logging.getLogger("kafpy.log.LogSegment")
+
+# The segment remembers where the batches of its latest appends start (a consumer that
+# keeps up fetches from one of them), at most this many
+_RECENT_BATCHES = 256
+# the first fields of a v2 batch header: base offset, length, magic, last offset delta
+_FIRST_FIELDS = struct.Struct(">qi4xb4x2xi")
 
 LOG_FILE_SUFFIX = ".log"
 INDEX_FILE_SUFFIX = ".index"
@@ -88,7 +95,8 @@ class LogSegment:
 
     Appends write whole batches and add a sparse index entry every `index.interval.bytes`;
     reads return stored bytes located through the offset index and a scan of batch
-    headers; `recover()` rebuilds the indexes from the data and cuts off a torn or
+    headers (or, for the batches of the latest appends and past the last one, through
+    what the appends noted: no scan for a consumer that keeps up); `recover()` rebuilds the indexes from the data and cuts off a torn or
     corrupt tail. `roll_jitter_ms` is subtracted from segment.ms for this segment.
     """
 
@@ -117,6 +125,10 @@ class LogSegment:
         last = time_index.last_entry()
         self._max_timestamp_so_far = last.timestamp
         self._offset_of_max_timestamp_so_far = last.offset
+        # what this object's appends wrote (forgotten when the file is cut): the first batch
+        # of each of the latest, by base offset, and the offset after the last one
+        self._recent: dict[int, LogOffsetPosition] = {}
+        self._next_offset: int | None = None
 
     @classmethod
     def open(
@@ -224,6 +236,16 @@ class LogSegment:
             self._truncate_torn_write(physical_position)
             raise
         log_file._size += size
+        self._next_offset = largest_offset + 1
+        if size >= _FIRST_FIELDS.size:
+            base, length, magic, last_delta = _FIRST_FIELDS.unpack_from(data, 0)
+            if magic == MAGIC_V2:
+                recent = self._recent
+                recent[base] = LogOffsetPosition(
+                    base + last_delta, physical_position, length + LOG_OVERHEAD
+                )
+                if len(recent) > _RECENT_BATCHES:
+                    del recent[next(iter(recent))]
         if largest_timestamp > self._max_timestamp_so_far:
             self._max_timestamp_so_far = largest_timestamp
             self._offset_of_max_timestamp_so_far = shallow_offset_of_max_timestamp
@@ -255,6 +277,11 @@ class LogSegment:
         self, offset: int, starting_file_position: int = 0
     ) -> LogOffsetPosition | None:
         """The first batch whose last offset is >= `offset` (None past the end of the segment)."""
+        if self._next_offset is not None and offset >= self._next_offset:
+            return None
+        recent = self._recent.get(offset)
+        if recent is not None and recent.position >= starting_file_position:
+            return recent  # the previous batch ends before `offset`: this is the first
         mapping = self.offset_index.lookup(offset)
         return self.log.search_for_offset_with_size(
             offset, max(mapping.position, starting_file_position)
@@ -396,6 +423,7 @@ class LogSegment:
         transactions aborted in this segment are written to its `.txnindex` again.
         Returns the number of bytes cut off the end of the file.
         """
+        self._forget_appends()
         self.offset_index.reset()
         self.time_index.reset()
         self.txn_index.reset()
@@ -478,12 +506,17 @@ class LogSegment:
             self._max_timestamp_so_far = after.timestamp
             self._offset_of_max_timestamp_so_far = after.offset
 
+    def _forget_appends(self) -> None:
+        self._recent.clear()
+        self._next_offset = None
+
     def truncate_to(self, offset: int) -> int:
         """Remove every batch whose last offset is >= `offset`; returns the bytes removed.
 
         A batch holding `offset` goes as a whole (batches are never split).
         """
         mapping = self.translate_offset(offset)
+        self._forget_appends()
         self.offset_index.truncate_to(offset)
         self.time_index.truncate_to(offset)
         self.txn_index.truncate_to(offset)

@@ -308,3 +308,34 @@ def test_an_append_that_fails_part_way_leaves_the_segment_as_it_was(
     assert log_before.startswith(first)
     assert seg.recover() == 0
     assert seg.read_next_offset() == 50
+
+
+def scanned(seg: LogSegment, offset: int, start: int = 0) -> object:
+    """translate_offset the long way: the offset index, then a scan of batch headers."""
+    return seg.log.search_for_offset_with_size(
+        offset, max(seg.offset_index.lookup(offset).position, start)
+    )
+
+
+def test_translate_offset_from_what_the_appends_noted_agrees_with_a_scan(tmp_path: Path) -> None:
+    sparse = LogConfig(index_interval_bytes=4096, segment_index_bytes=4096)
+    seg = open_segment(tmp_path, config=sparse)
+    for i in range(300):  # more than the segment remembers: the oldest are scanned for
+        append_batch(seg, 40 + 3 * i, n=3)
+    end = 40 + 3 * 300
+    for offset in range(40, end + 5):
+        for start in (0, seg.size // 2):
+            assert seg.translate_offset(offset, start) == scanned(seg, offset, start), offset
+    assert seg.translate_offset(end) is None
+    info = seg.read(end - 3, end, 10_000)  # a consumer one batch behind
+    assert info is not None and offsets_in(info.records) == [end - 3, end - 2, end - 1]
+    # cut back, the segment forgets what it noted past the cut, and learns the new appends
+    seg.truncate_to(end - 30)
+    assert seg.translate_offset(end - 30) is None and seg.translate_offset(end - 3) is None
+    append_batch(seg, end - 30, n=5)
+    for offset in range(end - 40, end):
+        assert seg.translate_offset(offset) == scanned(seg, offset), offset
+    seg.close()
+    again = open_segment(tmp_path, config=sparse, exists=True)  # nothing noted: scans
+    for offset in range(end - 40, end):
+        assert again.translate_offset(offset) == scanned(again, offset), offset
