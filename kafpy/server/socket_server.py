@@ -427,6 +427,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
             slot.response = await self._handle_request(frame, arrived, release)
         finally:
             slot.done = True
+            if slot.task is not None and not self._running:
+                # a request that waited (a long-poll fetch woken by new data): its answer
+                # leaves now rather than a loop iteration later, from _finished
+                self._flush()
 
     def _max_frame_size(self) -> int:
         if self.authenticator is None:
