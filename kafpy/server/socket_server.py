@@ -33,6 +33,7 @@ import asyncio
 import itertools
 import ssl
 import struct
+import sys
 from asyncio import sslproto
 from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
@@ -562,9 +563,16 @@ class _Slot:
 def _run_eagerly(coro: Coroutine[Any, Any, _T]) -> tuple[bool, asyncio.Task[_T] | None]:
     """Run a coroutine until it finishes or first waits: (True, None) when it finished
     (its result and any exception are its own business), else (False, task) where the task
-    runs the rest. What Python 3.12's eager task start does, for 3.11: a request that never
-    waits costs no task and no loop iteration. While it runs eagerly the coroutine is in
-    no task (`asyncio.current_task()` is None), as in any protocol callback."""
+    runs the rest, so a request that never waits costs no loop iteration. Python 3.12+:
+    an eagerly started task. 3.11 has none: the coroutine is stepped by hand and costs no
+    task either, but while it runs so it is in no task (`asyncio.current_task()` is None,
+    as in any protocol callback; `asyncio.timeout` would refuse it, `asyncio.wait_for` does
+    not on 3.11)."""
+    if sys.version_info >= (3, 12):
+        task = asyncio.Task(coro, loop=asyncio.get_running_loop(), eager_start=True)
+        if task.done():
+            return True, None
+        return False, task
     try:
         yielded = coro.send(None)
     except StopIteration:
