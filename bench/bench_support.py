@@ -1,12 +1,16 @@
-"""Helpers the benchmarks share: a free loopback port, waiting until a server listens,
-producing N records through confluent-kafka, and the CPU time a process has used."""
+"""Helpers the benchmarks share: a free loopback port, a `kafpy server` of one listener,
+waiting until a server listens, producing N records through confluent-kafka, and the CPU
+time a process has used."""
 
 from __future__ import annotations
 
+import os
 import socket
+import subprocess
+import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 
 def free_port() -> int:
@@ -14,6 +18,16 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def start_broker(workdir: Path, port: int, log: IO[bytes]) -> subprocess.Popen[bytes]:
+    """A `kafpy server` (embedded metadata store) listening on 127.0.0.1:`port`, its data
+    under `workdir`, its output (unbuffered) to `log`."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "kafpy", "server", "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}",
+         "--override", f"log.dirs={workdir / 'data'}"],
+        stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )  # fmt: skip
 
 
 def wait_port(port: int, timeout: float = 60) -> None:

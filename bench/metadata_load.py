@@ -32,7 +32,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench_support import free_port, wait_port  # noqa: E402
+from bench_support import free_port, start_broker, wait_port  # noqa: E402
 
 HERE = Path(__file__).resolve()
 TOPIC = "load"
@@ -224,11 +224,7 @@ def main() -> None:
     workdir = Path(tempfile.mkdtemp(prefix="kafpy-metadata-load-"))
     port = free_port()
     log = open(workdir / "broker.log", "wb")
-    broker = subprocess.Popen(
-        [sys.executable, "-m", "kafpy", "server", "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}",
-         "--override", f"log.dirs={workdir / 'data'}"],
-        stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )  # fmt: skip
+    broker = start_broker(workdir, port, log)
     load: list[subprocess.Popen[bytes]] = []
     try:
         wait_port(port)

@@ -17,13 +17,12 @@ import os
 import shutil
 import socket
 import struct
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from bench_support import free_port, wait_port  # noqa: E402
+from bench_support import free_port, start_broker, wait_port  # noqa: E402
 
 HERE = Path(__file__).resolve()
 sys.path.insert(0, str(HERE.parent.parent))
@@ -111,11 +110,7 @@ def main() -> None:
     workdir = Path(tempfile.mkdtemp(prefix="kafpy-cost-"))
     port = free_port()
     log = open(workdir / "broker.log", "wb")
-    broker = subprocess.Popen(
-        [sys.executable, "-m", "kafpy", "server", "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}",
-         "--override", f"log.dirs={workdir / 'data'}"],
-        stdout=log, stderr=subprocess.STDOUT,
-    )  # fmt: skip
+    broker = start_broker(workdir, port, log)
     try:
         wait_port(port)
         create_topic(f"127.0.0.1:{port}", "cost")
