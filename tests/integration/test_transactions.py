@@ -262,6 +262,8 @@ def test_aiokafka_transactional_producer_round_trips(broker: KafpyBroker) -> Non
 
 def test_bad_input_gets_kafkas_codes_and_writes_nothing(broker: KafpyBroker) -> None:
     tid = _name("bad")
+    real = _name("real")
+    _create(broker, real)
     p = _producer(broker, tid)  # makes the coordinator's partitions exist and loaded
     before = _txn_log_end(broker)
     end = _request(broker, ApiKey.END_TXN, {"transactional_id": _name("unknown"), "producer_id": 4242,
@@ -270,13 +272,13 @@ def test_bad_input_gets_kafkas_codes_and_writes_nothing(broker: KafpyBroker) -> 
     add = _request(broker, ApiKey.ADD_PARTITIONS_TO_TXN, {
         "v3_and_below_transactional_id": tid, "v3_and_below_producer_id": 0, "v3_and_below_producer_epoch": 0,
         "v3_and_below_topics": [{"name": _name("missing"), "partitions": [0]},
-                                {"name": "__consumer_offsets", "partitions": [0]}],
+                                {"name": real, "partitions": [0]}],
     }, 1)  # fmt: skip
     codes = {r["name"].split("-")[0]: r["results_by_partition"][0]["partition_error_code"]
              for r in add["results_by_topic_v3_and_below"]}  # fmt: skip
     assert codes == {
         "missing": Errors.UNKNOWN_TOPIC_OR_PARTITION,
-        "__consumer_offsets": Errors.OPERATION_NOT_ATTEMPTED,
+        "real": Errors.OPERATION_NOT_ATTEMPTED,  # a topic that exists, not attempted
     }
     too_long = _request(
         broker,
