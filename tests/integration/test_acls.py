@@ -15,6 +15,7 @@ import asyncio
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -44,11 +45,15 @@ from kafka.admin import (
 )
 from kafka.admin import ResourceType as KpResourceType
 
+from kafpy.common.kafka_uuid import uuid_from_string
 from kafpy.metadata.embedded_store import EmbeddedStore
 from kafpy.protocol.acl_operations import AclOperation as Op
+from kafpy.protocol.api_keys import ApiKey
+from kafpy.protocol.errors import Errors
 from kafpy.security.authorizer import acl as kafpy_acl
 from kafpy.security.authorizer.acl_authorizer import AclAuthorizer
 from tests.fixtures.broker import KafpyBroker
+from tests.integration.test_forged_controller_requests import send
 
 ANONYMOUS = "User:ANONYMOUS"
 
@@ -220,6 +225,39 @@ def test_denied_topic_is_refused_hidden_and_logged(
     while line not in _read(authorizer_log) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert line in _read(authorizer_log)
+
+
+def test_delete_topics_by_id_keeps_names_it_may_not_describe_hidden(
+    admin: AdminClient, secured_broker: KafpyBroker
+) -> None:
+    """DeleteTopics v6 by topic id: the id is resolved, then the name authorized; a topic the
+    principal may not describe is refused without its name (Kafka 2.8's answer)."""
+    create = AclBinding(ResourceType.TOPIC, "theirs-del", ResourcePatternType.LITERAL, ANONYMOUS,
+                        "*", AclOperation.CREATE, AclPermissionType.ALLOW)  # fmt: skip
+    for f in admin.create_acls([create]).values():
+        f.result(30)
+    futures = admin.create_topics([NewTopic("theirs-del", 1, 1), NewTopic("mine-del", 1, 1)])
+    for f in futures.values():
+        f.result(30)
+    for f in admin.delete_acls([acl_filter(
+        ResourceType.TOPIC, "theirs-del", ResourcePatternType.LITERAL, None, None,
+        AclOperation.ANY, AclPermissionType.ANY)]).values():  # fmt: skip
+        assert f.result(30) == [create]
+
+    def topic_id(topic: str) -> uuid.UUID:
+        deadline = time.monotonic() + 30
+        path = secured_broker.log_dir / f"{topic}-0" / "partition.metadata"
+        while not path.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        return uuid_from_string(path.read_text().split("topic_id: ")[1].strip())
+
+    theirs, mine = topic_id("theirs-del"), topic_id("mine-del")
+    answers = asyncio.run(send(secured_broker, ApiKey.DELETE_TOPICS, {
+        "topics": [{"name": None, "topic_id": theirs}, {"name": None, "topic_id": mine}],
+        "timeout_ms": 20000}, 6))["responses"]  # fmt: skip
+    by_id = {a["topic_id"]: (a["name"], a["error_code"]) for a in answers}
+    assert by_id == {theirs: (None, Errors.TOPIC_AUTHORIZATION_FAILED), mine: ("mine-del", 0)}
+    assert (secured_broker.log_dir / "theirs-del-0").exists()
 
 
 def _read(path: Path) -> str:
