@@ -190,17 +190,24 @@ def test_shutdown_closes_connections() -> None:
 
 
 class ReplicationHandler:
-    """Produce requests (acks=1 here, answered) release the connection once 'appended'
-    and then wait for 'replication', finishing in reverse order; Metadata answers at once."""
+    """Produce requests (acks=1 here, answered) release the connection once 'appended' (at
+    once, or, with `release_at_once=False`, once `may_release` is set: as one whose batches
+    are validated in a thread first) and then wait for 'replication' (`replicated[cid]`);
+    Metadata answers at once."""
 
-    def __init__(self) -> None:
+    def __init__(self, release_at_once: bool = True) -> None:
         self.started: list[int] = []
         self.replicated: dict[int, asyncio.Event] = {}
+        self.may_release = asyncio.Event()
+        if release_at_once:
+            self.may_release.set()
 
     async def handle(self, request: Request) -> ResponseParts | None:
         cid = request.header.correlation_id
         self.started.append(cid)
         if request.api_key == ApiKey.PRODUCE:
+            if not self.may_release.is_set():
+                await self.may_release.wait()
             request.context["release"]()  # appended: the next may start
             event = self.replicated.setdefault(cid, asyncio.Event())
             await event.wait()
@@ -245,30 +252,9 @@ def test_released_requests_wait_together_and_are_answered_in_order() -> None:
     asyncio.run(asyncio.wait_for(main(), 20))
 
 
-class LateReleaseHandler:
-    """Produce requests wait a moment before they release the connection (as one whose
-    batches are validated in a thread first), then wait to be let go; Metadata answers."""
-
-    def __init__(self) -> None:
-        self.started: list[int] = []
-        self.go = asyncio.Event()
-
-    async def handle(self, request: Request) -> ResponseParts | None:
-        cid = request.header.correlation_id
-        self.started.append(cid)
-        if request.api_key == ApiKey.PRODUCE:
-            await asyncio.sleep(0.01)
-            request.context["release"]()
-            await self.go.wait()
-            body: dict[str, Any] = {"responses": [], "throttle_time_ms": 0}
-        else:
-            body = {"brokers": [], "topics": []}
-        return encode_response(request.api_key, request.api_version, cid, body)
-
-
 def test_a_request_released_after_it_first_waited_lets_the_next_start() -> None:
     async def main() -> None:
-        handler = LateReleaseHandler()
+        handler = ReplicationHandler(release_at_once=False)
         server = SocketServer([("PLAINTEXT", "127.0.0.1", 0)], max_request_size=1 << 20)
         await server.startup(handler)
         try:
@@ -278,14 +264,19 @@ def test_a_request_released_after_it_first_waited_lets_the_next_start() -> None:
                 {"acks": -1, "timeout_ms": 100, "topic_data": []},
             )  # fmt: skip
             writer.write(produce + metadata_request(1))
-            await asyncio.sleep(0.005)
+            for _ in range(100):
+                if handler.started:
+                    break
+                await asyncio.sleep(0.01)
+            await asyncio.sleep(0.05)
             assert handler.started == [0]  # the produce has not released the connection yet
+            handler.may_release.set()
             for _ in range(100):
                 if handler.started == [0, 1]:
                     break
                 await asyncio.sleep(0.01)
             assert handler.started == [0, 1]
-            handler.go.set()
+            handler.replicated[0].set()
             assert (await read_response(reader, ApiKey.PRODUCE, 7))[0] == 0
             assert (await read_response(reader))[0] == 1
             writer.close()
