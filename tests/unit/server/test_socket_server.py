@@ -84,6 +84,14 @@ def with_server(
     asyncio.run(main())
 
 
+async def until(condition: Callable[[], bool]) -> None:
+    """Wait (up to a second) until `condition` holds; the caller asserts it afterwards."""
+    for _ in range(100):
+        if condition():
+            return
+        await asyncio.sleep(0.01)
+
+
 async def connect(server: SocketServer) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     return await asyncio.open_connection("127.0.0.1", server.bound_port("PLAINTEXT"))
 
@@ -232,10 +240,7 @@ def test_released_requests_wait_together_and_are_answered_in_order() -> None:
                 for i in range(3)
             ]
             writer.write(b"".join(acks1) + metadata_request(3))
-            for _ in range(100):
-                if len(handler.started) == 4:
-                    break
-                await asyncio.sleep(0.01)
+            await until(lambda: len(handler.started) == 4)
             # all three produce requests are waiting at once, and the Metadata behind them
             assert handler.started == [0, 1, 2, 3]
             for cid in (2, 1, 0):  # replicated in reverse order ...
@@ -264,17 +269,11 @@ def test_a_request_released_after_it_first_waited_lets_the_next_start() -> None:
                 {"acks": -1, "timeout_ms": 100, "topic_data": []},
             )  # fmt: skip
             writer.write(produce + metadata_request(1))
-            for _ in range(100):
-                if handler.started:
-                    break
-                await asyncio.sleep(0.01)
+            await until(lambda: bool(handler.started))
             await asyncio.sleep(0.05)
             assert handler.started == [0]  # the produce has not released the connection yet
             handler.may_release.set()
-            for _ in range(100):
-                if handler.started == [0, 1]:
-                    break
-                await asyncio.sleep(0.01)
+            await until(lambda: handler.started == [0, 1])
             assert handler.started == [0, 1]
             handler.replicated[0].set()
             assert (await read_response(reader, ApiKey.PRODUCE, 7))[0] == 0
