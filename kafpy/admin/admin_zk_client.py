@@ -34,7 +34,7 @@ from kafpy.common.errors import (
 from kafpy.common.kafka_uuid import random_uuid
 from kafpy.metadata.errors import NodeExistsError
 from kafpy.metadata.kafka_zk_client import KafkaZkClient
-from kafpy.metadata.zk_data import ConfigEntityName, ConfigType, TopicZNode
+from kafpy.metadata.zk_data import ConfigEntityName, ConfigType
 from kafpy.security.scram import ScramMechanism
 from kafpy.storage.log_config import validate_topic_config
 
@@ -148,9 +148,7 @@ class AdminZkClient:
                 # overwritten by the next create
                 await self.zk_client.set_or_create_entity_configs(ConfigType.TOPIC, topic, config)
                 await self.zk_client.create_topic_assignment(
-                    topic,
-                    TopicZNode.creation_order(assignment),
-                    random_uuid() if self.uses_topic_id else None,
+                    topic, assignment, random_uuid() if self.uses_topic_id else None
                 )
             else:
                 log.info("Updating topic %s with new partition assignment %s", topic, assignment)
@@ -260,9 +258,8 @@ class AdminZkClient:
                 len(existing_assignment),
                 rng=self._rng,
             )
-        # existing partitions keep their order, the new ones follow in Kafka's order
         proposed = {p: list(r) for p, r in existing_assignment.items()}
-        proposed.update(TopicZNode.creation_order(new_partitions))
+        proposed.update((p, list(r)) for p, r in new_partitions.items())
         if not validate_only:
             log.info(
                 "Creating %d partitions for '%s' with the following replica assignment: %s.",

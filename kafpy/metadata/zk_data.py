@@ -112,11 +112,6 @@ def _scala_mutable_order(keys: Sequence[K], hash_of: Callable[[K], int]) -> list
     return [key for bucket in reversed(table) for key in bucket]
 
 
-def _scala_mutable_int_order(keys: Iterable[int]) -> list[int]:
-    """Iteration order of a Scala 2.12 mutable.HashMap[Int, _] filled in the order given."""
-    return _scala_mutable_order(list(keys), lambda key: key & _MASK)
-
-
 def _topic_partition_hash(topic: str, partition: int) -> int:
     """Java's TopicPartition.hashCode."""
     return (31 * (31 + partition) + _java_string_hash(topic)) & _MASK
@@ -349,10 +344,10 @@ class TopicZNode:
     iteration order: the top level always in the order above (no "topic_id" for a topic
     without one), and the partitions in the order of a mutable HashMap of the partition
     strings, filled in the order of the assignment Kafka encodes: a Scala immutable Map of
-    TopicPartitions, which keeps the order it was built in up to 4 entries and beyond
-    that is ordered by TopicPartition.hashCode (`creation_order` gives the order of a new
-    topic's small map). `adding_replicas` / `removing_replicas` name only the partitions
-    being reassigned. `decode*` read versions 1 to 3 and keep the node's partition order.
+    TopicPartitions, ordered by TopicPartition.hashCode. So the node depends on the topic's
+    name and assignment only, not on the order `encode` is given them. `adding_replicas` /
+    `removing_replicas` name only the partitions being reassigned. `decode*` read versions
+    1 to 3 and keep the node's partition order.
     """
 
     VERSION = 3
@@ -360,13 +355,6 @@ class TopicZNode:
     @staticmethod
     def path(topic: str) -> str:
         return f"{TopicsZNode.path}/{topic}"
-
-    @staticmethod
-    def creation_order(assignment: Mapping[int, Sequence[int]]) -> dict[int, list[int]]:
-        """The assignment reordered as Kafka orders a new topic's partitions."""
-        if len(assignment) > 4:
-            return {p: list(assignment[p]) for p in assignment}
-        return {p: list(assignment[p]) for p in _scala_mutable_int_order(assignment)}
 
     @staticmethod
     def encode(
@@ -378,11 +366,12 @@ class TopicZNode:
             p: a if isinstance(a, ReplicaAssignment) else ReplicaAssignment(tuple(a))
             for p, a in assignment.items()
         }
-        built = list(full)
-        if len(built) > 4:
-            built.sort(
-                key=lambda p: _scala_immutable_hash_order_key_of(_topic_partition_hash(topic, p))
-            )
+        # the order Kafka fills the partitions map in: that of an immutable Map of
+        # TopicPartitions (up to 4 entries it keeps the order it was built in, but partitions
+        # "0" to "3" fall into different buckets, so that order never shows)
+        built = sorted(
+            full, key=lambda p: _scala_immutable_hash_order_key_of(_topic_partition_hash(topic, p))
+        )
         keys = _scala_mutable_order([str(p) for p in built], _java_string_hash)
         ordered = [(k, full[int(k)]) for k in keys]
         obj: dict[str, Any] = {
