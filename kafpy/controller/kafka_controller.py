@@ -530,20 +530,12 @@ class KafkaController:
         )
         topics = await self.zk_client.get_all_topics_in_cluster(self._topic_change_watcher)
         ctx.all_topics = set(topics)
-        assignments: dict[str, dict[int, ReplicaAssignment]] = {}
-        topic_ids: dict[str, uuid.UUID | None] = {}
-        for topic in topics:
-            handler = self._register_partition_modifications_handler(topic)
-            full, topic_ids[topic] = await self.zk_client.get_full_topic_assignment_and_id(
-                topic, handler
-            )
-            assignments[topic] = full
+        for topic, full in (await self._read_topics(topics)).items():
             for p, assignment in full.items():
                 tp = TopicPartition(topic, p)
                 ctx.update_partition_full_replica_assignment(tp, assignment)
                 if assignment.is_being_reassigned:
                     ctx.partitions_being_reassigned.add(tp)
-        await self._process_topic_ids(assignments, topic_ids)
         states = await self.zk_client.get_topic_partition_states(ctx.all_partitions())
         ctx.partition_leadership_info.update(states)
         self.channel_manager.startup()
@@ -624,18 +616,11 @@ class KafkaController:
         for topic in deleted_topics:
             self._deregister_partition_modifications_handler(topic)
             ctx.remove_topic(topic)
-        added: dict[TopicPartition, list[int]] = {}
-        assignments: dict[str, dict[int, ReplicaAssignment]] = {}
-        topic_ids: dict[str, uuid.UUID | None] = {}
-        for topic in sorted(new_topics):
-            handler = self._register_partition_modifications_handler(topic)
-            full, topic_ids[topic] = await self.zk_client.get_full_topic_assignment_and_id(
-                topic, handler
-            )
-            assignments[topic] = full
-            for p, assignment in sorted(full.items()):
-                added[TopicPartition(topic, p)] = list(assignment.replicas)
-        await self._process_topic_ids(assignments, topic_ids)
+        added = {
+            TopicPartition(topic, p): list(assignment.replicas)
+            for topic, full in (await self._read_topics(sorted(new_topics))).items()
+            for p, assignment in sorted(full.items())
+        }
         for tp, replicas in added.items():
             ctx.update_partition_replica_assignment(tp, replicas)
         self.log.info(
@@ -647,20 +632,24 @@ class KafkaController:
         if new_topics:
             await self.on_new_topic_creation(new_topics, list(added))
 
-    async def _process_topic_ids(
-        self,
-        assignments: dict[str, dict[int, ReplicaAssignment]],
-        topic_ids: dict[str, uuid.UUID | None],
-    ) -> None:
-        """Kafka 2.8's processTopicIds: a topic without an id (created by a tool, or before
-        2.8) gets a new random one, written to its node; all ids go into the context."""
-        missing = {t: assignments[t] for t, topic_id in topic_ids.items() if topic_id is None}
-        # a topic deleted meanwhile has no node to write to; it is left without an id
-        missing = {t: a for t, a in missing.items() if a}
-        assigned = await self.zk_client.set_topic_ids(missing) if missing else {}
-        for topic, topic_id in {**topic_ids, **assigned}.items():
+    async def _read_topics(self, topics: Iterable[str]) -> dict[str, dict[int, ReplicaAssignment]]:
+        """Each topic's full assignment, read with a watch on its partition changes. Its id
+        goes into the context; a topic without one (created by a tool, or before 2.8) gets
+        a new random id written to its node, as Kafka 2.8's processTopicIds does."""
+        assignments: dict[str, dict[int, ReplicaAssignment]] = {}
+        without_id: dict[str, dict[int, ReplicaAssignment]] = {}
+        for topic in topics:
+            handler = self._register_partition_modifications_handler(topic)
+            full, topic_id = await self.zk_client.get_full_topic_assignment_and_id(topic, handler)
+            assignments[topic] = full
             if topic_id is not None:
                 self.context.add_topic_id(topic, topic_id)
+            elif full:  # (a topic deleted meanwhile has no node to write an id to)
+                without_id[topic] = full
+        if without_id:
+            for topic, topic_id in (await self.zk_client.set_topic_ids(without_id)).items():
+                self.context.add_topic_id(topic, topic_id)
+        return assignments
 
     async def on_new_topic_creation(
         self, topics: set[str], new_partitions: list[TopicPartition]
