@@ -10,9 +10,10 @@ time), so it needs no locking. It is rebuilt from ZooKeeper on every failover.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, NamedTuple
 
+from kafpy.common.topic_ids import TopicIds
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.metadata.zk_data import Broker, LeaderIsrAndControllerEpoch, ReplicaAssignment
 
@@ -46,9 +47,7 @@ class ControllerContext:
         self._live_broker_epochs: dict[int, int] = {}
         self.shutting_down_broker_ids: set[int] = set()
         self.all_topics: set[str] = set()
-        # KIP-516 topic ids, both ways (Kafka's topicIds / topicNames)
-        self.topic_ids: dict[str, uuid.UUID] = {}
-        self.topic_names: dict[uuid.UUID, str] = {}
+        self._topic_ids = TopicIds()
         # topic -> partition -> assigned replicas (the preferred leader first)
         self._assignments: dict[str, dict[int, list[int]]] = {}
         # the adding (AR) and removing (RR) replicas of partitions being reassigned
@@ -221,6 +220,15 @@ class ControllerContext:
             if self.is_replica_online(r.replica, r.topic_partition)
         }
 
+    @property
+    def topic_ids(self) -> Mapping[str, uuid.UUID]:
+        """KIP-516 topic ids (Kafka's topicIds)."""
+        return self._topic_ids.by_name
+
+    @property
+    def topic_names(self) -> Mapping[uuid.UUID, str]:
+        return self._topic_ids.by_id
+
     def add_topic_id(self, topic: str, topic_id: uuid.UUID) -> None:
         """Record a topic's id; a topic keeps the one id it was given."""
         known = self.topic_ids.get(topic)
@@ -229,14 +237,11 @@ class ControllerContext:
                 f"Attempted to add topic id {topic_id} to topic {topic}, which already has "
                 f"topic id {known}"
             )
-        self.topic_ids[topic] = topic_id
-        self.topic_names[topic_id] = topic
+        self._topic_ids.set(topic, topic_id)
 
     def remove_topic(self, topic: str) -> None:
         """Forget everything about a deleted topic."""
-        topic_id = self.topic_ids.pop(topic, None)
-        if topic_id is not None:
-            self.topic_names.pop(topic_id, None)
+        self._topic_ids.remove(topic)
         self._assignments.pop(topic, None)
         for tp in [tp for tp in self._adding_replicas if tp.topic == topic]:
             del self._adding_replicas[tp]

@@ -17,6 +17,7 @@ from typing import Any
 
 from kafpy.common.errors import InvalidTopicError
 from kafpy.common.topic import validate_topic_partition
+from kafpy.common.topic_ids import TopicIds
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.protocol.errors import Errors
 
@@ -95,9 +96,7 @@ class MetadataCache:
         self.controller_id: int | None = None
         self._brokers: dict[int, MetadataBroker] = {}
         self._partitions: dict[str, dict[int, PartitionInfo]] = {}
-        # KIP-516 topic ids the controller sent (UpdateMetadata v7+), both ways
-        self._topic_ids: dict[str, uuid.UUID] = {}
-        self._topic_names: dict[uuid.UUID, str] = {}
+        self._topic_ids = TopicIds()  # those the controller sent (UpdateMetadata v7+)
         # counts the UpdateMetadata requests applied: a Metadata answer built at one
         # generation holds until the next
         self.generation = 0
@@ -111,13 +110,8 @@ class MetadataCache:
         self.controller_id = controller_id if controller_id >= 0 else None
         self._brokers = _brokers(request_body)
         for t in request_body.get("topic_states") or ():
-            topic_id = t.get("topic_id")
-            if topic_id is not None:
-                previous = self._topic_ids.get(t["topic_name"])
-                if previous is not None and previous != topic_id:  # deleted and created again
-                    self._topic_names.pop(previous, None)
-                self._topic_ids[t["topic_name"]] = topic_id
-                self._topic_names[topic_id] = t["topic_name"]
+            if t.get("topic_id") is not None:
+                self._topic_ids.set(t["topic_name"], t["topic_id"])
         deleted: list[TopicPartition] = []
         for topic, state in _partition_states(request_body):
             index = state["partition_index"]
@@ -134,9 +128,7 @@ class MetadataCache:
                     deleted.append(TopicPartition(topic, index))
                     if not parts:
                         del self._partitions[topic]
-                        topic_id = self._topic_ids.pop(topic, None)
-                        if topic_id is not None:
-                            self._topic_names.pop(topic_id, None)
+                        self._topic_ids.remove(topic)
                 continue
             self._partitions.setdefault(topic, {})[index] = PartitionInfo(
                 state["controller_epoch"],
@@ -172,12 +164,9 @@ class MetadataCache:
     def get_all_topics(self) -> list[str]:
         return list(self._partitions)
 
-    def topic_id(self, topic: str) -> uuid.UUID | None:
-        """The topic's id, None when the controller sent none (or the topic is unknown)."""
-        return self._topic_ids.get(topic)
-
     def topic_name(self, topic_id: uuid.UUID) -> str | None:
-        return self._topic_names.get(topic_id)
+        """The topic of a KIP-516 id the controller sent (None for an unknown one)."""
+        return self._topic_ids.by_id.get(topic_id)
 
     def get_partition_info(self, tp: TopicPartition) -> PartitionInfo | None:
         parts = self._partitions.get(tp.topic)
@@ -208,7 +197,7 @@ class MetadataCache:
             out.append({
                 "error_code": Errors.NONE,
                 "name": topic,
-                "topic_id": self._topic_ids.get(topic),
+                "topic_id": self._topic_ids.by_name.get(topic),
                 "is_internal": topic in INTERNAL_TOPICS,
                 "partitions": partitions,
             })  # fmt: skip
