@@ -418,12 +418,13 @@ class ZookeeperTopicService(TopicService):
     async def describe_topics(self, topics: Sequence[str]) -> dict[str, TopicDescription]:
         result = {}
         for topic in topics:
-            assignment, _ = await self.zk.get_topic_assignment_and_version(topic)
-            if not assignment:
+            # one read of the topic's node: its replicas and its id
+            full, topic_id = await self.zk.get_full_topic_assignment_and_id(topic)
+            if not full:
                 continue
             marked = await self.zk.is_topic_marked_for_deletion(topic)
             partitions = []
-            for partition in sorted(assignment):
+            for partition in sorted(full):
                 state = await self.zk.get_topic_partition_state(TopicPartition(topic, partition))
                 leader_and_isr = state.leader_and_isr if state is not None else None
                 partitions.append(
@@ -431,16 +432,13 @@ class ZookeeperTopicService(TopicService):
                         topic,
                         partition,
                         leader_and_isr.leader if leader_and_isr is not None else None,
-                        assignment[partition],
+                        list(full[partition].replicas),
                         list(leader_and_isr.isr) if leader_and_isr is not None else [],
                         marked_for_deletion=marked,
                     )
                 )
             configs = await self.zk.get_entity_configs(ConfigType.TOPIC, topic)
-            topic_ids = await self.zk.get_topic_ids_for_topics([topic])
-            result[topic] = TopicDescription(
-                topic, partitions, dict(configs), marked, topic_ids.get(topic)
-            )
+            result[topic] = TopicDescription(topic, partitions, dict(configs), marked, topic_id)
         return result
 
 
