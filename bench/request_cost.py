@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench_support import free_port, start_broker, wait_port  # noqa: E402
+from bench_support import cpu_seconds, free_port, start_broker, wait_port  # noqa: E402
 
 HERE = Path(__file__).resolve()
 sys.path.insert(0, str(HERE.parent.parent))
@@ -32,12 +32,6 @@ from kafpy.protocol.headers import RequestHeader, encode_request  # noqa: E402
 from kafpy.records.builder import build_batch  # noqa: E402
 
 _SIZE = struct.Struct(">i")
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process so far."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def produce_frames(topic: str, n: int, version: int, size: int) -> list[bytes]:
