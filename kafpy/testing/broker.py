@@ -478,7 +478,7 @@ class KafkaCluster:
     def move_leader(self, topic: str, partition: int, to: int) -> None:
         """Make broker `to` the partition's leader, as an operator would with Kafka: a
         reassignment that puts `to` first (adding it as a replica if it is not one), then
-        a preferred leader election; returns once the new leader serves it."""
+        a preferred leader election; returns once every broker names the new leader."""
         tp = TopicPartition(topic, partition)
         self._node(to)  # a broker of this cluster
 
@@ -509,10 +509,18 @@ class KafkaCluster:
                     error = result.get(tp)
                     info = (await admin.describe_topics([topic]))[topic]
                     if info.partitions[partition].leader == to:
-                        return
+                        break
                     if time.monotonic() > deadline:
                         raise TimeoutError(
                             f"Broker {to} did not become the leader of {tp}: {error}"
+                        )
+                    await asyncio.sleep(0.05)
+            # every broker names the new leader, so a client asking any of them finds it
+            for node in [n for n in self._nodes if n.running]:
+                while await _leader_known_to(node.address, tp) != to:
+                    if time.monotonic() > deadline:
+                        raise TimeoutError(
+                            f"Broker {node.broker_id} does not name {to} as the leader of {tp}"
                         )
                     await asyncio.sleep(0.05)
 
@@ -659,6 +667,24 @@ async def _wait_for_leaders(client: KafkaClient, topic: str, partitions: int) ->
         if time.monotonic() > deadline:
             raise TimeoutError(f"Topic {topic!r} has partitions without a leader.")
         await asyncio.sleep(0.01)
+
+
+async def _leader_known_to(address: str, tp: TopicPartition) -> int | None:
+    """The leader of `tp` in the Metadata of the broker at `address` (None if it has none)."""
+    host, _, port = address.rpartition(":")
+    conn = BrokerConnection(host, int(port), request_timeout_ms=2000)
+    try:
+        await conn.connect()
+        body = await conn.send(ApiKey.METADATA, {"topics": [{"name": tp.topic}]}, version=1)
+    except (KafkaError, OSError):
+        return None
+    finally:
+        await conn.close()
+    for t in body["topics"]:
+        for p in t["partitions"]:
+            if t["name"] == tp.topic and p["partition_index"] == tp.partition:
+                return int(p["leader_id"])
+    return None
 
 
 async def _answers_metadata(address: str, brokers: int) -> bool:
