@@ -9,7 +9,6 @@ file, resizing, truncating, flushing and the binary searches.
 
 from __future__ import annotations
 
-import errno
 import mmap
 import os
 import threading
@@ -24,8 +23,6 @@ INT32_MAX = 2**31 - 1
 # Kafka keeps the last 8 KiB of an index "warm": lookups near the end (the common case,
 # consumers reading the tail) first search only that section so they touch few pages.
 _WARM_SECTION_BYTES = 8192
-# disk blocks of an index allocated ahead of its entries, a chunk at a time
-_ALLOCATION_CHUNK = 64 * 1024
 
 
 class CorruptIndexError(KafkaError):
@@ -87,31 +84,21 @@ class AbstractIndex(ABC):
         self._max_entries = self._length // self.entry_size
         self._entries = 0 if newly_created else self._count_valid_entries()
         self._warm_entries = _WARM_SECTION_BYTES // self.entry_size
-        # Bytes of the (sparse, preallocated) file whose disk blocks are known to exist. A
-        # write through the mapping into a hole on a full disk is a SIGBUS that kills the
-        # broker, so blocks are allocated ahead of the entries (ensure_allocated): a full
-        # disk is then an OSError, and the log dir goes offline as for any I/O error.
-        self._allocated_to = (
-            self._entries * self.entry_size // _ALLOCATION_CHUNK * _ALLOCATION_CHUNK
-        )
+        self._write_fd: int | None = None
         self._after_entries_changed()
 
-    def ensure_allocated(self, end: int) -> None:
-        """Make sure the file's disk blocks up to byte `end` exist (OSError ENOSPC if the
-        disk is full); one fallocate per _ALLOCATION_CHUNK bytes of entries."""
-        if end <= self._allocated_to or not self.writable:
-            return
-        start = self._allocated_to
-        stop = min(max(end, start + _ALLOCATION_CHUNK), self._length)
-        fd = os.open(self.file, os.O_RDWR)
-        try:
-            os.posix_fallocate(fd, start, stop - start)
-        except OSError as e:
-            if e.errno not in (errno.EOPNOTSUPP, errno.EINVAL):
-                raise
-        finally:
-            os.close(fd)
-        self._allocated_to = stop
+    def _write_entry(self, n: int, entry: bytes) -> None:
+        """Write entry `n` with pwrite rather than through the mapping. The preallocated
+        file is sparse, and a store through the mapping into a hole on a full disk is a
+        SIGBUS that kills the broker; pwrite answers ENOSPC (an OSError: the log dir goes
+        offline, as for any I/O error). It needs no block allocation up front either
+        (fallocate takes a journal handle, and on a busy ext4 waited seconds for one on the
+        event loop; bench/metadata_load.py). Readers still search through the mapping,
+        which shares the page cache with the write."""
+        fd = self._write_fd
+        if fd is None:
+            fd = self._write_fd = os.open(self.file, os.O_WRONLY)
+        os.pwrite(fd, entry, n * self.entry_size)
 
     # -- file and mapping ------------------------------------------------------------------
 
@@ -174,8 +161,6 @@ class AbstractIndex(ABC):
             try:
                 os.ftruncate(fd, rounded)
                 self._length = rounded
-                # a shrink frees the blocks past it; growing again leaves a hole there
-                self._allocated_to = min(self._allocated_to, rounded)
                 self._mmap = self._map(fd, rounded)
             finally:
                 os.close(fd)
@@ -188,6 +173,9 @@ class AbstractIndex(ABC):
     def trim_to_valid_size(self) -> None:
         with self._lock:
             self.resize(self._entries * self.entry_size)
+            if self._write_fd is not None:  # a rolled segment's index takes no more entries
+                os.close(self._write_fd)
+                self._write_fd = None
 
     def reset(self) -> None:
         """Drop every entry and give the file its full preallocated size again."""
@@ -225,6 +213,9 @@ class AbstractIndex(ABC):
             if self._mmap is not None:
                 self._mmap.close()
                 self._mmap = None
+            if self._write_fd is not None:
+                os.close(self._write_fd)
+                self._write_fd = None
 
     def delete_if_exists(self) -> bool:
         with self._lock:

@@ -105,9 +105,7 @@ class OffsetIndex(AbstractIndex):
             rel = offset - self.base_offset
             if not 0 <= rel <= INT32_MAX:
                 self.relative_offset(offset)  # raises naming the overflow
-            if (n + 1) * 8 > self._allocated_to:
-                self.ensure_allocated((n + 1) * 8)
-            _ENTRY.pack_into(self._mmap, n * 8, rel, position)  # type: ignore[arg-type]
+            self._write_entry(n, _ENTRY.pack(rel, position))
             self._entries = n + 1
             self._last_offset = offset
         else:

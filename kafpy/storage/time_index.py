@@ -96,9 +96,7 @@ class TimeIndex(AbstractIndex):
             rel = offset - self.base_offset
             if not 0 <= rel <= INT32_MAX:
                 self.relative_offset(offset)  # raises naming the overflow
-            if (n + 1) * 12 > self._allocated_to:
-                self.ensure_allocated((n + 1) * 12)
-            _ENTRY.pack_into(self._mmap, n * 12, timestamp, rel)  # type: ignore[arg-type]
+            self._write_entry(n, _ENTRY.pack(timestamp, rel))
             self._entries = n + 1
             self._last_ts = timestamp
             self._last_off = offset

@@ -177,13 +177,14 @@ def test_delete_and_rename(tmp_path: Path) -> None:
 
 def test_a_full_disk_is_an_os_error_not_a_sigbus(small_tmpfs: Any) -> None:
     """Entries written through the mapping into a sparse file's hole on a full disk would
-    kill the process (SIGBUS); blocks are allocated ahead, so the append fails cleanly."""
+    kill the process (SIGBUS); entries are written with pwrite, so the append fails cleanly
+    and the entries before it stay."""
     import errno as errno_
 
     mount = small_tmpfs(1024 * 1024)
     index = OffsetIndex(mount / "00000000000000000000.index", 0, max_index_size=512 * 1024)
     try:
-        index.append(0, 0)  # the first chunk of blocks is allocated
+        index.append(0, 0)  # the first page of the index exists
         with open(mount / "filler", "wb", buffering=0) as filler:  # then the disk fills up
             try:
                 while True:
@@ -194,7 +195,10 @@ def test_a_full_disk_is_an_os_error_not_a_sigbus(small_tmpfs: Any) -> None:
             for i in range(1, 512 * 1024 // 8):
                 index.append(i, i * 10)
         assert e.value.errno == errno_.ENOSPC
-        assert index.entries == 64 * 1024 // 8  # the allocated chunk was filled, no further
+        assert index.entries == 4096 // 8  # the page that had room was filled, no further
         assert index.lookup(index.entries - 1).offset == index.entries - 1
+        with pytest.raises(OSError):  # still full: the same clean error, nothing half-written
+            index.append(index.entries, 0)
+        assert index.entries == 4096 // 8
     finally:
         index.close()
