@@ -246,3 +246,43 @@ def test_a_burst_of_requests_leaves_the_loop_to_other_work(tmp_path: Path) -> No
         await store.close()
 
     asyncio.run(main())
+
+
+def test_concurrent_callers_are_sliced_too(tmp_path: Path) -> None:
+    """2,000 callers woken in the same loop iteration (a controller creating the state nodes
+    of 2,000 partitions at once) share the slices: between two turns of another task, far
+    fewer requests than callers are answered."""
+
+    async def main() -> None:
+        store = EmbeddedStore(tmp_path)
+        await store.start()
+        await store.create("/states", b"")
+        answered = 0
+        between_ticks: list[int] = []
+        done = False
+
+        async def ticker() -> None:
+            last = 0
+            while not done:
+                between_ticks.append(answered - last)
+                last = answered
+                await asyncio.sleep(0)
+
+        async def caller(i: int) -> None:
+            nonlocal answered
+            await store.create(f"/states/{i}", b"x" * 100)
+            answered += 1
+            await store.set(f"/states/{i}", b"y" * 100)
+            answered += 1
+
+        task = asyncio.get_running_loop().create_task(ticker())
+        await asyncio.gather(*(caller(i) for i in range(2000)))
+        done = True
+        await task
+        assert answered == 4000
+        assert len(await store.get_children("/states")) == 2000
+        # unsliced, each iteration answers one request of every caller woken in it: 2,000
+        assert max(between_ticks) < 1000, max(between_ticks)
+        await store.close()
+
+    asyncio.run(main())
