@@ -6,7 +6,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install system-deps run test lint bench bench-throughput clean
+.PHONY: install system-deps run test lint bench bench-deps bench-throughput bench-latency clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -52,13 +52,20 @@ lint: install
 bench: install
 	$(PY) bench/storage_bench.py
 
-# Broker throughput with confluent-kafka (and kcat), against Redis Streams as the reference.
-bench-throughput: install
+# The benches' reference (Redis Streams: redis-server and redis-py) and kcat.
+bench-deps: install
 	$(PY) -m pip install -q -e '.[bench]'
 	@{ command -v redis-server && command -v kcat; } >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq redis-server kcat >/dev/null; }
+
+# Broker throughput with confluent-kafka (and kcat), against Redis Streams as the reference.
+bench-throughput: bench-deps
 	$(PY) bench/throughput.py
+
+# Produce→consume latency percentiles at fixed rates, against Redis Streams in the same run.
+bench-latency: bench-deps
+	$(PY) bench/latency.py
 
 clean:
 	rm -rf $(VENV) data .pytest_cache .hypothesis
