@@ -59,21 +59,23 @@ def error_codes(body: Any) -> list[tuple[int, str | None]]:
     """Every non-zero `error_code` in a response body (with its `error_message`, if any),
     searched through nested structs and arrays."""
     found: list[tuple[int, str | None]] = []
-
-    def walk(value: Any) -> None:
-        if isinstance(value, Mapping):
-            code = value.get("error_code")
-            if isinstance(code, int) and code != Errors.NONE:
-                found.append((code, value.get("error_message")))
-            for v in value.values():
-                if isinstance(v, (Mapping, list)):
-                    walk(v)
-        elif isinstance(value, list):
-            for v in value:
-                walk(v)
-
-    walk(body)
+    _collect_error_codes(body, found)
     return found
+
+
+def _collect_error_codes(value: Any, found: list[tuple[int, str | None]]) -> None:
+    # a module function, not a closure calling itself: that closure would be a reference
+    # cycle, garbage left for the collector after every response the client reads
+    if isinstance(value, Mapping):
+        code = value.get("error_code")
+        if isinstance(code, int) and code != Errors.NONE:
+            found.append((code, value.get("error_message")))
+        for v in value.values():
+            if isinstance(v, (Mapping, list)):
+                _collect_error_codes(v, found)
+    elif isinstance(value, list):
+        for v in value:
+            _collect_error_codes(v, found)
 
 
 def raise_retriable_errors(body: dict[str, Any]) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import socket
 from typing import Any
 
@@ -63,6 +64,25 @@ def test_error_codes_found_at_any_depth() -> None:
         ],
     }
     assert error_codes(body) == [(41, "not me"), (6, None)]
+
+
+def test_error_codes_leaves_no_garbage_for_the_collector() -> None:
+    """Every response kafpy's client reads goes through it; a reference cycle per call (a
+    closure calling itself) is garbage only the collector frees, and its pauses stop the
+    caller's event loop (the console's, the Spark source's, a test broker's)."""
+    body = {"error_code": 0, "topics": [{"name": "a", "error_code": 41}]}
+    gc.collect()
+    gc.disable()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        for _ in range(10):
+            assert error_codes(body) == [(41, None)]
+        gc.collect()
+        assert gc.garbage == []
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        gc.enable()
 
 
 class Cluster2:
