@@ -6,7 +6,7 @@ import asyncio
 import logging
 import struct
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -14,6 +14,8 @@ from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.headers import RequestHeader, decode_response, encode_request, encode_response
 from kafpy.server.request_channel import CloseConnection, Request, ResponseParts
 from kafpy.server.socket_server import SocketServer, _run_eagerly
+
+H = TypeVar("H")
 
 LOGGER = "kafpy.network.SocketServer"
 
@@ -69,15 +71,19 @@ async def read_response(
 
 
 def with_server(
-    scenario: Callable[[SocketServer, EchoHandler], Awaitable[None]],
+    scenario: Callable[[SocketServer, H], Awaitable[None]],
     max_request_size: int = 1 << 20,
+    handler: H | None = None,
 ) -> None:
+    """Run `scenario` against a server on a free port with `handler` (an EchoHandler by
+    default), shut down afterwards."""
+
     async def main() -> None:
-        handler = EchoHandler()
         server = SocketServer([("PLAINTEXT", "127.0.0.1", 0)], max_request_size=max_request_size)
-        await server.startup(handler)
+        used: Any = handler if handler is not None else EchoHandler()
+        await server.startup(used)
         try:
-            await asyncio.wait_for(scenario(server, handler), 20)
+            await asyncio.wait_for(scenario(server, used), 20)
         finally:
             await server.shutdown()
 
@@ -226,63 +232,51 @@ class ReplicationHandler:
 
 
 def test_released_requests_wait_together_and_are_answered_in_order() -> None:
-    async def main() -> None:
-        handler = ReplicationHandler()
-        server = SocketServer([("PLAINTEXT", "127.0.0.1", 0)], max_request_size=1 << 20)
-        await server.startup(handler)
-        try:
-            reader, writer = await connect(server)
-            acks1 = [
-                encode_request(
-                    RequestHeader(ApiKey.PRODUCE, 7, i, "test"),
-                    {"acks": 1, "timeout_ms": 100, "topic_data": []},
-                )  # fmt: skip
-                for i in range(3)
-            ]
-            writer.write(b"".join(acks1) + metadata_request(3))
-            await until(lambda: len(handler.started) == 4)
-            # all three produce requests are waiting at once, and the Metadata behind them
-            assert handler.started == [0, 1, 2, 3]
-            for cid in (2, 1, 0):  # replicated in reverse order ...
-                handler.replicated[cid].set()
-                await asyncio.sleep(0.01)
-            # ... answered in the order they came
-            got = [(await read_response(reader, ApiKey.PRODUCE, 7))[0] for _ in range(3)]
-            assert got == [0, 1, 2]
-            assert (await read_response(reader))[0] == 3
-            writer.close()
-        finally:
-            await server.shutdown()
+    async def scenario(server: SocketServer, handler: ReplicationHandler) -> None:
+        reader, writer = await connect(server)
+        acks1 = [
+            encode_request(
+                RequestHeader(ApiKey.PRODUCE, 7, i, "test"),
+                {"acks": 1, "timeout_ms": 100, "topic_data": []},
+            )  # fmt: skip
+            for i in range(3)
+        ]
+        writer.write(b"".join(acks1) + metadata_request(3))
+        await until(lambda: len(handler.started) == 4)
+        # all three produce requests are waiting at once, and the Metadata behind them
+        assert handler.started == [0, 1, 2, 3]
+        for cid in (2, 1, 0):  # replicated in reverse order ...
+            handler.replicated[cid].set()
+            await asyncio.sleep(0.01)
+        # ... answered in the order they came
+        got = [(await read_response(reader, ApiKey.PRODUCE, 7))[0] for _ in range(3)]
+        assert got == [0, 1, 2]
+        assert (await read_response(reader))[0] == 3
+        writer.close()
 
-    asyncio.run(asyncio.wait_for(main(), 20))
+    with_server(scenario, handler=ReplicationHandler())
 
 
 def test_a_request_released_after_it_first_waited_lets_the_next_start() -> None:
-    async def main() -> None:
-        handler = ReplicationHandler(release_at_once=False)
-        server = SocketServer([("PLAINTEXT", "127.0.0.1", 0)], max_request_size=1 << 20)
-        await server.startup(handler)
-        try:
-            reader, writer = await connect(server)
-            produce = encode_request(
-                RequestHeader(ApiKey.PRODUCE, 7, 0, "test"),
-                {"acks": -1, "timeout_ms": 100, "topic_data": []},
-            )  # fmt: skip
-            writer.write(produce + metadata_request(1))
-            await until(lambda: bool(handler.started))
-            await asyncio.sleep(0.05)
-            assert handler.started == [0]  # the produce has not released the connection yet
-            handler.may_release.set()
-            await until(lambda: handler.started == [0, 1])
-            assert handler.started == [0, 1]
-            handler.replicated[0].set()
-            assert (await read_response(reader, ApiKey.PRODUCE, 7))[0] == 0
-            assert (await read_response(reader))[0] == 1
-            writer.close()
-        finally:
-            await server.shutdown()
+    async def scenario(server: SocketServer, handler: ReplicationHandler) -> None:
+        reader, writer = await connect(server)
+        produce = encode_request(
+            RequestHeader(ApiKey.PRODUCE, 7, 0, "test"),
+            {"acks": -1, "timeout_ms": 100, "topic_data": []},
+        )  # fmt: skip
+        writer.write(produce + metadata_request(1))
+        await until(lambda: bool(handler.started))
+        await asyncio.sleep(0.05)
+        assert handler.started == [0]  # the produce has not released the connection yet
+        handler.may_release.set()
+        await until(lambda: handler.started == [0, 1])
+        assert handler.started == [0, 1]
+        handler.replicated[0].set()
+        assert (await read_response(reader, ApiKey.PRODUCE, 7))[0] == 0
+        assert (await read_response(reader))[0] == 1
+        writer.close()
 
-    asyncio.run(asyncio.wait_for(main(), 20))
+    with_server(scenario, handler=ReplicationHandler(release_at_once=False))
 
 
 def test_run_eagerly_finishes_a_coroutine_that_never_waits_without_a_task() -> None:
