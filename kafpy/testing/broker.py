@@ -669,18 +669,27 @@ async def _wait_for_leaders(client: KafkaClient, topic: str, partitions: int) ->
         await asyncio.sleep(0.01)
 
 
-async def _leader_known_to(address: str, tp: TopicPartition) -> int | None:
-    """The leader of `tp` in the Metadata of the broker at `address` (None if it has none)."""
+async def _metadata_of(address: str, topics: list[str]) -> dict[str, Any] | None:
+    """The Metadata (v1) the broker at `address` answers for `topics`, on a connection of
+    its own (None if it does not answer)."""
     host, _, port = address.rpartition(":")
     conn = BrokerConnection(host, int(port), request_timeout_ms=2000)
     try:
         await conn.connect()
-        body = await conn.send(ApiKey.METADATA, {"topics": [{"name": tp.topic}]}, version=1)
+        body: dict[str, Any] = await conn.send(
+            ApiKey.METADATA, {"topics": [{"name": t} for t in topics]}, version=1
+        )
+        return body
     except (KafkaError, OSError):
         return None
     finally:
         await conn.close()
-    for t in body["topics"]:
+
+
+async def _leader_known_to(address: str, tp: TopicPartition) -> int | None:
+    """The leader of `tp` in the Metadata of the broker at `address` (None if it has none)."""
+    body = await _metadata_of(address, [tp.topic])
+    for t in body["topics"] if body is not None else ():
         for p in t["partitions"]:
             if t["name"] == tp.topic and p["partition_index"] == tp.partition:
                 return int(p["leader_id"])
@@ -690,13 +699,5 @@ async def _leader_known_to(address: str, tp: TopicPartition) -> int | None:
 async def _answers_metadata(address: str, brokers: int) -> bool:
     """Whether the broker at `address` answers Metadata listing `brokers` brokers and a
     controller (it has had its first UpdateMetadata)."""
-    host, _, port = address.rpartition(":")
-    conn = BrokerConnection(host, int(port), request_timeout_ms=2000)
-    try:
-        await conn.connect()
-        body = await conn.send(ApiKey.METADATA, {"topics": []}, version=1)
-        return len(body["brokers"]) >= brokers and body["controller_id"] >= 0
-    except (KafkaError, OSError):
-        return False
-    finally:
-        await conn.close()
+    body = await _metadata_of(address, [])
+    return body is not None and len(body["brokers"]) >= brokers and body["controller_id"] >= 0
