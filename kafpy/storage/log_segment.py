@@ -96,8 +96,9 @@ class LogSegment:
     Appends write whole batches and add a sparse index entry every `index.interval.bytes`;
     reads return stored bytes located through the offset index and a scan of batch
     headers (or, for the batches of the latest appends and past the last one, through
-    what the appends noted: no scan for a consumer that keeps up); `recover()` rebuilds the indexes from the data and cuts off a torn or
-    corrupt tail. `roll_jitter_ms` is subtracted from segment.ms for this segment.
+    what the appends noted: no scan for a consumer that keeps up); `recover()` rebuilds
+    the indexes from the data and cuts off a torn or corrupt tail. `roll_jitter_ms` is
+    subtracted from segment.ms for this segment.
     """
 
     def __init__(
