@@ -4,10 +4,12 @@ The leader path walks the batch headers once (one unpack per batch): for each ba
 checks the size against `max.message.bytes`, the magic byte, the CRC-32C and (for
 producers) the header's own consistency, then the records, as Kafka does:
 
-- uncompressed: one pass over the record length varints, which must tile the records
-  section exactly and number the header's record count; on a compacted topic, or when
-  `message.timestamp.difference.max.ms` is set for CreateTime, each record's fields are
-  read too (keys must be present, timestamps in range);
+- uncompressed: every record field by field, on every topic (_check_records): lengths
+  and deltas in range, no field past its record, no bytes left after its fields, the
+  header's record count exact. Records that share the layout of the one before them (a
+  producer's usual batch) are checked a run at a time with strided slices, in C; on a
+  compacted topic, or when `message.timestamp.difference.max.ms` is set for CreateTime,
+  the plain walk also checks keys and timestamps one record at a time;
 - compressed: the codec must be known; the records are decompressed within
   `decompressed_limit` (MessageTooLargeError as soon as it is passed) and every record
   is walked field by field.
@@ -67,7 +69,7 @@ from kafpy.records.record_batch import (
     header_at,
     iter_headers,
 )
-from kafpy.records.varint import decode_varlong
+from kafpy.records.varint import decode_varint, decode_varlong
 from kafpy.storage.log_append_info import LogAppendInfo
 from kafpy.storage.log_config import LogConfig
 
@@ -79,6 +81,18 @@ _MIN_RECORD_BODY = 6
 _MAX_CODEC_ID = max(CompressionType)
 # Runs shorter than this are walked record by record (a slice costs more).
 _RUN_MIN = 4
+# A run of records read at once stays within one block of offset deltas 8192k..8192k+8191
+# (and below 64 while they take one byte). Offset delta i is written zigzag(i) = 2i: its
+# first byte is 2i & 0x7F, its second (i >> 6) & 0x7F, each with the high bit when more
+# follow; bytes after the second are the same for a whole block.
+_BLOCK = 8192
+_DELTA_ONE = bytes(2 * i for i in range(64))
+_DELTA_FIRST = bytes(0x80 | (2 * i) & 0x7F for i in range(_BLOCK))
+_DELTA_SECOND = bytes((i >> 6) & 0x7F for i in range(_BLOCK))
+_DELTA_SECOND_MORE = bytes(0x80 | (i >> 6) & 0x7F for i in range(_BLOCK))
+_BYTE = tuple(bytes((i,)) for i in range(256))
+# translate table flipping the high bit: a column of varint continuation bytes becomes ASCII
+_FLIP = bytes(i ^ 0x80 for i in range(256))
 # A codec, or the LogAppendTime bit (which producers must not set).
 _CODEC_OR_LOG_APPEND_TIME = COMPRESSION_CODEC_MASK | TIMESTAMP_TYPE_MASK
 
@@ -285,7 +299,7 @@ class LogValidator:
                 if codec or self.compacted or check_timestamps:
                     self._validate_records(buffer, pos, size, header, offset, now)
                 else:
-                    _check_record_lengths(buffer, pos + RECORD_BATCH_OVERHEAD, pos + size, header)
+                    _check_records(buffer, pos + RECORD_BATCH_OVERHEAD, pos + size, header)
             if patched is None:
                 patched = memoryview(bytearray(buffer)) if buffer.readonly else buffer
             last = offset + last_delta
@@ -420,71 +434,219 @@ def _corrupt(offset: int, what: str) -> CorruptRecordError:
     )
 
 
-def _check_record_lengths(buffer: memoryview, start: int, end: int, header: BatchHeader) -> None:
-    """One pass over the record length varints of an uncompressed records section: they
-    must tile [start, end) exactly, in as many records as the header declares.
+def _check_records(buffer: memoryview, start: int, end: int, header: BatchHeader) -> None:
+    """Every record of an uncompressed records section, field by field (Kafka's
+    DefaultRecord.readFrom over each record of a client batch, see _read_record).
 
-    This is the produce path's one per-record check: Kafka's validator reads every record
-    of every batch, and a batch whose lengths lie stops every consumer at its offset. It
-    works per run rather than per record: records of one length (the usual case: a
-    record's size changes only where its offset delta needs another varint byte, at 64,
-    8192, ...) repeat their length varint every `stride` bytes, and one strided slice per
-    varint byte checks a whole run of them at once, in C; the Python loop takes one step
-    per run, decoding the one- and two-byte varints inline.
+    Records are read one at a time, except within a run: a producer's records usually
+    share one layout (the same length, key length, value length and header lengths, and
+    varints of the same sizes), and such a record parses exactly as the one before it
+    did. So after reading record i in full, _repeats checks the bytes that fix the layout
+    of the records after it, one strided slice per byte position, in C. A run ends where
+    the layout changes (offset deltas reaching 64 and 8192 take another varint byte) and
+    at each block of 8192 offset deltas, so a batch of equal records costs a few full
+    reads in Python whatever its size.
     """
     count = header[H_RECORD_COUNT]
-    pos = start
+    last_delta = header[H_LAST_OFFSET_DELTA]
+    offset = header[H_BASE_OFFSET]
+    # a copy: strided slices of bytes take a tenth of the time memoryview's take
+    data = buffer[start:end].tobytes()
+    end -= start
+    pos = 0
     n = 0
     try:
         while pos < end:
             if n == count:
                 raise _corrupt(
-                    header[H_BASE_OFFSET],
+                    offset,
                     f"its records section holds more than the {count} records the header declares",
                 )
-            b = buffer[pos]
-            if b < 0x80:
-                length = (b >> 1) ^ -(b & 1)
-                size = 1
-            else:
-                b2 = buffer[pos + 1]
-                if b2 < 0x80:
-                    raw = (b & 0x7F) | (b2 << 7)
-                    length = (raw >> 1) ^ -(raw & 1)
-                    size = 2
-                else:
-                    length, after = decode_varlong(buffer, pos)
-                    size = after - pos
-            stride = size + length
-            if length < _MIN_RECORD_BODY or pos + stride > end:
-                raise _corrupt(
-                    header[H_BASE_OFFSET],
-                    f"record {n} claims {length} bytes where {end - pos - size} remain in the batch",
-                )
+            record_end, _, _, delta = _read_record(data, pos, end, n, last_delta, offset)
             n += 1
-            pos += stride
-            left = min(count - n, (end - pos) // stride)
-            if left >= _RUN_MIN:
-                # how many of the next records carry the same length varint: compare the
-                # bytes found every `stride` bytes with this record's varint, in C
-                k = left
-                for j in range(size):
-                    column = buffer[pos + j : pos + j + left * stride : stride].tobytes()
-                    if column != bytes((buffer[pos - stride + j],)) * left:
-                        k = min(k, _first_difference(column, buffer[pos - stride + j]))
-                n += k
-                pos += k * stride
+            if delta == n - 1 and record_end < end and data[record_end] == data[pos]:
+                stride = record_end - pos
+                block_left = 64 - n if n < 64 else -n % _BLOCK
+                left = min(count - n, (end - record_end) // stride, block_left)
+                if left >= _RUN_MIN:
+                    layout = [0, 0, 0, 0]
+                    _read_record(data, pos, end, n - 1, last_delta, offset, layout)
+                    k = _repeats(data, stride, left, layout, n)
+                    n += k
+                    record_end += k * stride
+            pos = record_end
     except (IndexError, ValueError) as exc:
-        raise _corrupt(header[H_BASE_OFFSET], f"record {n} is malformed ({exc})") from None
+        raise _corrupt(offset, f"record {n} is malformed ({exc})") from None
     if n != count:
+        raise _corrupt(offset, f"the header declares {count} records but it holds {n}")
+
+
+def _repeats(data: bytes, stride: int, left: int, layout: list[int], index: int) -> int:
+    """How many of the `left` records that follow the one `layout` describes (every
+    `stride` bytes, from record `index`) read the same way: their layout bytes (lengths,
+    the offset delta's bytes after its second) equal its own, their timestamp deltas have
+    its varint size, and their offset deltas are their indexes. `left` stays within one
+    block of offset deltas (_BLOCK)."""
+    k = left
+    ts_start, ts_end, od_start, od_end = layout[0], layout[1], layout[2], layout[3]
+    for q in layout[4:]:
+        column = data[q + stride : q + k * stride + 1 : stride]
+        same = _BYTE[data[q]]
+        if column != same * k:
+            k -= len(column.lstrip(same))
+            if not k:
+                return 0
+    for q in range(ts_start, ts_end):
+        column = data[q + stride : q + k * stride + 1 : stride]
+        if q < ts_end - 1:
+            column = column.translate(_FLIP)  # continuation bytes: all must have the high bit
+        if not column.isascii():
+            k = next(i for i, c in enumerate(column) if c >= 0x80)
+            if not k:
+                return 0
+    at = index % _BLOCK
+    if od_end - od_start == 1:
+        expected = [_DELTA_ONE]
+    else:
+        expected = [_DELTA_FIRST, _DELTA_SECOND if od_end - od_start == 2 else _DELTA_SECOND_MORE]
+    for q, table in enumerate(expected, od_start):
+        column = data[q + stride : q + k * stride + 1 : stride]
+        want = table[at : at + k]
+        if column != want:
+            k = next(i for i, (a, b) in enumerate(zip(column, want, strict=True)) if a != b)
+            if not k:
+                return 0
+    return k
+
+
+def _read_record(
+    data: bytes | memoryview,
+    pos: int,
+    end: int,
+    index: int,
+    last_delta: int,
+    offset: int,
+    layout: list[int] | None = None,
+) -> tuple[int, int, int, int]:
+    """Read record `index` at `pos` by Kafka's rules; return (its end, timestamp delta,
+    key length, offset delta).
+
+    Refuses (CorruptRecordError naming the batch at `offset`) a length below the smallest
+    record or past `end`, an offset delta outside [0, last_delta], a key, value or header
+    value length below -1 (kafpy is stricter than Kafka 2.8 here, which reads any
+    negative length as null), a negative header count, a null or negative header key, a
+    field running past its record and bytes left in the record after its fields.
+    Over-long varints raise ValueError and a record cut short IndexError (the caller
+    names them). With `layout` (four slots), fills it with the timestamp delta's and the
+    offset delta's [start, end) and appends the positions of the bytes that fix the
+    record's layout: its length, key length, value length, header count and header
+    lengths varints, and the offset delta's bytes after its first.
+    """
+    b = data[pos]
+    if b < 0x80:
+        length = (b >> 1) ^ -(b & 1)
+        p = pos + 1
+    else:
+        length, p = decode_varint(data, pos)
+    record_end = p + length
+    if length < _MIN_RECORD_BODY or record_end > end:
         raise _corrupt(
-            header[H_BASE_OFFSET], f"the header declares {count} records but it holds {n}"
+            offset, f"record {index} claims {length} bytes where {end - p} remain in the batch"
         )
-
-
-def _first_difference(column: bytes, value: int) -> int:
-    """The index of the first byte of `column` other than `value`."""
-    return len(column) - len(column.lstrip(bytes((value,))))
+    if layout is not None:
+        layout.extend(range(pos, p))
+    ts_start = p + 1  # after the attributes byte, which Kafka does not read
+    b = data[ts_start]
+    if b < 0x80:
+        ts_delta = (b >> 1) ^ -(b & 1)
+        p = ts_start + 1
+    else:
+        ts_delta, p = decode_varlong(data, ts_start)
+    od_start = p
+    b = data[p]
+    if b < 0x80:
+        offset_delta = (b >> 1) ^ -(b & 1)
+        p += 1
+    else:
+        offset_delta, p = decode_varint(data, p)
+    if not 0 <= offset_delta <= last_delta:
+        raise _corrupt(
+            offset,
+            f"record {index} has offset delta {offset_delta} outside the batch's [0, {last_delta}]",
+        )
+    if layout is not None:
+        layout[0:4] = ts_start, od_start, od_start, p
+        layout.extend(range(od_start + 2, p))
+    at = p
+    b = data[p]
+    if b < 0x80:
+        key_len = (b >> 1) ^ -(b & 1)
+        p += 1
+    else:
+        key_len, p = decode_varint(data, p)
+    if layout is not None:
+        layout.extend(range(at, p))
+    if key_len > 0:
+        p += key_len
+        if p >= record_end:
+            raise _corrupt(offset, f"record {index} has a key that runs past it")
+    elif key_len < -1:
+        raise _corrupt(offset, f"record {index} has a key of length {key_len}")
+    at = p
+    b = data[p]
+    if b < 0x80:
+        value_len = (b >> 1) ^ -(b & 1)
+        p += 1
+    else:
+        value_len, p = decode_varint(data, p)
+    if layout is not None:
+        layout.extend(range(at, p))
+    if value_len > 0:
+        p += value_len
+    elif value_len < -1:
+        raise _corrupt(offset, f"record {index} has a value of length {value_len}")
+    if p >= record_end:
+        raise _corrupt(offset, f"record {index} has a value that runs past it")
+    at = p
+    b = data[p]
+    if b < 0x80:
+        header_count = (b >> 1) ^ -(b & 1)
+        p += 1
+    else:
+        header_count, p = decode_varint(data, p)
+    if header_count < 0:
+        raise _corrupt(offset, f"record {index} declares {header_count} headers")
+    if layout is not None:
+        layout.extend(range(at, p))
+    for _ in range(header_count):
+        if p >= record_end:
+            raise _corrupt(offset, f"record {index} has headers that run past it")
+        at = p
+        name_len, p = decode_varint(data, p)
+        if layout is not None:
+            layout.extend(range(at, p))
+        if name_len < 0:
+            what = "is null" if name_len == -1 else f"has length {name_len}"
+            raise _corrupt(offset, f"record {index} has a header whose key {what}")
+        p += name_len
+        if p >= record_end:
+            raise _corrupt(offset, f"record {index} has headers that run past it")
+        at = p
+        value_len, p = decode_varint(data, p)
+        if layout is not None:
+            layout.extend(range(at, p))
+        if value_len > 0:
+            p += value_len
+        elif value_len < -1:
+            raise _corrupt(offset, f"record {index} has a header value of length {value_len}")
+        if p > record_end:
+            raise _corrupt(offset, f"record {index} has headers that run past it")
+    if p != record_end:
+        raise _corrupt(
+            offset,
+            f"record {index} declares {length} bytes but its fields take {length + p - record_end}",
+        )
+    return record_end, ts_delta, key_len, offset_delta
 
 
 def _scan_records(
@@ -495,7 +657,7 @@ def _scan_records(
     min_ts: int | None,
     max_ts: int | None,
 ) -> tuple[list[int], list[tuple[int, int]]]:
-    """Walk every record of a (decompressed) records section field by field.
+    """Walk every record of a (decompressed) records section field by field (_read_record).
 
     Raises CorruptRecordError for a structure that lies (lengths, counts, fields running
     past their record); returns the indexes of keyless records when `need_keys`, and
@@ -504,6 +666,7 @@ def _scan_records(
     count = header[H_RECORD_COUNT]
     last_delta = header[H_LAST_OFFSET_DELTA]
     first_ts = header[H_FIRST_TIMESTAMP]
+    check_ts = min_ts is not None and max_ts is not None
     end = len(data)
     pos = 0
     keyless: list[int] = []
@@ -515,52 +678,13 @@ def _scan_records(
                 raise _corrupt(
                     offset, f"the header declares {count} records but it holds only {index}"
                 )
-            length, pos = decode_varlong(data, pos)
-            record_end = pos + length
-            if length < _MIN_RECORD_BODY or record_end > end:
-                raise _corrupt(
-                    offset, f"record {index} claims {length} bytes where {end - pos} remain"
-                )
-            ts_delta, p = decode_varlong(data, pos + 1)  # after the attributes byte
-            offset_delta, p = decode_varlong(data, p)
-            if not 0 <= offset_delta <= last_delta:
-                raise _corrupt(
-                    offset,
-                    f"record {index} has offset delta {offset_delta} outside the batch's "
-                    f"[0, {last_delta}]",
-                )
-            key_len, p = decode_varlong(data, p)
-            if key_len >= 0:
-                p += key_len
-            elif need_keys:
+            pos, ts_delta, key_len, _ = _read_record(data, pos, end, index, last_delta, offset)
+            if need_keys and key_len < 0:
                 keyless.append(index)
-            value_len, p = decode_varlong(data, p)
-            if value_len > 0:
-                p += value_len
-            header_count, p = decode_varlong(data, p)
-            if header_count < 0 or p > record_end:
-                raise _corrupt(offset, f"record {index} has fields that run past it")
-            for _ in range(header_count):
-                name_len, p = decode_varlong(data, p)
-                if name_len < 0:
-                    raise _corrupt(offset, f"record {index} has a header key of length {name_len}")
-                p += name_len
-                value_len, p = decode_varlong(data, p)
-                if value_len > 0:
-                    p += value_len
-                if p > record_end:
-                    raise _corrupt(offset, f"record {index} has headers that run past it")
-            if p != record_end:
-                raise _corrupt(
-                    offset,
-                    f"record {index} declares {length} bytes but its fields take "
-                    f"{length + p - record_end}",
-                )
-            if min_ts is not None and max_ts is not None:
+            if check_ts:
                 ts = first_ts + ts_delta
-                if ts < min_ts or ts > max_ts:
+                if ts < min_ts or ts > max_ts:  # type: ignore[operator]
                     bad_timestamps.append((index, ts))
-            pos = record_end
     except (IndexError, ValueError) as exc:
         raise _corrupt(offset, f"record {index} is malformed ({exc})") from None
     if pos != end:

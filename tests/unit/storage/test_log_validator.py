@@ -286,3 +286,162 @@ def test_record_lengths_tile_any_uncompressed_batch(sizes: list[int], lie: int) 
     if lie and len(sizes) + lie > 0:
         with pytest.raises(CorruptRecordError):
             validate(with_count(data, len(sizes) + lie))
+
+
+# --- every record field by field: the run check against a plain reader ---------------
+
+
+def _varint(data: bytes, pos: int, max_size: int) -> tuple[int, int]:
+    raw = shift = 0
+    for i in range(max_size):
+        b = data[pos + i]  # IndexError: cut short
+        raw |= (b & 0x7F) << shift
+        shift += 7
+        if b < 0x80:
+            return (raw >> 1) ^ -(raw & 1), pos + i + 1
+    raise ValueError("varint too long")
+
+
+def reads_as_kafka(section: bytes, count: int) -> bool:
+    """Whether a plain reader, one record and one field at a time, accepts `section` as
+    `count` records: Kafka's DefaultRecord.readFrom, with negative lengths other than -1
+    refused as kafpy refuses them."""
+    pos = 0
+    try:
+        for _ in range(count):
+            length, pos = _varint(section, pos, 5)
+            end = pos + length
+            if length < 6 or end > len(section):
+                return False
+            _, p = _varint(section, pos + 1, 10)  # attributes, then timestampDelta
+            delta, p = _varint(section, p, 5)
+            if not 0 <= delta < count:
+                return False
+            for _field in ("key", "value"):
+                n, p = _varint(section, p, 5)
+                if n < -1:
+                    return False
+                p += max(n, 0)
+                if p >= end:
+                    return False
+            headers, p = _varint(section, p, 5)
+            if headers < 0:
+                return False
+            for _ in range(headers):
+                n, p = _varint(section, p, 5)
+                if n < 0 or p + n >= end:
+                    return False
+                n2, p = _varint(section, p + n, 5)
+                if n2 < -1:
+                    return False
+                p += max(n2, 0)
+                if p > end:
+                    return False
+            if p != end:
+                return False
+            pos = end
+    except (IndexError, ValueError):
+        return False
+    return pos == len(section)
+
+
+def accepted(data: bytes) -> bool:
+    try:
+        validate(data)
+    except CorruptRecordError:
+        return False
+    return True
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    count=st.one_of(st.integers(1, 200), st.sampled_from([6, 66, 140, 200])),
+    key=st.one_of(st.none(), st.binary(max_size=3)),
+    value_size=st.sampled_from([0, 1, 60, 100, 200]),
+    headers=st.lists(
+        st.tuples(st.text(max_size=2), st.one_of(st.none(), st.binary(max_size=2))), max_size=2
+    ),
+    ts_step=st.sampled_from([0, 1, 3]),
+    odd_one=st.integers(0, 199),
+    edits=st.lists(
+        st.tuples(st.floats(0, 1, exclude_max=True), st.integers(-6, 7), st.integers(0, 255)),
+        min_size=1,
+        max_size=3,
+    ),
+)
+def test_the_record_walk_agrees_with_a_plain_reader(
+    count: int,
+    key: bytes | None,
+    value_size: int,
+    headers: list[tuple[str, bytes | None]],
+    ts_step: int,
+    odd_one: int,
+    edits: list[tuple[float, int, int]],
+) -> None:
+    """Edits land near a record's ends, where its lengths and deltas are."""
+    builder = RecordBatchBuilder()
+    for i in range(count):
+        value = b"v" * (value_size + (i == odd_one))
+        builder.append(NOW + i * ts_step, key, value, headers)
+    data = bytes(builder.build())
+    assert accepted(data)
+    section = bytearray(data[61:])
+    ends = record_ends(bytes(section))
+    for where, at, byte in edits:
+        record = int(where * count)
+        start = ends[record - 1] if record else 0
+        section[min((start if at >= 0 else ends[record]) + at, len(section) - 1)] = byte
+    forged = with_body(data, bytes(section))
+    assert accepted(forged) == reads_as_kafka(bytes(section), count)
+
+
+def record_ends(section: bytes) -> list[int]:
+    ends, pos = [], 0
+    while pos < len(section):
+        length, pos = _varint(section, pos, 5)
+        pos += length
+        ends.append(pos)
+    return ends
+
+
+@pytest.mark.parametrize("count", [63, 64, 65, 8191, 8192, 8193, 9000])
+def test_a_lie_deep_in_a_run_is_found(count: int) -> None:
+    builder = RecordBatchBuilder()
+    for i in range(count):
+        builder.append(NOW + 1000 * (i > 0), None, b"x" * 100)
+    data = bytes(builder.build())
+    assert accepted(data)
+    section = bytes(data[61:])
+    ends = record_ends(section)
+    # a record after the first: length (2 bytes), attributes, timestampDelta (1000: 2
+    # bytes), offsetDelta, key length (1 byte), value length (2 bytes), the value, header
+    # count (1 byte); edits at an offset from the record's start (>= 0) or end (< 0)
+    lies = {
+        "timestamp-delta-ends-early": (3, "xor", 0x80, False),
+        "timestamp-delta-runs-on": (4, "or", 0x80, False),
+        "offset-delta-negative": (5, "xor", 0x01, False),
+        "offset-delta-another-in-range": (5, "xor", 0x02, True),  # as Kafka: read as it is
+        "key-length--2": (-104, "set", 0x03, False),
+        "value-length--5": (-103, "set", 0x89, False),  # 0x89 0x00: -5 in two bytes
+        "value-length-101": (-103, "xor", 0x02, False),
+        "header-count-1": (-1, "set", 0x02, False),
+        "length-one-more": (0, "xor", 0x02, False),
+    }
+    for index in sorted({count - 1, count // 2, count - 5}):
+        start = ends[index - 1] if index else 0
+        for name, (at, how, bits, fine) in lies.items():
+            if fine and index == count - 1:
+                continue  # one more than the last offset delta is past the batch
+            forged = bytearray(section)
+            at += start if at >= 0 else ends[index]
+            if name == "value-length--5":
+                forged[at + 1] = 0
+            forged[at] = (
+                bits if how == "set" else forged[at] | bits if how == "or" else forged[at] ^ bits
+            )
+            assert reads_as_kafka(bytes(forged), count) == fine, name
+            if fine:
+                assert accepted(with_body(data, bytes(forged))), name
+            else:
+                with pytest.raises(CorruptRecordError, match=f"record {index} "):
+                    validate(with_body(data, bytes(forged)))
