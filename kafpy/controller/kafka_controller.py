@@ -13,9 +13,10 @@ replica state machines and the TopicDeletionManager, which send LeaderAndIsr,
 UpdateMetadata and StopReplica requests to brokers through the ControllerChannelManager.
 
 Use (from KafkaServer): `controller = KafkaController(config, zk_client, channel_factory,
-time, broker_info)`, `await controller.startup()` after the broker registered itself,
-`await controller.shutdown()` before the metadata store session closes; `is_active` and
-`epoch` tell KafkaApis whether to answer controller-only requests.
+time, broker_info, broker_epoch)`, `await controller.startup()` after the broker registered
+itself, `await controller.shutdown()` before the metadata store session closes; `is_active`
+and `epoch` tell KafkaApis whether to answer controller-only requests, `broker_epoch` is
+this broker's current epoch.
 """
 
 from __future__ import annotations
@@ -134,6 +135,7 @@ class KafkaController:
         channel_factory: ChannelFactory | None = None,
         time: Time = SYSTEM_TIME,
         broker_info: BrokerInfo | None = None,
+        broker_epoch: int = -1,
     ) -> None:
         self.config = (
             config if isinstance(config, ControllerConfig) else ControllerConfig.from_config(config)
@@ -191,8 +193,10 @@ class KafkaController:
             self._on_stop_replica_delete_response,
         )
         self.active_controller_id = UNKNOWN_CONTROLLER_ID
-        # this broker's epoch after the controller registered it again (session expiry)
-        self.broker_epoch: int | None = None
+        # This broker's epoch (KIP-380), as Kafka's KafkaController.brokerEpoch: the one
+        # home of it, read by KafkaApis' fencing and the controlled shutdown. KafkaServer's
+        # registration gives the first; each registration after a session expiry the next.
+        self.broker_epoch = broker_epoch
         self._started = False
         # stable watch callbacks (one per watched node), so a re-armed watch is not doubled
         self._partition_modifications_handlers: dict[str, Callable[[WatchedEvent], None]] = {}
@@ -426,7 +430,13 @@ class KafkaController:
                     self.broker_epoch,
                 )
             except NodeExistsError:
-                self.log.info("Broker %d is already registered", self.broker_id)
+                self.log.error(
+                    "Broker %d could not register again: %s is held by another live session "
+                    "(another broker with this broker.id?); its broker epoch stays %d",
+                    self.broker_id,
+                    self.broker_info.path,
+                    self.broker_epoch,
+                )
         await self._watch_controller()
         await self._elect()
 

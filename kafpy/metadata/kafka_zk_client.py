@@ -85,14 +85,31 @@ class KafkaZkClient:
     # -- brokers ----------------------------------------------------------------------------
 
     async def register_broker(self, info: BrokerInfo) -> int:
-        """Create the broker's ephemeral registration; returns its creation zxid.
+        """Create the broker's ephemeral registration; returns its broker epoch (KIP-380),
+        the czxid of the node.
 
-        Raises NodeExistsError when a live session already registered this broker id.
+        As Kafka's checked ephemeral create: the node is created and given its data in one
+        transaction, whose stat carries the czxid. A node already there that this session
+        owns is the registration; one owned by another live session raises NodeExistsError.
         """
         await self.store.ensure_path(BrokerIdsZNode.path)
-        await self.store.create(info.path, info.to_json_bytes(), ephemeral=True)
-        stat = await self.store.exists(info.path)
-        return stat.czxid if stat is not None else -1
+        while True:
+            try:
+                _, stat = await self.store.multi(
+                    [
+                        CreateOp(info.path, b"", ephemeral=True),
+                        SetDataOp(info.path, info.to_json_bytes(), 0),
+                    ]
+                )
+            except NodeExistsError:
+                try:
+                    _, stat = await self.store.get(info.path)
+                except NoNodeError:
+                    continue  # its session ended meanwhile: create it again
+                if stat.ephemeral_owner != self.store.session_id:
+                    raise
+            assert isinstance(stat, Stat)
+            return stat.czxid
 
     async def get_all_broker_ids(self, watch: WatchCallback | None = None) -> list[int]:
         """Ids of the registered brokers, sorted."""

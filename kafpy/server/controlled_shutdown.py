@@ -5,13 +5,16 @@ ControlledShutdown to the controller (found through /controller) before it stops
 serving, and retries up to controlled.shutdown.max.retries times, waiting
 controlled.shutdown.retry.backoff.ms between tries, while the controller answers with an
 error or partitions the broker still leads. Producers then see NOT_LEADER errors
-(retriable) instead of partitions going offline.
+(retriable) instead of partitions going offline. Each try carries the broker's epoch as it
+is then: a broker registered again after a ZooKeeper session expiry has a new one, and the
+controller refuses an older one (STALE_BROKER_EPOCH).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 
 from kafpy.client.client_security import ClientSecurity
 from kafpy.client.connection import BrokerConnection
@@ -23,7 +26,7 @@ from kafpy.protocol.errors import Errors
 async def controlled_shutdown(
     zk_client: KafkaZkClient,
     broker_id: int,
-    broker_epoch: int,
+    broker_epoch: Callable[[], int],
     listener_name: str,
     max_retries: int,
     retry_backoff_ms: int,
@@ -63,7 +66,7 @@ async def controlled_shutdown(
             try:
                 response = await conn.send(
                     ApiKey.CONTROLLED_SHUTDOWN,
-                    {"broker_id": broker_id, "broker_epoch": broker_epoch},
+                    {"broker_id": broker_id, "broker_epoch": broker_epoch()},
                 )
             finally:
                 await conn.close()

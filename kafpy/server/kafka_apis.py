@@ -1041,18 +1041,28 @@ class KafkaApis:
 
     # -- controller requests --------------------------------------------------------------
 
-    def _broker_epoch_is_stale(self, body: Mapping[str, Any]) -> bool:
+    def _broker_epoch_is_stale(self, body: Mapping[str, Any], request_name: str) -> bool:
+        """As Kafka's isBrokerEpochStale: a request meant for an earlier registration of
+        this broker (its epoch older than the current one, which the controller holds) is
+        stale and skipped. A request without an epoch (-1, from a controller before
+        KIP-380) is not checked, and a newer epoch is taken: the controller may learn it
+        before this broker does."""
         epoch: int = body.get("broker_epoch", -1)
-        return epoch != -1 and epoch < self.replica_manager.broker_epoch
+        current: int = self.controller.broker_epoch if self.controller is not None else -1
+        if epoch == -1 or epoch >= current:
+            return False
+        self.log.info(
+            "Received %s request with broker epoch %d smaller than the current broker epoch %d",
+            request_name,
+            epoch,
+            current,
+        )
+        return True
 
     async def handle_leader_and_isr(self, request: Request) -> dict[str, Any]:
         body = request.body
         assert body is not None
-        if self._broker_epoch_is_stale(body):
-            self.log.info(
-                "Received LeaderAndIsr request with stale broker epoch %s; ignoring it",
-                body["broker_epoch"],
-            )
+        if self._broker_epoch_is_stale(body, "LeaderAndIsr"):
             return _leader_and_isr_response(
                 body, _controller_error(body, Errors.STALE_BROKER_EPOCH, "partition_states"),
                 request.api_version,
@@ -1095,11 +1105,7 @@ class KafkaApis:
     async def handle_update_metadata(self, request: Request) -> dict[str, Any]:
         body = request.body
         assert body is not None
-        if self._broker_epoch_is_stale(body):
-            self.log.info(
-                "Received UpdateMetadata request with stale broker epoch %s; ignoring it",
-                body["broker_epoch"],
-            )
+        if self._broker_epoch_is_stale(body, "update metadata"):
             return {"error_code": Errors.STALE_BROKER_EPOCH}
         rm = self.replica_manager
         if body["controller_epoch"] < rm.controller_epoch:
@@ -1193,11 +1199,7 @@ class KafkaApis:
     async def handle_stop_replica(self, request: Request) -> dict[str, Any]:
         body = request.body
         assert body is not None
-        if self._broker_epoch_is_stale(body):
-            self.log.info(
-                "Received StopReplica request with stale broker epoch %s; ignoring it",
-                body["broker_epoch"],
-            )
+        if self._broker_epoch_is_stale(body, "stop replica"):
             return {"error_code": Errors.STALE_BROKER_EPOCH, "partition_errors": []}
         async with self.replica_manager.state_change_lock:
             response = self.replica_manager.stop_replicas(body, request.api_version)

@@ -130,7 +130,6 @@ class KafkaServer:
         self.credential_cache = CredentialCache()
         self.dynamic_config = DynamicBrokerConfig(config)
         self.log_dir_failure_channel = LogDirFailureChannel()
-        self.broker_epoch = -1
         self.inter_broker_security = ClientSecurity()
         self.cluster_id: str | None = None
         self._shutdown_requested = asyncio.Event()
@@ -139,6 +138,12 @@ class KafkaServer:
     @property
     def broker_id(self) -> int:
         return self.config.broker_id
+
+    @property
+    def broker_epoch(self) -> int:
+        """This broker's current epoch (KIP-380), held by its controller, which registers
+        the broker again after a session expiry; -1 before the broker registered."""
+        return self.controller.broker_epoch if self.controller is not None else -1
 
     async def startup(self) -> None:
         """Start every subsystem; on failure, stop what was started and re-raise."""
@@ -224,13 +229,16 @@ class KafkaServer:
             await self._start_metrics(*cfg.metrics_listener)
 
         broker_info = self._broker_info()
-        self.broker_epoch = await self.zk_client.register_broker(broker_info)
-        self.replica_manager.broker_epoch = self.broker_epoch
-        self.log.info("Registered broker %d at path /brokers/ids/%d", cfg.broker_id, cfg.broker_id)
+        broker_epoch = await self.zk_client.register_broker(broker_info)
+        self.log.info(
+            "Registered broker %d at path %s with addresses: %s, czxid (broker epoch): %d",
+            cfg.broker_id, broker_info.path,
+            ",".join(e.connection_string for e in broker_info.broker.endpoints), broker_epoch,
+        )  # fmt: skip
 
         self.controller = KafkaController(
             self.dynamic_config.current, self.zk_client, time=self.time, broker_info=broker_info,
-            channel_factory=broker_connection_factory(
+            broker_epoch=broker_epoch, channel_factory=broker_connection_factory(
                 cfg.broker_id, cfg.get("controller.socket.timeout.ms"), self.inter_broker_security
             ),
         )  # fmt: skip
@@ -433,7 +441,8 @@ class KafkaServer:
         """Ask the controller to move this broker's leaderships away while it still serves."""
         assert self.zk_client is not None
         await controlled_shutdown(
-            self.zk_client, self.broker_id, self.broker_epoch, self.config.inter_broker_listener_name,
+            self.zk_client, self.broker_id, lambda: self.broker_epoch,
+            self.config.inter_broker_listener_name,
             self.config.controlled_shutdown_max_retries,
             self.config.controlled_shutdown_retry_backoff_ms, self.log,
             security=self.inter_broker_security,

@@ -201,7 +201,6 @@ class ReplicaManager:
         self.replica_lag_time_max_ms = replica_lag_time_max_ms
         self.hw_checkpoint_interval_ms = high_watermark_checkpoint_interval_ms
         self.controller_epoch = INITIAL_CONTROLLER_EPOCH
-        self.broker_epoch = -1
         self.partitions: dict[TopicPartition, Partition] = {}
         # BrokerTopicMetrics, counted only while the broker serves metrics (KafkaServer sets it)
         self.broker_topic_stats: BrokerTopicStats | None = None

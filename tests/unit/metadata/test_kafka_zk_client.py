@@ -52,8 +52,27 @@ def test_register_and_list_brokers() -> None:
         data, stat = await zk.store.get("/brokers/ids/2")
         assert data == _info(2, "r2").to_json_bytes()
         assert stat.ephemeral_owner == zk.store.session_id
-        with pytest.raises(NodeExistsError):
-            await zk.register_broker(_info(2))
+
+    run(body)
+
+
+def test_the_broker_epoch_is_the_czxid_of_the_registration() -> None:
+    async def body(zk: KafkaZkClient) -> None:
+        epoch = await zk.register_broker(_info(1))
+        _, stat = await zk.store.get("/brokers/ids/1")
+        assert epoch == stat.czxid and stat.version == 1  # created, then given its data
+        # registered already by this session: the same registration, the same epoch
+        assert await zk.register_broker(_info(1)) == epoch
+        # registered by another live session: refused, as Kafka refuses a second broker
+        # with the same id
+        assert isinstance(zk.store, EmbeddedStore)
+        other = zk.store.new_session()
+        await other.start()
+        try:
+            with pytest.raises(NodeExistsError):
+                await KafkaZkClient(other).register_broker(_info(1))
+        finally:
+            await other.close()
 
     run(body)
 

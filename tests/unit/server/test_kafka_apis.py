@@ -12,6 +12,7 @@ import pytest
 
 from kafpy.admin.admin_zk_client import AdminZkClient
 from kafpy.common.topic_partition import TopicPartition
+from kafpy.controller.kafka_controller import KafkaController
 from kafpy.metadata.embedded_store import EmbeddedStore
 from kafpy.metadata.kafka_zk_client import KafkaZkClient
 from kafpy.metadata.zk_data import Broker as ZkBroker
@@ -268,13 +269,32 @@ def test_controller_requests(broker: Broker) -> None:
     assert call(apis, ApiKey.UPDATE_METADATA, 4, update_metadata(states, controller_epoch=2)) == {
         "error_code": 11
     }
-    broker.replica_manager.broker_epoch = 10
-    stale = call(apis, ApiKey.LEADER_AND_ISR, 2, {"controller_id": 0, "controller_epoch": 3, "broker_epoch": 9,
-                                                  "topic_states": [], "live_leaders": []})  # fmt: skip
-    assert stale is not None and stale["error_code"] == 77
-    stop = call(apis, ApiKey.STOP_REPLICA, 1, {"controller_id": 0, "controller_epoch": 3, "broker_epoch": 10,
-                                               "delete_partitions": True,
-                                               "topics": [{"name": "t", "partition_indexes": [0]}]})  # fmt: skip
+    # the broker's current epoch is the one its controller holds
+    apis.controller = KafkaController(
+        apis.config, KafkaZkClient(EmbeddedStore(None)), broker_epoch=10
+    )
+    header = {"controller_id": 0, "controller_epoch": 3}
+    stop_t0 = {
+        **header,
+        "delete_partitions": True,
+        "topics": [{"name": "t", "partition_indexes": [0]}],
+    }
+    # meant for an earlier registration of this broker: refused, nothing done
+    for api_key, version, body in [
+        (ApiKey.LEADER_AND_ISR, 2, {**header, "topic_states": [], "live_leaders": []}),
+        (ApiKey.UPDATE_METADATA, 5, {**header, "topic_states": [], "live_brokers": []}),
+        (ApiKey.STOP_REPLICA, 1, stop_t0),
+    ]:
+        stale = call(apis, api_key, version, {**body, "broker_epoch": 9})
+        assert stale is not None and stale["error_code"] == 77, api_key
+    assert broker.log_manager.get_log(TopicPartition("t", 0)) is not None
+    # without an epoch (a controller before KIP-380), or a newer one the controller
+    # learnt first: taken
+    for epoch in (-1, 11):
+        lai = call(apis, ApiKey.LEADER_AND_ISR, 2, {**header, "broker_epoch": epoch, "topic_states": [],
+                                                    "live_leaders": []})  # fmt: skip
+        assert lai is not None and lai["error_code"] == 0
+    stop = call(apis, ApiKey.STOP_REPLICA, 1, {**stop_t0, "broker_epoch": 10})
     assert stop is not None and stop["partition_errors"][0]["error_code"] == 0
     assert broker.log_manager.get_log(TopicPartition("t", 0)) is None
 
