@@ -228,7 +228,10 @@ class _Node:
 
         async def close() -> None:
             socket_server.close_connections("connections dropped by kafpy.testing faults")
-            await asyncio.sleep(0)  # let the transports report the connections lost
+            # the transports report the connections lost an iteration or more later
+            deadline = asyncio.get_running_loop().time() + STOP_TIMEOUT_S
+            while socket_server.connection_count and asyncio.get_running_loop().time() < deadline:
+                await asyncio.sleep(0.001)
 
         self.run(close())
 
