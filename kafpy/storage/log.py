@@ -24,6 +24,7 @@ from kafpy.common.errors import (
     OffsetOutOfRangeError,
     RecordListTooLargeError,
 )
+from kafpy.common.file_descriptors import is_out_of_file_descriptors, too_many_open_files
 from kafpy.common.kafka_uuid import uuid_to_string
 from kafpy.common.logger import component_logger
 from kafpy.common.scheduler import Scheduler
@@ -415,9 +416,12 @@ class Log:
             psm.map_end_offset = self._leo
             return info
 
-    def _io_error(self, msg: str, e: OSError) -> LogDirFailedError:
-        """`msg` about this log, for an I/O error: its data dir is to go offline."""
+    def _io_error(self, msg: str, e: OSError) -> KafkaStorageError:
+        """`msg` about this log, for an I/O error: its data dir is to go offline. Running
+        out of file descriptors is no I/O error: the operation is refused, the dir stays."""
         parent = self.dir.parent
+        if is_out_of_file_descriptors(e):
+            return too_many_open_files(f"{msg} {self.topic_partition} in dir {parent}", e)
         return LogDirFailedError(
             f"{msg} {self.topic_partition} in dir {parent}: {e.strerror or e}", parent
         )
