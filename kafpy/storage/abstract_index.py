@@ -301,10 +301,11 @@ class AbstractIndex(ABC):
         """Drop the copy in memory without writing anything (entries not yet written are
         lost, as in a crash)."""
         with self._lock:
-            self._buf = None
-            if self._entries != self._persisted:
-                self._entries = self._persisted
-                self._set_last(self._entry_at(self._entries - 1) if self._entries else None)
+            buf, self._buf = self._buf, None
+            n = self._persisted
+            if self._entries != n and buf is not None:  # entries only in memory: lost
+                self._set_last(self._parse(buf, n - 1) if n else None)
+                self._entries = n
 
     def delete_if_exists(self) -> bool:
         with self._lock:

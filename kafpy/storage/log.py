@@ -172,13 +172,17 @@ class Log:
             self.log.error("Ignoring the topic id of this log: %s", e)
         self.producer_state_manager = ProducerStateManager(self.topic_partition, self.dir)
         start = time.milliseconds()
-        loaded = LogLoader(
-            self,
-            log_start_offset,
-            recovery_point,
-            had_clean_shutdown,
-            marked_for_deletion=self.dir.name.endswith(DELETE_DIR_SUFFIX),
-        ).load()
+        try:
+            loaded = LogLoader(
+                self,
+                log_start_offset,
+                recovery_point,
+                had_clean_shutdown,
+                marked_for_deletion=self.dir.name.endswith(DELETE_DIR_SUFFIX),
+            ).load()
+        except BaseException:
+            self.close_handlers()  # the segments opened so far give their descriptors back
+            raise
         self.log_start_offset = loaded.log_start_offset
         self.recovery_point = loaded.recovery_point
         self._update_log_end_offset(loaded.next_offset)
