@@ -84,9 +84,8 @@ class DelayedTopicOperations:
 
         async def all_online() -> bool:
             for topic, partitions in list(pending.items()):
-                if await call_predicate(self._partitions_online, topic, partitions):
-                    del pending[topic]
-                    continue
+                # refusals first: the metadata shows the leader elected before the
+                # controller learns that its replica refused the partition
                 reason = refused(topic, partitions) if refused is not None else None
                 if reason is not None:
                     del pending[topic]
@@ -96,6 +95,8 @@ class DelayedTopicOperations:
                         f"served: {reason}. The refused partitions stay offline until the "
                         "broker restarts with room for them, or the topic is deleted."
                     )
+                elif await call_predicate(self._partitions_online, topic, partitions):
+                    del pending[topic]
             return not pending
 
         if not await self.wait_until(all_online, timeout_ms):
