@@ -576,7 +576,15 @@ class Log:
         )
         for segment in self._segments_in_range(self.recovery_point, offset):
             try:
-                segment.flush()
+                try:
+                    segment.flush()
+                except FileNotFoundError:
+                    # Flushing opens the files by name (a closed segment file, the
+                    # indexes): the dir may have been renamed meanwhile. rename_dir holds
+                    # the lock until the segments know their new names; then try again.
+                    with self._lock:
+                        pass
+                    segment.flush()
             except (OSError, ValueError) as e:
                 if self._segments.get(segment.base_offset) is segment:
                     if isinstance(e, OSError):
