@@ -72,15 +72,11 @@ def open_file_count() -> int:
 
 def is_out_of_file_descriptors(error: BaseException | None) -> bool:
     """Whether `error`, or an error it was raised from, is EMFILE or ENFILE."""
-    seen = 0
-    while error is not None and seen < 16:
-        if isinstance(error, TooManyOpenFilesError):
-            return True
-        if isinstance(error, OSError) and error.errno in _OUT_OF_DESCRIPTORS:
-            return True
-        error = error.__cause__ or error.__context__
-        seen += 1
-    return False
+    return any(
+        isinstance(e, TooManyOpenFilesError)
+        or (isinstance(e, OSError) and e.errno in _OUT_OF_DESCRIPTORS)
+        for e in _chain(error)
+    )
 
 
 def too_many_open_files(what: str, error: BaseException) -> TooManyOpenFilesError:
@@ -104,6 +100,7 @@ def too_many_open_files(what: str, error: BaseException) -> TooManyOpenFilesErro
 
 
 def _chain(error: BaseException | None) -> list[BaseException]:
+    """`error` and the errors it was raised from (or during), nearest first."""
     out: list[BaseException] = []
     while error is not None and len(out) < 16:
         out.append(error)

@@ -175,7 +175,12 @@ class AbstractIndex(ABC):
             return buf
 
     def _write_pending(self, sync: bool = False) -> None:
-        """Write the entries only in memory to the file (and fsync it with `sync`)."""
+        """Write the entries only in memory to the file (and fsync it with `sync`).
+
+        With pwrite, never through a mapping: the preallocated file is sparse, and a store
+        through a mapping into a hole on a full disk is a SIGBUS that kills the broker,
+        where pwrite answers ENOSPC. Nor is the file given its blocks up front (fallocate
+        took seconds on a busy ext4; bench/metadata_load.py)."""
         with self._lock:
             start, end = self._persisted, self._entries
             if end <= start and not (sync and self._dirty):
