@@ -6,7 +6,10 @@ For batches of 1 KiB, 16 KiB and 1 MiB it measures, in the same directory:
 - ceiling: an `os.write` loop writing the same batch bytes to a file;
 - append: `Log.append_as_leader` of the same batch (full validation: CRC-32C check,
   offset and leader-epoch patching, index entries every index.interval.bytes);
-- read: `Log.read` of the whole log in 1 MiB chunks (the fetch path).
+- read: `Log.read` of the whole log in 1 MiB chunks (the fetch path);
+- fetch: the cost of one small `Log.read` (up to 64 KiB), in microseconds: "tail" from
+  the last batch appended (a consumer that keeps up), "lagging" from offsets spread over
+  the log (an offset index lookup and a scan of batch headers).
 Each figure is the best of R repetitions (page-cache timings are noisy). Progress goes to
 stderr, the table to stdout.
 """
@@ -93,6 +96,28 @@ def bench_read(log: Log) -> tuple[float, int]:
     return time.perf_counter() - t0, total
 
 
+FETCH_SIZE = 64 * 1024
+FETCHES = 20000
+
+
+def bench_fetch(log: Log) -> tuple[float, float]:
+    """Microseconds per small fetch: at the tail, and at offsets spread over the log."""
+    read = log.read
+    end = log.log_end_offset
+    tail = end - 1
+    t0 = time.perf_counter()
+    for _ in range(FETCHES):
+        read(tail, FETCH_SIZE)
+    tail_us = (time.perf_counter() - t0) / FETCHES * 1e6
+    step = max(1, end // FETCHES)
+    offsets = [(i * 7919 * step) % end for i in range(FETCHES)]
+    t0 = time.perf_counter()
+    for offset in offsets:
+        read(offset, FETCH_SIZE)
+    lagging_us = (time.perf_counter() - t0) / FETCHES * 1e6
+    return tail_us, lagging_us
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -111,6 +136,7 @@ def main() -> None:
             count = max(1, (args.mb * 1024 * 1024) // len(batch))
             volume = count * len(batch) / 1e6
             best_ceiling = best_append = best_read = float("inf")
+            best_tail = best_lagging = float("inf")
             for rep in range(args.reps):
                 progress(f"[{label}] rep {rep + 1}/{args.reps}: ceiling ({count} x {len(batch)} B)")
                 best_ceiling = min(best_ceiling, bench_ceiling(base, batch, count))
@@ -120,6 +146,10 @@ def main() -> None:
                 progress(f"[{label}] rep {rep + 1}/{args.reps}: Log.read (1 MiB chunks)")
                 read_elapsed, read_bytes = bench_read(log)
                 best_read = min(best_read, read_elapsed)
+                progress(f"[{label}] rep {rep + 1}/{args.reps}: Log.read ({FETCHES} small fetches)")
+                tail_us, lagging_us = bench_fetch(log)
+                best_tail = min(best_tail, tail_us)
+                best_lagging = min(best_lagging, lagging_us)
                 log.delete()
             rows.append(
                 (
@@ -130,6 +160,8 @@ def main() -> None:
                     count / best_append,
                     (best_ceiling / best_append) * 100,
                     read_bytes / 1e6 / best_read,
+                    best_tail,
+                    best_lagging,
                 )
             )
     finally:
@@ -138,12 +170,12 @@ def main() -> None:
     print()
     print(
         f"{'batch':>7} {'bytes':>8} {'os.write MB/s':>14} {'append MB/s':>12} {'batches/s':>10} "
-        f"{'append/ceiling':>15} {'read MB/s':>10}"
+        f"{'append/ceiling':>15} {'read MB/s':>10} {'tail fetch us':>14} {'lagging fetch us':>17}"
     )
-    for label, nbytes, ceil_mbs, app_mbs, bps, ratio, read_mbs in rows:
+    for label, nbytes, ceil_mbs, app_mbs, bps, ratio, read_mbs, tail_us, lag_us in rows:
         print(
             f"{label:>7} {nbytes:>8} {ceil_mbs:>14.0f} {app_mbs:>12.0f} {bps:>10.0f} "
-            f"{ratio:>14.0f}% {read_mbs:>10.0f}"
+            f"{ratio:>14.0f}% {read_mbs:>10.0f} {tail_us:>14.1f} {lag_us:>17.1f}"
         )
 
 

@@ -5,6 +5,7 @@ pytest_plugins = [
     "tests.fixtures.broker",
     "tests.fixtures.cluster",
     "tests.fixtures.tmpfs",
+    "tests.fixtures.file_descriptors",
     "tests.fixtures.processes",
     "tests.fixtures.console",
     "tests.fixtures.tls",

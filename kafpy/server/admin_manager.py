@@ -83,6 +83,8 @@ class AdminManager:
             create.topic.policy.class.name).
         dynamic_config: the broker's DynamicBrokerConfig (dynamic broker configs over
             `config`); defaults to one without dynamic configs.
+        partitions_refused: `(topic, partitions) -> str | None`: why this broker refused
+            to create the log of one of them (see DelayedTopicOperations); None: never.
 
     Call `try_complete_delayed_topic_operations(topic)` after each UpdateMetadata so that
     waiting creates and deletes finish at once instead of at their next periodic check.
@@ -98,6 +100,7 @@ class AdminManager:
         topic_exists_in_metadata: Predicate | None = None,
         create_topic_policy: Callable[[CreateTopicRequestMetadata], None] | None = None,
         dynamic_config: DynamicBrokerConfig | None = None,
+        partitions_refused: Callable[[str, Collection[int]], str | None] | None = None,
     ) -> None:
         self.config = config
         self.dynamic_config = dynamic_config or DynamicBrokerConfig(config)
@@ -110,7 +113,7 @@ class AdminManager:
             "kafpy.server.AdminManager", f"Admin Manager on Broker {config.broker_id}"
         )
         self.delayed_topic_operations = DelayedTopicOperations(
-            self._partitions_online, self._topic_exists_in_metadata
+            self._partitions_online, self._topic_exists_in_metadata, partitions_refused
         )
         self.config_helper = ConfigHelper(
             self.dynamic_config, zk_client, self.admin_zk_client, self.log

@@ -27,10 +27,12 @@ from prometheus_client.metrics_core import (
 )
 from prometheus_client.samples import Sample
 
+from kafpy.common.file_descriptors import open_file_count, open_files_limit
 from kafpy.controller.controller_state import ControllerState
 from kafpy.controller.partition_state_machine import PartitionState
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.messages import REQUESTS
+from kafpy.storage.file_handle_cache import FILE_HANDLE_CACHE
 
 if TYPE_CHECKING:
     from kafpy.controller.kafka_controller import KafkaController
@@ -243,6 +245,7 @@ class BrokerMetricsCollector:
             yield from _controller_metrics(server.controller)
         if server.log_manager is not None:
             yield from _log_metrics(server.log_manager)
+        yield from _file_descriptor_metrics()
         if server.group_coordinator is not None:
             yield from _consumer_group_metrics(server.group_coordinator, rm)
         if self.probe is not None:
@@ -379,6 +382,25 @@ def _log_metrics(log_manager: LogManager) -> Iterator[Metric]:
     yield GaugeMetricFamily(prefix + "max_buffer_utilization_percent",
                             "The fullest offset map of the last rounds, in percent.",
                             value=int(100 * max((s.buffer_utilization for s in stats), default=0.0)))  # fmt: skip
+
+
+def _file_descriptor_metrics() -> Iterator[Metric]:
+    """How close the broker is to its descriptor limit: the JMX exporter's process_open_fds
+    and process_max_fds (what Kafka dashboards plot), and the segment files kept open by
+    the FileHandleCache (kafpy's)."""
+    yield GaugeMetricFamily("process_open_fds", "Open file descriptors.",
+                            value=open_file_count())  # fmt: skip
+    yield GaugeMetricFamily("process_max_fds",
+                            "Maximum number of open file descriptors (the soft RLIMIT_NOFILE).",
+                            value=open_files_limit())  # fmt: skip
+    prefix = "kafpy_log_filehandlecache_"
+    yield GaugeMetricFamily(prefix + "openfiles", "Segment files holding a descriptor now.",
+                            value=FILE_HANDLE_CACHE.open_files)  # fmt: skip
+    yield GaugeMetricFamily(prefix + "capacity", "Segment files kept open at most.",
+                            value=FILE_HANDLE_CACHE.capacity)  # fmt: skip
+    yield CounterMetricFamily(prefix + "evictions",
+                              "Segment files closed to make room (opened again on their next use).",
+                              value=FILE_HANDLE_CACHE.evictions)  # fmt: skip
 
 
 def _consumer_group_metrics(

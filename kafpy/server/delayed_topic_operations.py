@@ -4,7 +4,9 @@ controller's work (Kafka's DelayedCreatePartitions and DelayedDeleteTopics).
 Those requests only write to the metadata store; the controller then elects leaders for
 new partitions or deletes the topic, and every broker learns of it through UpdateMetadata.
 A request waits here until its new partitions have leaders (or its topics are gone) or its
-timeout passes, and then answers REQUEST_TIMED_OUT for what is still missing. The wait
+timeout passes, and then answers REQUEST_TIMED_OUT for what is still missing; a partition
+this broker refused to create (out of file descriptors) ends the wait for its topic with
+KAFKA_STORAGE_ERROR and the reason. The wait
 re-checks on every metadata change (`try_complete`, called after UpdateMetadata) and every
 100 ms.
 """
@@ -41,11 +43,21 @@ class DelayedTopicOperations:
             every listed partition has a leader.
         topic_exists_in_metadata: `(topic) -> bool` (or awaitable): whether the topic is
             still known (a deletion waits until it is not).
+        partitions_refused: `(topic, partitions) -> str | None`: why this broker refused
+            to create the log of one of the partitions (it was out of file descriptors),
+            None if it did not; a create then answers KAFKA_STORAGE_ERROR at once, with
+            that reason, instead of waiting for leaders that will not come.
     """
 
-    def __init__(self, partitions_online: Predicate, topic_exists_in_metadata: Predicate) -> None:
+    def __init__(
+        self,
+        partitions_online: Predicate,
+        topic_exists_in_metadata: Predicate,
+        partitions_refused: Callable[[str, Collection[int]], str | None] | None = None,
+    ) -> None:
         self._partitions_online = partitions_online
         self._topic_exists_in_metadata = topic_exists_in_metadata
+        self._partitions_refused = partitions_refused
         self._metadata_changed = asyncio.Event()
         self._waiters = 0
 
@@ -65,12 +77,25 @@ class DelayedTopicOperations:
         timeout_ms: int,
     ) -> None:
         """Wait for the partitions of `created` to come online; REQUEST_TIMED_OUT in
-        `results` for the topics still without leaders when the timeout passes."""
+        `results` for the topics still without leaders when the timeout passes, and
+        KAFKA_STORAGE_ERROR for those with a partition this broker refused."""
         pending = dict(created)
+        refused = self._partitions_refused
 
         async def all_online() -> bool:
             for topic, partitions in list(pending.items()):
-                if await call_predicate(self._partitions_online, topic, partitions):
+                # refusals first: the metadata shows the leader elected before the
+                # controller learns that its replica refused the partition
+                reason = refused(topic, partitions) if refused is not None else None
+                if reason is not None:
+                    del pending[topic]
+                    results[topic]["error_code"] = Errors.KAFKA_STORAGE_ERROR
+                    results[topic]["error_message"] = (
+                        f"Topic '{topic}' was created but not all of its partitions can be "
+                        f"served: {reason}. The refused partitions stay offline until the "
+                        "broker restarts with room for them, or the topic is deleted."
+                    )
+                elif await call_predicate(self._partitions_online, topic, partitions):
                     del pending[topic]
             return not pending
 

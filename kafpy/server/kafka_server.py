@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from kafpy.admin.admin_zk_client import AdminZkClient
 from kafpy.client.client_security import ClientSecurity
+from kafpy.common.file_descriptors import raise_open_files_limit
 from kafpy.common.kafka_uuid import uuid_to_string
 from kafpy.common.logger import component_logger
 from kafpy.common.scheduler import KafkaScheduler
@@ -78,6 +79,7 @@ from kafpy.server.replica_fetcher_thread import ReplicaFetcherConfig
 from kafpy.server.replica_manager import ReplicaManager
 from kafpy.server.request_channel import Request, ResponseParts
 from kafpy.server.socket_server import SocketServer
+from kafpy.storage.file_handle_cache import FILE_HANDLE_CACHE, capacity_for
 from kafpy.storage.log_config import LogConfig
 from kafpy.storage.log_manager import LogManager
 
@@ -166,6 +168,7 @@ class KafkaServer:
         sasl_configs = listener_sasl_configs(cfg, self.credential_cache)
         self.inter_broker_security = inter_broker_client_security(cfg)
         self.loop_lag_probe = LoopLagProbe.start(cfg.broker_id, until=self._shutdown_requested)
+        self._raise_open_files_limit()
         for d in cfg.log_dirs:
             d.mkdir(parents=True, exist_ok=True)
         self.store = create_store(
@@ -245,11 +248,13 @@ class KafkaServer:
         await self.controller.startup()
 
         metadata_cache = self.metadata_cache
+        log_manager = self.log_manager
         admin_zk_client = AdminZkClient(self.zk_client, uses_topic_id=True)
         self.admin_manager = AdminManager(
             cfg, self.zk_client, admin_zk_client,
             partitions_online=lambda topic, partitions: _partitions_online(metadata_cache, topic, partitions),
             topic_exists_in_metadata=metadata_cache.contains_topic, dynamic_config=self.dynamic_config,
+            partitions_refused=lambda topic, partitions: _partitions_refused(log_manager, topic, partitions),
         )  # fmt: skip
         self.producer_id_manager = ProducerIdManager(cfg.broker_id, self.zk_client)
         self.group_coordinator = GroupCoordinator(
@@ -340,6 +345,20 @@ class KafkaServer:
             if overrides:
                 configs[topic] = LogConfig.from_props(default.values(), overrides)
         return configs
+
+    def _raise_open_files_limit(self) -> None:
+        """Raise the soft RLIMIT_NOFILE to the hard limit (the JVM does so for Kafka) and
+        keep half of it for segment files (FileHandleCache), the rest for connections."""
+        before, after, hard = raise_open_files_limit()
+        FILE_HANDLE_CACHE.capacity = capacity_for(after)
+        self.log.info(
+            "Open files limit (RLIMIT_NOFILE): soft %d (was %d), hard %d; at most %d segment "
+            "files are kept open",
+            after,
+            before,
+            hard,
+            FILE_HANDLE_CACHE.capacity,
+        )
 
     def _create_log_manager(self, topic_configs: dict[str, LogConfig]) -> LogManager:
         cfg = self.dynamic_config.current  # server.properties and the stored dynamic configs
@@ -554,6 +573,17 @@ class MetadataReadinessGate:
         if request.api_key == ApiKey.UPDATE_METADATA and not self._known.is_set():
             self._check()
         return response
+
+
+def _partitions_refused(
+    log_manager: LogManager, topic: str, partitions: Collection[int]
+) -> str | None:
+    """Why this broker refused to create the log of one of the listed partitions, if it did."""
+    for p in partitions:
+        reason = log_manager.refused_log_reason(TopicPartition(topic, p))
+        if reason is not None:
+            return reason
+    return None
 
 
 def _partitions_online(cache: MetadataCache, topic: str, partitions: Collection[int]) -> bool:

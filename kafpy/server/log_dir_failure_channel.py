@@ -5,7 +5,8 @@ reports a failed dir with `maybe_add_offline_log_dir`; the first report of a dir
 error and queues the dir, later reports of it are ignored. ReplicaManager's
 LogDirFailureHandler takes the queued dirs one at a time (`take_next_offline_log_dir`) and
 takes each offline: its partitions stop being served here, its logs are closed, and the
-controller is told through /log_dir_event_notification.
+controller is told through /log_dir_event_notification. An error that only says the
+process ran out of file descriptors takes no dir offline.
 """
 
 from __future__ import annotations
@@ -15,6 +16,12 @@ import logging
 import threading
 from collections import deque
 from pathlib import Path
+
+from kafpy.common.file_descriptors import (
+    is_out_of_file_descriptors,
+    open_file_count,
+    open_files_limit,
+)
 
 log = logging.getLogger("kafpy.server.LogDirFailureChannel")
 
@@ -37,8 +44,21 @@ class LogDirFailureChannel:
     def maybe_add_offline_log_dir(
         self, log_dir: Path | str, msg: str, error: BaseException
     ) -> None:
-        """Report an I/O error on `log_dir`; the first report of a dir queues it."""
+        """Report an I/O error on `log_dir`; the first report of a dir queues it. Running
+        out of file descriptors (EMFILE, ENFILE) is not a failure of the dir: it is logged
+        and the dir stays online (Kafka would take it offline, and halt with no dir left)."""
         d = Path(log_dir)
+        if is_out_of_file_descriptors(error):
+            log.warning(
+                "%s: %s. Log dir %s stays online: the broker is out of file descriptors "
+                "(%d open, RLIMIT_NOFILE %d), not of disk",
+                msg,
+                error,
+                d,
+                open_file_count(),
+                open_files_limit(),
+            )
+            return
         with self._lock:
             if d in self._offline:
                 return

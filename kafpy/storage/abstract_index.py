@@ -1,22 +1,36 @@
-"""AbstractIndex: the memory-mapped, fixed-entry-size index files a LogSegment keeps beside its log.
+"""AbstractIndex: the fixed-entry-size index files a LogSegment keeps beside its log.
 
 Kafka's `.index` and `.timeindex` files share one shape: an array of fixed-size big-endian
 entries, sorted, preallocated to `segment.index.bytes` while the segment is active and
 trimmed to the valid entries when the segment rolls or closes. This module holds what
-they share: opening and mapping the file, counting the valid entries of an existing
-file, resizing, truncating, flushing and the binary searches.
+they share: counting the valid entries of an existing file, the copy of the entries in
+memory that searches run on, writing new entries out, resizing, truncating, flushing and
+the binary searches.
+
+Kafka maps index files into memory and closes their descriptors; CPython's mmap keeps a
+duplicate of the descriptor for as long as the mapping lives, so a mapped index would
+cost a descriptor per file. kafpy's indexes hold none: an index opens its file for a
+moment when it reads it or writes to it. Searches run on a copy of the valid entries
+(entries x entry size bytes, not the preallocated size), read on the first search and
+kept while the segment is in use; the copy of a sealed index is given up when the
+FileHandleCache closes its segment's file. New entries go to the copy and reach the file
+on flush, roll and close, as Kafka's mapped entries reach the disk on flush: after a
+crash, the segments past the recovery point (the only ones that can miss entries) are
+recovered and their indexes rebuilt.
 """
 
 from __future__ import annotations
 
-import mmap
 import os
+import struct
 import threading
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
 
 from kafpy.common.errors import KafkaError
+from kafpy.storage.file_handle_cache import open_transient
 
 INT32_MAX = 2**31 - 1
 
@@ -49,7 +63,7 @@ def round_down_to_multiple(number: int, factor: int) -> int:
 
 
 class AbstractIndex(ABC):
-    """A sorted array of fixed-size entries in a memory-mapped file, searched by binary search.
+    """A sorted array of fixed-size entries in a file, searched by binary search.
 
     `max_index_size` is the preallocated size in bytes of a new (or active) index; -1 keeps
     the size of the existing file. The number of valid entries of an existing file is its
@@ -57,9 +71,15 @@ class AbstractIndex(ABC):
     preallocated (an unclean shutdown), the entries before the first all-zero entry: Kafka
     never writes an all-zero entry, since the first index entry of a segment always comes
     after `index.interval.bytes` of data.
+
+    The file holds a valid prefix of entries followed by zeros at all times: entries are
+    written out in order, and truncation zeroes what it drops.
     """
 
     entry_size: int = 0
+    _entry: struct.Struct
+    # the column holding an offset relative to the base offset (0: the key, 1: the value)
+    _relative_column: int = 0
 
     def __init__(
         self, file: Path, base_offset: int, max_index_size: int = -1, writable: bool = True
@@ -69,63 +89,131 @@ class AbstractIndex(ABC):
         self.max_index_size = max_index_size
         self.writable = writable
         self._lock = threading.RLock()
-        newly_created = not self.file.exists()
-        flags = (os.O_RDWR | os.O_CREAT) if writable else os.O_RDONLY
-        fd = os.open(self.file, flags, 0o644)
-        try:
-            if newly_created:
-                if max_index_size < 0:
-                    raise ValueError(f"Cannot create index {self.file} without a maximum size")
-                os.ftruncate(fd, round_down_to_multiple(max_index_size, self.entry_size))
-            self._length = os.fstat(fd).st_size
-            self._mmap: mmap.mmap | None = self._map(fd, self._length)
-        finally:
-            os.close(fd)
-        self._max_entries = self._length // self.entry_size
-        self._entries = 0 if newly_created else self._count_valid_entries()
-        self._warm_entries = _WARM_SECTION_BYTES // self.entry_size
-        self._write_fd: int | None = None
-        self._after_entries_changed()
-
-    def _write_entry(self, n: int, entry: bytes) -> None:
-        """Write entry `n` with pwrite rather than through the mapping. The preallocated
-        file is sparse, and a store through the mapping into a hole on a full disk is a
-        SIGBUS that kills the broker; pwrite answers ENOSPC (an OSError: the log dir goes
-        offline, as for any I/O error). It needs no block allocation up front either
-        (fallocate takes a journal handle, and on a busy ext4 waited seconds for one on the
-        event loop; bench/metadata_load.py). Readers still search through the mapping,
-        which shares the page cache with the write."""
-        fd = self._write_fd
-        if fd is None:
-            fd = self._write_fd = os.open(self.file, os.O_WRONLY)
-        os.pwrite(fd, entry, n * self.entry_size)
-
-    # -- file and mapping ------------------------------------------------------------------
-
-    def _map(self, fd: int, length: int) -> mmap.mmap | None:
-        if length == 0:
-            return None  # mmap cannot map an empty file; an empty index needs no mapping
-        access = mmap.ACCESS_WRITE if self.writable else mmap.ACCESS_READ
-        return mmap.mmap(fd, length, access=access)
-
-    def _count_valid_entries(self) -> int:
-        n = self._max_entries
-        mm = self._mmap
-        if n == 0 or mm is None:
-            return 0
-        zero = bytes(self.entry_size)
         es = self.entry_size
-        if mm[(n - 1) * es : n * es] != zero:
+        # the entries in memory (None: not read yet, or given up; the file has them all)
+        self._buf: bytearray | None
+        # the entries the file holds; those after it are only in _buf
+        self._persisted = 0
+        self._dirty = False  # written since the last fsync
+        newly_created = not self.file.exists()
+        if newly_created:
+            if not writable:
+                raise FileNotFoundError(2, "No such index file", str(self.file))
+            if max_index_size < 0:
+                raise ValueError(f"Cannot create index {self.file} without a maximum size")
+            self._length = round_down_to_multiple(max_index_size, es)
+            fd = self._open(os.O_RDWR | os.O_CREAT)
+            try:
+                os.ftruncate(fd, self._length)
+            finally:
+                os.close(fd)
+            self._max_entries = self._length // es
+            self._entries = 0
+            self._buf = bytearray()
+            last = None
+        else:
+            fd = self._open(os.O_RDONLY)
+            try:
+                self._length = os.fstat(fd).st_size
+                self._max_entries = self._length // es
+                self._entries = self._count_valid_entries(fd)
+                last = self._read_entry(fd, self._entries - 1) if self._entries else None
+            finally:
+                os.close(fd)
+            self._buf = None
+            self._persisted = self._entries
+        self._warm_entries = _WARM_SECTION_BYTES // es
+        self._set_last(last)
+
+    # -- the file and the copy in memory ------------------------------------------------------
+
+    def _open(self, flags: int) -> int:
+        return open_transient(self.file, flags)
+
+    def _read_entry(self, fd: int, n: int) -> tuple[int, int]:
+        return self._parse(os.pread(fd, self.entry_size, n * self.entry_size), 0)
+
+    def _count_valid_entries(self, fd: int) -> int:
+        n = self._max_entries
+        if n == 0:
+            return 0
+        es = self.entry_size
+        zero = bytes(es)
+
+        def is_zero(i: int) -> bool:
+            return os.pread(fd, es, i * es) == zero
+
+        if not is_zero(n - 1):
             return n  # a trimmed (or completely full) index: every entry is valid
         # A preallocated index: entries are a non-zero prefix followed by zeros.
         lo, hi = 0, n - 1  # the first all-zero entry is in [lo, hi]
         while lo < hi:
             mid = (lo + hi) // 2
-            if mm[mid * es : (mid + 1) * es] == zero:
+            if is_zero(mid):
                 hi = mid
             else:
                 lo = mid + 1
         return lo
+
+    def _buffer(self) -> bytearray:
+        """The copy of the valid entries, read from the file if it is not in memory."""
+        buf = self._buf
+        if buf is not None:
+            return buf
+        with self._lock:
+            buf = self._buf
+            if buf is None:
+                size = self._entries * self.entry_size
+                fd = self._open(os.O_RDONLY)
+                try:
+                    data = os.pread(fd, size, 0)
+                finally:
+                    os.close(fd)
+                if len(data) < size:  # cut short behind our back: what is there is valid
+                    data += bytes(size - len(data))
+                buf = self._buf = bytearray(data)
+            return buf
+
+    def _write_pending(self, sync: bool = False) -> None:
+        """Write the entries only in memory to the file (and fsync it with `sync`).
+
+        With pwrite, never through a mapping: the preallocated file is sparse, and a store
+        through a mapping into a hole on a full disk is a SIGBUS that kills the broker,
+        where pwrite answers ENOSPC. Nor is the file given its blocks up front (fallocate
+        took seconds on a busy ext4; bench/metadata_load.py)."""
+        with self._lock:
+            start, end = self._persisted, self._entries
+            if end <= start and not (sync and self._dirty):
+                return
+            es = self.entry_size
+            fd = self._open(os.O_WRONLY)
+            try:
+                if end > start:
+                    buf = self._buffer()
+                    data = bytes(buf[start * es : end * es])
+                    written = os.pwrite(fd, data, start * es)
+                    while written < len(data):
+                        written += os.pwrite(fd, data[written:], start * es + written)
+                    self._persisted = end
+                    self._dirty = True
+                if sync:
+                    os.fsync(fd)
+                    self._dirty = False
+            finally:
+                os.close(fd)
+
+    def release_copy(self) -> None:
+        """Give up the copy in memory of a sealed index (one that takes no more entries)
+        whose entries are all in the file; the next search reads it again. Skipped while
+        another thread uses the index (the FileHandleCache calls this when it closes the
+        segment's file)."""
+        if self._buf is None or not self._lock.acquire(blocking=False):
+            return
+        try:
+            if self._entries >= self._max_entries and self._persisted == self._entries:
+                self._buf = None
+        finally:
+            self._lock.release()
 
     @property
     def entries(self) -> int:
@@ -154,28 +242,25 @@ class AbstractIndex(ABC):
             rounded = round_down_to_multiple(max(new_size, 0), self.entry_size)
             if self._length == rounded:
                 return False
-            if self._mmap is not None:
-                self._mmap.close()
-                self._mmap = None
-            fd = os.open(self.file, os.O_RDWR)
+            es = self.entry_size
+            if self._entries * es > rounded:
+                self._truncate_to_entries(rounded // es)
+            self._write_pending()
+            fd = self._open(os.O_RDWR)
             try:
                 os.ftruncate(fd, rounded)
-                self._length = rounded
-                self._mmap = self._map(fd, rounded)
             finally:
                 os.close(fd)
-            self._max_entries = rounded // self.entry_size
-            if self._entries > self._max_entries:
-                self._entries = self._max_entries
-                self._after_entries_changed()
+            self._length = rounded
+            self._max_entries = rounded // es
+            self._dirty = True
             return True
 
     def trim_to_valid_size(self) -> None:
+        """Write every entry out and cut the file to them: the segment rolled or closes."""
         with self._lock:
+            self._write_pending()
             self.resize(self._entries * self.entry_size)
-            if self._write_fd is not None:  # a rolled segment's index takes no more entries
-                os.close(self._write_fd)
-                self._write_fd = None
 
     def reset(self) -> None:
         """Drop every entry and give the file its full preallocated size again."""
@@ -189,33 +274,43 @@ class AbstractIndex(ABC):
     def _truncate_to_entries(self, n: int) -> None:
         with self._lock:
             old = self._entries
-            if n < old and self._mmap is not None:
+            if n >= old:
+                return
+            es = self.entry_size
+            buf = self._buffer()
+            if self._persisted > n:
                 # Zero the dropped entries so a reopen after a crash cannot count them again.
-                es = self.entry_size
-                self._mmap[n * es : old * es] = bytes((old - n) * es)
+                fd = self._open(os.O_WRONLY)
+                try:
+                    os.pwrite(fd, bytes((self._persisted - n) * es), n * es)
+                finally:
+                    os.close(fd)
+                self._persisted = n
+                self._dirty = True
+            del buf[n * es :]
             self._entries = n
-            self._after_entries_changed()
+            self._set_last(self._parse(buf, n - 1) if n else None)
 
     def flush(self) -> None:
-        with self._lock:
-            if self._mmap is not None:
-                self._mmap.flush()
+        """Write the entries only in memory to the file and fsync it."""
+        self._write_pending(sync=True)
 
     def close(self) -> None:
-        """Trim the file to its valid entries and unmap it."""
+        """Trim the file to its valid entries and drop the copy in memory."""
         with self._lock:
             if self.writable:
                 self.trim_to_valid_size()
             self.close_handler()
 
     def close_handler(self) -> None:
+        """Drop the copy in memory without writing anything (entries not yet written are
+        lost, as in a crash)."""
         with self._lock:
-            if self._mmap is not None:
-                self._mmap.close()
-                self._mmap = None
-            if self._write_fd is not None:
-                os.close(self._write_fd)
-                self._write_fd = None
+            buf, self._buf = self._buf, None
+            n = self._persisted
+            if self._entries != n and buf is not None:  # entries only in memory: lost
+                self._set_last(self._parse(buf, n - 1) if n else None)
+                self._entries = n
 
     def delete_if_exists(self) -> bool:
         with self._lock:
@@ -250,49 +345,52 @@ class AbstractIndex(ABC):
     def can_append_offset(self, offset: int) -> bool:
         return 0 <= offset - self.base_offset <= INT32_MAX
 
-    # -- searching ----------------------------------------------------------------------------
+    # -- entries and searching ------------------------------------------------------------------
 
     @abstractmethod
-    def _parse_entry(self, n: int) -> tuple[int, int]:
-        """Entry `n` as (key, value) in absolute terms."""
+    def _parse(self, buf: bytes | bytearray, n: int) -> tuple[int, int]:
+        """Entry `n` of `buf` as (key, value) in absolute terms."""
+
+    @abstractmethod
+    def _set_last(self, entry: tuple[int, int] | None) -> None:
+        """Remember the last entry (None: the index is empty)."""
 
     @abstractmethod
     def sanity_check(self) -> None:
         """Raise CorruptIndexError if the file cannot be a valid index of this kind."""
 
-    @abstractmethod
-    def _after_entries_changed(self) -> None:
-        """Refresh what a subclass caches about the last entry."""
+    def _parse_entry(self, n: int) -> tuple[int, int]:
+        """Entry `n` (absolute terms), from the copy in memory."""
+        return self._parse(self._buffer(), n)
 
-    def _compare(self, n: int, target: int, entity: IndexSearchEntity) -> int:
-        v = self._parse_entry(n)[entity.value]
-        return (v > target) - (v < target)
-
-    def _binary_search(
-        self, begin: int, end: int, target: int, entity: IndexSearchEntity
-    ) -> tuple[int, int]:
-        lo, hi = begin, end
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            c = self._compare(mid, target, entity)
-            if c > 0:
-                hi = mid - 1
-            elif c < 0:
-                lo = mid
-            else:
-                return mid, mid
-        return lo, (-1 if lo == self._entries - 1 else lo + 1)
+    def _entry_at(self, n: int) -> tuple[int, int]:
+        """Entry `n` without reading the whole index into memory (for one-off reads)."""
+        buf = self._buf
+        if buf is not None:
+            return self._parse(buf, n)
+        fd = self._open(os.O_RDONLY)
+        try:
+            return self._read_entry(fd, n)
+        finally:
+            os.close(fd)
 
     def _index_slot_range_for(self, target: int, entity: IndexSearchEntity) -> tuple[int, int]:
         """(largest slot <= target, smallest slot >= target), -1 where there is none."""
-        if self._entries == 0:
+        n = self._entries
+        if n == 0:
             return -1, -1
-        first_hot = max(0, self._entries - 1 - self._warm_entries)
-        if self._compare(first_hot, target, entity) < 0:
-            return self._binary_search(first_hot, self._entries - 1, target, entity)
-        if self._compare(0, target, entity) > 0:
+        buf = self._buffer()
+        column = entity.value
+        if column == self._relative_column:
+            target -= self.base_offset  # compare the stored relative offsets as they are
+        unpack = self._entry.unpack_from
+        es = self.entry_size
+        first_hot = max(0, n - 1 - self._warm_entries)
+        if unpack(buf, first_hot * es)[column] < target:
+            return _binary_search(buf, unpack, es, column, first_hot, n - 1, target, n)
+        if unpack(buf, 0)[column] > target:
             return -1, 0
-        return self._binary_search(0, first_hot, target, entity)
+        return _binary_search(buf, unpack, es, column, 0, first_hot, target, n)
 
     def largest_lower_bound_slot_for(self, target: int, entity: IndexSearchEntity) -> int:
         return self._index_slot_range_for(target, entity)[0]
@@ -305,3 +403,28 @@ class AbstractIndex(ABC):
             f"{type(self).__name__}(file={self.file}, base_offset={self.base_offset}, "
             f"entries={self._entries}, max_entries={self._max_entries})"
         )
+
+
+def _binary_search(
+    buf: bytearray,
+    unpack: Callable[[bytearray, int], tuple[int, ...]],
+    entry_size: int,
+    column: int,
+    begin: int,
+    end: int,
+    target: int,
+    entries: int,
+) -> tuple[int, int]:
+    """(largest slot <= target, smallest slot >= target) among slots [begin, end], whose
+    `column` is sorted; -1 where there is none."""
+    lo, hi = begin, end
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        v = unpack(buf, mid * entry_size)[column]
+        if v > target:
+            hi = mid - 1
+        elif v < target:
+            lo = mid
+        else:
+            return mid, mid
+    return lo, (-1 if lo == entries - 1 else lo + 1)

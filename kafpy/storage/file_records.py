@@ -1,6 +1,6 @@
 """FileRecords: the `.log` file of a segment, seen as a run of record batches on disk.
 
-Appends write whole batches with one `os.write`; reads return the stored bytes of a
+Appends write whole batches with one `os.pwrite`; reads return the stored bytes of a
 byte range with one `os.pread`. Searches walk batch headers only (61 bytes each, read
 with `pread`), never records, except `search_for_timestamp`, which must look at record
 timestamps inside the one batch that may hold the target.
@@ -26,6 +26,7 @@ from kafpy.records.record_batch import (
     iter_file_batches,
     iter_file_headers,
 )
+from kafpy.storage.file_handle_cache import FILE_HANDLE_CACHE, CachedFile, FileHandleCache
 from kafpy.storage.time_index import TimestampOffset
 
 _READ_CHUNK = 1 << 20
@@ -39,26 +40,40 @@ class LogOffsetPosition(NamedTuple):
     size: int
 
 
-class FileRecords:
+class FileRecords(CachedFile):
     """The batches of one segment's `.log` file (Kafka's FileRecords).
 
     Only this object writes the file; `size` is the number of bytes written (the file
-    length, as kafpy does not preallocate log files).
+    length, as kafpy does not preallocate log files). Its descriptor belongs to the
+    process's FileHandleCache: opened on first use, closed when the segment has not been
+    used for a while, opened again transparently. Writes say where they go (`pwrite`), so
+    a reopened file needs no seek.
     """
 
-    def __init__(self, file: Path, fd: int, size: int) -> None:
-        self.file = Path(file)
-        self._fd = fd
+    def __init__(self, file: Path, size: int, cache: FileHandleCache = FILE_HANDLE_CACHE) -> None:
+        super().__init__(file, cache)
         self._size = size
 
     @classmethod
-    def open(cls, file: Path, file_already_exists: bool = False) -> FileRecords:
+    def open(
+        cls,
+        file: Path,
+        file_already_exists: bool = False,
+        cache: FileHandleCache = FILE_HANDLE_CACHE,
+    ) -> FileRecords:
+        """An existing file is only looked at (its size); it is opened on first use. A new
+        one (or, without `file_already_exists`, an emptied one) is created now and kept open."""
+        if file_already_exists:
+            try:
+                return cls(file, os.stat(file).st_size, cache)
+            except FileNotFoundError:
+                pass  # created below, as os.open(O_CREAT) did
+        records = cls(file, 0, cache)
         flags = os.O_RDWR | os.O_CREAT
         if not file_already_exists:
             flags |= os.O_TRUNC
-        fd = os.open(file, flags, 0o644)
-        size = os.lseek(fd, 0, os.SEEK_END)
-        return cls(file, fd, size)
+        cache.open(records, flags)
+        return records
 
     @property
     def size(self) -> int:
@@ -66,20 +81,25 @@ class FileRecords:
 
     @property
     def fd(self) -> int:
-        return self._fd
-
-    @property
-    def closed(self) -> bool:
-        return self._fd < 0
+        """The open descriptor, for code that reads the file on this thread right away
+        (tools, the cleaner); it stays valid until another file is opened."""
+        fd = self.acquire()
+        self.release()
+        return fd
 
     # -- writing -----------------------------------------------------------------------------
 
     def append(self, data: bytes | bytearray | memoryview) -> int:
         """Write `data` at the end of the file; returns the bytes written."""
-        n = os.write(self._fd, data)
         total = len(data)
-        while n < total:  # a short write (rare on a regular file): finish it
-            n += os.write(self._fd, memoryview(data)[n:])
+        position = self._size
+        fd = self.acquire()
+        try:
+            n = os.pwrite(fd, data, position)
+            while n < total:  # a short write (rare on a regular file): finish it
+                n += os.pwrite(fd, memoryview(data)[n:], position + n)
+        finally:
+            self.release()
         self._size += total
         return total
 
@@ -92,19 +112,24 @@ class FileRecords:
             )
         removed = self._size - target_size
         if removed:
-            os.ftruncate(self._fd, target_size)
-            os.lseek(self._fd, target_size, os.SEEK_SET)
+            fd = self.acquire()
+            try:
+                os.ftruncate(fd, target_size)
+            finally:
+                self.release()
             self._size = target_size
         return removed
 
     def flush(self) -> None:
-        if self._fd >= 0:
-            os.fsync(self._fd)
-
-    def close(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        """fsync the file; an evicted one is opened for it (fsync covers what any
+        descriptor of the file wrote)."""
+        if self._closed:
+            return
+        fd = self.acquire()
+        try:
+            os.fsync(fd)
+        finally:
+            self.release()
 
     def delete_if_exists(self) -> bool:
         self.close()
@@ -137,7 +162,11 @@ class FileRecords:
         size = min(size, self._size - position)
         if size <= 0:
             return b""
-        return os.pread(self._fd, size, position)
+        fd = self.acquire()
+        try:
+            return os.pread(fd, size, position)
+        finally:
+            self.release()
 
     def header_at(self, position: int, end: int | None = None) -> BatchHeader | None:
         """The header of the batch at `position`; None if the batch does not fit before `end`.
@@ -147,7 +176,11 @@ class FileRecords:
         end = self._size if end is None else end
         if end - position < LOG_OVERHEAD:
             return None
-        raw = os.pread(self._fd, RECORD_BATCH_OVERHEAD, position)
+        fd = self.acquire()
+        try:
+            raw = os.pread(fd, RECORD_BATCH_OVERHEAD, position)
+        finally:
+            self.release()
         return header_at(raw, position, end, f" in file {self.file}", 0)
 
     def batch_headers(
@@ -155,7 +188,11 @@ class FileRecords:
     ) -> Iterator[tuple[int, BatchHeader]]:
         """(position, header) of each complete batch from `start`; stops at a partial one."""
         end = self._size if end is None else end
-        return iter_file_headers(self._fd, start, end, f" in file {self.file}")
+        fd = self.acquire()
+        try:  # pinned for as long as the iteration goes on
+            yield from iter_file_headers(fd, start, end, f" in file {self.file}")
+        finally:
+            self.release()
 
     def batches_with_data(self, start: int = 0) -> Iterator[tuple[int, BatchHeader, memoryview]]:
         """(position, header, bytes) of each complete batch, reading the file in large chunks.
@@ -163,7 +200,13 @@ class FileRecords:
         Stops at a partial trailing batch; raises CorruptRecordError for a length field too
         small to be a batch. Used by recovery and tools, which need every byte.
         """
-        return iter_file_batches(self._fd, start, self._size, _READ_CHUNK, f" in file {self.file}")
+        fd = self.acquire()
+        try:
+            yield from iter_file_batches(
+                fd, start, self._size, _READ_CHUNK, f" in file {self.file}"
+            )
+        finally:
+            self.release()
 
     def search_for_offset_with_size(
         self, target_offset: int, starting_position: int

@@ -24,6 +24,7 @@ from kafpy.common.errors import (
     OffsetOutOfRangeError,
     RecordListTooLargeError,
 )
+from kafpy.common.file_descriptors import is_out_of_file_descriptors, too_many_open_files
 from kafpy.common.kafka_uuid import uuid_to_string
 from kafpy.common.logger import component_logger
 from kafpy.common.scheduler import Scheduler
@@ -171,13 +172,17 @@ class Log:
             self.log.error("Ignoring the topic id of this log: %s", e)
         self.producer_state_manager = ProducerStateManager(self.topic_partition, self.dir)
         start = time.milliseconds()
-        loaded = LogLoader(
-            self,
-            log_start_offset,
-            recovery_point,
-            had_clean_shutdown,
-            marked_for_deletion=self.dir.name.endswith(DELETE_DIR_SUFFIX),
-        ).load()
+        try:
+            loaded = LogLoader(
+                self,
+                log_start_offset,
+                recovery_point,
+                had_clean_shutdown,
+                marked_for_deletion=self.dir.name.endswith(DELETE_DIR_SUFFIX),
+            ).load()
+        except BaseException:
+            self.close_handlers()  # the segments opened so far give their descriptors back
+            raise
         self.log_start_offset = loaded.log_start_offset
         self.recovery_point = loaded.recovery_point
         self._update_log_end_offset(loaded.next_offset)
@@ -415,9 +420,12 @@ class Log:
             psm.map_end_offset = self._leo
             return info
 
-    def _io_error(self, msg: str, e: OSError) -> LogDirFailedError:
-        """`msg` about this log, for an I/O error: its data dir is to go offline."""
+    def _io_error(self, msg: str, e: OSError) -> KafkaStorageError:
+        """`msg` about this log, for an I/O error: its data dir is to go offline. Running
+        out of file descriptors is no I/O error: the operation is refused, the dir stays."""
         parent = self.dir.parent
+        if is_out_of_file_descriptors(e):
+            return too_many_open_files(f"{msg} {self.topic_partition} in dir {parent}", e)
         return LogDirFailedError(
             f"{msg} {self.topic_partition} in dir {parent}: {e.strerror or e}", parent
         )
@@ -568,7 +576,15 @@ class Log:
         )
         for segment in self._segments_in_range(self.recovery_point, offset):
             try:
-                segment.flush()
+                try:
+                    segment.flush()
+                except FileNotFoundError:
+                    # Flushing opens the files by name (a closed segment file, the
+                    # indexes): the dir may have been renamed meanwhile. rename_dir holds
+                    # the lock until the segments know their new names; then try again.
+                    with self._lock:
+                        pass
+                    segment.flush()
             except (OSError, ValueError) as e:
                 if self._segments.get(segment.base_offset) is segment:
                     if isinstance(e, OSError):

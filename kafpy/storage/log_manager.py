@@ -32,12 +32,14 @@ from typing import TYPE_CHECKING
 
 from kafpy.common.config_def import LONG_MAX
 from kafpy.common.errors import KafkaStorageError
+from kafpy.common.file_descriptors import is_out_of_file_descriptors, too_many_open_files
 from kafpy.common.logger import component_logger
 from kafpy.common.scheduler import ScheduledTask, Scheduler
 from kafpy.common.time import SYSTEM_TIME, Time
 from kafpy.common.topic import validate_topic_partition
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.storage.cleaner.cleaner_config import CleanerConfig
+from kafpy.storage.file_handle_cache import FILE_HANDLE_CACHE
 from kafpy.storage.log import (
     CLEAN_SHUTDOWN_FILE,
     DELETE_DIR_SUFFIX,
@@ -216,6 +218,8 @@ class LogManager:
         # dirs AlterReplicaLogDirs chose for partitions not created here yet
         self._preferred_log_dirs: dict[TopicPartition, Path] = {}
         self._logs_to_be_deleted: deque[tuple[Log, int]] = deque()
+        # partitions whose log could not be created for want of file descriptors: why
+        self._refused_logs: dict[TopicPartition, str] = {}
         self._tasks: list[ScheduledTask] = []
         self._shutting_down = False
 
@@ -728,6 +732,10 @@ class LogManager:
                 log = Log(log_dir, cfg, 0, 0, self.scheduler, self.time, True)
             except OSError as e:
                 shutil.rmtree(log_dir, ignore_errors=True)
+                if is_out_of_file_descriptors(e):
+                    raise too_many_open_files(
+                        f"Cannot create the future log of {tp} in {data_dir}", e
+                    ) from e
                 raise KafkaStorageError(
                     f"Error while creating the future log for {tp} in dir {data_dir}: "
                     f"{e.strerror or e}"
@@ -826,7 +834,10 @@ class LogManager:
         """The log of `tp`, created empty in the least-loaded dir if it does not exist yet.
 
         Raises InvalidTopicError before touching the disk unless the topic name is legal
-        and the partition >= 0; a log that fails to open leaves no directory behind."""
+        and the partition >= 0; a log that fails to open leaves no directory behind. When
+        the process is out of file descriptors the partition is refused with
+        TooManyOpenFilesError (remembered for `refused_log_reason`); the dir stays online
+        and the other partitions are served as before (Kafka would halt)."""
         with self._lock:
             existing = self._logs.get(tp)
             if existing is not None:
@@ -850,18 +861,57 @@ class LogManager:
                 log = Log(log_dir, cfg, 0, 0, self.scheduler, self.time, True)
             except Exception as e:
                 if created:
-                    shutil.rmtree(log_dir, ignore_errors=True)
+                    self._remove_partial_log_dir(tp, log_dir)
+                if is_out_of_file_descriptors(e):
+                    refused = too_many_open_files(f"Cannot create the log of {tp} in {data_dir}", e)
+                    self._refused_logs[tp] = str(refused)
+                    self.log.warning(
+                        "%s. The partition is refused; the other partitions are served as before.",
+                        refused,
+                    )
+                    raise refused from e
                 if isinstance(e, OSError):
                     raise KafkaStorageError(
                         f"Error while creating log for {tp} in dir {data_dir}: {e.strerror or e}"
                     ) from e
                 raise
             self._logs[tp] = log
+            self._refused_logs.pop(tp, None)
         props = ", ".join(f"{k} -> {v}" for k, v in cfg.originals.items())
         self.log.info(
             "Created log for partition %s in %s with properties {%s}.", tp, log_dir, props
         )
         return log
+
+    def _remove_partial_log_dir(self, tp: TopicPartition, log_dir: Path) -> None:
+        """Remove what a failed creation left in `log_dir` (a flat directory). Listing it
+        takes a descriptor: out of them, the FileHandleCache first gives some up."""
+        for attempt in range(2):
+            try:
+                for name in os.listdir(log_dir):
+                    (log_dir / name).unlink(missing_ok=True)
+                log_dir.rmdir()
+                return
+            except FileNotFoundError:
+                return
+            except OSError as e:
+                if attempt == 0 and is_out_of_file_descriptors(e):
+                    FILE_HANDLE_CACHE.make_room()
+                    continue
+                self.log.warning(
+                    "Could not remove %s after the log of %s failed to open: %s. Remove it, or "
+                    "it is loaded as a log at the next start.",
+                    log_dir,
+                    tp,
+                    e,
+                )
+                return
+
+    def refused_log_reason(self, tp: TopicPartition) -> str | None:
+        """Why the last attempt to create `tp`'s log was refused (out of file descriptors),
+        None if it was not; forgotten once the log is created or the partition deleted."""
+        with self._lock:
+            return self._refused_logs.get(tp)
 
     def async_delete(self, tp: TopicPartition, checkpoint: bool = True) -> Log | None:
         """Take `tp`'s log out of service: rename its dir to `<tp>.<uuid>-delete` and queue it
@@ -871,6 +921,7 @@ class LogManager:
         checkpoints afterwards with `checkpoint_dirs` (one write per dir, not per log)."""
         with self._lock:
             removed = self._logs.pop(tp, None)
+            self._refused_logs.pop(tp, None)
         if removed is None:
             if self._offline_dirs:
                 raise KafkaStorageError(

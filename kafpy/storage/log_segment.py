@@ -115,6 +115,8 @@ class LogSegment:
         self.log = log_file
         self.offset_index = offset_index
         self.time_index = time_index
+        # a sealed index's copy in memory goes when the cache closes the segment's file
+        log_file.released_with = (offset_index, time_index)
         self.txn_index = txn_index
         self.base_offset = base_offset
         self.index_interval_bytes = index_interval_bytes
@@ -141,24 +143,34 @@ class LogSegment:
         file_already_exists: bool = False,
         file_suffix: str = "",
     ) -> LogSegment:
-        """Open (or create) the segment files of `base_offset` in `dir`."""
+        """Open (or create) the segment files of `base_offset` in `dir`. An existing
+        segment holds no descriptor until it is first read or written."""
         max_index_size = config.segment_index_bytes
-        return cls(
-            FileRecords.open(log_file_name(dir, base_offset, file_suffix), file_already_exists),
-            OffsetIndex(
-                offset_index_file_name(dir, base_offset, file_suffix), base_offset, max_index_size
-            ),
-            TimeIndex(
-                time_index_file_name(dir, base_offset, file_suffix), base_offset, max_index_size
-            ),
-            TransactionIndex(
-                base_offset, transaction_index_file_name(dir, base_offset, file_suffix)
-            ),
-            base_offset,
-            config.index_interval_bytes,
-            config.random_segment_jitter(),
-            time,
+        log_file = FileRecords.open(
+            log_file_name(dir, base_offset, file_suffix), file_already_exists
         )
+        try:
+            return cls(
+                log_file,
+                OffsetIndex(
+                    offset_index_file_name(dir, base_offset, file_suffix),
+                    base_offset,
+                    max_index_size,
+                ),
+                TimeIndex(
+                    time_index_file_name(dir, base_offset, file_suffix), base_offset, max_index_size
+                ),
+                TransactionIndex(
+                    base_offset, transaction_index_file_name(dir, base_offset, file_suffix)
+                ),
+                base_offset,
+                config.index_interval_bytes,
+                config.random_segment_jitter(),
+                time,
+            )
+        except BaseException:
+            log_file.close()  # its descriptor would stay in the FileHandleCache
+            raise
 
     # -- state -----------------------------------------------------------------------------------
 
@@ -228,14 +240,17 @@ class LogSegment:
         # FileRecords.append, inlined (the produce path). The size counts only a complete
         # write: a failure part-way (ENOSPC, EIO) cuts the file back to where it was, so no
         # torn batch is ever followed by another append.
-        fd = log_file._fd
+        fd = log_file.acquire()
         try:
-            written = os.write(fd, data)
-            while written < size:
-                written += os.write(fd, data[written:])
-        except OSError:
-            self._truncate_torn_write(physical_position)
-            raise
+            try:
+                written = os.pwrite(fd, data, physical_position)
+                while written < size:
+                    written += os.pwrite(fd, data[written:], physical_position + written)
+            except OSError:
+                self._truncate_torn_write(fd, physical_position)
+                raise
+        finally:
+            log_file.release()
         log_file._size += size
         self._next_offset = largest_offset + 1
         if size >= _FIRST_FIELDS.size:
@@ -258,12 +273,10 @@ class LogSegment:
             self._bytes_since_last_index_entry = 0
         self._bytes_since_last_index_entry += size
 
-    def _truncate_torn_write(self, size: int) -> None:
+    def _truncate_torn_write(self, fd: int, size: int) -> None:
         """Cut the `.log` back to `size` bytes after a failed append (indexes untouched)."""
-        fd = self.log._fd
         try:
             os.ftruncate(fd, size)
-            os.lseek(fd, size, os.SEEK_SET)
         except OSError as e:
             log.error(
                 "Failed to truncate %s back to %d bytes after a failed append: %s",

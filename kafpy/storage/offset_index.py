@@ -35,20 +35,21 @@ class OffsetIndex(AbstractIndex):
     """The offset → position index of one segment (Kafka's `OffsetIndex`)."""
 
     entry_size = 8
+    _entry = _ENTRY
+    _relative_column = 0
 
     def __init__(
         self, file: Path, base_offset: int, max_index_size: int = -1, writable: bool = True
     ) -> None:
         self._last_offset = base_offset
+        self._last_position = 0
         super().__init__(file, base_offset, max_index_size, writable)
 
-    def _after_entries_changed(self) -> None:
-        self._last_offset = (
-            self._parse_entry(self._entries - 1)[0] if self._entries else self.base_offset
-        )
+    def _set_last(self, entry: tuple[int, int] | None) -> None:
+        self._last_offset, self._last_position = (self.base_offset, 0) if entry is None else entry
 
-    def _parse_entry(self, n: int) -> tuple[int, int]:
-        rel, pos = _ENTRY.unpack_from(self._mmap, n * 8)  # type: ignore[arg-type]
+    def _parse(self, buf: bytes | bytearray, n: int) -> tuple[int, int]:
+        rel, pos = _ENTRY.unpack_from(buf, n * 8)
         return self.base_offset + rel, pos
 
     @property
@@ -56,10 +57,9 @@ class OffsetIndex(AbstractIndex):
         return self._last_offset
 
     def last_entry(self) -> OffsetPosition:
-        with self._lock:
-            if self._entries == 0:
-                return OffsetPosition(self.base_offset, 0)
-            return OffsetPosition(*self._parse_entry(self._entries - 1))
+        if self._entries == 0:
+            return OffsetPosition(self.base_offset, 0)
+        return OffsetPosition(self._last_offset, self._last_position)
 
     def entry(self, n: int) -> OffsetPosition:
         with self._lock:
@@ -94,7 +94,7 @@ class OffsetIndex(AbstractIndex):
 
         Not locked: appends come from the segment's owner (the Log, under its lock), which
         also serializes them with resizing; taking the index lock here costs a sixth of
-        the index append on the produce path.
+        the index append on the produce path. The entry reaches the file on flush.
         """
         n = self._entries
         if n >= self._max_entries:
@@ -105,9 +105,13 @@ class OffsetIndex(AbstractIndex):
             rel = offset - self.base_offset
             if not 0 <= rel <= INT32_MAX:
                 self.relative_offset(offset)  # raises naming the overflow
-            self._write_entry(n, _ENTRY.pack(rel, position))
+            buf = self._buf
+            if buf is None:
+                buf = self._buffer()
+            buf += _ENTRY.pack(rel, position)  # before the count: readers take the count first
             self._entries = n + 1
             self._last_offset = offset
+            self._last_position = position
         else:
             raise InvalidOffsetError(
                 f"Attempt to append an offset ({offset}) to position {n} no larger "

@@ -17,6 +17,7 @@ import uuid
 from pathlib import Path
 
 from kafpy.common.errors import KafkaStorageError
+from kafpy.common.file_descriptors import is_out_of_file_descriptors, too_many_open_files
 from kafpy.common.kafka_uuid import uuid_from_string, uuid_to_string
 from kafpy.storage.offset_checkpoint_file import write_atomically
 
@@ -45,6 +46,8 @@ class PartitionMetadataFile:
         except FileNotFoundError:
             return None
         except (OSError, UnicodeDecodeError) as e:
+            if is_out_of_file_descriptors(e):  # the file is fine: the process is out
+                raise too_many_open_files(f"Cannot read {self.path}", e) from e
             raise MalformedPartitionMetadataError(f"Cannot read {self.path}: {e}") from e
         fields: dict[str, str] = {}
         for line in text.splitlines():

@@ -37,6 +37,8 @@ class TimeIndex(AbstractIndex):
     """The timestamp → offset index of one segment (Kafka's `TimeIndex`)."""
 
     entry_size = 12
+    _entry = _ENTRY
+    _relative_column = 1
 
     def __init__(
         self, file: Path, base_offset: int, max_index_size: int = -1, writable: bool = True
@@ -45,14 +47,11 @@ class TimeIndex(AbstractIndex):
         self._last_off = base_offset
         super().__init__(file, base_offset, max_index_size, writable)
 
-    def _after_entries_changed(self) -> None:
-        if self._entries == 0:
-            self._last_ts, self._last_off = NO_TIMESTAMP, self.base_offset
-        else:
-            self._last_ts, self._last_off = self._parse_entry(self._entries - 1)
+    def _set_last(self, entry: tuple[int, int] | None) -> None:
+        self._last_ts, self._last_off = (NO_TIMESTAMP, self.base_offset) if entry is None else entry
 
-    def _parse_entry(self, n: int) -> tuple[int, int]:
-        ts, rel = _ENTRY.unpack_from(self._mmap, n * 12)  # type: ignore[arg-type]
+    def _parse(self, buf: bytes | bytearray, n: int) -> tuple[int, int]:
+        ts, rel = _ENTRY.unpack_from(buf, n * 12)
         return ts, self.base_offset + rel
 
     def is_full(self) -> bool:
@@ -96,7 +95,10 @@ class TimeIndex(AbstractIndex):
             rel = offset - self.base_offset
             if not 0 <= rel <= INT32_MAX:
                 self.relative_offset(offset)  # raises naming the overflow
-            self._write_entry(n, _ENTRY.pack(timestamp, rel))
+            buf = self._buf
+            if buf is None:
+                buf = self._buffer()
+            buf += _ENTRY.pack(timestamp, rel)  # before the count: readers take the count first
             self._entries = n + 1
             self._last_ts = timestamp
             self._last_off = offset
@@ -123,7 +125,7 @@ class TimeIndex(AbstractIndex):
 
     def sanity_check(self) -> None:
         if self._entries != 0:
-            first_ts = self._parse_entry(0)[0]
+            first_ts = self._entry_at(0)[0]
             if self._last_ts < first_ts:
                 raise CorruptIndexError(
                     f"Corrupt time index found, time index file ({self.file}) has non-zero size but "

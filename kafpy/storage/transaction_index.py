@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kafpy.storage.abstract_index import CorruptIndexError
+from kafpy.storage.file_handle_cache import open_transient
 
 _ENTRY = struct.Struct(">hqqqq")
 ENTRY_SIZE = _ENTRY.size  # 34
@@ -65,18 +66,17 @@ class TransactionIndex:
 
     The entries are read from the file once and kept (this object is the file's only
     writer), so a read_committed fetch finds its range by bisection instead of parsing
-    the file again each time."""
+    the file again each time. Aborts are rare: the file is opened only for a moment to
+    write one, so the index holds no descriptor."""
 
     def __init__(self, start_offset: int, file: Path) -> None:
         self.start_offset = start_offset
         self.file = Path(file)
         self._lock = threading.RLock()
         self._last_offset: int | None = None
-        self._fd: int | None = None
+        self._dirty = False  # written since the last fsync
         self._entries: list[AbortedTxn] | None = None  # None: not read yet
         self._last_offsets: list[int] = []
-        if self.file.exists():
-            self._open()
 
     def _cached(self) -> list[AbortedTxn]:
         if self._entries is None:
@@ -92,10 +92,7 @@ class TransactionIndex:
         return self._entries
 
     def _open(self) -> int:
-        if self._fd is None:
-            self._fd = os.open(self.file, os.O_RDWR | os.O_CREAT, 0o644)
-            os.lseek(self._fd, 0, os.SEEK_END)
-        return self._fd
+        return open_transient(self.file, os.O_RDWR | os.O_CREAT)
 
     def append(self, txn: AbortedTxn) -> None:
         with self._lock:
@@ -109,7 +106,12 @@ class TransactionIndex:
                     f"of index {self.file}"
                 )
             entries = self._cached()
-            os.write(self._open(), txn.to_bytes())
+            fd = self._open()
+            try:
+                os.pwrite(fd, txn.to_bytes(), len(entries) * ENTRY_SIZE)
+            finally:
+                os.close(fd)
+            self._dirty = True
             self._last_offset = txn.last_offset
             entries.append(txn)
             self._last_offsets.append(txn.last_offset)
@@ -154,8 +156,11 @@ class TransactionIndex:
 
     def _truncate_file(self, size: int) -> None:
         fd = self._open()
-        os.ftruncate(fd, size)
-        os.lseek(fd, size, os.SEEK_SET)
+        try:
+            os.ftruncate(fd, size)
+        finally:
+            os.close(fd)
+        self._dirty = True
 
     def reset(self) -> None:
         with self._lock:
@@ -166,14 +171,16 @@ class TransactionIndex:
 
     def flush(self) -> None:
         with self._lock:
-            if self._fd is not None:
-                os.fsync(self._fd)
+            if self._dirty and self.file.exists():
+                fd = self._open()
+                try:
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+            self._dirty = False
 
     def close(self) -> None:
-        with self._lock:
-            if self._fd is not None:
-                os.close(self._fd)
-                self._fd = None
+        """Nothing stays open between writes; kept for the shape of a segment's files."""
 
     def delete_if_exists(self) -> bool:
         with self._lock:

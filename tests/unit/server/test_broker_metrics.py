@@ -3,12 +3,16 @@
 
 from __future__ import annotations
 
+import os
+import resource
 from types import SimpleNamespace
 from typing import Any
 
+import pytest
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from kafpy.common.file_descriptors import open_file_count
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.server.broker_metrics import (
     BrokerMetricsCollector,
@@ -17,6 +21,7 @@ from kafpy.server.broker_metrics import (
     new_registry,
 )
 from kafpy.server.loop_lag_probe import LoopLagProbe
+from kafpy.storage.file_handle_cache import FILE_HANDLE_CACHE
 
 
 def samples(
@@ -96,6 +101,25 @@ def test_the_loop_lag_histogram_regroups_the_probe_samples() -> None:
     assert out[("kafpy_server_eventloop_stalls_total", ())] == 0
 
 
-def test_a_broker_without_parts_yet_exports_nothing_but_does_not_fail() -> None:
+def test_a_broker_without_parts_yet_exports_only_its_descriptors_and_does_not_fail() -> None:
     collector = BrokerMetricsCollector(bare_server())
-    assert list(collector.collect()) == []
+    assert [m.name for m in collector.collect()] == [
+        "process_open_fds",
+        "process_max_fds",
+        "kafpy_log_filehandlecache_openfiles",
+        "kafpy_log_filehandlecache_capacity",
+        "kafpy_log_filehandlecache_evictions",
+    ]
+
+
+def test_the_descriptor_gauges_say_how_close_the_process_is_to_its_limit() -> None:
+    held = [os.open(os.devnull, os.O_RDONLY) for _ in range(50)]
+    try:
+        out = samples(bare_server())
+        assert out[("process_open_fds", ())] >= 50
+        assert out[("process_open_fds", ())] == pytest.approx(open_file_count(), abs=5)
+    finally:
+        for fd in held:
+            os.close(fd)
+    assert out[("process_max_fds", ())] == resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    assert out[("kafpy_log_filehandlecache_capacity", ())] == FILE_HANDLE_CACHE.capacity

@@ -60,3 +60,25 @@ def test_what_is_missing_at_the_timeout_is_a_timeout() -> None:
         assert "topic 'gone-not' to be deleted" in deleted["gone-not"]["error_message"]
 
     asyncio.run(scenario())
+
+
+def test_a_partition_this_broker_refused_ends_the_wait_with_the_reason() -> None:
+    async def scenario() -> None:
+        metadata = Metadata()
+        metadata.online = {"fine": {0}}
+        reason = "Cannot create the log of full-1: too many open files (RLIMIT_NOFILE 64)"
+        refused = {("full", 1): reason}
+
+        def partitions_refused(topic: str, partitions: Collection[int]) -> str | None:
+            return next((refused[(topic, p)] for p in partitions if (topic, p) in refused), None)
+
+        delayed = DelayedTopicOperations(
+            metadata.partitions_online, metadata.contains, partitions_refused
+        )
+        created = results("fine", "full")
+        await delayed.await_partitions({"fine": [0], "full": [0, 1]}, created, 5_000)
+        assert created["fine"]["error_code"] == Errors.NONE
+        assert created["full"]["error_code"] == Errors.KAFKA_STORAGE_ERROR
+        assert reason in created["full"]["error_message"]
+
+    asyncio.run(scenario())

@@ -12,12 +12,14 @@ from typing import Any, TypeVar
 import pytest
 
 from kafpy.common.errors import (
+    Errors,
     FencedLeaderEpochError,
     InvalidRequiredAcksError,
     NotLeaderOrFollowerError,
     UnknownLeaderEpochError,
     UnknownTopicOrPartitionError,
 )
+from kafpy.common.file_descriptors import TooManyOpenFilesError
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.records.builder import build_batch
 from kafpy.records.memory_records import MemoryRecords
@@ -744,6 +746,44 @@ def test_an_io_error_takes_the_log_dir_offline_and_its_partitions_answer_storage
     assert resp["partition_errors"][0]["error_code"] == 56
     # the partition in the healthy dir is served as before
     assert produce(broker, t1, batch(b"d"))["error_code"] == 0
+
+
+def test_out_of_descriptors_a_new_partition_is_refused_and_no_log_dir_goes_offline(
+    broker: Broker, no_descriptor_left: Any
+) -> None:
+    broker.lead("t", 1)
+    assert produce(broker, TP, batch(b"a"))["error_code"] == 0
+    rm = broker.replica_manager
+    new = [partition_state("u", 0, 0)]
+    broker.metadata_cache.update_metadata(update_metadata(new, [0]))
+    with no_descriptor_left() as limit:
+        resp = rm.become_leader_or_follower(leader_and_isr(new))
+        assert resp["partition_errors"][0]["error_code"] == Errors.KAFKA_STORAGE_ERROR
+        assert "RLIMIT_NOFILE" in (
+            broker.log_manager.refused_log_reason(TopicPartition("u", 0)) or ""
+        )
+        rm.checkpoint_high_watermarks()  # its file cannot be opened either: not a disk failure
+        log = broker.log_manager.get_log(TP)
+        assert log is not None
+        with pytest.raises(TooManyOpenFilesError, match=f"RLIMIT_NOFILE limit of {limit.limit}"):
+            # t-0's file was closed by the cache and cannot be opened again (a produce
+            # answers this as KAFKA_STORAGE_ERROR; the event loop of `produce` needs
+            # descriptors of its own)
+            log.append_as_leader(MemoryRecords(batch(b"b")), 0)
+        limit.room(4)
+        assert produce(broker, TP, batch(b"c"))["error_code"] == 0
+        fetched = run(rm.fetch_messages(consumer_params(), [(TP, PartitionFetchInfo(0, 1 << 20))]))
+        data = MemoryRecords(fetched[0][1].records or b"")
+        assert [r.value for b in data.batches_allow_partial() for r in b.records()] == [b"a", b"c"]
+    assert broker.log_manager.offline_log_dirs == []
+    assert not any(
+        rm.log_dir_failure_channel.has_offline_log_dir(d) for d in broker.log_manager.live_log_dirs
+    )
+    retried = rm.become_leader_or_follower(
+        leader_and_isr([partition_state("u", 0, 0, leader_epoch=1)])
+    )
+    assert retried["partition_errors"][0]["error_code"] == Errors.NONE
+    assert broker.log_manager.refused_log_reason(TopicPartition("u", 0)) is None
 
 
 def test_leader_and_isr_with_illegal_names_is_refused_per_partition(broker: Broker) -> None:

@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from kafpy.common.errors import InvalidTopicError, KafkaStorageError
+from kafpy.common.errors import Errors, InvalidTopicError, KafkaStorageError
+from kafpy.common.file_descriptors import TooManyOpenFilesError
 from kafpy.common.scheduler import MockScheduler
 from kafpy.common.time import MockTime
 from kafpy.common.topic_partition import TopicPartition
@@ -1053,3 +1054,33 @@ def test_failed_dir_drops_its_future_logs(tmp_path: Path, managers: Managers) ->
     m.get_or_create_future_log(TP0, target)
     m.handle_log_dir_failure(target)
     assert m.get_log(TP0, is_future=True) is None and m.get_log(TP0) is current
+
+
+def test_out_of_descriptors_a_new_log_is_refused_naming_the_limit_and_the_dir_stays(
+    tmp_path: Path,
+    managers: Managers,
+    no_descriptor_left: Any,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    failures: list[Path] = []
+    m = managers([tmp_path / "a"], log_dir_failure_handler=lambda d, msg, e: failures.append(d))
+    existing = m.create_log(TP0)
+    append(existing, n=3)
+    tp1 = TopicPartition("t", 1)
+    with no_descriptor_left() as limit, caplog.at_level(logging.WARNING, LOGGER):
+        limit.room(1)
+        existing.read(0, 1)  # its segment file takes the last descriptor (the cache may close it)
+        with pytest.raises(TooManyOpenFilesError, match="Cannot create the log of t-1") as e:
+            m.create_log(tp1)
+        assert f"RLIMIT_NOFILE limit of {limit.limit}" in str(e.value)
+        assert e.value.code == Errors.KAFKA_STORAGE_ERROR
+        assert not (tmp_path / "a" / "t-1").exists()
+        assert m.refused_log_reason(tp1) == str(e.value)
+        assert "The partition is refused" in caplog.text
+        limit.room(1)  # one descriptor: the existing log is read and appended to
+        got = existing.read(0, 1 << 20).records
+        assert [r.offset for b in got.batches_allow_partial() for r in b.records()] == [0, 1, 2]
+        append(existing, n=1)
+    assert m.live_log_dirs == [tmp_path / "a"] and failures == []
+    assert m.create_log(tp1).log_end_offset == 0
+    assert m.refused_log_reason(tp1) is None

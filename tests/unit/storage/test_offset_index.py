@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from kafpy.common.file_descriptors import open_file_count
 from kafpy.storage.abstract_index import (
     CorruptIndexError,
     IndexOffsetOverflowError,
@@ -176,29 +177,69 @@ def test_delete_and_rename(tmp_path: Path) -> None:
 
 
 def test_a_full_disk_is_an_os_error_not_a_sigbus(small_tmpfs: Any) -> None:
-    """Entries written through the mapping into a sparse file's hole on a full disk would
-    kill the process (SIGBUS); entries are written with pwrite, so the append fails cleanly
-    and the entries before it stay."""
+    """Entries stored through a mapping into a sparse file's hole on a full disk would kill
+    the process (SIGBUS); entries reach the file with pwrite, so a full disk fails the
+    flush cleanly and the entries stay searchable in memory."""
     import errno as errno_
 
     mount = small_tmpfs(1024 * 1024)
     index = OffsetIndex(mount / "00000000000000000000.index", 0, max_index_size=512 * 1024)
     try:
-        index.append(0, 0)  # the first page of the index exists
+        index.append(0, 0)
+        index.flush()  # the first page of the index exists
         with open(mount / "filler", "wb", buffering=0) as filler:  # then the disk fills up
             try:
                 while True:
                     filler.write(b"\0" * 4096)
             except OSError:
                 pass
+        for i in range(1, 512 * 1024 // 8):
+            index.append(i, i * 10)
         with pytest.raises(OSError) as e:
-            for i in range(1, 512 * 1024 // 8):
-                index.append(i, i * 10)
+            index.flush()
         assert e.value.errno == errno_.ENOSPC
-        assert index.entries == 4096 // 8  # the page that had room was filled, no further
-        assert index.lookup(index.entries - 1).offset == index.entries - 1
-        with pytest.raises(OSError):  # still full: the same clean error, nothing half-written
-            index.append(index.entries, 0)
-        assert index.entries == 4096 // 8
+        assert index.lookup(1000) == (1000, 10000)
+        with pytest.raises(OSError):  # still full: the same clean error
+            index.flush()
+        assert index.entries == 512 * 1024 // 8
     finally:
-        index.close()
+        index.close_handler()
+
+
+def test_an_index_holds_no_descriptor(tmp_path: Path) -> None:
+    before = open_file_count()
+    indexes = [filled(tmp_path / f"{i}.index") for i in range(20)]
+    for idx in indexes:
+        idx.lookup(150)
+        idx.flush()
+    reopened = [OffsetIndex(idx.file, 100, 800) for idx in indexes]
+    assert [idx.lookup(150) for idx in reopened] == [OffsetPosition(145, 4000)] * 20
+    assert open_file_count() == before
+
+
+def test_entries_reach_the_file_on_flush_and_a_crash_keeps_a_valid_prefix(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "a.index"
+    idx = filled(path, n=4)
+    assert path.read_bytes() == bytes(800)  # appended to the copy in memory only
+    idx.flush()
+    assert path.read_bytes()[:32] == b"".join(
+        struct.pack(">ii", 10 * i + 5, 1000 * i) for i in range(4)
+    )
+    idx.append(200, 9000)
+    idx.close_handler()  # a crash before the next flush: the last entry is lost
+    again = OffsetIndex(path, 100, 800)
+    assert again.entries == 4
+    assert again.last_entry() == OffsetPosition(135, 3000)
+
+
+def test_a_sealed_index_gives_up_its_copy_and_reads_it_back(tmp_path: Path) -> None:
+    idx = filled(tmp_path / "a.index")
+    idx.release_copy()
+    assert idx._buf is not None  # it takes more entries: the copy is all there is of them
+    idx.trim_to_valid_size()
+    idx.release_copy()
+    assert idx._buf is None
+    assert idx.lookup(150) == OffsetPosition(145, 4000)
+    assert idx.entry(9) == OffsetPosition(195, 9000)
