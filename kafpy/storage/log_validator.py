@@ -450,11 +450,10 @@ def _check_records(buffer: memoryview, start: int, end: int, header: BatchHeader
     count = header[H_RECORD_COUNT]
     last_delta = header[H_LAST_OFFSET_DELTA]
     offset = header[H_BASE_OFFSET]
-    # a copy: strided slices of bytes take a tenth of the time memoryview's take
-    data = buffer[start:end].tobytes()
-    end -= start
-    pos = 0
+    copy: bytes | None = None  # for runs: strided slices of bytes cost a tenth of memoryview's
+    pos = start
     n = 0
+    layout = [0, 0, 0, 0]
     try:
         while pos < end:
             if n == count:
@@ -462,18 +461,20 @@ def _check_records(buffer: memoryview, start: int, end: int, header: BatchHeader
                     offset,
                     f"its records section holds more than the {count} records the header declares",
                 )
-            record_end, _, _, delta = _read_record(data, pos, end, n, last_delta, offset)
+            want = layout if count - n > _RUN_MIN else None
+            record_end, _, _, delta = _read_record(buffer, pos, end, n, last_delta, offset, want)
             n += 1
-            if delta == n - 1 and record_end < end and data[record_end] == data[pos]:
+            if layout[0] and delta == n - 1:  # the next record starts as this one did
                 stride = record_end - pos
                 block_left = 64 - n if n < 64 else -n % _BLOCK
                 left = min(count - n, (end - record_end) // stride, block_left)
                 if left >= _RUN_MIN:
-                    layout = [0, 0, 0, 0]
-                    _read_record(data, pos, end, n - 1, last_delta, offset, layout)
-                    k = _repeats(data, stride, left, layout, n)
+                    if copy is None:
+                        copy = buffer[start:end].tobytes()
+                    k = _repeats(copy, start, stride, left, layout, n)
                     n += k
                     record_end += k * stride
+                layout = [0, 0, 0, 0]
             pos = record_end
     except (IndexError, ValueError) as exc:
         raise _corrupt(offset, f"record {n} is malformed ({exc})") from None
@@ -481,18 +482,20 @@ def _check_records(buffer: memoryview, start: int, end: int, header: BatchHeader
         raise _corrupt(offset, f"the header declares {count} records but it holds {n}")
 
 
-def _repeats(data: bytes, stride: int, left: int, layout: list[int], index: int) -> int:
+def _repeats(data: bytes, start: int, stride: int, left: int, layout: list[int], index: int) -> int:
     """How many of the `left` records that follow the one `layout` describes (every
     `stride` bytes, from record `index`) read the same way: their layout bytes (lengths,
     the offset delta's bytes after its second) equal its own, their timestamp deltas have
     its varint size, and their offset deltas are their indexes. `left` stays within one
-    block of offset deltas (_BLOCK)."""
+    block of offset deltas (_BLOCK). `data` holds the records section from `start`, where
+    `layout`'s positions count from."""
     k = left
-    ts_start, ts_end, od_start, od_end = layout[0], layout[1], layout[2], layout[3]
+    ts_start, ts_end, od_start, od_end = (q - start for q in layout[:4])
     for q in layout[4:]:
+        q -= start
         column = data[q + stride : q + k * stride + 1 : stride]
         same = _BYTE[data[q]]
-        if column != same * k:
+        if column.count(same) != k:
             k -= len(column.lstrip(same))
             if not k:
                 return 0
@@ -554,7 +557,10 @@ def _read_record(
             offset, f"record {index} claims {length} bytes where {end - p} remain in the batch"
         )
     if layout is not None:
-        layout.extend(range(pos, p))
+        if record_end < end and data[record_end] == b:
+            layout.extend(range(pos, p))
+        else:
+            layout = None  # the next record's length differs: no run to check
     ts_start = p + 1  # after the attributes byte, which Kafka does not read
     b = data[ts_start]
     if b < 0x80:
