@@ -505,7 +505,7 @@ class LogManager:
         had_clean_shutdown: bool,
         progress: _LoadProgress,
     ) -> None:
-        self.log.info("Loading log '%s'", log_dir.name)
+        self.log.debug("Loading log '%s'", log_dir.name)
         tp = parse_topic_partition_name(log_dir)
         config = self.topic_configs.get(tp.topic, self.current_default_config)
         log = Log(
