@@ -92,6 +92,7 @@ class LogLoader:
         self.recovery_point = recovery_point
         self.had_clean_shutdown = had_clean_shutdown
         self.marked_for_deletion = marked_for_deletion
+        self._files: set[str] = set()  # the names of the dir's files, once listed
 
     def load(self) -> LoadedLogOffsets:
         """Load the segments into the log, recover them and rebuild the producer state."""
@@ -112,11 +113,11 @@ class LogLoader:
         log = self._log
         # One listing of the directory serves every pass (and the producer state's
         # snapshots): thousands of logs are loaded at start-up, and each listing, stat and
-        # Path built per file shows in the total. The passes keep `files` up to date.
-        files = _list_files(self.dir)
-        swap_files = self._remove_temp_files_and_collect_swap_files(files)
-        log.producer_state_manager.load_snapshots(files)
-        self._load_segment_files(files)
+        # Path built per file shows in the total. The passes keep `_files` up to date.
+        self._files = _list_files(self.dir)
+        swap_files = self._remove_temp_files_and_collect_swap_files()
+        log.producer_state_manager.load_snapshots(self._files)
+        self._load_segment_files()
         self._complete_swap_operations(swap_files)
         if not log.log_segments():
             log._add_segment(LogSegment.open(self.dir, 0, self.config, self.time))
@@ -127,11 +128,11 @@ class LogLoader:
         log.active_segment.resize_indexes(self.config.segment_index_bytes)
         return next_offset
 
-    def _delete_file(self, files: set[str], path: Path) -> None:
+    def _delete_file(self, path: Path) -> None:
         path.unlink(missing_ok=True)
-        files.discard(path.name)
+        self._files.discard(path.name)
 
-    def _delete_indices_if_exist(self, files: set[str], base_file: Path, suffix: str = "") -> None:
+    def _delete_indices_if_exist(self, base_file: Path, suffix: str = "") -> None:
         self.log.info("Deleting index files with suffix %s for baseFile %s", suffix, base_file)
         offset = offset_from_file_name(base_file.name)
         for path in (
@@ -139,19 +140,19 @@ class LogLoader:
             time_index_file_name(self.dir, offset, suffix),
             transaction_index_file_name(self.dir, offset, suffix),
         ):
-            self._delete_file(files, path)
+            self._delete_file(path)
 
-    def _remove_temp_files_and_collect_swap_files(self, files: set[str]) -> list[Path]:
+    def _remove_temp_files_and_collect_swap_files(self) -> list[Path]:
         swap_files: list[Path] = []
         clean_files: list[Path] = []
         min_cleaned_offset: int | None = None
-        for name in sorted(files):
+        for name in sorted(self._files):
             if not name.endswith((DELETED_FILE_SUFFIX, CLEANED_FILE_SUFFIX, SWAP_FILE_SUFFIX)):
                 continue  # the common case: no Path is built for it
             file = self.dir / name
             if name.endswith(DELETED_FILE_SUFFIX):
                 self.log.debug("Deleting stray temporary file %s", file)
-                self._delete_file(files, file)
+                self._delete_file(file)
             elif name.endswith(CLEANED_FILE_SUFFIX):
                 offset = offset_from_file_name(name)
                 min_cleaned_offset = (
@@ -164,9 +165,9 @@ class LogLoader:
                 base_file = _strip_suffix(file, SWAP_FILE_SUFFIX)
                 self.log.info("Found file %s from interrupted swap operation.", file)
                 if _is_index_file(base_file.name):
-                    self._delete_indices_if_exist(files, base_file)
+                    self._delete_indices_if_exist(base_file)
                 elif base_file.name.endswith(LOG_FILE_SUFFIX):
-                    self._delete_indices_if_exist(files, base_file)
+                    self._delete_indices_if_exist(base_file)
                     swap_files.append(file)
         valid_swaps: list[Path] = []
         for file in swap_files:
@@ -181,17 +182,18 @@ class LogLoader:
                     min_cleaned_offset,
                 )
                 self._delete_indices_if_exist(
-                    files, _strip_suffix(file, SWAP_FILE_SUFFIX), SWAP_FILE_SUFFIX
+                    _strip_suffix(file, SWAP_FILE_SUFFIX), SWAP_FILE_SUFFIX
                 )
-                self._delete_file(files, file)
+                self._delete_file(file)
             else:
                 valid_swaps.append(file)
         for file in clean_files:
             self.log.debug("Deleting stray .clean file %s", file)
-            self._delete_file(files, file)
+            self._delete_file(file)
         return valid_swaps
 
-    def _load_segment_files(self, files: set[str]) -> None:
+    def _load_segment_files(self) -> None:
+        files = self._files
         for name in sorted(files):
             if _is_index_file(name):
                 offset = offset_from_file_name(name)
@@ -200,7 +202,7 @@ class LogLoader:
                     self.log.warning(
                         "Found an orphaned index file %s, with no corresponding log file.", file
                     )
-                    self._delete_file(files, file)
+                    self._delete_file(file)
             elif name.endswith(LOG_FILE_SUFFIX):
                 base_offset = offset_from_file_name(name)
                 prefix = filename_prefix_from_offset(base_offset)
@@ -238,8 +240,7 @@ class LogLoader:
         earlier = [s for s in log.log_segments() if s.base_offset < segment.base_offset]
         manager = producer_state_at(
             log.topic_partition, self.dir, earlier, self.log_start_offset,
-            segment.base_offset, self.time.milliseconds(),
-            log.producer_state_manager.snapshot_files(),
+            segment.base_offset, self.time.milliseconds(), self._files,
         )  # fmt: skip
         return segment.recover(manager)
 

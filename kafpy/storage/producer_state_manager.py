@@ -959,19 +959,21 @@ def producer_state_at(
     log_start_offset: int,
     offset: int,
     now_ms: int,
-    snapshot_files: Sequence[tuple[int, Path]] | None = None,
+    file_names: Iterable[str] | None = None,
 ) -> ProducerStateManager:
     """A new manager holding the state at `offset`, for recovering the segment that
     starts there: loaded from the latest snapshot at or below it, then brought to it by
     replaying `segments`. Unlike `rebuild_producer_state` it writes and deletes no file.
-    `snapshot_files` are the log dir's (as `snapshot_files()` gives them) if known."""
+    `file_names` are those of the log dir's files, if a listing is at hand."""
     manager = ProducerStateManager(topic_partition, log_dir)
     manager.last_snap_offset = manager.map_end_offset = log_start_offset
-    if snapshot_files is None:
-        snapshot_files = manager.snapshot_files()
-    for snap_offset, path in reversed(snapshot_files):
+    if file_names is not None:
+        manager.load_snapshots(file_names)
+    names = manager._snapshot_names()
+    for snap_offset in sorted(names, reverse=True):
         if not log_start_offset < snap_offset <= offset:
             continue
+        path = manager.log_dir / names[snap_offset]
         try:
             entries = read_snapshot(path)
         except CorruptSnapshotError:
