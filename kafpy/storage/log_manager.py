@@ -471,7 +471,8 @@ class LogManager:
                     )
                     or {}
                 )
-                log_dirs = sorted(p for p in d.iterdir() if p.is_dir())
+                with os.scandir(d) as entries:  # no stat per entry, unlike Path.is_dir
+                    log_dirs = sorted(d / entry.name for entry in entries if entry.is_dir())
                 progress = _LoadProgress(d, len(log_dirs))
                 futures = [
                     pool.submit(
