@@ -129,7 +129,7 @@ def decrement_sequence(sequence: int, decrement: int) -> int:
 
 def producer_snapshot_file(log_dir: Path, offset: int) -> Path:
     """`<log_dir>/<20-digit offset>.snapshot`."""
-    return Path(log_dir) / f"{offset:020d}{PRODUCER_SNAPSHOT_FILE_SUFFIX}"
+    return log_dir / f"{offset:020d}{PRODUCER_SNAPSHOT_FILE_SUFFIX}"
 
 
 def _snapshot_offset(name: str) -> int | None:
