@@ -593,6 +593,13 @@ class Log:
                 # the segment was deleted or closed meanwhile: nothing left to flush
         with self._lock:
             self._check_open()
+            self.mark_flushed(offset)
+
+    def mark_flushed(self, offset: int) -> None:
+        """Move the recovery point to `offset`, for a caller that made everything below it
+        durable itself (Kafka's LocalLog.markFlushed); the LogManager's clean shutdown
+        syncs the file system once for all its closed logs."""
+        with self._lock:
             if offset > self.recovery_point:
                 self.recovery_point = offset
                 self.last_flush_time = self.time.milliseconds()
@@ -881,14 +888,15 @@ class Log:
 
     # -- lifecycle --------------------------------------------------------------------------------
 
-    def close(self) -> None:
-        """Close every segment (trimming the indexes); the files stay."""
+    def close(self, sync: bool = True) -> None:
+        """Close every segment (trimming the indexes); the files stay. Without `sync` the
+        producer snapshot written here is not fsynced: the caller syncs the file system."""
         self.log.debug("Closing log")
         with self._lock:
             if self._closed:
                 return
             # a snapshot at the log end offset spares the next start-up a scan of the log
-            self.producer_state_manager.take_snapshot(sync=True)
+            self.producer_state_manager.take_snapshot(sync=sync)
             for segment in self.log_segments():
                 segment.close()
             self._closed = True

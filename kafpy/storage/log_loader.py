@@ -9,6 +9,7 @@ cleanly (truncating a corrupt tail), and rebuilds the producer state.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -26,7 +27,7 @@ from kafpy.storage.log_segment import (
     TIME_INDEX_FILE_SUFFIX,
     TXN_INDEX_FILE_SUFFIX,
     LogSegment,
-    log_file_name,
+    filename_prefix_from_offset,
     offset_from_file_name,
     offset_index_file_name,
     time_index_file_name,
@@ -58,6 +59,12 @@ def _strip_suffix(path: Path, suffix: str) -> Path:
     return path.with_name(path.name[: -len(suffix)])
 
 
+def _list_files(dir: Path) -> set[str]:
+    """The names of the regular files in `dir`, from one listing (no stat per file)."""
+    with os.scandir(dir) as entries:
+        return {entry.name for entry in entries if entry.is_file()}
+
+
 class LogLoader:
     """Fills a new Log with the segments found in its directory (Kafka's LogLoader).
 
@@ -85,6 +92,7 @@ class LogLoader:
         self.recovery_point = recovery_point
         self.had_clean_shutdown = had_clean_shutdown
         self.marked_for_deletion = marked_for_deletion
+        self._files: set[str] = set()  # the names of the dir's files, once listed
 
     def load(self) -> LoadedLogOffsets:
         """Load the segments into the log, recover them and rebuild the producer state."""
@@ -103,7 +111,12 @@ class LogLoader:
 
     def _load_segments(self) -> int:
         log = self._log
+        # One listing of the directory serves every pass (and the producer state's
+        # snapshots): thousands of logs are loaded at start-up, and each listing, stat and
+        # Path built per file shows in the total. The passes keep `_files` up to date.
+        self._files = _list_files(self.dir)
         swap_files = self._remove_temp_files_and_collect_swap_files()
+        log.producer_state_manager.load_snapshots(self._files)
         self._load_segment_files()
         self._complete_swap_operations(swap_files)
         if not log.log_segments():
@@ -115,6 +128,10 @@ class LogLoader:
         log.active_segment.resize_indexes(self.config.segment_index_bytes)
         return next_offset
 
+    def _delete_file(self, path: Path) -> None:
+        path.unlink(missing_ok=True)
+        self._files.discard(path.name)
+
     def _delete_indices_if_exist(self, base_file: Path, suffix: str = "") -> None:
         self.log.info("Deleting index files with suffix %s for baseFile %s", suffix, base_file)
         offset = offset_from_file_name(base_file.name)
@@ -123,19 +140,19 @@ class LogLoader:
             time_index_file_name(self.dir, offset, suffix),
             transaction_index_file_name(self.dir, offset, suffix),
         ):
-            path.unlink(missing_ok=True)
+            self._delete_file(path)
 
     def _remove_temp_files_and_collect_swap_files(self) -> list[Path]:
         swap_files: list[Path] = []
         clean_files: list[Path] = []
         min_cleaned_offset: int | None = None
-        for file in sorted(self.dir.iterdir()):
-            if not file.is_file():
-                continue
-            name = file.name
+        for name in sorted(self._files):
+            if not name.endswith((DELETED_FILE_SUFFIX, CLEANED_FILE_SUFFIX, SWAP_FILE_SUFFIX)):
+                continue  # the common case: no Path is built for it
+            file = self.dir / name
             if name.endswith(DELETED_FILE_SUFFIX):
                 self.log.debug("Deleting stray temporary file %s", file)
-                file.unlink(missing_ok=True)
+                self._delete_file(file)
             elif name.endswith(CLEANED_FILE_SUFFIX):
                 offset = offset_from_file_name(name)
                 min_cleaned_offset = (
@@ -167,30 +184,30 @@ class LogLoader:
                 self._delete_indices_if_exist(
                     _strip_suffix(file, SWAP_FILE_SUFFIX), SWAP_FILE_SUFFIX
                 )
-                file.unlink(missing_ok=True)
+                self._delete_file(file)
             else:
                 valid_swaps.append(file)
         for file in clean_files:
             self.log.debug("Deleting stray .clean file %s", file)
-            file.unlink(missing_ok=True)
+            self._delete_file(file)
         return valid_swaps
 
     def _load_segment_files(self) -> None:
-        for file in sorted(self.dir.iterdir(), key=lambda p: p.name):
-            if not file.is_file():
-                continue
-            name = file.name
+        files = self._files
+        for name in sorted(files):
             if _is_index_file(name):
                 offset = offset_from_file_name(name)
-                if not log_file_name(self.dir, offset).exists():
+                if filename_prefix_from_offset(offset) + LOG_FILE_SUFFIX not in files:
+                    file = self.dir / name
                     self.log.warning(
                         "Found an orphaned index file %s, with no corresponding log file.", file
                     )
-                    file.unlink(missing_ok=True)
+                    self._delete_file(file)
             elif name.endswith(LOG_FILE_SUFFIX):
                 base_offset = offset_from_file_name(name)
-                offset_index_missing = not offset_index_file_name(self.dir, base_offset).exists()
-                time_index_missing = not time_index_file_name(self.dir, base_offset).exists()
+                prefix = filename_prefix_from_offset(base_offset)
+                offset_index_missing = prefix + INDEX_FILE_SUFFIX not in files
+                time_index_missing = prefix + TIME_INDEX_FILE_SUFFIX not in files
                 segment = LogSegment.open(
                     self.dir, base_offset, self.config, self.time, file_already_exists=True
                 )
@@ -223,7 +240,7 @@ class LogLoader:
         earlier = [s for s in log.log_segments() if s.base_offset < segment.base_offset]
         manager = producer_state_at(
             log.topic_partition, self.dir, earlier, self.log_start_offset,
-            segment.base_offset, self.time.milliseconds(),
+            segment.base_offset, self.time.milliseconds(), self._files,
         )  # fmt: skip
         return segment.recover(manager)
 

@@ -129,15 +129,24 @@ def decrement_sequence(sequence: int, decrement: int) -> int:
 
 def producer_snapshot_file(log_dir: Path, offset: int) -> Path:
     """`<log_dir>/<20-digit offset>.snapshot`."""
-    return Path(log_dir) / f"{offset:020d}{PRODUCER_SNAPSHOT_FILE_SUFFIX}"
+    return log_dir / f"{offset:020d}{PRODUCER_SNAPSHOT_FILE_SUFFIX}"
 
 
-def _snapshot_offset(path: Path) -> int | None:
-    name = path.name
+def _snapshot_offset(name: str) -> int | None:
     if not name.endswith(PRODUCER_SNAPSHOT_FILE_SUFFIX):
         return None
     prefix = name[: -len(PRODUCER_SNAPSHOT_FILE_SUFFIX)]
     return int(prefix) if prefix.isdigit() else None
+
+
+def _snapshots_in(file_names: Iterable[str]) -> dict[int, str]:
+    """offset -> name of the snapshot files among `file_names`."""
+    snapshots = {}
+    for name in file_names:
+        offset = _snapshot_offset(name)
+        if offset is not None:
+            snapshots[offset] = name
+    return snapshots
 
 
 class AppendOrigin(enum.Enum):
@@ -533,6 +542,9 @@ class ProducerStateManager:
         self.ongoing_txns: dict[int, int] = {}  # first offset -> producer id
         self.map_end_offset = 0
         self.last_snap_offset = 0
+        # offset -> file name of the snapshots in log_dir (Kafka's `snapshots`): listed on
+        # first use, or taken from the LogLoader's listing, then kept up to date here
+        self._snapshots: dict[int, str] | None = None
         self.log = component_logger(
             "kafpy.log.ProducerStateManager", f"ProducerStateManager partition={topic_partition}"
         )
@@ -665,29 +677,39 @@ class ProducerStateManager:
 
     # -- snapshots -------------------------------------------------------------------------------
 
+    def load_snapshots(self, file_names: Iterable[str]) -> None:
+        """Know the snapshot files from these names of the log dir's files (a listing the
+        caller made anyway) instead of listing the dir again."""
+        self._snapshots = _snapshots_in(file_names)
+
+    def _snapshot_names(self) -> dict[int, str]:
+        if self._snapshots is None:
+            try:
+                with os.scandir(self.log_dir) as entries:
+                    names = [entry.name for entry in entries if entry.is_file()]
+            except FileNotFoundError:
+                return {}
+            self._snapshots = _snapshots_in(names)
+        return self._snapshots
+
     def snapshot_files(self) -> list[tuple[int, Path]]:
         """(offset, path) of every snapshot file in the log dir, oldest first."""
-        found = []
-        try:
-            entries = list(os.scandir(self.log_dir))
-        except FileNotFoundError:
-            return []
-        for entry in entries:
-            offset = _snapshot_offset(Path(entry.name))
-            if offset is not None and entry.is_file():
-                found.append((offset, Path(entry.path)))
-        found.sort()
-        return found
+        names = self._snapshot_names()
+        return [(offset, self.log_dir / names[offset]) for offset in sorted(names)]
+
+    def _delete_snapshot(self, offset: int) -> None:
+        names = self._snapshot_names()
+        name = names.pop(offset, None)
+        if name is not None:
+            (self.log_dir / name).unlink(missing_ok=True)
 
     @property
     def latest_snapshot_offset(self) -> int | None:
-        files = self.snapshot_files()
-        return files[-1][0] if files else None
+        return max(self._snapshot_names(), default=None)
 
     @property
     def oldest_snapshot_offset(self) -> int | None:
-        files = self.snapshot_files()
-        return files[0][0] if files else None
+        return min(self._snapshot_names(), default=None)
 
     def take_snapshot(self, sync: bool = False) -> None:
         """Write the state at `map_end_offset`, unless a snapshot at that offset exists.
@@ -699,12 +721,13 @@ class ProducerStateManager:
             path = producer_snapshot_file(self.log_dir, self.map_end_offset)
             self.log.info("Writing producer snapshot at offset %d", self.map_end_offset)
             write_snapshot(path, self.producers.values(), sync)
+            if self._snapshots is not None:
+                self._snapshots[self.map_end_offset] = path.name
             self.last_snap_offset = self.map_end_offset
 
     def _delete_snapshot_files(self, predicate: Callable[[int], bool]) -> None:
-        for offset, path in self.snapshot_files():
-            if predicate(offset):
-                path.unlink(missing_ok=True)
+        for offset in [o for o in self._snapshot_names() if predicate(o)]:
+            self._delete_snapshot(offset)
 
     def delete_snapshots_before(self, offset: int) -> None:
         self._delete_snapshot_files(lambda o: o < offset)
@@ -721,7 +744,9 @@ class ProducerStateManager:
             self.ongoing_txns[entry.current_txn_first_offset] = entry.producer_id
 
     def _load_from_snapshot(self, log_start_offset: int, now_ms: int) -> None:
-        for offset, path in reversed(self.snapshot_files()):
+        names = self._snapshot_names()
+        for offset in sorted(names, reverse=True):
+            path = self.log_dir / names[offset]
             try:
                 self.log.info("Loading producer state from snapshot file '%s'", path)
                 for entry in read_snapshot(path):
@@ -731,7 +756,7 @@ class ProducerStateManager:
                 self.log.warning("Failed to load producer snapshot from '%s': %s", path, e)
                 self.producers.clear()
                 self.ongoing_txns.clear()
-                path.unlink(missing_ok=True)
+                self._delete_snapshot(offset)
                 continue
             self.last_snap_offset = self.map_end_offset = offset
             return
@@ -934,15 +959,21 @@ def producer_state_at(
     log_start_offset: int,
     offset: int,
     now_ms: int,
+    file_names: Iterable[str] | None = None,
 ) -> ProducerStateManager:
     """A new manager holding the state at `offset`, for recovering the segment that
     starts there: loaded from the latest snapshot at or below it, then brought to it by
-    replaying `segments`. Unlike `rebuild_producer_state` it writes and deletes no file."""
+    replaying `segments`. Unlike `rebuild_producer_state` it writes and deletes no file.
+    `file_names` are those of the log dir's files, if a listing is at hand."""
     manager = ProducerStateManager(topic_partition, log_dir)
     manager.last_snap_offset = manager.map_end_offset = log_start_offset
-    for snap_offset, path in reversed(manager.snapshot_files()):
+    if file_names is not None:
+        manager.load_snapshots(file_names)
+    names = manager._snapshot_names()
+    for snap_offset in sorted(names, reverse=True):
         if not log_start_offset < snap_offset <= offset:
             continue
+        path = manager.log_dir / names[snap_offset]
         try:
             entries = read_snapshot(path)
         except CorruptSnapshotError:

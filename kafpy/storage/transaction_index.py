@@ -80,13 +80,14 @@ class TransactionIndex:
 
     def _cached(self) -> list[AbortedTxn]:
         if self._entries is None:
-            entries = []
-            if self.file.exists():
+            try:
                 data = self.file.read_bytes()
-                entries = [
-                    AbortedTxn.from_bytes(data, pos)
-                    for pos in range(0, len(data) - ENTRY_SIZE + 1, ENTRY_SIZE)
-                ]
+            except FileNotFoundError:
+                data = b""
+            entries = [
+                AbortedTxn.from_bytes(data, pos)
+                for pos in range(0, len(data) - ENTRY_SIZE + 1, ENTRY_SIZE)
+            ]
             self._entries = entries
             self._last_offsets = [t.last_offset for t in entries]
         return self._entries
@@ -203,10 +204,14 @@ class TransactionIndex:
 
     def sanity_check(self) -> None:
         with self._lock:
-            if self.file.exists() and self.file.stat().st_size % ENTRY_SIZE != 0:
+            try:
+                size = os.stat(self.file).st_size
+            except FileNotFoundError:
+                size = 0
+            if size % ENTRY_SIZE != 0:
                 raise CorruptIndexError(
                     f"Transaction index file {self.file} is corrupt: its size "
-                    f"{self.file.stat().st_size} is not a multiple of {ENTRY_SIZE}."
+                    f"{size} is not a multiple of {ENTRY_SIZE}."
                 )
             for txn, _ in self._iterate():
                 if txn.last_offset < self.start_offset:

@@ -37,6 +37,7 @@ from kafpy.storage.offset_checkpoint_file import OffsetCheckpointFile
 
 LOGGER = "kafpy.log.LogManager"
 TP0 = TopicPartition("t", 0)
+SNAPSHOT_4 = "00000000000000000004.snapshot"
 
 # small segments so that tests roll and delete segments cheaply
 SMALL = LogConfig(segment_bytes=1024, segment_index_bytes=4096)
@@ -390,9 +391,11 @@ def test_loading_logs_progress(
     for p in range(3):
         m.create_log(TopicPartition("t", p))
     managers.shutdown(m)
-    with caplog.at_level(logging.INFO, LOGGER):
+    with caplog.at_level(logging.DEBUG, LOGGER):
         managers([tmp_path / "a"], recovery_threads_per_data_dir=2)
-    assert "[LogManager id=0] Loading log 't-1'" in caplog.messages
+    # Kafka logs the start of each log's load at DEBUG, its end at INFO
+    levels = {r.getMessage(): r.levelno for r in caplog.records}
+    assert levels["[LogManager id=0] Loading log 't-1'"] == logging.DEBUG
     assert any(
         msg.startswith("[LogManager id=0] Completed load of log t-") and "(3/3 loaded in" in msg
         for msg in caplog.messages
@@ -447,6 +450,53 @@ def test_shutdown_writes_checkpoints_and_marker(tmp_path: Path, managers: Manage
     m2 = managers([tmp_path / "a", tmp_path / "b"])
     t1_again = m2.get_log(TopicPartition("t", 1))
     assert t1_again is not None and t1_again.log_start_offset == 2
+
+
+@pytest.mark.parametrize("syncfs", [True, False], ids=["one-syncfs", "fsync-per-file"])
+def test_clean_shutdown_makes_logs_and_snapshots_durable_before_the_marker(
+    tmp_path: Path, managers: Managers, monkeypatch: pytest.MonkeyPatch, syncfs: bool
+) -> None:
+    if not syncfs:  # a kernel whose syncfs reports no errors, or no syncfs at all
+        monkeypatch.setattr(log_manager_module, "_syncfs", lambda: None)
+    elif log_manager_module._syncfs() is None:
+        pytest.skip("no syncfs(2) reporting write-back errors here")
+    synced: list[tuple[bool, bool]] = []  # (snapshot there, marker there) at the sync
+    real_sync = FileLock.sync_file_system
+
+    def spy(self: FileLock) -> bool:
+        d = self.path.parent
+        synced.append(((d / "t-0" / SNAPSHOT_4).exists(), (d / CLEAN_SHUTDOWN_FILE).exists()))
+        return real_sync(self)
+
+    monkeypatch.setattr(FileLock, "sync_file_system", spy)
+    m = managers([tmp_path / "a"])
+    log = m.create_log(TP0)
+    append(log, 4)
+    managers.shutdown(m)
+    assert synced == ([(True, False)] if syncfs else [])
+    assert log.recovery_point == 4
+    assert read_checkpoint(tmp_path / "a" / RECOVERY_POINT_CHECKPOINT_FILE) == {TP0: 4}
+    assert (tmp_path / "a" / "t-0" / SNAPSHOT_4).exists()
+    assert (tmp_path / "a" / CLEAN_SHUTDOWN_FILE).exists()
+
+
+def test_a_failed_sync_at_shutdown_leaves_no_clean_shutdown_marker(
+    tmp_path: Path, managers: Managers, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if log_manager_module._syncfs() is None:
+        pytest.skip("no syncfs(2) reporting write-back errors here")
+
+    def failing_sync(self: FileLock) -> bool:
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(FileLock, "sync_file_system", failing_sync)
+    m = managers([tmp_path / "a"])
+    log = m.create_log(TP0)
+    append(log, 4)
+    managers.shutdown(m)
+    assert log.recovery_point == 0  # nothing is known to be on disk
+    assert read_checkpoint(tmp_path / "a" / RECOVERY_POINT_CHECKPOINT_FILE) == {TP0: 0}
+    assert not (tmp_path / "a" / CLEAN_SHUTDOWN_FILE).exists()
 
 
 def test_periodic_checkpoints(tmp_path: Path, managers: Managers, time: MockTime) -> None:

@@ -345,6 +345,25 @@ def test_truncate_head_evicts_producers_and_snapshots_below_the_log_start(
     assert [o for o, _ in psm.snapshot_files()] == [6]
 
 
+def test_snapshot_files_are_tracked_after_one_listing(
+    psm: ProducerStateManager, tmp_path: Path
+) -> None:
+    for offset in (1, 2):
+        psm.update_map_end_offset(offset)
+        psm.take_snapshot()
+        assert [o for o, _ in psm.snapshot_files()] == list(range(1, offset + 1))
+    psm.delete_snapshots_before(2)
+    assert psm.snapshot_files() == [(2, producer_snapshot_file(tmp_path, 2))]
+    assert not producer_snapshot_file(tmp_path, 1).exists()
+    # a listing made elsewhere (the LogLoader's) serves as the manager's own
+    other = ProducerStateManager(TP, tmp_path)
+    other.load_snapshots(
+        ["00000000000000000002.snapshot", "00000000000000000000.log", "x.snapshot"]
+    )
+    assert other.snapshot_files() == psm.snapshot_files()
+    assert (other.oldest_snapshot_offset, other.latest_snapshot_offset) == (2, 2)
+
+
 def test_truncate_forgets_everything(psm: ProducerStateManager) -> None:
     append(psm, pbatch(0))
     psm.update_map_end_offset(1)
