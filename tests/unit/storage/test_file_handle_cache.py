@@ -21,11 +21,9 @@ from kafpy.storage.file_handle_cache import (
 from kafpy.storage.file_records import FileRecords
 from kafpy.storage.log import Log
 from kafpy.storage.log_segment import LogSegment
+from tests.fixtures.file_descriptors import open_paths
 
 from .segment_fixtures import SMALL, Clock, batch, fill, open_log, read_all, records
-
-# descriptors the test process may open besides the cache's files (none expected: slack)
-SLACK = 2
 
 
 @pytest.fixture
@@ -54,13 +52,12 @@ def test_capacity_is_half_the_limit_and_never_below_the_minimum() -> None:
 def test_partitions_past_the_capacity_hold_no_descriptor_and_are_read_and_appended_to(
     tmp_path: Path, clock: Clock, small_cache: FileHandleCache
 ) -> None:
-    before = open_file_count()
     evictions = small_cache.evictions
     logs = [open_log(tmp_path / f"t-{i}", clock) for i in range(5 * MIN_CAPACITY)]
     try:
         for log in logs:
             fill(log, 3)
-        assert open_file_count() - before <= MIN_CAPACITY + SLACK
+        assert len(open_paths(tmp_path)) <= MIN_CAPACITY
         assert small_cache.evictions > evictions
         assert not logs[0].active_segment.log.is_open  # used longest ago: closed
         for log in logs:  # each read opens an evicted file again, and closes another
@@ -69,27 +66,26 @@ def test_partitions_past_the_capacity_hold_no_descriptor_and_are_read_and_append
             assert log.append_as_leader(records(batch([b"more"])), 0).first_offset == 6
         for log in logs:
             assert read_all(log, 5) == [5, 6]
-        assert open_file_count() - before <= MIN_CAPACITY + SLACK
+        assert len(open_paths(tmp_path)) <= MIN_CAPACITY
     finally:
         close_all(logs)
-    assert open_file_count() == before  # closing a log closes its open file, if any
+    assert open_paths(tmp_path) == []  # closing a log closes its open file, if any
 
 
 def test_a_log_with_more_segments_than_the_capacity_serves_every_offset(
     log_dir: Path, clock: Clock, small_cache: FileHandleCache
 ) -> None:
-    before = open_file_count()
     log = open_log(log_dir, clock, SMALL)
     try:
         fill(log, 300)
         assert log.num_segments > 2 * MIN_CAPACITY
-        assert open_file_count() - before <= MIN_CAPACITY + SLACK
+        assert len(open_paths(log_dir)) <= MIN_CAPACITY
         assert read_all(log) == list(range(600))
         # lookups through the offset index of evicted segments (their copies given up)
         for offset in (0, 123, 301, 598):
             got = log.read(offset, 1).records
             assert next(got.batches_allow_partial()).base_offset <= offset
-        assert open_file_count() - before <= MIN_CAPACITY + SLACK
+        assert len(open_paths(log_dir)) <= MIN_CAPACITY
     finally:
         log.close()
     # a clean reopen reads the trimmed indexes back: nothing was lost on eviction

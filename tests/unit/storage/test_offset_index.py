@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
-from kafpy.common.file_descriptors import open_file_count
 from kafpy.storage.abstract_index import (
     CorruptIndexError,
     IndexOffsetOverflowError,
     InvalidOffsetError,
 )
 from kafpy.storage.offset_index import OffsetIndex, OffsetPosition
+from tests.fixtures.file_descriptors import open_paths
 
 
 def filled(path: Path, base: int = 100, n: int = 10, max_size: int = 800) -> OffsetIndex:
@@ -207,14 +207,13 @@ def test_a_full_disk_is_an_os_error_not_a_sigbus(small_tmpfs: Any) -> None:
 
 
 def test_an_index_holds_no_descriptor(tmp_path: Path) -> None:
-    before = open_file_count()
     indexes = [filled(tmp_path / f"{i}.index") for i in range(20)]
     for idx in indexes:
         idx.lookup(150)
         idx.flush()
     reopened = [OffsetIndex(idx.file, 100, 800) for idx in indexes]
     assert [idx.lookup(150) for idx in reopened] == [OffsetPosition(145, 4000)] * 20
-    assert open_file_count() == before
+    assert open_paths(tmp_path) == []
 
 
 def test_entries_reach_the_file_on_flush_and_a_crash_keeps_a_valid_prefix(
