@@ -51,7 +51,7 @@ from kafpy.protocol.acl_operations import (
     AclOperation,
     to_bit_field,
 )
-from kafpy.protocol.api_keys import ApiKey
+from kafpy.protocol.api_keys import ApiKey, api_name
 from kafpy.protocol.api_versions import SUPPORTED_VERSIONS
 from kafpy.protocol.errors import Errors, error_code_of
 from kafpy.protocol.headers import encode_response, frame_response
@@ -128,13 +128,6 @@ _SOFTWARE_NAME_OR_VERSION = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9
 Handler = Callable[[Request], Awaitable[dict[str, Any] | bytes | None]]
 # Metadata answers encoded at the current MetadataCache generation, at most this many
 _METADATA_RESPONSES_CACHED = 256
-
-
-def _api_name(api_key: int) -> str:
-    try:
-        return REQUESTS[ApiKey(api_key)].name.removesuffix("Request")
-    except (KeyError, ValueError):
-        return f"API key {api_key}"
 
 
 def validate_produce_records(records: memoryview | bytes | None) -> KafkaError | None:
@@ -376,7 +369,7 @@ class KafkaApis:
             else:
                 why = f"this broker serves versions {supported[0]} to {supported[1]}"
             raise CloseConnection(
-                f"unsupported request {_api_name(header.api_key)} v{header.api_version} "
+                f"unsupported request {api_name(header.api_key)} v{header.api_version} "
                 f"(correlation id {header.correlation_id}, client id {header.client_id}): {why}"
             )
         quotas = self.quotas
