@@ -18,6 +18,17 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from kafpy.records.varint import (
+    MAX_VARINT_SIZE,
+    MAX_VARLONG_SIZE,
+    decode_unsigned_varint,
+    decode_varint,
+    decode_varlong,
+    encode_unsigned_varint,
+    encode_varint,
+    encode_varlong,
+)
+
 # an encoder appends the encoded chunks (bytes-like) of a value to a list, joined once at the end
 Encoder = Callable[[Any, list[Any]], None]
 Decoder = Callable[[memoryview, int], tuple[Any, int]]
@@ -44,86 +55,32 @@ class DecodeFailure(Exception):
 
 
 # ---------------------------------------------------------------------------------------
-# Varints
+# Varints: the codec of records/varint.py, its errors turned into DecodeFailure
 # ---------------------------------------------------------------------------------------
 
-_SMALL_UVARINTS = [bytes((i,)) for i in range(128)]
+
+def _checked(
+    decode: Callable[[memoryview, int], tuple[int, int]], what: str, max_size: int
+) -> Callable[[memoryview, int], tuple[int, int]]:
+    """`records.varint`'s decoder with its errors as the DecodeFailure the schema layer names."""
+
+    def read(buf: memoryview, pos: int) -> tuple[int, int]:
+        try:
+            return decode(buf, pos)
+        except IndexError:
+            raise DecodeFailure(f"unexpected end of buffer reading {what}") from None
+        except ValueError:
+            raise DecodeFailure(f"{what} longer than {max_size} bytes") from None
+
+    return read
 
 
-def uvarint_bytes(value: int) -> bytes:
-    """The unsigned varint encoding of a non-negative int (at most 32 bits)."""
-    if value < 128:
-        if value < 0:
-            raise ValueError(f"unsigned varint cannot encode the negative number {value}")
-        return _SMALL_UVARINTS[value]
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-def read_uvarint(buf: memoryview, pos: int) -> tuple[int, int]:
-    """Read an unsigned varint of at most 5 bytes (32 bits)."""
-    try:
-        b = buf[pos]
-    except IndexError:
-        raise DecodeFailure("unexpected end of buffer reading an unsigned varint") from None
-    if b < 0x80:
-        return b, pos + 1
-    value = b & 0x7F
-    shift = 7
-    end = len(buf)
-    while True:
-        pos += 1
-        if pos >= end:
-            raise DecodeFailure("unexpected end of buffer reading an unsigned varint")
-        b = buf[pos]
-        value |= (b & 0x7F) << shift
-        if b < 0x80:
-            return value, pos + 1
-        shift += 7
-        if shift > 28:
-            raise DecodeFailure("unsigned varint is longer than 5 bytes")
-
-
-def varint_bytes(value: int) -> bytes:
-    """The zig-zag varint encoding of a signed 32-bit int."""
-    return uvarint_bytes(((value << 1) ^ (value >> 31)) & 0xFFFFFFFF)
-
-
-def read_varint(buf: memoryview, pos: int) -> tuple[int, int]:
-    raw, pos = read_uvarint(buf, pos)
-    return (raw >> 1) ^ -(raw & 1), pos
-
-
-def varlong_bytes(value: int) -> bytes:
-    """The zig-zag varint encoding of a signed 64-bit int."""
-    raw = ((value << 1) ^ (value >> 63)) & 0xFFFFFFFFFFFFFFFF
-    out = bytearray()
-    while raw >= 0x80:
-        out.append((raw & 0x7F) | 0x80)
-        raw >>= 7
-    out.append(raw)
-    return bytes(out)
-
-
-def read_varlong(buf: memoryview, pos: int) -> tuple[int, int]:
-    raw = 0
-    shift = 0
-    end = len(buf)
-    while True:
-        if pos >= end:
-            raise DecodeFailure("unexpected end of buffer reading a varlong")
-        b = buf[pos]
-        pos += 1
-        raw |= (b & 0x7F) << shift
-        if b < 0x80:
-            return (raw >> 1) ^ -(raw & 1), pos
-        shift += 7
-        if shift > 63:
-            raise DecodeFailure("varlong is longer than 10 bytes")
+uvarint_bytes = encode_unsigned_varint
+varint_bytes = encode_varint
+varlong_bytes = encode_varlong
+read_uvarint = _checked(decode_unsigned_varint, "an unsigned varint", MAX_VARINT_SIZE)
+read_varint = _checked(decode_varint, "a varint", MAX_VARINT_SIZE)
+read_varlong = _checked(decode_varlong, "a varlong", MAX_VARLONG_SIZE)
 
 
 # ---------------------------------------------------------------------------------------
