@@ -48,7 +48,6 @@ from kafpy.coordinator.transaction.transaction_log import TRANSACTION_STATE_TOPI
 from kafpy.protocol.acl_operations import (
     CLUSTER_OPERATIONS,
     TOPIC_OPERATIONS,
-    AclOperation,
     to_bit_field,
 )
 from kafpy.protocol.api_keys import ApiKey, api_name
@@ -70,7 +69,6 @@ from kafpy.records.record_batch import (
     RECORD_BATCH_OVERHEAD,
     header_at,
 )
-from kafpy.security.authorizer.acl import ResourceType
 from kafpy.security.authorizer.acl_authorizer import AclAuthorizer
 from kafpy.security.sasl_requests import handle_sasl_authenticate, handle_sasl_handshake
 from kafpy.server import partition_reassignment_apis
@@ -338,15 +336,6 @@ class KafkaApis:
             return await handler(request)
 
         return handle
-
-    def authorizer_check(
-        self, request: Request, operation: AclOperation, resource_type: ResourceType, name: str
-    ) -> bool:
-        """Whether the request's principal may do `operation` on the resource (always, without
-        an authorizer); for APIs checking more than their guard in kafpy.server.auth_helper,
-        e.g. `authorizer_check(request, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, t)`,
-        answering AUTHORIZATION_ERRORS[resource_type] when it is False."""
-        return self.auth.authorize(request, operation, resource_type, name)
 
     def supported_versions(self) -> dict[ApiKey, tuple[int, int]]:
         """What ApiVersions advertises: the advertised ranges of the APIs with a handler."""

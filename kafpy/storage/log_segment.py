@@ -177,10 +177,6 @@ class LogSegment:
         return self._max_timestamp_so_far
 
     @property
-    def offset_of_max_timestamp_so_far(self) -> int:
-        return self._offset_of_max_timestamp_so_far
-
-    @property
     def largest_timestamp(self) -> int:
         """The largest record timestamp, or the file's modification time if none is known."""
         if self._max_timestamp_so_far >= 0:
@@ -554,9 +550,6 @@ class LogSegment:
         self.offset_index.update_parent_dir(dir)
         self.time_index.update_parent_dir(dir)
         self.txn_index.update_parent_dir(dir)
-
-    def has_suffix(self, suffix: str) -> bool:
-        return self.log.file.name.endswith(LOG_FILE_SUFFIX + suffix)
 
     def close(self) -> None:
         """Write the final time index entry, trim the indexes and close every file."""
