@@ -75,10 +75,22 @@ def _checked(
     return read
 
 
+def read_uvarint(buf: memoryview, pos: int) -> tuple[int, int]:
+    """Read an unsigned varint of at most 5 bytes (32 bits): every compact length and tag."""
+    try:
+        b = buf[pos]
+        if b < 0x80:  # nearly every length: answered without a second call
+            return b, pos + 1
+        return decode_unsigned_varint(buf, pos)
+    except IndexError:
+        raise DecodeFailure("unexpected end of buffer reading an unsigned varint") from None
+    except ValueError:
+        raise DecodeFailure(f"unsigned varint longer than {MAX_VARINT_SIZE} bytes") from None
+
+
 uvarint_bytes = encode_unsigned_varint
 varint_bytes = encode_varint
 varlong_bytes = encode_varlong
-read_uvarint = _checked(decode_unsigned_varint, "an unsigned varint", MAX_VARINT_SIZE)
 read_varint = _checked(decode_varint, "a varint", MAX_VARINT_SIZE)
 read_varlong = _checked(decode_varlong, "a varlong", MAX_VARLONG_SIZE)
 

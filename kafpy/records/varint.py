@@ -110,15 +110,21 @@ def decode_unsigned_varint(buf: Sequence[int], pos: int = 0) -> tuple[int, int]:
     b = buf[pos]
     if b < 0x80:
         return b, pos + 1
-    start = pos
-    raw = 0
-    for shift in range(0, 7 * MAX_VARINT_SIZE, 7):
+    raw = b & 0x7F
+    shift = 7
+    end = pos + MAX_VARINT_SIZE
+    pos += 1
+    while pos < end:
         b = buf[pos]
         pos += 1
         raw |= (b & 0x7F) << shift
         if b < 0x80:
             return raw, pos
-    raise ValueError(f"unsigned varint at position {start} is longer than {MAX_VARINT_SIZE} bytes")
+        shift += 7
+    raise ValueError(
+        f"unsigned varint at position {end - MAX_VARINT_SIZE} is longer than "
+        f"{MAX_VARINT_SIZE} bytes"
+    )
 
 
 def decode_varint(buf: Sequence[int], pos: int = 0) -> tuple[int, int]:
