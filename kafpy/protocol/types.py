@@ -18,16 +18,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from kafpy.records.varint import (
-    MAX_VARINT_SIZE,
-    MAX_VARLONG_SIZE,
-    decode_unsigned_varint,
-    decode_varint,
-    decode_varlong,
-    encode_unsigned_varint,
-    encode_varint,
-    encode_varlong,
-)
+from kafpy.records import varint
 
 # an encoder appends the encoded chunks (bytes-like) of a value to a list, joined once at the end
 Encoder = Callable[[Any, list[Any]], None]
@@ -75,24 +66,27 @@ def _checked(
     return read
 
 
+_decode_unsigned_varint = varint.decode_unsigned_varint
+
+
 def read_uvarint(buf: memoryview, pos: int) -> tuple[int, int]:
     """Read an unsigned varint of at most 5 bytes (32 bits): every compact length and tag."""
     try:
         b = buf[pos]
         if b < 0x80:  # nearly every length: answered without a second call
             return b, pos + 1
-        return decode_unsigned_varint(buf, pos)
+        return _decode_unsigned_varint(buf, pos)
     except IndexError:
         raise DecodeFailure("unexpected end of buffer reading an unsigned varint") from None
     except ValueError:
-        raise DecodeFailure(f"unsigned varint longer than {MAX_VARINT_SIZE} bytes") from None
+        raise DecodeFailure(f"unsigned varint longer than {varint.MAX_VARINT_SIZE} bytes") from None
 
 
-uvarint_bytes = encode_unsigned_varint
-varint_bytes = encode_varint
-varlong_bytes = encode_varlong
-read_varint = _checked(decode_varint, "a varint", MAX_VARINT_SIZE)
-read_varlong = _checked(decode_varlong, "a varlong", MAX_VARLONG_SIZE)
+uvarint_bytes = varint.encode_unsigned_varint
+varint_bytes = varint.encode_varint
+varlong_bytes = varint.encode_varlong
+read_varint = _checked(varint.decode_varint, "a varint", varint.MAX_VARINT_SIZE)
+read_varlong = _checked(varint.decode_varlong, "a varlong", varint.MAX_VARLONG_SIZE)
 
 
 # ---------------------------------------------------------------------------------------
