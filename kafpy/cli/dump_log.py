@@ -21,7 +21,7 @@ from typing import Any
 
 import click
 
-from kafpy.common.errors import KafkaError
+from kafpy.common.errors import CorruptRecordError, KafkaError
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.coordinator.group_metadata_records import (
     OffsetKey,
@@ -35,9 +35,12 @@ from kafpy.records.control_record import ControlRecordType, EndTransactionMarker
 from kafpy.records.record import Record
 from kafpy.records.record_batch import (
     COMPRESSION_CODEC_MASK,
+    LENGTH_OFFSET,
     LOG_OVERHEAD,
+    MAGIC_OFFSET,
     MIN_BATCH_LENGTH,
     RecordBatch,
+    iter_headers,
 )
 from kafpy.storage.log_segment import (
     INDEX_FILE_SUFFIX,
@@ -81,13 +84,11 @@ class _SegmentBytes:
 
     def batches(self, start: int = 0) -> Iterator[RecordBatch]:
         """Complete batches from `start`; stops at a torn or malformed one."""
-        pos = start
-        while self.size - pos >= LOG_OVERHEAD:
-            (length,) = _INT32.unpack_from(self.view, pos + 8)
-            if length < MIN_BATCH_LENGTH or pos + LOG_OVERHEAD + length > self.size:
-                return
-            yield RecordBatch(self.view, pos)
-            pos += length + LOG_OVERHEAD
+        try:
+            for pos, _ in iter_headers(self.view, start):
+                yield RecordBatch(self.view, pos)
+        except CorruptRecordError:
+            return  # a length too small for a batch: the rest counts as invalid bytes
 
     def close(self) -> None:
         self.view.release()
@@ -251,8 +252,8 @@ def dump_log(
     segment = _SegmentBytes(path)
     try:
         if segment.size >= LOG_OVERHEAD:
-            (length,) = _INT32.unpack_from(segment.view, 8)
-            magic = segment.view[16] if segment.size > 16 else -1
+            (length,) = _INT32.unpack_from(segment.view, LENGTH_OFFSET)
+            magic = segment.view[MAGIC_OFFSET] if segment.size > MAGIC_OFFSET else -1
             if length < MIN_BATCH_LENGTH or magic not in (0, 1, 2):
                 raise DumpError(
                     f"{path} is not a Kafka log segment: its first batch has length {length} and "

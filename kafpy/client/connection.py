@@ -30,7 +30,7 @@ from kafpy.common.errors import (
     UnsupportedVersionError,
 )
 from kafpy.common.logger import component_logger
-from kafpy.protocol.api_keys import ApiKey
+from kafpy.protocol.api_keys import ApiKey, api_name
 from kafpy.protocol.api_versions import SUPPORTED_VERSIONS
 from kafpy.protocol.errors import Errors
 from kafpy.protocol.headers import RequestHeader, decode_response, encode_request
@@ -61,14 +61,6 @@ _VALID_PREVIOUS: dict[ConnectionState, frozenset[ConnectionState]] = {
     ConnectionState.READY: frozenset({ConnectionState.CHECKING_API_VERSIONS}),
     ConnectionState.DISCONNECTED: frozenset(ConnectionState),
 }
-
-
-def api_name(api_key: int) -> str:
-    """`Produce`-style name of an API key for messages (the number if unknown)."""
-    try:
-        return REQUESTS[ApiKey(api_key)].name.removesuffix("Request")
-    except (KeyError, ValueError):
-        return f"API key {api_key}"
 
 
 def client_version_range(api_key: int) -> tuple[int, int]:

@@ -104,16 +104,9 @@ class ControllerContext:
     def live_or_shutting_down_broker_ids(self) -> set[int]:
         return set(self._live_brokers)
 
-    def live_broker(self, broker_id: int) -> Broker | None:
-        return self._live_brokers.get(broker_id)
-
     def live_broker_epoch(self, broker_id: int) -> int:
         """The broker's epoch (czxid of its registration), -1 when it is not live."""
         return self._live_broker_epochs.get(broker_id, -1)
-
-    @property
-    def live_broker_epochs(self) -> dict[int, int]:
-        return dict(self._live_broker_epochs)
 
     def is_replica_online(self, broker_id: int, tp: TopicPartition) -> bool:
         offline_dirs = self.replicas_on_offline_dirs.get(broker_id, set())
@@ -168,9 +161,6 @@ class ControllerContext:
             self._removing_replicas[tp] = removing
         else:
             self._removing_replicas.pop(tp, None)
-
-    def partition_assignment_for_topic(self, topic: str) -> dict[int, list[int]]:
-        return {p: list(r) for p, r in self._assignments.get(topic, {}).items()}
 
     def partitions_for_topic(self, topic: str) -> list[TopicPartition]:
         return [TopicPartition(topic, p) for p in sorted(self._assignments.get(topic, {}))]

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
 from kafpy.common.errors import InvalidRecordError
+from kafpy.common.java_hash import java_string_hash
 from kafpy.common.logger import component_logger
 from kafpy.common.scheduler import Scheduler
 from kafpy.common.time import Time
@@ -54,15 +55,6 @@ class OffsetsLog(Protocol):
     ) -> dict[TopicPartition, dict[str, Any]]: ...
 
     def get_partition(self, tp: TopicPartition) -> Any: ...
-
-
-def java_string_hash(s: str) -> int:
-    """Java's String.hashCode (over UTF-16 code units, int32 arithmetic)."""
-    h = 0
-    data = s.encode("utf-16-be")
-    for i in range(0, len(data), 2):
-        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
-    return h - (1 << 32) if h >= 1 << 31 else h
 
 
 def partition_for(group_id: str, num_partitions: int) -> int:

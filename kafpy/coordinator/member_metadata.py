@@ -35,10 +35,6 @@ class MemberMetadata:
         return self.awaiting_join is not None
 
     @property
-    def is_awaiting_sync(self) -> bool:
-        return self.awaiting_sync is not None
-
-    @property
     def is_static(self) -> bool:
         return self.group_instance_id is not None
 

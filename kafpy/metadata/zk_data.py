@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from kafpy.common.java_hash import java_string_hash
 from kafpy.common.kafka_uuid import uuid_from_string, uuid_to_string
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.metadata.store import Stat
@@ -58,11 +59,8 @@ K = TypeVar("K")
 
 
 def _java_string_hash(text: str) -> int:
-    data = text.encode("utf-16-be")  # Java hashes UTF-16 code units
-    h = 0
-    for i in range(0, len(data), 2):
-        h = (31 * h + int.from_bytes(data[i : i + 2], "big")) & _MASK
-    return h
+    """Java's String.hashCode as the unsigned 32 bits Scala's hash maps mix."""
+    return java_string_hash(text) & _MASK
 
 
 def _scala_immutable_hash_order_key(text: str) -> list[int]:

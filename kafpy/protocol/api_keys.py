@@ -81,3 +81,12 @@ class ApiKey(IntEnum):
     def api_name(self) -> str:
         """Kafka's name of the API, e.g. "ApiVersions" for API_VERSIONS."""
         return "".join(part.capitalize() for part in self.name.split("_"))
+
+
+def api_name(api_key: int) -> str:
+    """Kafka's name of an API key for messages ("Produce"); "API key N" for a number
+    Kafka does not define."""
+    try:
+        return ApiKey(api_key).api_name
+    except ValueError:
+        return f"API key {api_key}"

@@ -18,6 +18,8 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from kafpy.records import varint
+
 # an encoder appends the encoded chunks (bytes-like) of a value to a list, joined once at the end
 Encoder = Callable[[Any, list[Any]], None]
 Decoder = Callable[[memoryview, int], tuple[Any, int]]
@@ -44,86 +46,47 @@ class DecodeFailure(Exception):
 
 
 # ---------------------------------------------------------------------------------------
-# Varints
+# Varints: the codec of records/varint.py, its errors turned into DecodeFailure
 # ---------------------------------------------------------------------------------------
 
-_SMALL_UVARINTS = [bytes((i,)) for i in range(128)]
+
+def _checked(
+    decode: Callable[[memoryview, int], tuple[int, int]], what: str, max_size: int
+) -> Callable[[memoryview, int], tuple[int, int]]:
+    """`records.varint`'s decoder with its errors as the DecodeFailure the schema layer names."""
+
+    def read(buf: memoryview, pos: int) -> tuple[int, int]:
+        try:
+            return decode(buf, pos)
+        except IndexError:
+            raise DecodeFailure(f"unexpected end of buffer reading {what}") from None
+        except ValueError:
+            raise DecodeFailure(f"{what} longer than {max_size} bytes") from None
+
+    return read
 
 
-def uvarint_bytes(value: int) -> bytes:
-    """The unsigned varint encoding of a non-negative int (at most 32 bits)."""
-    if value < 128:
-        if value < 0:
-            raise ValueError(f"unsigned varint cannot encode the negative number {value}")
-        return _SMALL_UVARINTS[value]
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
+_decode_unsigned_varint = varint.decode_unsigned_varint
 
 
 def read_uvarint(buf: memoryview, pos: int) -> tuple[int, int]:
-    """Read an unsigned varint of at most 5 bytes (32 bits)."""
+    """Read an unsigned varint of at most 5 bytes (32 bits): every compact length and tag."""
     try:
         b = buf[pos]
+        if b < 0x80:  # nearly every length: answered without a second call
+            return b, pos + 1
+        return _decode_unsigned_varint(buf, pos)
     except IndexError:
         raise DecodeFailure("unexpected end of buffer reading an unsigned varint") from None
-    if b < 0x80:
-        return b, pos + 1
-    value = b & 0x7F
-    shift = 7
-    end = len(buf)
-    while True:
-        pos += 1
-        if pos >= end:
-            raise DecodeFailure("unexpected end of buffer reading an unsigned varint")
-        b = buf[pos]
-        value |= (b & 0x7F) << shift
-        if b < 0x80:
-            return value, pos + 1
-        shift += 7
-        if shift > 28:
-            raise DecodeFailure("unsigned varint is longer than 5 bytes")
+    except ValueError:
+        raise DecodeFailure(f"unsigned varint longer than {varint.MAX_VARINT_SIZE} bytes") from None
 
 
-def varint_bytes(value: int) -> bytes:
-    """The zig-zag varint encoding of a signed 32-bit int."""
-    return uvarint_bytes(((value << 1) ^ (value >> 31)) & 0xFFFFFFFF)
-
-
-def read_varint(buf: memoryview, pos: int) -> tuple[int, int]:
-    raw, pos = read_uvarint(buf, pos)
-    return (raw >> 1) ^ -(raw & 1), pos
-
-
-def varlong_bytes(value: int) -> bytes:
-    """The zig-zag varint encoding of a signed 64-bit int."""
-    raw = ((value << 1) ^ (value >> 63)) & 0xFFFFFFFFFFFFFFFF
-    out = bytearray()
-    while raw >= 0x80:
-        out.append((raw & 0x7F) | 0x80)
-        raw >>= 7
-    out.append(raw)
-    return bytes(out)
-
-
-def read_varlong(buf: memoryview, pos: int) -> tuple[int, int]:
-    raw = 0
-    shift = 0
-    end = len(buf)
-    while True:
-        if pos >= end:
-            raise DecodeFailure("unexpected end of buffer reading a varlong")
-        b = buf[pos]
-        pos += 1
-        raw |= (b & 0x7F) << shift
-        if b < 0x80:
-            return (raw >> 1) ^ -(raw & 1), pos
-        shift += 7
-        if shift > 63:
-            raise DecodeFailure("varlong is longer than 10 bytes")
+uvarint_bytes = varint.encode_unsigned_varint
+varint_bytes = varint.encode_varint
+varlong_bytes = varint.encode_varlong
+read_varint = _checked(varint.decode_varint, "a varint", varint.MAX_VARINT_SIZE)
+read_varlong = _checked(varint.decode_varlong, "a varlong", varint.MAX_VARLONG_SIZE)
 
 
 # ---------------------------------------------------------------------------------------

@@ -66,6 +66,8 @@ NO_TIMESTAMP = -1
 HEADER = struct.Struct(">qiibIhiqqqhii")
 # The first 16 bytes: baseOffset, batchLength, partitionLeaderEpoch (none covered by the CRC).
 HEADER_PATCH = struct.Struct(">qii")
+# What locating a batch by offset takes: baseOffset, batchLength, magic, lastOffsetDelta.
+HEADER_LOCATION = struct.Struct(">qi4xb4x2xi")
 
 # Field offsets from the start of a batch (Kafka's DefaultRecordBatch *_OFFSET constants).
 BASE_OFFSET_OFFSET = 0
@@ -254,6 +256,31 @@ def iter_file_batches(
         pos += off
 
 
+def ensure_batch_valid(buffer: Buffer, position: int, header: tuple[int, ...]) -> None:
+    """Check the batch of `header` at `position`: InvalidRecordError for a magic other
+    than 2, CorruptRecordError when its bytes do not have its stored CRC-32C (Kafka's
+    DefaultRecordBatch.ensureValid)."""
+    _ensure_magic(header)
+    size = header[H_LENGTH] + LOG_OVERHEAD
+    computed = crc32c(buffer[position + ATTRIBUTES_OFFSET : position + size])
+    if computed != header[H_CRC]:
+        raise CorruptRecordError(
+            f"Record batch at base offset {header[H_BASE_OFFSET]} is corrupt: stored CRC-32C "
+            f"{header[H_CRC]:#010x} does not match {computed:#010x} computed over its {size} bytes"
+        )
+
+
+def _ensure_magic(header: tuple[int, ...]) -> None:
+    magic = header[H_MAGIC]
+    if magic != MAGIC_V2:
+        raise InvalidRecordError(
+            f"Record batch magic byte {magic} is not supported; kafpy stores only "
+            f"magic 2 (Kafka 0.11 and later). The batch at base offset "
+            f"{header[H_BASE_OFFSET]} comes from an older client: upgrade it or configure "
+            "it for broker version 0.11 or newer"
+        )
+
+
 class RecordBatch:
     """One record batch in a buffer: header fields, validation, in-place patches, records.
 
@@ -436,14 +463,7 @@ class RecordBatch:
 
     def ensure_valid(self) -> None:
         """Raise InvalidRecordError for a magic other than 2, CorruptRecordError for a bad CRC."""
-        self._ensure_magic()
-        computed = self.compute_crc()
-        if computed != self._header[4]:
-            raise CorruptRecordError(
-                f"Record batch at base offset {self._header[0]} is corrupt: stored CRC-32C "
-                f"{self._header[4]:#010x} does not match {computed:#010x} computed over "
-                f"its {self.size_in_bytes} bytes; the producer must resend it"
-            )
+        ensure_batch_valid(self._buf, self._pos, self._header)
 
     def ensure_offsets_match_count(self) -> None:
         """Raise InvalidRecordError unless the batch has records and lastOffsetDelta + 1 of them.
@@ -462,16 +482,6 @@ class RecordBatch:
                 f"Record batch at base offset {self._header[0]} is inconsistent: "
                 f"lastOffsetDelta {self._header[6]} implies {self._header[6] + 1} records "
                 f"but the record count is {count}"
-            )
-
-    def _ensure_magic(self) -> None:
-        magic = self._header[3]
-        if magic != MAGIC_V2:
-            raise InvalidRecordError(
-                f"Record batch magic byte {magic} is not supported; kafpy stores only "
-                f"magic 2 (Kafka 0.11 and later). The batch at base offset "
-                f"{self._header[0]} comes from an older client: upgrade it or configure "
-                "it for broker version 0.11 or newer"
             )
 
     # --- in-place patches (CRC-neutral unless said otherwise) ----------------
@@ -516,7 +526,7 @@ class RecordBatch:
             raise ValueError(
                 "a magic 2 batch needs a timestamp type: CREATE_TIME or LOG_APPEND_TIME"
             )
-        self._ensure_magic()
+        _ensure_magic(self._header)
         if self.timestamp_type is timestamp_type and self._header[8] == timestamp:
             return
         buf = self._writable()
@@ -538,7 +548,7 @@ class RecordBatch:
         stream that does not decompress, a record whose length runs past the batch, or a
         record count that does not match the records present.
         """
-        self._ensure_magic()
+        _ensure_magic(self._header)
         header = self._header
         base_offset = header[0]
         count = header[12]

@@ -5,9 +5,13 @@ unsigned one (0, -1, 1, -2 ... → 0, 1, 2, 3 ...) and written 7 bits per byte, 
 first, the high bit of each byte saying "more follows". A varint holds an int32 (at most
 5 bytes), a varlong an int64 (at most 10 bytes).
 
+The wire protocol's compact lengths and tagged fields use the same 7-bit scheme without
+the zigzag step (Kafka's unsigned varint, at most 5 bytes).
+
 Decoders take a buffer and a position and return `(value, next_position)`; they raise
 `ValueError` for an over-long encoding and `IndexError` when the buffer ends mid-number,
-which the record decoder turns into a CorruptRecordError naming the batch.
+which the record decoder turns into a CorruptRecordError naming the batch and the
+protocol decoder into a DecodeFailure.
 """
 
 from __future__ import annotations
@@ -46,6 +50,15 @@ def _encode_unsigned(raw: int) -> bytes:
         raw >>= 7
     out.append(raw)
     return bytes(out)
+
+
+def encode_unsigned_varint(value: int) -> bytes:
+    """The unsigned varint encoding of a non-negative int (1 to 5 bytes for 32 bits)."""
+    if value < 0x80:
+        if value < 0:
+            raise ValueError(f"unsigned varint cannot encode the negative number {value}")
+        return _ONE_BYTE[value]
+    return _encode_unsigned(value)
 
 
 def encode_varint(value: int) -> bytes:
@@ -90,6 +103,28 @@ def _decode(buf: Sequence[int], pos: int, max_size: int) -> tuple[int, int]:
             raise ValueError(
                 f"variable-length integer at position {start} is longer than {max_size} bytes"
             )
+
+
+def decode_unsigned_varint(buf: Sequence[int], pos: int = 0) -> tuple[int, int]:
+    """Decode the unsigned varint (at most 5 bytes) at `pos`; return (value, position after it)."""
+    b = buf[pos]
+    if b < 0x80:
+        return b, pos + 1
+    raw = b & 0x7F
+    shift = 7
+    end = pos + MAX_VARINT_SIZE
+    pos += 1
+    while pos < end:
+        b = buf[pos]
+        pos += 1
+        raw |= (b & 0x7F) << shift
+        if b < 0x80:
+            return raw, pos
+        shift += 7
+    raise ValueError(
+        f"unsigned varint at position {end - MAX_VARINT_SIZE} is longer than "
+        f"{MAX_VARINT_SIZE} bytes"
+    )
 
 
 def decode_varint(buf: Sequence[int], pos: int = 0) -> tuple[int, int]:

@@ -18,10 +18,9 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from kafpy.protocol.acl_operations import AclOperation, to_bit_field
-from kafpy.protocol.api_keys import ApiKey
+from kafpy.protocol.api_keys import ApiKey, api_name
 from kafpy.protocol.config_resource import ConfigResourceType
 from kafpy.protocol.errors import Errors
-from kafpy.protocol.messages import REQUESTS
 from kafpy.protocol.messages.metadata import AUTHORIZED_OPERATIONS_OMITTED
 from kafpy.records.record_batch import PRODUCER_ID_OFFSET, RECORD_BATCH_OVERHEAD
 from kafpy.security.authorizer.acl import CLUSTER_NAME, ResourceType
@@ -44,13 +43,6 @@ AUTHORIZATION_ERRORS = {
     ResourceType.DELEGATION_TOKEN: Errors.DELEGATION_TOKEN_AUTHORIZATION_FAILED,
 }
 """The error Kafka answers when an operation on a resource of the type is denied."""
-
-
-def _api_name(api_key: int) -> str:
-    try:
-        return REQUESTS[ApiKey(api_key)].name.removesuffix("Request")
-    except (KeyError, ValueError):
-        return str(api_key)
 
 
 class AuthHelper:
@@ -87,7 +79,7 @@ class AuthHelper:
             return True
         return self.authorizer.authorize(
             request.principal, request.client_address[0], operation, resource_type, name,
-            _api_name(request.api_key), ref_count, log_if_denied=log_if_denied,
+            api_name(request.api_key), ref_count, log_if_denied=log_if_denied,
         )  # fmt: skip
 
     def authorized_names(
@@ -111,7 +103,7 @@ class AuthHelper:
             return to_bit_field(SUPPORTED_OPERATIONS[resource_type])
         return to_bit_field(self.authorizer.authorized_operations(
             request.principal, request.client_address[0], resource_type, name,
-            _api_name(request.api_key),
+            api_name(request.api_key),
         ))  # fmt: skip
 
     def guard(self, api_key: ApiKey, handler: Handler) -> Handler:
@@ -124,7 +116,7 @@ class AuthHelper:
 
             async def refused(request: Request) -> Any:
                 raise CloseConnection(
-                    f"{_api_name(api_key)} has no authorization rule in kafpy, and an "
+                    f"{api_name(api_key)} has no authorization rule in kafpy, and an "
                     "authorizer is configured: the request is refused"
                 )
 

@@ -48,10 +48,9 @@ from kafpy.coordinator.transaction.transaction_log import TRANSACTION_STATE_TOPI
 from kafpy.protocol.acl_operations import (
     CLUSTER_OPERATIONS,
     TOPIC_OPERATIONS,
-    AclOperation,
     to_bit_field,
 )
-from kafpy.protocol.api_keys import ApiKey
+from kafpy.protocol.api_keys import ApiKey, api_name
 from kafpy.protocol.api_versions import SUPPORTED_VERSIONS
 from kafpy.protocol.errors import Errors, error_code_of
 from kafpy.protocol.headers import encode_response, frame_response
@@ -70,7 +69,6 @@ from kafpy.records.record_batch import (
     RECORD_BATCH_OVERHEAD,
     header_at,
 )
-from kafpy.security.authorizer.acl import ResourceType
 from kafpy.security.authorizer.acl_authorizer import AclAuthorizer
 from kafpy.security.sasl_requests import handle_sasl_authenticate, handle_sasl_handshake
 from kafpy.server import partition_reassignment_apis
@@ -128,13 +126,6 @@ _SOFTWARE_NAME_OR_VERSION = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9
 Handler = Callable[[Request], Awaitable[dict[str, Any] | bytes | None]]
 # Metadata answers encoded at the current MetadataCache generation, at most this many
 _METADATA_RESPONSES_CACHED = 256
-
-
-def _api_name(api_key: int) -> str:
-    try:
-        return REQUESTS[ApiKey(api_key)].name.removesuffix("Request")
-    except (KeyError, ValueError):
-        return f"API key {api_key}"
 
 
 def validate_produce_records(records: memoryview | bytes | None) -> KafkaError | None:
@@ -346,15 +337,6 @@ class KafkaApis:
 
         return handle
 
-    def authorizer_check(
-        self, request: Request, operation: AclOperation, resource_type: ResourceType, name: str
-    ) -> bool:
-        """Whether the request's principal may do `operation` on the resource (always, without
-        an authorizer); for APIs checking more than their guard in kafpy.server.auth_helper,
-        e.g. `authorizer_check(request, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, t)`,
-        answering AUTHORIZATION_ERRORS[resource_type] when it is False."""
-        return self.auth.authorize(request, operation, resource_type, name)
-
     def supported_versions(self) -> dict[ApiKey, tuple[int, int]]:
         """What ApiVersions advertises: the advertised ranges of the APIs with a handler."""
         return {k: v for k, v in sorted(SUPPORTED_VERSIONS.items()) if k in self.handlers}
@@ -376,7 +358,7 @@ class KafkaApis:
             else:
                 why = f"this broker serves versions {supported[0]} to {supported[1]}"
             raise CloseConnection(
-                f"unsupported request {_api_name(header.api_key)} v{header.api_version} "
+                f"unsupported request {api_name(header.api_key)} v{header.api_version} "
                 f"(correlation id {header.correlation_id}, client id {header.client_id}): {why}"
             )
         quotas = self.quotas

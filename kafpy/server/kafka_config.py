@@ -671,10 +671,6 @@ class KafkaConfig:
     def replica_socket_timeout_ms(self) -> int:
         return int(self._values["replica.socket.timeout.ms"])
 
-    @property
-    def log_cleaner_enable(self) -> bool:
-        return bool(self._values["log.cleaner.enable"])
-
     def log_cleaner_config(self) -> CleanerConfig:
         """The log.cleaner.* settings for the LogCleaner."""
         v = self._values

@@ -155,10 +155,6 @@ class Partition:
             return hw
         return LogOffsetMetadata(first_unstable)
 
-    @property
-    def in_sync_replica_count(self) -> int:
-        return len(self.isr)
-
     def create_log_if_not_exists(self) -> Log:
         """The local log, created through LogManager (least-loaded dir) if missing, with its
         leader-epoch cache and the high watermark from replication-offset-checkpoint."""

@@ -19,6 +19,7 @@ import dataclasses
 from collections.abc import Callable, Iterable, Mapping
 
 from kafpy.client.connection import BrokerConnection
+from kafpy.common.java_hash import java_string_hash
 from kafpy.common.logger import component_logger
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.server.partition import Partition
@@ -29,15 +30,6 @@ from kafpy.server.replica_fetcher_thread import (
     ReplicaFetcherThread,
 )
 from kafpy.server.replication_quota_manager import ReplicationQuotaManager
-
-
-def java_string_hash(s: str) -> int:
-    """Java's String.hashCode (UTF-16 code units, 32-bit wrap-around), as a signed int."""
-    h = 0
-    data = s.encode("utf-16-be")
-    for i in range(0, len(data), 2):
-        h = (31 * h + (data[i] << 8 | data[i + 1])) & 0xFFFFFFFF
-    return h - (1 << 32) if h >= 1 << 31 else h
 
 
 def fetcher_id_for(tp: TopicPartition, num_fetchers: int) -> int:

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from kafpy.common.logger import component_logger
 from kafpy.common.time import SYSTEM_TIME, Time
-from kafpy.protocol.api_keys import ApiKey
+from kafpy.protocol.api_keys import ApiKey, api_name
 from kafpy.protocol.api_versions import is_supported
 from kafpy.protocol.errors import ProtocolDecodeError
 from kafpy.protocol.headers import decode_request_header
@@ -501,7 +501,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 body = REQUESTS[ApiKey(header.api_key)].decode(header.api_version, frame, offset)
             except ProtocolDecodeError as e:
                 self.close(
-                    f"the {_api_name(header.api_key)} v{header.api_version} request with correlation "
+                    f"the {api_name(header.api_key)} v{header.api_version} request with correlation "
                     f"id {header.correlation_id} does not decode: {e}"
                 )
                 return None
@@ -617,13 +617,6 @@ def _handshake_error(e: BaseException) -> str:
     if isinstance(e, ssl.SSLError) and e.reason:
         return str(e.reason)
     return str(e) or type(e).__name__
-
-
-def _api_name(api_key: int) -> str:
-    try:
-        return REQUESTS[ApiKey(api_key)].name.removesuffix("Request")
-    except (KeyError, ValueError):
-        return f"api key {api_key}"
 
 
 class SocketServer:

@@ -32,6 +32,7 @@ from kafpy.records.record_batch import (
     TIMESTAMP_TYPE_MASK,
     RecordBatch,
 )
+from kafpy.records.varint import decode_varlong
 
 SPARK_SCHEMA = (
     "key binary, value binary, topic string, partition int, offset long, "
@@ -203,7 +204,7 @@ def _record_positions(data: bytes | memoryview, count: int, base_offset: int) ->
     done = 0
     try:
         while done < count:
-            length, size = _varint(data, pos)
+            length, size = decode_varlong(data, pos)
             stride = size - pos + length
             size -= pos
             if length < 0 or pos + stride > end:
@@ -274,7 +275,7 @@ def _walk(data: bytes | memoryview, pos: int, count: int, out: list[int]) -> int
         if step:
             pos += step
         else:  # a length varint of three bytes or more, or a corrupt length
-            length, pos = _varint(data, pos)
+            length, pos = decode_varlong(data, pos)
             pos += length
     return pos
 
@@ -427,36 +428,27 @@ def _headers_column(buf: bytearray, c: _Columns) -> pa.Array:
             rows.append([])
             continue
         headers: list[tuple[str, bytes | None]] = []
-        for _ in range(count):
-            name_len, pos = _varint(buf, pos)
-            if name_len < 0 or pos + name_len > end:
-                raise CorruptRecordError(f"A record has a header key of length {name_len}.")
-            name = buf[pos : pos + name_len].decode("utf-8", "replace")
-            pos += name_len
-            value_len, pos = _varint(buf, pos)
-            if value_len >= 0:
-                headers.append((name, bytes(buf[pos : pos + value_len])))
-                pos += value_len
-            else:
-                headers.append((name, None))
+        try:
+            for _ in range(count):
+                name_len, pos = decode_varlong(buf, pos)
+                if name_len < 0 or pos + name_len > end:
+                    raise CorruptRecordError(f"A record has a header key of length {name_len}.")
+                name = buf[pos : pos + name_len].decode("utf-8", "replace")
+                pos += name_len
+                value_len, pos = decode_varlong(buf, pos)
+                if value_len >= 0:
+                    headers.append((name, bytes(buf[pos : pos + value_len])))
+                    pos += value_len
+                else:
+                    headers.append((name, None))
+        except ValueError:
+            raise CorruptRecordError(
+                "A record holds an over-long variable-length integer."
+            ) from None
         if pos != end:
             raise CorruptRecordError("A record's headers do not end where the record does.")
         rows.append(headers)
     return pa.array([[{"key": k, "value": v} for k, v in row] for row in rows], type=HEADER_TYPE)
-
-
-def _varint(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:
-    raw = 0
-    shift = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        raw |= (b & 0x7F) << shift
-        if b < 0x80:
-            return (raw >> 1) ^ -(raw & 1), pos
-        shift += 7
-        if shift > 63:
-            raise CorruptRecordError("A record holds an over-long variable-length integer.")
 
 
 def _to_record_batch(

@@ -86,16 +86,6 @@ class LeaderEpochFileCache:
         with self._lock:
             return self._epochs[-1] if self._epochs else None
 
-    @property
-    def latest_entry(self) -> EpochEntry | None:
-        with self._lock:
-            return EpochEntry(self._epochs[-1], self._offsets[-1]) if self._epochs else None
-
-    @property
-    def earliest_entry(self) -> EpochEntry | None:
-        with self._lock:
-            return EpochEntry(self._epochs[0], self._offsets[0]) if self._epochs else None
-
     def assign(self, epoch: int, start_offset: int) -> None:
         """Record that `epoch` starts at `start_offset`.
 

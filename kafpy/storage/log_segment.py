@@ -9,24 +9,20 @@ from __future__ import annotations
 
 import logging
 import os
-import struct
 from pathlib import Path
-
-from crc32c import crc32c
 
 from kafpy.common.errors import CorruptRecordError, InvalidRecordError
 from kafpy.common.time import Time
 from kafpy.records.memory_records import MemoryRecords
 from kafpy.records.record_batch import (
-    ATTRIBUTES_OFFSET,
     H_BASE_OFFSET,
-    H_CRC,
     H_LAST_OFFSET_DELTA,
-    H_MAGIC,
     H_MAX_TIMESTAMP,
     H_PRODUCER_ID,
+    HEADER_LOCATION,
     LOG_OVERHEAD,
     MAGIC_V2,
+    ensure_batch_valid,
 )
 from kafpy.storage.abstract_index import INT32_MAX, IndexOffsetOverflowError, InvalidOffsetError
 from kafpy.storage.file_records import FileRecords, LogOffsetPosition
@@ -42,8 +38,6 @@ log = logging.getLogger("kafpy.log.LogSegment")
 # The segment remembers where the batches of its latest appends start (a consumer that
 # keeps up fetches from one of them), at most this many
 _RECENT_BATCHES = 256
-# the first fields of a v2 batch header: base offset, length, magic, last offset delta
-_FIRST_FIELDS = struct.Struct(">qi4xb4x2xi")
 
 LOG_FILE_SUFFIX = ".log"
 INDEX_FILE_SUFFIX = ".index"
@@ -183,10 +177,6 @@ class LogSegment:
         return self._max_timestamp_so_far
 
     @property
-    def offset_of_max_timestamp_so_far(self) -> int:
-        return self._offset_of_max_timestamp_so_far
-
-    @property
     def largest_timestamp(self) -> int:
         """The largest record timestamp, or the file's modification time if none is known."""
         if self._max_timestamp_so_far >= 0:
@@ -253,8 +243,8 @@ class LogSegment:
             log_file.release()
         log_file._size += size
         self._next_offset = largest_offset + 1
-        if size >= _FIRST_FIELDS.size:
-            base, length, magic, last_delta = _FIRST_FIELDS.unpack_from(data, 0)
+        if size >= HEADER_LOCATION.size:
+            base, length, magic, last_delta = HEADER_LOCATION.unpack_from(data, 0)
             if magic == MAGIC_V2:
                 recent = self._recent
                 recent[base] = LogOffsetPosition(
@@ -448,16 +438,7 @@ class LogSegment:
         next_expected = self.base_offset
         try:
             for position, header, data in self.log.batches_with_data(0):
-                if header[H_MAGIC] != MAGIC_V2:
-                    raise InvalidRecordError(
-                        f"Record batch magic byte {header[H_MAGIC]} is not supported (only magic 2)"
-                    )
-                computed = crc32c(data[ATTRIBUTES_OFFSET:])
-                if computed != header[H_CRC]:
-                    raise CorruptRecordError(
-                        f"Record batch at base offset {header[H_BASE_OFFSET]} is corrupt: stored "
-                        f"CRC-32C {header[H_CRC]:#010x} does not match {computed:#010x}"
-                    )
+                ensure_batch_valid(data, 0, header)
                 base = header[H_BASE_OFFSET]
                 last = base + header[H_LAST_OFFSET_DELTA]
                 if base < next_expected or last < base:
@@ -569,9 +550,6 @@ class LogSegment:
         self.offset_index.update_parent_dir(dir)
         self.time_index.update_parent_dir(dir)
         self.txn_index.update_parent_dir(dir)
-
-    def has_suffix(self, suffix: str) -> bool:
-        return self.log.file.name.endswith(LOG_FILE_SUFFIX + suffix)
 
     def close(self) -> None:
         """Write the final time index entry, trim the indexes and close every file."""

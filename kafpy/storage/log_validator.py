@@ -47,11 +47,9 @@ from kafpy.records.record_batch import (
     H_ATTRIBUTES,
     H_BASE_OFFSET,
     H_BASE_SEQUENCE,
-    H_CRC,
     H_FIRST_TIMESTAMP,
     H_LAST_OFFSET_DELTA,
     H_LENGTH,
-    H_MAGIC,
     H_MAX_TIMESTAMP,
     H_PRODUCER_ID,
     H_RECORD_COUNT,
@@ -66,6 +64,7 @@ from kafpy.records.record_batch import (
     RecordBatch,
     TimestampType,
     batch_too_small,
+    ensure_batch_valid,
     header_at,
     iter_headers,
 )
@@ -148,7 +147,7 @@ def analyze_and_validate(
             break
         size = header[H_LENGTH] + LOG_OVERHEAD
         _check_size(size, max_message_bytes)
-        _check_magic_and_crc(buffer, pos, size, header)
+        ensure_batch_valid(buffer, pos, header)
         base = header[H_BASE_OFFSET]
         last = base + header[H_LAST_OFFSET_DELTA]
         if first_offset < 0 and count == 0:
@@ -275,7 +274,7 @@ class LogValidator:
             if size > max_message_bytes:
                 _check_size(size, max_message_bytes)
             if magic != MAGIC_V2 or crc(buffer[pos + ATTRIBUTES_OFFSET : pos + size]) != stored_crc:
-                _check_magic_and_crc(buffer, pos, size, header)
+                ensure_batch_valid(buffer, pos, header)
             if is_from_client and (
                 records_in_batch <= 0
                 or last_delta + 1 != records_in_batch
@@ -704,20 +703,6 @@ def _check_size(size: int, max_message_bytes: int) -> None:
             f"The record batch size in the append is {size} bytes which exceeds the maximum "
             f"configured value of {max_message_bytes} (max.message.bytes); raise the topic's "
             "max.message.bytes or send smaller batches"
-        )
-
-
-def _check_magic_and_crc(buffer: memoryview, pos: int, size: int, header: BatchHeader) -> None:
-    if header[H_MAGIC] != MAGIC_V2:
-        raise InvalidRecordError(
-            f"Record batch magic byte {header[H_MAGIC]} is not supported; kafpy stores only "
-            "magic 2 (Kafka 0.11 and later clients)"
-        )
-    computed = crc32c(buffer[pos + ATTRIBUTES_OFFSET : pos + size])
-    if computed != header[H_CRC]:
-        raise CorruptRecordError(
-            f"Record batch at base offset {header[H_BASE_OFFSET]} is corrupt: stored CRC-32C "
-            f"{header[H_CRC]:#010x} does not match {computed:#010x} computed over its {size} bytes"
         )
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from kafpy.storage.log_manager import LOCK_FILE_NAME
-from kafpy.tools.processes import lock_holder, process_alive, process_start_time, tail
+from kafpy.tools.processes import lock_holder, process_alive, process_start_time
 
 CLUSTER_FILE = "cluster.json"
 CLUSTER_FILE_VERSION = 1
@@ -70,9 +70,6 @@ class BrokerProcess:
             return False
         self.pid, self.start_time, self.process = pid, process_start_time(pid), None
         return True
-
-    def logtail(self, lines: int = 40) -> str:
-        return tail(self.output_path, lines)
 
     def to_json(self) -> dict[str, Any]:
         return {

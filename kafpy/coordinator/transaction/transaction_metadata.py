@@ -125,14 +125,6 @@ class TransactionMetadata:
 
     # -- preparing transitions -------------------------------------------------------------
 
-    def prepare_no_transit(self) -> TxnTransitMetadata:
-        """The current state as it would be written (no transition)."""
-        return TxnTransitMetadata(
-            self.producer_id, self.last_producer_id, self.producer_epoch, self.last_producer_epoch,
-            self.txn_timeout_ms, self.state, frozenset(self.topic_partitions),
-            self.txn_start_timestamp, self.txn_last_update_timestamp,
-        )  # fmt: skip
-
     def prepare_fence_producer_epoch(self) -> TxnTransitMetadata:
         """Bump the epoch to fence the current producer before aborting its transaction."""
         if self.producer_epoch >= _SHORT_MAX:

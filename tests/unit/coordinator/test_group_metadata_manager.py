@@ -2,15 +2,12 @@ from __future__ import annotations
 
 import asyncio
 
+from kafpy.common.java_hash import java_string_hash
 from kafpy.common.time import MockTime
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.coordinator.group_config import OffsetConfig
 from kafpy.coordinator.group_metadata import GroupMetadata, GroupState
-from kafpy.coordinator.group_metadata_manager import (
-    GroupMetadataManager,
-    java_string_hash,
-    partition_for,
-)
+from kafpy.coordinator.group_metadata_manager import GroupMetadataManager, partition_for
 from kafpy.coordinator.offset_and_metadata import OffsetAndMetadata
 from kafpy.protocol.errors import Errors
 from kafpy.records.control_record import (

@@ -13,8 +13,10 @@ from kafpy.records.varint import (
     INT32_MIN,
     INT64_MAX,
     INT64_MIN,
+    decode_unsigned_varint,
     decode_varint,
     decode_varlong,
+    encode_unsigned_varint,
     encode_varint,
     encode_varlong,
     size_of_varint,
@@ -93,3 +95,33 @@ def test_varint_round_trip(value: int) -> None:
     encoded = encode_varint(value)
     assert len(encoded) <= 5
     assert decode_varint(bytearray(encoded) + b"\x00") == (value, len(encoded))
+
+
+@pytest.mark.parametrize(
+    ("value", "encoded"),
+    [
+        (0, b"\x00"),
+        (127, b"\x7f"),
+        (128, b"\x80\x01"),
+        (300, b"\xac\x02"),
+        (2**32 - 1, b"\xff\xff\xff\xff\x0f"),
+    ],
+)
+def test_unsigned_varint_known_encodings(value: int, encoded: bytes) -> None:
+    assert encode_unsigned_varint(value) == encoded
+    assert decode_unsigned_varint(b"\xaa" + encoded, 1) == (value, len(encoded) + 1)
+
+
+def test_unsigned_varint_refuses_negative_overlong_and_truncated_input() -> None:
+    with pytest.raises(ValueError, match="negative"):
+        encode_unsigned_varint(-1)
+    with pytest.raises(ValueError, match="longer than 5 bytes"):
+        decode_unsigned_varint(b"\xff\xff\xff\xff\xff\x01")
+    with pytest.raises(IndexError):
+        decode_unsigned_varint(b"\x80\x80")
+
+
+@given(st.integers(0, 2**32 - 1))
+def test_unsigned_varint_round_trip(value: int) -> None:
+    data = encode_unsigned_varint(value)
+    assert decode_unsigned_varint(data) == (value, len(data))
