@@ -127,15 +127,21 @@ def test_out_of_descriptors_a_new_topic_is_refused_and_the_others_are_served(
         assert consume(consumer, "existing", 4) == {p: [b"before-%d" % p] for p in range(4)}
         try:
             # connections take every descriptor the broker has left (the admin, producer
-            # and consumer keep the connections they opened above)
-            while open_fds(broker) < LIMIT and len(sockets) < 2 * LIMIT:
-                sockets.append(socket.create_connection((broker.host, broker.port)))
-                if len(sockets) % 16 == 0:
-                    time.sleep(0.05)  # let the broker accept what is queued
-            assert open_fds(broker) == LIMIT
-
-            refused = admin.create_topics([NewTopic("refused", 2, 1)], operation_timeout=30)
-            error = refused["refused"].exception(60)
+            # and consumer keep the connections they opened above); a new log first makes
+            # room by closing cached segment files, so new topics are created until the
+            # cache has nothing left to give up, each round's freed descriptors taken too
+            error = None
+            for attempt in range(20):
+                while open_fds(broker) < LIMIT and len(sockets) < 2 * LIMIT:
+                    sockets.append(socket.create_connection((broker.host, broker.port)))
+                    if len(sockets) % 16 == 0:
+                        time.sleep(0.05)  # let the broker accept what is queued
+                time.sleep(0.1)
+                topic = f"refused-{attempt}"
+                refused = admin.create_topics([NewTopic(topic, 2, 1)], operation_timeout=30)
+                error = refused[topic].exception(60)
+                if error is not None:
+                    break
             assert error is not None and error.args[0].code() == KafkaError.KAFKA_STORAGE_ERROR
             message = error.args[0].str()
             assert "Cannot create the log of refused-" in message, message
