@@ -155,7 +155,7 @@ class _Node:
                 raise
             return True
 
-        wait_until(started, BIND_RETRY_S, 0.5, on_timeout=self._port_held)
+        wait_until(started, BIND_RETRY_S, interval_s=0.5, on_timeout=self._port_held)
 
     def _start_in_process(self) -> None:
         # port 0 the first time (the listener picks a free one); restarts keep that port
@@ -182,13 +182,16 @@ class _Node:
             self._spawn_process()
             try:
                 self.port = wait_until(
-                    self._bound_port, START_TIMEOUT_S, 0.01, on_timeout=self._start_timed_out
+                    self._bound_port,
+                    START_TIMEOUT_S,
+                    interval_s=0.01,
+                    on_timeout=self._start_timed_out,
                 )
             except _PortInUse:
                 return False
             return True
 
-        wait_until(bound, BIND_RETRY_S, 0.5, on_timeout=self._port_held)
+        wait_until(bound, BIND_RETRY_S, interval_s=0.5, on_timeout=self._port_held)
 
     def _spawn_process(self) -> None:
         values = {**self.values, "listeners": f"PLAINTEXT://{_HOST}:{self.port}"}

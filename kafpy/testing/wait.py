@@ -32,9 +32,9 @@ class WaitTimeout(AssertionError):
 def wait_until(
     condition: Callable[[], T | None],
     timeout_s: float = 30.0,
-    interval_s: float = 0.1,
-    *,
     what: str = "the condition",
+    *,
+    interval_s: float = 0.1,
     retry_on: tuple[type[BaseException], ...] = (),
     context: Callable[[], str] | None = None,
     on_timeout: Callable[[], object] | None = None,
@@ -43,8 +43,8 @@ def wait_until(
 
     Parameters:
         timeout_s: how long to wait before failing.
-        interval_s: the pause between two polls.
         what: what is awaited, for the failure message.
+        interval_s: the pause between two polls.
         retry_on: exceptions of `condition` that mean "not yet" (any other is raised).
         context: called on timeout; its text ends the failure message (e.g. a log tail).
         on_timeout: called on timeout instead of raising WaitTimeout (it should raise);
@@ -68,9 +68,9 @@ def wait_until(
 async def async_wait_until(
     condition: Callable[[], Awaitable[T | None]] | Callable[[], T | None],
     timeout_s: float = 30.0,
-    interval_s: float = 0.05,
-    *,
     what: str = "the condition",
+    *,
+    interval_s: float = 0.05,
     retry_on: tuple[type[BaseException], ...] = (),
     context: Callable[[], str] | None = None,
     on_timeout: Callable[[], object] | None = None,

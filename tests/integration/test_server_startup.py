@@ -135,7 +135,7 @@ def _start_without_waiting(broker: KafpyBroker) -> None:
         ports = read_bound_ports(broker.bound_ports_path)
         return ports if ports is not None and _listening(ports["PLAINTEXT"]) else None
 
-    broker.ports = wait_until(accepting, 60, 0.005, what="the port", context=broker.log_tail)
+    broker.ports = wait_until(accepting, 60, "the port", interval_s=0.005, context=broker.log_tail)
 
 
 def test_create_topics_the_moment_the_port_accepts_never_hangs(tmp_path: Path) -> None:
