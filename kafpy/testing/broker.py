@@ -23,10 +23,10 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Coroutine, Iterable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, NoReturn, TypeVar
 
 from kafpy.client.admin_client import AdminClient, NewTopic
 from kafpy.client.connection import BrokerConnection
@@ -41,7 +41,7 @@ from kafpy.server.bound_ports import BIND_RETRY_S, address_in_use, read_bound_po
 from kafpy.server.kafka_config import KafkaConfig
 from kafpy.server.kafka_server import KafkaServer
 from kafpy.testing.faults import FaultInjector
-from kafpy.testing.wait import wait_until
+from kafpy.testing.wait import async_wait_until, wait_until
 
 __all__ = ["KafkaBroker", "KafkaCluster", "Mode", "running_clusters"]
 
@@ -453,14 +453,17 @@ class KafkaCluster:
         await asyncio.to_thread(self.stop)
 
     def _wait_ready(self, nodes: Sequence[_Node]) -> None:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while not all(self._ready(node) for node in nodes):
-            if time.monotonic() > deadline:
-                raise TimeoutError(
-                    f"kafpy brokers {[n.broker_id for n in nodes]} did not all see each other "
-                    f"and a controller within {START_TIMEOUT_S:.0f} s."
+        wait_until(
+            lambda: all(self._ready(node) for node in nodes),
+            START_TIMEOUT_S,
+            interval_s=0.005,
+            on_timeout=_timeout(
+                lambda: (
+                    f"kafpy brokers {[n.broker_id for n in nodes]} did not all see each "
+                    f"other and a controller within {START_TIMEOUT_S:.0f} s."
                 )
-            time.sleep(0.005)
+            ),
+        )
 
     def _ready(self, node: _Node) -> bool:
         node.check_alive()
@@ -526,14 +529,19 @@ class KafkaCluster:
         if not node.running:
             raise RuntimeError(f"Broker {broker_id} is already stopped.")
         node.stop()
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while not all(other.run(_has_forgotten(other, broker_id)) for other in self._in_process()):
-            if time.monotonic() > deadline:
-                raise TimeoutError(
+        wait_until(
+            lambda: all(
+                other.run(_has_forgotten(other, broker_id)) for other in self._in_process()
+            ),
+            START_TIMEOUT_S,
+            interval_s=0.005,
+            on_timeout=_timeout(
+                lambda: (
                     f"The other brokers did not notice broker {broker_id} stopping within "
                     f"{START_TIMEOUT_S:.0f} s."
                 )
-            time.sleep(0.005)
+            ),
+        )
 
     def _in_process(self) -> list[_Node]:
         return [n for n in self._nodes if n.server is not None]
@@ -659,14 +667,23 @@ class KafkaCluster:
                 fetcher = Fetcher(client, max_wait_ms=100)
                 fetcher.assign(await fetcher.list_offsets(tps, EARLIEST_TIMESTAMP))
                 got: list[ConsumerRecord] = []
-                deadline = time.monotonic() + timeout
-                while len(got) < n:
-                    if time.monotonic() > deadline:
-                        raise TimeoutError(
+
+                async def enough() -> bool:
+                    if len(got) < n:
+                        got.extend(await fetcher.fetch())
+                    return len(got) >= n
+
+                await async_wait_until(
+                    enough,
+                    timeout,
+                    interval_s=0,
+                    on_timeout=_timeout(
+                        lambda: (
                             f"Consumed {len(got)} of {n} records of topic {topic!r} "
                             f"within {timeout} s."
                         )
-                    got.extend(await fetcher.fetch())
+                    ),
+                )
                 return got[:n]
 
         return self._client_run(fetch())
@@ -723,20 +740,31 @@ async def _has_forgotten(node: _Node, broker_id: int) -> bool:
     )
 
 
+def _timeout(message: Callable[[], str]) -> Callable[[], NoReturn]:
+    """An `on_timeout` for wait_until raising TimeoutError(message())."""
+
+    def fail() -> NoReturn:
+        raise TimeoutError(message())
+
+    return fail
+
+
 async def _wait_for_leaders(client: KafkaClient, topic: str, partitions: int) -> None:
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while True:
+    async def all_led() -> bool:
         await client.refresh_metadata([topic])
         info = client.cluster.topic(topic)
-        if (
+        return (
             info is not None
             and len(info.partitions) == partitions
             and all(p.leader >= 0 for p in info.partitions.values())
-        ):
-            return
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"Topic {topic!r} has partitions without a leader.")
-        await asyncio.sleep(0.01)
+        )
+
+    await async_wait_until(
+        all_led,
+        START_TIMEOUT_S,
+        interval_s=0.01,
+        on_timeout=_timeout(lambda: f"Topic {topic!r} has partitions without a leader."),
+    )
 
 
 async def _metadata_of(address: str, topics: list[str]) -> dict[str, Any] | None:

@@ -18,7 +18,7 @@ import asyncio
 import inspect
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, NoReturn, TypeVar, cast
+from typing import Any, NoReturn, TypeVar, cast, overload
 
 __all__ = ["WaitTimeout", "async_wait_until", "wait_until"]
 
@@ -65,8 +65,9 @@ def wait_until(
         time.sleep(interval_s)
 
 
+@overload
 async def async_wait_until(
-    condition: Callable[[], Awaitable[T | None]] | Callable[[], T | None],
+    condition: Callable[[], Awaitable[T | None]],
     timeout_s: float = 30.0,
     what: str = "the condition",
     *,
@@ -74,7 +75,32 @@ async def async_wait_until(
     retry_on: tuple[type[BaseException], ...] = (),
     context: Callable[[], str] | None = None,
     on_timeout: Callable[[], object] | None = None,
-) -> T:
+) -> T: ...
+
+
+@overload
+async def async_wait_until(
+    condition: Callable[[], T | None],
+    timeout_s: float = 30.0,
+    what: str = "the condition",
+    *,
+    interval_s: float = 0.05,
+    retry_on: tuple[type[BaseException], ...] = (),
+    context: Callable[[], str] | None = None,
+    on_timeout: Callable[[], object] | None = None,
+) -> T: ...
+
+
+async def async_wait_until(
+    condition: Callable[[], Any],
+    timeout_s: float = 30.0,
+    what: str = "the condition",
+    *,
+    interval_s: float = 0.05,
+    retry_on: tuple[type[BaseException], ...] = (),
+    context: Callable[[], str] | None = None,
+    on_timeout: Callable[[], object] | None = None,
+) -> Any:
     """`wait_until` on the running event loop: the pauses are `asyncio.sleep`s, and a
     coroutine `condition` is awaited."""
     deadline = time.monotonic() + timeout_s
@@ -88,7 +114,7 @@ async def async_wait_until(
             last = e
         else:
             if last:
-                return cast(T, last)
+                return last
         if time.monotonic() > deadline:
             _timed_out(timeout_s, what, last, context, on_timeout)
         await asyncio.sleep(interval_s)
