@@ -60,8 +60,8 @@ def _logging_config_path(properties: Path | None) -> Path | None:
     return None
 
 
-async def _run(config: KafkaConfig) -> None:
-    server = KafkaServer(config)
+async def _run(config: KafkaConfig, bound_ports_file: Path | None = None) -> None:
+    server = KafkaServer(config, bound_ports_file=bound_ports_file)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, server.request_shutdown)
@@ -98,11 +98,21 @@ def settle_garbage_collector() -> None:
     metavar="KEY=VALUE",
     help="Override a property of the file (or of the defaults); may be repeated.",
 )
-def command(properties: Path | None, overrides: tuple[str, ...]) -> None:
+@click.option(
+    "--bound-ports-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Once the listeners are bound, write the port each got there as JSON "
+    '({"PLAINTEXT": 40123}); for listeners on port 0.',
+)
+def command(
+    properties: Path | None, overrides: tuple[str, ...], bound_ports_file: Path | None
+) -> None:
     """Start a broker from PROPERTIES (Kafka's server.properties keys).
 
     Without PROPERTIES: broker.id=0, listeners=PLAINTEXT://127.0.0.1:9092,
     log.dirs=./kafpy-data and the embedded metadata store (no zookeeper.connect).
+    A listener on port 0 binds a free port, which the broker registers and advertises;
+    --bound-ports-file tells the process that started it (kafpy.server.bound_ports).
     """
     # LOG_DIR is the environment variable Kafka's scripts use for the log files' directory
     logs_dir = os.environ.get("LOG_DIR") or None
@@ -123,7 +133,7 @@ def command(properties: Path | None, overrides: tuple[str, ...]) -> None:
         click.echo(f"Invalid broker configuration: {e}", err=True)
         sys.exit(1)
     try:
-        run_event_loop(_run(config))
+        run_event_loop(_run(config, bound_ports_file))
     except (KafkaError, MetadataStoreError, OSError) as e:
         click.echo(f"kafpy server: {e}", err=True)
         sys.exit(1)

@@ -21,6 +21,7 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Collection, Coroutine
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kafpy.admin.admin_zk_client import AdminZkClient
@@ -52,6 +53,7 @@ from kafpy.protocol.api_keys import ApiKey
 from kafpy.security.authorizer.acl_authorizer import AclAuthorizer, parse_super_users
 from kafpy.security.credential_cache import CredentialCache, CredentialProvider
 from kafpy.server.admin_manager import AdminManager
+from kafpy.server.bound_ports import write_bound_ports
 from kafpy.server.broker_metadata_checkpoint import check_broker_metadata
 from kafpy.server.channel_builders import (
     inter_broker_client_security,
@@ -108,8 +110,12 @@ class KafkaServer:
     """One broker: owns its metadata-store session, scheduler, LogManager, socket server,
     ReplicaManager, controller and request handling."""
 
-    def __init__(self, config: KafkaConfig, time: Time = SYSTEM_TIME) -> None:
+    def __init__(
+        self, config: KafkaConfig, time: Time = SYSTEM_TIME, bound_ports_file: Path | None = None
+    ) -> None:
         self.config = config
+        # where to tell the process that started this broker its listeners' ports
+        self.bound_ports_file = bound_ports_file
         self.time = time
         self.log = component_logger("kafpy.server.KafkaServer", "KafkaServer", config.broker_id)
         self.store: MetadataStore | None = None
@@ -209,6 +215,8 @@ class KafkaServer:
             sasl_authentication_timeout_ms=cfg.connections_max_idle_ms,
         )  # fmt: skip
         await self.socket_server.bind()
+        if self.bound_ports_file is not None:
+            write_bound_ports(self.bound_ports_file, self.socket_server.bound_ports())
         self.replication_quotas = DynamicReplicationQuotaConfig(
             self.dynamic_config, cfg.get("replication.quota.window.num"),
             cfg.get("replication.quota.window.size.seconds"), self.time,

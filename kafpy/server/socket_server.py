@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import os
 import ssl
 import struct
 import sys
@@ -670,10 +671,16 @@ class SocketServer:
         """Bind every listener (not accepting connections until `start_processing`)."""
         loop = asyncio.get_running_loop()
         for name, host, port in self.listeners:
-            server = await loop.create_server(
-                lambda name=name: KafkaConnection(self, name),
-                host or None, port, reuse_address=True, start_serving=False,
-            )  # fmt: skip
+            try:
+                server = await loop.create_server(
+                    lambda name=name: KafkaConnection(self, name),
+                    host or None, port, reuse_address=True, start_serving=False,
+                )  # fmt: skip
+            except OSError as e:
+                reason = os.strerror(e.errno).lower() if e.errno else str(e)
+                raise OSError(
+                    e.errno, f"listener {name} cannot bind {host or '0.0.0.0'}:{port}: {reason}"
+                ) from e
             self._servers[name] = server
             self.log.info(
                 "Created listener %s on %s:%d", name, host or "0.0.0.0", self.bound_port(name)
@@ -696,6 +703,10 @@ class SocketServer:
     def bound_port(self, listener_name: str) -> int:
         server = self._servers[listener_name]
         return int(server.sockets[0].getsockname()[1])
+
+    def bound_ports(self) -> dict[str, int]:
+        """Listener name -> the port it bound (what port 0 turned into)."""
+        return {name: self.bound_port(name) for name in self._servers}
 
     @property
     def connection_count(self) -> int:

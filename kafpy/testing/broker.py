@@ -13,6 +13,7 @@ process, port or file behind.
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 import shutil
 import signal
@@ -22,10 +23,10 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Coroutine, Iterable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, NoReturn, TypeVar
 
 from kafpy.client.admin_client import AdminClient, NewTopic
 from kafpy.client.connection import BrokerConnection
@@ -36,9 +37,11 @@ from kafpy.common.election_type import ElectionType
 from kafpy.common.errors import KafkaError
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.protocol.api_keys import ApiKey
+from kafpy.server.bound_ports import BIND_RETRY_S, address_in_use, read_bound_ports
 from kafpy.server.kafka_config import KafkaConfig
 from kafpy.server.kafka_server import KafkaServer
 from kafpy.testing.faults import FaultInjector
+from kafpy.testing.wait import async_wait_until, wait_until
 
 __all__ = ["KafkaBroker", "KafkaCluster", "Mode", "running_clusters"]
 
@@ -109,10 +112,8 @@ class _LoopThread:
         self.loop.close()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind((_HOST, 0))
-        return int(s.getsockname()[1])
+class _PortInUse(Exception):
+    """A restarted broker exited because the port it had is held by another process."""
 
 
 class _Node:
@@ -143,6 +144,20 @@ class _Node:
         if self.mode == "subprocess":
             self._start_process()
             return
+
+        def started() -> bool:
+            try:
+                self._start_in_process()
+            except OSError as e:
+                # a restart binds its old port, which another process may hold for now
+                if self.port and e.errno == errno.EADDRINUSE:
+                    return False
+                raise
+            return True
+
+        wait_until(started, BIND_RETRY_S, interval_s=0.5, on_timeout=self._port_held)
+
+    def _start_in_process(self) -> None:
         # port 0 the first time (the listener picks a free one); restarts keep that port
         values = {**self.values, "listeners": f"PLAINTEXT://{_HOST}:{self.port}"}
         self._loop = _LoopThread(f"broker-{self.broker_id}")
@@ -159,9 +174,31 @@ class _Node:
         self.server = server
 
     def _start_process(self) -> None:
-        if not self.port:
-            self.port = _free_port()
+        """Start the child process broker on port 0 (the port of its last start on a
+        restart, tried again for BIND_RETRY_S while another process holds it) and learn
+        the port it bound (kafpy.server.bound_ports)."""
+
+        def bound() -> bool:
+            self._spawn_process()
+            try:
+                self.port = wait_until(
+                    self._bound_port,
+                    START_TIMEOUT_S,
+                    interval_s=0.01,
+                    on_timeout=self._start_timed_out,
+                )
+            except _PortInUse:
+                return False
+            return True
+
+        wait_until(bound, BIND_RETRY_S, interval_s=0.5, on_timeout=self._port_held)
+
+    def _spawn_process(self) -> None:
         values = {**self.values, "listeners": f"PLAINTEXT://{_HOST}:{self.port}"}
+        log_path = Path(values["log.dirs"]).parent / f"broker-{self.broker_id}.out"
+        self._bound_ports_path = log_path.with_suffix(".ports")
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._bound_ports_path.unlink(missing_ok=True)
         parent_end, child_end = socket.socketpair()
         # the child runs the broker with its FaultInjector, answering fault commands on
         # its end of the socket pair (kafpy.testing.child)
@@ -171,11 +208,11 @@ class _Node:
             "kafpy.testing.child",
             "--control-fd",
             str(child_end.fileno()),
+            "--bound-ports-file",
+            str(self._bound_ports_path),
         ]
         for key, value in values.items():
             args += ["--override", f"{key}={value}"]
-        log_path = Path(values["log.dirs"]).parent / f"broker-{self.broker_id}.out"
-        log_path.parent.mkdir(parents=True, exist_ok=True)
         try:
             with log_path.open("ab") as log:
                 self.process = subprocess.Popen(
@@ -190,6 +227,33 @@ class _Node:
         self._control = parent_end
         self._control_file = parent_end.makefile("rwb")
         self._log_path = log_path
+
+    def _bound_port(self) -> int | None:
+        self.check_alive()
+        ports = read_bound_ports(self._bound_ports_path)
+        return None if ports is None else ports["PLAINTEXT"]
+
+    def _start_timed_out(self) -> None:
+        self.stop()
+        raise TimeoutError(
+            f"Broker {self.broker_id}'s process did not bind its listener within "
+            f"{START_TIMEOUT_S:.0f} s:\n{self.log_tail()}"
+        )
+
+    def _port_held(self) -> None:
+        raise RuntimeError(
+            f"Broker {self.broker_id} could not bind its port {self.port} again within "
+            f"{BIND_RETRY_S:.0f} s: another process holds it."
+            + (f"\n{self.log_tail()}" if self.mode == "subprocess" else "")
+        )
+
+    def log_tail(self, lines: int = 30) -> str:
+        """The last lines of a child process broker's output."""
+        try:
+            text = self._log_path.read_text(errors="replace")
+        except (AttributeError, FileNotFoundError):
+            return "(no output)"
+        return "\n".join(text.splitlines()[-lines:])
 
     def remote(self, op: str, kwargs: Mapping[str, Any]) -> Any:
         """Do fault operation `op` in this child process broker; its result."""
@@ -207,11 +271,14 @@ class _Node:
         return answer["ok"]
 
     def check_alive(self) -> None:
-        """Raise if a child process broker exited while starting."""
+        """Raise if a child process broker exited while starting (_PortInUse if it is a
+        restart and the port it had is taken)."""
         if self.process is not None and self.process.poll() is not None:
-            tail = "\n".join(self._log_path.read_text(errors="replace").splitlines()[-30:])
+            tail = self.log_tail()
             code = self.process.returncode
-            self.process = None
+            self.stop()
+            if self.port and address_in_use(tail):
+                raise _PortInUse(tail)
             raise RuntimeError(f"kafpy server exited with status {code} while starting:\n{tail}")
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
@@ -386,14 +453,17 @@ class KafkaCluster:
         await asyncio.to_thread(self.stop)
 
     def _wait_ready(self, nodes: Sequence[_Node]) -> None:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while not all(self._ready(node) for node in nodes):
-            if time.monotonic() > deadline:
-                raise TimeoutError(
-                    f"kafpy brokers {[n.broker_id for n in nodes]} did not all see each other "
-                    f"and a controller within {START_TIMEOUT_S:.0f} s."
+        wait_until(
+            lambda: all(self._ready(node) for node in nodes),
+            START_TIMEOUT_S,
+            interval_s=0.005,
+            on_timeout=_timeout(
+                lambda: (
+                    f"kafpy brokers {[n.broker_id for n in nodes]} did not all see each "
+                    f"other and a controller within {START_TIMEOUT_S:.0f} s."
                 )
-            time.sleep(0.005)
+            ),
+        )
 
     def _ready(self, node: _Node) -> bool:
         node.check_alive()
@@ -459,14 +529,19 @@ class KafkaCluster:
         if not node.running:
             raise RuntimeError(f"Broker {broker_id} is already stopped.")
         node.stop()
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while not all(other.run(_has_forgotten(other, broker_id)) for other in self._in_process()):
-            if time.monotonic() > deadline:
-                raise TimeoutError(
+        wait_until(
+            lambda: all(
+                other.run(_has_forgotten(other, broker_id)) for other in self._in_process()
+            ),
+            START_TIMEOUT_S,
+            interval_s=0.005,
+            on_timeout=_timeout(
+                lambda: (
                     f"The other brokers did not notice broker {broker_id} stopping within "
                     f"{START_TIMEOUT_S:.0f} s."
                 )
-            time.sleep(0.005)
+            ),
+        )
 
     def _in_process(self) -> list[_Node]:
         return [n for n in self._nodes if n.server is not None]
@@ -592,14 +667,23 @@ class KafkaCluster:
                 fetcher = Fetcher(client, max_wait_ms=100)
                 fetcher.assign(await fetcher.list_offsets(tps, EARLIEST_TIMESTAMP))
                 got: list[ConsumerRecord] = []
-                deadline = time.monotonic() + timeout
-                while len(got) < n:
-                    if time.monotonic() > deadline:
-                        raise TimeoutError(
+
+                async def enough() -> bool:
+                    if len(got) < n:
+                        got.extend(await fetcher.fetch())
+                    return len(got) >= n
+
+                await async_wait_until(
+                    enough,
+                    timeout,
+                    interval_s=0,
+                    on_timeout=_timeout(
+                        lambda: (
                             f"Consumed {len(got)} of {n} records of topic {topic!r} "
                             f"within {timeout} s."
                         )
-                    got.extend(await fetcher.fetch())
+                    ),
+                )
                 return got[:n]
 
         return self._client_run(fetch())
@@ -656,20 +740,31 @@ async def _has_forgotten(node: _Node, broker_id: int) -> bool:
     )
 
 
+def _timeout(message: Callable[[], str]) -> Callable[[], NoReturn]:
+    """An `on_timeout` for wait_until raising TimeoutError(message())."""
+
+    def fail() -> NoReturn:
+        raise TimeoutError(message())
+
+    return fail
+
+
 async def _wait_for_leaders(client: KafkaClient, topic: str, partitions: int) -> None:
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while True:
+    async def all_led() -> bool:
         await client.refresh_metadata([topic])
         info = client.cluster.topic(topic)
-        if (
+        return (
             info is not None
             and len(info.partitions) == partitions
             and all(p.leader >= 0 for p in info.partitions.values())
-        ):
-            return
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"Topic {topic!r} has partitions without a leader.")
-        await asyncio.sleep(0.01)
+        )
+
+    await async_wait_until(
+        all_led,
+        START_TIMEOUT_S,
+        interval_s=0.01,
+        on_timeout=_timeout(lambda: f"Topic {topic!r} has partitions without a leader."),
+    )
 
 
 async def _metadata_of(address: str, topics: list[str]) -> dict[str, Any] | None:

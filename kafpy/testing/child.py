@@ -1,12 +1,13 @@
 """A kafpy.testing broker as a child process, with its faults controlled by the parent.
 
-`python -m kafpy.testing.child --control-fd N --override key=value ...` runs a broker as
-`kafpy server` does, with a FaultInjector in front of its request handler, and serves the
-parent's fault commands on the socket `N`: one JSON object a line, `{"op": "fail_next",
-"kwargs": {...}}`, each answered by `{"ok": result}` or `{"error": "message"}`. The
-parent's FaultInjector forwards its calls here when its brokers run as child processes
-(kafpy.testing.broker, mode="subprocess"), so the same faults work in both modes. The
-child stops on SIGTERM or when the control socket closes (its parent is gone).
+`python -m kafpy.testing.child --control-fd N --bound-ports-file F --override key=value ...`
+runs a broker as `kafpy server --bound-ports-file F` does, with a FaultInjector in front
+of its request handler, and serves the parent's fault commands on the socket `N`: one JSON
+object a line, `{"op": "fail_next", "kwargs": {...}}`, each answered by `{"ok": result}`
+or `{"error": "message"}`. The parent's FaultInjector forwards its calls here when its
+brokers run as child processes (kafpy.testing.broker, mode="subprocess"), so the same
+faults work in both modes. The child stops on SIGTERM or when the control socket closes
+(its parent is gone).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import json
 import signal
 import socket
 import sys
+from pathlib import Path
 from typing import Any
 
 import click
@@ -67,8 +69,8 @@ async def _serve_control(sock: socket.socket, faults: FaultInjector, server: Kaf
         writer.close()
 
 
-async def _run(config: KafkaConfig, control_fd: int) -> None:
-    server = KafkaServer(config)
+async def _run(config: KafkaConfig, control_fd: int, bound_ports_file: Path) -> None:
+    server = KafkaServer(config, bound_ports_file=bound_ports_file)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, server.request_shutdown)
@@ -88,13 +90,14 @@ async def _run(config: KafkaConfig, control_fd: int) -> None:
 @click.command()
 @click.option("--control-fd", type=int, required=True)
 @click.option("--override", "overrides", multiple=True)
-def main(control_fd: int, overrides: tuple[str, ...]) -> None:
+@click.option("--bound-ports-file", type=click.Path(path_type=Path), required=True)
+def main(control_fd: int, overrides: tuple[str, ...], bound_ports_file: Path) -> None:
     """Run one broker of a kafpy.testing cluster as a child process."""
     configure_logging()
     values = dict(o.split("=", 1) for o in overrides)
     try:
         config = KafkaConfig(values)
-        run_event_loop(_run(config, control_fd))
+        run_event_loop(_run(config, control_fd, bound_ports_file))
     except Exception as e:
         click.echo(f"kafpy.testing child broker: {e}", err=True)
         sys.exit(1)

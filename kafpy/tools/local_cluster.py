@@ -45,6 +45,7 @@ from kafpy.metadata.store_factory import create_store
 from kafpy.metadata.zookeeper_server import four_letter_word, free_port
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.security.local_pki import make_test_pki
+from kafpy.server.bound_ports import BIND_RETRY_S, address_in_use, read_bound_ports
 from kafpy.tools.process_records import (
     CLUSTER_FILE,
     CLUSTER_FILE_VERSION,
@@ -85,6 +86,12 @@ DEFAULT_STOP_TIMEOUT_S = 30.0
 
 T = TypeVar("T")
 Progress = Callable[[str], None]
+
+
+def _first_listener(properties_path: Path) -> str:
+    """The name of the first listener in a broker's server.properties (its `port`)."""
+    listeners = load_properties(properties_path)["listeners"]
+    return listeners.split(",")[0].strip().partition("://")[0]
 
 
 def _scram_jaas(user: str, password: str) -> str:
@@ -169,7 +176,8 @@ class LocalCluster:
         else:
             self.zookeeper = ZooKeeperProcess(connect=zookeeper_connect)
         self.brokers: dict[int, BrokerProcess] = {
-            i: BrokerProcess(i, free_port(), self.base_dir / f"broker-{i}")
+            # port 0: each broker binds a free port at its first start and keeps it
+            i: BrokerProcess(i, 0, self.base_dir / f"broker-{i}")
             for i in range(num_brokers)
         }
 
@@ -250,9 +258,7 @@ class LocalCluster:
                 self._check_zookeeper_reachable()
             if self.secure:
                 self._secure_setup(say)
-            for broker in self.brokers.values():
-                if not broker.alive:
-                    self._spawn_broker(broker)
+            self._spawn_brokers([b for b in self.brokers.values() if not b.alive])
             self.save()
             self.wait_registered(self.brokers, progress=say)
             if wait_for_metadata:
@@ -393,22 +399,67 @@ class LocalCluster:
     def _spawn_broker(self, broker: BrokerProcess) -> None:
         self.write_properties(broker)
         broker.logs_dir.mkdir(parents=True, exist_ok=True)
+        broker.bound_ports_path.unlink(missing_ok=True)
         process = spawn_detached(
-            [self.python, "-m", "kafpy", "server", str(broker.properties_path)],
+            [
+                self.python, "-m", "kafpy", "server", str(broker.properties_path),
+                "--bound-ports-file", str(broker.bound_ports_path),
+            ],
             broker.dir,
             broker.output_path,
             # where a broker's log files go, by the name Kafka's scripts use
             {"LOG_DIR": str(broker.logs_dir)},
-        )
+        )  # fmt: skip
         broker.process = process
         broker.pid, broker.start_time = process.pid, process_start_time(process.pid)
+
+    def _spawn_brokers(self, brokers: list[BrokerProcess]) -> None:
+        """Start `brokers` and learn the ports they bound (kafpy.server.bound_ports); a
+        broker restarted on a port another process holds now is tried again for
+        BIND_RETRY_S, then fails naming the port."""
+        for broker in brokers:
+            self._spawn_broker(broker)
+        waiting = list(brokers)
+        deadline = time.monotonic() + self.start_timeout_s
+        retry_deadline: float | None = None
+        while waiting:
+            for broker in list(waiting):
+                ports = read_bound_ports(broker.bound_ports_path)
+                if ports is not None:
+                    broker.ports = ports
+                    broker.port = ports[_first_listener(broker.properties_path)]
+                    waiting.remove(broker)
+                elif self._exited_on_port_in_use(broker):
+                    retry_deadline = retry_deadline or time.monotonic() + BIND_RETRY_S
+                    if time.monotonic() > retry_deadline:
+                        raise LocalClusterError(
+                            f"Broker {broker.broker_id} could not bind its port {broker.port} "
+                            f"again within {BIND_RETRY_S:.0f} s: another process holds it "
+                            f"(see {broker.output_path})."
+                        )
+                    self._spawn_broker(broker)
+                else:
+                    self._check_not_exited(broker)
+            if waiting and time.monotonic() > deadline:
+                names = ", ".join(str(b.broker_id) for b in waiting)
+                raise LocalClusterError(
+                    f"Broker(s) {names} did not bind their listeners within "
+                    f"{self.start_timeout_s:.0f} s (see {waiting[0].output_path})."
+                )
+            if waiting:
+                time.sleep(POLL_S)
+
+    def _exited_on_port_in_use(self, broker: BrokerProcess) -> bool:
+        process = broker.process
+        exited = process is not None and process.poll() is not None
+        return exited and broker.port != 0 and address_in_use(broker.log_tail(5))
 
     def start_broker(self, broker_id: int, *, wait_for_metadata: bool = True) -> BrokerProcess:
         """(Re)start one broker with its port and directories; wait until it is registered
         (and, with `wait_for_metadata`, until it knows every live broker)."""
         broker = self.brokers[broker_id]
         if not broker.alive:
-            self._spawn_broker(broker)
+            self._spawn_brokers([broker])
             self.save()
         self.wait_registered([broker_id])
         if wait_for_metadata:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from kafpy.storage.log_manager import LOCK_FILE_NAME
-from kafpy.tools.processes import lock_holder, process_alive, process_start_time
+from kafpy.tools.processes import lock_holder, process_alive, process_start_time, tail
 
 CLUSTER_FILE = "cluster.json"
 CLUSTER_FILE_VERSION = 1
@@ -26,7 +26,12 @@ class LocalClusterError(Exception):
 
 @dataclass
 class BrokerProcess:
-    """One broker of the local cluster: its id, listener, directories and process."""
+    """One broker of the local cluster: its id, listener, directories and process.
+
+    `port` is its first listener's port: 0 until its first start binds one (the broker
+    reports the ports it bound in `bound_ports_path`, kafpy.server.bound_ports), then
+    kept, so it restarts on the same port. `ports` holds every listener's bound port.
+    """
 
     broker_id: int
     port: int
@@ -35,6 +40,7 @@ class BrokerProcess:
     pid: int | None = None
     start_time: int | None = None
     process: subprocess.Popen[bytes] | None = field(default=None, repr=False, compare=False)
+    ports: dict[str, int] = field(default_factory=dict, compare=False)
 
     @property
     def address(self) -> str:
@@ -57,6 +63,10 @@ class BrokerProcess:
         return self.logs_dir / "server.out"
 
     @property
+    def bound_ports_path(self) -> Path:
+        return self.dir / "bound-ports.json"
+
+    @property
     def alive(self) -> bool:
         return process_alive(self.pid, self.start_time)
 
@@ -71,11 +81,16 @@ class BrokerProcess:
         self.pid, self.start_time, self.process = pid, process_start_time(pid), None
         return True
 
+    def log_tail(self, lines: int = 40) -> str:
+        """The last `lines` lines of the broker's output."""
+        return tail(self.output_path, lines)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "id": self.broker_id,
             "host": self.host,
             "port": self.port,
+            "ports": self.ports,
             "dir": str(self.dir),
             "pid": self.pid,
             "start_time": self.start_time,
@@ -86,6 +101,7 @@ class BrokerProcess:
         return cls(
             broker_id=int(value["id"]),
             port=int(value["port"]),
+            ports={str(k): int(v) for k, v in value.get("ports", {}).items()},
             dir=Path(value["dir"]),
             host=str(value.get("host", HOST)),
             pid=value.get("pid"),

@@ -10,18 +10,17 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-import pytest
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
 from kafpy.client.admin_client import AdminClient
 from kafpy.client.connection import BrokerConnection
 from kafpy.protocol.api_keys import ApiKey
+from kafpy.testing import wait
 from kafpy.tools.local_cluster import LocalCluster
 from kafpy.tools.process_records import BrokerProcess
 
@@ -80,22 +79,9 @@ def leaders_in_metadata(
 def wait_until(
     predicate: Callable[[], T], timeout_s: float, what: str, interval_s: float = 0.1
 ) -> T:
-    """Poll `predicate` until it returns something truthy (returned); fail after `timeout_s`."""
-    deadline = time.monotonic() + timeout_s
-    last: Any = None
-    while True:
-        try:
-            last = predicate()
-        except Exception as e:  # a broker restarting, a node vanishing: keep polling
-            last = e
-        else:
-            if last:
-                return last
-        if time.monotonic() > deadline:
-            pytest.fail(
-                f"Timed out after {timeout_s:.0f} s waiting for {what}; last seen: {last!r}"
-            )
-        time.sleep(interval_s)
+    """kafpy.testing.wait.wait_until as the cluster tests wait: any exception of
+    `predicate` (a broker restarting, a node vanishing) means "not yet"."""
+    return wait.wait_until(predicate, timeout_s, what, interval_s=interval_s, retry_on=(Exception,))
 
 
 # --- ZooKeeper ------------------------------------------------------------------------------

@@ -8,13 +8,11 @@ preferred replica (the first in its assignment) with nobody asking.
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from kafpy.client.admin_client import NewTopic
 from kafpy.tools.local_cluster import LocalCluster
-from tests.cluster.support import Zk, admin, wait_until, zookeeper
+from tests.cluster.support import Zk, admin, wait_until
 
 pytestmark = [pytest.mark.zookeeper, pytest.mark.timeout(120)]
 WAIT_S = 45.0
@@ -31,18 +29,6 @@ ASSIGNMENT = {
     0: [0, 1, 2], 1: [1, 2, 0], 2: [2, 0, 1],
     3: [0, 2, 1], 4: [1, 0, 2], 5: [2, 1, 0],
 }  # fmt: skip
-
-
-@pytest.fixture(scope="module")
-def cluster(kafpy_cluster: Any) -> LocalCluster:
-    started: LocalCluster = kafpy_cluster(3, OVERRIDES)
-    return started
-
-
-@pytest.fixture(scope="module")
-def zk(cluster: LocalCluster) -> Any:
-    with zookeeper(cluster) as client:
-        yield client
 
 
 def _leaders(zk: Zk, topic: str) -> dict[int, int]:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -30,6 +29,7 @@ from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.errors import Errors
 from kafpy.server.kafka_config import KafkaConfig
 from kafpy.server.kafka_server import KafkaServer
+from kafpy.testing.wait import async_wait_until
 from tests.fixtures.cluster import CLUSTER_TEST_DEFAULTS
 from tests.fixtures.zookeeper import expire_session
 
@@ -38,24 +38,6 @@ T = TypeVar("T")
 WAIT_S = 30.0
 TOPIC = TopicPartition("t", 0)
 FORGED = TopicPartition("forged", 0)
-
-
-async def wait_for(predicate: Callable[[], Awaitable[T]], what: str) -> T:
-    """Poll `predicate` until it returns something truthy (returned); fail after WAIT_S."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + WAIT_S
-    last: Any = None
-    while True:
-        try:
-            last = await predicate()
-        except Exception as e:  # a node not there yet
-            last = e
-        else:
-            if last:
-                return last
-        if loop.time() > deadline:
-            pytest.fail(f"Timed out after {WAIT_S:.0f} s waiting for {what}; last seen: {last!r}")
-        await asyncio.sleep(0.05)
 
 
 async def start_broker(tmp_path: Path, broker_id: int, connect: str) -> KafkaServer:
@@ -108,7 +90,9 @@ def test_after_a_session_expiry_old_requests_are_fenced_and_controlled_shutdown_
         async def broker_0_is_controller() -> bool:
             return await zk.get_controller_id() == 0
 
-        await wait_for(broker_0_is_controller, "broker 0 to be the controller")
+        await async_wait_until(
+            broker_0_is_controller, WAIT_S, "broker 0 to be the controller", retry_on=(Exception,)
+        )
         servers.append(b1 := await start_broker(tmp_path, 1, zookeeper_connect))
         old_epoch = await registered_epoch(zk, 1)
         assert b1.broker_epoch == old_epoch
@@ -120,7 +104,12 @@ def test_after_a_session_expiry_old_requests_are_fenced_and_controlled_shutdown_
             epoch = await registered_epoch(zk, 1)
             return epoch if epoch > old_epoch and b1.broker_epoch == epoch else 0
 
-        new_epoch = await wait_for(new_epoch_held, "broker 1 to register again and hold its epoch")
+        new_epoch = await async_wait_until(
+            new_epoch_held,
+            WAIT_S,
+            "broker 1 to register again and hold its epoch",
+            retry_on=(Exception,),
+        )
 
         # broker 1 leads a partition that broker 0 follows in sync
         async with AdminClient.connect(f"127.0.0.1:{port(servers[0])}") as admin:
@@ -129,7 +118,12 @@ def test_after_a_session_expiry_old_requests_are_fenced_and_controlled_shutdown_
         async def led_by_broker_1() -> bool:
             return await leader_and_isr(zk, TOPIC) == (1, [1, 0])
 
-        await wait_for(led_by_broker_1, f"broker 1 to lead {TOPIC} with broker 0 in sync")
+        await async_wait_until(
+            led_by_broker_1,
+            WAIT_S,
+            f"broker 1 to lead {TOPIC} with broker 0 in sync",
+            retry_on=(Exception,),
+        )
         controller = await zk.get_controller_epoch()
         assert controller is not None
         header = {"controller_id": 0, "controller_epoch": controller[0]}

@@ -5,13 +5,13 @@ counted."""
 
 from __future__ import annotations
 
-import time
 import urllib.request
 
 from prometheus_client.parser import text_string_to_metric_families
 
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.testing import KafkaCluster
+from kafpy.testing.wait import wait_until
 
 DEADLINE_S = 60.0
 
@@ -50,11 +50,15 @@ def test_under_replicated_partitions_while_a_follower_is_stopped() -> None:
         assert during["kafka_server_replicamanager_leadercount"] >= 1
 
         cluster.start_broker(follower)
-        deadline = time.monotonic() + DEADLINE_S
-        after = scrape(cluster, leader)
-        while after["kafka_server_replicamanager_underreplicatedpartitions"] != 0:
-            assert time.monotonic() < deadline, "the follower did not rejoin the ISR"
-            time.sleep(0.05)
-            after = scrape(cluster, leader)
+        after = wait_until(
+            lambda: (
+                (s := scrape(cluster, leader))
+                and s["kafka_server_replicamanager_underreplicatedpartitions"] == 0
+                and s
+            ),
+            DEADLINE_S,
+            "the follower to rejoin the ISR",
+            interval_s=0.05,
+        )
         expands = "kafka_server_replicamanager_isrexpands_total"
         assert after[expands] - before[expands] >= 1

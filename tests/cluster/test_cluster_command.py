@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from kafpy.metadata.kafka_zk_client import KafkaZkClient
 from kafpy.metadata.zookeeper_server import free_port
+from kafpy.testing.wait import wait_until
 from kafpy.tools.local_cluster import LocalCluster
 from kafpy.tools.processes import process_alive
 from tests.cluster.support import metadata
@@ -165,12 +165,11 @@ def test_restart_and_a_broker_restarted_by_hand(tmp_path: Path) -> None:
         async def registered(zk: KafkaZkClient) -> list[int]:
             return await zk.get_all_broker_ids()
 
-        deadline = time.monotonic() + 60
-        while 1 not in cluster.zk_call(registered):
-            assert by_hand.poll() is None and time.monotonic() < deadline, (
-                "broker 1 did not come back"
-            )
-            time.sleep(0.2)
+        def back() -> bool:
+            assert by_hand.poll() is None, "broker 1 exited"
+            return 1 in cluster.zk_call(registered)
+
+        wait_until(back, 60, "broker 1 to come back", interval_s=0.2)
 
         status = kafpy_cluster_command("status", "--dir", directory)
         assert status.returncode == 0, status.stdout + status.stderr

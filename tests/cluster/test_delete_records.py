@@ -19,7 +19,7 @@ import pytest
 
 from kafpy.client.admin_client import NewTopic
 from kafpy.tools.local_cluster import LocalCluster
-from tests.cluster.support import Zk, admin, live_bootstrap, wait_until, zookeeper
+from tests.cluster.support import Zk, admin, live_bootstrap, wait_until
 
 pytestmark = [pytest.mark.zookeeper, pytest.mark.timeout(150)]
 WAIT_S = 45.0
@@ -30,18 +30,6 @@ OVERRIDES = {
     # a stopped follower stays in the ISR while DeleteRecords times out
     "replica.lag.time.max.ms": "30000",
 }
-
-
-@pytest.fixture(scope="module")
-def cluster(kafpy_cluster: Any) -> LocalCluster:
-    started: LocalCluster = kafpy_cluster(3, OVERRIDES)
-    return started
-
-
-@pytest.fixture(scope="module")
-def zk(cluster: LocalCluster) -> Any:
-    with zookeeper(cluster) as client:
-        yield client
 
 
 def _create_and_fill(cluster: LocalCluster, zk: Zk, topic: str, records: int) -> int:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from kafpy.client.admin_client import NewTopic
@@ -21,10 +19,8 @@ pytestmark = [pytest.mark.zookeeper, pytest.mark.timeout(90)]
 WAIT_S = 30.0
 
 
-@pytest.fixture(scope="module")
-def cluster(kafpy_cluster: Any) -> LocalCluster:
-    started: LocalCluster = kafpy_cluster(2, {"delete.topic.enable": "false"})
-    return started
+BROKERS = 2
+OVERRIDES = {"delete.topic.enable": "false"}
 
 
 def test_deletion_marker_removed_and_topic_kept(cluster: LocalCluster) -> None:

@@ -25,10 +25,7 @@ OVERRIDES = {
 }
 
 
-@pytest.fixture(scope="module")
-def cluster(kafpy_cluster: Any) -> LocalCluster:
-    started: LocalCluster = kafpy_cluster(2, OVERRIDES)
-    return started
+BROKERS = 2
 
 
 def configs(bootstrap: str, *args: str) -> str:

@@ -6,8 +6,6 @@ Failure is noticed when the dead broker's ZooKeeper session expires, so each wai
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from kafpy.client.admin_client import NewTopic
@@ -19,7 +17,6 @@ from tests.cluster.support import (
     leaders_in_metadata,
     live_log_partitions,
     wait_until,
-    zookeeper,
 )
 from tests.fixtures.cluster import CLUSTER_TEST_DEFAULTS
 
@@ -27,18 +24,6 @@ pytestmark = [pytest.mark.zookeeper, pytest.mark.timeout(150)]
 WAIT_S = 30.0
 SESSION_TIMEOUT_S = int(CLUSTER_TEST_DEFAULTS["zookeeper.session.timeout.ms"]) / 1000
 FAILOVER_S = SESSION_TIMEOUT_S + 10.0
-
-
-@pytest.fixture(scope="module")
-def cluster(kafpy_cluster: Any) -> LocalCluster:
-    started: LocalCluster = kafpy_cluster(3)
-    return started
-
-
-@pytest.fixture(scope="module")
-def zk(cluster: LocalCluster) -> Any:
-    with zookeeper(cluster) as client:
-        yield client
 
 
 def _restart_dead_brokers(cluster: LocalCluster) -> None:

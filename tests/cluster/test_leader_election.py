@@ -21,7 +21,7 @@ from kafpy.client.admin_client import ConfigResource, NewTopic
 from kafpy.client.connection import BrokerConnection
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.tools.local_cluster import LocalCluster
-from tests.cluster.support import Zk, admin, live_bootstrap, wait_until, zookeeper
+from tests.cluster.support import Zk, admin, live_bootstrap, wait_until
 from tests.fixtures.cluster import CLUSTER_TEST_DEFAULTS
 
 pytestmark = [pytest.mark.zookeeper, pytest.mark.timeout(240)]
@@ -30,17 +30,8 @@ FAILOVER_S = int(CLUSTER_TEST_DEFAULTS["zookeeper.session.timeout.ms"]) / 1000 +
 NOT_CONTROLLER, ELECTION_NOT_NEEDED = 41, 84
 
 
-@pytest.fixture(scope="module")
-def cluster(kafpy_cluster: Any) -> LocalCluster:
-    # no automatic rebalance: the elections here are the ones the tests ask for
-    started: LocalCluster = kafpy_cluster(3, {"auto.leader.rebalance.enable": "false"})
-    return started
-
-
-@pytest.fixture(scope="module")
-def zk(cluster: LocalCluster) -> Any:
-    with zookeeper(cluster) as client:
-        yield client
+# no automatic rebalance: the elections here are the ones the tests ask for
+OVERRIDES = {"auto.leader.rebalance.enable": "false"}
 
 
 def leader_election(cluster: LocalCluster, *args: str) -> subprocess.CompletedProcess[str]:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ from kafka import KafkaConsumer
 from kafka import TopicPartition as KafkaTopicPartition
 from kazoo.client import KazooClient
 
+from kafpy.testing.wait import wait_until
 from tests.fixtures.broker import KafpyBroker
 from tests.fixtures.cluster import CLUSTER_TEST_DEFAULTS
 from tests.fixtures.tmpfs import resize_tmpfs
@@ -35,16 +35,8 @@ TOPIC = "ldf"
 WAIT_S = 60.0
 
 
-def wait_until(cond: Callable[[], Any], what: str, brokers: list[KafpyBroker]) -> Any:
-    deadline = time.monotonic() + WAIT_S
-    while True:
-        value = cond()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            tails = "\n".join(f"--- broker {b.broker_id}:\n{b.log_tail(30)}" for b in brokers)
-            raise AssertionError(f"timed out waiting for {what}\n{tails}")
-        time.sleep(0.1)
+def log_tails(brokers: list[KafpyBroker]) -> str:
+    return "\n".join(f"--- broker {b.broker_id}:\n{b.log_tail(30)}" for b in brokers)
 
 
 def read_partition(bootstrap: str, partition: int, end: int) -> dict[int, bytes]:
@@ -104,8 +96,12 @@ def test_a_full_log_dir_moves_its_leaders_to_another_broker(
             data, _ = zk.get(f"/brokers/topics/{TOPIC}/partitions/{p}/state")
             return dict(json.loads(data))
 
-        wait_until(lambda: all((s := state(p)) and s["isr"] == [1, 0] for p in (0, 1)),
-                   "both partitions led by broker 1 with both replicas in sync", brokers)  # fmt: skip
+        wait_until(
+            lambda: all((s := state(p)) and s["isr"] == [1, 0] for p in (0, 1)),
+            WAIT_S,
+            "both partitions led by broker 1 with both replicas in sync",
+            context=lambda: log_tails(brokers),
+        )
         on_small = {
             int(p.name.rsplit("-", 1)[1]) for p in small.iterdir() if p.name.startswith(TOPIC)
         }
@@ -139,8 +135,12 @@ def test_a_full_log_dir_moves_its_leaders_to_another_broker(
         assert errors and acked, (errors[:3], len(acked))
 
         # the controller moves the leadership to broker 0 and takes broker 1 out of the ISR
-        wait_until(lambda: (s := state(full_partition)) and s["leader"] == 0 and s["isr"] == [0],
-                   "broker 0 leading the partition of the failed dir", brokers)  # fmt: skip
+        wait_until(
+            lambda: (s := state(full_partition)) and s["leader"] == 0 and s["isr"] == [0],
+            WAIT_S,
+            "broker 0 leading the partition of the failed dir",
+            context=lambda: log_tails(brokers),
+        )
         assert zk.get_children("/log_dir_event_notification") == []
         assert b1.process is not None and b1.process.poll() is None, "broker 1 has a healthy dir"
         out = b1.log_path.read_text(errors="replace")
@@ -171,8 +171,12 @@ def test_a_full_log_dir_moves_its_leaders_to_another_broker(
         b1.stop()
         resize_tmpfs(small, 64 * 1024 * 1024)
         b1.start()
-        wait_until(lambda: (s := state(full_partition)) and sorted(s["isr"]) == [0, 1],
-                   "broker 1 back in the ISR of the partition of the repaired dir", brokers)  # fmt: skip
+        wait_until(
+            lambda: (s := state(full_partition)) and sorted(s["isr"]) == [0, 1],
+            WAIT_S,
+            "broker 1 back in the ISR of the partition of the repaired dir",
+            context=lambda: log_tails(brokers),
+        )
         dirs = describe_log_dirs(b1)
         assert all(d["error"] is None for d in dirs.values())
         assert [p["partition"] for p in dirs[str(small)]["partitions"]] == [

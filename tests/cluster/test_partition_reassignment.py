@@ -40,7 +40,6 @@ from tests.cluster.support import (
     live_bootstrap,
     live_log_partitions,
     wait_until,
-    zookeeper,
 )
 
 pytestmark = [pytest.mark.zookeeper, pytest.mark.timeout(180)]
@@ -52,18 +51,6 @@ OVERRIDES = {
     # controller's session still expires soon enough
     "zookeeper.session.timeout.ms": "12000",
 }
-
-
-@pytest.fixture(scope="module")
-def cluster(kafpy_cluster: Any) -> LocalCluster:
-    started: LocalCluster = kafpy_cluster(3, OVERRIDES)
-    return started
-
-
-@pytest.fixture(scope="module")
-def zk(cluster: LocalCluster) -> Any:
-    with zookeeper(cluster) as client:
-        yield client
 
 
 def _create_and_fill(

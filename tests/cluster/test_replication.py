@@ -28,7 +28,6 @@ from tests.cluster.support import (
     admin,
     live_bootstrap,
     wait_until,
-    zookeeper,
 )
 from tests.fixtures.cluster import CLUSTER_TEST_DEFAULTS
 
@@ -46,18 +45,6 @@ OVERRIDES = {
     # brokers stopped together at the end retry controlled shutdown while the controller goes
     "controlled.shutdown.retry.backoff.ms": "500",
 }
-
-
-@pytest.fixture(scope="module")
-def cluster(kafpy_cluster: Any) -> LocalCluster:
-    started: LocalCluster = kafpy_cluster(3, OVERRIDES)
-    return started
-
-
-@pytest.fixture(scope="module")
-def zk(cluster: LocalCluster) -> Any:
-    with zookeeper(cluster) as client:
-        yield client
 
 
 def _create(cluster: LocalCluster, zk: Zk, topic: str, partitions: int = 1, **configs: str) -> None:

@@ -15,7 +15,7 @@ import pytest
 from confluent_kafka import Consumer, Producer
 
 from kafpy.client.admin_client import NewTopic
-from kafpy.metadata.zookeeper_server import ZooKeeperServer, free_port
+from kafpy.metadata.zookeeper_server import ZooKeeperServer
 from kafpy.tools.local_cluster import LocalCluster
 from kafpy.tools.process_records import BrokerProcess
 from tests.cluster.support import Zk, admin, wait_until, zookeeper
@@ -32,10 +32,17 @@ SCRAM_JAAS = (
 class SaslListenerCluster(LocalCluster):
     """A LocalCluster whose brokers also listen on SASL_PLAINTEXT, the inter-broker listener."""
 
-    sasl_ports: dict[int, int]
+    @property
+    def sasl_ports(self) -> dict[int, int]:
+        """Broker id -> the port its SASL_PLAINTEXT listener bound (port 0 at the first start)."""
+        return {
+            i: b.ports["SASL_PLAINTEXT"]
+            for i, b in self.brokers.items()
+            if "SASL_PLAINTEXT" in b.ports
+        }
 
     def write_properties(self, broker: BrokerProcess) -> None:
-        port = self.sasl_ports.setdefault(broker.broker_id, free_port())
+        port = broker.ports.get("SASL_PLAINTEXT", 0)  # a restart binds the same port again
         base = self.overrides
         self.overrides = {
             **base,
@@ -83,7 +90,6 @@ def cluster(
         tmp_path_factory.mktemp("sasl-cluster"), 3, zookeeper_connect=connect,
         overrides=overrides, start_timeout_s=START_TIMEOUT_S,
     )  # fmt: skip
-    started.sasl_ports = {}
     try:
         started.start()
         yield started

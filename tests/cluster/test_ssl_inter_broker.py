@@ -12,7 +12,7 @@ import pytest
 from confluent_kafka import Consumer, Producer
 
 from kafpy.client.admin_client import NewTopic
-from kafpy.metadata.zookeeper_server import ZooKeeperServer, free_port
+from kafpy.metadata.zookeeper_server import ZooKeeperServer
 from kafpy.security.local_pki import TestPki
 from kafpy.tools.local_cluster import LocalCluster
 from kafpy.tools.process_records import BrokerProcess
@@ -28,10 +28,13 @@ N = 200
 class SslListenerCluster(LocalCluster):
     """A LocalCluster whose brokers also listen on SSL, the inter-broker listener."""
 
-    ssl_ports: dict[int, int]
+    @property
+    def ssl_ports(self) -> dict[int, int]:
+        """Broker id -> the port its SSL listener bound (port 0 at the first start)."""
+        return {i: b.ports["SSL"] for i, b in self.brokers.items() if "SSL" in b.ports}
 
     def write_properties(self, broker: BrokerProcess) -> None:
-        port = self.ssl_ports.setdefault(broker.broker_id, free_port())
+        port = broker.ports.get("SSL", 0)  # a restart binds the same port again
         base = self.overrides
         self.overrides = {
             **base,
@@ -64,7 +67,6 @@ def cluster(
         zookeeper_connect=f"{zookeeper_server.connect_string}/cluster-{uuid.uuid4().hex}",
         overrides=overrides, start_timeout_s=START_TIMEOUT_S,
     )  # fmt: skip
-    started.ssl_ports = {}
     try:
         started.start()
         yield started

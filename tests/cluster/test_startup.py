@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import socket
-import time
 import uuid
 from pathlib import Path
 
@@ -11,6 +10,7 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kafpy.metadata.zookeeper_server import ZooKeeperServer
+from kafpy.testing.wait import wait_until
 from kafpy.tools.local_cluster import LocalCluster
 from tests.fixtures.cluster import CLUSTER_TEST_DEFAULTS
 
@@ -40,10 +40,13 @@ def test_create_topics_the_moment_a_fresh_cluster_accepts(
         try:
             # registered in /brokers/ids: the listeners are bound, Metadata not yet known
             cluster.start(wait_for_metadata=False)
-            deadline = time.monotonic() + 60
-            while not all(_accepts(b.port) for b in cluster.brokers.values()):
-                assert time.monotonic() < deadline, "the brokers' ports never accepted"
-                time.sleep(0.005)
+            ports = [b.port for b in cluster.brokers.values()]
+            wait_until(
+                lambda ports=ports: all(_accepts(port) for port in ports),
+                60,
+                "the brokers' ports to accept",
+                interval_s=0.005,
+            )
             admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
             futures = admin.create_topics([NewTopic("sp", 2, 3), NewTopic("out", 1, 3)])
             for name, future in futures.items():

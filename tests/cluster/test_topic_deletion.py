@@ -8,7 +8,6 @@ stay, partitions cannot be added); its deletion completes once that broker is ba
 from __future__ import annotations
 
 import time
-from typing import Any
 
 import pytest
 
@@ -28,12 +27,6 @@ from tests.cluster.support import (
 
 pytestmark = [pytest.mark.zookeeper, pytest.mark.timeout(120)]
 WAIT_S = 30.0
-
-
-@pytest.fixture(scope="module")
-def cluster(kafpy_cluster: Any) -> LocalCluster:
-    started: LocalCluster = kafpy_cluster(3)
-    return started
 
 
 def _partitions_online(zk: Zk, topic: str, assignment: dict[int, list[int]]) -> bool:

@@ -27,23 +27,10 @@ from tests.cluster.support import (
     live_log_partitions,
     topic_metadata,
     wait_until,
-    zookeeper,
 )
 
 pytestmark = [pytest.mark.zookeeper, pytest.mark.timeout(120)]
 WAIT_S = 30.0
-
-
-@pytest.fixture(scope="module")
-def cluster(kafpy_cluster: Any) -> LocalCluster:
-    started: LocalCluster = kafpy_cluster(3)
-    return started
-
-
-@pytest.fixture(scope="module")
-def zk(cluster: LocalCluster) -> Any:
-    with zookeeper(cluster) as client:
-        yield client
 
 
 def assert_online(

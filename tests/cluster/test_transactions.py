@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer
@@ -33,12 +32,6 @@ OVERRIDES = {
     "offsets.topic.num.partitions": "3",
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": "500",
 }
-
-
-@pytest.fixture(scope="module")
-def cluster(kafpy_cluster: Any) -> LocalCluster:
-    started: LocalCluster = kafpy_cluster(3, OVERRIDES)
-    return started
 
 
 def _coordinator(cluster: LocalCluster, tid: str) -> int:

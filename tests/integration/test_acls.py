@@ -52,6 +52,7 @@ from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.errors import Errors
 from kafpy.security.authorizer import acl as kafpy_acl
 from kafpy.security.authorizer.acl_authorizer import AclAuthorizer
+from kafpy.testing.wait import wait_until
 from tests.fixtures.broker import KafpyBroker
 from tests.integration.test_forged_controller_requests import send
 
@@ -221,10 +222,7 @@ def test_denied_topic_is_refused_hidden_and_logged(
     line = ("INFO Principal = User:ANONYMOUS is Denied Operation = Describe from host = 127.0.0.1 "
             "on resource = Topic:LITERAL:theirs-1 for request = Metadata with resourceRefCount = 1 "
             "(kafpy.authorizer.logger)")  # fmt: skip
-    deadline = time.monotonic() + 10
-    while line not in _read(authorizer_log) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert line in _read(authorizer_log)
+    wait_until(lambda: line in _read(authorizer_log), 10, "the denial in the authorizer log")
 
 
 def test_delete_topics_by_id_keeps_names_it_may_not_describe_hidden(
@@ -245,10 +243,8 @@ def test_delete_topics_by_id_keeps_names_it_may_not_describe_hidden(
         assert f.result(30) == [create]
 
     def topic_id(topic: str) -> uuid.UUID:
-        deadline = time.monotonic() + 30
         path = secured_broker.log_dir / f"{topic}-0" / "partition.metadata"
-        while not path.exists() and time.monotonic() < deadline:
-            time.sleep(0.1)
+        wait_until(path.exists, 30, str(path))
         return uuid_from_string(path.read_text().split("topic_id: ")[1].strip())
 
     theirs, mine = topic_id("theirs-del"), topic_id("mine-del")

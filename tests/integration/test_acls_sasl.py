@@ -16,7 +16,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, Producer
 from confluent_kafka.admin import AdminClient
 
-from tests.fixtures.broker import KafpyBroker, free_port
+from tests.fixtures.broker import KafpyBroker
 from tests.fixtures.sasl import SaslBroker, sasl_broker_overrides
 
 
@@ -30,15 +30,14 @@ def kafpy(*args: str) -> str:
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SaslBroker]:
     kafpy_broker = KafpyBroker(tmp_path_factory.mktemp("acl-sasl-broker"))
-    sasl_port = free_port()
-    kafpy_broker.overrides.update(sasl_broker_overrides(kafpy_broker, sasl_port))
+    kafpy_broker.overrides.update(sasl_broker_overrides())
     kafpy_broker.overrides.update({
         "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
         "super.users": "User:ANONYMOUS",
         "auto.create.topics.enable": "false",
     })  # fmt: skip
     kafpy_broker.start()
-    sasl = SaslBroker(kafpy_broker, sasl_port)
+    sasl = SaslBroker(kafpy_broker)
     plain = kafpy_broker.bootstrap
     try:
         kafpy("topics", "--bootstrap-server", plain, "--create", "--topic", "a", "--partitions", "1",

@@ -16,6 +16,7 @@ from confluent_kafka import Consumer, KafkaError, Producer
 from confluent_kafka import TopicPartition as CTP
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from kafpy.testing.wait import wait_until
 from tests.fixtures.broker import KafpyBroker
 
 DEADLINE_S = 30.0
@@ -104,12 +105,12 @@ def test_dynamic_broker_configs_described_and_applied_without_restart(broker: Ka
     # ... and applied: the two-hour-old records go at the next retention check, no restart
     c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "cfg-probe"})
     try:
-        deadline = time.monotonic() + DEADLINE_S
-        while c.get_watermark_offsets(CTP(topic, 0), timeout=5)[0] == 0:
-            assert time.monotonic() < deadline, (
-                "retention.ms from the dynamic broker config was not applied"
-            )
-            time.sleep(0.2)
+        wait_until(
+            lambda: c.get_watermark_offsets(CTP(topic, 0), timeout=5)[0] != 0,
+            DEADLINE_S,
+            "retention.ms from the dynamic broker config to be applied",
+            interval_s=0.2,
+        )
     finally:
         c.close()
     assert (
@@ -148,10 +149,9 @@ def test_message_max_bytes_default_applies_to_produce_at_once(broker: KafpyBroke
     assert produce(3000) is None
     configs(broker, *DEFAULT, "--alter", "--add-config", "message.max.bytes=2000")
     try:
-        deadline = time.monotonic() + DEADLINE_S
-        while (err := produce(3000)) is None:
-            assert time.monotonic() < deadline, "message.max.bytes was not applied"
-            time.sleep(0.2)
+        err = wait_until(
+            lambda: produce(3000), DEADLINE_S, "message.max.bytes to be applied", interval_s=0.2
+        )
         assert err.code() == KafkaError.MSG_SIZE_TOO_LARGE
         assert produce(500) is None
     finally:
@@ -217,12 +217,12 @@ def test_log_cleaner_threads_reconfigured_without_restart(broker: KafpyBroker) -
         "DEFAULT_CONFIG:log.cleaner.threads=1}",
     ]
     try:
-        deadline = time.monotonic() + DEADLINE_S
-        while starts() == before:
-            assert time.monotonic() < deadline, (
-                "the log cleaner was not restarted with the new settings"
-            )
-            time.sleep(0.2)
+        wait_until(
+            lambda: starts() != before,
+            DEADLINE_S,
+            "the log cleaner to restart with the new settings",
+            interval_s=0.2,
+        )
         assert (
             "kafka-log-cleaner-thread-1" in broker.log_path.read_text(errors="replace")
             or starts() > before

@@ -4,7 +4,6 @@ DescribeCluster (KIP-430, KIP-700) and OffsetDelete (KIP-496)."""
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -21,6 +20,7 @@ from kafka import KafkaAdminClient
 from kafka import TopicPartition as KpTopicPartition
 from kafka import errors as kafka_errors
 
+from kafpy.testing.wait import wait_until
 from tests.fixtures.broker import KafpyBroker
 
 TOPIC_OPERATIONS = {
@@ -64,9 +64,13 @@ def stable_consumer(kafpy_module_broker: KafpyBroker) -> Iterator[Any]:
                              "enable.auto.commit": False})  # fmt: skip
         consumers.append(consumer)
         consumer.subscribe([topic])
-        deadline = time.monotonic() + 60
-        while not consumer.assignment() and time.monotonic() < deadline:
-            consumer.poll(0.5)
+
+        def assigned() -> list[Any]:
+            if not consumer.assignment():
+                consumer.poll(0.5)
+            return list(consumer.assignment())
+
+        wait_until(assigned, 60, "the consumer's partitions", interval_s=0)
         assert consumer.assignment(), "the consumer never got its partitions"
         return consumer
 

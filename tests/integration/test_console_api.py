@@ -19,6 +19,7 @@ import confluent_kafka
 import pytest
 
 from kafpy.testing import KafkaBroker
+from kafpy.testing.wait import wait_until
 from tests.fixtures.console import ConsoleServer
 
 
@@ -229,10 +230,11 @@ def test_writes_with_allow_writes(
     status, where, html = post(writable, "/topics/api-made/delete", {})
     assert (status, where) == (200, "/topics")
     assert "Topic &#39;api-made&#39; is marked for deletion." in html
-    deadline = time.monotonic() + 30
-    while get(writable, "/api/topics/api-made")[0] != 404:
-        assert time.monotonic() < deadline, "the deleted topic is still described"
-        time.sleep(0.1)
+    wait_until(
+        lambda: get(writable, "/api/topics/api-made")[0] == 404,
+        30,
+        "the deleted topic to be described no more",
+    )
     status, body = get(writable, "/api/topics/api-made/partitions/0/messages")
     assert status == 404
     assert "does not exist (it may have been deleted)" in body["error"]["detail"]
@@ -254,10 +256,13 @@ def test_a_live_group_shows_its_members_and_their_partitions(
     )
     try:
         consumer.subscribe(["api-live"])
-        deadline = time.monotonic() + 30
-        while not consumer.assignment():
-            assert time.monotonic() < deadline, "the consumer got no partitions"
-            consumer.poll(0.2)
+
+        def assigned() -> bool:
+            if not consumer.assignment():
+                consumer.poll(0.2)
+            return bool(consumer.assignment())
+
+        wait_until(assigned, 30, "the consumer's partitions", interval_s=0)
         consumer.commit(
             offsets=[confluent_kafka.TopicPartition("api-live", 0, 1)], asynchronous=False
         )

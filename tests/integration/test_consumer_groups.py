@@ -21,6 +21,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kafpy.client.connection import BrokerConnection
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.errors import Errors
+from kafpy.testing.wait import wait_until
 from tests.fixtures.broker import KafpyBroker
 
 GROUP_OVERRIDES = {"offsets.topic.num.partitions": "3", "group.initial.rebalance.delay.ms": "0"}
@@ -54,13 +55,17 @@ def new_topic(bootstrap: str, partitions: int, records: int = 0) -> str:
 def poll_until(
     consumers: list[Consumer], done: Callable[[], bool], seen: dict[int, list[Any]] | None = None
 ) -> None:
-    deadline = time.monotonic() + DEADLINE_S
-    while not done():
-        assert time.monotonic() < deadline, "the group did not settle in time"
+
+    def settled() -> bool:
+        if done():
+            return True
         for i, c in enumerate(consumers):
             msg = c.poll(0.05)
             if msg is not None and not msg.error() and seen is not None:
                 seen.setdefault(i, []).append(msg)
+        return False
+
+    wait_until(settled, DEADLINE_S, "the group to settle", interval_s=0)
 
 
 def assigned(c: Consumer) -> set[int]:
@@ -137,19 +142,18 @@ def test_committed_offsets_survive_restart(
     c = Consumer({"bootstrap.servers": b, "group.id": group, "enable.auto.commit": False, **FAST})
     from confluent_kafka import TopicPartition as CTP
 
-    deadline = time.monotonic() + DEADLINE_S
-    while True:
-        try:
-            after = {
-                tp.partition: tp.offset
-                for tp in c.committed([CTP(topic, 0), CTP(topic, 1)], timeout=5)
-            }
-            if after == before:
-                break
-        except Exception:  # the coordinator may still be loading
-            pass
-        assert time.monotonic() < deadline, "committed offsets did not come back after the restart"
-        time.sleep(0.2)
+    def committed() -> dict[int, int]:
+        return {
+            tp.partition: tp.offset for tp in c.committed([CTP(topic, 0), CTP(topic, 1)], timeout=5)
+        }
+
+    wait_until(
+        lambda: committed() == before,
+        DEADLINE_S,
+        "the committed offsets back after the restart",
+        interval_s=0.2,
+        retry_on=(Exception,),  # the coordinator may still be loading
+    )
     c.close()
 
 

@@ -9,7 +9,6 @@ record, and its log goes on from there.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from typing import Any
 from confluent_kafka import KafkaError, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from kafpy.testing.wait import wait_until
 from tests.fixtures.broker import KafpyBroker
 from tests.fixtures.tmpfs import resize_tmpfs
 from tests.integration.test_restart import consume_all
@@ -65,9 +65,10 @@ def test_disk_full_loses_no_acknowledged_record(
 
     # one log dir, and it failed: the broker halts (Kafka's Exit.halt(1))
     assert broker.process is not None
-    deadline = time.monotonic() + 30
-    while broker.process.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.1)
+    process = broker.process
+    wait_until(
+        lambda: process.poll() is not None, 30, "the broker to halt", context=broker.log_tail
+    )
     assert broker.process.returncode == 1, broker.log_tail()
     out = broker.log_path.read_text(errors="replace")
     assert "No space left on device" in out

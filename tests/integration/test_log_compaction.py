@@ -17,6 +17,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kafpy.records import MemoryRecords
 from kafpy.storage.cleaner.log_cleaner_manager import CLEANER_OFFSET_CHECKPOINT_FILE
 from kafpy.storage.offset_checkpoint_file import OffsetCheckpointFile
+from kafpy.testing.wait import wait_until
 from tests.fixtures.broker import KafpyBroker
 from tests.fixtures.processes import command_line, descendants, wait_gone
 
@@ -109,15 +110,6 @@ def cleaned_to(broker: KafpyBroker) -> int:
     return next((o for tp, o in entries.items() if tp.topic == TOPIC), -1)
 
 
-def wait_until(cond: Callable[[], bool], what: str, broker: KafpyBroker) -> None:
-    deadline = time.monotonic() + WAIT_S
-    while time.monotonic() < deadline:
-        if cond():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}\n{broker.log_tail()}")
-
-
 def active_base(broker: KafpyBroker) -> int:
     return int(segment_files(broker)[-1].name.split(".")[0])
 
@@ -129,7 +121,12 @@ def test_compaction_end_to_end_and_sigkill_mid_clean(
     create_topic(broker.bootstrap)
     expected = produce(broker.bootstrap, 0)
     total = KEYS * UPDATES
-    wait_until(lambda: cleaned_to(broker) >= active_base(broker), "the first cleaning", broker)
+    wait_until(
+        lambda: cleaned_to(broker) >= active_base(broker),
+        WAIT_S,
+        "the first cleaning",
+        context=broker.log_tail,
+    )
 
     outside = records_outside_active_segment(broker)
     assert outside <= KEYS * 1.05  # about one record per key outside the active segment
@@ -144,8 +141,9 @@ def test_compaction_end_to_end_and_sigkill_mid_clean(
     expected = produce(broker.bootstrap, 1)
     wait_until(
         lambda: any(p.name.endswith(".cleaned") for p in partition_dir(broker).iterdir()),
+        WAIT_S,
         "a cleaning round in progress",
-        broker,
+        context=broker.log_tail,
     )
     assert broker.process is not None
     workers = descendants(broker.process.pid)  # the cleaner worker and its resource tracker
@@ -164,8 +162,9 @@ def test_compaction_end_to_end_and_sigkill_mid_clean(
                 p.name.endswith((".cleaned", ".swap")) for p in partition_dir(broker).iterdir()
             )
         ),
+        WAIT_S,
         "cleaning after the restart",
-        broker,
+        context=broker.log_tail,
     )
     assert records_outside_active_segment(broker) <= KEYS * 1.05
     seen, _ = consume_all(broker.bootstrap)

@@ -25,6 +25,7 @@ from kafpy.common.errors import (
     UnknownTopicOrPartitionError,
 )
 from kafpy.common.topic_partition import TopicPartition
+from kafpy.testing.wait import wait_until
 from tests.fixtures.broker import KafpyBroker
 
 TIMEOUT_S = 120
@@ -197,13 +198,13 @@ def test_replica_moves_between_dirs_while_producing(broker: KafpyBroker) -> None
     try:
         time.sleep(0.3)
         assert alter(broker, {tp: target}) == {(tp, 0): None}
-        deadline = time.monotonic() + 60
-        while True:
-            places = where(broker, tp)
-            if set(places) == {(str(target), False)}:
-                break
-            assert time.monotonic() < deadline, f"the move did not finish: {places}"
-            time.sleep(0.2)
+        wait_until(
+            lambda: set(where(broker, tp)) == {(str(target), False)},
+            60,
+            "the move to finish",
+            interval_s=0.2,
+            context=lambda: f"places: {where(broker, tp)}",
+        )
         time.sleep(0.3)  # keep writing into the moved log for a moment
     finally:
         stop.set()
@@ -226,10 +227,13 @@ def test_replica_moves_between_dirs_while_producing(broker: KafpyBroker) -> None
     assert set(acked) <= set(seen)
     assert len(seen) == len(set(seen))  # nothing written twice
     # the old dir no longer holds the partition, and its -delete copy goes
-    deadline = time.monotonic() + 30
-    while left := [p.name for p in Path(source).iterdir() if p.name.startswith(f"{topic}-0")]:
-        assert time.monotonic() < deadline, left
-        time.sleep(0.2)
+    wait_until(
+        lambda: not [p.name for p in Path(source).iterdir() if p.name.startswith(f"{topic}-0")],
+        30,
+        f"{topic}-0 and its -delete copy gone from the old dir",
+        interval_s=0.2,
+        context=lambda: str(sorted(p.name for p in Path(source).iterdir())),
+    )
     assert (target / f"{topic}-0").is_dir()
 
 
@@ -256,7 +260,9 @@ def test_kafka_python_describes_and_moves(broker: KafpyBroker) -> None:
         assert list(errors.values()) == [NoError]
     finally:
         admin.close()
-    deadline = time.monotonic() + 30
-    while set(where(broker, tp)) != {(str(target), False)}:
-        assert time.monotonic() < deadline, where(broker, tp)
-        time.sleep(0.1)
+    wait_until(
+        lambda: set(where(broker, tp)) == {(str(target), False)},
+        30,
+        "the move to finish",
+        context=lambda: f"places: {where(broker, tp)}",
+    )

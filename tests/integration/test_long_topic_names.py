@@ -4,24 +4,14 @@ and, after a restart in the middle of the deletion, gone without an error."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
-
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from kafpy.testing.wait import wait_until
 from tests.fixtures.broker import KafpyBroker
 from tests.integration.test_restart import consume_all
 
 WAIT_S = 60.0
-
-
-def wait_until(cond: Callable[[], bool], what: str, broker: KafpyBroker) -> None:
-    deadline = time.monotonic() + WAIT_S
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}\n{broker.log_tail()}")
-        time.sleep(0.1)
 
 
 def test_a_249_character_topic_is_created_written_deleted_and_gone_after_a_restart(
@@ -46,8 +36,9 @@ def test_a_249_character_topic_is_created_written_deleted_and_gone_after_a_resta
     # renamed for deletion (log.segment.delete.delay.ms keeps the files 60 s)
     wait_until(
         lambda: len(topic_dirs()) == 2 and all(n.endswith("-delete") for n in topic_dirs()),
+        WAIT_S,
         "the partitions' dirs renamed to -delete",
-        kafpy_broker,
+        context=kafpy_broker.log_tail,
     )
     assert all(len(n.encode()) <= 255 for n in topic_dirs())
     # the controller finishes the deletion (its znodes) before the broker stops: stopped in
@@ -58,14 +49,17 @@ def test_a_249_character_topic_is_created_written_deleted_and_gone_after_a_resta
             f"Deletion of topic {topic} successfully completed"
             in kafpy_broker.log_path.read_text(errors="replace")
         ),
+        WAIT_S,
         "the controller to complete the deletion",
-        kafpy_broker,
+        context=kafpy_broker.log_tail,
     )
     assert kafpy_broker.stop() == 0
     kafpy_broker.overrides["log.segment.delete.delay.ms"] = "0"
     kafpy_broker.overrides["log.initial.task.delay.ms"] = "100"
     kafpy_broker.start()  # loads the -delete dirs and deletes them
-    wait_until(lambda: not topic_dirs(), "the -delete dirs gone", kafpy_broker)
+    wait_until(
+        lambda: not topic_dirs(), WAIT_S, "the -delete dirs gone", context=kafpy_broker.log_tail
+    )
     out = kafpy_broker.log_path.read_text(errors="replace")
     assert "File name too long" not in out
     assert [line for line in out.splitlines() if " ERROR " in line] == []

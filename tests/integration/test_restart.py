@@ -3,7 +3,6 @@ mid-produce keeps every record it acknowledged (acks=1), and a torn tail is cut 
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -13,6 +12,7 @@ from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kafpy.records.memory_records import MemoryRecords
+from kafpy.testing.wait import wait_until
 from tests.fixtures.broker import KafpyBroker
 
 
@@ -138,16 +138,17 @@ def test_restart_with_a_malformed_checkpoint(
     assert producer.flush(30) == 0
     assert offsets == [200]
     # warned about by name
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        out = broker.log_path.read_text(errors="replace")
-        warned = [
+    warned = wait_until(
+        lambda: [
             line
-            for line in out.splitlines()
+            for line in broker.log_path.read_text(errors="replace").splitlines()
             if "WARN" in line and checkpoint in line and "not UTF-8" in line
-        ]
-        if warned:
-            break
-        time.sleep(0.2)
+        ],
+        30,
+        "the warning naming the checkpoint",
+        interval_s=0.2,
+        context=broker.log_tail,
+    )
     assert warned, broker.log_tail()
+    out = broker.log_path.read_text(errors="replace")
     assert "Traceback" not in out

@@ -25,7 +25,6 @@ from kazoo.client import KazooClient
 from kafpy.common.errors import Errors
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.headers import RequestHeader, decode_response, encode_request
-from tests.fixtures.broker import free_port
 from tests.fixtures.sasl import SaslBroker, sasl_broker_overrides
 
 
@@ -346,11 +345,10 @@ def test_too_few_iterations_refused(sasl_module_broker: SaslBroker) -> None:
 def test_user_created_with_zookeeper_logs_in_without_restart(
     kafpy_broker_factory: Any, zookeeper_connect: str
 ) -> None:
-    sasl_port = free_port()
     broker = kafpy_broker_factory({"zookeeper.connect": zookeeper_connect})
     # restart it with a SASL listener beside the PLAINTEXT one
     broker.stop()
-    broker.overrides.update(sasl_broker_overrides(broker, sasl_port))
+    broker.overrides.update(sasl_broker_overrides())
     broker.start()
     result = kafpy_configs(
         "--zookeeper", zookeeper_connect, "--alter", "--entity-type", "users",
@@ -371,7 +369,7 @@ def test_user_created_with_zookeeper_logs_in_without_restart(
     fields = [p.split("=", 1)[0] for p in stored["config"]["SCRAM-SHA-256"].split(",")]
     assert fields == ["salt", "stored_key", "server_key", "iterations"]
     assert stored["config"]["SCRAM-SHA-256"].endswith(",iterations=8192")
-    sasl = SaslBroker(broker, sasl_port)
+    sasl = SaslBroker(broker)
     props = confluent_props(sasl, "SCRAM-SHA-256", "grace", "g-secret")
     assert confluent_round_trip(props, topic_name("zk-scram")) == [b"v0", b"v1", b"v2"]
 

@@ -18,7 +18,7 @@ from confluent_kafka import Producer
 from kafpy.common.errors import Errors
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.headers import RequestHeader, decode_response, encode_request
-from tests.fixtures.broker import KafpyBroker, free_port
+from tests.fixtures.broker import KafpyBroker
 from tests.fixtures.sasl import SaslBroker, sasl_broker_overrides
 
 REAUTH_MS = 1500
@@ -28,17 +28,16 @@ IDLE_MS = 1500
 @pytest.fixture(scope="module")
 def reauth_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SaslBroker]:
     broker = KafpyBroker(tmp_path_factory.mktemp("reauth-broker"))
-    port = free_port()
     broker.overrides.update(
         {
-            **sasl_broker_overrides(broker, port),
+            **sasl_broker_overrides(),
             "connections.max.reauth.ms": str(REAUTH_MS),
             "connections.max.idle.ms": str(IDLE_MS),
         }
     )
     broker.start()
     try:
-        yield SaslBroker(broker, port)
+        yield SaslBroker(broker)
     finally:
         broker.stop()
 

@@ -17,7 +17,7 @@ from confluent_kafka import Producer
 from kafka import KafkaProducer
 
 from kafpy.security.local_pki import TestPki
-from tests.fixtures.broker import KafpyBroker, free_port
+from tests.fixtures.broker import KafpyBroker
 from tests.fixtures.sasl import PLAIN_JAAS
 from tests.fixtures.tls import broker_ssl_overrides
 from tests.integration.test_sasl import first_client_error, topic_name
@@ -28,9 +28,8 @@ def sasl_ssl_broker(
     tmp_path_factory: pytest.TempPathFactory, test_pki: TestPki
 ) -> Iterator[tuple[KafpyBroker, str]]:
     broker = KafpyBroker(tmp_path_factory.mktemp("sasl-ssl-broker"))
-    port = free_port()
     broker.overrides.update({
-        "listeners": f"PLAINTEXT://127.0.0.1:{broker.port},SASL_SSL://127.0.0.1:{port}",
+        "listeners": "PLAINTEXT://127.0.0.1:{port},SASL_SSL://127.0.0.1:0",
         "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
         "listener.name.sasl_ssl.plain.sasl.jaas.config": PLAIN_JAAS,
         **broker_ssl_overrides(test_pki),
@@ -45,7 +44,7 @@ def sasl_ssl_broker(
         )  # fmt: skip
         assert result.returncode == 0, result.stderr
     try:
-        yield broker, f"127.0.0.1:{port}"
+        yield broker, f"127.0.0.1:{broker.ports['SASL_SSL']}"
     finally:
         broker.stop()
 

@@ -28,7 +28,7 @@ from kafpy.client.kafka_client import KafkaClient
 from kafpy.common.errors import KafkaConnectionError
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.security.local_pki import TestPki
-from tests.fixtures.broker import KafpyBroker, free_port
+from tests.fixtures.broker import KafpyBroker
 from tests.fixtures.tls import TlsBroker, broker_ssl_overrides, client_ssl_props
 
 N = 50
@@ -85,13 +85,13 @@ def test_confluent_kafka_over_ssl(
 def test_client_auth_required_refuses_a_client_without_a_certificate(
     kafpy_broker_factory: Callable[..., KafpyBroker], test_pki: TestPki
 ) -> None:
-    ssl_port = free_port()
     broker = kafpy_broker_factory(
         {
-            "listeners": f"PLAINTEXT://127.0.0.1:{{port}},SSL://127.0.0.1:{ssl_port}",
+            "listeners": "PLAINTEXT://127.0.0.1:{port},SSL://127.0.0.1:0",
             **broker_ssl_overrides(test_pki, client_auth="required"),
         }
     )
+    ssl_port = broker.ports["SSL"]
     ssl_bootstrap = f"127.0.0.1:{ssl_port}"
     admin = AdminClient({"bootstrap.servers": ssl_bootstrap, **_confluent_ssl(test_pki)})
     with pytest.raises(KafkaException):
@@ -252,14 +252,14 @@ def test_kafpy_commands_over_ssl_with_their_config_files(
 def test_bad_clients_on_the_ssl_port_are_closed_and_others_served(
     kafpy_broker_factory: Callable[..., KafpyBroker], test_pki: TestPki
 ) -> None:
-    ssl_port = free_port()
     broker = kafpy_broker_factory(
         {
-            "listeners": f"PLAINTEXT://127.0.0.1:{{port}},SSL://127.0.0.1:{ssl_port}",
+            "listeners": "PLAINTEXT://127.0.0.1:{port},SSL://127.0.0.1:0",
             "connections.max.idle.ms": "1500",  # also the handshake's time limit
             **broker_ssl_overrides(test_pki),
         }
     )
+    ssl_port = broker.ports["SSL"]
     plaintext_request = b"\x00\x00\x00\x0c\x00\x12\x00\x00\x00\x00\x00\x01\x00\x02ab"
 
     def closed_by_broker(payload: bytes) -> bool:

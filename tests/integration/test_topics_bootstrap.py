@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from kafpy.testing.wait import wait_until
 from tests.fixtures.broker import KafpyBroker
 
 WAIT_S = 60.0
@@ -152,10 +153,13 @@ def test_same_output_as_the_zookeeper_form(
         "Topic payments is marked for deletion.\n"
         "Note: This will have no impact if delete.topic.enable is not set to true.\n"
     )
-    deadline = time.monotonic() + WAIT_S
-    while both(cluster, "--list") != ("orders\n", "orders\n"):
-        assert time.monotonic() < deadline, both(cluster, "--list")
-        time.sleep(0.2)
+    wait_until(
+        lambda: both(cluster, "--list") == ("orders\n", "orders\n"),
+        WAIT_S,
+        "payments gone from both lists",
+        interval_s=0.2,
+        context=lambda: str(both(cluster, "--list")),
+    )
 
 
 def describe_when_led(*args: str) -> list[str]:

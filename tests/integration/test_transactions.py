@@ -18,6 +18,7 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from kafpy.client.connection import BrokerConnection
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.errors import Errors
+from kafpy.testing.wait import wait_until
 from tests.fixtures.broker import KafpyBroker
 from tests.fixtures.transactions import ExactlyOnceCopier, produce_numbered
 
@@ -184,10 +185,12 @@ def test_the_broker_aborts_a_transaction_left_open_past_its_timeout(broker: Kafp
     p.begin_transaction()
     p.produce(topic, b"forgotten")
     p.flush(WAIT_S)
-    deadline = time.monotonic() + WAIT_S
-    while _fetch(broker, topic, isolation=1)["last_stable_offset"] < 2:  # data + abort marker
-        assert time.monotonic() < deadline, "the open transaction was never aborted"
-        time.sleep(0.2)
+    wait_until(
+        lambda: _fetch(broker, topic, isolation=1)["last_stable_offset"] >= 2,  # data + marker
+        WAIT_S,
+        "the open transaction to be aborted",
+        interval_s=0.2,
+    )
     fetched = _fetch(broker, topic, isolation=1)
     assert [a["producer_id"] for a in fetched["aborted_transactions"] or []]
     assert _read(broker, [(topic, 0)], "read_committed") == []
@@ -388,13 +391,19 @@ def test_after_a_kill_the_reloaded_coordinator_aborts_the_open_transaction(
     left_open.flush(WAIT_S)
     b.kill()
     b.start()
+
     # loaded from __transaction_state as Ongoing: aborted once past its timeout
-    deadline = time.monotonic() + WAIT_S
-    while (f := _fetch(b, topic, isolation=1))["last_stable_offset"] < f["high_watermark"] or f[
-        "high_watermark"
-    ] < 4:
-        assert time.monotonic() < deadline, f"the open transaction was never aborted: {f}"
-        time.sleep(0.2)
+    def aborted() -> bool:
+        f = _fetch(b, topic, isolation=1)
+        return f["last_stable_offset"] >= f["high_watermark"] and f["high_watermark"] >= 4
+
+    wait_until(
+        aborted,
+        WAIT_S,
+        "the open transaction to be aborted",
+        interval_s=0.2,
+        context=lambda: str(_fetch(b, topic, isolation=1)),
+    )
     assert _read(b, [(topic, 0)], "read_committed") == [b"committed"]
     again = _producer(b, tid)  # the id lives on, at a new epoch
     again.begin_transaction()

@@ -24,6 +24,7 @@ from kafka import TopicPartition as KafkaTopicPartition
 from kafpy.coordinator.group_metadata_manager import partition_for
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.errors import Errors
+from kafpy.testing.wait import wait_until
 from tests.fixtures.broker import KafpyBroker
 from tests.fixtures.transactions import TxnDriver
 
@@ -200,15 +201,23 @@ def test_an_open_transaction_holds_the_lso_across_a_restart(kafpy_broker: KafpyB
 
 
 def wait_for_group_coordinator(driver: TxnDriver, group: str) -> None:
-    deadline = time.monotonic() + 60
-    while True:
+    last: dict[str, Any] = {}
+
+    def ready() -> bool:
         body = driver.send(ApiKey.FIND_COORDINATOR, {"key": group, "key_type": 0}, 2)
-        if body["error_code"] == Errors.NONE:
-            offset = driver.send(ApiKey.OFFSET_FETCH, {"group_id": group, "topics": None}, 7)
-            if offset["error_code"] == Errors.NONE:
-                return
-        assert time.monotonic() < deadline, body
-        time.sleep(0.2)
+        last["find_coordinator"] = body
+        if body["error_code"] != Errors.NONE:
+            return False
+        offset = driver.send(ApiKey.OFFSET_FETCH, {"group_id": group, "topics": None}, 7)
+        return bool(offset["error_code"] == Errors.NONE)
+
+    wait_until(
+        ready,
+        60,
+        f"a coordinator for group {group}",
+        interval_s=0.2,
+        context=lambda: str(last.get("find_coordinator")),
+    )
 
 
 def txn_offset_commit(driver: TxnDriver, group: str, topic: str, offset: int, pid: int,

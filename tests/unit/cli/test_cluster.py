@@ -110,6 +110,8 @@ def test_down_with_nothing_running(tmp_path: Path) -> None:
 def test_cluster_file_round_trip(tmp_path: Path) -> None:
     cluster = LocalCluster(tmp_path / "c", 3, overrides={"delete.topic.enable": "false"})
     cluster.brokers[1].pid, cluster.brokers[1].start_time = 1234, 99
+    # broker 1 has started once: it bound a port and keeps it
+    cluster.brokers[1].port, cluster.brokers[1].ports = 40123, {"PLAINTEXT": 40123}
     cluster.zookeeper.pid, cluster.zookeeper.jvm_pid = 55, 56
     cluster.save()
 
@@ -121,7 +123,10 @@ def test_cluster_file_round_trip(tmp_path: Path) -> None:
         f"127.0.0.1:{cluster.brokers[i].port}" for i in range(3)
     )
     assert loaded.zookeeper.managed and loaded.zookeeper.dir == tmp_path / "c" / "zookeeper"
-    assert len({b.port for b in loaded.brokers.values()} | {loaded.zookeeper.port}) == 4
+    assert loaded.brokers[1].ports == {"PLAINTEXT": 40123}
+    # the others bind a free port at their first start (port 0 until then)
+    assert [b.port for b in loaded.brokers.values()] == [0, 40123, 0]
+    assert loaded.zookeeper.port
 
 
 def test_generated_server_properties(tmp_path: Path) -> None:

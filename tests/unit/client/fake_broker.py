@@ -224,14 +224,6 @@ def metadata_body(
     }
 
 
-async def wait_until(predicate: Callable[[], bool], what: str, timeout_s: float = 5.0) -> None:
-    """Yield to the loop until `predicate()` holds (fails the test after `timeout_s`)."""
-    async with asyncio.timeout(timeout_s):
-        while not predicate():
-            await asyncio.sleep(0.001)
-    assert predicate(), what
-
-
 AsyncHandler = Callable[[RequestHeader, dict[str, Any]], Awaitable[Any]]
 
 

@@ -14,7 +14,8 @@ from kafpy.metadata.kafka_zk_client import KafkaZkClient
 from kafpy.metadata.zk_data import Broker, BrokerInfo, EndPoint
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.headers import RequestHeader
-from tests.unit.client.fake_broker import FakeBroker, wait_until
+from kafpy.testing.wait import async_wait_until
+from tests.unit.client.fake_broker import FakeBroker
 
 
 def _partition_errors(body: dict[str, Any]) -> dict[str, Any]:
@@ -56,21 +57,28 @@ def test_requests_reach_a_broker_over_tcp() -> None:
             controller = KafkaController(ControllerConfig(broker_id=0), zk, broker_info=info)
             await controller.startup()
             try:
-                await wait_until(lambda: controller.is_active, "election")
+                await async_wait_until(
+                    lambda: controller.is_active, 5.0, "election", interval_s=0.001
+                )
                 await zk.create_topic_with_config("t", {0: [0]}, {})
-                await wait_until(
-                    lambda: bool(broker.requests_of(ApiKey.LEADER_AND_ISR)), "LeaderAndIsr"
+                await async_wait_until(
+                    lambda: bool(broker.requests_of(ApiKey.LEADER_AND_ISR)),
+                    5.0,
+                    "LeaderAndIsr",
+                    interval_s=0.001,
                 )
                 lai = broker.requests_of(ApiKey.LEADER_AND_ISR)[0]
                 assert lai.header.api_version == 5 and lai.header.client_id == "0"
                 assert lai.body["topic_states"][0]["topic_id"] is not None
                 state = lai.body["topic_states"][0]["partition_states"][0]
                 assert (state["leader"], state["isr"], state["is_new"]) == (0, [0], True)
-                await wait_until(
+                await async_wait_until(
                     lambda: any(
                         r.body["topic_states"] for r in broker.requests_of(ApiKey.UPDATE_METADATA)
                     ),
+                    5.0,
                     "UpdateMetadata with the topic",
+                    interval_s=0.001,
                 )
                 await zk.create_delete_topic_path("t")
 

@@ -10,6 +10,7 @@ import time as wall_clock
 from kafpy.common.time import MockTime
 from kafpy.metadata.zk_node_change_notification_listener import ZkNodeChangeNotificationListener
 from kafpy.metadata.zookeeper_store import ZooKeeperStore
+from kafpy.testing.wait import async_wait_until
 from tests.fixtures.zookeeper import expire_session
 
 ROOT = "/config/changes"
@@ -19,17 +20,6 @@ WAIT_S = 20.0
 
 async def notify(store: ZooKeeperStore, data: bytes) -> None:
     await store.create(f"{ROOT}/{PREFIX}", data, sequential=True, make_parents=True)
-
-
-async def until(condition: object, what: str) -> None:
-    async def wait() -> None:
-        while not condition():  # type: ignore[operator]
-            await asyncio.sleep(0.02)
-
-    try:
-        await asyncio.wait_for(wait(), WAIT_S)
-    except TimeoutError:
-        raise AssertionError(f"never happened: {what}") from None
 
 
 def test_notifications_are_handled_once_in_order_and_purged_when_old(
@@ -57,7 +47,9 @@ def test_notifications_are_handled_once_in_order_and_purged_when_old(
             assert seen == [b"before"]
             await notify(writer, b"a")
             await notify(writer, b"b")
-            await until(lambda: seen == [b"before", b"a", b"b"], "a and b handled")
+            await async_wait_until(
+                lambda: seen == [b"before", b"a", b"b"], WAIT_S, "a and b handled", interval_s=0.02
+            )
             await listener.process_notifications()  # nothing new: nothing handled again
             assert seen == [b"before", b"a", b"b"]
             newest = max(c for c in await writer.get_children(ROOT) if c.startswith(PREFIX))
@@ -91,16 +83,31 @@ def test_a_new_session_keeps_the_notifications_coming(zookeeper_connect: str) ->
         try:
             await listener.start()
             await notify(writer, b"first")
-            await until(lambda: seen == [b"first"], "the first notification handled")
+            await async_wait_until(
+                lambda: seen == [b"first"],
+                WAIT_S,
+                "the first notification handled",
+                interval_s=0.02,
+            )
             old_session = store.session_id
             await expire_session(store, zookeeper_connect, WAIT_S)
             # made while the store is between sessions: its watch went with the old one
             await notify(writer, b"between")
             await asyncio.wait_for(new_session.wait(), WAIT_S)
             assert store.session_id not in (0, old_session)
-            await until(lambda: seen == [b"first", b"between"], "the notification made meanwhile")
+            await async_wait_until(
+                lambda: seen == [b"first", b"between"],
+                WAIT_S,
+                "the notification made meanwhile",
+                interval_s=0.02,
+            )
             await notify(writer, b"after")
-            await until(lambda: seen == [b"first", b"between", b"after"], "the watch set again")
+            await async_wait_until(
+                lambda: seen == [b"first", b"between", b"after"],
+                WAIT_S,
+                "the watch set again",
+                interval_s=0.02,
+            )
         finally:
             await listener.close()
             await store.close()

@@ -7,12 +7,14 @@ from pathlib import Path
 import pytest
 from kazoo.client import KazooClient
 
+import kafpy.metadata.zookeeper_server as zookeeper_server_module
 from kafpy.metadata.zookeeper_server import (
     CLASSPATH_ENV,
     ZooKeeperServer,
     ZooKeeperServerError,
     four_letter_word,
 )
+from kafpy.metadata.zookeeper_server import free_port as real_free_port
 
 
 def test_the_shared_server_is_standalone_and_serves(zookeeper_server: ZooKeeperServer) -> None:
@@ -72,3 +74,16 @@ def test_a_taken_port_is_an_error_when_asked_for(
         assert not server.running
     finally:
         server.stop()
+
+
+def test_a_free_port_taken_before_the_server_binds_it_is_given_up_for_another(
+    tmp_path: Path, zookeeper_server: ZooKeeperServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the race the zookeeper_server fixture meets: the port picked is taken meanwhile
+    picks = iter([zookeeper_server.port])
+    monkeypatch.setattr(
+        zookeeper_server_module, "free_port", lambda: next(picks, None) or real_free_port()
+    )
+    with ZooKeeperServer(tmp_path, tick_time_ms=200, force_sync=False) as server:
+        assert server.port != zookeeper_server.port
+        assert "Mode: standalone" in four_letter_word("127.0.0.1", server.port, "srvr")

@@ -14,6 +14,7 @@ from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.headers import RequestHeader, decode_response, encode_request, encode_response
 from kafpy.server.request_channel import CloseConnection, Request, ResponseParts
 from kafpy.server.socket_server import SocketServer, _run_eagerly
+from kafpy.testing.wait import async_wait_until
 
 H = TypeVar("H")
 
@@ -90,12 +91,8 @@ def with_server(
     asyncio.run(main())
 
 
-async def until(condition: Callable[[], bool]) -> None:
-    """Wait (up to a second) until `condition` holds; the caller asserts it afterwards."""
-    for _ in range(100):
-        if condition():
-            return
-        await asyncio.sleep(0.01)
+# how long a test waits for the server to get somewhere (never what it asserts)
+WAIT_S = 10.0
 
 
 async def connect(server: SocketServer) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
@@ -242,7 +239,7 @@ def test_released_requests_wait_together_and_are_answered_in_order() -> None:
             for i in range(3)
         ]
         writer.write(b"".join(acks1) + metadata_request(3))
-        await until(lambda: len(handler.started) == 4)
+        await async_wait_until(lambda: len(handler.started) == 4, WAIT_S, interval_s=0.01)
         # all three produce requests are waiting at once, and the Metadata behind them
         assert handler.started == [0, 1, 2, 3]
         for cid in (2, 1, 0):  # replicated in reverse order ...
@@ -265,11 +262,11 @@ def test_a_request_released_after_it_first_waited_lets_the_next_start() -> None:
             {"acks": -1, "timeout_ms": 100, "topic_data": []},
         )  # fmt: skip
         writer.write(produce + metadata_request(1))
-        await until(lambda: bool(handler.started))
+        await async_wait_until(lambda: bool(handler.started), WAIT_S, interval_s=0.01)
         await asyncio.sleep(0.05)
         assert handler.started == [0]  # the produce has not released the connection yet
         handler.may_release.set()
-        await until(lambda: handler.started == [0, 1])
+        await async_wait_until(lambda: handler.started == [0, 1], WAIT_S, interval_s=0.01)
         assert handler.started == [0, 1]
         handler.replicated[0].set()
         assert (await read_response(reader, ApiKey.PRODUCE, 7))[0] == 0

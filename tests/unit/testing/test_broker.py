@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
+import kafpy.testing.broker as testing_broker
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.testing import KafkaBroker, KafkaCluster
-from kafpy.testing.broker import running_clusters
+from kafpy.testing.broker import Mode, running_clusters
 
 
 def _accepts(address: str) -> bool:
@@ -143,3 +144,58 @@ def test_drop_connections_closes_client_connections_before_returning() -> None:
             broker.faults.drop_connections()
             assert socket_server.connection_count == 0
             assert client.recv(1) == b""  # closed by the broker
+
+
+def _hold(port: int) -> socket.socket:
+    """A listening socket on 127.0.0.1:`port`: a broker cannot bind it meanwhile."""
+    sock = socket.socket()
+    # the broker that had the port may have left connections in TIME_WAIT on it
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", port))
+    sock.listen()
+    return sock
+
+
+@pytest.mark.parametrize("mode", ["inprocess", "subprocess"])
+def test_a_restarted_broker_binds_its_old_port_once_it_is_released(mode: Mode) -> None:
+    with KafkaBroker(mode=mode) as broker:
+        port = broker.port
+        assert port != 0
+        broker.faults.stop_broker(0)
+        holder = _hold(port)
+        # released while the start tries again (BIND_RETRY_S is 10 s)
+        release = threading.Timer(1.0, holder.close)
+        release.start()
+        try:
+            broker.faults.start_broker(0)
+        finally:
+            release.join()
+            holder.close()
+        assert broker.port == port
+        assert _accepts(broker.bootstrap_servers)
+
+
+@pytest.mark.parametrize("mode", ["inprocess", "subprocess"])
+def test_a_restart_on_a_port_held_for_good_fails_naming_the_port(
+    mode: Mode, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(testing_broker, "BIND_RETRY_S", 1.0)
+    with KafkaBroker(mode=mode) as broker:
+        port = broker.port
+        broker.faults.stop_broker(0)
+        with _hold(port), pytest.raises(RuntimeError) as failed:
+            broker.faults.start_broker(0)
+    message = str(failed.value)
+    assert f"Broker 0 could not bind its port {port} again within 1 s" in message
+    if mode == "subprocess":  # the child's output
+        assert f"cannot bind 127.0.0.1:{port}: address already in use" in message
+
+
+def test_a_child_broker_refusing_its_config_fails_the_start_with_its_output() -> None:
+    broker = KafkaBroker(mode="subprocess", config={"num.partitions": "zero"})
+    with pytest.raises(RuntimeError) as failed:
+        broker.start()
+    message = str(failed.value)
+    assert "kafpy server exited with status 1 while starting" in message
+    assert "Invalid value zero for configuration num.partitions" in message
+    assert broker not in running_clusters()

@@ -20,6 +20,7 @@ from kafpy.coordinator.transaction.transaction_marker_channel_manager import (
 )
 from kafpy.coordinator.transaction.transaction_state_manager import TransactionStateManager
 from kafpy.protocol.errors import Errors
+from kafpy.testing.wait import async_wait_until
 from tests.unit.coordinator.fakes import FakeOffsetsLog
 
 T = TypeVar("T")
@@ -119,20 +120,18 @@ class TxnHarness:
     async def own_all(self, epoch: int = 0) -> None:
         for p in range(self.config.transaction_log_num_partitions):
             self.coordinator.on_election(p, epoch)
-        await until(lambda: not self.state_manager.loading_partitions)
+        await async_wait_until(
+            lambda: not self.state_manager.loading_partitions, 5.0, interval_s=0.001
+        )
 
     async def settle(self) -> None:
         """Wait until every marker is sent and every transaction completed."""
-        await until(lambda: not self.markers.pending_transactional_ids())
+        await async_wait_until(
+            lambda: not self.markers.pending_transactional_ids(), 5.0, interval_s=0.001
+        )
 
     async def close(self) -> None:
         await self.coordinator.shutdown()
-
-
-async def until(condition: Callable[[], bool], timeout_s: float = 5.0) -> None:
-    async with asyncio.timeout(timeout_s):
-        while not condition():
-            await asyncio.sleep(0.001)
 
 
 def run(test: Callable[[TxnHarness], Awaitable[T]], config: TransactionConfig | None = None) -> T:
@@ -146,4 +145,4 @@ def run(test: Callable[[TxnHarness], Awaitable[T]], config: TransactionConfig | 
     return asyncio.run(main())
 
 
-__all__ = ["Errors", "TxnHarness", "run", "until"]
+__all__ = ["Errors", "TxnHarness", "run"]

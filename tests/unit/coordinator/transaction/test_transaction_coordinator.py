@@ -10,8 +10,9 @@ from kafpy.coordinator.transaction import transaction_log
 from kafpy.coordinator.transaction.transaction_config import TransactionConfig
 from kafpy.coordinator.transaction.transaction_metadata import TransactionState
 from kafpy.protocol.errors import Errors
+from kafpy.testing.wait import async_wait_until
 from tests.unit.coordinator.fakes import FakePartition
-from tests.unit.coordinator.transaction.fixtures import TXN_PARTITIONS, TxnHarness, run, until
+from tests.unit.coordinator.transaction.fixtures import TXN_PARTITIONS, TxnHarness, run
 
 S = TransactionState
 A0, A1, B0 = TopicPartition("a", 0), TopicPartition("a", 1), TopicPartition("b", 0)
@@ -213,7 +214,7 @@ def test_markers_retried_to_the_new_leader_after_not_leader() -> None:
             return bool(h.cluster.requests)
 
         assert await h.coordinator.handle_end_transaction("tx", pid, epoch, True) == Errors.NONE
-        await until(move_leader)
+        await async_wait_until(move_leader, 5.0, interval_s=0.001)
         await h.settle()
         assert [m[0] for m in h.cluster.marked()] == [1, 2]
         assert _state(h, "tx") is S.COMPLETE_COMMIT
@@ -290,7 +291,9 @@ def test_failover_resumes_pending_markers_from_the_log() -> None:
         # this broker (as a new coordinator) loads the partition at a higher epoch
         h.cluster.leaders[A0] = 1
         h.coordinator.on_election(partition, 1)
-        await until(lambda: not h.state_manager.loading_partitions)
+        await async_wait_until(
+            lambda: not h.state_manager.loading_partitions, 5.0, interval_s=0.001
+        )
         await h.settle()
         assert h.cluster.marked() == [(1, A0, True, epoch)]
         assert _written(h, "tx")[-2:] == ["PrepareCommit", "CompleteCommit"]
@@ -335,7 +338,9 @@ def test_a_new_leader_loads_up_to_its_log_end_not_its_high_watermark() -> None:
         h.log.partitions[tp] = _LaggingPartition(h.log.partitions[tp].log)
         h.coordinator.on_resignation(partition, 0)
         h.coordinator.on_election(partition, 1)
-        await until(lambda: not h.state_manager.loading_partitions)
+        await async_wait_until(
+            lambda: not h.state_manager.loading_partitions, 5.0, interval_s=0.001
+        )
         assert _state(h, "tx") is S.ONGOING
         # so a new producer still fences the open transaction and aborts it
         r = await h.coordinator.handle_init_producer_id("tx", 1000)

@@ -26,6 +26,7 @@ from kafpy.security.authorizer.acl import (
 )
 from kafpy.security.authorizer.acl_authorizer import AclAuthorizer, parse_super_users
 from kafpy.security.kafka_principal import KafkaPrincipal
+from kafpy.testing.wait import async_wait_until
 from tests.fixtures.zookeeper import expire_session
 
 Op = AclOperation
@@ -235,9 +236,13 @@ async def test_a_change_reaches_another_authorizer_through_the_notification(
     await other.start()
     try:
         await authorizer.create_acls([acl("a")])
-        await _until(lambda: other.authorize(ALICE, HOST, Op.READ, TOPIC, "a"))
+        await async_wait_until(
+            lambda: other.authorize(ALICE, HOST, Op.READ, TOPIC, "a"), 10.0, interval_s=0.01
+        )
         await authorizer.delete_acls([AclBindingFilter(TOPIC, "a", LITERAL)])
-        await _until(lambda: not other.authorize(ALICE, HOST, Op.READ, TOPIC, "a"))
+        await async_wait_until(
+            lambda: not other.authorize(ALICE, HOST, Op.READ, TOPIC, "a"), 10.0, interval_s=0.01
+        )
         # and one started later loads what is stored
         await authorizer.create_acls([acl("p", pattern=PREFIXED)])
         late = AclAuthorizer(store)
@@ -263,11 +268,15 @@ async def test_acl_changes_still_arrive_after_a_zookeeper_session_expired(
     broker_store.on_session_expired(new_session.set)
     try:
         await admin.create_acls([acl("a")])
-        await _until(lambda: broker.authorize(ALICE, HOST, Op.READ, TOPIC, "a"))
+        await async_wait_until(
+            lambda: broker.authorize(ALICE, HOST, Op.READ, TOPIC, "a"), 10.0, interval_s=0.01
+        )
         await expire_session(broker_store, zookeeper_connect)
         await asyncio.wait_for(new_session.wait(), 20)
         await admin.delete_acls([AclBindingFilter(TOPIC, "a", LITERAL)])
-        await _until(lambda: not broker.authorize(ALICE, HOST, Op.READ, TOPIC, "a"), 20)
+        await async_wait_until(
+            lambda: not broker.authorize(ALICE, HOST, Op.READ, TOPIC, "a"), 20, interval_s=0.01
+        )
     finally:
         await broker.close()
         await admin.close()
@@ -292,11 +301,3 @@ async def test_decisions_are_logged_as_kafka_logs_them(
         ("DEBUG", "Principal = User:alice is Allowed Operation = Read from host = 127.0.0.1 on "
                   "resource = Topic:LITERAL:a for request = Fetch with resourceRefCount = 2"),
     ]  # fmt: skip
-
-
-async def _until(condition: object, timeout_s: float = 10.0) -> None:
-    assert callable(condition)
-    deadline = asyncio.get_running_loop().time() + timeout_s
-    while not condition():
-        assert asyncio.get_running_loop().time() < deadline, "condition not met in time"
-        await asyncio.sleep(0.01)

@@ -1,0 +1,75 @@
+"""The cluster fixture (tests/fixtures/cluster.py) and the LocalCluster under it: brokers
+start on port 0 and keep their port across restarts, and a start that fails fails with its
+cause and the brokers' log tails."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Callable
+
+import pytest
+from confluent_kafka.admin import AdminClient
+
+import kafpy.tools.local_cluster as local_cluster
+from kafpy.tools.local_cluster import LocalCluster, LocalClusterError
+
+pytestmark = [pytest.mark.zookeeper, pytest.mark.timeout(180)]
+
+
+def _hold(port: int) -> socket.socket:
+    """A listening socket on 127.0.0.1:`port`: a broker cannot bind it meanwhile."""
+    sock = socket.socket()
+    # the broker that had the port may have left connections in TIME_WAIT on it
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", port))
+    sock.listen()
+    return sock
+
+
+def test_a_broker_refusing_its_config_fails_the_fixture_with_its_log_tail(
+    kafpy_cluster: Callable[..., LocalCluster],
+) -> None:
+    with pytest.raises(pytest.fail.Exception) as failed:
+        kafpy_cluster(1, {"num.partitions": "zero"})
+    message = str(failed.value)
+    assert "The cluster did not start: Broker 0 exited with code 1 while starting" in message
+    assert "--- broker 0 (" in message  # the tail of its output follows
+    assert "Invalid value zero for configuration num.partitions" in message
+
+
+def test_brokers_advertise_the_port_they_bound_and_keep_it_across_a_restart(
+    kafpy_cluster: Callable[..., LocalCluster],
+) -> None:
+    cluster = kafpy_cluster(2)
+    ports = {i: b.port for i, b in cluster.brokers.items()}
+    assert 0 not in ports.values()
+    metadata = AdminClient({"bootstrap.servers": cluster.bootstrap_servers}).list_topics(timeout=30)
+    assert {i: (b.host, b.port) for i, b in metadata.brokers.items()} == {
+        i: ("127.0.0.1", port) for i, port in ports.items()
+    }
+    cluster.stop_broker(1)
+    cluster.wait_unregistered(1)
+    holder = _hold(ports[1])
+    # released while the start tries again (BIND_RETRY_S is 10 s)
+    release = threading.Timer(1.0, holder.close)
+    release.start()
+    try:
+        cluster.start_broker(1)
+    finally:
+        release.join()
+        holder.close()
+    assert cluster.brokers[1].port == ports[1]
+    assert f"cannot bind 127.0.0.1:{ports[1]}" in cluster.brokers[1].log_tail(400)
+
+
+def test_a_restart_on_a_port_held_for_good_fails_naming_the_port(
+    kafpy_cluster: Callable[..., LocalCluster], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(local_cluster, "BIND_RETRY_S", 1.0)
+    cluster = kafpy_cluster(1)
+    port = cluster.brokers[0].port
+    cluster.stop_broker(0)
+    with _hold(port), pytest.raises(LocalClusterError) as failed:
+        cluster.start_broker(0)
+    assert f"Broker 0 could not bind its port {port} again within 1 s" in str(failed.value)
