@@ -30,6 +30,17 @@ def start_broker(workdir: Path, port: int, log: IO[bytes]) -> subprocess.Popen[b
     )  # fmt: skip
 
 
+def read_exact(sock: socket.socket, n: int) -> bytes:
+    """`n` bytes from `sock`; exits if the broker closes the connection first."""
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = sock.recv(n - len(buf))
+        if not chunk:
+            raise SystemExit("the broker closed the connection")
+        buf += chunk
+    return bytes(buf)
+
+
 def wait_port(port: int, timeout: float = 60) -> None:
     """Return once something accepts connections on 127.0.0.1:`port`; exit after `timeout`."""
     deadline = time.monotonic() + timeout

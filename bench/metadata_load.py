@@ -32,7 +32,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench_support import free_port, start_broker, wait_port  # noqa: E402
+from bench_support import free_port, read_exact, start_broker, wait_port  # noqa: E402
 
 HERE = Path(__file__).resolve()
 TOPIC = "load"
@@ -74,22 +74,12 @@ def prober(args: argparse.Namespace) -> list[float]:
     while time.monotonic() < end:
         start = time.monotonic()
         sock.sendall(request)
-        header = _read(sock, 4)
-        _read(sock, struct.unpack(">i", header)[0])
+        header = read_exact(sock, 4)
+        read_exact(sock, struct.unpack(">i", header)[0])
         samples.append((time.monotonic() - start) * 1000)
         time.sleep(max(0.0, start + PROBE_INTERVAL_S - time.monotonic()))
     sock.close()
     return samples
-
-
-def _read(sock: socket.socket, n: int) -> bytes:
-    buf = bytearray()
-    while len(buf) < n:
-        chunk = sock.recv(n - len(buf))
-        if not chunk:
-            raise SystemExit("the broker closed the prober's connection")
-        buf += chunk
-    return bytes(buf)
 
 
 def connections(args: argparse.Namespace) -> list[float]:

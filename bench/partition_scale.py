@@ -32,7 +32,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench_support import free_port, start_broker, wait_port  # noqa: E402
+from bench_support import free_port, read_exact, start_broker, wait_port  # noqa: E402
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -65,16 +65,6 @@ def nofile_limit(pid: int) -> str:
     return "?"
 
 
-def _read(s: socket.socket, n: int) -> bytes:
-    buf = bytearray()
-    while len(buf) < n:
-        chunk = s.recv(n - len(buf))
-        if not chunk:
-            raise ConnectionError("the broker closed the connection")
-        buf += chunk
-    return bytes(buf)
-
-
 def metadata(port: int) -> tuple[float, dict]:
     """Seconds for one Metadata request for all topics (from send to the last byte), and
     the answer."""
@@ -83,8 +73,8 @@ def metadata(port: int) -> tuple[float, dict]:
     with socket.create_connection(("127.0.0.1", port), timeout=120) as s:
         start = time.perf_counter()
         s.sendall(frame)
-        (size,) = struct.unpack(">i", _read(s, 4))
-        raw = _read(s, size)
+        (size,) = struct.unpack(">i", read_exact(s, 4))
+        raw = read_exact(s, size)
         elapsed = time.perf_counter() - start
     return elapsed, decode_response(ApiKey.METADATA, METADATA_VERSION, raw)[1]
 

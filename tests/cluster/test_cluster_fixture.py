@@ -4,7 +4,6 @@ cause and the brokers' log tails."""
 
 from __future__ import annotations
 
-import socket
 import threading
 from collections.abc import Callable
 
@@ -13,18 +12,9 @@ from confluent_kafka.admin import AdminClient
 
 import kafpy.tools.local_cluster as local_cluster
 from kafpy.tools.local_cluster import LocalCluster, LocalClusterError
+from tests.fixtures.ports import hold_port
 
 pytestmark = [pytest.mark.zookeeper, pytest.mark.timeout(180)]
-
-
-def _hold(port: int) -> socket.socket:
-    """A listening socket on 127.0.0.1:`port`: a broker cannot bind it meanwhile."""
-    sock = socket.socket()
-    # the broker that had the port may have left connections in TIME_WAIT on it
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", port))
-    sock.listen()
-    return sock
 
 
 def test_a_broker_refusing_its_config_fails_the_fixture_with_its_log_tail(
@@ -50,7 +40,7 @@ def test_brokers_advertise_the_port_they_bound_and_keep_it_across_a_restart(
     }
     cluster.stop_broker(1)
     cluster.wait_unregistered(1)
-    holder = _hold(ports[1])
+    holder = hold_port(ports[1])
     # released while the start tries again (BIND_RETRY_S is 10 s)
     release = threading.Timer(1.0, holder.close)
     release.start()
@@ -70,6 +60,6 @@ def test_a_restart_on_a_port_held_for_good_fails_naming_the_port(
     cluster = kafpy_cluster(1)
     port = cluster.brokers[0].port
     cluster.stop_broker(0)
-    with _hold(port), pytest.raises(LocalClusterError) as failed:
+    with hold_port(port), pytest.raises(LocalClusterError) as failed:
         cluster.start_broker(0)
     assert f"Broker 0 could not bind its port {port} again within 1 s" in str(failed.value)

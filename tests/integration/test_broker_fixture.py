@@ -14,21 +14,12 @@ from confluent_kafka.admin import AdminClient
 import tests.fixtures.broker as broker_fixture
 from kafpy.server.bound_ports import read_bound_ports
 from tests.fixtures.broker import KafpyBroker, free_port
+from tests.fixtures.ports import hold_port
 
 
 @pytest.fixture
 def broker_dir(tmp_path: Path) -> Path:
     return tmp_path / "broker"
-
-
-def _hold(port: int) -> socket.socket:
-    """A listening socket on 127.0.0.1:`port`: a broker cannot bind it meanwhile."""
-    sock = socket.socket()
-    # the broker that had the port may have left connections in TIME_WAIT on it
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", port))
-    sock.listen()
-    return sock
 
 
 def test_a_broker_on_port_0_reports_and_advertises_the_port_it_bound(broker_dir: Path) -> None:
@@ -55,7 +46,7 @@ def test_a_restart_waits_for_its_old_port_to_be_released(broker_dir: Path) -> No
         broker.start()
         port = broker.port
         broker.stop()
-        holder = _hold(port)
+        holder = hold_port(port)
         # released while the restart tries again (BIND_RETRY_S is 10 s)
         release = threading.Timer(1.0, holder.close)
         release.start()
@@ -79,7 +70,7 @@ def test_a_restart_on_a_port_held_for_good_fails_naming_the_port(
         broker.start()
         port = broker.port
         broker.stop()
-        with _hold(port), pytest.raises(pytest.fail.Exception) as failed:
+        with hold_port(port), pytest.raises(pytest.fail.Exception) as failed:
             broker.start()
     finally:
         broker.stop()
@@ -102,7 +93,7 @@ def test_a_fixed_port_taken_by_another_process_fails_the_start_naming_it(
     broker_dir: Path,
 ) -> None:
     port = free_port()
-    with _hold(port):
+    with hold_port(port):
         broker = KafpyBroker(broker_dir, {"listeners": f"PLAINTEXT://127.0.0.1:{port}"})
         with pytest.raises(pytest.fail.Exception) as failed:
             broker.start()

@@ -17,6 +17,7 @@ import kafpy.testing.broker as testing_broker
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.testing import KafkaBroker, KafkaCluster
 from kafpy.testing.broker import Mode, running_clusters
+from tests.fixtures.ports import hold_port
 
 
 def _accepts(address: str) -> bool:
@@ -146,23 +147,13 @@ def test_drop_connections_closes_client_connections_before_returning() -> None:
             assert client.recv(1) == b""  # closed by the broker
 
 
-def _hold(port: int) -> socket.socket:
-    """A listening socket on 127.0.0.1:`port`: a broker cannot bind it meanwhile."""
-    sock = socket.socket()
-    # the broker that had the port may have left connections in TIME_WAIT on it
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", port))
-    sock.listen()
-    return sock
-
-
 @pytest.mark.parametrize("mode", ["inprocess", "subprocess"])
 def test_a_restarted_broker_binds_its_old_port_once_it_is_released(mode: Mode) -> None:
     with KafkaBroker(mode=mode) as broker:
         port = broker.port
         assert port != 0
         broker.faults.stop_broker(0)
-        holder = _hold(port)
+        holder = hold_port(port)
         # released while the start tries again (BIND_RETRY_S is 10 s)
         release = threading.Timer(1.0, holder.close)
         release.start()
@@ -183,7 +174,7 @@ def test_a_restart_on_a_port_held_for_good_fails_naming_the_port(
     with KafkaBroker(mode=mode) as broker:
         port = broker.port
         broker.faults.stop_broker(0)
-        with _hold(port), pytest.raises(RuntimeError) as failed:
+        with hold_port(port), pytest.raises(RuntimeError) as failed:
             broker.faults.start_broker(0)
     message = str(failed.value)
     assert f"Broker 0 could not bind its port {port} again within 1 s" in message
