@@ -22,10 +22,9 @@ class _BrokerFromFile(KafpyBroker):
         self.properties = properties
 
     def command(self) -> list[str]:
-        args = [sys.executable, "-m", "kafpy", "server", str(self.properties)]
-        for key, value in self.overrides.items():
-            args += ["--override", f"{key}={value}"]
-        return args
+        args = super().command()
+        at = args.index("server") + 1
+        return [*args[:at], str(self.properties), *args[at:]]
 
 
 @pytest.fixture
