@@ -189,13 +189,21 @@ def test_out_of_descriptors_the_cache_gives_up_files_then_names_the_limit(
     cache = FileHandleCache(10_000)  # far more than the limit below allows
     files: list[FileRecords] = []
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    limit = open_file_count() + 24
+    # the limit bounds descriptor numbers: the free numbers below the highest open one
+    # are taken first, so that 24 are left for the cache
+    highest = max(int(fd) for fd in os.listdir("/proc/self/fd"))
+    fillers = []
+    while (fd := os.open(os.devnull, os.O_RDONLY)) < highest:
+        fillers.append(fd)
+    os.close(fd)
+    limit = highest + 1 + 24
+    room = limit - open_file_count()
     resource.setrlimit(resource.RLIMIT_NOFILE, (limit, hard))
     try:
         for i in range(60):  # EMFILE on the way: the cache closes some of its files, retries
             files.append(FileRecords.open(tmp_path / f"{i}.log", cache=cache))
             files[-1].append(b"%02d" % i)
-        assert cache.open_files <= 24
+        assert cache.open_files <= room
         assert [f.read(0, 2) for f in files] == [b"%02d" % i for i in range(60)]
         pinned = [f for f in files if f.is_open]
         for f in pinned:  # nothing left to close: the next open has no descriptor
@@ -218,3 +226,5 @@ def test_out_of_descriptors_the_cache_gives_up_files_then_names_the_limit(
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
         for f in files:
             f.close()
+        for fd in fillers:
+            os.close(fd)
