@@ -544,6 +544,8 @@ def _read_record(
     record's layout: its length, key length, value length, header count and header
     lengths varints, and the offset delta's bytes after its first.
     """
+    # each varint's one-byte case is decoded inline: a call per field would cost more
+    # than the field (this is the produce path's per-record read)
     b = data[pos]
     if b < 0x80:
         length = (b >> 1) ^ -(b & 1)
