@@ -674,6 +674,7 @@ def _scan_records(
     last_delta = header[H_LAST_OFFSET_DELTA]
     first_ts = header[H_FIRST_TIMESTAMP]
     check_ts = min_ts is not None and max_ts is not None
+    lowest, highest = (min_ts, max_ts) if min_ts is not None and max_ts is not None else (0, 0)
     end = len(data)
     pos = 0
     keyless: list[int] = []
@@ -690,7 +691,7 @@ def _scan_records(
                 keyless.append(index)
             if check_ts:
                 ts = first_ts + ts_delta
-                if ts < min_ts or ts > max_ts:  # type: ignore[operator]
+                if ts < lowest or ts > highest:
                     bad_timestamps.append((index, ts))
     except (IndexError, ValueError) as exc:
         raise _corrupt(offset, f"record {index} is malformed ({exc})") from None

@@ -296,9 +296,12 @@ class _Node:
         async def close() -> None:
             socket_server.close_connections("connections dropped by kafpy.testing faults")
             # the transports report the connections lost an iteration or more later
-            deadline = asyncio.get_running_loop().time() + STOP_TIMEOUT_S
-            while socket_server.connection_count and asyncio.get_running_loop().time() < deadline:
-                await asyncio.sleep(0.001)
+            await async_wait_until(
+                lambda: socket_server.connection_count == 0,
+                STOP_TIMEOUT_S,
+                "the dropped connections to be closed",
+                interval_s=0.001,
+            )
 
         self.run(close())
 
