@@ -112,7 +112,7 @@ def command(
     Without PROPERTIES: broker.id=0, listeners=PLAINTEXT://127.0.0.1:9092,
     log.dirs=./kafpy-data and the embedded metadata store (no zookeeper.connect).
     A listener on port 0 binds a free port, which the broker registers and advertises;
-    --bound-ports-file tells the process that started it (kafpy.server.bound_ports).
+    --bound-ports-file tells the process that started it (kafpy.network.bound_ports).
     """
     # LOG_DIR is the environment variable Kafka's scripts use for the log files' directory
     logs_dir = os.environ.get("LOG_DIR") or None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kafpy.network.request_channel import Request
 from kafpy.protocol.acl_operations import AclOperation
 from kafpy.protocol.errors import Errors
 from kafpy.security.authorizer.acl import (
@@ -25,7 +26,6 @@ from kafpy.security.authorizer.acl import (
 )
 from kafpy.security.authorizer.acl_authorizer import AclAuthorizer
 from kafpy.server.auth_helper import AuthHelper
-from kafpy.server.request_channel import Request
 
 _NO_AUTHORIZER = "No Authorizer is configured on the broker"
 

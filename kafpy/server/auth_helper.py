@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
+from kafpy.network.request_channel import CloseConnection, Request
 from kafpy.protocol.acl_operations import AclOperation, to_bit_field
 from kafpy.protocol.api_keys import ApiKey, api_name
 from kafpy.protocol.config_resource import ConfigResourceType
@@ -26,7 +27,6 @@ from kafpy.records.record_batch import PRODUCER_ID_OFFSET, RECORD_BATCH_OVERHEAD
 from kafpy.security.authorizer.acl import CLUSTER_NAME, ResourceType
 from kafpy.security.authorizer.acl_authorizer import AclAuthorizer
 from kafpy.server.admin_results import error_response
-from kafpy.server.request_channel import CloseConnection, Request
 
 Op = AclOperation
 TOPIC, GROUP, CLUSTER = ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLUSTER

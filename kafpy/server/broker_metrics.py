@@ -239,8 +239,8 @@ class BrokerMetricsCollector:
             yield from _broker_topic_metrics(rm.broker_topic_stats)
         if rm is not None:
             yield from _replica_manager_metrics(rm)
-        if server.socket_server is not None and server.socket_server.request_metrics is not None:
-            yield from server.socket_server.request_metrics.families()
+        if server.request_metrics is not None:
+            yield from server.request_metrics.families()
         if server.controller is not None:
             yield from _controller_metrics(server.controller)
         if server.log_manager is not None:

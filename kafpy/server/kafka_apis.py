@@ -45,6 +45,7 @@ from kafpy.coordinator.group_metadata_manager import GROUP_METADATA_TOPIC_NAME
 from kafpy.coordinator.transaction.transaction_apis import TransactionApis
 from kafpy.coordinator.transaction.transaction_coordinator import TransactionCoordinator
 from kafpy.coordinator.transaction.transaction_log import TRANSACTION_STATE_TOPIC_NAME
+from kafpy.network.request_channel import CloseConnection, Request, ResponseParts
 from kafpy.protocol.acl_operations import (
     CLUSTER_OPERATIONS,
     TOPIC_OPERATIONS,
@@ -90,7 +91,6 @@ from kafpy.server.replica_manager import (
     PartitionFetchInfo,
     ReplicaManager,
 )
-from kafpy.server.request_channel import CloseConnection, Request, ResponseParts
 from kafpy.server.write_txn_markers import TxnMarkerWriter
 from kafpy.storage.log_config import LogConfig
 from kafpy.storage.log_validator import LogValidator

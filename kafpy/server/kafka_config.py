@@ -27,6 +27,7 @@ from kafpy.common.config_def import (
 )
 from kafpy.common.errors import InvalidConfigurationError
 from kafpy.common.properties import load_properties
+from kafpy.network.listener_name import listener_config_prefix
 from kafpy.security.authorizer.acl_authorizer import AUTHORIZER_CLASS_NAMES, parse_super_users
 from kafpy.security.sasl_configs import (
     BROKER_SASL_CONFIG_DEF,
@@ -52,14 +53,6 @@ SUPPORTED_SECURITY_PROTOCOLS = frozenset({"PLAINTEXT", "SSL", "SASL_PLAINTEXT", 
 serving it as plaintext would be a silent downgrade. Security support widens this set."""
 
 DEFAULT_LISTENER_SECURITY_PROTOCOL_MAP = ",".join(f"{p}:{p}" for p in SECURITY_PROTOCOLS)
-
-TLS_SECURITY_PROTOCOLS = frozenset({"SSL", "SASL_SSL"})
-"""The protocols whose connections run over TLS."""
-
-
-def listener_config_prefix(listener_name: str) -> str:
-    """`listener.name.<name in lower case>.`, the prefix of a listener's own overrides."""
-    return f"listener.name.{listener_name.lower()}."
 
 
 class _ListenerList(Validator):

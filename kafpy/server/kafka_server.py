@@ -49,17 +49,19 @@ from kafpy.metadata.kafka_zk_client import KafkaZkClient
 from kafpy.metadata.store import MetadataStore
 from kafpy.metadata.store_factory import create_store
 from kafpy.metadata.zk_data import Broker, BrokerInfo, ConfigType, EndPoint
-from kafpy.protocol.api_keys import ApiKey
-from kafpy.security.authorizer.acl_authorizer import AclAuthorizer, parse_super_users
-from kafpy.security.credential_cache import CredentialCache, CredentialProvider
-from kafpy.server.admin_manager import AdminManager
-from kafpy.server.bound_ports import write_bound_ports
-from kafpy.server.broker_metadata_checkpoint import check_broker_metadata
-from kafpy.server.channel_builders import (
+from kafpy.network.bound_ports import write_bound_ports
+from kafpy.network.channel_builders import (
     inter_broker_client_security,
     listener_sasl_configs,
     listener_ssl_factories,
 )
+from kafpy.network.request_channel import Request, ResponseParts
+from kafpy.network.socket_server import SocketServer
+from kafpy.protocol.api_keys import ApiKey
+from kafpy.security.authorizer.acl_authorizer import AclAuthorizer, parse_super_users
+from kafpy.security.credential_cache import CredentialCache, CredentialProvider
+from kafpy.server.admin_manager import AdminManager
+from kafpy.server.broker_metadata_checkpoint import check_broker_metadata
 from kafpy.server.client_quota_manager import QuotaManagers
 from kafpy.server.controlled_shutdown import controlled_shutdown
 from kafpy.server.dynamic_broker_config import (
@@ -79,8 +81,6 @@ from kafpy.server.metadata_cache import MetadataCache
 from kafpy.server.producer_id_manager import ProducerIdManager
 from kafpy.server.replica_fetcher_thread import ReplicaFetcherConfig
 from kafpy.server.replica_manager import ReplicaManager
-from kafpy.server.request_channel import Request, ResponseParts
-from kafpy.server.socket_server import SocketServer
 from kafpy.storage.file_handle_cache import FILE_HANDLE_CACHE, capacity_for
 from kafpy.storage.log_config import LogConfig
 from kafpy.storage.log_manager import LogManager
@@ -88,6 +88,7 @@ from kafpy.storage.log_manager import LogManager
 _CONFIG_LOG = logging.getLogger("kafpy.server.KafkaConfig")
 
 if TYPE_CHECKING:
+    from kafpy.server.broker_metrics import RequestMetrics
     from kafpy.server.metrics_endpoint import MetricsEndpoint
 
 
@@ -124,6 +125,8 @@ class KafkaServer:
         self.log_manager: LogManager | None = None
         self.metadata_cache: MetadataCache | None = None
         self.socket_server: SocketServer | None = None
+        # Kafka's RequestMetrics, counted by the socket server while metrics are served
+        self.request_metrics: RequestMetrics | None = None
         self.replica_manager: ReplicaManager | None = None
         self.controller: KafkaController | None = None
         self.admin_manager: AdminManager | None = None
@@ -397,7 +400,8 @@ class KafkaServer:
 
         assert self.replica_manager is not None and self.socket_server is not None
         self.replica_manager.broker_topic_stats = BrokerTopicStats()
-        self.socket_server.request_metrics = RequestMetrics()
+        self.request_metrics = RequestMetrics()
+        self.socket_server.request_metrics = self.request_metrics
         endpoint = MetricsEndpoint(
             new_registry(self, self.loop_lag_probe), host, port, self.config.broker_id
         )

@@ -29,7 +29,7 @@ from kafpy.storage.leader_epoch_file_cache import (
 from kafpy.storage.log import Log, LogDirFailedError
 
 if TYPE_CHECKING:
-    from kafpy.server.partition import Partition
+    from kafpy.cluster.partition import Partition
     from kafpy.server.replica_manager import ReplicaManager
 
 log = logging.getLogger("kafpy.server.ReplicaAlterLogDirsManager")

@@ -19,10 +19,10 @@ import dataclasses
 from collections.abc import Callable, Iterable, Mapping
 
 from kafpy.client.connection import BrokerConnection
+from kafpy.cluster.partition import Partition
 from kafpy.common.java_hash import java_string_hash
 from kafpy.common.logger import component_logger
 from kafpy.common.topic_partition import TopicPartition
-from kafpy.server.partition import Partition
 from kafpy.server.replica_fetcher_thread import (
     BrokerEndPoint,
     FetcherChannel,

@@ -30,7 +30,7 @@ from kafpy.server.replication_quota_manager import ReplicationQuotaManager, thro
 
 if TYPE_CHECKING:
     from kafpy.client.client_security import ClientSecurity
-    from kafpy.server.partition import Partition
+    from kafpy.cluster.partition import Partition
 
 EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1

@@ -29,6 +29,7 @@ from pathlib import Path
 from time import monotonic
 from typing import TYPE_CHECKING, Any
 
+from kafpy.cluster.partition import READ_COMMITTED, Partition, TimestampAndOffset
 from kafpy.common.delayed_operation import DelayedOperationPurgatory, TimerScheduler
 from kafpy.common.errors import (
     InvalidRequiredAcksError,
@@ -59,7 +60,6 @@ from kafpy.server.delayed_fetch import DelayedFetch, FetchPartitionStatus
 from kafpy.server.delayed_produce import DelayedProduce, ProducePartitionStatus
 from kafpy.server.log_dir_failure_channel import LogDirFailureChannel
 from kafpy.server.metadata_cache import INTERNAL_TOPICS, MetadataCache
-from kafpy.server.partition import READ_COMMITTED, Partition, TimestampAndOffset
 from kafpy.server.replica_fetcher_manager import ReplicaFetcherManager
 from kafpy.server.replica_fetcher_thread import BrokerEndPoint, FetcherChannel, ReplicaFetcherConfig
 from kafpy.server.replication_quota_manager import ReplicationQuotaManager, throttled_by

@@ -36,8 +36,8 @@ from kafpy.client.producer import BatchProducer, ProduceResult
 from kafpy.common.election_type import ElectionType
 from kafpy.common.errors import KafkaError
 from kafpy.common.topic_partition import TopicPartition
+from kafpy.network.bound_ports import BIND_RETRY_S, address_in_use, read_bound_ports
 from kafpy.protocol.api_keys import ApiKey
-from kafpy.server.bound_ports import BIND_RETRY_S, address_in_use, read_bound_ports
 from kafpy.server.kafka_config import KafkaConfig
 from kafpy.server.kafka_server import KafkaServer
 from kafpy.testing.faults import FaultInjector
@@ -176,7 +176,7 @@ class _Node:
     def _start_process(self) -> None:
         """Start the child process broker on port 0 (the port of its last start on a
         restart, tried again for BIND_RETRY_S while another process holds it) and learn
-        the port it bound (kafpy.server.bound_ports)."""
+        the port it bound (kafpy.network.bound_ports)."""
 
         def bound() -> bool:
             self._spawn_process()

@@ -17,11 +17,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from kafpy.network.request_channel import Request, RequestHandler, ResponseParts
+from kafpy.network.socket_server import RequestInterceptor
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.errors import Errors
 from kafpy.protocol.headers import decode_response, encode_response
-from kafpy.server.request_channel import Request, RequestHandler, ResponseParts
-from kafpy.server.socket_server import RequestInterceptor
 
 if TYPE_CHECKING:
     from kafpy.testing.broker import KafkaCluster

@@ -43,9 +43,9 @@ from kafpy.metadata.errors import MetadataStoreError
 from kafpy.metadata.kafka_zk_client import KafkaZkClient
 from kafpy.metadata.store_factory import create_store
 from kafpy.metadata.zookeeper_server import four_letter_word, free_port
+from kafpy.network.bound_ports import BIND_RETRY_S, address_in_use, read_bound_ports
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.security.local_pki import make_test_pki
-from kafpy.server.bound_ports import BIND_RETRY_S, address_in_use, read_bound_ports
 from kafpy.tools.process_records import (
     CLUSTER_FILE,
     CLUSTER_FILE_VERSION,
@@ -414,7 +414,7 @@ class LocalCluster:
         broker.pid, broker.start_time = process.pid, process_start_time(process.pid)
 
     def _spawn_brokers(self, brokers: list[BrokerProcess]) -> None:
-        """Start `brokers` and learn the ports they bound (kafpy.server.bound_ports); a
+        """Start `brokers` and learn the ports they bound (kafpy.network.bound_ports); a
         broker restarted on a port another process holds now is tried again for
         BIND_RETRY_S, then fails naming the port."""
         for broker in brokers:

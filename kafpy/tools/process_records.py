@@ -29,7 +29,7 @@ class BrokerProcess:
     """One broker of the local cluster: its id, listener, directories and process.
 
     `port` is its first listener's port: 0 until its first start binds one (the broker
-    reports the ports it bound in `bound_ports_path`, kafpy.server.bound_ports), then
+    reports the ports it bound in `bound_ports_path`, kafpy.network.bound_ports), then
     kept, so it restarts on the same port. `ports` holds every listener's bound port.
     """
 

@@ -12,7 +12,7 @@ import pytest
 from confluent_kafka.admin import AdminClient
 
 import tests.fixtures.broker as broker_fixture
-from kafpy.server.bound_ports import read_bound_ports
+from kafpy.network.bound_ports import read_bound_ports
 from tests.fixtures.broker import KafpyBroker, free_port
 from tests.fixtures.ports import hold_port
 

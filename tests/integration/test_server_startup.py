@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kafpy.server.bound_ports import read_bound_ports
+from kafpy.network.bound_ports import read_bound_ports
 from kafpy.testing.wait import wait_until
 from tests.fixtures.broker import KafpyBroker, free_port
 

@@ -11,6 +11,7 @@ import pytest
 import pytest_asyncio
 
 from kafpy.metadata.embedded_store import EmbeddedStore
+from kafpy.network.request_channel import CloseConnection, Request
 from kafpy.protocol.acl_operations import AclOperation as Op
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.errors import Errors
@@ -27,7 +28,6 @@ from kafpy.security.authorizer.acl import (
 from kafpy.security.authorizer.acl_authorizer import AclAuthorizer
 from kafpy.security.kafka_principal import KafkaPrincipal
 from kafpy.server.auth_helper import AuthHelper
-from kafpy.server.request_channel import CloseConnection, Request
 
 pytestmark = pytest.mark.asyncio
 ALICE = KafkaPrincipal("User", "alice")

@@ -36,7 +36,7 @@ def samples(
 
 
 def bare_server(**parts: Any) -> Any:
-    names = ("replica_manager", "socket_server", "controller", "log_manager", "group_coordinator")
+    names = ("replica_manager", "request_metrics", "controller", "log_manager", "group_coordinator")
     return SimpleNamespace(**{n: parts.get(n) for n in names})
 
 
@@ -48,7 +48,7 @@ def test_fetch_requests_count_under_fetch_and_their_kind() -> None:
     assert m.requests == {"Fetch": 2, "FetchConsumer": 1, "FetchFollower": 1, "Produce": 1}
     assert m.by_name["Fetch"].total_counts == [1, 1, 0]
     assert m.by_name["Produce"].total_counts == [0, 0, 1]
-    out = samples(bare_server(socket_server=SimpleNamespace(request_metrics=m)))
+    out = samples(bare_server(request_metrics=m))
     hist = "kafka_network_requestmetrics_totaltimems_bucket"
     assert out[(hist, (("le", "1.0"), ("request", "Fetch")))] == 1
     assert out[(hist, (("le", "10.0"), ("request", "Fetch")))] == 2

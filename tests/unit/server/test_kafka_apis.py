@@ -17,6 +17,7 @@ from kafpy.metadata.embedded_store import EmbeddedStore
 from kafpy.metadata.kafka_zk_client import KafkaZkClient
 from kafpy.metadata.zk_data import Broker as ZkBroker
 from kafpy.metadata.zk_data import BrokerInfo, EndPoint
+from kafpy.network.request_channel import CloseConnection, Request
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.api_versions import SUPPORTED_VERSIONS
 from kafpy.protocol.headers import (
@@ -31,7 +32,6 @@ from kafpy.records.compression import CompressionType
 from kafpy.records.memory_records import MemoryRecords
 from kafpy.server.kafka_apis import KafkaApis
 from kafpy.server.kafka_config import KafkaConfig
-from kafpy.server.request_channel import CloseConnection, Request
 from kafpy.storage.log_validator import LogValidator
 from tests.fixtures.forged_batches import lying_batches
 from tests.unit.server.fixtures import Broker, leader_and_isr, partition_state, update_metadata

@@ -7,8 +7,8 @@ import types
 from collections.abc import Mapping
 from typing import Any, cast
 
+from kafpy.cluster.partition import Partition
 from kafpy.common.topic_partition import TopicPartition
-from kafpy.server.partition import Partition
 from kafpy.server.replica_fetcher_manager import ReplicaFetcherManager
 from kafpy.server.replica_fetcher_thread import BrokerEndPoint, FetcherChannel, ReplicaFetcherConfig
 

@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
+from kafpy.cluster.partition import Partition
 from kafpy.common.errors import KafkaError
 from kafpy.common.java_hash import java_string_hash
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.records.builder import build_batch
 from kafpy.records.memory_records import MemoryRecords
-from kafpy.server.partition import Partition
 from kafpy.server.replica_fetcher_manager import fetcher_id_for
 from kafpy.server.replica_fetcher_thread import (
     BrokerEndPoint,

@@ -12,8 +12,11 @@ listener's JAAS config.
 
 from __future__ import annotations
 
+from typing import Any, Protocol
+
 from kafpy.client.client_security import ClientSecurity, SaslCredentials
 from kafpy.common.errors import InvalidConfigurationError
+from kafpy.network.listener_name import TLS_SECURITY_PROTOCOLS, listener_config_prefix
 from kafpy.security.credential_cache import CredentialCache
 from kafpy.security.jaas_config import PLAIN_LOGIN_MODULE, login_credentials, parse_jaas_config
 from kafpy.security.jaas_config import plain_users as plain_users_of
@@ -21,10 +24,29 @@ from kafpy.security.plain import PLAIN
 from kafpy.security.sasl_configs import SASL_SECURITY_PROTOCOLS
 from kafpy.security.sasl_server_authenticator import SaslListenerConfig
 from kafpy.security.ssl_factory import SslFactory, SslMode
-from kafpy.server.kafka_config import TLS_SECURITY_PROTOCOLS, KafkaConfig, listener_config_prefix
 
 
-def listener_ssl_factories(config: KafkaConfig) -> dict[str, SslFactory]:
+class ListenerSecurityConfig(Protocol):
+    """What the channel builders read of a broker's configuration (server/kafka_config.py's
+    KafkaConfig provides it)."""
+
+    originals: dict[str, object]
+
+    @property
+    def listeners(self) -> list[tuple[str, str, int]]: ...
+    @property
+    def inter_broker_listener_name(self) -> str: ...
+    @property
+    def sasl_mechanism_inter_broker_protocol(self) -> str: ...
+    @property
+    def connections_max_reauth_ms(self) -> int: ...
+    def security_protocol(self, listener_name: str) -> str: ...
+    def ssl_values(self, listener_name: str) -> dict[str, Any]: ...
+    def sasl_enabled_mechanisms(self, listener_name: str) -> list[str]: ...
+    def sasl_jaas_config(self, listener_name: str, mechanism: str) -> tuple[str, str] | None: ...
+
+
+def listener_ssl_factories(config: ListenerSecurityConfig) -> dict[str, SslFactory]:
     """Listener name -> its TLS side, for each listener on SSL or SASL_SSL. Raises
     InvalidConfigurationError naming the listener and key when a store cannot be read."""
     return {
@@ -34,7 +56,7 @@ def listener_ssl_factories(config: KafkaConfig) -> dict[str, SslFactory]:
     }
 
 
-def inter_broker_client_security(config: KafkaConfig) -> ClientSecurity:
+def inter_broker_client_security(config: ListenerSecurityConfig) -> ClientSecurity:
     """How this broker connects to the others' inter-broker listener."""
     name = config.inter_broker_listener_name
     protocol = config.security_protocol(name)
@@ -48,7 +70,7 @@ def inter_broker_client_security(config: KafkaConfig) -> ClientSecurity:
 
 
 def listener_sasl_configs(
-    config: KafkaConfig, credential_cache: CredentialCache
+    config: ListenerSecurityConfig, credential_cache: CredentialCache
 ) -> dict[str, SaslListenerConfig]:
     """Listener name -> what its SASL authenticator offers, for each SASL_PLAINTEXT and
     SASL_SSL listener. PLAIN needs the listener's JAAS users; a listener enabling PLAIN
@@ -75,7 +97,7 @@ def listener_sasl_configs(
     return out
 
 
-def _max_reauth_ms(config: KafkaConfig, listener_name: str) -> int:
+def _max_reauth_ms(config: ListenerSecurityConfig, listener_name: str) -> int:
     """`listener.name.<listener>.connections.max.reauth.ms`, else `connections.max.reauth.ms`."""
     key = f"{listener_config_prefix(listener_name)}connections.max.reauth.ms"
     raw = config.originals.get(key)
@@ -93,7 +115,7 @@ def _max_reauth_ms(config: KafkaConfig, listener_name: str) -> int:
     return value
 
 
-def inter_broker_sasl_credentials(config: KafkaConfig) -> SaslCredentials | None:
+def inter_broker_sasl_credentials(config: ListenerSecurityConfig) -> SaslCredentials | None:
     """The mechanism and credentials this broker logs in with on the inter-broker listener
     (the `username`/`password` of that listener's JAAS config for the mechanism), or None
     when the inter-broker listener does not use SASL."""

@@ -3,14 +3,14 @@ client's security from the inter-broker listener."""
 
 from __future__ import annotations
 
-from kafpy.security.credential_cache import CredentialCache
-from kafpy.security.local_pki import TestPki
-from kafpy.server.channel_builders import (
+from kafpy.network.channel_builders import (
     inter_broker_client_security,
     inter_broker_sasl_credentials,
     listener_sasl_configs,
     listener_ssl_factories,
 )
+from kafpy.security.credential_cache import CredentialCache
+from kafpy.security.local_pki import TestPki
 from kafpy.server.kafka_config import KafkaConfig
 from tests.fixtures.tls import broker_ssl_overrides
 

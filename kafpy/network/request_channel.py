@@ -70,3 +70,11 @@ class RequestHandler(Protocol):
     async def handle(self, request: Request) -> ResponseParts | None:
         """The response frame (size prefix included) as parts, or None for no response."""
         ...
+
+
+class RequestMetrics(Protocol):
+    """Where the socket server reports each request done (the broker's RequestMetrics)."""
+
+    def record(self, api_key: int, from_follower: bool, queue_ms: float, total_ms: float) -> None:
+        """One request done: its time queued and its total time, in milliseconds."""
+        ...

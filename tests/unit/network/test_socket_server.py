@@ -10,10 +10,10 @@ from typing import Any, TypeVar
 
 import pytest
 
+from kafpy.network.request_channel import CloseConnection, Request, ResponseParts
+from kafpy.network.socket_server import SocketServer, _run_eagerly
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.headers import RequestHeader, decode_response, encode_request, encode_response
-from kafpy.server.request_channel import CloseConnection, Request, ResponseParts
-from kafpy.server.socket_server import SocketServer, _run_eagerly
 from kafpy.testing.wait import async_wait_until
 
 H = TypeVar("H")

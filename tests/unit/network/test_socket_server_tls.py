@@ -14,14 +14,14 @@ from collections.abc import Awaitable, Callable
 import pytest
 import uvloop
 
+from kafpy.network.request_channel import Request, ResponseParts
+from kafpy.network.socket_server import SocketServer
 from kafpy.security.kafka_principal import ANONYMOUS, KafkaPrincipal
 from kafpy.security.local_pki import PemIdentity, TestPki
 from kafpy.security.ssl_configs import BROKER_SSL_CONFIG_DEF
 from kafpy.security.ssl_factory import SslFactory, SslMode
-from kafpy.server.request_channel import Request, ResponseParts
-from kafpy.server.socket_server import SocketServer
 from tests.fixtures.tls import broker_ssl_overrides
-from tests.unit.server.test_socket_server import EchoHandler, metadata_request, read_response
+from tests.unit.network.test_socket_server import EchoHandler, metadata_request, read_response
 
 LOGGER = "kafpy.network.SocketServer"
 Scenario = Callable[[SocketServer, EchoHandler], Awaitable[None]]

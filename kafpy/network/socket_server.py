@@ -39,10 +39,17 @@ from asyncio import sslproto
 from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from time import perf_counter
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from kafpy.common.logger import component_logger
 from kafpy.common.time import SYSTEM_TIME, Time
+from kafpy.network.request_channel import (
+    CloseConnection,
+    Request,
+    RequestHandler,
+    RequestMetrics,
+    ResponseParts,
+)
 from kafpy.protocol.api_keys import ApiKey, api_name
 from kafpy.protocol.api_versions import is_supported
 from kafpy.protocol.errors import ProtocolDecodeError
@@ -52,7 +59,6 @@ from kafpy.security.kafka_principal import ANONYMOUS, KafkaPrincipal
 from kafpy.security.sasl_server_authenticator import SaslListenerConfig, SaslServerAuthenticator
 from kafpy.security.ssl_factory import SslFactory
 from kafpy.security.ssl_principal_mapper import NoMatchingRule
-from kafpy.server.request_channel import CloseConnection, Request, RequestHandler, ResponseParts
 
 # kafpy.testing's fault injection: sees each request with the real handler and answers it
 # (or delays it, or fails it) instead of the handler.
@@ -70,9 +76,6 @@ _MAX_QUEUED_BYTES = 64 * 1024 * 1024
 # the first two bytes of a Produce request (api key 0), the requests that are pipelined
 _PRODUCE_KEY = b"\x00\x00"
 _T = TypeVar("_T")
-
-if TYPE_CHECKING:
-    from kafpy.server.broker_metrics import RequestMetrics
 
 
 class KafkaConnection(asyncio.BufferedProtocol):
