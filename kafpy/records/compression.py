@@ -26,7 +26,9 @@ claims to expand to gigabytes costs at most `limit` bytes and stops early.
 
 from __future__ import annotations
 
+import mmap
 import struct
+import threading
 from enum import IntEnum
 from typing import Any
 
@@ -224,6 +226,12 @@ def _lz4_compress(data: Buffer) -> bytes:
     return b"".join(parts)
 
 
+# The output buffer of a bounded decompression is kept per thread and reused: mapping fresh
+# pages for each batch (and faulting them in) would cost more than decompressing it.
+_KEPT_BUFFER_BYTES = 16 * 1024 * 1024
+_thread_buffers = threading.local()
+
+
 def _too_large(codec: str, size: int, limit: int) -> MessageTooLargeError:
     return MessageTooLargeError(
         f"{codec} data of {size} bytes decompresses to more than {limit} bytes, the most "
@@ -233,18 +241,28 @@ def _too_large(codec: str, size: int, limit: int) -> MessageTooLargeError:
 
 def _bounded(decompress_into: Any, codec: str, data: Buffer, limit: int) -> bytes:
     """Decompress into a `limit` + 1 byte buffer: stops as soon as the output passes it."""
-    import numpy as np  # on first use: a broker that never decompresses starts faster
-
-    out = np.empty(limit + 1, dtype=np.uint8)  # pages are only mapped as they are written
+    buffer = getattr(_thread_buffers, "buffer", None)
+    if buffer is None or len(buffer) <= limit:
+        if buffer is not None:
+            buffer.close()
+        # an anonymous mapping: pages are backed only as they are written, never zero-filled
+        buffer = _thread_buffers.buffer = mmap.mmap(-1, limit + 1)
+    n = 0
     try:
-        n = decompress_into(data, out)
-    except cramjam.DecompressionError as exc:
-        if "failed to write whole buffer" in str(exc):
-            raise _too_large(codec, len(data), limit) from None
-        raise
-    if n > limit:
-        raise _too_large(codec, len(data), limit)
-    return out[:n].tobytes()
+        with memoryview(buffer) as whole, whole[: limit + 1] as out:
+            try:
+                n = decompress_into(data, out)
+            except cramjam.DecompressionError as exc:
+                if "failed to write whole buffer" in str(exc):
+                    raise _too_large(codec, len(data), limit) from None
+                raise
+            if n > limit:
+                raise _too_large(codec, len(data), limit)
+            return bytes(out[:n])
+    finally:
+        if n > _KEPT_BUFFER_BYTES:  # give a big batch's pages back
+            del _thread_buffers.buffer
+            buffer.close()
 
 
 # --- dispatch ----------------------------------------------------------------
