@@ -6,7 +6,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install system-deps run test lint bench bench-deps bench-throughput bench-latency clean
+.PHONY: install system-deps run test lint package-check bench bench-deps bench-throughput bench-latency clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -48,6 +48,11 @@ lint: install
 	$(VENV)/bin/ruff check kafpy tests bench
 	$(VENV)/bin/ruff format --check kafpy tests bench
 	$(VENV)/bin/mypy kafpy
+
+# The wheel and sdist built and checked; the core wheel installed alone in a fresh venv
+# serves a record (needs kcat, from system-deps, and the package registry for the build).
+package-check: install system-deps
+	$(PY) .ci/package_check.py
 
 bench: install
 	$(PY) bench/storage_bench.py

@@ -21,6 +21,8 @@ from typing import Any
 
 import click
 
+from kafpy.common.extras import MissingExtraError, missing_modules, require_extra
+
 COMMANDS: dict[str, str] = {
     "server": "kafpy.cli.server",
     "server-stop": "kafpy.cli.server_stop",
@@ -43,6 +45,9 @@ COMMANDS: dict[str, str] = {
     "transactions": "kafpy.cli.transactions",
     "acls": "kafpy.cli.acls",
 }
+
+# the commands that need an extra beyond the core install (kafpy/common/extras.py)
+COMMAND_EXTRAS: dict[str, str] = {"console": "console"}
 
 OUTPUT_CLOSED_EXIT_STATUS = 128 + signal.SIGPIPE
 
@@ -81,6 +86,23 @@ def _guard_stdout() -> int | None:
     return fd
 
 
+def _needs_extra(cmd_name: str, extra: str) -> click.Command:
+    """A stand-in for a command whose extra is not installed: it says which, and exits 1."""
+
+    def refuse() -> None:
+        try:
+            require_extra(extra, f"kafpy {cmd_name}")
+        except MissingExtraError as e:
+            raise click.ClickException(str(e)) from None
+
+    return click.Command(
+        cmd_name,
+        callback=refuse,
+        help=f"(needs `pip install 'kafpy[{extra}]'`)",
+        context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
+    )
+
+
 class LazyGroup(click.Group):
     """A click group that imports a subcommand's module on first use."""
 
@@ -91,6 +113,9 @@ class LazyGroup(click.Group):
         module = COMMANDS.get(cmd_name)
         if module is None or importlib.util.find_spec(module) is None:
             return None
+        extra = COMMAND_EXTRAS.get(cmd_name)
+        if extra is not None and missing_modules(extra):
+            return _needs_extra(cmd_name, extra)
         cmd: click.Command = importlib.import_module(module).command
         return cmd
 

@@ -6,3 +6,7 @@ pages (aiohttp + jinja2, autoescaped) over a JSON API of its own. Writes (creati
 deleting topics, resetting a group's offsets) are refused unless started with
 --allow-writes.
 """
+
+from kafpy.common.extras import require_extra
+
+require_extra("console", "kafpy's web console (kafpy.console)")

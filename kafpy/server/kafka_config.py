@@ -26,6 +26,7 @@ from kafpy.common.config_def import (
     parse_type,
 )
 from kafpy.common.errors import InvalidConfigurationError
+from kafpy.common.extras import MissingExtraError, require_extra
 from kafpy.common.properties import load_properties
 from kafpy.network.listener_name import listener_config_prefix
 from kafpy.security.authorizer.acl_authorizer import AUTHORIZER_CLASS_NAMES, parse_super_users
@@ -123,6 +124,10 @@ class _MetricsListener(Validator):
     def ensure_valid(self, name: str, value: object) -> None:
         if value is not None and str(value).strip():
             parse_metrics_listener(str(value))
+            try:
+                require_extra("metrics", f"{METRICS_LISTENER_CONFIG}={value}")
+            except MissingExtraError as e:
+                raise InvalidConfigurationError(str(e)) from None
 
     def describe(self) -> str:
         return "empty or http://host:port"

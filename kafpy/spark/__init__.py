@@ -12,4 +12,8 @@ after `import kafpy.spark` (or any kafpy.spark module).
 import os
 import sys
 
+from kafpy.common.extras import require_extra
+
+require_extra("spark", "kafpy's Spark data source (kafpy.spark)")
+
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
