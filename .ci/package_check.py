@@ -3,7 +3,8 @@
 Run by `make package-check` (and CI): builds with `python -m build`, runs `twine check`,
 installs the core wheel (no extras) into a fresh venv outside the checkout, then, from an
 empty directory, starts `kafpy server` with no arguments, produces one record with kcat,
-reads it back with `kafpy console-consumer`, checks that a part needing an extra refuses
+reads it back with `kafpy console-consumer`, runs an application's test suite on the
+`kafpy.testing` pytest plugin, checks that a part needing an extra refuses
 naming it, and stops the broker with SIGTERM. Prints the venv's size (the goal is 60 MB).
 """
 
@@ -22,6 +23,20 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 TOPIC = "package-check"
+APP_TEST = """
+from kafpy.testing import KafkaBroker
+
+
+def test_a_broker_in_the_test_process(kafka_bootstrap):
+    assert kafka_bootstrap.startswith("127.0.0.1:")
+
+
+def test_records_round_trip():
+    with KafkaBroker() as broker:
+        broker.create_topic("orders", partitions=1)
+        broker.produce("orders", [b"one", b"two"])
+        assert [r.value for r in broker.consume("orders", 2)] == [b"one", b"two"]
+"""
 
 
 def run(*args: str | Path, cwd: Path | None = None, timeout: float = 600) -> str:
@@ -84,6 +99,12 @@ def main() -> None:
         assert console.returncode == 1, console
         assert "kafpy console needs `pip install 'kafpy[console]'`" in console.stderr, console
         assert "Traceback" not in console.stderr, console.stderr
+
+        # kafpy.testing installs light: an application's test suite on the core wheel
+        run(bin_dir / "pip", "install", "-q", "pytest")
+        (home / "test_app.py").write_text(APP_TEST)
+        run(bin_dir / "python", "-m", "pytest", "-q", "-p", "no:cacheprovider", cwd=home)
+        (home / "test_app.py").unlink()
 
         log = (home / "server.log").open("wb")
         server = subprocess.Popen(
