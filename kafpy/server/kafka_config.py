@@ -1,7 +1,9 @@
 """KafkaConfig: the broker's configuration (server.properties) with Kafka's keys and defaults.
 
-Log-related keys come from `kafpy.storage.log_config.BROKER_LOG_CONFIG_DEF`, so a key is
-declared once; the broker's own keys are declared here. Code reads values through the
+Keys with typed settings of their own are declared beside them and taken in here, so a key
+and its default are declared once: the log keys (`kafpy.storage.log_config`), the cleaner's,
+the controller's, the group and transaction coordinators', zookeeper.*, SSL and SASL. The
+broker's other keys are declared here. Code reads values through the
 typed properties, never by raw key strings.
 """
 
