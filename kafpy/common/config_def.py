@@ -316,6 +316,14 @@ class ConfigDef:
     def key(self, name: str) -> ConfigKey:
         return self._keys[name]
 
+    def default(self, name: str) -> Any:
+        """The declared default of key `name`, parsed: the one value a typed settings class
+        (ControllerConfig, CleanerConfig...) takes for a setting nobody gave."""
+        key = self._keys[name]
+        if not key.has_default:
+            raise ValueError(f"Configuration {name} has no default value.")
+        return _copy(key.default)
+
     def default_values(self) -> dict[str, Any]:
         """Every key that has a default, with it (required keys are left out)."""
         return {k.name: _copy(k.default) for k in self._keys.values() if k.has_default}

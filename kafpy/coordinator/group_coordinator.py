@@ -606,7 +606,6 @@ class GroupCoordinator:
         self, group: GroupMetadata, member: MemberMetadata
     ) -> None:
         now = self.time.milliseconds()
-        member.latest_heartbeat_ms = now
         key = ("member", group.group_id, member.member_id)
         self.heartbeat_purgatory.check_and_complete(key)
         deadline = now + member.session_timeout_ms

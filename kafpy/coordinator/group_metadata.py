@@ -72,7 +72,6 @@ class GroupMetadata:
         self.commit_record_offsets: dict[TopicPartition, int] = {}
         self._pending_txn_record_offsets: dict[int, dict[TopicPartition, int]] = {}
         self.new_member_added = False
-        self.initial_rebalance_pending = False
 
     def __repr__(self) -> str:
         return (

@@ -25,7 +25,6 @@ class MemberMetadata:
     awaiting_join: Callable[[dict[str, Any]], None] | None = None
     awaiting_sync: Callable[[dict[str, Any]], None] | None = None
     is_new: bool = False
-    latest_heartbeat_ms: int = 0
     heartbeat_satisfied: bool = False
     # the delayed heartbeat watching this member (its session timer)
     heartbeat_op: Any = field(default=None, repr=False)

@@ -54,6 +54,7 @@ from kafpy.metadata.store import (
     parent_of,
     validate_path,
 )
+from kafpy.metadata.store_factory import DEFAULT_SESSION_TIMEOUT_MS
 
 DATA = "data"
 CHILD = "child"
@@ -165,7 +166,7 @@ class ZooKeeperStore(MetadataStore):
     def __init__(
         self,
         connect: str,
-        session_timeout_ms: int = 18000,
+        session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS,
         connection_timeout_ms: int | None = None,
     ) -> None:
         self.connect = connect

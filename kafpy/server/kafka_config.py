@@ -1,7 +1,9 @@
 """KafkaConfig: the broker's configuration (server.properties) with Kafka's keys and defaults.
 
-Log-related keys come from `kafpy.storage.log_config.BROKER_LOG_CONFIG_DEF`, so a key is
-declared once; the broker's own keys are declared here. Code reads values through the
+Keys with typed settings of their own are declared beside them and taken in here, so a key
+and its default are declared once: the log keys (`kafpy.storage.log_config`), the cleaner's,
+the controller's, the group and transaction coordinators', zookeeper.*, SSL and SASL. The
+broker's other keys are declared here. Code reads values through the
 typed properties, never by raw key strings.
 """
 
@@ -28,6 +30,10 @@ from kafpy.common.config_def import (
 from kafpy.common.errors import InvalidConfigurationError
 from kafpy.common.extras import MissingExtraError, require_extra
 from kafpy.common.properties import load_properties
+from kafpy.controller.controller_config import CONTROLLER_CONFIG_DEF
+from kafpy.coordinator.group_config import GROUP_CONFIG_DEF, OFFSET_CONFIG_DEF
+from kafpy.coordinator.transaction.transaction_config import TRANSACTION_CONFIG_DEF
+from kafpy.metadata.store_factory import ZOOKEEPER_CONFIG_DEF
 from kafpy.network.listener_name import listener_config_prefix
 from kafpy.security.authorizer.acl_authorizer import AUTHORIZER_CLASS_NAMES, parse_super_users
 from kafpy.security.sasl_configs import (
@@ -37,7 +43,7 @@ from kafpy.security.sasl_configs import (
 )
 from kafpy.security.ssl_configs import BROKER_SSL_CONFIG_DEF
 from kafpy.security.ssl_principal_mapper import SslPrincipalMapper
-from kafpy.storage.cleaner.cleaner_config import CleanerConfig
+from kafpy.storage.cleaner.cleaner_config import CLEANER_CONFIG_DEF, CleanerConfig
 from kafpy.storage.log_config import (
     BROKER_LOG_CONFIG_DEF,
     LogConfig,
@@ -141,6 +147,12 @@ def _broker_config_def() -> ConfigDef:
             **BROKER_LOG_CONFIG_DEF.config_keys,
             **BROKER_SSL_CONFIG_DEF.config_keys,
             **BROKER_SASL_CONFIG_DEF.config_keys,
+            **CLEANER_CONFIG_DEF.config_keys,
+            **GROUP_CONFIG_DEF.config_keys,
+            **OFFSET_CONFIG_DEF.config_keys,
+            **TRANSACTION_CONFIG_DEF.config_keys,
+            **CONTROLLER_CONFIG_DEF.config_keys,
+            **ZOOKEEPER_CONFIG_DEF.config_keys,
         })
         .define("broker.id", t.INT, -1, None, h, "The broker id; -1 generates one from ZooKeeper.")
         .define("broker.id.generation.enable", t.BOOLEAN, True, None, m)
@@ -160,59 +172,15 @@ def _broker_config_def() -> ConfigDef:
         .define("log.dir.failure.timeout.ms", t.LONG, 30000, Range.at_least(1), Importance.LOW,
                 "How long the broker tries to tell the controller of a failed log dir before it "
                 "shuts down.")
-        .define("zookeeper.connect", t.STRING, None, None, h,
-                "ZooKeeper connect string; unset runs on the embedded metadata store.")
-        .define("zookeeper.session.timeout.ms", t.INT, 18000, Range.at_least(1), h)
-        .define("zookeeper.connection.timeout.ms", t.INT, None, None, h)
         .define("metadata.store.dir", t.STRING, None, None, m,
                 "Where the embedded metadata store keeps its SQLite file (default: the first log dir).")
         .define("num.partitions", t.INT, 1, Range.at_least(1), m)
         .define("default.replication.factor", t.INT, 1, Range.at_least(1), m)
         .define("auto.create.topics.enable", t.BOOLEAN, True, None, h)
-        .define("delete.topic.enable", t.BOOLEAN, True, None, h)
         .define("background.threads", t.INT, 10, Range.at_least(1), h)
-        .define("log.cleaner.threads", t.INT, 1, Range.at_least(0), m,
-                "The number of background threads compacting logs.")
-        .define("log.cleaner.dedupe.buffer.size", t.LONG, 128 * 1024 * 1024, None, m,
-                "The memory for the cleaners' offset maps, shared by all cleaner threads.")
-        .define("log.cleaner.io.buffer.size", t.INT, 512 * 1024, Range.at_least(0), m,
-                "The memory for the cleaners' read and write buffers, shared by all cleaner threads.")
-        .define("log.cleaner.io.buffer.load.factor", t.DOUBLE, 0.9, None, m,
-                "How full a cleaner's offset map may get before a round ends.")
-        .define("log.cleaner.io.max.bytes.per.second", t.DOUBLE, 1.7976931348623157e308, None, m,
-                "The cleaners' combined read+write I/O limit.")
-        .define("log.cleaner.backoff.ms", t.LONG, 15 * 1000, Range.at_least(0), m,
-                "How long a cleaner sleeps when no log needs cleaning.")
         .define("num.network.threads", t.INT, 3, Range.at_least(1), h)
         .define("num.io.threads", t.INT, 8, Range.at_least(1), h)
-        .define("offsets.topic.num.partitions", t.INT, 50, Range.at_least(1), h)
-        .define("offsets.topic.replication.factor", t.SHORT, 3, Range.at_least(1), h)
-        .define("offsets.topic.segment.bytes", t.INT, 104857600, Range.at_least(1), h)
-        .define("offsets.topic.compression.codec", t.INT, 0, Range.between(0, 4), h)
-        .define("offsets.load.buffer.size", t.INT, 5242880, Range.at_least(1), h)
-        .define("offsets.retention.minutes", t.INT, 10080, Range.at_least(1), h)
-        .define("offsets.retention.check.interval.ms", t.LONG, 600000, Range.at_least(1), h)
-        .define("offsets.commit.timeout.ms", t.INT, 5000, Range.at_least(1), h)
-        .define("offsets.commit.required.acks", t.SHORT, -1, Range.between(-1, 1), h)
-        .define("offset.metadata.max.bytes", t.INT, 4096, None, h)
-        # the transaction coordinator (issue 15), Kafka 2.8's defaults
-        .define("transactional.id.expiration.ms", t.INT, 604800000, Range.at_least(1), h)
-        .define("transaction.max.timeout.ms", t.INT, 900000, Range.at_least(1), h)
-        .define("transaction.state.log.num.partitions", t.INT, 50, Range.at_least(1), h)
-        .define("transaction.state.log.replication.factor", t.SHORT, 3, Range.at_least(1), h)
-        .define("transaction.state.log.segment.bytes", t.INT, 104857600, Range.at_least(1), h)
-        .define("transaction.state.log.load.buffer.size", t.INT, 5242880, Range.at_least(1), Importance.LOW)
-        .define("transaction.state.log.min.isr", t.INT, 2, Range.at_least(1), h)
-        .define("transaction.abort.timed.out.transaction.cleanup.interval.ms", t.INT, 10000,
-                Range.at_least(1), Importance.LOW)
-        .define("transaction.remove.expired.transaction.cleanup.interval.ms", t.INT, 3600000,
-                Range.at_least(1), Importance.LOW)
-        .define("group.min.session.timeout.ms", t.INT, 6000, None, m)
-        .define("group.max.session.timeout.ms", t.INT, 1800000, None, m)
-        .define("group.initial.rebalance.delay.ms", t.INT, 3000, None, m)
-        .define("group.max.size", t.INT, 2147483647, Range.at_least(1), m)
         .define("controlled.shutdown.enable", t.BOOLEAN, True, None, m)
-        .define("controller.socket.timeout.ms", t.INT, 30000, None, m)
         .define("socket.request.max.bytes", t.INT, 104857600, Range.at_least(1), h,
                 "The largest request a client may send; a bigger one closes its connection.")
         .define("socket.send.buffer.bytes", t.INT, 102400, None, h)
@@ -236,9 +204,6 @@ def _broker_config_def() -> ConfigDef:
         .define("replica.isr.change.propagation.max.interval.ms", t.LONG, 60000, Range.at_least(1), m,
                 "kafpy-specific: announce ISR changes at least this often while they keep coming "
                 "(Kafka: 60000).")
-        .define("auto.leader.rebalance.enable", t.BOOLEAN, True, None, h)
-        .define("leader.imbalance.check.interval.seconds", t.LONG, 300, Range.at_least(1), h)
-        .define("leader.imbalance.per.broker.percentage", t.INT, 10, Range.at_least(0), h)
         .define("controlled.shutdown.max.retries", t.INT, 3, Range.at_least(0), m)
         .define("controlled.shutdown.retry.backoff.ms", t.LONG, 5000, Range.at_least(0), m)
         .define("fetch.max.bytes", t.INT, 57671680, Range.at_least(1024), m)
@@ -671,18 +636,7 @@ class KafkaConfig:
 
     def log_cleaner_config(self) -> CleanerConfig:
         """The log.cleaner.* settings for the LogCleaner."""
-        v = self._values
-        threads = int(v["log.cleaner.threads"])
-        return CleanerConfig(
-            num_threads=threads,
-            dedupe_buffer_size=int(v["log.cleaner.dedupe.buffer.size"]),
-            dedupe_buffer_load_factor=float(v["log.cleaner.io.buffer.load.factor"]),
-            io_buffer_size=int(v["log.cleaner.io.buffer.size"]) // max(threads, 1),
-            max_message_size=int(v["message.max.bytes"]),
-            max_io_bytes_per_second=float(v["log.cleaner.io.max.bytes.per.second"]),
-            backoff_ms=int(v["log.cleaner.backoff.ms"]),
-            enable_cleaner=bool(v["log.cleaner.enable"]) and threads > 0,
-        )
+        return CleanerConfig.from_config(self)
 
     def log_default_config(self) -> LogConfig:
         """The LogConfig topics get when they have no overrides."""

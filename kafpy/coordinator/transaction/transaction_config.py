@@ -1,30 +1,69 @@
 """TransactionConfig: the broker settings the transaction coordinator reads (transaction.* and
-transactional.id.expiration.ms), with Kafka 2.8's defaults."""
+transactional.id.expiration.ms), with Kafka 2.8's defaults.
+
+The keys are declared here (`TRANSACTION_CONFIG_DEF`, which KafkaConfig takes in), and the
+dataclass defaults are those declarations' defaults, so a default is written once.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from kafpy.common.config_def import ConfigDef, ConfigType, Importance, Range
+
 
 class _ConfigSource(Protocol):
     def get(self, key: str) -> Any: ...
+
+
+def _transaction_config_def() -> ConfigDef:
+    h, low = Importance.HIGH, Importance.LOW
+    t = ConfigType
+    return (
+        ConfigDef()
+        .define("transactional.id.expiration.ms", t.INT, 604800000, Range.at_least(1), h)
+        .define("transaction.max.timeout.ms", t.INT, 900000, Range.at_least(1), h)
+        .define("transaction.state.log.num.partitions", t.INT, 50, Range.at_least(1), h)
+        .define("transaction.state.log.replication.factor", t.SHORT, 3, Range.at_least(1), h)
+        .define("transaction.state.log.segment.bytes", t.INT, 104857600, Range.at_least(1), h)
+        .define("transaction.state.log.load.buffer.size", t.INT, 5242880, Range.at_least(1), low)
+        .define("transaction.state.log.min.isr", t.INT, 2, Range.at_least(1), h)
+        .define("transaction.abort.timed.out.transaction.cleanup.interval.ms", t.INT, 10000,
+                Range.at_least(1), low)
+        .define("transaction.remove.expired.transaction.cleanup.interval.ms", t.INT, 3600000,
+                Range.at_least(1), low)
+    )  # fmt: skip
+
+
+TRANSACTION_CONFIG_DEF: ConfigDef = _transaction_config_def()
+"""The server.properties keys of the transaction coordinator (a subset of KafkaConfig)."""
+
+DEFAULT_REQUEST_TIMEOUT_MS = 30000
+"""Kafka's request.timeout.ms default: how long the coordinator waits for its log appends and
+markers (kafpy's broker does not read the key)."""
+
+_D = TRANSACTION_CONFIG_DEF.default
 
 
 @dataclass(frozen=True)
 class TransactionConfig:
     """How __transaction_state is laid out, and the coordinator's timeouts."""
 
-    transactional_id_expiration_ms: int = 7 * 24 * 60 * 60 * 1000
-    transaction_max_timeout_ms: int = 15 * 60 * 1000
-    transaction_log_num_partitions: int = 50
-    transaction_log_replication_factor: int = 3
-    transaction_log_segment_bytes: int = 100 * 1024 * 1024
-    transaction_log_load_buffer_size: int = 5 * 1024 * 1024
-    transaction_log_min_isr: int = 2
-    abort_timed_out_transactions_interval_ms: int = 10000
-    remove_expired_transactional_ids_interval_ms: int = 3600000
-    request_timeout_ms: int = 30000
+    transactional_id_expiration_ms: int = _D("transactional.id.expiration.ms")
+    transaction_max_timeout_ms: int = _D("transaction.max.timeout.ms")
+    transaction_log_num_partitions: int = _D("transaction.state.log.num.partitions")
+    transaction_log_replication_factor: int = _D("transaction.state.log.replication.factor")
+    transaction_log_segment_bytes: int = _D("transaction.state.log.segment.bytes")
+    transaction_log_load_buffer_size: int = _D("transaction.state.log.load.buffer.size")
+    transaction_log_min_isr: int = _D("transaction.state.log.min.isr")
+    abort_timed_out_transactions_interval_ms: int = _D(
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms"
+    )
+    remove_expired_transactional_ids_interval_ms: int = _D(
+        "transaction.remove.expired.transaction.cleanup.interval.ms"
+    )
+    request_timeout_ms: int = DEFAULT_REQUEST_TIMEOUT_MS
 
     @classmethod
     def from_config(cls, config: _ConfigSource) -> TransactionConfig:

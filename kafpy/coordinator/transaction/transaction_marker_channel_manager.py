@@ -27,6 +27,7 @@ from kafpy.client.client_security import ClientSecurity
 from kafpy.common.errors import KafkaError
 from kafpy.common.logger import component_logger
 from kafpy.common.topic_partition import TopicPartition
+from kafpy.coordinator.transaction.transaction_config import DEFAULT_REQUEST_TIMEOUT_MS
 from kafpy.coordinator.transaction.transaction_metadata import (
     TransactionMetadata,
     TxnTransitMetadata,
@@ -89,7 +90,9 @@ ChannelFactory = Callable[[int, str, int], MarkerChannel]
 
 
 def marker_connection_factory(
-    broker_id: int, request_timeout_ms: int = 30000, security: ClientSecurity | None = None
+    broker_id: int,
+    request_timeout_ms: int = DEFAULT_REQUEST_TIMEOUT_MS,
+    security: ClientSecurity | None = None,
 ) -> ChannelFactory:
     """The production ChannelFactory: a kafpy BrokerConnection per destination broker,
     secured as the inter-broker listener asks (`security`)."""

@@ -7,6 +7,7 @@ from pathlib import Path
 from kafpy.metadata.embedded_store import EmbeddedStore
 from kafpy.metadata.store_factory import create_store
 from kafpy.metadata.zookeeper_store import ZooKeeperStore
+from kafpy.server.kafka_config import KafkaConfig
 
 
 def test_zookeeper_when_a_connect_string_is_given(tmp_path: Path) -> None:
@@ -23,3 +24,12 @@ def test_embedded_otherwise(tmp_path: Path) -> None:
         assert store.data_dir == tmp_path
     memory = create_store(None, None)
     assert isinstance(memory, EmbeddedStore) and memory.data_dir is None
+
+
+def test_default_session_timeout_is_the_broker_config_default(tmp_path: Path) -> None:
+    store = create_store("127.0.0.1:2181", tmp_path)
+    assert isinstance(store, ZooKeeperStore)
+    assert (
+        store.session_timeout_ms
+        == KafkaConfig({"log.dirs": str(tmp_path)}).zookeeper_session_timeout_ms
+    )
