@@ -15,10 +15,10 @@ import io
 import re
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
@@ -28,22 +28,19 @@ from kafpy.cli.command_line_utils import (
     load_command_config,
     quiet_logging,
 )
+from kafpy.client.consumer_group_admin import ConsumerGroupAdmin, ConsumerGroupDescription
+from kafpy.client.fetcher import Fetcher
+from kafpy.client.find_coordinator import COORDINATOR_RETRIABLE
 from kafpy.client.kafka_client import KafkaClient
+from kafpy.common.errors import Errors, KafkaConnectionError, KafkaError, RequestTimedOutError
 from kafpy.common.topic_partition import TopicPartition
-from kafpy.protocol.api_keys import ApiKey
-from kafpy.protocol.consumer_protocol import assignment_partitions
-from kafpy.protocol.errors import Errors
 
 Out = Callable[[str], None]
 EARLIEST, LATEST = -2, -1
 UNKNOWN_OFFSET = -1
 MISSING = "-"
 GROUP_STATES = ("PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Empty")
-_RETRIABLE_COORDINATOR = (
-    Errors.COORDINATOR_NOT_AVAILABLE,
-    Errors.COORDINATOR_LOAD_IN_PROGRESS,
-    Errors.NOT_COORDINATOR,
-)
+T = TypeVar("T")
 
 
 class GroupCommandError(Exception):
@@ -58,141 +55,67 @@ def kafka_format(widths: list[int | None], values: list[object]) -> str:
     )
 
 
-@dataclass(frozen=True)
-class MemberDescription:
-    """One member of a described group, its assignment decoded."""
-
-    member_id: str
-    group_instance_id: str | None
-    client_id: str
-    host: str
-    assignment: list[TopicPartition]
-
-
-@dataclass(frozen=True)
-class GroupDescription:
-    """A group as DescribeGroups and FindCoordinator describe it."""
-
-    group_id: str
-    state: str
-    assignment_strategy: str
-    members: list[MemberDescription]
-    coordinator: str  # "host:port (id)" as Kafka prints it
-
-
 class ConsumerGroupService:
-    """The group operations of the command, on one KafkaClient."""
+    """The group operations of the command: ConsumerGroupAdmin and the Fetcher's
+    ListOffsets on one KafkaClient, their errors turned into the command's sentences.
 
-    def __init__(self, client: KafkaClient, attempts: int = 20) -> None:
+    `timeout_ms` bounds the finding of a coordinator that is moving or loading (Kafka's
+    ConsumerGroupCommand `--timeout`, 5000 ms)."""
+
+    def __init__(self, client: KafkaClient, timeout_ms: int = 5000) -> None:
         self.client = client
-        self.attempts = attempts
+        self.admin = ConsumerGroupAdmin(client, timeout_ms=timeout_ms)
+        self.fetcher = Fetcher(client)
 
-    async def coordinator(self, group: str) -> int:
-        for _ in range(self.attempts):
-            r = await self.client.send_to_any(
-                ApiKey.FIND_COORDINATOR, {"key": group, "key_type": 0}
-            )
-            if r["error_code"] == Errors.NONE:
-                await self.client.refresh_metadata([])
-                return int(r["node_id"])
-            if r["error_code"] not in _RETRIABLE_COORDINATOR:
+    async def _call(self, group: str, what: str, call: Awaitable[T]) -> T:
+        """Await `call`, telling a failure answered by a broker as `<what> failed: NAME`."""
+        try:
+            return await call
+        except (KafkaConnectionError, RequestTimedOutError):
+            raise
+        except KafkaError as e:
+            if e.code in COORDINATOR_RETRIABLE:
                 raise GroupCommandError(
-                    f"Finding the coordinator of group '{group}' failed: {Errors(r['error_code']).name}"
-                )
-            await asyncio.sleep(0.2)
-        raise GroupCommandError(
-            f"The coordinator of group '{group}' is not available; check that the brokers are up."
-        )
+                    f"The coordinator of group '{group}' is not available; check that the brokers are up."
+                ) from None
+            raise GroupCommandError(f"{what} failed: {Errors(e.code).name}") from None
 
-    async def _to_coordinator(
-        self,
-        group: str,
-        api: ApiKey,
-        body: dict[str, Any],
-        error_of: Callable[[dict[str, Any]], int],
-    ) -> tuple[int, dict[str, Any]]:
-        for _ in range(self.attempts):
-            node = await self.coordinator(group)
-            r = await self.client.send_to_node(node, api, body)
-            if error_of(r) not in _RETRIABLE_COORDINATOR:
-                return node, r
-            await asyncio.sleep(0.2)
-        raise GroupCommandError(f"The coordinator of group '{group}' did not answer; retry later.")
+    def coordinator_address(self, described: ConsumerGroupDescription) -> str:
+        """The coordinator as Kafka prints it: `host:port (id)`."""
+        broker = self.client.node(described.coordinator)
+        where = f"{broker.host}:{broker.port}" if broker is not None else "unknown"
+        return f"{where} ({described.coordinator})"
 
     async def list_groups(self) -> list[str]:
-        await self.client.refresh_metadata([])
-        groups: set[str] = set()
-        for node in sorted(self.client.cluster.brokers):
-            r = await self.client.send_to_node(node, ApiKey.LIST_GROUPS, {})
-            if r["error_code"] != Errors.NONE:
-                raise GroupCommandError(
-                    f"Listing the groups of broker {node} failed: {Errors(r['error_code']).name}"
-                )
-            groups.update(g["group_id"] for g in r["groups"])
-        return sorted(groups)
+        try:
+            return [g.group_id for g in await self.admin.list_groups()]
+        except (KafkaConnectionError, RequestTimedOutError):
+            raise
+        except KafkaError as e:
+            # the admin names the broker before the ": " of Kafka's sentence
+            failed = str(e).partition(": ")[0]
+            raise GroupCommandError(f"{failed} failed: {Errors(e.code).name}") from None
 
-    async def describe(self, group: str) -> GroupDescription:
-        node, r = await self._to_coordinator(group, ApiKey.DESCRIBE_GROUPS, {"groups": [group]},
-                                             lambda r: r["groups"][0]["error_code"])  # fmt: skip
-        described: dict[str, Any] = r["groups"][0]
-        if described["error_code"] != Errors.NONE:
-            raise GroupCommandError(
-                f"Describing group '{group}' failed: {Errors(described['error_code']).name}"
-            )
-        members = [
-            MemberDescription(
-                m["member_id"],
-                m.get("group_instance_id"),
-                m["client_id"],
-                m["client_host"],
-                assignment_partitions(m["member_assignment"]),
-            )
-            for m in described["members"]
-        ]
-        broker = self.client.node(node)
-        where = f"{broker.host}:{broker.port}" if broker is not None else "unknown"
-        return GroupDescription(
-            group,
-            described["group_state"],
-            described["protocol_data"],
-            members,
-            f"{where} ({node})",
+    async def describe(self, group: str) -> ConsumerGroupDescription:
+        return await self._call(
+            group, f"Describing group '{group}'", self.admin.describe_group(group)
         )
 
     async def committed(self, group: str) -> dict[TopicPartition, int]:
-        _, r = await self._to_coordinator(group, ApiKey.OFFSET_FETCH, {"group_id": group, "topics": None},
-                                          lambda r: r.get("error_code", 0))  # fmt: skip
-        if r.get("error_code", 0) != Errors.NONE:
-            raise GroupCommandError(
-                f"Fetching the offsets of group '{group}' failed: {Errors(r['error_code']).name}"
-            )
-        return {
-            TopicPartition(t["name"], p["partition_index"]): p["committed_offset"]
-            for t in r["topics"] for p in t["partitions"] if p["committed_offset"] >= 0
-        }  # fmt: skip
+        return await self._call(group, f"Fetching the offsets of group '{group}'",
+                                self.admin.list_group_offsets(group))  # fmt: skip
 
     async def list_offset(self, tp: TopicPartition, timestamp: int) -> int:
         """The offset ListOffsets gives for `timestamp` (EARLIEST, LATEST or a time in ms;
         UNKNOWN_OFFSET when no record is that late)."""
-        body = {
-            "replica_id": -1,
-            "isolation_level": 0,
-            "topics": [
-                {
-                    "name": tp.topic,
-                    "partitions": [{"partition_index": tp.partition, "timestamp": timestamp}],
-                }
-            ],
-        }
-        r = await self.client.send_to_leader(tp, ApiKey.LIST_OFFSETS, body)
-        p = r["topics"][0]["partitions"][0]
-        if p["error_code"] != Errors.NONE:
+        try:
+            return (await self.fetcher.list_offsets([tp], timestamp))[tp]
+        except (KafkaConnectionError, RequestTimedOutError):
+            raise
+        except KafkaError as e:
             raise GroupCommandError(
-                f"Listing offsets of {tp} failed: {Errors(p['error_code']).name}"
-            )
-        if "offset" in p:
-            return int(p["offset"])
-        return int(p["old_style_offsets"][0]) if p["old_style_offsets"] else UNKNOWN_OFFSET
+                f"Listing offsets of {tp} failed: {Errors(e.code).name}"
+            ) from None
 
     async def partitions_of(self, topic: str) -> list[TopicPartition]:
         await self.client.refresh_metadata([topic])
@@ -202,33 +125,14 @@ class ConsumerGroupService:
         return [TopicPartition(topic, p) for p in sorted(parts)]
 
     async def commit(self, group: str, offsets: dict[TopicPartition, int]) -> None:
-        by_topic: dict[str, list[dict[str, Any]]] = {}
-        for tp, offset in offsets.items():
-            by_topic.setdefault(tp.topic, []).append(
-                {
-                    "partition_index": tp.partition,
-                    "committed_offset": offset,
-                    "committed_metadata": "",
-                }
-            )
-        body = {"group_id": group, "generation_id_or_member_epoch": -1, "member_id": "",
-                "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]}  # fmt: skip
-        _, r = await self._to_coordinator(group, ApiKey.OFFSET_COMMIT, body,
-                                          lambda r: r["topics"][0]["partitions"][0]["error_code"])  # fmt: skip
-        for t in r["topics"]:
-            for p in t["partitions"]:
-                if p["error_code"] != Errors.NONE:
-                    raise GroupCommandError(
-                        f"Committing offsets of group '{group}' failed for {t['name']}-{p['partition_index']}: "
-                        f"{Errors(p['error_code']).name}"
-                    )
+        await self._call(group, f"Committing offsets of group '{group}'",
+                         self.admin.alter_group_offsets(group, offsets))  # fmt: skip
 
-    async def delete(self, groups: list[str]) -> dict[str, int]:
-        results: dict[str, int] = {}
+    async def delete(self, groups: list[str]) -> dict[str, KafkaError | None]:
+        results: dict[str, KafkaError | None] = {}
         for group in groups:
-            _, r = await self._to_coordinator(group, ApiKey.DELETE_GROUPS, {"groups_names": [group]},
-                                              lambda r: r["results"][0]["error_code"])  # fmt: skip
-            results[group] = r["results"][0]["error_code"]
+            deleted = self.admin.delete_groups([group])
+            results.update(await self._call(group, f"Deleting group '{group}'", deleted))
         return results
 
 
@@ -329,7 +233,8 @@ async def describe_state(service: ConsumerGroupService, group: str, out: Out, er
     """`--describe --state`: the group's coordinator, assignment strategy, state and size."""
     d = await service.describe(group)
     should_print_member_state(group, d.state, 1, out, err)
-    width = max(25, len(d.coordinator))
+    coordinator = service.coordinator_address(d)
+    width = max(25, len(coordinator))
     widths: list[int | None] = [width, 25, 20, 15, None]
     out(
         "\n"
@@ -337,9 +242,7 @@ async def describe_state(service: ConsumerGroupService, group: str, out: Out, er
             widths, ["GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"]
         )
     )
-    out(
-        kafka_format(widths, [group, d.coordinator, d.assignment_strategy, d.state, len(d.members)])
-    )
+    out(kafka_format(widths, [group, coordinator, d.assignor, d.state, len(d.members)]))
 
 
 async def list_groups(service: ConsumerGroupService, states: set[str] | None, out: Out) -> None:
@@ -572,14 +475,14 @@ def export_offsets_to_csv(result: dict[str, dict[TopicPartition, int]], single_g
 
 async def delete_groups(service: ConsumerGroupService, groups: list[str], out: Out) -> None:
     results = await service.delete(groups)
-    failed = {g: e for g, e in results.items() if e != Errors.NONE}
+    failed = {g: e for g, e in results.items() if e is not None}
     if not failed:
         names = ", ".join(f"'{g}'" for g in groups)
         out(f"Deletion of requested consumer groups ({names}) was successful.")
         return
     out("\nError: Deletion of some consumer groups failed:")
     for g, e in failed.items():
-        out(f"* Group '{g}' could not be deleted due to: {Errors(e).name}")
+        out(f"* Group '{g}' could not be deleted due to: {Errors(e.code).name}")
     ok = [g for g in groups if g not in failed]
     if ok:
         out(f"\nThese consumer groups were deleted successfully: {', '.join(repr(g) for g in ok)}")

@@ -19,8 +19,14 @@ from typing import Any
 import click
 
 from kafpy.cli.command_line_utils import AdminCommand, OneLineError, quiet_logging
+from kafpy.client.find_coordinator import (
+    COORDINATOR_RETRIABLE,
+    CoordinatorType,
+    send_to_coordinator,
+)
 from kafpy.client.kafka_client import KafkaClient
 from kafpy.client.response_errors import error_for_code
+from kafpy.common.errors import KafkaConnectionError, KafkaError, RequestTimedOutError
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.errors import Errors
 
@@ -29,9 +35,6 @@ DESCRIBE_HEADERS = [
     "CoordinatorId", "TransactionalId", "ProducerId", "ProducerEpoch", "TransactionState",
     "TransactionTimeoutMs", "CurrentTransactionStartTimeMs", "TransactionDurationMs", "TopicPartitions",
 ]  # fmt: skip
-_RETRIABLE_COORDINATOR = (
-    Errors.COORDINATOR_NOT_AVAILABLE, Errors.COORDINATOR_LOAD_IN_PROGRESS, Errors.NOT_COORDINATOR,
-)  # fmt: skip
 _USAGE = "(see 'kafpy transactions --help')"
 
 
@@ -70,36 +73,27 @@ async def list_transactions(client: KafkaClient) -> list[list[str]]:
     return rows
 
 
-async def _coordinator(client: KafkaClient, transactional_id: str, attempts: int = 20) -> int:
-    for _ in range(attempts):
-        r = await client.send_to_any(
-            ApiKey.FIND_COORDINATOR, {"key": transactional_id, "key_type": 1}
-        )
-        if r["error_code"] == Errors.NONE:
-            await client.refresh_metadata([])
-            return int(r["node_id"])
-        if r["error_code"] not in _RETRIABLE_COORDINATOR:
-            raise TransactionsCommandError(_message(r["error_code"], r.get("error_message")))
-        await asyncio.sleep(0.2)
-    raise TransactionsCommandError(
-        "the transaction coordinator is not available; check that the brokers are up"
-    )
-
-
 async def describe_transaction(
-    client: KafkaClient, transactional_id: str, now_ms: int
+    client: KafkaClient, transactional_id: str, now_ms: int, timeout_ms: int = 5000
 ) -> list[str]:
+    """DescribeTransactions on `transactional_id`'s coordinator, found within `timeout_ms`."""
     failed = f"Failed to describe transaction state of transactional-id `{transactional_id}`"
     try:
-        for _ in range(20):
-            node = await _coordinator(client, transactional_id)
-            r = await client.send_to_node(
-                node, ApiKey.DESCRIBE_TRANSACTIONS, {"transactional_ids": [transactional_id]}
-            )
-            state: dict[str, Any] = r["transaction_states"][0]
-            if state["error_code"] not in _RETRIABLE_COORDINATOR:
-                break
-            await asyncio.sleep(0.2)
+        try:
+            node, r = await send_to_coordinator(
+                client, transactional_id, ApiKey.DESCRIBE_TRANSACTIONS,
+                {"transactional_ids": [transactional_id]}, CoordinatorType.TRANSACTION,
+                timeout_ms=timeout_ms, context="",
+            )  # fmt: skip
+        except (KafkaConnectionError, RequestTimedOutError):
+            raise
+        except KafkaError as e:
+            if e.code in COORDINATOR_RETRIABLE:
+                raise TransactionsCommandError(
+                    "the transaction coordinator is not available; check that the brokers are up"
+                ) from None
+            raise TransactionsCommandError(str(e)) from None
+        state: dict[str, Any] = r["transaction_states"][0]
         if state["error_code"] != Errors.NONE:
             raise TransactionsCommandError(_message(state["error_code"], None))
     except TransactionsCommandError as e:

@@ -16,6 +16,7 @@ import asyncio
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from kafpy.client.find_coordinator import COORDINATOR_RETRIABLE, CoordinatorType, find_coordinator
 from kafpy.client.kafka_client import KafkaClient
 from kafpy.client.response_errors import error_for_code
 from kafpy.common.errors import KafkaError
@@ -31,11 +32,6 @@ from kafpy.protocol.consumer_protocol import (
 from kafpy.protocol.errors import Errors
 
 RANGE_ASSIGNOR = "range"
-_COORDINATOR_MOVED = (
-    Errors.COORDINATOR_NOT_AVAILABLE,
-    Errors.NOT_COORDINATOR,
-    Errors.COORDINATOR_LOAD_IN_PROGRESS,
-)
 _REJOIN = (
     Errors.REBALANCE_IN_PROGRESS,
     Errors.ILLEGAL_GENERATION,
@@ -98,29 +94,12 @@ class ConsumerCoordinator:
 
     async def _coordinator_id(self) -> int:
         if self._coordinator is None:
-            for _ in range(self.client.retries * 10 + 1):
-                found = await self.client.send_to_any(
-                    ApiKey.FIND_COORDINATOR,
-                    {"key": self.group_id, "key_type": 0, "coordinator_keys": [self.group_id]},
-                )
-                code = found["error_code"]
-                if code == Errors.NONE:
-                    self._coordinator = int(found["node_id"])
-                    await self.client.refresh_metadata([])
-                    break
-                if code not in _COORDINATOR_MOVED:
-                    raise error_for_code(
-                        code,
-                        found.get("error_message"),
-                        f"Finding the coordinator of group {self.group_id}",
-                    )
-                await self.client.backoff()
-            else:
-                raise error_for_code(
-                    Errors.COORDINATOR_NOT_AVAILABLE,
-                    None,
-                    f"Finding the coordinator of group {self.group_id}",
-                )
+            self._coordinator = await find_coordinator(
+                self.client,
+                self.group_id,
+                CoordinatorType.GROUP,
+                context=f"Finding the coordinator of group {self.group_id}",
+            )
         return self._coordinator
 
     async def _send(
@@ -166,7 +145,7 @@ class ConsumerCoordinator:
         if code == Errors.UNKNOWN_MEMBER_ID:
             self.member_id = ""
             return
-        if code in _COORDINATOR_MOVED or code == Errors.REBALANCE_IN_PROGRESS:
+        if code in COORDINATOR_RETRIABLE or code == Errors.REBALANCE_IN_PROGRESS:
             if code != Errors.REBALANCE_IN_PROGRESS:
                 self._coordinator = None
             await self.client.backoff()
@@ -191,7 +170,7 @@ class ConsumerCoordinator:
             },
         )
         code = sync["error_code"]
-        if code in _REJOIN or code in _COORDINATOR_MOVED:
+        if code in _REJOIN or code in COORDINATOR_RETRIABLE:
             if code == Errors.UNKNOWN_MEMBER_ID:
                 self.member_id = ""
             return
@@ -240,7 +219,7 @@ class ConsumerCoordinator:
                 if code == Errors.UNKNOWN_MEMBER_ID:
                     self.member_id = ""
                 self.rejoin_needed = True
-            elif code in _COORDINATOR_MOVED:
+            elif code in COORDINATOR_RETRIABLE:
                 self._coordinator = None
 
     async def committed(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
@@ -257,7 +236,7 @@ class ConsumerCoordinator:
         for _ in range(self.client.retries + 1):
             answer = await self._send(ApiKey.OFFSET_FETCH, body)
             code = answer.get("error_code", 0)
-            if code in _COORDINATOR_MOVED:
+            if code in COORDINATOR_RETRIABLE:
                 self._coordinator = None
                 await self.client.backoff()
                 continue
@@ -313,7 +292,7 @@ class ConsumerCoordinator:
             if not codes:
                 return
             code = min(codes)
-            if code in _COORDINATOR_MOVED:
+            if code in COORDINATOR_RETRIABLE:
                 self._coordinator = None
                 await self.client.backoff()
                 continue

@@ -2,9 +2,10 @@
 
 After the group half of Kafka's `KafkaAdminClient`: listConsumerGroups (ListGroups on every
 broker), describeConsumerGroups (FindCoordinator, then DescribeGroups on the coordinator),
-listConsumerGroupOffsets (OffsetFetch) and alterConsumerGroupOffsets (OffsetCommit with no
-generation, which the coordinator accepts only while the group has no members). A request
-that meets a coordinator moving or loading is sent again to the coordinator found anew.
+listConsumerGroupOffsets (OffsetFetch), alterConsumerGroupOffsets (OffsetCommit with no
+generation, which the coordinator accepts only while the group has no members) and
+deleteConsumerGroups (DeleteGroups). A request that meets a coordinator moving or loading
+is sent again to the coordinator found anew (`client.find_coordinator`).
 """
 
 from __future__ import annotations
@@ -13,17 +14,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kafpy.client.kafka_client import KafkaClient, error_codes
+from kafpy.client.find_coordinator import CoordinatorType, find_coordinator, send_to_coordinator
+from kafpy.client.kafka_client import KafkaClient
 from kafpy.client.response_errors import error_for_code, raise_for_code
 from kafpy.common.errors import KafkaError
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.consumer_protocol import assignment_partitions
 from kafpy.protocol.errors import Errors
-
-_COORDINATOR_MOVED = frozenset(
-    {Errors.COORDINATOR_NOT_AVAILABLE, Errors.COORDINATOR_LOAD_IN_PROGRESS, Errors.NOT_COORDINATOR}
-)
 
 
 @dataclass(frozen=True)
@@ -60,39 +58,38 @@ class ConsumerGroupDescription:
 
 class ConsumerGroupAdmin:
     """Group operations on a KafkaClient; failures raise the KafkaError of the error code
-    (GroupIdNotFoundError, UnknownMemberIdError, ...), naming the group."""
+    (GroupIdNotFoundError, UnknownMemberIdError, ...), naming the group.
 
-    def __init__(self, client: KafkaClient) -> None:
+    `timeout_ms` bounds the finding of a coordinator that is moving or loading (Kafka's
+    `default.api.timeout.ms` of the admin call; default: the client's request timeout)."""
+
+    def __init__(self, client: KafkaClient, *, timeout_ms: int | None = None) -> None:
         self.client = client
+        self.timeout_ms = timeout_ms
 
     async def find_coordinator(self, group: str) -> int:
         """The id of the broker coordinating `group`."""
-        response = await self.client.send_to_any(
-            ApiKey.FIND_COORDINATOR, {"key": group, "key_type": 0}
+        return await find_coordinator(
+            self.client,
+            group,
+            CoordinatorType.GROUP,
+            timeout_ms=self.timeout_ms,
+            context=f"Finding the coordinator of group '{group}'",
         )
-        raise_for_code(
-            response["error_code"],
-            response.get("error_message"),
-            f"Finding the coordinator of group '{group}'",
-        )
-        return int(response["node_id"])
 
-    async def _to_coordinator(self, group: str, api: ApiKey, body: Mapping[str, Any]) -> Any:
+    async def _to_coordinator(
+        self, group: str, api: ApiKey, body: Mapping[str, Any]
+    ) -> tuple[int, Any]:
         """Send to the group's coordinator, finding it again while it moves or loads."""
-        for tries_left in range(self.client.retries, -1, -1):
-            try:
-                node = await self.find_coordinator(group)
-                response = await self.client.send_to_node(node, api, body)
-            except KafkaError as e:
-                if e.code not in _COORDINATOR_MOVED or tries_left == 0:
-                    raise
-                await self.client.backoff()
-                continue
-            moved = any(code in _COORDINATOR_MOVED for code, _ in error_codes(response))
-            if not moved or tries_left == 0:
-                return node, response
-            await self.client.backoff()
-        raise AssertionError("unreachable")
+        return await send_to_coordinator(
+            self.client,
+            group,
+            api,
+            body,
+            CoordinatorType.GROUP,
+            timeout_ms=self.timeout_ms,
+            context=f"Finding the coordinator of group '{group}'",
+        )
 
     async def list_groups(self) -> list[GroupListing]:
         """Every group of every broker, sorted by id."""
@@ -196,3 +193,17 @@ class ConsumerGroupAdmin:
                     None,
                     f"Committing the offset of group '{group}' for {t['name']}-{p['partition_index']}",
                 )
+
+    async def delete_groups(self, groups: list[str]) -> dict[str, KafkaError | None]:
+        """Delete each group (DeleteGroups on its coordinator): the error of each group
+        that could not be deleted (GroupNotEmptyError, ...), None for those deleted."""
+        results: dict[str, KafkaError | None] = {}
+        for group in groups:
+            _, response = await self._to_coordinator(
+                group, ApiKey.DELETE_GROUPS, {"groups_names": [group]}
+            )
+            code = response["results"][0]["error_code"]
+            results[group] = (
+                error_for_code(code, None, f"Deleting group '{group}'") if code else None
+            )
+        return results

@@ -14,6 +14,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from kafpy.client.find_coordinator import find_coordinator
 from kafpy.client.kafka_client import KafkaClient
 from kafpy.client.response_errors import error_for_code
 from kafpy.common.errors import KafkaError
@@ -62,7 +63,8 @@ async def _commit(reader: KafkaOffsetReader, group: str, offsets: Mapping[TP, in
     deadline = loop.time() + client.request_timeout_ms / 1000
     while True:
         try:
-            await _commit_once(client, group, body)
+            left_ms = max(0, int((deadline - loop.time()) * 1000))
+            await _commit_once(client, group, body, left_ms)
             return
         except KafkaError as e:
             if not e.retriable or loop.time() > deadline:
@@ -70,18 +72,13 @@ async def _commit(reader: KafkaOffsetReader, group: str, offsets: Mapping[TP, in
         await client.backoff()
 
 
-async def _commit_once(client: KafkaClient, group: str, body: dict[str, Any]) -> None:
-    found = await client.send_to_any(
-        ApiKey.FIND_COORDINATOR,
-        {"key": group, "key_type": 0, "coordinator_keys": [group]},
+async def _commit_once(
+    client: KafkaClient, group: str, body: dict[str, Any], timeout_ms: int
+) -> None:
+    node = await find_coordinator(
+        client, group, timeout_ms=timeout_ms, context=f"Finding the coordinator of {group}"
     )
-    if "coordinators" in found and found["coordinators"]:
-        found = found["coordinators"][0]
-    if found.get("error_code"):
-        raise error_for_code(
-            found["error_code"], found.get("error_message"), f"Finding the coordinator of {group}"
-        )
-    response = await client.send_to_node(found["node_id"], ApiKey.OFFSET_COMMIT, body)
+    response = await client.send_to_node(node, ApiKey.OFFSET_COMMIT, body)
     for topic in response["topics"]:
         for p in topic["partitions"]:
             if p["error_code"]:
