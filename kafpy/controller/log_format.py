@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from kafpy.protocol.errors import Errors
+
 
 def scala_set(items: Iterable[object]) -> str:
     """`Set(a, b)`; items sorted by their text so the line is stable."""
@@ -33,3 +35,11 @@ def scala_map(mapping: Mapping[Any, Any]) -> str:
 def comma_list(items: Iterable[object]) -> str:
     """`a,b,c` (Scala's mkString(","))."""
     return ",".join(str(i) for i in items)
+
+
+def error_name(code: int) -> str:
+    """An error code by its `Errors` name (`NOT_CONTROLLER`), or the number if unknown."""
+    try:
+        return Errors(code).name
+    except ValueError:
+        return str(code)

@@ -11,7 +11,8 @@ never sleeps on the clock.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import json
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -248,3 +249,23 @@ class ControllerCluster:
             if (api_key is None or r.api_key == api_key)
             and (broker_id is None or r.broker_id == broker_id)
         ]
+
+
+def run(body: Callable[[ControllerCluster], Awaitable[None]], **config: object) -> None:
+    """Run `body` against a fresh ControllerCluster (configured by `config`)."""
+
+    async def main() -> None:
+        async with ControllerCluster(**config) as cluster:
+            await body(cluster)
+
+    asyncio.run(main())
+
+
+async def state_json(
+    cluster: ControllerCluster, topic: str, partition: int
+) -> dict[str, object] | None:
+    """The partition's state znode as JSON (None while it has none)."""
+    data = await cluster.admin.store.get_data_or_none(
+        f"/brokers/topics/{topic}/partitions/{partition}/state"
+    )
+    return None if data is None else json.loads(data)

@@ -3,49 +3,32 @@ and broker failures, with requests captured by a recording channel (no sockets).
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 
 import pytest
 
-from kafpy.common.election_type import ElectionType
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.controller.controller_context import PartitionAndReplica
-from kafpy.controller.kafka_controller import ElectionResult
 from kafpy.controller.partition_state_machine import PartitionState
 from kafpy.controller.replica_state_machine import ReplicaState
-from kafpy.controller.state_change_logger import STATE_CHANGE_LOGGER_NAME
 from kafpy.metadata.zk_data import (
     IsrChangeNotificationSequenceZNode,
-    LeaderIsrAndControllerEpoch,
     TopicZNode,
 )
 from kafpy.protocol.api_keys import ApiKey
-from kafpy.protocol.errors import Errors
 from kafpy.protocol.messages import REQUESTS
-from tests.unit.controller.fixtures import ControllerCluster, SentRequest, healthy_response
+from tests.unit.controller.fixtures import (
+    ControllerCluster,
+    SentRequest,
+    healthy_response,
+    run,
+    state_json,
+)
 
 LAI, UM, SR = ApiKey.LEADER_AND_ISR, ApiKey.UPDATE_METADATA, ApiKey.STOP_REPLICA
-
-
-def run(body: Callable[[ControllerCluster], Awaitable[None]], **config: object) -> None:
-    async def main() -> None:
-        async with ControllerCluster(**config) as cluster:
-            await body(cluster)
-
-    asyncio.run(main())
-
-
-async def state_json(
-    cluster: ControllerCluster, topic: str, partition: int
-) -> dict[str, object] | None:
-    data = await cluster.admin.store.get_data_or_none(
-        f"/brokers/topics/{topic}/partitions/{partition}/state"
-    )
-    return None if data is None else json.loads(data)
 
 
 def assert_encodable(request: SentRequest) -> None:
@@ -544,93 +527,6 @@ def test_unclean_leader_election_follows_the_topic_config(unclean: bool) -> None
     run(body)
 
 
-# -- replica leader elections (ElectLeaders, /admin/preferred_replica_election, rebalance) --
-
-
-async def _leader_moved_off_the_preferred_replica(cluster: ControllerCluster) -> None:
-    """t-0 assigned [1, 2, 0], led by 2 after broker 1 bounced; broker 1 is back in the ISR."""
-    await cluster.start(0, 1, 2)
-    await cluster.admin.create_topic_with_config("t", {0: [1, 2, 0]}, {})
-    await cluster.settle()
-    await cluster.stop_broker(1)
-    await cluster.settle()
-    await cluster.start_broker(1)
-    await cluster.settle()
-    tp = TopicPartition("t", 0)
-    state = await cluster.admin.get_topic_partition_state(tp)
-    assert state is not None and state.leader_and_isr.leader == 2
-    # the leader took broker 1 back into the ISR (as its ISR expansion would)
-    lai = state.leader_and_isr
-    back = LeaderIsrAndControllerEpoch(lai.new_leader_and_isr(2, [2, 0, 1]), state.controller_epoch)
-    await cluster.admin.set_topic_partition_state(tp, back, lai.zk_version)
-
-
-def test_preferred_election_goes_through_the_partition_state_machine(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    async def body(cluster: ControllerCluster) -> None:
-        await _leader_moved_off_the_preferred_replica(cluster)
-        ctl = cluster.controller()
-        cluster.sent.clear()
-        with caplog.at_level(logging.DEBUG, logger=STATE_CHANGE_LOGGER_NAME):
-            results = await ctl.elect_leaders([TopicPartition("t", 0)], ElectionType.PREFERRED)
-        assert results == {TopicPartition("t", 0): ElectionResult(Errors.NONE, None, 1)}
-        state = await state_json(cluster, "t", 0)
-        assert state is not None and state["leader"] == 1 and state["isr"] == [2, 0, 1]
-        assert (
-            "Changed partition t-0 from OnlinePartition to OnlinePartition with state "
-            "LeaderAndIsr(leader=1, leaderEpoch="
-        ) in caplog.text
-        await cluster.settle()
-        assert {r.broker_id for r in cluster.requests(LAI)} == {0, 1, 2}
-        # already led by the preferred replica: nothing to do
-        again = await ctl.elect_leaders([TopicPartition("t", 0)], ElectionType.PREFERRED)
-        assert again[TopicPartition("t", 0)].error_code == Errors.ELECTION_NOT_NEEDED
-
-    run(body)
-
-
-def test_election_results_for_unknown_unelectable_and_non_controller() -> None:
-    async def body(cluster: ControllerCluster) -> None:
-        await cluster.start(0, 1, 2)
-        await cluster.admin.create_topic_with_config("t", {0: [1, 2, 0]}, {})
-        await cluster.settle()
-        await cluster.stop_broker(1)
-        await cluster.settle()
-        await cluster.start_broker(1)  # back, but out of the ISR [2, 0]
-        await cluster.settle()
-        ctl = cluster.controller()
-        tp, unknown = TopicPartition("t", 0), TopicPartition("t", 7)
-        results = await ctl.elect_leaders([tp, unknown], ElectionType.PREFERRED)
-        assert results[unknown] == ElectionResult(
-            Errors.UNKNOWN_TOPIC_OR_PARTITION, "The partition does not exist."
-        )
-        assert results[tp].error_code == Errors.PREFERRED_LEADER_NOT_AVAILABLE
-        assert "PreferredReplicaPartitionLeaderElectionStrategy" in str(results[tp].error_message)
-        # its leader is alive: an unclean election is not needed
-        unclean = await ctl.elect_leaders([tp], ElectionType.UNCLEAN)
-        assert unclean[tp].error_code == Errors.ELECTION_NOT_NEEDED
-        other = next(h.controller for h in cluster.brokers.values() if not h.controller.is_active)
-        assert await other.elect_leaders([tp], ElectionType.PREFERRED) == {
-            tp: ElectionResult(Errors.NOT_CONTROLLER)
-        }
-
-
-def test_election_answers_not_controller_when_the_controller_moved_meanwhile() -> None:
-    async def body(cluster: ControllerCluster) -> None:
-        await _leader_moved_off_the_preferred_replica(cluster)
-        ctl = cluster.controller()
-        # another controller bumped /controller_epoch: this one's writes fail its check
-        data, _ = await cluster.admin.store.get("/controller_epoch")
-        await cluster.admin.store.set("/controller_epoch", data)
-        results = await ctl.elect_leaders([TopicPartition("t", 0)], ElectionType.PREFERRED)
-        assert results == {TopicPartition("t", 0): ElectionResult(Errors.NOT_CONTROLLER)}
-        state = await state_json(cluster, "t", 0)
-        assert state is not None and state["leader"] == 2
-
-    run(body)
-
-
 # -- ISR changes --------------------------------------------------------------------------------
 
 
@@ -696,31 +592,6 @@ def test_log_dir_event_moves_leadership_off_the_replicas_in_the_failed_dir() -> 
     run(body)
 
 
-def test_admin_unclean_election_elects_an_out_of_sync_replica_whatever_the_config() -> None:
-    async def body(cluster: ControllerCluster) -> None:
-        await cluster.start(0, 1, 2)
-        await cluster.admin.create_topic_with_config("t", {0: [1, 2], 1: [1]}, {})
-        await cluster.settle()
-        await cluster.stop_broker(2)  # ISR shrinks to [1]
-        await cluster.settle()
-        await cluster.start_broker(2)  # back, not in sync
-        await cluster.settle()
-        await cluster.stop_broker(1)  # the whole ISR is down: t-0 and t-1 go offline
-        await cluster.settle()
-        assert (await state_json(cluster, "t", 0) or {})["leader"] == -1
-        ctl = cluster.controller()
-        t0, t1 = TopicPartition("t", 0), TopicPartition("t", 1)
-        results = await ctl.elect_leaders([t0, t1], ElectionType.UNCLEAN)
-        assert results[t0] == ElectionResult(Errors.NONE, None, 2)
-        assert results[t1].error_code == Errors.ELIGIBLE_LEADERS_NOT_AVAILABLE
-        state = await state_json(cluster, "t", 0)
-        assert state is not None and state["leader"] == 2 and state["isr"] == [2]
-        assert ctl.context.partition_states[t0] is PartitionState.ONLINE_PARTITION
-        assert ctl.context.partition_states[t1] is PartitionState.OFFLINE_PARTITION
-
-    run(body)
-
-
 def test_enabling_unclean_election_on_a_topic_elects_its_offline_partitions() -> None:
     async def body(cluster: ControllerCluster) -> None:
         await cluster.start(0, 1, 2)
@@ -740,28 +611,6 @@ def test_enabling_unclean_election_on_a_topic_elects_its_offline_partitions() ->
         await cluster.settle()
         state = await state_json(cluster, "t", 0)
         assert state is not None and state["leader"] == 2 and state["isr"] == [2]
-
-    run(body)
-
-
-def test_controlled_shutdown_moves_leadership_through_the_state_machine(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    async def body(cluster: ControllerCluster) -> None:
-        await cluster.start(0, 1, 2)
-        await cluster.admin.create_topic_with_config("t", {0: [1, 2, 0]}, {})
-        await cluster.settle()
-        ctl = cluster.controller()
-        broker_epoch = ctl.context.live_broker_epoch(1)
-        with caplog.at_level(logging.DEBUG, logger=STATE_CHANGE_LOGGER_NAME):
-            error, remaining = await ctl.controlled_shutdown(1, broker_epoch)
-        assert (error, remaining) == (0, [])
-        state = await state_json(cluster, "t", 0)
-        assert state is not None and state["leader"] == 2 and state["isr"] == [2, 0]
-        assert (
-            "Changed partition t-0 from OnlinePartition to OnlinePartition with state "
-            "LeaderAndIsr(leader=2, leaderEpoch=1, isr=2,0"
-        ) in caplog.text
 
     run(body)
 
