@@ -22,15 +22,15 @@ this broker's current epoch.
 from __future__ import annotations
 
 import asyncio
-import uuid
-from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable, Iterable
+from typing import TypeVar
 
 from kafpy.common.election_type import ElectionType
 from kafpy.common.errors import ControllerMovedError
 from kafpy.common.logger import component_logger
 from kafpy.common.time import SYSTEM_TIME, Time
 from kafpy.common.topic_partition import TopicPartition
+from kafpy.controller.broker_change import BrokerChange
 from kafpy.controller.controller_channel_manager import (
     Body,
     ChannelFactory,
@@ -169,6 +169,19 @@ class KafkaController:
             self._queue_zk_partition_reassignment,
             self._queue_partition_reassignment_isr_change,
         )
+        self.broker_change = BrokerChange(
+            self.broker_id,
+            self.context,
+            zk_client,
+            self.channel_manager,
+            self.replica_state_machine,
+            self.partition_state_machine,
+            self.topic_deletion_manager,
+            self.partition_reassignment,
+            self.state_change_logger,
+            self.send_update_metadata_request,
+            self._broker_change_watcher,
+        )
         self.replica_leader_election = ReplicaLeaderElection(
             self.config,
             self.context,
@@ -238,6 +251,15 @@ class KafkaController:
                 await self._maybe_resign()
 
         self.event_manager.put(ControllerEvent(name, state, process))
+
+    def _if_active(self, body: Callable[[], Awaitable[object]]) -> Callable[[], Awaitable[None]]:
+        """An event body that runs `body` only while this broker is the controller."""
+
+        async def process() -> None:
+            if self.is_active:
+                await body()
+
+        return process
 
     async def _put_and_wait_if_active(
         self,
@@ -317,7 +339,11 @@ class KafkaController:
             )
 
     def _broker_change_watcher(self, event: WatchedEvent) -> None:
-        self._put("BrokerChange", ControllerState.BROKER_CHANGE, self._process_broker_change)
+        self._put(
+            "BrokerChange",
+            ControllerState.BROKER_CHANGE,
+            self._if_active(lambda: self.broker_change.process_broker_change()),
+        )
 
     def _topic_change_watcher(self, event: WatchedEvent) -> None:
         self._put("TopicChange", ControllerState.TOPIC_CHANGE, self._process_topic_change)
@@ -345,13 +371,15 @@ class KafkaController:
 
     def _queue_zk_partition_reassignment(self) -> None:
         self._put("ZkPartitionReassignment", ControllerState.ALTER_PARTITION_REASSIGNMENT,
-                  self._process_zk_partition_reassignment)  # fmt: skip
+                  self._if_active(self.partition_reassignment.process_zk_partition_reassignment))  # fmt: skip
 
     def _queue_partition_reassignment_isr_change(self, tp: TopicPartition) -> None:
         self._put(
             "PartitionReassignmentIsrChange",
             ControllerState.ALTER_PARTITION_REASSIGNMENT,
-            lambda: self._process_partition_reassignment_isr_change(tp),
+            self._if_active(
+                lambda: self.partition_reassignment.process_partition_reassignment_isr_change(tp)
+            ),
         )
 
     def _register_partition_modifications_handler(
@@ -385,7 +413,9 @@ class KafkaController:
         self._put(
             "LeaderAndIsrResponseReceived",
             ControllerState.LEADER_AND_ISR_RESPONSE_RECEIVED,
-            lambda: self._process_leader_and_isr_response(broker_id, response),
+            self._if_active(
+                lambda: self.broker_change.process_leader_and_isr_response(broker_id, response)
+            ),
         )
 
     # -- election -------------------------------------------------------------------------------
@@ -775,53 +805,6 @@ class KafkaController:
                 [PartitionAndReplica(tp.topic, tp.partition, broker_id) for tp in deleted]
             )
 
-    async def _process_leader_and_isr_response(self, broker_id: int, response: Body) -> None:
-        if not self.is_active:
-            return
-        request_error = int(response.get("error_code", 0))
-        if request_error != 0:
-            self.log.error(
-                "Received error %s in LeaderAndIsr response from broker %d",
-                error_name(request_error),
-                broker_id,
-            )
-            return
-        failed = {
-            f"{p.get('topic_name', '')}-{p.get('partition_index')}": error_name(
-                int(p["error_code"])
-            )
-            for p in _leader_and_isr_partition_errors(response, self.context.topic_names)
-            if int(p.get("error_code", 0)) != 0
-        }
-        if failed:
-            self.log.warning(
-                "LeaderAndIsr response from broker %d has partition errors %s",
-                broker_id,
-                scala_map(failed),
-            )
-        # Kafka: KAFKA_STORAGE_ERROR marks the replica offline (its log dir failed), NONE
-        # online again; the newly offline ones lose leadership and leave the ISR
-        offline: set[TopicPartition] = set()
-        online: set[TopicPartition] = set()
-        for p in _leader_and_isr_partition_errors(response, self.context.topic_names):
-            tp = TopicPartition(str(p.get("topic_name", "")), int(p["partition_index"]))
-            code = int(p.get("error_code", 0))
-            if code == Errors.KAFKA_STORAGE_ERROR:
-                offline.add(tp)
-            elif code == 0:
-                online.add(tp)
-        previous = self.context.replicas_on_offline_dirs.get(broker_id, set())
-        current = (previous - online) | offline
-        self.context.replicas_on_offline_dirs[broker_id] = current
-        new_offline = sorted(current - previous)
-        if new_offline:
-            self.state_change_logger.info(
-                f"Mark replicas {comma_list(new_offline)} on broker {broker_id} as offline"
-            )
-            await self.on_replicas_become_offline(
-                [PartitionAndReplica(tp.topic, tp.partition, broker_id) for tp in new_offline]
-            )
-
     # -- partition reassignment (PartitionReassignment) ---------------------------------------
 
     async def alter_partition_reassignments(
@@ -863,14 +846,6 @@ class KafkaController:
             lambda: (Errors.NOT_CONTROLLER, {}),
             timeout_s,
         )
-
-    async def _process_zk_partition_reassignment(self) -> None:
-        if self.is_active:
-            await self.partition_reassignment.process_zk_partition_reassignment()
-
-    async def _process_partition_reassignment_isr_change(self, tp: TopicPartition) -> None:
-        if self.is_active:
-            await self.partition_reassignment.process_partition_reassignment_isr_change(tp)
 
     # -- controlled shutdown and leader elections (ReplicaLeaderElection) ------------------------
 
@@ -946,13 +921,9 @@ class KafkaController:
             while True:
                 await asyncio.sleep(self.config.leader_imbalance_check_interval_seconds)
                 self._put("AutoPreferredReplicaLeaderElection", ControllerState.AUTO_LEADER_BALANCE,
-                          self._check_and_trigger_auto_leader_rebalance)  # fmt: skip
+                          self._if_active(self.replica_leader_election.check_and_trigger_auto_leader_rebalance))  # fmt: skip
 
         self._auto_rebalance_task = asyncio.get_running_loop().create_task(loop())
-
-    async def _check_and_trigger_auto_leader_rebalance(self) -> None:
-        if self.is_active:
-            await self.replica_leader_election.check_and_trigger_auto_leader_rebalance()
 
     # -- notifications -------------------------------------------------------------------------------
 
@@ -1033,127 +1004,3 @@ class KafkaController:
         )
         replicas = self.context.replicas_on_brokers(broker_ids)
         await self.replica_state_machine.handle_state_changes(replicas, ReplicaState.ONLINE_REPLICA)
-
-    # -- broker changes ----------------------------------------------------------------------------------
-
-    async def _process_broker_change(self) -> None:
-        if not self.is_active:
-            return
-        ctx = self.context
-        current = await self.zk_client.get_all_broker_and_epochs_in_cluster(
-            self._broker_change_watcher
-        )
-        current_ids = set(current)
-        known_ids = ctx.live_or_shutting_down_broker_ids
-        new_ids = current_ids - known_ids
-        dead_ids = known_ids - current_ids
-        bounced_ids = {
-            b for b in current_ids & known_ids if current[b][1] > ctx.live_broker_epoch(b)
-        }
-        self.log.info(
-            "Newly added brokers: %s, deleted brokers: %s, bounced brokers: %s, all live brokers: %s",
-            comma_list(sorted(new_ids)),
-            comma_list(sorted(dead_ids)),
-            comma_list(sorted(bounced_ids)),
-            comma_list(sorted(current_ids)),
-        )
-        for b in sorted(new_ids):
-            self.channel_manager.add_broker(current[b][0])
-        for b in sorted(bounced_ids):
-            self.channel_manager.remove_broker(b)
-            self.channel_manager.add_broker(current[b][0])
-        for b in sorted(dead_ids):
-            self.channel_manager.remove_broker(b)
-        if new_ids:
-            ctx.add_live_brokers_and_epochs({b: current[b] for b in new_ids})
-            await self.on_broker_startup(sorted(new_ids))
-        if bounced_ids:
-            ctx.remove_live_brokers(bounced_ids)
-            await self.on_broker_failure(sorted(bounced_ids))
-            ctx.add_live_brokers_and_epochs({b: current[b] for b in bounced_ids})
-            await self.on_broker_startup(sorted(bounced_ids))
-        if dead_ids:
-            ctx.remove_live_brokers(dead_ids)
-            await self.on_broker_failure(sorted(dead_ids))
-
-    async def on_broker_startup(self, new_brokers: list[int]) -> None:
-        """UpdateMetadata to everyone (the new brokers get every partition), their replicas
-        online, offline partitions re-elected, and deletions waiting for them resumed."""
-        self.log.info("New broker startup callback for %s", comma_list(new_brokers))
-        ctx = self.context
-        for b in new_brokers:
-            ctx.replicas_on_offline_dirs.pop(b, None)
-        existing = sorted(ctx.live_or_shutting_down_broker_ids - set(new_brokers))
-        self.send_update_metadata_request(existing, [])
-        self.send_update_metadata_request(new_brokers, list(ctx.partition_leadership_info))
-        replicas = ctx.replicas_on_brokers(new_brokers)
-        await self.replica_state_machine.handle_state_changes(replicas, ReplicaState.ONLINE_REPLICA)
-        await self.partition_state_machine.trigger_online_partition_state_change()
-        await self.partition_reassignment.maybe_resume_reassignments(
-            lambda tp, a: any(r in new_brokers for r in a.target_replicas)
-        )
-        for_deletion = {
-            r.topic
-            for r in replicas
-            if self.topic_deletion_manager.is_topic_queued_up_for_deletion(r.topic)
-        }
-        if for_deletion:
-            self.log.info(
-                "Some replicas %s for topics scheduled for deletion %s are on the newly restarted "
-                "brokers %s. Signaling restart of topic deletion for these topics",
-                comma_list(r for r in replicas if r.topic in for_deletion),
-                comma_list(sorted(for_deletion)),
-                comma_list(new_brokers),
-            )
-            await self.topic_deletion_manager.resume_deletion_for_topics(for_deletion)
-
-    async def on_broker_failure(self, dead_brokers: list[int]) -> None:
-        self.log.info("Broker failure callback for %s", comma_list(dead_brokers))
-        for b in dead_brokers:
-            self.context.replicas_on_offline_dirs.pop(b, None)
-        await self.on_replicas_become_offline(self.context.replicas_on_brokers(dead_brokers))
-
-    async def on_replicas_become_offline(self, offline: list[PartitionAndReplica]) -> None:
-        """Partitions led by the offline replicas get a new leader (or go offline); the
-        replicas become OfflineReplica; deletions involving them fail for now."""
-        ctx, tdm = self.context, self.topic_deletion_manager
-        for_deletion = [r for r in offline if tdm.is_topic_queued_up_for_deletion(r.topic)]
-        not_for_deletion = [r for r in offline if not tdm.is_topic_queued_up_for_deletion(r.topic)]
-        without_leader = [
-            tp
-            for tp, state in ctx.partition_leadership_info.items()
-            if not ctx.is_replica_online(state.leader_and_isr.leader, tp)
-            and not tdm.is_topic_queued_up_for_deletion(tp.topic)
-        ]
-        await self.partition_state_machine.handle_state_changes(
-            without_leader, PartitionState.OFFLINE_PARTITION
-        )
-        await self.partition_state_machine.trigger_online_partition_state_change()
-        await self.replica_state_machine.handle_state_changes(
-            not_for_deletion, ReplicaState.OFFLINE_REPLICA
-        )
-        if for_deletion:
-            await tdm.fail_replica_deletion(for_deletion)
-        if not without_leader:
-            # no election happened: tell the brokers about the dead ones
-            self.send_update_metadata_request(sorted(ctx.live_or_shutting_down_broker_ids), [])
-
-
-def _leader_and_isr_partition_errors(
-    response: Body, topic_names: Mapping[uuid.UUID, str]
-) -> list[dict[str, Any]]:
-    """The partition errors of a LeaderAndIsr response with their topic names: v0-3 name
-    each, v4 groups them by topic, v5 by topic id (named from the controller's context; a
-    topic it no longer knows is left out, as Kafka's partitionErrors(topicNames) does)."""
-    errors = response.get("partition_errors")
-    if errors is not None:
-        return list(errors)
-    out: list[dict[str, Any]] = []
-    for t in response.get("topics", []):
-        name = t.get("topic_name")
-        if name is None and t.get("topic_id") is not None:
-            name = topic_names.get(t["topic_id"])
-        if name is None:
-            continue
-        out.extend({**p, "topic_name": name} for p in t.get("partition_errors", []))
-    return out
