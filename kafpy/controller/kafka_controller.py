@@ -39,10 +39,10 @@ from kafpy.controller.controller_channel_manager import (
     broker_connection_factory,
 )
 from kafpy.controller.controller_config import BrokerConfigSource, ControllerConfig
-from kafpy.controller.controller_context import ControllerContext, PartitionAndReplica
+from kafpy.controller.controller_context import ControllerContext
 from kafpy.controller.controller_event_manager import ControllerEvent, ControllerEventManager
 from kafpy.controller.controller_state import ControllerState
-from kafpy.controller.log_format import comma_list, error_name, scala_map, scala_set
+from kafpy.controller.log_format import comma_list, scala_map, scala_set
 from kafpy.controller.partition_reassignment import PartitionReassignment
 from kafpy.controller.partition_state_machine import PartitionState, PartitionStateMachine
 from kafpy.controller.replica_leader_election import (
@@ -155,6 +155,7 @@ class KafkaController:
             self.send_update_metadata_request,
             self._deregister_partition_modifications_handler,
             self._on_stop_replica_delete_response,
+            self._topic_deletion_watcher,
         )
         self.partition_reassignment = PartitionReassignment(
             self.broker_id,
@@ -349,7 +350,11 @@ class KafkaController:
         self._put("TopicChange", ControllerState.TOPIC_CHANGE, self._process_topic_change)
 
     def _topic_deletion_watcher(self, event: WatchedEvent) -> None:
-        self._put("TopicDeletion", ControllerState.TOPIC_DELETION, self._process_topic_deletion)
+        self._put(
+            "TopicDeletion",
+            ControllerState.TOPIC_DELETION,
+            self._if_active(self.topic_deletion_manager.process_topic_deletion),
+        )
 
     def _queue_preferred_replica_election(self) -> None:
         self._put("ReplicaLeaderElection", ControllerState.MANUAL_LEADER_BALANCE,
@@ -406,7 +411,11 @@ class KafkaController:
         self._put(
             "TopicDeletionStopReplicaResponseReceived",
             ControllerState.TOPIC_DELETION,
-            lambda: self._process_topic_deletion_stop_replica_response(broker_id, response),
+            self._if_active(
+                lambda: self.topic_deletion_manager.process_topic_deletion_stop_replica_response(
+                    broker_id, response
+                )
+            ),
         )
 
     def _on_leader_and_isr_response(self, broker_id: int, response: Body) -> None:
@@ -539,9 +548,10 @@ class KafkaController:
         await self._process_log_dir_event_notification()
         await self._process_preferred_replica_election_znode()
         self._start_auto_leader_rebalance()
-        to_delete, ineligible = await self._fetch_topic_deletions_in_progress()
+        tdm = self.topic_deletion_manager
+        to_delete, ineligible = await tdm.fetch_topic_deletions_in_progress()
         self.log.info("Initializing topic deletion manager")
-        await self.topic_deletion_manager.init(to_delete, ineligible)
+        await tdm.init(to_delete, ineligible)
         self.log.info("Sending update metadata request")
         self.send_update_metadata_request(
             sorted(self.context.live_or_shutting_down_broker_ids), self.context.all_partitions()
@@ -583,21 +593,6 @@ class KafkaController:
         handler = self._register_partition_modifications_handler(topic)
         assignment, _ = await self.zk_client.get_topic_assignment_and_version(topic, handler)
         return assignment
-
-    async def _fetch_topic_deletions_in_progress(self) -> tuple[set[str], set[str]]:
-        ctx = self.context
-        to_delete = set(await self.zk_client.get_topic_deletions(self._topic_deletion_watcher))
-        with_offline_replicas = {
-            r.topic
-            for topic in to_delete
-            for r in ctx.replicas_for_topic(topic)
-            if not ctx.is_replica_online(r.replica, r.topic_partition)
-        }
-        being_reassigned = {tp.topic for tp in ctx.partitions_being_reassigned}
-        ineligible = with_offline_replicas | (being_reassigned & to_delete)
-        self.log.info("List of topics to be deleted: %s", comma_list(sorted(to_delete)))
-        self.log.info("List of topics ineligible for deletion: %s", comma_list(sorted(ineligible)))
-        return to_delete, ineligible
 
     async def _on_controller_resignation(self) -> None:
         self.log.debug("Resigning")
@@ -737,73 +732,6 @@ class KafkaController:
             for tp, replicas in to_add.items():
                 ctx.update_partition_replica_assignment(tp, replicas)
             await self.on_new_partition_creation(sorted(to_add))
-
-    # -- topic deletion ---------------------------------------------------------------------------------
-
-    async def _process_topic_deletion(self) -> None:
-        if not self.is_active:
-            return
-        ctx = self.context
-        topics = set(await self.zk_client.get_topic_deletions(self._topic_deletion_watcher))
-        self.log.debug(
-            "Delete topics listener fired for topics %s to be deleted", comma_list(sorted(topics))
-        )
-        non_existent = topics - ctx.all_topics
-        if non_existent:
-            self.log.warning(
-                "Ignoring request to delete non-existing topics %s",
-                comma_list(sorted(non_existent)),
-            )
-            await self.zk_client.delete_topic_deletions(sorted(non_existent))
-        topics -= non_existent
-        if self.config.delete_topic_enable:
-            if topics:
-                self.log.info("Starting topic deletion for topics %s", comma_list(sorted(topics)))
-                busy = {
-                    tp.topic
-                    for tp in ctx.partitions_being_reassigned
-                    | ctx.partitions_undergoing_preferred_replica_election
-                }
-                await self.topic_deletion_manager.enqueue_topics_for_deletion(
-                    topics, ineligible=topics & busy
-                )
-        else:
-            for topic in sorted(topics):
-                self.log.info(
-                    "Removing /admin/delete_topics/%s since delete topic is disabled", topic
-                )
-                await self.zk_client.delete_topic_deletions([topic])
-
-    async def _process_topic_deletion_stop_replica_response(
-        self, broker_id: int, response: Body
-    ) -> None:
-        if not self.is_active:
-            return
-        request_error = int(response.get("error_code", 0))
-        partition_errors = {
-            TopicPartition(p["topic_name"], p["partition_index"]): int(p["error_code"])
-            for p in response.get("partition_errors", [])
-            if self.topic_deletion_manager.is_topic_queued_up_for_deletion(p["topic_name"])
-        }
-        self.log.debug(
-            "Delete topic callback invoked on StopReplica response received from broker %d: "
-            "request error = %s, partition errors = %s",
-            broker_id,
-            error_name(request_error),
-            scala_map({tp: error_name(code) for tp, code in partition_errors.items()}),
-        )
-        if request_error != 0:
-            in_error = set(partition_errors)
-        else:
-            in_error = {tp for tp, code in partition_errors.items() if code != 0}
-        await self.topic_deletion_manager.fail_replica_deletion(
-            [PartitionAndReplica(tp.topic, tp.partition, broker_id) for tp in sorted(in_error)]
-        )
-        deleted = [tp for tp in partition_errors if tp not in in_error]
-        if deleted:
-            await self.topic_deletion_manager.complete_replica_deletion(
-                [PartitionAndReplica(tp.topic, tp.partition, broker_id) for tp in deleted]
-            )
 
     # -- partition reassignment (PartitionReassignment) ---------------------------------------
 
