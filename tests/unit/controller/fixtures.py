@@ -24,6 +24,7 @@ from kafpy.metadata.embedded_store import EmbeddedStore
 from kafpy.metadata.kafka_zk_client import KafkaZkClient
 from kafpy.metadata.zk_data import Broker, BrokerInfo, EndPoint
 from kafpy.protocol.api_keys import ApiKey
+from kafpy.protocol.messages import REQUESTS
 
 
 @dataclass
@@ -269,3 +270,10 @@ async def state_json(
         f"/brokers/topics/{topic}/partitions/{partition}/state"
     )
     return None if data is None else json.loads(data)
+
+
+def assert_encodable(request: SentRequest) -> None:
+    """The body is valid for the protocol codec at the version it was sent with."""
+    message = REQUESTS[ApiKey(request.api_key)]
+    decoded = message.decode(request.version, message.encode(request.version, request.body))
+    assert decoded["controller_id"] == request.body["controller_id"]

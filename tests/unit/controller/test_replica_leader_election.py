@@ -95,6 +95,8 @@ def test_election_results_for_unknown_unelectable_and_non_controller() -> None:
             tp: ElectionResult(Errors.NOT_CONTROLLER)
         }
 
+    run(body)
+
 
 def test_election_answers_not_controller_when_the_controller_moved_meanwhile() -> None:
     async def body(cluster: ControllerCluster) -> None:
