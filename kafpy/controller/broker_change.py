@@ -16,11 +16,10 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from kafpy.common.logger import component_logger
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.controller.controller_channel_manager import Body, ControllerChannelManager
 from kafpy.controller.controller_context import ControllerContext, PartitionAndReplica
-from kafpy.controller.log_format import comma_list, error_name, scala_map
+from kafpy.controller.log_format import comma_list, controller_logger, error_name, scala_map
 from kafpy.controller.partition_reassignment import PartitionReassignment
 from kafpy.controller.partition_state_machine import PartitionState, PartitionStateMachine
 from kafpy.controller.replica_state_machine import ReplicaState, ReplicaStateMachine
@@ -73,8 +72,7 @@ class BrokerChange:
         self.state_change_logger = state_change_logger
         self.send_update_metadata_request = send_update_metadata_request
         self.broker_change_watcher = broker_change_watcher
-        # the controller's own logger: these lines are the controller's, as in Kafka
-        self.log = component_logger("kafpy.controller.KafkaController", "Controller", controller_id)
+        self.log = controller_logger(controller_id)
 
     async def process_broker_change(self) -> None:
         """Kafka's processBrokerChange: compare /brokers/ids with the live brokers and run

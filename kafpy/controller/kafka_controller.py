@@ -8,8 +8,10 @@ ZooKeeper session expires resigns, registers again and re-runs the election.
 The active controller turns ZooKeeper changes into events on its queue
 (ControllerEventManager): new topics (/brokers/topics children), added partitions
 (/brokers/topics/<t> data), topic deletion markers (/admin/delete_topics children) and
-broker membership (/brokers/ids children). Processing an event drives the partition and
-replica state machines and the TopicDeletionManager, which send LeaderAndIsr,
+broker membership (/brokers/ids children), reassignments, elections and notifications.
+The events and their dispatch live here; processing one calls the parts Kafka's controller
+is made of: the partition and replica state machines, TopicDeletionManager,
+PartitionReassignment, ReplicaLeaderElection and BrokerChange, which send LeaderAndIsr,
 UpdateMetadata and StopReplica requests to brokers through the ControllerChannelManager.
 
 Use (from KafkaServer): `controller = KafkaController(config, zk_client, channel_factory,
@@ -27,7 +29,6 @@ from typing import TypeVar
 
 from kafpy.common.election_type import ElectionType
 from kafpy.common.errors import ControllerMovedError
-from kafpy.common.logger import component_logger
 from kafpy.common.time import SYSTEM_TIME, Time
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.controller.broker_change import BrokerChange
@@ -42,7 +43,7 @@ from kafpy.controller.controller_config import BrokerConfigSource, ControllerCon
 from kafpy.controller.controller_context import ControllerContext
 from kafpy.controller.controller_event_manager import ControllerEvent, ControllerEventManager
 from kafpy.controller.controller_state import ControllerState
-from kafpy.controller.log_format import comma_list, scala_map, scala_set
+from kafpy.controller.log_format import comma_list, controller_logger, scala_map, scala_set
 from kafpy.controller.partition_reassignment import PartitionReassignment
 from kafpy.controller.partition_state_machine import PartitionState, PartitionStateMachine
 from kafpy.controller.replica_leader_election import (
@@ -108,9 +109,7 @@ class KafkaController:
         self.zk_client = zk_client
         self.time = time
         self.broker_info = broker_info
-        self.log = component_logger(
-            "kafpy.controller.KafkaController", "Controller", self.broker_id
-        )
+        self.log = controller_logger(self.broker_id)
         self.context = ControllerContext()
         self.state_change_logger = StateChangeLogger(self.broker_id, in_controller_context=True)
         self.event_manager = ControllerEventManager(self.broker_id, time)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from kafpy.common.logger import PrefixAdapter, component_logger
 from kafpy.protocol.errors import Errors
 
 
@@ -43,3 +44,10 @@ def error_name(code: int) -> str:
         return Errors(code).name
     except ValueError:
         return str(code)
+
+
+def controller_logger(controller_id: int) -> PrefixAdapter:
+    """The logger of Kafka's KafkaController (`[Controller id=N] `): the controller and the
+    parts split out of it (reassignment, elections, broker changes, deletion events) log
+    their lines through it, as Kafka's one class does."""
+    return component_logger("kafpy.controller.KafkaController", "Controller", controller_id)

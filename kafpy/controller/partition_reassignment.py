@@ -18,11 +18,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from kafpy.common.errors import ControllerMovedError
-from kafpy.common.logger import component_logger
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.controller.controller_channel_manager import ControllerBrokerRequestBatch
 from kafpy.controller.controller_context import ControllerContext, PartitionAndReplica
-from kafpy.controller.log_format import comma_list, error_name, scala_map
+from kafpy.controller.log_format import comma_list, controller_logger, error_name, scala_map
 from kafpy.controller.partition_leader_election import ReassignPartitionLeaderElectionStrategy
 from kafpy.controller.partition_state_machine import PartitionState, PartitionStateMachine
 from kafpy.controller.replica_state_machine import (
@@ -90,8 +89,7 @@ class PartitionReassignment:
         self.send_update_metadata_request = send_update_metadata_request
         self.on_zk_partition_reassignment = on_zk_partition_reassignment
         self.on_partition_reassignment_isr_change = on_partition_reassignment_isr_change
-        # the controller's own logger: these lines are the controller's, as in Kafka
-        self.log = component_logger("kafpy.controller.KafkaController", "Controller", controller_id)
+        self.log = controller_logger(controller_id)
         # Kafka's PartitionReassignmentIsrChangeHandler: a stable watch callback on each
         # reassigning partition's state node, whose ISR changes may complete the reassignment
         self._isr_change_handlers: dict[TopicPartition, Callable[[WatchedEvent], None]] = {}

@@ -21,11 +21,10 @@ from typing import NamedTuple
 
 from kafpy.common.election_type import ElectionType
 from kafpy.common.errors import ControllerMovedError
-from kafpy.common.logger import component_logger
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.controller.controller_config import ControllerConfig
 from kafpy.controller.controller_context import ControllerContext, PartitionAndReplica
-from kafpy.controller.log_format import comma_list
+from kafpy.controller.log_format import comma_list, controller_logger
 from kafpy.controller.partition_leader_election import (
     ControlledShutdownPartitionLeaderElectionStrategy,
     OfflinePartitionLeaderElectionStrategy,
@@ -97,10 +96,7 @@ class ReplicaLeaderElection:
         self.replica_state_machine = replica_state_machine
         self.topic_deletion_manager = topic_deletion_manager
         self.on_preferred_replica_election = on_preferred_replica_election
-        # the controller's own logger: these lines are the controller's, as in Kafka
-        self.log = component_logger(
-            "kafpy.controller.KafkaController", "Controller", config.broker_id
-        )
+        self.log = controller_logger(config.broker_id)
 
     def preferred_replica_election_watcher(self, event: WatchedEvent) -> None:
         """Kafka's PreferredReplicaElectionHandler: /admin/preferred_replica_election was

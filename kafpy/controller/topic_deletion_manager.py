@@ -30,7 +30,7 @@ from kafpy.common.logger import component_logger
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.controller.controller_channel_manager import Body, ResponseCallback
 from kafpy.controller.controller_context import ControllerContext, PartitionAndReplica
-from kafpy.controller.log_format import comma_list, error_name, scala_map
+from kafpy.controller.log_format import comma_list, controller_logger, error_name, scala_map
 from kafpy.controller.partition_state_machine import PartitionState, PartitionStateMachine
 from kafpy.controller.replica_state_machine import ReplicaState, ReplicaStateMachine
 from kafpy.metadata.kafka_zk_client import KafkaZkClient
@@ -69,9 +69,7 @@ class TopicDeletionManager:
         self.log.prefix = f"[Topic Deletion Manager {controller_id}] "
         # what Kafka's KafkaController logs about deletions (the marker znodes, StopReplica
         # responses) keeps the controller's logger and prefix
-        self.controller_log = component_logger(
-            "kafpy.controller.KafkaController", "Controller", controller_id
-        )
+        self.controller_log = controller_logger(controller_id)
 
     # the queues live in the context (they are rebuilt with it on failover)
     @property
