@@ -8,8 +8,10 @@ ZooKeeper session expires resigns, registers again and re-runs the election.
 The active controller turns ZooKeeper changes into events on its queue
 (ControllerEventManager): new topics (/brokers/topics children), added partitions
 (/brokers/topics/<t> data), topic deletion markers (/admin/delete_topics children) and
-broker membership (/brokers/ids children). Processing an event drives the partition and
-replica state machines and the TopicDeletionManager, which send LeaderAndIsr,
+broker membership (/brokers/ids children), reassignments, elections and notifications.
+The events and their dispatch live here; processing one calls the parts Kafka's controller
+is made of: the partition and replica state machines, TopicDeletionManager,
+PartitionReassignment, ReplicaLeaderElection and BrokerChange, which send LeaderAndIsr,
 UpdateMetadata and StopReplica requests to brokers through the ControllerChannelManager.
 
 Use (from KafkaServer): `controller = KafkaController(config, zk_client, channel_factory,
@@ -22,16 +24,14 @@ this broker's current epoch.
 from __future__ import annotations
 
 import asyncio
-import enum
-import uuid
-from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import Any, NamedTuple, TypeVar
+from collections.abc import Awaitable, Callable, Iterable
+from typing import TypeVar
 
 from kafpy.common.election_type import ElectionType
 from kafpy.common.errors import ControllerMovedError
-from kafpy.common.logger import component_logger
 from kafpy.common.time import SYSTEM_TIME, Time
 from kafpy.common.topic_partition import TopicPartition
+from kafpy.controller.broker_change import BrokerChange
 from kafpy.controller.controller_channel_manager import (
     Body,
     ChannelFactory,
@@ -40,23 +40,20 @@ from kafpy.controller.controller_channel_manager import (
     broker_connection_factory,
 )
 from kafpy.controller.controller_config import BrokerConfigSource, ControllerConfig
-from kafpy.controller.controller_context import ControllerContext, PartitionAndReplica
+from kafpy.controller.controller_context import ControllerContext
 from kafpy.controller.controller_event_manager import ControllerEvent, ControllerEventManager
 from kafpy.controller.controller_state import ControllerState
-from kafpy.controller.log_format import comma_list, scala_map, scala_set
-from kafpy.controller.partition_leader_election import (
-    ControlledShutdownPartitionLeaderElectionStrategy,
-    OfflinePartitionLeaderElectionStrategy,
-    PartitionLeaderElectionStrategy,
-    PreferredReplicaPartitionLeaderElectionStrategy,
-    ReassignPartitionLeaderElectionStrategy,
-)
+from kafpy.controller.log_format import comma_list, controller_logger, scala_map, scala_set
+from kafpy.controller.partition_reassignment import PartitionReassignment
 from kafpy.controller.partition_state_machine import PartitionState, PartitionStateMachine
+from kafpy.controller.replica_leader_election import (
+    ElectionResult,
+    ElectionTrigger,
+    ReplicaLeaderElection,
+)
 from kafpy.controller.replica_state_machine import (
-    MAX_ZK_UPDATE_ATTEMPTS,
     ReplicaState,
     ReplicaStateMachine,
-    StateChangeFailedError,
 )
 from kafpy.controller.state_change_logger import StateChangeLogger
 from kafpy.controller.topic_deletion_manager import TopicDeletionManager
@@ -68,48 +65,16 @@ from kafpy.metadata.zk_data import (
     ControllerZNode,
     IsrChangeNotificationSequenceZNode,
     IsrChangeNotificationZNode,
-    LeaderIsrAndControllerEpoch,
     LogDirEventNotificationSequenceZNode,
     LogDirEventNotificationZNode,
-    PreferredReplicaElectionZNode,
-    ReassignPartitionsZNode,
     ReplicaAssignment,
-    TopicPartitionStateZNode,
     TopicZNode,
-    ZkDataError,
 )
 from kafpy.protocol.errors import Errors
 
 UNKNOWN_CONTROLLER_ID = -1
 
 _T = TypeVar("_T")
-
-
-class ElectionTrigger(enum.Enum):
-    """Who asked for a replica leader election (Kafka's ElectionTrigger)."""
-
-    ZK_TRIGGERED = "ZkTriggered"
-    AUTO_TRIGGERED = "AutoTriggered"
-    ADMIN_CLIENT_TRIGGERED = "AdminClientTriggered"
-
-    def __str__(self) -> str:
-        return self.value
-
-
-class ElectionResult(NamedTuple):
-    """The outcome of one partition's election: its leader, or the error that stopped it
-    (an `Errors` code, with the message an ElectLeaders response carries)."""
-
-    error_code: int = Errors.NONE
-    error_message: str | None = None
-    leader: int = -1
-
-
-def _error_name(code: int) -> str:
-    try:
-        return Errors(code).name
-    except ValueError:
-        return str(code)
 
 
 class KafkaController:
@@ -144,9 +109,7 @@ class KafkaController:
         self.zk_client = zk_client
         self.time = time
         self.broker_info = broker_info
-        self.log = component_logger(
-            "kafpy.controller.KafkaController", "Controller", self.broker_id
-        )
+        self.log = controller_logger(self.broker_id)
         self.context = ControllerContext()
         self.state_change_logger = StateChangeLogger(self.broker_id, in_controller_context=True)
         self.event_manager = ControllerEventManager(self.broker_id, time)
@@ -191,6 +154,42 @@ class KafkaController:
             self.send_update_metadata_request,
             self._deregister_partition_modifications_handler,
             self._on_stop_replica_delete_response,
+            self._topic_deletion_watcher,
+        )
+        self.partition_reassignment = PartitionReassignment(
+            self.broker_id,
+            self.context,
+            zk_client,
+            self.replica_state_machine,
+            self.partition_state_machine,
+            self.topic_deletion_manager,
+            self.request_batch,
+            self.state_change_logger,
+            self.send_update_metadata_request,
+            self._queue_zk_partition_reassignment,
+            self._queue_partition_reassignment_isr_change,
+        )
+        self.broker_change = BrokerChange(
+            self.broker_id,
+            self.context,
+            zk_client,
+            self.channel_manager,
+            self.replica_state_machine,
+            self.partition_state_machine,
+            self.topic_deletion_manager,
+            self.partition_reassignment,
+            self.state_change_logger,
+            self.send_update_metadata_request,
+            self._broker_change_watcher,
+        )
+        self.replica_leader_election = ReplicaLeaderElection(
+            self.config,
+            self.context,
+            zk_client,
+            self.partition_state_machine,
+            self.replica_state_machine,
+            self.topic_deletion_manager,
+            self._queue_preferred_replica_election,
         )
         self.active_controller_id = UNKNOWN_CONTROLLER_ID
         # This broker's epoch (KIP-380), as Kafka's KafkaController.brokerEpoch: the one
@@ -200,9 +199,6 @@ class KafkaController:
         self._started = False
         # stable watch callbacks (one per watched node), so a re-armed watch is not doubled
         self._partition_modifications_handlers: dict[str, Callable[[WatchedEvent], None]] = {}
-        # Kafka's PartitionReassignmentIsrChangeHandler: a watch on each reassigning
-        # partition's state node, whose ISR changes may complete the reassignment
-        self._reassignment_isr_handlers: dict[TopicPartition, Callable[[WatchedEvent], None]] = {}
         self._auto_rebalance_task: asyncio.Task[None] | None = None
 
     # -- public API -------------------------------------------------------------------------
@@ -255,6 +251,36 @@ class KafkaController:
                 await self._maybe_resign()
 
         self.event_manager.put(ControllerEvent(name, state, process))
+
+    def _if_active(self, body: Callable[[], Awaitable[object]]) -> Callable[[], Awaitable[None]]:
+        """An event body that runs `body` only while this broker is the controller."""
+
+        async def process() -> None:
+            if self.is_active:
+                await body()
+
+        return process
+
+    async def _put_and_wait_if_active(
+        self,
+        name: str,
+        state: ControllerState,
+        body: Callable[[], Awaitable[_T]],
+        not_controller: Callable[[], _T],
+        timeout_s: float,
+    ) -> _T:
+        """As `_put_and_wait`, answering `not_controller()` when this broker is not (or is
+        no longer) the controller."""
+
+        async def process() -> _T:
+            if not self.is_active:
+                return not_controller()
+            return await body()
+
+        try:
+            return await self._put_and_wait(name, state, process, timeout_s)
+        except ControllerMovedError:
+            return not_controller()
 
     async def _put_and_wait(
         self,
@@ -313,15 +339,23 @@ class KafkaController:
             )
 
     def _broker_change_watcher(self, event: WatchedEvent) -> None:
-        self._put("BrokerChange", ControllerState.BROKER_CHANGE, self._process_broker_change)
+        self._put(
+            "BrokerChange",
+            ControllerState.BROKER_CHANGE,
+            self._if_active(lambda: self.broker_change.process_broker_change()),
+        )
 
     def _topic_change_watcher(self, event: WatchedEvent) -> None:
         self._put("TopicChange", ControllerState.TOPIC_CHANGE, self._process_topic_change)
 
     def _topic_deletion_watcher(self, event: WatchedEvent) -> None:
-        self._put("TopicDeletion", ControllerState.TOPIC_DELETION, self._process_topic_deletion)
+        self._put(
+            "TopicDeletion",
+            ControllerState.TOPIC_DELETION,
+            self._if_active(self.topic_deletion_manager.process_topic_deletion),
+        )
 
-    def _preferred_replica_election_watcher(self, event: WatchedEvent) -> None:
+    def _queue_preferred_replica_election(self) -> None:
         self._put("ReplicaLeaderElection", ControllerState.MANUAL_LEADER_BALANCE,
                   self._process_preferred_replica_election_znode)  # fmt: skip
 
@@ -339,26 +373,18 @@ class KafkaController:
             self._process_log_dir_event_notification,
         )
 
-    def _partition_reassignment_watcher(self, event: WatchedEvent) -> None:
+    def _queue_zk_partition_reassignment(self) -> None:
         self._put("ZkPartitionReassignment", ControllerState.ALTER_PARTITION_REASSIGNMENT,
-                  self._process_zk_partition_reassignment_event)  # fmt: skip
+                  self._if_active(self.partition_reassignment.process_zk_partition_reassignment))  # fmt: skip
 
-    def _partition_reassignment_isr_change_handler(
-        self, tp: TopicPartition
-    ) -> Callable[[WatchedEvent], None]:
-        handler = self._reassignment_isr_handlers.get(tp)
-        if handler is None:
-
-            def handler(event: WatchedEvent) -> None:
-                if tp in self._reassignment_isr_handlers:
-                    self._put(
-                        "PartitionReassignmentIsrChange",
-                        ControllerState.ALTER_PARTITION_REASSIGNMENT,
-                        lambda: self._process_partition_reassignment_isr_change(tp),
-                    )
-
-            self._reassignment_isr_handlers[tp] = handler
-        return handler
+    def _queue_partition_reassignment_isr_change(self, tp: TopicPartition) -> None:
+        self._put(
+            "PartitionReassignmentIsrChange",
+            ControllerState.ALTER_PARTITION_REASSIGNMENT,
+            self._if_active(
+                lambda: self.partition_reassignment.process_partition_reassignment_isr_change(tp)
+            ),
+        )
 
     def _register_partition_modifications_handler(
         self, topic: str
@@ -384,14 +410,20 @@ class KafkaController:
         self._put(
             "TopicDeletionStopReplicaResponseReceived",
             ControllerState.TOPIC_DELETION,
-            lambda: self._process_topic_deletion_stop_replica_response(broker_id, response),
+            self._if_active(
+                lambda: self.topic_deletion_manager.process_topic_deletion_stop_replica_response(
+                    broker_id, response
+                )
+            ),
         )
 
     def _on_leader_and_isr_response(self, broker_id: int, response: Body) -> None:
         self._put(
             "LeaderAndIsrResponseReceived",
             ControllerState.LEADER_AND_ISR_RESPONSE_RECEIVED,
-            lambda: self._process_leader_and_isr_response(broker_id, response),
+            self._if_active(
+                lambda: self.broker_change.process_leader_and_isr_response(broker_id, response)
+            ),
         )
 
     # -- election -------------------------------------------------------------------------------
@@ -515,9 +547,10 @@ class KafkaController:
         await self._process_log_dir_event_notification()
         await self._process_preferred_replica_election_znode()
         self._start_auto_leader_rebalance()
-        to_delete, ineligible = await self._fetch_topic_deletions_in_progress()
+        tdm = self.topic_deletion_manager
+        to_delete, ineligible = await tdm.fetch_topic_deletions_in_progress()
         self.log.info("Initializing topic deletion manager")
-        await self.topic_deletion_manager.init(to_delete, ineligible)
+        await tdm.init(to_delete, ineligible)
         self.log.info("Sending update metadata request")
         self.send_update_metadata_request(
             sorted(self.context.live_or_shutting_down_broker_ids), self.context.all_partitions()
@@ -525,7 +558,7 @@ class KafkaController:
         await self.replica_state_machine.startup()
         await self.partition_state_machine.startup()
         self.log.info("Ready to serve as the new controller with epoch %d", self.context.epoch)
-        await self._initialize_partition_reassignments()
+        await self.partition_reassignment.initialize_partition_reassignments()
         await self.topic_deletion_manager.try_topic_deletion()
 
     async def _initialize_controller_context(self) -> None:
@@ -560,28 +593,13 @@ class KafkaController:
         assignment, _ = await self.zk_client.get_topic_assignment_and_version(topic, handler)
         return assignment
 
-    async def _fetch_topic_deletions_in_progress(self) -> tuple[set[str], set[str]]:
-        ctx = self.context
-        to_delete = set(await self.zk_client.get_topic_deletions(self._topic_deletion_watcher))
-        with_offline_replicas = {
-            r.topic
-            for topic in to_delete
-            for r in ctx.replicas_for_topic(topic)
-            if not ctx.is_replica_online(r.replica, r.topic_partition)
-        }
-        being_reassigned = {tp.topic for tp in ctx.partitions_being_reassigned}
-        ineligible = with_offline_replicas | (being_reassigned & to_delete)
-        self.log.info("List of topics to be deleted: %s", comma_list(sorted(to_delete)))
-        self.log.info("List of topics ineligible for deletion: %s", comma_list(sorted(ineligible)))
-        return to_delete, ineligible
-
     async def _on_controller_resignation(self) -> None:
         self.log.debug("Resigning")
         if self._auto_rebalance_task is not None:
             self._auto_rebalance_task.cancel()
             self._auto_rebalance_task = None
         self._partition_modifications_handlers.clear()
-        self._reassignment_isr_handlers.clear()
+        self.partition_reassignment.reset()
         self.topic_deletion_manager.reset()
         self.replica_state_machine.shutdown()
         self.partition_state_machine.shutdown()
@@ -714,121 +732,7 @@ class KafkaController:
                 ctx.update_partition_replica_assignment(tp, replicas)
             await self.on_new_partition_creation(sorted(to_add))
 
-    # -- topic deletion ---------------------------------------------------------------------------------
-
-    async def _process_topic_deletion(self) -> None:
-        if not self.is_active:
-            return
-        ctx = self.context
-        topics = set(await self.zk_client.get_topic_deletions(self._topic_deletion_watcher))
-        self.log.debug(
-            "Delete topics listener fired for topics %s to be deleted", comma_list(sorted(topics))
-        )
-        non_existent = topics - ctx.all_topics
-        if non_existent:
-            self.log.warning(
-                "Ignoring request to delete non-existing topics %s",
-                comma_list(sorted(non_existent)),
-            )
-            await self.zk_client.delete_topic_deletions(sorted(non_existent))
-        topics -= non_existent
-        if self.config.delete_topic_enable:
-            if topics:
-                self.log.info("Starting topic deletion for topics %s", comma_list(sorted(topics)))
-                busy = {
-                    tp.topic
-                    for tp in ctx.partitions_being_reassigned
-                    | ctx.partitions_undergoing_preferred_replica_election
-                }
-                await self.topic_deletion_manager.enqueue_topics_for_deletion(
-                    topics, ineligible=topics & busy
-                )
-        else:
-            for topic in sorted(topics):
-                self.log.info(
-                    "Removing /admin/delete_topics/%s since delete topic is disabled", topic
-                )
-                await self.zk_client.delete_topic_deletions([topic])
-
-    async def _process_topic_deletion_stop_replica_response(
-        self, broker_id: int, response: Body
-    ) -> None:
-        if not self.is_active:
-            return
-        request_error = int(response.get("error_code", 0))
-        partition_errors = {
-            TopicPartition(p["topic_name"], p["partition_index"]): int(p["error_code"])
-            for p in response.get("partition_errors", [])
-            if self.topic_deletion_manager.is_topic_queued_up_for_deletion(p["topic_name"])
-        }
-        self.log.debug(
-            "Delete topic callback invoked on StopReplica response received from broker %d: "
-            "request error = %s, partition errors = %s",
-            broker_id,
-            _error_name(request_error),
-            scala_map({tp: _error_name(code) for tp, code in partition_errors.items()}),
-        )
-        if request_error != 0:
-            in_error = set(partition_errors)
-        else:
-            in_error = {tp for tp, code in partition_errors.items() if code != 0}
-        await self.topic_deletion_manager.fail_replica_deletion(
-            [PartitionAndReplica(tp.topic, tp.partition, broker_id) for tp in sorted(in_error)]
-        )
-        deleted = [tp for tp in partition_errors if tp not in in_error]
-        if deleted:
-            await self.topic_deletion_manager.complete_replica_deletion(
-                [PartitionAndReplica(tp.topic, tp.partition, broker_id) for tp in deleted]
-            )
-
-    async def _process_leader_and_isr_response(self, broker_id: int, response: Body) -> None:
-        if not self.is_active:
-            return
-        request_error = int(response.get("error_code", 0))
-        if request_error != 0:
-            self.log.error(
-                "Received error %s in LeaderAndIsr response from broker %d",
-                _error_name(request_error),
-                broker_id,
-            )
-            return
-        failed = {
-            f"{p.get('topic_name', '')}-{p.get('partition_index')}": _error_name(
-                int(p["error_code"])
-            )
-            for p in _leader_and_isr_partition_errors(response, self.context.topic_names)
-            if int(p.get("error_code", 0)) != 0
-        }
-        if failed:
-            self.log.warning(
-                "LeaderAndIsr response from broker %d has partition errors %s",
-                broker_id,
-                scala_map(failed),
-            )
-        # Kafka: KAFKA_STORAGE_ERROR marks the replica offline (its log dir failed), NONE
-        # online again; the newly offline ones lose leadership and leave the ISR
-        offline: set[TopicPartition] = set()
-        online: set[TopicPartition] = set()
-        for p in _leader_and_isr_partition_errors(response, self.context.topic_names):
-            tp = TopicPartition(str(p.get("topic_name", "")), int(p["partition_index"]))
-            code = int(p.get("error_code", 0))
-            if code == Errors.KAFKA_STORAGE_ERROR:
-                offline.add(tp)
-            elif code == 0:
-                online.add(tp)
-        previous = self.context.replicas_on_offline_dirs.get(broker_id, set())
-        current = (previous - online) | offline
-        self.context.replicas_on_offline_dirs[broker_id] = current
-        new_offline = sorted(current - previous)
-        if new_offline:
-            self.state_change_logger.info(
-                f"Mark replicas {comma_list(new_offline)} on broker {broker_id} as offline"
-            )
-            await self.on_replicas_become_offline(
-                [PartitionAndReplica(tp.topic, tp.partition, broker_id) for tp in new_offline]
-            )
-
-    # -- partition reassignment --------------------------------------------------------------------
+    # -- partition reassignment (PartitionReassignment) ---------------------------------------
 
     async def alter_partition_reassignments(
         self, reassignments: dict[TopicPartition, list[int] | None], timeout_s: float = 60.0
@@ -839,19 +743,18 @@ class KafkaController:
         the controller answers NOT_CONTROLLER for the request."""
 
         async def process() -> tuple[int, dict[TopicPartition, tuple[int, str | None]]]:
-            if not self.is_active:
-                return Errors.NOT_CONTROLLER, {}
-            return Errors.NONE, await self._process_api_partition_reassignment(reassignments)
-
-        try:
-            return await self._put_and_wait(
-                "ApiPartitionReassignment",
-                ControllerState.ALTER_PARTITION_REASSIGNMENT,
-                process,
-                timeout_s,
+            return (
+                Errors.NONE,
+                await self.partition_reassignment.process_api_partition_reassignment(reassignments),
             )
-        except ControllerMovedError:
-            return Errors.NOT_CONTROLLER, {}
+
+        return await self._put_and_wait_if_active(
+            "ApiPartitionReassignment",
+            ControllerState.ALTER_PARTITION_REASSIGNMENT,
+            process,
+            lambda: (Errors.NOT_CONTROLLER, {}),
+            timeout_s,
+        )
 
     async def list_partition_reassignments(
         self, partitions: Iterable[TopicPartition] | None, timeout_s: float = 60.0
@@ -861,405 +764,17 @@ class KafkaController:
         requested = None if partitions is None else list(partitions)
 
         async def process() -> tuple[int, dict[TopicPartition, ReplicaAssignment]]:
-            if not self.is_active:
-                return Errors.NOT_CONTROLLER, {}
-            ctx = self.context
-            chosen = sorted(ctx.partitions_being_reassigned) if requested is None else requested
-            result = {}
-            for tp in chosen:
-                assignment = ctx.partition_full_replica_assignment(tp)
-                if assignment.is_being_reassigned:
-                    result[tp] = assignment
-            return Errors.NONE, result
+            return Errors.NONE, self.partition_reassignment.list_partition_reassignments(requested)
 
-        try:
-            return await self._put_and_wait(
-                "ListPartitionReassignments",
-                ControllerState.LIST_PARTITION_REASSIGNMENT,
-                process,
-                timeout_s,
-            )
-        except ControllerMovedError:
-            return Errors.NOT_CONTROLLER, {}
-
-    async def _initialize_partition_reassignments(self) -> None:
-        # reassignments submitted through ZooKeeper while the controller failed over, then
-        # those (from the API) the topic znodes show in progress
-        zk_resumed = await self._process_zk_partition_reassignment()
-        await self._maybe_resume_reassignments(lambda tp, _: tp not in zk_resumed)
-
-    async def _maybe_resume_reassignments(
-        self, should_resume: Callable[[TopicPartition, ReplicaAssignment], bool]
-    ) -> None:
-        ctx = self.context
-        for tp in sorted(ctx.partitions_being_reassigned):
-            assignment = ctx.partition_full_replica_assignment(tp)
-            if should_resume(tp, assignment):
-                await self._on_partition_reassignment(tp, assignment)
-
-    async def _process_zk_partition_reassignment_event(self) -> None:
-        await self._process_zk_partition_reassignment()
-
-    async def _process_zk_partition_reassignment(self) -> set[TopicPartition]:
-        """/admin/reassign_partitions was created or changed: reassign its partitions; the
-        ones that fail leave the node. Returns the partitions whose reassignment started."""
-        if not self.is_active:
-            return set()
-        store = self.zk_client.store
-        path = ReassignPartitionsZNode.path
-        if await store.exists(path, self._partition_reassignment_watcher) is None:
-            return set()
-        try:
-            requested = await self.zk_client.get_partition_reassignment()
-        except ZkDataError as e:
-            self.log.error("Ignoring malformed %s: %s", path, e)
-            return set()
-        results: dict[TopicPartition, tuple[int, str | None]] = {}
-        to_reassign: dict[TopicPartition, ReplicaAssignment] = {}
-        for tp, target in requested.items():
-            built = self._maybe_build_reassignment(tp, target)
-            if built is None:
-                results[tp] = (Errors.NO_REASSIGNMENT_IN_PROGRESS, None)
-            else:
-                to_reassign[tp] = built
-        results.update(await self._maybe_trigger_partition_reassignment(to_reassign))
-        failed = {tp for tp, (code, _) in results.items() if code != Errors.NONE}
-        if failed:
-            self.log.warning(
-                "Failed reassignment through zk with the following errors: %s",
-                scala_map({tp: _error_name(results[tp][0]) for tp in sorted(failed)}),
-            )
-            await self._maybe_remove_from_zk_reassignment(lambda tp, _: tp in failed)
-        return {tp for tp, (code, _) in results.items() if code == Errors.NONE}
-
-    async def _process_api_partition_reassignment(
-        self, reassignments: dict[TopicPartition, list[int] | None]
-    ) -> dict[TopicPartition, tuple[int, str | None]]:
-        results: dict[TopicPartition, tuple[int, str | None]] = {}
-        to_reassign: dict[TopicPartition, ReplicaAssignment] = {}
-        for tp, target in reassignments.items():
-            error = self._validate_replicas(tp, target) if target is not None else None
-            if error is not None:
-                results[tp] = error
-                continue
-            built = self._maybe_build_reassignment(tp, target)
-            if built is None:
-                results[tp] = (Errors.NO_REASSIGNMENT_IN_PROGRESS, None)
-            else:
-                to_reassign[tp] = built
-        # the latest reassignment (API or ZooKeeper) wins: drop those from the admin node
-        await self._maybe_remove_from_zk_reassignment(lambda tp, _: tp in to_reassign)
-        results.update(await self._maybe_trigger_partition_reassignment(to_reassign))
-        return results
-
-    def _validate_replicas(
-        self, tp: TopicPartition, replicas: list[int]
-    ) -> tuple[int, str | None] | None:
-        code = Errors.INVALID_REPLICA_ASSIGNMENT
-        if not replicas:
-            return code, "Empty replica list specified in partition reassignment."
-        if len(set(replicas)) != len(replicas):
-            return (
-                code,
-                "Duplicate replica ids in partition reassignment replica list: "
-                f"List({', '.join(map(str, replicas))})",
-            )
-        if any(r < 0 for r in replicas):
-            return code, f"Invalid broker id in replica list: List({', '.join(map(str, replicas))})"
-        ctx = self.context
-        new = ctx.partition_full_replica_assignment(tp).reassign_to(replicas)
-        if not set(new.adding_replicas) <= ctx.live_broker_ids:
-            return (
-                code,
-                "Replica assignment has brokers that are not alive. Replica list: "
-                f"{comma_list(new.adding_replicas)}, live broker list: "
-                f"{comma_list(sorted(ctx.live_broker_ids))}",
-            )
-        return None
-
-    def _maybe_build_reassignment(
-        self, tp: TopicPartition, target: list[int] | None
-    ) -> ReplicaAssignment | None:
-        """The new full assignment; a cancel (no target) reverts to the origin replicas,
-        and is None when nothing is being reassigned."""
-        current = self.context.partition_full_replica_assignment(tp)
-        if current.is_being_reassigned:
-            return current.reassign_to(list(current.origin_replicas) if target is None else target)
-        return None if target is None else current.reassign_to(target)
-
-    async def _maybe_trigger_partition_reassignment(
-        self, reassignments: dict[TopicPartition, ReplicaAssignment]
-    ) -> dict[TopicPartition, tuple[int, str | None]]:
-        results: dict[TopicPartition, tuple[int, str | None]] = {}
-        for tp, reassignment in reassignments.items():
-            if self._is_topic_queued_for_deletion(tp.topic):
-                self.log.info(
-                    "Skipping reassignment of %s since the topic is currently being deleted", tp
-                )
-                results[tp] = (Errors.UNKNOWN_TOPIC_OR_PARTITION, "The partition does not exist.")
-            elif not self.context.partition_replica_assignment(tp):
-                results[tp] = (Errors.UNKNOWN_TOPIC_OR_PARTITION, "The partition does not exist.")
-            else:
-                try:
-                    await self._on_partition_reassignment(tp, reassignment)
-                    results[tp] = (Errors.NONE, None)
-                except ControllerMovedError:
-                    raise
-                except Exception as e:
-                    self.log.error("Error completing reassignment of partition %s: %s", tp, e)
-                    results[tp] = (Errors.UNKNOWN_SERVER_ERROR, None)
-        return results
-
-    async def _on_partition_reassignment(
-        self, tp: TopicPartition, reassignment: ReplicaAssignment
-    ) -> None:
-        """Kafka's onPartitionReassignment. RS = current replicas, ORS = origin, TRS =
-        target, AR = adding (TRS - ORS), RR = removing (ORS - TRS).
-
-        While TRS is not all in the ISR: (A1) RS = ORS + TRS with AR and RR in ZooKeeper and
-        LeaderAndIsr with a bumped leader epoch to every replica of RS, (A2) the AR replicas
-        NewReplica. Once it is (this runs again on each ISR change): (B1) AR OnlineReplica,
-        (B2) RS = TRS in memory, (B3) a new leader from TRS if the current one leaves or is
-        dead, else a leader epoch bump, (B4-B5) RR OfflineReplica, ReplicaDeletionStarted
-        (StopReplica with delete), ReplicaDeletionSuccessful, NonExistentReplica, (B6) RS =
-        TRS in ZooKeeper, (B7) the partition out of /admin/reassign_partitions, (B8)
-        UpdateMetadata to every broker."""
-        self.topic_deletion_manager.mark_topic_ineligible_for_deletion([tp.topic])
-        await self._update_current_reassignment(tp, reassignment)
-        if not await self._is_reassignment_complete(tp, reassignment):
-            await self._update_leader_epoch_and_send_request(tp, reassignment)
-            for replica in reassignment.adding_replicas:
-                await self.replica_state_machine.handle_state_changes(
-                    [PartitionAndReplica(tp.topic, tp.partition, replica)],
-                    ReplicaState.NEW_REPLICA,
-                )
-            return
-        await self.replica_state_machine.handle_state_changes(
-            [PartitionAndReplica(tp.topic, tp.partition, r) for r in reassignment.adding_replicas],
-            ReplicaState.ONLINE_REPLICA,
-        )
-        completed = ReplicaAssignment.of(reassignment.target_replicas)
-        self.context.update_partition_full_replica_assignment(tp, completed)
-        await self._move_reassigned_partition_leader_if_required(tp, completed)
-        await self._stop_removed_replicas_of_reassigned_partition(
-            tp, reassignment.removing_replicas
-        )
-        await self._update_replica_assignment_for_partition(tp, completed)
-        await self._remove_partition_from_reassigning_partitions(tp, completed)
-        self.send_update_metadata_request(
-            sorted(self.context.live_or_shutting_down_broker_ids), [tp]
-        )
-        await self.topic_deletion_manager.resume_deletion_for_topics([tp.topic])
-
-    async def _update_current_reassignment(
-        self, tp: TopicPartition, reassignment: ReplicaAssignment
-    ) -> None:
-        ctx = self.context
-        current = ctx.partition_full_replica_assignment(tp)
-        if current != reassignment:
-            self.log.debug("Updating assignment of partition %s from %s to %s",
-                           tp, current, reassignment)  # fmt: skip
-            await self._update_replica_assignment_for_partition(tp, reassignment)
-            ctx.update_partition_full_replica_assignment(tp, reassignment)
-            # replicas a previous reassignment was adding that this one does not need
-            unneeded = [r for r in current.replicas if r not in reassignment.replicas]
-            if unneeded:
-                await self._stop_removed_replicas_of_reassigned_partition(tp, unneeded)
-        handler = self._partition_reassignment_isr_change_handler(tp)
-        await self.zk_client.store.exists(TopicPartitionStateZNode.path(tp), handler)
-        ctx.partitions_being_reassigned.add(tp)
-
-    async def _is_reassignment_complete(
-        self, tp: TopicPartition, assignment: ReplicaAssignment
-    ) -> bool:
-        if not assignment.is_being_reassigned:
-            return True
-        state = await self.zk_client.get_topic_partition_state(tp)
-        if state is None:
-            return False
-        return set(assignment.target_replicas) <= set(state.leader_and_isr.isr)
-
-    async def _maybe_complete_reassignment(self, tp: TopicPartition) -> None:
-        assignment = self.context.partition_full_replica_assignment(tp)
-        if await self._is_reassignment_complete(tp, assignment):
-            self.log.info(
-                "Target replicas %s have all caught up with the leader for reassigning "
-                "partition %s",
-                f"List({', '.join(map(str, assignment.target_replicas))})",
-                tp,
-            )
-            await self._on_partition_reassignment(tp, assignment)
-
-    async def _process_partition_reassignment_isr_change(self, tp: TopicPartition) -> None:
-        if not self.is_active or tp not in self.context.partitions_being_reassigned:
-            return
-        # re-arm the watch (one-shot, as ZooKeeper's)
-        handler = self._partition_reassignment_isr_change_handler(tp)
-        await self.zk_client.store.exists(TopicPartitionStateZNode.path(tp), handler)
-        await self._maybe_complete_reassignment(tp)
-
-    async def _move_reassigned_partition_leader_if_required(
-        self, tp: TopicPartition, assignment: ReplicaAssignment
-    ) -> None:
-        ctx = self.context
-        info = ctx.partition_leadership_info.get(tp)
-        leader = info.leader_and_isr.leader if info is not None else -1
-        replicas = comma_list(assignment.replicas)
-        if leader not in assignment.replicas:
-            self.log.info(
-                "Leader %d for partition %s being reassigned, is not in the new list of "
-                "replicas %s. Re-electing leader",
-                leader,
-                tp,
-                replicas,
-            )
-            await self.partition_state_machine.handle_state_changes(
-                [tp], PartitionState.ONLINE_PARTITION, ReassignPartitionLeaderElectionStrategy()
-            )
-        elif ctx.is_replica_online(leader, tp):
-            self.log.info(
-                "Leader %d for partition %s being reassigned is already in the new list of "
-                "replicas %s and is alive",
-                leader,
-                tp,
-                replicas,
-            )
-            await self._update_leader_epoch_and_send_request(tp, assignment)
-        else:
-            self.log.info(
-                "Leader %d for partition %s being reassigned is already in the new list of "
-                "replicas %s but is dead",
-                leader,
-                tp,
-                replicas,
-            )
-            await self.partition_state_machine.handle_state_changes(
-                [tp], PartitionState.ONLINE_PARTITION, ReassignPartitionLeaderElectionStrategy()
-            )
-
-    async def _stop_removed_replicas_of_reassigned_partition(
-        self, tp: TopicPartition, removed: Iterable[int]
-    ) -> None:
-        replicas = [PartitionAndReplica(tp.topic, tp.partition, r) for r in removed]
-        if not replicas:
-            return
-        rsm = self.replica_state_machine
-        await rsm.handle_state_changes(replicas, ReplicaState.OFFLINE_REPLICA)
-        await rsm.handle_state_changes(replicas, ReplicaState.REPLICA_DELETION_STARTED)
-        await rsm.handle_state_changes(replicas, ReplicaState.REPLICA_DELETION_SUCCESSFUL)
-        await rsm.handle_state_changes(replicas, ReplicaState.NON_EXISTENT_REPLICA)
-
-    async def _update_replica_assignment_for_partition(
-        self, tp: TopicPartition, assignment: ReplicaAssignment
-    ) -> None:
-        topic_assignment = self.context.partition_full_replica_assignment_for_topic(tp.topic)
-        topic_assignment[tp.partition] = assignment
-        try:
-            await self.zk_client.set_full_topic_assignment(
-                tp.topic, topic_assignment, topic_id=self.context.topic_ids.get(tp.topic)
-            )
-        except NoNodeError as e:
-            raise RuntimeError(
-                f"Failed to update assignment for {tp} since the topic has no current assignment"
-            ) from e
-        self.log.info("Successfully updated assignment of partition %s to %s", tp, assignment)
-
-    async def _update_leader_epoch_and_send_request(
-        self, tp: TopicPartition, assignment: ReplicaAssignment
-    ) -> None:
-        """Bump the leader epoch (even without a leader or ISR change, so the leader learns
-        the new replica set) and send LeaderAndIsr to every replica in RS."""
-        ctx = self.context
-        updated: LeaderIsrAndControllerEpoch | None = None
-        for _ in range(MAX_ZK_UPDATE_ATTEMPTS):
-            state = await self.zk_client.get_topic_partition_state(tp)
-            if state is None:
-                raise RuntimeError(
-                    f"Cannot update leader epoch for partition {tp} as leaderAndIsr path is "
-                    "empty. This could mean we somehow tried to reassign a partition that "
-                    "doesn't exist"
-                )
-            if state.controller_epoch > ctx.epoch:
-                raise StateChangeFailedError(
-                    "Leader and isr path written by another controller. This probably means "
-                    f"the current controller with epoch {ctx.epoch} went through a soft "
-                    "failure and another controller was elected with epoch "
-                    f"{state.controller_epoch}. Aborting state change by this controller"
-                )
-            lai = state.leader_and_isr
-            new = lai.new_leader_and_isr(lai.leader, lai.isr)
-            result = await self.zk_client.update_leader_and_isr(
-                {tp: new}, ctx.epoch, ctx.epoch_zk_version
-            )
-            outcome = result.finished.get(tp)
-            if isinstance(outcome, Exception):
-                raise outcome
-            if outcome is not None:
-                updated = LeaderIsrAndControllerEpoch(outcome, ctx.epoch)
-                ctx.partition_leadership_info[tp] = updated
-                self.log.info(
-                    "Updated leader epoch for partition %s to %d", tp, outcome.leader_epoch
-                )
-                break
-        if updated is None:
-            self.state_change_logger.error(
-                f"Failed to send LeaderAndIsr request with new replica assignment {assignment} "
-                f"to leader for partition being reassigned {tp}"
-            )
-            return
-        self.request_batch.new_batch()
-        self.request_batch.add_leader_and_isr_request_for_brokers(
-            assignment.replicas, tp, updated, list(assignment.replicas), False
-        )
-        self.request_batch.send_requests_to_brokers(ctx.epoch)
-        self.state_change_logger.info(
-            f"Sent LeaderAndIsr request {updated} with new replica assignment {assignment} to "
-            f"leader {updated.leader_and_isr.leader} for partition being reassigned {tp}"
+        return await self._put_and_wait_if_active(
+            "ListPartitionReassignments",
+            ControllerState.LIST_PARTITION_REASSIGNMENT,
+            process,
+            lambda: (Errors.NOT_CONTROLLER, {}),
+            timeout_s,
         )
 
-    async def _remove_partition_from_reassigning_partitions(
-        self, tp: TopicPartition, assignment: ReplicaAssignment
-    ) -> None:
-        ctx = self.context
-        if tp not in ctx.partitions_being_reassigned:
-            raise RuntimeError(
-                "Cannot remove a reassigning partition because it is not present in memory"
-            )
-        self._reassignment_isr_handlers.pop(tp, None)
-        await self._maybe_remove_from_zk_reassignment(
-            lambda t, replicas: t == tp and list(replicas) == list(assignment.replicas)
-        )
-        ctx.partitions_being_reassigned.discard(tp)
-
-    async def _maybe_remove_from_zk_reassignment(
-        self, should_remove: Callable[[TopicPartition, list[int]], bool]
-    ) -> None:
-        zk = self.zk_client
-        if not await zk.reassign_partitions_in_progress():
-            return
-        try:
-            current = await zk.get_partition_reassignment()
-        except ZkDataError:
-            current = {}
-        removing = {tp: r for tp, r in current.items() if should_remove(tp, r)}
-        remaining = {tp: r for tp, r in current.items() if not should_remove(tp, r)}
-        self.log.info(
-            "Removing partitions %s from the list of reassigned partitions in zookeeper",
-            scala_map(removing),
-        )
-        if not remaining:
-            self.log.info(
-                "No more partitions need to be reassigned. Deleting zk path %s",
-                ReassignPartitionsZNode.path,
-            )
-            await zk.delete_partition_reassignment()
-            # watch again, for the next reassignment
-            self._put("ZkPartitionReassignment", ControllerState.ALTER_PARTITION_REASSIGNMENT,
-                      self._process_zk_partition_reassignment_event)  # fmt: skip
-        else:
-            await zk.set_or_create_partition_reassignment(remaining)
-
-    # -- controlled shutdown and preferred leaders ------------------------------------------------
+    # -- controlled shutdown and leader elections (ReplicaLeaderElection) ------------------------
 
     async def controlled_shutdown(
         self, broker_id: int, broker_epoch: int, timeout_s: float = 30.0
@@ -1267,63 +782,17 @@ class KafkaController:
         """ControlledShutdown from `broker_id`: move the leadership of its partitions to
         other in-sync replicas and take it out of the ISRs it follows in. Returns (error
         code, the partitions it still leads)."""
-        return await self._put_and_wait(
-            "ControlledShutdown",
-            ControllerState.CONTROLLED_SHUTDOWN,
-            lambda: self._do_controlled_shutdown(broker_id, broker_epoch),
-            timeout_s,
-        )
 
-    async def _do_controlled_shutdown(
-        self, broker_id: int, broker_epoch: int
-    ) -> tuple[int, list[TopicPartition]]:
-        if not self.is_active:
-            return Errors.NOT_CONTROLLER, []
-        ctx = self.context
-        self.log.info("Shutting down broker %d", broker_id)
-        if broker_id not in ctx.live_or_shutting_down_broker_ids:
-            return Errors.BROKER_NOT_AVAILABLE, []
-        if broker_epoch != -1 and broker_epoch < ctx.live_broker_epoch(broker_id):
-            return Errors.STALE_BROKER_EPOCH, []
-        ctx.shutting_down_broker_ids.add(broker_id)
-        self.log.debug(
-            "All shutting down brokers: %s", comma_list(sorted(ctx.shutting_down_broker_ids))
+        async def process() -> tuple[int, list[TopicPartition]]:
+            if not self.is_active:
+                return Errors.NOT_CONTROLLER, []
+            return await self.replica_leader_election.do_controlled_shutdown(
+                broker_id, broker_epoch
+            )
+
+        return await self._put_and_wait(
+            "ControlledShutdown", ControllerState.CONTROLLED_SHUTDOWN, process, timeout_s
         )
-        self.log.debug("Live brokers: %s", comma_list(sorted(ctx.live_broker_ids)))
-        to_act = [
-            tp for tp in ctx.partitions_on_broker(broker_id)
-            if tp in ctx.partition_leadership_info
-            and len(ctx.partition_replica_assignment(tp)) > 1
-            and not self._is_topic_queued_for_deletion(tp.topic)
-        ]  # fmt: skip
-        led = [
-            tp
-            for tp in to_act
-            if ctx.partition_leadership_info[tp].leader_and_isr.leader == broker_id
-        ]
-        followed = [tp for tp in to_act if tp not in set(led)]
-        await self.partition_state_machine.handle_state_changes(
-            led,
-            PartitionState.ONLINE_PARTITION,
-            ControlledShutdownPartitionLeaderElectionStrategy(),
-        )
-        await self.replica_state_machine.handle_state_changes(
-            [PartitionAndReplica(tp.topic, tp.partition, broker_id) for tp in followed],
-            ReplicaState.OFFLINE_REPLICA,
-        )
-        remaining = [
-            tp for tp in ctx.partitions_on_broker(broker_id)
-            if tp in ctx.partition_leadership_info
-            and ctx.partition_leadership_info[tp].leader_and_isr.leader == broker_id
-            and len(ctx.partition_replica_assignment(tp)) > 1
-        ]  # fmt: skip
-        self.log.info(
-            "Broker %d leads %d partitions with replicas after the controlled shutdown: %s",
-            broker_id,
-            len(remaining),
-            comma_list(remaining),
-        )
-        return Errors.NONE, remaining
 
     async def elect_leaders(
         self,
@@ -1338,94 +807,18 @@ class KafkaController:
         requested = None if partitions is None else list(partitions)
 
         async def process() -> dict[TopicPartition, ElectionResult]:
-            if not self.is_active:
-                return {tp: ElectionResult(Errors.NOT_CONTROLLER) for tp in requested or ()}
             chosen = self.context.all_partitions() if requested is None else requested
-            return await self._process_replica_leader_election(
+            return await self.replica_leader_election.process_replica_leader_election(
                 chosen, election_type, ElectionTrigger.ADMIN_CLIENT_TRIGGERED
             )
 
-        try:
-            return await self._put_and_wait(
-                "ReplicaLeaderElection", ControllerState.MANUAL_LEADER_BALANCE, process, timeout_s
-            )
-        except ControllerMovedError:
-            return {tp: ElectionResult(Errors.NOT_CONTROLLER) for tp in requested or ()}
-
-    async def _process_replica_leader_election(
-        self,
-        partitions: Iterable[TopicPartition],
-        election_type: ElectionType,
-        trigger: ElectionTrigger,
-    ) -> dict[TopicPartition, ElectionResult]:
-        """Kafka's processReplicaLeaderElection: unknown partitions and topics being
-        deleted are refused, partitions whose leader is already right need no election,
-        the rest are elected through the partition state machine."""
-        ctx = self.context
-        results: dict[TopicPartition, ElectionResult] = {}
-        electable: list[TopicPartition] = []
-        for tp in dict.fromkeys(partitions):
-            assignment = ctx.partition_replica_assignment(tp)
-            info = ctx.partition_leadership_info.get(tp)
-            leader = info.leader_and_isr.leader if info is not None else -1
-            if not assignment:
-                results[tp] = ElectionResult(
-                    Errors.UNKNOWN_TOPIC_OR_PARTITION, "The partition does not exist."
-                )
-            elif self._is_topic_queued_for_deletion(tp.topic):
-                results[tp] = ElectionResult(
-                    Errors.INVALID_TOPIC_EXCEPTION, "The topic is being deleted"
-                )
-            elif election_type is ElectionType.PREFERRED and leader == assignment[0]:
-                results[tp] = ElectionResult(Errors.ELECTION_NOT_NEEDED, None, leader)
-            elif election_type is ElectionType.UNCLEAN and ctx.is_replica_online(leader, tp):
-                results[tp] = ElectionResult(Errors.ELECTION_NOT_NEEDED, None, leader)
-            else:
-                electable.append(tp)
-        if not electable:
-            return results
-        self.log.info(
-            "Starting replica leader election (%s) for partitions %s triggered by %s",
-            election_type,
-            ",".join(map(str, electable)),
-            trigger,
+        return await self._put_and_wait_if_active(
+            "ReplicaLeaderElection",
+            ControllerState.MANUAL_LEADER_BALANCE,
+            process,
+            lambda: {tp: ElectionResult(Errors.NOT_CONTROLLER) for tp in requested or ()},
+            timeout_s,
         )
-        psm = self.partition_state_machine
-        strategy: PartitionLeaderElectionStrategy
-        if election_type is ElectionType.PREFERRED:
-            strategy = PreferredReplicaPartitionLeaderElectionStrategy()
-        else:
-            await psm.handle_state_changes(electable, PartitionState.OFFLINE_PARTITION)
-            strategy = OfflinePartitionLeaderElectionStrategy(
-                allow_unclean=trigger is ElectionTrigger.ADMIN_CLIENT_TRIGGERED
-            )
-        failed = await psm.handle_state_changes(
-            electable, PartitionState.ONLINE_PARTITION, strategy
-        )
-        for tp in electable:
-            error = failed.get(tp)
-            if error is None:
-                leader = ctx.partition_leadership_info[tp].leader_and_isr.leader
-                results[tp] = ElectionResult(Errors.NONE, None, leader)
-            elif isinstance(error, StateChangeFailedError):
-                code = (
-                    Errors.PREFERRED_LEADER_NOT_AVAILABLE
-                    if election_type is ElectionType.PREFERRED
-                    else Errors.ELIGIBLE_LEADERS_NOT_AVAILABLE
-                )
-                results[tp] = ElectionResult(code, str(error))
-            elif isinstance(error, ControllerMovedError):
-                raise error
-            else:
-                results[tp] = ElectionResult(Errors.UNKNOWN_SERVER_ERROR, str(error))
-            if error is not None and trigger is not ElectionTrigger.ADMIN_CLIENT_TRIGGERED:
-                self.log.warning(
-                    "Error completing replica leader election (%s) for partition %s: %s",
-                    election_type,
-                    tp,
-                    error,
-                )
-        return results
 
     def enable_topic_unclean_leader_election(self, topic: str) -> None:
         """The topic's unclean.leader.election.enable became true: elect leaders for its
@@ -1444,31 +837,8 @@ class KafkaController:
         )
 
     async def _process_preferred_replica_election_znode(self) -> None:
-        """/admin/preferred_replica_election (written by `kafpy leader-election`): move the
-        listed partitions to their preferred leaders, then delete the node."""
-        if not self.is_active:
-            return
-        store = self.zk_client.store
-        path = PreferredReplicaElectionZNode.path
-        if await store.exists(path, self._preferred_replica_election_watcher) is None:
-            return
-        try:
-            data, _ = await store.get(path)
-            partitions = PreferredReplicaElectionZNode.decode(data)
-        except NoNodeError:
-            return
-        except Exception as e:
-            self.log.warning("Ignoring malformed %s: %s", path, e)
-            partitions = set()
-        if partitions:
-            await self._process_replica_leader_election(
-                sorted(partitions), ElectionType.PREFERRED, ElectionTrigger.ZK_TRIGGERED
-            )
-        try:
-            await store.delete(path)
-        except NoNodeError:
-            pass
-        await store.exists(path, self._preferred_replica_election_watcher)
+        if self.is_active:
+            await self.replica_leader_election.process_preferred_replica_election_znode()
 
     def _start_auto_leader_rebalance(self) -> None:
         if not self.config.auto_leader_rebalance_enable or self._auto_rebalance_task is not None:
@@ -1478,55 +848,9 @@ class KafkaController:
             while True:
                 await asyncio.sleep(self.config.leader_imbalance_check_interval_seconds)
                 self._put("AutoPreferredReplicaLeaderElection", ControllerState.AUTO_LEADER_BALANCE,
-                          self._check_and_trigger_auto_leader_rebalance)  # fmt: skip
+                          self._if_active(self.replica_leader_election.check_and_trigger_auto_leader_rebalance))  # fmt: skip
 
         self._auto_rebalance_task = asyncio.get_running_loop().create_task(loop())
-
-    def imbalanced_partitions(self) -> list[TopicPartition]:
-        """The partitions the auto leader rebalance moves, as Kafka's
-        checkAndTriggerAutoLeaderRebalance chooses them.
-
-        For each broker B, the imbalance ratio is the share of the partitions whose
-        preferred replica is B that B does not lead (topics queued for deletion left out).
-        Where it exceeds leader.imbalance.per.broker.percentage / 100, those partitions are
-        candidates if B is online, no reassignment is running, the topic exists and B is in
-        the ISR (the preferred replica could lead).
-        """
-        ctx = self.context
-        by_preferred: dict[int, list[TopicPartition]] = {}
-        for tp in ctx.all_partitions():
-            assignment = ctx.partition_replica_assignment(tp)
-            if assignment and not self._is_topic_queued_for_deletion(tp.topic):
-                by_preferred.setdefault(assignment[0], []).append(tp)
-        threshold = self.config.leader_imbalance_per_broker_percentage / 100
-        out: list[TopicPartition] = []
-        for broker, tps in sorted(by_preferred.items()):
-            not_led = [
-                tp for tp in tps
-                if (info := ctx.partition_leadership_info.get(tp)) is not None
-                and info.leader_and_isr.leader != broker
-            ]  # fmt: skip
-            ratio = len(not_led) / len(tps)
-            self.log.debug("Leader imbalance ratio for broker %d is %s", broker, ratio)
-            # compare ratios, not ratio * 100: 0.3 * 100 is 30.000000000000004
-            if ratio <= threshold or ctx.partitions_being_reassigned:
-                continue
-            out.extend(
-                tp for tp in not_led
-                if ctx.is_replica_online(broker, tp)
-                and tp.topic in ctx.all_topics
-                and broker in ctx.partition_leadership_info[tp].leader_and_isr.isr
-            )  # fmt: skip
-        return out
-
-    async def _check_and_trigger_auto_leader_rebalance(self) -> None:
-        if not self.is_active:
-            return
-        partitions = self.imbalanced_partitions()
-        if partitions:
-            await self._process_replica_leader_election(
-                partitions, ElectionType.PREFERRED, ElectionTrigger.AUTO_TRIGGERED
-            )
 
     # -- notifications -------------------------------------------------------------------------------
 
@@ -1580,7 +904,7 @@ class KafkaController:
         ctx.partition_leadership_info.update(states)
         for tp in known:
             if tp in ctx.partitions_being_reassigned:
-                await self._maybe_complete_reassignment(tp)
+                await self.partition_reassignment.maybe_complete_reassignment(tp)
         self.log.debug("Sending MetadataRequest to Brokers: %s for TopicPartitions: %s",
                        sorted(ctx.live_or_shutting_down_broker_ids), comma_list(known))  # fmt: skip
         self.send_update_metadata_request(sorted(ctx.live_or_shutting_down_broker_ids), known)
@@ -1607,127 +931,3 @@ class KafkaController:
         )
         replicas = self.context.replicas_on_brokers(broker_ids)
         await self.replica_state_machine.handle_state_changes(replicas, ReplicaState.ONLINE_REPLICA)
-
-    # -- broker changes ----------------------------------------------------------------------------------
-
-    async def _process_broker_change(self) -> None:
-        if not self.is_active:
-            return
-        ctx = self.context
-        current = await self.zk_client.get_all_broker_and_epochs_in_cluster(
-            self._broker_change_watcher
-        )
-        current_ids = set(current)
-        known_ids = ctx.live_or_shutting_down_broker_ids
-        new_ids = current_ids - known_ids
-        dead_ids = known_ids - current_ids
-        bounced_ids = {
-            b for b in current_ids & known_ids if current[b][1] > ctx.live_broker_epoch(b)
-        }
-        self.log.info(
-            "Newly added brokers: %s, deleted brokers: %s, bounced brokers: %s, all live brokers: %s",
-            comma_list(sorted(new_ids)),
-            comma_list(sorted(dead_ids)),
-            comma_list(sorted(bounced_ids)),
-            comma_list(sorted(current_ids)),
-        )
-        for b in sorted(new_ids):
-            self.channel_manager.add_broker(current[b][0])
-        for b in sorted(bounced_ids):
-            self.channel_manager.remove_broker(b)
-            self.channel_manager.add_broker(current[b][0])
-        for b in sorted(dead_ids):
-            self.channel_manager.remove_broker(b)
-        if new_ids:
-            ctx.add_live_brokers_and_epochs({b: current[b] for b in new_ids})
-            await self.on_broker_startup(sorted(new_ids))
-        if bounced_ids:
-            ctx.remove_live_brokers(bounced_ids)
-            await self.on_broker_failure(sorted(bounced_ids))
-            ctx.add_live_brokers_and_epochs({b: current[b] for b in bounced_ids})
-            await self.on_broker_startup(sorted(bounced_ids))
-        if dead_ids:
-            ctx.remove_live_brokers(dead_ids)
-            await self.on_broker_failure(sorted(dead_ids))
-
-    async def on_broker_startup(self, new_brokers: list[int]) -> None:
-        """UpdateMetadata to everyone (the new brokers get every partition), their replicas
-        online, offline partitions re-elected, and deletions waiting for them resumed."""
-        self.log.info("New broker startup callback for %s", comma_list(new_brokers))
-        ctx = self.context
-        for b in new_brokers:
-            ctx.replicas_on_offline_dirs.pop(b, None)
-        existing = sorted(ctx.live_or_shutting_down_broker_ids - set(new_brokers))
-        self.send_update_metadata_request(existing, [])
-        self.send_update_metadata_request(new_brokers, list(ctx.partition_leadership_info))
-        replicas = ctx.replicas_on_brokers(new_brokers)
-        await self.replica_state_machine.handle_state_changes(replicas, ReplicaState.ONLINE_REPLICA)
-        await self.partition_state_machine.trigger_online_partition_state_change()
-        await self._maybe_resume_reassignments(
-            lambda tp, a: any(r in new_brokers for r in a.target_replicas)
-        )
-        for_deletion = {
-            r.topic
-            for r in replicas
-            if self.topic_deletion_manager.is_topic_queued_up_for_deletion(r.topic)
-        }
-        if for_deletion:
-            self.log.info(
-                "Some replicas %s for topics scheduled for deletion %s are on the newly restarted "
-                "brokers %s. Signaling restart of topic deletion for these topics",
-                comma_list(r for r in replicas if r.topic in for_deletion),
-                comma_list(sorted(for_deletion)),
-                comma_list(new_brokers),
-            )
-            await self.topic_deletion_manager.resume_deletion_for_topics(for_deletion)
-
-    async def on_broker_failure(self, dead_brokers: list[int]) -> None:
-        self.log.info("Broker failure callback for %s", comma_list(dead_brokers))
-        for b in dead_brokers:
-            self.context.replicas_on_offline_dirs.pop(b, None)
-        await self.on_replicas_become_offline(self.context.replicas_on_brokers(dead_brokers))
-
-    async def on_replicas_become_offline(self, offline: list[PartitionAndReplica]) -> None:
-        """Partitions led by the offline replicas get a new leader (or go offline); the
-        replicas become OfflineReplica; deletions involving them fail for now."""
-        ctx, tdm = self.context, self.topic_deletion_manager
-        for_deletion = [r for r in offline if tdm.is_topic_queued_up_for_deletion(r.topic)]
-        not_for_deletion = [r for r in offline if not tdm.is_topic_queued_up_for_deletion(r.topic)]
-        without_leader = [
-            tp
-            for tp, state in ctx.partition_leadership_info.items()
-            if not ctx.is_replica_online(state.leader_and_isr.leader, tp)
-            and not tdm.is_topic_queued_up_for_deletion(tp.topic)
-        ]
-        await self.partition_state_machine.handle_state_changes(
-            without_leader, PartitionState.OFFLINE_PARTITION
-        )
-        await self.partition_state_machine.trigger_online_partition_state_change()
-        await self.replica_state_machine.handle_state_changes(
-            not_for_deletion, ReplicaState.OFFLINE_REPLICA
-        )
-        if for_deletion:
-            await tdm.fail_replica_deletion(for_deletion)
-        if not without_leader:
-            # no election happened: tell the brokers about the dead ones
-            self.send_update_metadata_request(sorted(ctx.live_or_shutting_down_broker_ids), [])
-
-
-def _leader_and_isr_partition_errors(
-    response: Body, topic_names: Mapping[uuid.UUID, str]
-) -> list[dict[str, Any]]:
-    """The partition errors of a LeaderAndIsr response with their topic names: v0-3 name
-    each, v4 groups them by topic, v5 by topic id (named from the controller's context; a
-    topic it no longer knows is left out, as Kafka's partitionErrors(topicNames) does)."""
-    errors = response.get("partition_errors")
-    if errors is not None:
-        return list(errors)
-    out: list[dict[str, Any]] = []
-    for t in response.get("topics", []):
-        name = t.get("topic_name")
-        if name is None and t.get("topic_id") is not None:
-            name = topic_names.get(t["topic_id"])
-        if name is None:
-            continue
-        out.extend({**p, "topic_name": name} for p in t.get("partition_errors", []))
-    return out

@@ -9,6 +9,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from kafpy.common.logger import PrefixAdapter, component_logger
+from kafpy.protocol.errors import Errors
+
 
 def scala_set(items: Iterable[object]) -> str:
     """`Set(a, b)`; items sorted by their text so the line is stable."""
@@ -33,3 +36,18 @@ def scala_map(mapping: Mapping[Any, Any]) -> str:
 def comma_list(items: Iterable[object]) -> str:
     """`a,b,c` (Scala's mkString(","))."""
     return ",".join(str(i) for i in items)
+
+
+def error_name(code: int) -> str:
+    """An error code by its `Errors` name (`NOT_CONTROLLER`), or the number if unknown."""
+    try:
+        return Errors(code).name
+    except ValueError:
+        return str(code)
+
+
+def controller_logger(controller_id: int) -> PrefixAdapter:
+    """The logger of Kafka's KafkaController (`[Controller id=N] `): the controller and the
+    parts split out of it (reassignment, elections, broker changes, deletion events) log
+    their lines through it, as Kafka's one class does."""
+    return component_logger("kafpy.controller.KafkaController", "Controller", controller_id)

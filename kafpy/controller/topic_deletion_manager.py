@@ -28,12 +28,13 @@ from collections.abc import Callable, Iterable
 
 from kafpy.common.logger import component_logger
 from kafpy.common.topic_partition import TopicPartition
-from kafpy.controller.controller_channel_manager import ResponseCallback
+from kafpy.controller.controller_channel_manager import Body, ResponseCallback
 from kafpy.controller.controller_context import ControllerContext, PartitionAndReplica
-from kafpy.controller.log_format import comma_list
+from kafpy.controller.log_format import comma_list, controller_logger, error_name, scala_map
 from kafpy.controller.partition_state_machine import PartitionState, PartitionStateMachine
 from kafpy.controller.replica_state_machine import ReplicaState, ReplicaStateMachine
 from kafpy.metadata.kafka_zk_client import KafkaZkClient
+from kafpy.metadata.store import WatchedEvent
 
 
 class TopicDeletionManager:
@@ -50,6 +51,7 @@ class TopicDeletionManager:
         send_update_metadata_request: Callable[[Iterable[int], Iterable[TopicPartition]], None],
         deregister_partition_modifications_handler: Callable[[str], None],
         stop_replica_callback: ResponseCallback,
+        topic_deletion_watcher: Callable[[WatchedEvent], None],
     ) -> None:
         self.controller_id = controller_id
         self.context = context
@@ -60,10 +62,14 @@ class TopicDeletionManager:
         self.send_update_metadata_request = send_update_metadata_request
         self.deregister_partition_modifications_handler = deregister_partition_modifications_handler
         self.stop_replica_callback = stop_replica_callback
+        self.topic_deletion_watcher = topic_deletion_watcher
         self.log = component_logger(
             "kafpy.controller.TopicDeletionManager", "Topic Deletion Manager", None
         )
         self.log.prefix = f"[Topic Deletion Manager {controller_id}] "
+        # what Kafka's KafkaController logs about deletions (the marker znodes, StopReplica
+        # responses) keeps the controller's logger and prefix
+        self.controller_log = controller_logger(controller_id)
 
     # the queues live in the context (they are rebuilt with it on failover)
     @property
@@ -105,6 +111,90 @@ class TopicDeletionManager:
             self.topics_to_be_deleted.clear()
             self.partitions_to_be_deleted.clear()
             self.topics_ineligible_for_deletion.clear()
+
+    async def fetch_topic_deletions_in_progress(self) -> tuple[set[str], set[str]]:
+        """On failover: the topics marked for deletion (watching /admin/delete_topics), and
+        those of them ineligible (a replica offline, or being reassigned)."""
+        ctx = self.context
+        to_delete = set(await self.zk_client.get_topic_deletions(self.topic_deletion_watcher))
+        with_offline_replicas = {
+            r.topic
+            for topic in to_delete
+            for r in ctx.replicas_for_topic(topic)
+            if not ctx.is_replica_online(r.replica, r.topic_partition)
+        }
+        being_reassigned = {tp.topic for tp in ctx.partitions_being_reassigned}
+        ineligible = with_offline_replicas | (being_reassigned & to_delete)
+        self.controller_log.info("List of topics to be deleted: %s", comma_list(sorted(to_delete)))
+        self.controller_log.info(
+            "List of topics ineligible for deletion: %s", comma_list(sorted(ineligible))
+        )
+        return to_delete, ineligible
+
+    async def process_topic_deletion(self) -> None:
+        """Kafka's processTopicDeletion: /admin/delete_topics changed; queue the marked
+        topics (or remove their markers when they do not exist or deletion is disabled)."""
+        ctx = self.context
+        topics = set(await self.zk_client.get_topic_deletions(self.topic_deletion_watcher))
+        self.controller_log.debug(
+            "Delete topics listener fired for topics %s to be deleted", comma_list(sorted(topics))
+        )
+        non_existent = topics - ctx.all_topics
+        if non_existent:
+            self.controller_log.warning(
+                "Ignoring request to delete non-existing topics %s",
+                comma_list(sorted(non_existent)),
+            )
+            await self.zk_client.delete_topic_deletions(sorted(non_existent))
+        topics -= non_existent
+        if self.is_delete_topic_enabled:
+            if topics:
+                self.controller_log.info(
+                    "Starting topic deletion for topics %s", comma_list(sorted(topics))
+                )
+                busy = {
+                    tp.topic
+                    for tp in ctx.partitions_being_reassigned
+                    | ctx.partitions_undergoing_preferred_replica_election
+                }
+                await self.enqueue_topics_for_deletion(topics, ineligible=topics & busy)
+        else:
+            for topic in sorted(topics):
+                self.controller_log.info(
+                    "Removing /admin/delete_topics/%s since delete topic is disabled", topic
+                )
+                await self.zk_client.delete_topic_deletions([topic])
+
+    async def process_topic_deletion_stop_replica_response(
+        self, broker_id: int, response: Body
+    ) -> None:
+        """Kafka's processTopicDeletionStopReplicaResponseReceived: the replicas the
+        StopReplica (delete) response names are deleted, or failed to be."""
+        request_error = int(response.get("error_code", 0))
+        partition_errors = {
+            TopicPartition(p["topic_name"], p["partition_index"]): int(p["error_code"])
+            for p in response.get("partition_errors", [])
+            if self.is_topic_queued_up_for_deletion(p["topic_name"])
+        }
+        self.controller_log.debug(
+            "Delete topic callback invoked on StopReplica response received from broker %d: "
+            "request error = %s, partition errors = %s",
+            broker_id,
+            error_name(request_error),
+            scala_map({tp: error_name(code) for tp, code in partition_errors.items()}),
+        )
+        if request_error != 0:
+            in_error = set(partition_errors)
+        else:
+            in_error = {tp for tp, code in partition_errors.items() if code != 0}
+        await self.fail_replica_deletion(
+            [PartitionAndReplica(tp.topic, tp.partition, broker_id) for tp in sorted(in_error)]
+        )
+        deleted = [tp for tp in partition_errors if tp not in in_error]
+        if deleted:
+            await self.complete_replica_deletion(
+                [PartitionAndReplica(tp.topic, tp.partition, broker_id) for tp in deleted]
+            )
 
     # -- queue --------------------------------------------------------------------------------
 

@@ -11,7 +11,8 @@ never sleeps on the clock.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import json
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +24,7 @@ from kafpy.metadata.embedded_store import EmbeddedStore
 from kafpy.metadata.kafka_zk_client import KafkaZkClient
 from kafpy.metadata.zk_data import Broker, BrokerInfo, EndPoint
 from kafpy.protocol.api_keys import ApiKey
+from kafpy.protocol.messages import REQUESTS
 
 
 @dataclass
@@ -248,3 +250,30 @@ class ControllerCluster:
             if (api_key is None or r.api_key == api_key)
             and (broker_id is None or r.broker_id == broker_id)
         ]
+
+
+def run(body: Callable[[ControllerCluster], Awaitable[None]], **config: object) -> None:
+    """Run `body` against a fresh ControllerCluster (configured by `config`)."""
+
+    async def main() -> None:
+        async with ControllerCluster(**config) as cluster:
+            await body(cluster)
+
+    asyncio.run(main())
+
+
+async def state_json(
+    cluster: ControllerCluster, topic: str, partition: int
+) -> dict[str, object] | None:
+    """The partition's state znode as JSON (None while it has none)."""
+    data = await cluster.admin.store.get_data_or_none(
+        f"/brokers/topics/{topic}/partitions/{partition}/state"
+    )
+    return None if data is None else json.loads(data)
+
+
+def assert_encodable(request: SentRequest) -> None:
+    """The body is valid for the protocol codec at the version it was sent with."""
+    message = REQUESTS[ApiKey(request.api_key)]
+    decoded = message.decode(request.version, message.encode(request.version, request.body))
+    assert decoded["controller_id"] == request.body["controller_id"]

@@ -1,58 +1,34 @@
-"""KafkaController over the embedded store: election, topic creation, expansion, deletion
-and broker failures, with requests captured by a recording channel (no sockets)."""
+"""KafkaController over the embedded store: election, topic creation, expansion, ISR change
+and log dir notifications, with requests captured by a recording channel (no sockets)."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 
 import pytest
 
-from kafpy.common.election_type import ElectionType
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.controller.controller_context import PartitionAndReplica
-from kafpy.controller.kafka_controller import ElectionResult
 from kafpy.controller.partition_state_machine import PartitionState
 from kafpy.controller.replica_state_machine import ReplicaState
-from kafpy.controller.state_change_logger import STATE_CHANGE_LOGGER_NAME
 from kafpy.metadata.zk_data import (
     IsrChangeNotificationSequenceZNode,
-    LeaderIsrAndControllerEpoch,
     TopicZNode,
 )
 from kafpy.protocol.api_keys import ApiKey
-from kafpy.protocol.errors import Errors
-from kafpy.protocol.messages import REQUESTS
-from tests.unit.controller.fixtures import ControllerCluster, SentRequest, healthy_response
+from tests.unit.controller.fixtures import (
+    ControllerCluster,
+    SentRequest,
+    assert_encodable,
+    healthy_response,
+    run,
+    state_json,
+)
 
 LAI, UM, SR = ApiKey.LEADER_AND_ISR, ApiKey.UPDATE_METADATA, ApiKey.STOP_REPLICA
-
-
-def run(body: Callable[[ControllerCluster], Awaitable[None]], **config: object) -> None:
-    async def main() -> None:
-        async with ControllerCluster(**config) as cluster:
-            await body(cluster)
-
-    asyncio.run(main())
-
-
-async def state_json(
-    cluster: ControllerCluster, topic: str, partition: int
-) -> dict[str, object] | None:
-    data = await cluster.admin.store.get_data_or_none(
-        f"/brokers/topics/{topic}/partitions/{partition}/state"
-    )
-    return None if data is None else json.loads(data)
-
-
-def assert_encodable(request: SentRequest) -> None:
-    """The body is valid for the protocol codec at the version it was sent with."""
-    message = REQUESTS[ApiKey(request.api_key)]
-    decoded = message.decode(request.version, message.encode(request.version, request.body))
-    assert decoded["controller_id"] == request.body["controller_id"]
 
 
 # -- election ---------------------------------------------------------------------------------
@@ -265,372 +241,6 @@ def test_expansion_is_skipped_while_the_topic_is_queued_for_deletion(
     run(body)
 
 
-# -- deletion ----------------------------------------------------------------------------------
-
-
-def test_deletion_end_to_end(caplog: pytest.LogCaptureFixture) -> None:
-    async def body(cluster: ControllerCluster) -> None:
-        await cluster.start(0, 1, 2)
-        await cluster.admin.create_topic_with_config(
-            "t", {0: [1, 2, 0], 1: [2, 0, 1]}, {"retention.ms": "1"}
-        )
-        await cluster.settle()
-        cluster.sent.clear()
-        with caplog.at_level(logging.DEBUG, logger="kafpy"):
-            await cluster.admin.create_delete_topic_path("t")
-            await cluster.settle()
-        # brokers were told to stop serving it (leader -2), then to stop and delete replicas
-        um = cluster.requests(UM)
-        assert sorted(r.broker_id for r in um) == [0, 1, 2]
-        assert all(s["leader"] == -2 for r in um for _, s in r.partition_states())
-        for broker in (0, 1, 2):
-            stops = cluster.requests(SR, broker)
-            assert [r.delete_partitions() for r in stops] == [False, True]
-            for r in stops:
-                assert_encodable(r)
-                assert sorted(r.partitions()) == [("t", 0), ("t", 1)]
-        for path in ("/brokers/topics/t", "/config/topics/t", "/admin/delete_topics/t"):
-            assert await cluster.admin.store.exists(path) is None, path
-        ctl = cluster.controller()
-        assert "t" not in ctl.context.all_topics and not ctl.context.topics_to_be_deleted
-        assert not [r for r in ctl.context.replica_states if r.topic == "t"]
-        text = caplog.text
-        assert "[Controller id=0] Delete topics listener fired for topics t to be deleted" in text
-        assert "[Topic Deletion Manager 0] Handling deletion for topics t" in text
-        assert "[Topic Deletion Manager 0] Deletion started for replicas" in text
-        assert (
-            "The stop replica request (delete = true) sent to broker 1 is "
-            "StopReplicaRequestInfo([Topic=t,Partition=0,Replica=1],true),"
-            "StopReplicaRequestInfo([Topic=t,Partition=1,Replica=1],true)"
-        ) in text
-        assert (
-            "Delete topic callback invoked on StopReplica response received from broker 2: "
-            "request error = NONE, partition errors = Map(t-0 -> NONE, t-1 -> NONE)"
-        ) in text
-        assert "[Topic Deletion Manager 0] Deletion of topic t successfully completed" in text
-
-        # the same name created again at once is a new topic
-        cluster.sent.clear()
-        await cluster.admin.create_topic_with_config("t", {0: [0]}, {})
-        await cluster.settle()
-        assert (await state_json(cluster, "t", 0)) == {
-            "controller_epoch": 1,
-            "leader": 0,
-            "version": 1,
-            "leader_epoch": 0,
-            "isr": [0],
-        }
-
-    run(body)
-
-
-def test_deletion_with_a_dead_replica_waits_for_the_broker(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    async def body(cluster: ControllerCluster) -> None:
-        await cluster.start(0, 1, 2)
-        await cluster.admin.create_topic_with_config("t", {0: [1, 2], 1: [2, 0]}, {})
-        await cluster.settle()
-        await cluster.stop_broker(2)
-        await cluster.settle()
-        cluster.sent.clear()
-        with caplog.at_level(logging.DEBUG, logger="kafpy"):
-            await cluster.admin.create_delete_topic_path("t")
-            await cluster.settle()
-        assert (
-            "Changed state of replica 2 for partition t-0 from OfflineReplica to "
-            "ReplicaDeletionIneligible"
-        ) in caplog.text
-        assert "Halted deletion of topics t" in caplog.text
-        assert (
-            "Not retrying deletion of topic t at this time since it is marked ineligible for "
-            "deletion"
-        ) in caplog.text
-        ctl = cluster.controller()
-        ctx, tdm = ctl.context, ctl.topic_deletion_manager
-        assert await cluster.admin.store.exists("/brokers/topics/t") is not None
-        assert "t" in tdm.topics_to_be_deleted and "t" in tdm.topics_ineligible_for_deletion
-        # the dead replica failed at once (ReplicaDeletionIneligible); the next pass marked it
-        # for retry (OfflineReplica), which waits because the topic is ineligible
-        assert ctx.replica_states[PartitionAndReplica("t", 0, 2)] is ReplicaState.OFFLINE_REPLICA
-        assert (
-            ctx.replica_states[PartitionAndReplica("t", 0, 1)]
-            is ReplicaState.REPLICA_DELETION_SUCCESSFUL
-        )
-        assert {r.broker_id for r in cluster.requests(SR)} == {0, 1}
-
-        cluster.sent.clear()
-        await cluster.start_broker(2)
-        await cluster.settle()
-        stops = cluster.requests(SR, 2)
-        assert [r.delete_partitions() for r in stops] == [False, True]
-        assert sorted(stops[-1].partitions()) == [("t", 0), ("t", 1)]
-        for path in ("/brokers/topics/t", "/admin/delete_topics/t"):
-            assert await cluster.admin.store.exists(path) is None, path
-        assert not tdm.topics_to_be_deleted and not tdm.topics_ineligible_for_deletion
-
-    run(body)
-
-
-def test_failed_replica_deletion_is_retried_and_completes() -> None:
-    async def body(cluster: ControllerCluster) -> None:
-        await cluster.start(0, 1)
-        await cluster.admin.create_topic_with_config("t", {0: [0, 1]}, {})
-        await cluster.settle()
-        failures = {"left": 1}
-
-        def responder(request: SentRequest) -> dict[str, object]:
-            error = 0
-            if request.api_key == SR and request.delete_partitions() and request.broker_id == 1:
-                if failures["left"]:
-                    failures["left"] -= 1
-                    error = 56  # KAFKA_STORAGE_ERROR
-            return {
-                "error_code": 0,
-                "partition_errors": [
-                    {"topic_name": t, "partition_index": p, "error_code": error}
-                    for t, p in request.partitions()
-                ],
-            }
-
-        cluster.responder = responder
-        await cluster.admin.create_delete_topic_path("t")
-        await cluster.settle()
-        ctl = cluster.controller()
-        # broker 1 failed once: the replica is ineligible, the topic waits
-        assert await cluster.admin.store.exists("/brokers/topics/t") is not None
-        assert "t" in ctl.topic_deletion_manager.topics_ineligible_for_deletion
-        # broker 1 restarts: the deletion resumes and completes
-        await cluster.stop_broker(1)
-        await cluster.settle()
-        await cluster.start_broker(1)
-        await cluster.settle()
-        assert await cluster.admin.store.exists("/brokers/topics/t") is None
-        assert failures["left"] == 0
-
-    run(body)
-
-
-def test_delete_topic_disabled_removes_the_marker_and_keeps_the_topic() -> None:
-    async def body(cluster: ControllerCluster) -> None:
-        await cluster.start(0)
-        await cluster.admin.create_topic_with_config("t", {0: [0]}, {})
-        await cluster.settle()
-        cluster.sent.clear()
-        await cluster.admin.create_delete_topic_path("t")
-        await cluster.settle()
-        assert await cluster.admin.store.exists("/admin/delete_topics/t") is None
-        assert await cluster.admin.store.exists("/brokers/topics/t") is not None
-        assert not cluster.requests(SR)
-        assert "t" in cluster.controller().context.all_topics
-
-    run(body, delete_topic_enable=False)
-
-
-def test_markers_of_non_existent_topics_are_removed() -> None:
-    async def body(cluster: ControllerCluster) -> None:
-        await cluster.start(0)
-        await cluster.admin.create_delete_topic_path("ghost")
-        await cluster.settle()
-        assert await cluster.admin.store.exists("/admin/delete_topics/ghost") is None
-
-    run(body)
-
-
-def test_a_new_controller_finishes_a_pending_deletion() -> None:
-    async def body(cluster: ControllerCluster) -> None:
-        await cluster.start(0, 1, 2)
-        await cluster.admin.create_topic_with_config("t", {0: [1, 2]}, {})
-        await cluster.settle()
-        await cluster.stop_broker(2)
-        await cluster.settle()
-        await cluster.admin.create_delete_topic_path("t")
-        await cluster.settle()
-        await cluster.stop_broker(0)  # the controller dies with the deletion pending
-        await cluster.settle()
-        assert cluster.controller().broker_id == 1
-        assert await cluster.admin.store.exists("/brokers/topics/t") is not None
-        await cluster.start_broker(2)
-        await cluster.settle()
-        assert await cluster.admin.store.exists("/brokers/topics/t") is None
-        assert await cluster.admin.store.exists("/admin/delete_topics/t") is None
-
-    run(body)
-
-
-# -- broker failure ----------------------------------------------------------------------------
-
-
-def test_broker_failure_elects_a_new_leader_from_the_isr() -> None:
-    async def body(cluster: ControllerCluster) -> None:
-        await cluster.start(0, 1, 2)
-        await cluster.admin.create_topic_with_config("t", {0: [1, 2, 0], 1: [2, 0, 1]}, {})
-        await cluster.settle()
-        cluster.sent.clear()
-        await cluster.stop_broker(1)
-        await cluster.settle()
-        assert (await state_json(cluster, "t", 0)) == {
-            "controller_epoch": 1,
-            "leader": 2,
-            "version": 1,
-            "leader_epoch": 1,
-            "isr": [2, 0],
-        }
-        # a follower died: it left the ISR, the leader stayed
-        state1 = await state_json(cluster, "t", 1)
-        assert state1 is not None and state1["leader"] == 2 and state1["isr"] == [2, 0]
-        lai = cluster.requests(LAI)
-        assert {r.broker_id for r in lai} == {0, 2}
-        new_leader_state = [
-            s for r in lai for t, s in r.partition_states() if (t, s["partition_index"]) == ("t", 0)
-        ]
-        assert new_leader_state and all(
-            s["leader"] == 2 and s["leader_epoch"] == 1 for s in new_leader_state
-        )
-        assert all(r.broker_id != 1 for r in cluster.sent)
-        ctx = cluster.controller().context
-        assert ctx.replica_states[PartitionAndReplica("t", 0, 1)] is ReplicaState.OFFLINE_REPLICA
-        assert ctx.partition_states[TopicPartition("t", 0)] is PartitionState.ONLINE_PARTITION
-        # the broker returns: its replicas get LeaderAndIsr again
-        cluster.sent.clear()
-        await cluster.start_broker(1)
-        await cluster.settle()
-        assert sorted(r.partitions() for r in cluster.requests(LAI, 1)) == [[("t", 0), ("t", 1)]]
-        assert ctx.replica_states[PartitionAndReplica("t", 0, 1)] is ReplicaState.ONLINE_REPLICA
-
-    run(body)
-
-
-def test_a_partition_without_live_isr_goes_offline_until_its_broker_returns() -> None:
-    async def body(cluster: ControllerCluster) -> None:
-        await cluster.start(0, 1)
-        await cluster.admin.create_topic_with_config("t", {0: [1]}, {})
-        await cluster.settle()
-        await cluster.stop_broker(1)
-        await cluster.settle()
-        ctx = cluster.controller().context
-        assert ctx.partition_states[TopicPartition("t", 0)] is PartitionState.OFFLINE_PARTITION
-        state = await state_json(cluster, "t", 0)
-        assert state is not None and state["leader"] == -1 and state["isr"] == [1]
-        await cluster.start_broker(1)
-        await cluster.settle()
-        state = await state_json(cluster, "t", 0)
-        assert state is not None and state["leader"] == 1 and state["leader_epoch"] == 2
-        assert ctx.partition_states[TopicPartition("t", 0)] is PartitionState.ONLINE_PARTITION
-
-    run(body)
-
-
-@pytest.mark.parametrize("unclean", [False, True])
-def test_unclean_leader_election_follows_the_topic_config(unclean: bool) -> None:
-    async def body(cluster: ControllerCluster) -> None:
-        await cluster.start(0, 1, 2)
-        config = {"unclean.leader.election.enable": "true"} if unclean else {}
-        await cluster.admin.create_topic_with_config("t", {0: [1, 2]}, config)
-        await cluster.settle()
-        await cluster.stop_broker(2)  # ISR shrinks to [1]
-        await cluster.settle()
-        await cluster.start_broker(2)  # back, but not in sync (ISR stays [1])
-        await cluster.settle()
-        await cluster.stop_broker(1)  # the only in-sync replica dies
-        await cluster.settle()
-        state = await state_json(cluster, "t", 0)
-        assert state is not None
-        if unclean:
-            assert state["leader"] == 2 and state["isr"] == [2]
-        else:
-            assert state["leader"] == -1 and state["isr"] == [1]
-
-    run(body)
-
-
-# -- replica leader elections (ElectLeaders, /admin/preferred_replica_election, rebalance) --
-
-
-async def _leader_moved_off_the_preferred_replica(cluster: ControllerCluster) -> None:
-    """t-0 assigned [1, 2, 0], led by 2 after broker 1 bounced; broker 1 is back in the ISR."""
-    await cluster.start(0, 1, 2)
-    await cluster.admin.create_topic_with_config("t", {0: [1, 2, 0]}, {})
-    await cluster.settle()
-    await cluster.stop_broker(1)
-    await cluster.settle()
-    await cluster.start_broker(1)
-    await cluster.settle()
-    tp = TopicPartition("t", 0)
-    state = await cluster.admin.get_topic_partition_state(tp)
-    assert state is not None and state.leader_and_isr.leader == 2
-    # the leader took broker 1 back into the ISR (as its ISR expansion would)
-    lai = state.leader_and_isr
-    back = LeaderIsrAndControllerEpoch(lai.new_leader_and_isr(2, [2, 0, 1]), state.controller_epoch)
-    await cluster.admin.set_topic_partition_state(tp, back, lai.zk_version)
-
-
-def test_preferred_election_goes_through_the_partition_state_machine(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    async def body(cluster: ControllerCluster) -> None:
-        await _leader_moved_off_the_preferred_replica(cluster)
-        ctl = cluster.controller()
-        cluster.sent.clear()
-        with caplog.at_level(logging.DEBUG, logger=STATE_CHANGE_LOGGER_NAME):
-            results = await ctl.elect_leaders([TopicPartition("t", 0)], ElectionType.PREFERRED)
-        assert results == {TopicPartition("t", 0): ElectionResult(Errors.NONE, None, 1)}
-        state = await state_json(cluster, "t", 0)
-        assert state is not None and state["leader"] == 1 and state["isr"] == [2, 0, 1]
-        assert (
-            "Changed partition t-0 from OnlinePartition to OnlinePartition with state "
-            "LeaderAndIsr(leader=1, leaderEpoch="
-        ) in caplog.text
-        await cluster.settle()
-        assert {r.broker_id for r in cluster.requests(LAI)} == {0, 1, 2}
-        # already led by the preferred replica: nothing to do
-        again = await ctl.elect_leaders([TopicPartition("t", 0)], ElectionType.PREFERRED)
-        assert again[TopicPartition("t", 0)].error_code == Errors.ELECTION_NOT_NEEDED
-
-    run(body)
-
-
-def test_election_results_for_unknown_unelectable_and_non_controller() -> None:
-    async def body(cluster: ControllerCluster) -> None:
-        await cluster.start(0, 1, 2)
-        await cluster.admin.create_topic_with_config("t", {0: [1, 2, 0]}, {})
-        await cluster.settle()
-        await cluster.stop_broker(1)
-        await cluster.settle()
-        await cluster.start_broker(1)  # back, but out of the ISR [2, 0]
-        await cluster.settle()
-        ctl = cluster.controller()
-        tp, unknown = TopicPartition("t", 0), TopicPartition("t", 7)
-        results = await ctl.elect_leaders([tp, unknown], ElectionType.PREFERRED)
-        assert results[unknown] == ElectionResult(
-            Errors.UNKNOWN_TOPIC_OR_PARTITION, "The partition does not exist."
-        )
-        assert results[tp].error_code == Errors.PREFERRED_LEADER_NOT_AVAILABLE
-        assert "PreferredReplicaPartitionLeaderElectionStrategy" in str(results[tp].error_message)
-        # its leader is alive: an unclean election is not needed
-        unclean = await ctl.elect_leaders([tp], ElectionType.UNCLEAN)
-        assert unclean[tp].error_code == Errors.ELECTION_NOT_NEEDED
-        other = next(h.controller for h in cluster.brokers.values() if not h.controller.is_active)
-        assert await other.elect_leaders([tp], ElectionType.PREFERRED) == {
-            tp: ElectionResult(Errors.NOT_CONTROLLER)
-        }
-
-
-def test_election_answers_not_controller_when_the_controller_moved_meanwhile() -> None:
-    async def body(cluster: ControllerCluster) -> None:
-        await _leader_moved_off_the_preferred_replica(cluster)
-        ctl = cluster.controller()
-        # another controller bumped /controller_epoch: this one's writes fail its check
-        data, _ = await cluster.admin.store.get("/controller_epoch")
-        await cluster.admin.store.set("/controller_epoch", data)
-        results = await ctl.elect_leaders([TopicPartition("t", 0)], ElectionType.PREFERRED)
-        assert results == {TopicPartition("t", 0): ElectionResult(Errors.NOT_CONTROLLER)}
-        state = await state_json(cluster, "t", 0)
-        assert state is not None and state["leader"] == 2
-
-    run(body)
-
-
 # -- ISR changes --------------------------------------------------------------------------------
 
 
@@ -696,31 +306,6 @@ def test_log_dir_event_moves_leadership_off_the_replicas_in_the_failed_dir() -> 
     run(body)
 
 
-def test_admin_unclean_election_elects_an_out_of_sync_replica_whatever_the_config() -> None:
-    async def body(cluster: ControllerCluster) -> None:
-        await cluster.start(0, 1, 2)
-        await cluster.admin.create_topic_with_config("t", {0: [1, 2], 1: [1]}, {})
-        await cluster.settle()
-        await cluster.stop_broker(2)  # ISR shrinks to [1]
-        await cluster.settle()
-        await cluster.start_broker(2)  # back, not in sync
-        await cluster.settle()
-        await cluster.stop_broker(1)  # the whole ISR is down: t-0 and t-1 go offline
-        await cluster.settle()
-        assert (await state_json(cluster, "t", 0) or {})["leader"] == -1
-        ctl = cluster.controller()
-        t0, t1 = TopicPartition("t", 0), TopicPartition("t", 1)
-        results = await ctl.elect_leaders([t0, t1], ElectionType.UNCLEAN)
-        assert results[t0] == ElectionResult(Errors.NONE, None, 2)
-        assert results[t1].error_code == Errors.ELIGIBLE_LEADERS_NOT_AVAILABLE
-        state = await state_json(cluster, "t", 0)
-        assert state is not None and state["leader"] == 2 and state["isr"] == [2]
-        assert ctl.context.partition_states[t0] is PartitionState.ONLINE_PARTITION
-        assert ctl.context.partition_states[t1] is PartitionState.OFFLINE_PARTITION
-
-    run(body)
-
-
 def test_enabling_unclean_election_on_a_topic_elects_its_offline_partitions() -> None:
     async def body(cluster: ControllerCluster) -> None:
         await cluster.start(0, 1, 2)
@@ -740,28 +325,6 @@ def test_enabling_unclean_election_on_a_topic_elects_its_offline_partitions() ->
         await cluster.settle()
         state = await state_json(cluster, "t", 0)
         assert state is not None and state["leader"] == 2 and state["isr"] == [2]
-
-    run(body)
-
-
-def test_controlled_shutdown_moves_leadership_through_the_state_machine(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    async def body(cluster: ControllerCluster) -> None:
-        await cluster.start(0, 1, 2)
-        await cluster.admin.create_topic_with_config("t", {0: [1, 2, 0]}, {})
-        await cluster.settle()
-        ctl = cluster.controller()
-        broker_epoch = ctl.context.live_broker_epoch(1)
-        with caplog.at_level(logging.DEBUG, logger=STATE_CHANGE_LOGGER_NAME):
-            error, remaining = await ctl.controlled_shutdown(1, broker_epoch)
-        assert (error, remaining) == (0, [])
-        state = await state_json(cluster, "t", 0)
-        assert state is not None and state["leader"] == 2 and state["isr"] == [2, 0]
-        assert (
-            "Changed partition t-0 from OnlinePartition to OnlinePartition with state "
-            "LeaderAndIsr(leader=2, leaderEpoch=1, isr=2,0"
-        ) in caplog.text
 
     run(body)
 

@@ -1,12 +1,10 @@
-"""KafkaController's partition reassignment (Kafka's onPartitionReassignment) over the
-embedded store: the topic znode's adding/removing replicas, the replica state transitions,
-the leader move, /admin/reassign_partitions, cancellation, and resumption after failover."""
+"""PartitionReassignment (Kafka's onPartitionReassignment) over the embedded store: the
+topic znode's adding/removing replicas, the replica state transitions, the leader move,
+/admin/reassign_partitions, cancellation, and resumption after failover."""
 
 from __future__ import annotations
 
-import asyncio
 import json
-from collections.abc import Awaitable, Callable
 
 from kafpy.common.kafka_uuid import uuid_to_string
 from kafpy.common.topic_partition import TopicPartition
@@ -15,18 +13,10 @@ from kafpy.controller.replica_state_machine import ReplicaState
 from kafpy.metadata.zk_data import LeaderIsrAndControllerEpoch, ReplicaAssignment
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.errors import Errors
-from tests.unit.controller.fixtures import ControllerCluster
+from tests.unit.controller.fixtures import ControllerCluster, run
 
 LAI, SR = ApiKey.LEADER_AND_ISR, ApiKey.STOP_REPLICA
 TP = TopicPartition("t", 0)
-
-
-def run(body: Callable[[ControllerCluster], Awaitable[None]]) -> None:
-    async def main() -> None:
-        async with ControllerCluster() as cluster:
-            await body(cluster)
-
-    asyncio.run(main())
 
 
 async def topic_json(cluster: ControllerCluster) -> dict[str, object]:
