@@ -28,12 +28,13 @@ from kafpy.cli.command_line_utils import (
     AdminCommand,
     OneLineError,
     client_security,
-    int_property,
     parse_key_value_args,
     property_flag,
     run_command,
     unescape,
 )
+from kafpy.client.client_config import ClientConfigError
+from kafpy.client.consumer_config import ConsumerConfig
 from kafpy.client.consumer_coordinator import ConsumerCoordinator
 from kafpy.client.fetcher import (
     EARLIEST_TIMESTAMP,
@@ -203,8 +204,8 @@ def group_settings(
         )
     if not ids:
         return None
-    props = {**file_props, **extra_props}
-    reset = props.get("auto.offset.reset")
+    config = ConsumerConfig({**file_props, **extra_props})
+    reset = config.props.get("auto.offset.reset")
     strategy = None
     if reset is not None:
         try:
@@ -216,12 +217,23 @@ def group_settings(
             ) from None
     return GroupSettings(
         group_id=ids[0],
-        enable_auto_commit=property_flag(props, "enable.auto.commit", True),
-        auto_commit_interval_ms=int_property(props, "auto.commit.interval.ms", 5000, "consumer"),
-        session_timeout_ms=int_property(props, "session.timeout.ms", 10000, "consumer"),
-        heartbeat_interval_ms=int_property(props, "heartbeat.interval.ms", 3000, "consumer"),
+        enable_auto_commit=config.get_bool("enable.auto.commit"),
+        auto_commit_interval_ms=consumer_int(config, "auto.commit.interval.ms"),
+        session_timeout_ms=consumer_int(config, "session.timeout.ms"),
+        heartbeat_interval_ms=consumer_int(config, "heartbeat.interval.ms"),
         auto_offset_reset=strategy,
     )
+
+
+def consumer_int(config: ConsumerConfig, key: str) -> int:
+    """The integer consumer property `key` (Kafka's default when not given); a value that is
+    not a number is a OneLineError naming the key."""
+    try:
+        return config.get_int(key)
+    except ClientConfigError as e:
+        raise OneLineError(
+            f"Invalid value {e.value!r} for consumer property {e.key}: expected a number."
+        ) from None
 
 
 async def resolve_topics(
@@ -526,15 +538,16 @@ def command(
             "Can't simultaneously specify --from-beginning and 'auto.offset.reset="
             f"{props['auto.offset.reset']}' {HELP_HINT}"
         )
-    level = isolation_level or props.get("isolation.level", "read_uncommitted").strip().lower()
+    config = ConsumerConfig(props)
+    level = isolation_level or config.get_string("isolation.level").strip().lower()
     if level not in ISOLATION_LEVELS:
         raise OneLineError(
             f"Invalid value {level!r} for isolation.level: expected read_committed or "
             f"read_uncommitted. {HELP_HINT}"
         )
-    max_wait_ms = int_property(props, "fetch.max.wait.ms", 500, "consumer")
-    request_timeout_ms = int_property(props, "request.timeout.ms", 30000, "consumer")
-    client_id = props.get("client.id", "console-consumer")
+    max_wait_ms = consumer_int(config, "fetch.max.wait.ms")
+    request_timeout_ms = consumer_int(config, "request.timeout.ms")
+    client_id = config.get_string("client.id", "console-consumer")
     security = client_security(props, consumer_config or "--consumer-property")
     printer = RecordPrinter(printer_formatter, sys.stdout.buffer)
     what = f"topic {topic}" if topic is not None else f"the topics matching '{whitelist}'"

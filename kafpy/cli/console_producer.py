@@ -26,13 +26,13 @@ from kafpy.cli.command_line_utils import (
     AdminCommand,
     OneLineError,
     client_security,
-    int_property,
     parse_key_value_args,
     property_flag,
     run_command,
     unescape,
 )
 from kafpy.cli.progress import Progress
+from kafpy.client.client_config import ClientConfigError
 from kafpy.client.kafka_client import KafkaClient, parse_bootstrap_servers
 from kafpy.client.producer import (
     DEFAULT_BATCH_SIZE,
@@ -42,6 +42,7 @@ from kafpy.client.producer import (
     RecordsNotDeliveredError,
     parse_acks,
 )
+from kafpy.client.producer_config import ProducerConfig
 from kafpy.common.errors import KafkaError, MessageTooLargeError
 from kafpy.common.properties import PropertiesError, load_properties
 from kafpy.records.compression import CompressionType
@@ -122,17 +123,17 @@ def producer_settings(
 ) -> ProducerSettings:
     """Options win over --producer-property values, which win over the defaults (Kafka's
     console producer order)."""
+    config = ProducerConfig(producer_props)
     try:
-        acks = parse_acks(
-            acks_option if acks_option is not None else producer_props.get("acks", "1")
+        acks = parse_acks(acks_option if acks_option is not None else config.get_string("acks"))
+        compression = CompressionType.from_name(
+            codec_option or config.get_string("compression.type")
         )
-        codec = codec_option or producer_props.get("compression.type", "none")
-        compression = CompressionType.from_name(codec)
 
-        def number(option: int | None, key: str, default: int) -> int:
+        def number(option: int | None, key: str, default: int | None = None) -> int:
             if option is not None:
                 return option
-            return int_property(producer_props, key, default, "producer")
+            return config.get_int(key, default)
 
         return ProducerSettings(
             acks=acks,
@@ -141,11 +142,15 @@ def producer_settings(
             batch_size=batch_size,
             request_timeout_ms=number(request_timeout_ms, "request.timeout.ms", 1500),
             retries=number(retries, "retries", 3),
-            retry_backoff_ms=number(retry_backoff_ms, "retry.backoff.ms", 100),
-            client_id=producer_props.get("client.id", "console-producer"),
-            batch_bytes=number(None, "batch.size", DEFAULT_BATCH_SIZE),
-            max_request_size=number(None, "max.request.size", DEFAULT_MAX_REQUEST_SIZE),
+            retry_backoff_ms=number(retry_backoff_ms, "retry.backoff.ms"),
+            client_id=config.get_string("client.id", "console-producer"),
+            batch_bytes=number(None, "batch.size"),
+            max_request_size=number(None, "max.request.size"),
         )
+    except ClientConfigError as e:
+        raise OneLineError(
+            f"Invalid value {e.value!r} for producer property {e.key}: expected a number."
+        ) from None
     except ValueError as e:
         raise OneLineError(str(e)) from None
 

@@ -30,13 +30,13 @@ from kafpy.cli.command_line_utils import (
     parse_key_value_args,
     run_command,
 )
+from kafpy.client.client_config import ClientConfigError, Expected
 from kafpy.client.kafka_client import KafkaClient
 from kafpy.client.producer import (
-    DEFAULT_BATCH_SIZE,
-    DEFAULT_MAX_REQUEST_SIZE,
     BatchProducer,
     parse_acks,
 )
+from kafpy.client.producer_config import ProducerConfig
 from kafpy.common.properties import PropertiesError, load_properties
 from kafpy.records.compression import CompressionType
 
@@ -132,25 +132,22 @@ def producer_settings(props: Mapping[str, str], warn: Callable[[str], None]) -> 
             "kafpy's producer yet: use a PLAINTEXT listener"
         )
 
-    def integer(key: str, default: int, least: int) -> int:
-        text = props.get(key)
-        if text is None:
-            return default
+    config = ProducerConfig(props)
+
+    def integer(key: str, default: int | None, least: int) -> int:
         try:
-            value = int(text)
-        except ValueError:
-            raise OneLineError(
-                f"Invalid value {text} for configuration {key}: not a number"
-            ) from None
-        if value < least:
-            raise OneLineError(
-                f"Invalid value {text} for configuration {key}: must be at least {least}"
+            return config.get_int(key, default, minimum=least)
+        except ClientConfigError as e:
+            problem = (
+                "not a number" if e.expected is Expected.NUMBER else f"must be at least {least}"
             )
-        return value
+            raise OneLineError(
+                f"Invalid value {e.value} for configuration {key}: {problem}"
+            ) from None
 
     try:
-        acks = parse_acks(props.get("acks", "all"))
-        compression = CompressionType.from_name(props.get("compression.type", "none"))
+        acks = parse_acks(config.get_string("acks", "all"))
+        compression = CompressionType.from_name(config.get_string("compression.type"))
     except ValueError as e:
         raise OneLineError(str(e)) from None
     for key in props:
@@ -159,19 +156,19 @@ def producer_settings(props: Mapping[str, str], warn: Callable[[str], None]) -> 
     return {
         "client": {
             "bootstrap_servers": props["bootstrap.servers"],
-            "client_id": props.get("client.id", "producer-performance"),
-            "request_timeout_ms": integer("request.timeout.ms", 30000, 1),
+            "client_id": config.get_string("client.id", "producer-performance"),
+            "request_timeout_ms": integer("request.timeout.ms", None, 1),
             "retries": integer("retries", 5, 0),
-            "retry_backoff_ms": integer("retry.backoff.ms", 100, 0),
+            "retry_backoff_ms": integer("retry.backoff.ms", None, 0),
         },
         "producer": {
             "acks": acks,
             "compression": compression,
-            "batch_size": integer("batch.size", DEFAULT_BATCH_SIZE, 0),
-            "max_request_size": integer("max.request.size", DEFAULT_MAX_REQUEST_SIZE, 1),
+            "batch_size": integer("batch.size", None, 0),
+            "max_request_size": integer("max.request.size", None, 1),
         },
-        "in_flight": integer("max.in.flight.requests.per.connection", 5, 1),
-        "idempotent": props.get("enable.idempotence", "false").strip().lower() == "true",
+        "in_flight": integer("max.in.flight.requests.per.connection", None, 1),
+        "idempotent": config.get_bool("enable.idempotence"),
     }
 
 

@@ -13,7 +13,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kafpy.client.client_config import ClientConfig, ClientConfigError, Expected
+from kafpy.client.consumer_config import ConsumerConfig
 from kafpy.client.kafka_client import parse_bootstrap_servers
+from kafpy.client.producer_config import ProducerConfig
 from kafpy.spark.errors import OptionError
 from kafpy.spark.kafka_params import Role, check_kafka_params, security_params
 
@@ -280,20 +283,32 @@ def _client_settings(opts: dict[str, str], role: Role) -> ClientSettings:
             f"{opts['kafka.isolation.level']!r}."
         )
 
-    def num(key: str, default: int) -> int:
+    params = {k[len("kafka.") :]: v for k, v in opts.items() if k.startswith("kafka.")}
+    config: ClientConfig = ConsumerConfig(params) if role == "read" else ProducerConfig(params)
+
+    def num(key: str, default: int | None = None) -> int:
         if role == "write" and key.startswith(("fetch.", "max.partition.fetch.")):
-            return default  # a consumer setting: a write warns that it is unused
-        value = _int_option(opts, f"kafka.{key}", f"kafka.{key}", minimum=0)
-        return default if value is None else value
+            # a consumer setting: a write warns that it is unused
+            return ConsumerConfig({}).get_int(key, default)
+        try:
+            return config.get_int(key, default, minimum=0)
+        except ClientConfigError as e:
+            if e.expected is Expected.NUMBER:
+                raise OptionError(
+                    f"Option 'kafka.{key}' must be an integer, not {e.value.strip()!r}."
+                ) from None
+            raise OptionError(
+                f"Option 'kafka.{key}' must be at least {e.minimum}, not {e.parsed}."
+            ) from None
 
     return ClientSettings(
         bootstrap_servers=servers,
-        client_id=opts.get("kafka.client.id", "kafpy-spark"),
-        request_timeout_ms=num("request.timeout.ms", 30000),
+        client_id=config.get_string("client.id", "kafpy-spark"),
+        request_timeout_ms=num("request.timeout.ms"),
         retries=num("retries", 5),
-        retry_backoff_ms=num("retry.backoff.ms", 100),
-        fetch_max_wait_ms=num("fetch.max.wait.ms", 500),
-        fetch_max_bytes=num("fetch.max.bytes", 52428800),
+        retry_backoff_ms=num("retry.backoff.ms"),
+        fetch_max_wait_ms=num("fetch.max.wait.ms"),
+        fetch_max_bytes=num("fetch.max.bytes"),
         max_partition_fetch_bytes=num("max.partition.fetch.bytes", 4194304),
         isolation_level=1 if role == "read" and isolation == "read_committed" else 0,
         security=security_params(opts),

@@ -134,3 +134,15 @@ def test_write_compression() -> None:
     assert WriteOptions.parse({**BOOT, "kafka.compression.type": "LZ4"}).compression == "lz4"
     with pytest.raises(OptionError, match="'kafka.compression.type' must be none, gzip"):
         WriteOptions.parse({**BOOT, "kafka.compression.type": "brotli"})
+
+
+def test_kafka_client_numbers_defaults_and_errors() -> None:
+    read = parse(subscribe="a")
+    assert (read.client.request_timeout_ms, read.client.retries) == (30000, 5)
+    assert (read.client.fetch_max_wait_ms, read.client.max_partition_fetch_bytes) == (500, 4194304)
+    write = WriteOptions.parse({**BOOT, "kafka.retries": "0"})
+    assert (write.client.retries, write.client.retry_backoff_ms) == (0, 100)
+    with pytest.raises(OptionError, match=r"'kafka.retries' must be an integer, not 'x'\.$"):
+        WriteOptions.parse({**BOOT, "kafka.retries": " x "})
+    with pytest.raises(OptionError, match=r"'kafka.fetch.max.wait.ms' must be at least 0, not -1"):
+        parse(subscribe="a", **{"kafka.fetch.max.wait.ms": "-1"})

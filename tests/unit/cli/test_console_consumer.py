@@ -190,3 +190,17 @@ def test_max_messages_stops_mid_fetch() -> None:
             assert n == 2 and out.getvalue() == b"1\n2\n"
 
     run(scenario())
+
+
+def test_group_settings_read_consumer_properties_with_kafkas_defaults() -> None:
+    from kafpy.cli.console_consumer import group_settings
+
+    settings = group_settings("g", {"session.timeout.ms": "6000"}, {"enable.auto.commit": "False"})
+    assert settings is not None
+    assert (settings.session_timeout_ms, settings.heartbeat_interval_ms) == (6000, 3000)
+    assert settings.auto_commit_interval_ms == 5000 and settings.enable_auto_commit is False
+    with pytest.raises(
+        OneLineError,
+        match="Invalid value '3s' for consumer property heartbeat.interval.ms: expected a number.",
+    ):
+        group_settings("g", {}, {"heartbeat.interval.ms": "3s"})

@@ -137,3 +137,10 @@ def test_lines_go_out_in_batches() -> None:
             ]
 
     asyncio.run(asyncio.wait_for(scenario(), 30))
+
+
+def test_the_properties_it_uses_are_producer_configs() -> None:
+    from kafpy.cli.console_producer import USED_PRODUCER_PROPERTIES
+    from kafpy.client.producer_config import PRODUCER_CONFIG_DEF
+
+    assert USED_PRODUCER_PROPERTIES <= set(PRODUCER_CONFIG_DEF.names())

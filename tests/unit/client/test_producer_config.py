@@ -1,0 +1,86 @@
+"""ProducerConfig: Kafka 2.8's producer defaults and validators, and the structured error."""
+
+from __future__ import annotations
+
+import pytest
+
+from kafpy.client.client_config import ClientConfigError, Expected
+from kafpy.client.producer import DEFAULT_BATCH_SIZE, DEFAULT_MAX_REQUEST_SIZE
+from kafpy.client.producer_config import PRODUCER_CONFIG_DEF, ProducerConfig
+
+KAFKA_DEFAULTS = {
+    "acks": "1",
+    "compression.type": "none",
+    "batch.size": 16384,
+    "linger.ms": 0,
+    "max.request.size": 1048576,
+    "request.timeout.ms": 30000,
+    "delivery.timeout.ms": 120000,
+    "retries": 2147483647,
+    "retry.backoff.ms": 100,
+    "enable.idempotence": False,
+    "max.in.flight.requests.per.connection": 5,
+    "client.id": "",
+    "bootstrap.servers": [],
+    "security.protocol": "PLAINTEXT",
+}
+
+
+def test_defaults_are_kafkas() -> None:
+    assert PRODUCER_CONFIG_DEF.default_values() == KAFKA_DEFAULTS
+    assert DEFAULT_BATCH_SIZE == PRODUCER_CONFIG_DEF.default("batch.size")
+    assert DEFAULT_MAX_REQUEST_SIZE == PRODUCER_CONFIG_DEF.default("max.request.size")
+
+
+def test_getters_take_the_value_then_the_tools_default_then_kafkas() -> None:
+    config = ProducerConfig({"linger.ms": " 5 ", "enable.idempotence": "TRUE"})
+    assert config.get_int("linger.ms", 1000) == 5
+    assert config.get_int("retries", 3) == 3
+    assert config.get_int("retries") == 2147483647
+    assert config.get_bool("enable.idempotence") is True
+    assert config.get_string("acks") == "1" and config.get_string("acks", "all") == "all"
+
+
+def test_not_a_number_is_a_structured_error() -> None:
+    with pytest.raises(ClientConfigError) as e:
+        ProducerConfig({"linger.ms": "soon"}).get_int("linger.ms")
+    assert (e.value.key, e.value.value, e.value.expected) == ("linger.ms", "soon", Expected.NUMBER)
+
+
+def test_below_the_minimum_is_a_structured_error() -> None:
+    with pytest.raises(ClientConfigError) as e:
+        ProducerConfig({"batch.size": "-3"}).get_int("batch.size", minimum=0)
+    assert e.value.expected is Expected.AT_LEAST
+    assert (e.value.minimum, e.value.parsed, e.value.value) == (0, -3, "-3")
+
+
+def test_undeclared_keys_cannot_be_read_and_are_listed() -> None:
+    config = ProducerConfig({"foo": "1", "acks": "all"})
+    assert config.unknown() == ["foo"]
+    with pytest.raises(KeyError):
+        config.get_int("foo")
+
+
+@pytest.mark.parametrize(
+    ("props", "expected", "detail"),
+    [
+        ({"acks": "2"}, Expected.VALID, "Invalid value 2 for configuration acks: String must be"),
+        ({"linger.ms": "-1"}, Expected.VALID, "Value must be at least 0"),
+        ({"retries": "x"}, Expected.NUMBER, "Not a number of type INT"),
+        ({"max.in.flight.requests.per.connection": "0"}, Expected.VALID, "at least 1"),
+        ({"enable.idempotence": "yes"}, Expected.VALID, "either true or false"),
+    ],
+)
+def test_validate_applies_kafkas_validators(
+    props: dict[str, str], expected: Expected, detail: str
+) -> None:
+    with pytest.raises(ClientConfigError, match=detail) as e:
+        ProducerConfig(props).validate()
+    assert e.value.expected is expected and e.value.key == next(iter(props))
+
+
+def test_validate_parses_good_values() -> None:
+    assert ProducerConfig({"acks": "all", "linger.ms": "5", "foo": "x"}).validate() == {
+        "acks": "all",
+        "linger.ms": 5,
+    }
