@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from kafpy.protocol.api_keys import ApiKey
+from kafpy.protocol.api_schema import ApiSchema, top_level_error
 from kafpy.protocol.schema import Array, Field, Message, Struct
 
 DESCRIBE_LOG_DIRS_REQUEST = Message(
@@ -37,4 +38,8 @@ DESCRIBE_LOG_DIRS_RESPONSE = Message(
             Field("is_cordoned", "bool", "5+", default=False),
         ]))),
     ],
+)
+
+DESCRIBE_LOG_DIRS_API = ApiSchema(
+    DESCRIBE_LOG_DIRS_REQUEST, DESCRIBE_LOG_DIRS_RESPONSE, versions=(0, 2), error_response=top_level_error
 )

@@ -4,6 +4,7 @@ brokers holding them. kafpy serves it (beyond Kafka 2.8) for `kafpy transactions
 from __future__ import annotations
 
 from kafpy.protocol.api_keys import ApiKey
+from kafpy.protocol.api_schema import ApiSchema, top_level_error
 from kafpy.protocol.schema import Array, Field, Message, Struct
 
 DESCRIBE_PRODUCERS_REQUEST = Message(
@@ -38,3 +39,8 @@ DESCRIBE_PRODUCERS_RESPONSE = Message(
         ]))),
     ],
 )  # fmt: skip
+
+# Kafka 3.0's (KIP-664), served beyond 2.8 for `kafpy transactions`
+DESCRIBE_PRODUCERS_API = ApiSchema(
+    DESCRIBE_PRODUCERS_REQUEST, DESCRIBE_PRODUCERS_RESPONSE, versions=(0, 0), error_response=top_level_error
+)

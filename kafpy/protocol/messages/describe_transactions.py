@@ -4,6 +4,7 @@ by their coordinator. kafpy serves it (beyond Kafka 2.8) for `kafpy transactions
 from __future__ import annotations
 
 from kafpy.protocol.api_keys import ApiKey
+from kafpy.protocol.api_schema import ApiSchema, top_level_error
 from kafpy.protocol.schema import Array, Field, Message, Struct
 
 DESCRIBE_TRANSACTIONS_REQUEST = Message(
@@ -30,3 +31,8 @@ DESCRIBE_TRANSACTIONS_RESPONSE = Message(
         ]))),
     ],
 )  # fmt: skip
+
+# Kafka 3.0's (KIP-664), served beyond 2.8 for `kafpy transactions`
+DESCRIBE_TRANSACTIONS_API = ApiSchema(
+    DESCRIBE_TRANSACTIONS_REQUEST, DESCRIBE_TRANSACTIONS_RESPONSE, versions=(0, 0), error_response=top_level_error
+)
