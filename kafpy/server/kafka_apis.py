@@ -55,7 +55,7 @@ from kafpy.protocol.api_keys import ApiKey, api_name
 from kafpy.protocol.api_versions import SUPPORTED_VERSIONS
 from kafpy.protocol.errors import Errors, error_code_of
 from kafpy.protocol.headers import encode_response, frame_response
-from kafpy.protocol.messages import REQUESTS, RESPONSES
+from kafpy.protocol.messages import API_SCHEMAS, RESPONSES, leader_and_isr, produce
 from kafpy.protocol.messages.metadata import AUTHORIZED_OPERATIONS_OMITTED
 from kafpy.protocol.types import ZERO_UUID
 from kafpy.records.legacy_record import first_magic
@@ -75,6 +75,7 @@ from kafpy.security.sasl_requests import handle_sasl_authenticate, handle_sasl_h
 from kafpy.server import partition_reassignment_apis
 from kafpy.server.acl_apis import AclApis
 from kafpy.server.admin_manager import AdminManager
+from kafpy.server.api_registry import API_REGISTRY
 from kafpy.server.auth_helper import AuthHelper
 from kafpy.server.client_quota_admin import ClientQuotaAdmin
 from kafpy.server.client_quota_manager import QuotaManagers
@@ -300,14 +301,12 @@ class KafkaApis:
             handlers[ApiKey.METADATA] = self._answer_metadata  # answers differ per principal
         # Serve only what both the codec declares and the broker advertises.
         self.handlers: dict[ApiKey, Handler] = {
-            k: self._guarded(k, h)
-            for k, h in handlers.items()
-            if k in REQUESTS and k in SUPPORTED_VERSIONS
+            k: self._guarded(k, h) for k, h in handlers.items() if k in API_REGISTRY
         }
 
     def register(self, api_key: ApiKey, handler: Handler) -> None:
         """Serve one more API (the admin and producer-id APIs plug in here)."""
-        if api_key in REQUESTS and api_key in SUPPORTED_VERSIONS:
+        if api_key in API_REGISTRY:
             self.handlers[api_key] = self._guarded(api_key, handler)
 
     def _guarded(self, api_key: ApiKey, handler: Handler) -> Handler:
@@ -347,11 +346,12 @@ class KafkaApis:
         header = request.header
         if request.body is None or header.api_key not in self.handlers:
             if header.api_key == ApiKey.API_VERSIONS:
-                return encode_response(ApiKey.API_VERSIONS, 0, header.correlation_id, {
-                    "error_code": Errors.UNSUPPORTED_VERSION,
-                    "api_keys": [{"api_key": int(ApiKey.API_VERSIONS), "min_version": lo, "max_version": hi}
-                                 for lo, hi in [SUPPORTED_VERSIONS[ApiKey.API_VERSIONS]]],
-                })  # fmt: skip
+                schema = API_SCHEMAS[ApiKey.API_VERSIONS]
+                answer = schema.error_response({}, 0, Errors.UNSUPPORTED_VERSION)
+                lo, hi = schema.versions
+                answer["api_keys"] = [{"api_key": int(ApiKey.API_VERSIONS), "min_version": lo,
+                                     "max_version": hi}]  # fmt: skip
+                return encode_response(ApiKey.API_VERSIONS, 0, header.correlation_id, answer)
             supported = SUPPORTED_VERSIONS.get(header.api_key)  # type: ignore[call-overload]
             if supported is None or header.api_key not in self.handlers:
                 why = "this broker does not serve that API"
@@ -625,17 +625,21 @@ class KafkaApis:
                     continue
                 error = validate_produce_records(records)
                 if error is not None:
-                    answers[tp] = _produce_error(tp, error_code_of(error), str(error))
+                    answers[tp] = produce.partition_error(
+                        tp.partition, error_code_of(error), str(error)
+                    )
                 else:
                     entries[tp] = records
         for tp, records in legacy.items():
             try:
                 entries[tp] = await up_convert_produce(records, self._log_config(tp))
             except KafkaError as e:
-                answers[tp] = _produce_error(tp, error_code_of(e), str(e))
+                answers[tp] = produce.partition_error(tp.partition, error_code_of(e), str(e))
         if acks not in (0, 1, -1):
             for tp in order:
-                answers[tp] = _produce_error(tp, Errors.INVALID_REQUIRED_ACKS, None)
+                answers[tp] = produce.partition_error(
+                    tp.partition, Errors.INVALID_REQUIRED_ACKS, None
+                )
         elif entries:
             await self._validate_compressed_records(entries)
             answers.update(
@@ -1045,10 +1049,9 @@ class KafkaApis:
         body = request.body
         assert body is not None
         if self._broker_epoch_is_stale(body, "LeaderAndIsr"):
-            return _leader_and_isr_response(
-                body, _controller_error(body, Errors.STALE_BROKER_EPOCH, "partition_states"),
-                request.api_version,
-            )  # fmt: skip
+            return leader_and_isr.error_response(
+                body, request.api_version, Errors.STALE_BROKER_EPOCH
+            )
         await self.replica_manager.load_topic_configs(body)
         response = await self.replica_manager.become_leader_or_follower_in_slices(
             body, request.api_version
@@ -1057,7 +1060,7 @@ class KafkaApis:
         self.log_dirs.resume_moves()
         # as Kafka's becomeLeaderOrFollower: fetchers left without partitions stop
         await self.replica_manager.replica_fetcher_manager.shutdown_idle_fetcher_threads()
-        return _leader_and_isr_response(body, response, request.api_version)
+        return leader_and_isr.versioned_response(body, response, request.api_version)
 
     def _on_leadership_change(self, body: Mapping[str, Any], response: Mapping[str, Any]) -> None:
         """The group and transaction coordinators take or give up the __consumer_offsets and
@@ -1066,7 +1069,7 @@ class KafkaApis:
         applied = {(e["topic_name"], e["partition_index"]) for e in response.get("partition_errors", ())
                    if e["error_code"] == Errors.NONE}  # fmt: skip
         txn = self.transaction_coordinator
-        for topic, state in _partition_states(body):
+        for topic, state in leader_and_isr.partition_states(body):
             if (
                 txn is not None
                 and topic == TRANSACTION_STATE_TOPIC_NAME
@@ -1312,16 +1315,6 @@ def _group_handler(api: Callable[[dict[str, Any], int], Awaitable[dict[str, Any]
     return handle
 
 
-def _partition_states(body: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
-    """(topic, partition state) of every partition of a LeaderAndIsr request, any version."""
-    out: list[tuple[str, Mapping[str, Any]]] = [
-        (s["topic_name"], s) for s in body.get("ungrouped_partition_states") or ()
-    ]
-    for t in body.get("topic_states") or ():
-        out.extend((t["topic_name"], s) for s in t["partition_states"])
-    return out
-
-
 def _elect_leaders_response(
     results: Mapping[TopicPartition, tuple[int, str | None]],
 ) -> dict[str, Any]:
@@ -1366,52 +1359,3 @@ def _delete_topics_by_name(
         else:
             names.append(name)
     return {**body, "topic_names": names}, refused, ids
-
-
-def _produce_error(tp: TopicPartition, code: int, message: str | None) -> dict[str, Any]:
-    return {"index": tp.partition, "error_code": code, "base_offset": -1, "log_append_time_ms": -1,
-            "log_start_offset": -1, "record_errors": [], "error_message": message}  # fmt: skip
-
-
-def _leader_and_isr_response(
-    body: Mapping[str, Any], response: dict[str, Any], version: int
-) -> dict[str, Any]:
-    """From v5 on, the partition errors are grouped per topic and named by topic id (those of
-    the request), as Kafka 2.8 answers."""
-    if version < 5:
-        return response
-    ids = {t["topic_name"]: t.get("topic_id") for t in body.get("topic_states") or ()}
-    by_topic: dict[str, list[dict[str, int]]] = {}
-    for e in response["partition_errors"]:
-        by_topic.setdefault(e["topic_name"], []).append(
-            {"partition_index": e["partition_index"], "error_code": e["error_code"]}
-        )
-    return {
-        "error_code": response["error_code"],
-        "topics": [
-            {"topic_id": ids.get(topic), "partition_errors": errors}
-            for topic, errors in by_topic.items()
-        ],
-    }
-
-
-def _controller_error(body: Mapping[str, Any], error: int, _: str) -> dict[str, Any]:
-    errors = []
-    for s in body.get("ungrouped_partition_states") or ():
-        errors.append(
-            {
-                "topic_name": s["topic_name"],
-                "partition_index": s["partition_index"],
-                "error_code": error,
-            }
-        )
-    for t in body.get("topic_states") or ():
-        for s in t["partition_states"]:
-            errors.append(
-                {
-                    "topic_name": t["topic_name"],
-                    "partition_index": s["partition_index"],
-                    "error_code": error,
-                }
-            )
-    return {"error_code": error, "partition_errors": errors}

@@ -23,6 +23,10 @@ ADD_OFFSETS_TO_TXN_RESPONSE = Message(
     [Field("throttle_time_ms", "int32"), Field("error_code", "int16")],
 )
 
+
 ADD_OFFSETS_TO_TXN_API = ApiSchema(
-    ADD_OFFSETS_TO_TXN_REQUEST, ADD_OFFSETS_TO_TXN_RESPONSE, versions=(0, 3), error_response=top_level_error
+    ADD_OFFSETS_TO_TXN_REQUEST,
+    ADD_OFFSETS_TO_TXN_RESPONSE,
+    versions=(0, 3),
+    error_response=top_level_error,
 )

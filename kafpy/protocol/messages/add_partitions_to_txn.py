@@ -78,6 +78,10 @@ def error_response(
     """Every partition of the request answered with `code`."""
     return topic_results(body, lambda _topic: code)
 
+
 ADD_PARTITIONS_TO_TXN_API = ApiSchema(
-    ADD_PARTITIONS_TO_TXN_REQUEST, ADD_PARTITIONS_TO_TXN_RESPONSE, versions=(0, 3), error_response=error_response
+    ADD_PARTITIONS_TO_TXN_REQUEST,
+    ADD_PARTITIONS_TO_TXN_RESPONSE,
+    versions=(0, 3),
+    error_response=error_response,
 )

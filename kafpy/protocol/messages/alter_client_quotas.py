@@ -50,6 +50,10 @@ def error_response(
         {"error_code": code, "error_message": message, "entity": e["entity"]}
         for e in body.get("entries") or ()]}  # fmt: skip
 
+
 ALTER_CLIENT_QUOTAS_API = ApiSchema(
-    ALTER_CLIENT_QUOTAS_REQUEST, ALTER_CLIENT_QUOTAS_RESPONSE, versions=(0, 1), error_response=error_response
+    ALTER_CLIENT_QUOTAS_REQUEST,
+    ALTER_CLIENT_QUOTAS_RESPONSE,
+    versions=(0, 1),
+    error_response=error_response,
 )

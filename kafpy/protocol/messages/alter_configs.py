@@ -55,6 +55,10 @@ def error_response(
     items = [resource_error(r, code, message) for r in body.get("resources") or ()]
     return {"throttle_time_ms": 0, "responses": items}
 
+
 ALTER_CONFIGS_API = ApiSchema(
-    ALTER_CONFIGS_REQUEST, ALTER_CONFIGS_RESPONSE, versions=(0, 2), error_response=error_response
+    ALTER_CONFIGS_REQUEST,
+    ALTER_CONFIGS_RESPONSE,
+    versions=(0, 2),
+    error_response=error_response,
 )

@@ -49,6 +49,10 @@ def error_response(
             {"partition_index": p, "error_code": code} for p in t["partitions"]]}
         for d in body.get("dirs") or () for t in d.get("topics") or ()]}  # fmt: skip
 
+
 ALTER_REPLICA_LOG_DIRS_API = ApiSchema(
-    ALTER_REPLICA_LOG_DIRS_REQUEST, ALTER_REPLICA_LOG_DIRS_RESPONSE, versions=(0, 2), error_response=error_response
+    ALTER_REPLICA_LOG_DIRS_REQUEST,
+    ALTER_REPLICA_LOG_DIRS_RESPONSE,
+    versions=(0, 2),
+    error_response=error_response,
 )

@@ -39,6 +39,10 @@ API_VERSIONS_RESPONSE = Message(
     ],
 )
 
+
 API_VERSIONS_API = ApiSchema(
-    API_VERSIONS_REQUEST, API_VERSIONS_RESPONSE, versions=(0, 3), error_response=top_level_error
+    API_VERSIONS_REQUEST,
+    API_VERSIONS_RESPONSE,
+    versions=(0, 3),
+    error_response=top_level_error,
 )

@@ -39,6 +39,10 @@ def error_response(
     """The request's one error code, no partitions left."""
     return {"error_code": code, "remaining_partitions": []}
 
+
 CONTROLLED_SHUTDOWN_API = ApiSchema(
-    CONTROLLED_SHUTDOWN_REQUEST, CONTROLLED_SHUTDOWN_RESPONSE, versions=(0, 3), error_response=error_response
+    CONTROLLED_SHUTDOWN_REQUEST,
+    CONTROLLED_SHUTDOWN_RESPONSE,
+    versions=(0, 3),
+    error_response=error_response,
 )

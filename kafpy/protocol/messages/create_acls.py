@@ -43,6 +43,10 @@ def error_response(
     return {"throttle_time_ms": 0, "results": [
         {"error_code": code, "error_message": message} for _ in body.get("creations") or ()]}  # fmt: skip
 
+
 CREATE_ACLS_API = ApiSchema(
-    CREATE_ACLS_REQUEST, CREATE_ACLS_RESPONSE, versions=(0, 2), error_response=error_response
+    CREATE_ACLS_REQUEST,
+    CREATE_ACLS_RESPONSE,
+    versions=(0, 2),
+    error_response=error_response,
 )

@@ -47,6 +47,10 @@ def error_response(
     ]
     return {"throttle_time_ms": 0, "results": items}
 
+
 CREATE_PARTITIONS_API = ApiSchema(
-    CREATE_PARTITIONS_REQUEST, CREATE_PARTITIONS_RESPONSE, versions=(0, 3), error_response=error_response
+    CREATE_PARTITIONS_REQUEST,
+    CREATE_PARTITIONS_RESPONSE,
+    versions=(0, 3),
+    error_response=error_response,
 )

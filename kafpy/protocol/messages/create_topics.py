@@ -64,6 +64,10 @@ def error_response(
     ]
     return {"throttle_time_ms": 0, "topics": items}
 
+
 CREATE_TOPICS_API = ApiSchema(
-    CREATE_TOPICS_REQUEST, CREATE_TOPICS_RESPONSE, versions=(0, 7), error_response=error_response
+    CREATE_TOPICS_REQUEST,
+    CREATE_TOPICS_RESPONSE,
+    versions=(0, 7),
+    error_response=error_response,
 )

@@ -55,6 +55,10 @@ def error_response(
         {"error_code": code, "error_message": message, "matching_acls": []}
         for _ in body.get("filters") or ()]}  # fmt: skip
 
+
 DELETE_ACLS_API = ApiSchema(
-    DELETE_ACLS_REQUEST, DELETE_ACLS_RESPONSE, versions=(0, 2), error_response=error_response
+    DELETE_ACLS_REQUEST,
+    DELETE_ACLS_RESPONSE,
+    versions=(0, 2),
+    error_response=error_response,
 )

@@ -35,6 +35,10 @@ def error_response(
     return {"throttle_time_ms": 0, "results": [
         {"group_id": g, "error_code": code} for g in body.get("groups_names") or ()]}  # fmt: skip
 
+
 DELETE_GROUPS_API = ApiSchema(
-    DELETE_GROUPS_REQUEST, DELETE_GROUPS_RESPONSE, versions=(0, 2), error_response=error_response
+    DELETE_GROUPS_REQUEST,
+    DELETE_GROUPS_RESPONSE,
+    versions=(0, 2),
+    error_response=error_response,
 )

@@ -53,6 +53,10 @@ def error_response(
         "topics": per_partition(body, "topics", "partitions", lambda i: partition_error(i, code)),
     }
 
+
 DELETE_RECORDS_API = ApiSchema(
-    DELETE_RECORDS_REQUEST, DELETE_RECORDS_RESPONSE, versions=(0, 2), error_response=error_response
+    DELETE_RECORDS_REQUEST,
+    DELETE_RECORDS_RESPONSE,
+    versions=(0, 2),
+    error_response=error_response,
 )

@@ -38,13 +38,26 @@ DELETE_TOPICS_RESPONSE = Message(
 def error_response(
     body: Mapping[str, Any], version: int, code: int, message: str | None = None
 ) -> Body:
-    """Every topic named in `topic_names` answered with `code` and `message`."""
-    items = [
-        {"name": n, "error_code": code, "error_message": message}
-        for n in body.get("topic_names") or ()
-    ]
+    """Every topic of the request answered with `code` and `message`: those of
+    `topic_names` (v0-5, and AdminManager's form of any version), else those of `topics`
+    (v6+, by name or id)."""
+    if body.get("topic_names") is not None or version < 6:
+        items = [
+            {"name": n, "error_code": code, "error_message": message}
+            for n in body.get("topic_names") or ()
+        ]
+    else:
+        items = [
+            {"name": t.get("name"), "topic_id": t.get("topic_id"), "error_code": code,
+             "error_message": message}
+            for t in body.get("topics") or ()
+        ]  # fmt: skip
     return {"throttle_time_ms": 0, "responses": items}
 
+
 DELETE_TOPICS_API = ApiSchema(
-    DELETE_TOPICS_REQUEST, DELETE_TOPICS_RESPONSE, versions=(0, 6), error_response=error_response
+    DELETE_TOPICS_REQUEST,
+    DELETE_TOPICS_RESPONSE,
+    versions=(0, 6),
+    error_response=error_response,
 )

@@ -39,6 +39,10 @@ DESCRIBE_ACLS_RESPONSE = Message(
     ],
 )
 
+
 DESCRIBE_ACLS_API = ApiSchema(
-    DESCRIBE_ACLS_REQUEST, DESCRIBE_ACLS_RESPONSE, versions=(0, 2), error_response=top_level_error
+    DESCRIBE_ACLS_REQUEST,
+    DESCRIBE_ACLS_RESPONSE,
+    versions=(0, 2),
+    error_response=top_level_error,
 )

@@ -47,6 +47,10 @@ def error_response(
     """The request failing whole: `code`, `message` and null entries."""
     return {"throttle_time_ms": 0, "error_code": code, "error_message": message, "entries": None}
 
+
 DESCRIBE_CLIENT_QUOTAS_API = ApiSchema(
-    DESCRIBE_CLIENT_QUOTAS_REQUEST, DESCRIBE_CLIENT_QUOTAS_RESPONSE, versions=(0, 1), error_response=error_response
+    DESCRIBE_CLIENT_QUOTAS_REQUEST,
+    DESCRIBE_CLIENT_QUOTAS_RESPONSE,
+    versions=(0, 1),
+    error_response=error_response,
 )

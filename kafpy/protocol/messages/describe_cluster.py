@@ -38,6 +38,10 @@ DESCRIBE_CLUSTER_RESPONSE = Message(
     ],
 )
 
+
 DESCRIBE_CLUSTER_API = ApiSchema(
-    DESCRIBE_CLUSTER_REQUEST, DESCRIBE_CLUSTER_RESPONSE, versions=(0, 0), error_response=top_level_error
+    DESCRIBE_CLUSTER_REQUEST,
+    DESCRIBE_CLUSTER_RESPONSE,
+    versions=(0, 0),
+    error_response=top_level_error,
 )

@@ -69,6 +69,10 @@ def error_response(
     items = [resource_error(r, code, message) for r in body.get("resources") or ()]
     return {"throttle_time_ms": 0, "results": items}
 
+
 DESCRIBE_CONFIGS_API = ApiSchema(
-    DESCRIBE_CONFIGS_REQUEST, DESCRIBE_CONFIGS_RESPONSE, versions=(0, 4), error_response=error_response
+    DESCRIBE_CONFIGS_REQUEST,
+    DESCRIBE_CONFIGS_RESPONSE,
+    versions=(0, 4),
+    error_response=error_response,
 )

@@ -57,6 +57,10 @@ def error_response(
     """Every group of the request answered with `code`."""
     return {"throttle_time_ms": 0, "groups": [group_error(g, code) for g in body.get("groups") or ()]}
 
+
 DESCRIBE_GROUPS_API = ApiSchema(
-    DESCRIBE_GROUPS_REQUEST, DESCRIBE_GROUPS_RESPONSE, versions=(0, 5), error_response=error_response
+    DESCRIBE_GROUPS_REQUEST,
+    DESCRIBE_GROUPS_RESPONSE,
+    versions=(0, 5),
+    error_response=error_response,
 )

@@ -47,6 +47,10 @@ def error_response(
                                                     "error_message": message} for p in t["partitions"]]}
         for t in body.get("topic_partitions") or ()]}  # fmt: skip
 
+
 ELECT_LEADERS_API = ApiSchema(
-    ELECT_LEADERS_REQUEST, ELECT_LEADERS_RESPONSE, versions=(0, 2), error_response=error_response
+    ELECT_LEADERS_REQUEST,
+    ELECT_LEADERS_RESPONSE,
+    versions=(0, 2),
+    error_response=error_response,
 )

@@ -28,6 +28,10 @@ END_TXN_RESPONSE = Message(
     ],
 )
 
+
 END_TXN_API = ApiSchema(
-    END_TXN_REQUEST, END_TXN_RESPONSE, versions=(0, 3), error_response=top_level_error
+    END_TXN_REQUEST,
+    END_TXN_RESPONSE,
+    versions=(0, 3),
+    error_response=top_level_error,
 )

@@ -114,6 +114,10 @@ def error_response(
         ),
     }  # fmt: skip
 
+
 FETCH_API = ApiSchema(
-    FETCH_REQUEST, FETCH_RESPONSE, versions=(0, 12), error_response=error_response
+    FETCH_REQUEST,
+    FETCH_RESPONSE,
+    versions=(0, 12),
+    error_response=error_response,
 )

@@ -46,6 +46,10 @@ def error_response(
     return {"throttle_time_ms": 0, "error_code": code, "error_message": message,
             "node_id": -1, "host": "", "port": -1}  # fmt: skip
 
+
 FIND_COORDINATOR_API = ApiSchema(
-    FIND_COORDINATOR_REQUEST, FIND_COORDINATOR_RESPONSE, versions=(0, 3), error_response=error_response
+    FIND_COORDINATOR_REQUEST,
+    FIND_COORDINATOR_RESPONSE,
+    versions=(0, 3),
+    error_response=error_response,
 )

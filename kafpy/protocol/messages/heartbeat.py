@@ -24,6 +24,10 @@ HEARTBEAT_RESPONSE = Message(
     ],
 )
 
+
 HEARTBEAT_API = ApiSchema(
-    HEARTBEAT_REQUEST, HEARTBEAT_RESPONSE, versions=(0, 4), error_response=top_level_error
+    HEARTBEAT_REQUEST,
+    HEARTBEAT_RESPONSE,
+    versions=(0, 4),
+    error_response=top_level_error,
 )

@@ -56,6 +56,10 @@ def error_response(
     items = [resource_error(r, code, message) for r in body.get("resources") or ()]
     return {"throttle_time_ms": 0, "responses": items}
 
+
 INCREMENTAL_ALTER_CONFIGS_API = ApiSchema(
-    INCREMENTAL_ALTER_CONFIGS_REQUEST, INCREMENTAL_ALTER_CONFIGS_RESPONSE, versions=(0, 1), error_response=error_response
+    INCREMENTAL_ALTER_CONFIGS_REQUEST,
+    INCREMENTAL_ALTER_CONFIGS_RESPONSE,
+    versions=(0, 1),
+    error_response=error_response,
 )

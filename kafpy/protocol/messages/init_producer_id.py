@@ -40,6 +40,10 @@ def error_response(
     """No producer id: `code`."""
     return {"throttle_time_ms": 0, "error_code": code, "producer_id": -1, "producer_epoch": -1}
 
+
 INIT_PRODUCER_ID_API = ApiSchema(
-    INIT_PRODUCER_ID_REQUEST, INIT_PRODUCER_ID_RESPONSE, versions=(0, 4), error_response=error_response
+    INIT_PRODUCER_ID_REQUEST,
+    INIT_PRODUCER_ID_RESPONSE,
+    versions=(0, 4),
+    error_response=error_response,
 )

@@ -56,5 +56,8 @@ def error_response(
 
 
 JOIN_GROUP_API = ApiSchema(
-    JOIN_GROUP_REQUEST, JOIN_GROUP_RESPONSE, versions=(0, 7), error_response=error_response
+    JOIN_GROUP_REQUEST,
+    JOIN_GROUP_RESPONSE,
+    versions=(0, 7),
+    error_response=error_response,
 )

@@ -108,6 +108,10 @@ def error_response(
     ]
     return versioned_response(body, {"error_code": code, "partition_errors": errors}, version)
 
+
 LEADER_AND_ISR_API = ApiSchema(
-    LEADER_AND_ISR_REQUEST, LEADER_AND_ISR_RESPONSE, versions=(0, 5), error_response=error_response
+    LEADER_AND_ISR_REQUEST,
+    LEADER_AND_ISR_RESPONSE,
+    versions=(0, 5),
+    error_response=error_response,
 )

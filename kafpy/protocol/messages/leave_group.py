@@ -32,6 +32,10 @@ LEAVE_GROUP_RESPONSE = Message(
     ],
 )
 
+
 LEAVE_GROUP_API = ApiSchema(
-    LEAVE_GROUP_REQUEST, LEAVE_GROUP_RESPONSE, versions=(0, 4), error_response=top_level_error
+    LEAVE_GROUP_REQUEST,
+    LEAVE_GROUP_RESPONSE,
+    versions=(0, 4),
+    error_response=top_level_error,
 )

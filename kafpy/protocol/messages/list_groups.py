@@ -28,6 +28,10 @@ LIST_GROUPS_RESPONSE = Message(
     ],
 )
 
+
 LIST_GROUPS_API = ApiSchema(
-    LIST_GROUPS_REQUEST, LIST_GROUPS_RESPONSE, versions=(0, 4), error_response=top_level_error
+    LIST_GROUPS_REQUEST,
+    LIST_GROUPS_RESPONSE,
+    versions=(0, 4),
+    error_response=top_level_error,
 )

@@ -62,6 +62,10 @@ def error_response(
         "topics": per_partition(body, "topics", "partitions", lambda i: partition_error(i, code)),
     }
 
+
 LIST_OFFSETS_API = ApiSchema(
-    LIST_OFFSETS_REQUEST, LIST_OFFSETS_RESPONSE, versions=(0, 6), error_response=error_response
+    LIST_OFFSETS_REQUEST,
+    LIST_OFFSETS_RESPONSE,
+    versions=(0, 6),
+    error_response=error_response,
 )

@@ -32,7 +32,13 @@ LIST_TRANSACTIONS_RESPONSE = Message(
     ],
 )  # fmt: skip
 
+
 # Kafka 3.0's (KIP-664), served beyond 2.8 for `kafpy transactions`
+
+
 LIST_TRANSACTIONS_API = ApiSchema(
-    LIST_TRANSACTIONS_REQUEST, LIST_TRANSACTIONS_RESPONSE, versions=(0, 0), error_response=top_level_error
+    LIST_TRANSACTIONS_REQUEST,
+    LIST_TRANSACTIONS_RESPONSE,
+    versions=(0, 0),
+    error_response=top_level_error,
 )

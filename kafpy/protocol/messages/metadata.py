@@ -79,6 +79,10 @@ def error_response(
         "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
     }
 
+
 METADATA_API = ApiSchema(
-    METADATA_REQUEST, METADATA_RESPONSE, versions=(0, 11), error_response=error_response
+    METADATA_REQUEST,
+    METADATA_RESPONSE,
+    versions=(0, 11),
+    error_response=error_response,
 )

@@ -61,6 +61,10 @@ def error_response(
         "topics": per_partition(body, "topics", "partitions", lambda i: partition_error(i, code)),
     }
 
+
 OFFSET_COMMIT_API = ApiSchema(
-    OFFSET_COMMIT_REQUEST, OFFSET_COMMIT_RESPONSE, versions=(0, 8), error_response=error_response
+    OFFSET_COMMIT_REQUEST,
+    OFFSET_COMMIT_RESPONSE,
+    versions=(0, 8),
+    error_response=error_response,
 )

@@ -39,6 +39,10 @@ def partition_error(index: int, code: int) -> Body:
     """One partition of an OffsetDelete response failing with `code`."""
     return {"partition_index": index, "error_code": code}
 
+
 OFFSET_DELETE_API = ApiSchema(
-    OFFSET_DELETE_REQUEST, OFFSET_DELETE_RESPONSE, versions=(0, 0), error_response=top_level_error
+    OFFSET_DELETE_REQUEST,
+    OFFSET_DELETE_RESPONSE,
+    versions=(0, 0),
+    error_response=top_level_error,
 )

@@ -87,6 +87,10 @@ def error_response(
         ),
     }  # fmt: skip
 
+
 OFFSET_FETCH_API = ApiSchema(
-    OFFSET_FETCH_REQUEST, OFFSET_FETCH_RESPONSE, versions=(0, 7), error_response=error_response
+    OFFSET_FETCH_REQUEST,
+    OFFSET_FETCH_RESPONSE,
+    versions=(0, 7),
+    error_response=error_response,
 )

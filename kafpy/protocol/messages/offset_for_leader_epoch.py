@@ -58,6 +58,10 @@ def error_response(
         ),
     }  # fmt: skip
 
+
 OFFSET_FOR_LEADER_EPOCH_API = ApiSchema(
-    OFFSET_FOR_LEADER_EPOCH_REQUEST, OFFSET_FOR_LEADER_EPOCH_RESPONSE, versions=(0, 4), error_response=error_response
+    OFFSET_FOR_LEADER_EPOCH_REQUEST,
+    OFFSET_FOR_LEADER_EPOCH_RESPONSE,
+    versions=(0, 4),
+    error_response=error_response,
 )

@@ -219,6 +219,10 @@ def error_response(
         "throttle_time_ms": 0,
     }  # fmt: skip
 
+
 PRODUCE_API = ApiSchema(
-    PRODUCE_REQUEST, PRODUCE_RESPONSE, versions=(0, 9), error_response=error_response
+    PRODUCE_REQUEST,
+    PRODUCE_RESPONSE,
+    versions=(0, 9),
+    error_response=error_response,
 )

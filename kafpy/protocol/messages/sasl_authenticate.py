@@ -24,6 +24,10 @@ SASL_AUTHENTICATE_RESPONSE = Message(
     ],
 )
 
+
 SASL_AUTHENTICATE_API = ApiSchema(
-    SASL_AUTHENTICATE_REQUEST, SASL_AUTHENTICATE_RESPONSE, versions=(0, 2), error_response=top_level_error
+    SASL_AUTHENTICATE_REQUEST,
+    SASL_AUTHENTICATE_RESPONSE,
+    versions=(0, 2),
+    error_response=top_level_error,
 )

@@ -21,6 +21,10 @@ SASL_HANDSHAKE_RESPONSE = Message(
     ],
 )
 
+
 SASL_HANDSHAKE_API = ApiSchema(
-    SASL_HANDSHAKE_REQUEST, SASL_HANDSHAKE_RESPONSE, versions=(0, 1), error_response=top_level_error
+    SASL_HANDSHAKE_REQUEST,
+    SASL_HANDSHAKE_RESPONSE,
+    versions=(0, 1),
+    error_response=top_level_error,
 )

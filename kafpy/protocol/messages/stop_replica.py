@@ -64,6 +64,10 @@ def error_response(
     return {"error_code": code, "partition_errors": [
         {"topic_name": topic, "partition_index": p, "error_code": code} for topic, p in parts]}  # fmt: skip
 
+
 STOP_REPLICA_API = ApiSchema(
-    STOP_REPLICA_REQUEST, STOP_REPLICA_RESPONSE, versions=(0, 3), error_response=error_response
+    STOP_REPLICA_REQUEST,
+    STOP_REPLICA_RESPONSE,
+    versions=(0, 3),
+    error_response=error_response,
 )

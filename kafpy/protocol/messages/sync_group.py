@@ -33,6 +33,10 @@ SYNC_GROUP_RESPONSE = Message(
     ],
 )
 
+
 SYNC_GROUP_API = ApiSchema(
-    SYNC_GROUP_REQUEST, SYNC_GROUP_RESPONSE, versions=(0, 5), error_response=top_level_error
+    SYNC_GROUP_REQUEST,
+    SYNC_GROUP_RESPONSE,
+    versions=(0, 5),
+    error_response=top_level_error,
 )

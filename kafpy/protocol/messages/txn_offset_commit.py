@@ -62,6 +62,10 @@ def error_response(
         "topics": per_partition(body, "topics", "partitions", lambda i: partition_error(i, code)),
     }
 
+
 TXN_OFFSET_COMMIT_API = ApiSchema(
-    TXN_OFFSET_COMMIT_REQUEST, TXN_OFFSET_COMMIT_RESPONSE, versions=(0, 3), error_response=error_response
+    TXN_OFFSET_COMMIT_REQUEST,
+    TXN_OFFSET_COMMIT_RESPONSE,
+    versions=(0, 3),
+    error_response=error_response,
 )

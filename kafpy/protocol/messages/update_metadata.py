@@ -65,6 +65,10 @@ def error_response(
     """The request's one error code."""
     return {"error_code": code}
 
+
 UPDATE_METADATA_API = ApiSchema(
-    UPDATE_METADATA_REQUEST, UPDATE_METADATA_RESPONSE, versions=(0, 7), error_response=error_response
+    UPDATE_METADATA_REQUEST,
+    UPDATE_METADATA_RESPONSE,
+    versions=(0, 7),
+    error_response=error_response,
 )

@@ -83,9 +83,18 @@ def alter_error_response(
     return {"throttle_time_ms": 0, "results": [
         {"user": u, "error_code": code, "error_message": message} for u in users]}  # fmt: skip
 
+
 DESCRIBE_USER_SCRAM_CREDENTIALS_API = ApiSchema(
-    DESCRIBE_USER_SCRAM_CREDENTIALS_REQUEST, DESCRIBE_USER_SCRAM_CREDENTIALS_RESPONSE, versions=(0, 0), error_response=describe_error_response
+    DESCRIBE_USER_SCRAM_CREDENTIALS_REQUEST,
+    DESCRIBE_USER_SCRAM_CREDENTIALS_RESPONSE,
+    versions=(0, 0),
+    error_response=describe_error_response,
 )
+
+
 ALTER_USER_SCRAM_CREDENTIALS_API = ApiSchema(
-    ALTER_USER_SCRAM_CREDENTIALS_REQUEST, ALTER_USER_SCRAM_CREDENTIALS_RESPONSE, versions=(0, 0), error_response=alter_error_response
+    ALTER_USER_SCRAM_CREDENTIALS_REQUEST,
+    ALTER_USER_SCRAM_CREDENTIALS_RESPONSE,
+    versions=(0, 0),
+    error_response=alter_error_response,
 )

@@ -55,6 +55,10 @@ def error_response(
             lambda p: {"partition_index": p, "error_code": code}, partition_index=None)}
         for m in body.get("markers") or ()]}  # fmt: skip
 
+
 WRITE_TXN_MARKERS_API = ApiSchema(
-    WRITE_TXN_MARKERS_REQUEST, WRITE_TXN_MARKERS_RESPONSE, versions=(0, 1), error_response=error_response
+    WRITE_TXN_MARKERS_REQUEST,
+    WRITE_TXN_MARKERS_RESPONSE,
+    versions=(0, 1),
+    error_response=error_response,
 )
