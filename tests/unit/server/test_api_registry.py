@@ -40,3 +40,18 @@ def test_kafka_apis_serves_only_registered_apis(broker: Broker) -> None:
 
     apis.register(ApiKey.RENEW_DELEGATION_TOKEN, handler)  # no entry: not served
     assert ApiKey.RENEW_DELEGATION_TOKEN not in apis.handlers
+
+
+def test_every_entry_names_a_handler_of_its_group() -> None:
+    for key, entry in API_REGISTRY.items():
+        assert callable(entry.handler), key.api_name
+        owner = entry.handler.__qualname__.split(".")[0]
+        assert owner == entry.group.__name__, (key.api_name, entry.handler.__qualname__)
+
+
+def test_an_api_whose_component_is_missing_is_not_served(broker: Broker) -> None:
+    cfg = KafkaConfig({"broker.id": str(broker.broker_id), "log.dirs": str(broker.tmp_path / "x")})
+    apis = KafkaApis(cfg, broker.replica_manager, broker.metadata_cache, None, "c")
+    needing = {k for k, e in API_REGISTRY.items() if e.needs is not None}
+    assert needing and not needing & set(apis.handlers)
+    assert set(API_REGISTRY) - needing == set(apis.handlers)
