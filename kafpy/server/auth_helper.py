@@ -26,12 +26,9 @@ from kafpy.security.authorizer.acl import CLUSTER_NAME, ResourceType
 from kafpy.security.authorizer.acl_authorizer import AclAuthorizer
 from kafpy.server.api_registry import API_REGISTRY, NO_AUTHORIZATION
 
-Op = AclOperation
-TOPIC, GROUP, CLUSTER = ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLUSTER
-TRANSACTIONAL_ID = ResourceType.TRANSACTIONAL_ID
+TOPIC, CLUSTER = ResourceType.TOPIC, ResourceType.CLUSTER
 Body = dict[str, Any]
 Handler = Callable[[Request], Awaitable[Any]]
-CONSUMER_REPLICA_ID = -1
 
 
 class AuthHelper:

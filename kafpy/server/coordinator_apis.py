@@ -9,10 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from kafpy.admin.replica_assignment import RackAwareMode
-from kafpy.common.errors import (
-    KafkaError,
-    TopicExistsError,
-)
+from kafpy.common.errors import KafkaError, TopicExistsError
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.coordinator.group_apis import GroupApis
 from kafpy.coordinator.group_metadata_manager import GROUP_METADATA_TOPIC_NAME

@@ -8,17 +8,9 @@ from typing import Any
 
 from kafpy.admin.replica_assignment import RackAwareMode
 from kafpy.common import topic as topic_names
-from kafpy.common.errors import (
-    InvalidTopicError,
-    KafkaError,
-    TopicExistsError,
-)
+from kafpy.common.errors import InvalidTopicError, KafkaError, TopicExistsError
 from kafpy.network.request_channel import Request
-from kafpy.protocol.acl_operations import (
-    CLUSTER_OPERATIONS,
-    TOPIC_OPERATIONS,
-    to_bit_field,
-)
+from kafpy.protocol.acl_operations import CLUSTER_OPERATIONS, TOPIC_OPERATIONS, to_bit_field
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.errors import Errors, error_code_of
 from kafpy.protocol.messages import RESPONSES

@@ -8,9 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kafpy.common.errors import (
-    KafkaError,
-)
+from kafpy.common.errors import KafkaError
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.network.request_channel import CloseConnection, Request
 from kafpy.protocol.errors import Errors, error_code_of
