@@ -9,7 +9,7 @@ sentence naming it, and nothing of it is written.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafpy.network.request_channel import Request
 from kafpy.protocol.acl_operations import AclOperation
@@ -25,7 +25,9 @@ from kafpy.security.authorizer.acl import (
     ResourceType,
 )
 from kafpy.security.authorizer.acl_authorizer import AclAuthorizer
-from kafpy.server.auth_helper import AuthHelper
+
+if TYPE_CHECKING:
+    from kafpy.server.auth_helper import AuthHelper
 
 _NO_AUTHORIZER = "No Authorizer is configured on the broker"
 

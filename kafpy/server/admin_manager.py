@@ -388,7 +388,7 @@ class AdminManager:
     ) -> dict[str, Any]:
         """A response body giving every topic or resource of the request `error_code`
         (e.g. NOT_CONTROLLER); `api` is the name of the method that would have answered."""
-        return error_response(api, body, error_code, message)
+        return error_response(api, body, error_code, message, version)
 
     # -- config APIs, answered by the ConfigHelper ------------------------------------------------
 

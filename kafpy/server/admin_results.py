@@ -14,7 +14,9 @@ from typing import Any
 
 from kafpy.common.errors import KafkaError
 from kafpy.common.logger import PrefixAdapter
+from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.errors import Errors, error_code_of
+from kafpy.protocol.messages import API_SCHEMAS
 
 __all__ = ["config_response", "duplicates", "error_response", "set_error"]
 
@@ -44,43 +46,33 @@ def set_error(log: PrefixAdapter, result: dict[str, Any], e: Exception, what: st
         log.exception("%s", what)
 
 
+# the AdminManager method that answers each admin API
+_ADMIN_APIS = {
+    "create_topics": ApiKey.CREATE_TOPICS,
+    "delete_topics": ApiKey.DELETE_TOPICS,
+    "create_partitions": ApiKey.CREATE_PARTITIONS,
+    "describe_configs": ApiKey.DESCRIBE_CONFIGS,
+    "alter_configs": ApiKey.ALTER_CONFIGS,
+    "incremental_alter_configs": ApiKey.INCREMENTAL_ALTER_CONFIGS,
+}
+
+
 def error_response(
     api: str,
     body: Mapping[str, Any],
     error_code: int,
     message: str | None = None,
+    version: int | None = None,
 ) -> dict[str, Any]:
     """A response body giving every topic or resource of the request `error_code`
-    (e.g. NOT_CONTROLLER). `api` is the AdminManager method name: "create_topics",
-    "delete_topics", "create_partitions", "describe_configs", "alter_configs" or
-    "incremental_alter_configs"."""
-    if api == "create_topics":
-        items = [
-            {"name": t["name"], "error_code": error_code, "error_message": message}
-            for t in body.get("topics") or []
-        ]
-        return {"throttle_time_ms": 0, "topics": items}
-    if api == "delete_topics":
-        items = [
-            {"name": n, "error_code": error_code, "error_message": message}
-            for n in body.get("topic_names") or []
-        ]
-        return {"throttle_time_ms": 0, "responses": items}
-    if api == "create_partitions":
-        items = [
-            {"name": t["name"], "error_code": error_code, "error_message": message}
-            for t in body.get("topics") or []
-        ]
-        return {"throttle_time_ms": 0, "results": items}
-    if api in ("describe_configs", "alter_configs", "incremental_alter_configs"):
-        items = []
-        for r in body.get("resources") or []:
-            item = config_response(int(r["resource_type"]), r["resource_name"])
-            item["error_code"] = error_code
-            item["error_message"] = message
-            if api == "describe_configs":
-                item["configs"] = []
-            items.append(item)
-        key = "results" if api == "describe_configs" else "responses"
-        return {"throttle_time_ms": 0, key: items}
-    raise ValueError(f"{api!r} is not an admin API of AdminManager")
+    (e.g. NOT_CONTROLLER), built by the API's message module. `api` is the AdminManager
+    method name: "create_topics", "delete_topics", "create_partitions", "describe_configs",
+    "alter_configs" or "incremental_alter_configs"; `version` the request's (default: the
+    highest served)."""
+    key = _ADMIN_APIS.get(api)
+    if key is None:
+        raise ValueError(f"{api!r} is not an admin API of AdminManager")
+    schema = API_SCHEMAS[key]
+    return schema.error_response(
+        body, schema.versions[1] if version is None else version, error_code, message
+    )

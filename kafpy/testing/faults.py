@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +22,7 @@ from kafpy.network.socket_server import RequestInterceptor
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.errors import Errors
 from kafpy.protocol.headers import decode_response, encode_response
+from kafpy.protocol.messages import API_SCHEMAS
 
 if TYPE_CHECKING:
     from kafpy.testing.broker import KafkaCluster
@@ -116,69 +117,13 @@ def _error_for(key: ApiKey, error: str) -> Errors:
     return code
 
 
-def _per_partition(
-    body: Mapping[str, Any],
-    topics: str,
-    topic_name: str,
-    partitions: str,
-    partition_index: str,
-    out_topic_name: str,
-    out_partitions: str,
-    entry: Callable[[int], dict[str, Any]],
-) -> list[dict[str, Any]]:
-    return [
-        {
-            out_topic_name: t[topic_name],
-            out_partitions: [entry(p[partition_index]) for p in t[partitions]],
-        }
-        for t in body[topics]
-    ]
-
-
-def error_response(key: ApiKey, body: Mapping[str, Any], code: int) -> dict[str, Any]:
-    """The response body Kafka sends for a request of `key` failing with `code`."""
-    if key == ApiKey.PRODUCE:
-        return {
-            "responses": _per_partition(
-                body, "topic_data", "name", "partition_data", "index", "name",
-                "partition_responses",
-                lambda p: {"index": p, "error_code": code, "base_offset": -1},
-            ),
-        }  # fmt: skip
-    if key == ApiKey.FETCH:
-        return {
-            "error_code": Errors.NONE,
-            "session_id": 0,
-            "responses": _per_partition(
-                body, "topics", "topic", "partitions", "partition", "topic", "partitions",
-                lambda p: {"partition_index": p, "error_code": code, "high_watermark": -1,
-                           "last_stable_offset": -1, "log_start_offset": -1,
-                           "preferred_read_replica": -1, "records": b""},
-            ),
-        }  # fmt: skip
-    if key == ApiKey.LIST_OFFSETS:
-        return {
-            "topics": _per_partition(
-                body, "topics", "name", "partitions", "partition_index", "name", "partitions",
-                lambda p: {"partition_index": p, "error_code": code, "timestamp": -1,
-                           "offset": -1},
-            ),
-        }  # fmt: skip
-    if key == ApiKey.OFFSET_COMMIT:
-        return {
-            "topics": _per_partition(
-                body, "topics", "name", "partitions", "partition_index", "name", "partitions",
-                lambda p: {"partition_index": p, "error_code": code},
-            ),
-        }  # fmt: skip
-    if key == ApiKey.FIND_COORDINATOR:
-        return {"error_code": code, "node_id": -1, "host": "", "port": -1}
-    if key == ApiKey.JOIN_GROUP:
-        return {"error_code": code, "generation_id": -1, "member_id": body.get("member_id", "")}
-    if key == ApiKey.INIT_PRODUCER_ID:
-        return {"error_code": code, "producer_id": -1, "producer_epoch": -1}
-    # SyncGroup, Heartbeat, LeaveGroup: one error code
-    return {"error_code": code}
+def error_response(
+    key: ApiKey, body: Mapping[str, Any], code: int, version: int | None = None
+) -> dict[str, Any]:
+    """The response body Kafka sends for a request of `key` failing with `code` (the API's
+    error response, kafpy/protocol/messages); `version` defaults to the highest served."""
+    schema = API_SCHEMAS[key]
+    return schema.error_response(body, schema.versions[1] if version is None else version, code)
 
 
 @dataclass
@@ -393,8 +338,7 @@ class FaultInjector:
             if key == ApiKey.PRODUCE and body["acks"] == 0:
                 return None  # no answer is sent to acks=0 producers
             header = request.header
-            return encode_response(
-                key, header.api_version, header.correlation_id, error_response(key, body, code)
-            )
+            answer = error_response(key, body, code, header.api_version)
+            return encode_response(key, header.api_version, header.correlation_id, answer)
 
         return intercept

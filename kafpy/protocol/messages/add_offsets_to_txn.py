@@ -5,6 +5,7 @@ v4 (KIP-890) is declared for the codec only."""
 from __future__ import annotations
 
 from kafpy.protocol.api_keys import ApiKey
+from kafpy.protocol.api_schema import ApiSchema, top_level_error
 from kafpy.protocol.schema import Field, Message
 
 ADD_OFFSETS_TO_TXN_REQUEST = Message(
@@ -20,4 +21,12 @@ ADD_OFFSETS_TO_TXN_REQUEST = Message(
 ADD_OFFSETS_TO_TXN_RESPONSE = Message(
     ApiKey.ADD_OFFSETS_TO_TXN, "AddOffsetsToTxnResponse", "response", (0, 4), 3,
     [Field("throttle_time_ms", "int32"), Field("error_code", "int16")],
+)
+
+
+ADD_OFFSETS_TO_TXN_API = ApiSchema(
+    ADD_OFFSETS_TO_TXN_REQUEST,
+    ADD_OFFSETS_TO_TXN_RESPONSE,
+    versions=(0, 3),
+    error_response=top_level_error,
 )

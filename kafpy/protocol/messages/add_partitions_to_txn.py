@@ -7,7 +7,11 @@ codec only, with the schema's current field names (v3_and_below_* for 0-3).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from typing import Any
+
 from kafpy.protocol.api_keys import ApiKey
+from kafpy.protocol.api_schema import ApiSchema, Body
 from kafpy.protocol.schema import Array, Field, Message, Struct
 
 
@@ -58,3 +62,26 @@ ADD_PARTITIONS_TO_TXN_RESPONSE = Message(
         _topic_results("results_by_topic_v3_and_below", "0-3"),
     ],
 )  # fmt: skip
+
+
+def topic_results(body: Mapping[str, Any], code_of: Callable[[str], int]) -> Body:
+    """A v0-3 response answering each partition of the request with its topic's code."""
+    return {"throttle_time_ms": 0, "results_by_topic_v3_and_below": [
+        {"name": t["name"], "results_by_partition": [
+            {"partition_index": p, "partition_error_code": code_of(t["name"])} for p in t["partitions"]]}
+        for t in body.get("v3_and_below_topics") or ()]}  # fmt: skip
+
+
+def error_response(
+    body: Mapping[str, Any], version: int, code: int, message: str | None = None
+) -> Body:
+    """Every partition of the request answered with `code`."""
+    return topic_results(body, lambda _topic: code)
+
+
+ADD_PARTITIONS_TO_TXN_API = ApiSchema(
+    ADD_PARTITIONS_TO_TXN_REQUEST,
+    ADD_PARTITIONS_TO_TXN_RESPONSE,
+    versions=(0, 3),
+    error_response=error_response,
+)

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from kafpy.protocol.api_keys import ApiKey
+from kafpy.protocol.api_schema import ApiSchema, Body
 from kafpy.protocol.schema import Array, Field, Message, Struct
 
 _ENTITY = Field("entity", Array(Struct([
@@ -35,4 +39,21 @@ ALTER_CLIENT_QUOTAS_RESPONSE = Message(
             _ENTITY,
         ]))),
     ],
+)
+
+
+def error_response(
+    body: Mapping[str, Any], version: int, code: int, message: str | None = None
+) -> Body:
+    """Every entity of the request answered with `code`."""
+    return {"throttle_time_ms": 0, "entries": [
+        {"error_code": code, "error_message": message, "entity": e["entity"]}
+        for e in body.get("entries") or ()]}  # fmt: skip
+
+
+ALTER_CLIENT_QUOTAS_API = ApiSchema(
+    ALTER_CLIENT_QUOTAS_REQUEST,
+    ALTER_CLIENT_QUOTAS_RESPONSE,
+    versions=(0, 1),
+    error_response=error_response,
 )

@@ -5,6 +5,7 @@ wire format only; kafpy advertises v0 as Kafka 2.8 does."""
 from __future__ import annotations
 
 from kafpy.protocol.api_keys import ApiKey
+from kafpy.protocol.api_schema import ApiSchema, top_level_error
 from kafpy.protocol.schema import Array, Field, Message, Struct
 
 ALTER_PARTITION_REASSIGNMENTS_REQUEST = Message(
@@ -38,4 +39,12 @@ ALTER_PARTITION_REASSIGNMENTS_RESPONSE = Message(
             ]))),
         ]))),
     ],
+)
+
+
+ALTER_PARTITION_REASSIGNMENTS_API = ApiSchema(
+    ALTER_PARTITION_REASSIGNMENTS_REQUEST,
+    ALTER_PARTITION_REASSIGNMENTS_RESPONSE,
+    versions=(0, 0),
+    error_response=top_level_error,
 )

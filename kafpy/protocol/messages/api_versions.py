@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from kafpy.protocol.api_keys import ApiKey
+from kafpy.protocol.api_schema import ApiSchema, top_level_error
 from kafpy.protocol.schema import Array, Field, Message, Struct
 
 API_VERSIONS_REQUEST = Message(
@@ -36,4 +37,12 @@ API_VERSIONS_RESPONSE = Message(
         ])), "3+", tag=2),
         Field("zk_migration_ready", "bool", "3+", default=False, tag=3),
     ],
+)
+
+
+API_VERSIONS_API = ApiSchema(
+    API_VERSIONS_REQUEST,
+    API_VERSIONS_RESPONSE,
+    versions=(0, 3),
+    error_response=top_level_error,
 )

@@ -6,7 +6,11 @@ Version 0 requests use request header v0 (no client id).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from kafpy.protocol.api_keys import ApiKey
+from kafpy.protocol.api_schema import ApiSchema, Body
 from kafpy.protocol.schema import Array, Field, Message, Struct
 
 CONTROLLED_SHUTDOWN_REQUEST = Message(
@@ -26,4 +30,19 @@ CONTROLLED_SHUTDOWN_RESPONSE = Message(
             Field("partition_index", "int32"),
         ]))),
     ],
+)
+
+
+def error_response(
+    body: Mapping[str, Any], version: int, code: int, message: str | None = None
+) -> Body:
+    """The request's one error code, no partitions left."""
+    return {"error_code": code, "remaining_partitions": []}
+
+
+CONTROLLED_SHUTDOWN_API = ApiSchema(
+    CONTROLLED_SHUTDOWN_REQUEST,
+    CONTROLLED_SHUTDOWN_RESPONSE,
+    versions=(0, 3),
+    error_response=error_response,
 )

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from kafpy.protocol.api_keys import ApiKey
+from kafpy.protocol.api_schema import ApiSchema, Body
 from kafpy.protocol.schema import Array, Field, Message, Struct
 
 CREATE_ACLS_REQUEST = Message(
@@ -29,4 +33,20 @@ CREATE_ACLS_RESPONSE = Message(
             Field("error_message", "string", nullable="0+"),
         ]))),
     ],
+)
+
+
+def error_response(
+    body: Mapping[str, Any], version: int, code: int, message: str | None = None
+) -> Body:
+    """Every creation of the request answered with `code`."""
+    return {"throttle_time_ms": 0, "results": [
+        {"error_code": code, "error_message": message} for _ in body.get("creations") or ()]}  # fmt: skip
+
+
+CREATE_ACLS_API = ApiSchema(
+    CREATE_ACLS_REQUEST,
+    CREATE_ACLS_RESPONSE,
+    versions=(0, 2),
+    error_response=error_response,
 )

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from kafpy.protocol.api_keys import ApiKey
+from kafpy.protocol.api_schema import ApiSchema, Body
 from kafpy.protocol.schema import Array, Field, Message, Struct
 
 CREATE_PARTITIONS_REQUEST = Message(
@@ -30,4 +34,23 @@ CREATE_PARTITIONS_RESPONSE = Message(
             Field("error_message", "string", nullable="0+", default=None),
         ]))),
     ],
+)
+
+
+def error_response(
+    body: Mapping[str, Any], version: int, code: int, message: str | None = None
+) -> Body:
+    """Every topic of the request answered with `code` and `message`."""
+    items = [
+        {"name": t["name"], "error_code": code, "error_message": message}
+        for t in body.get("topics") or ()
+    ]
+    return {"throttle_time_ms": 0, "results": items}
+
+
+CREATE_PARTITIONS_API = ApiSchema(
+    CREATE_PARTITIONS_REQUEST,
+    CREATE_PARTITIONS_RESPONSE,
+    versions=(0, 3),
+    error_response=error_response,
 )

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from kafpy.protocol.api_keys import ApiKey
+from kafpy.protocol.api_schema import ApiSchema, Body
 from kafpy.protocol.schema import Array, Field, Message, Struct
 
 CREATE_TOPICS_REQUEST = Message(
@@ -47,4 +51,23 @@ CREATE_TOPICS_RESPONSE = Message(
             ])), "5+", nullable="5+"),
         ]))),
     ],
+)
+
+
+def error_response(
+    body: Mapping[str, Any], version: int, code: int, message: str | None = None
+) -> Body:
+    """Every topic of the request answered with `code` and `message`."""
+    items = [
+        {"name": t["name"], "error_code": code, "error_message": message}
+        for t in body.get("topics") or ()
+    ]
+    return {"throttle_time_ms": 0, "topics": items}
+
+
+CREATE_TOPICS_API = ApiSchema(
+    CREATE_TOPICS_REQUEST,
+    CREATE_TOPICS_RESPONSE,
+    versions=(0, 7),
+    error_response=error_response,
 )

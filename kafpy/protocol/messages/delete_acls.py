@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from kafpy.protocol.api_keys import ApiKey
+from kafpy.protocol.api_schema import ApiSchema, Body
 from kafpy.protocol.schema import Array, Field, Message, Struct
 
 DELETE_ACLS_REQUEST = Message(
@@ -40,4 +44,21 @@ DELETE_ACLS_RESPONSE = Message(
             ]))),
         ]))),
     ],
+)
+
+
+def error_response(
+    body: Mapping[str, Any], version: int, code: int, message: str | None = None
+) -> Body:
+    """Every filter of the request answered with `code`, no ACL matched."""
+    return {"throttle_time_ms": 0, "filter_results": [
+        {"error_code": code, "error_message": message, "matching_acls": []}
+        for _ in body.get("filters") or ()]}  # fmt: skip
+
+
+DELETE_ACLS_API = ApiSchema(
+    DELETE_ACLS_REQUEST,
+    DELETE_ACLS_RESPONSE,
+    versions=(0, 2),
+    error_response=error_response,
 )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from kafpy.protocol.api_keys import ApiKey
+from kafpy.protocol.api_schema import ApiSchema, top_level_error
 from kafpy.protocol.schema import Array, Field, Message, Struct
 
 DESCRIBE_ACLS_REQUEST = Message(
@@ -36,4 +37,12 @@ DESCRIBE_ACLS_RESPONSE = Message(
             ]))),
         ]))),
     ],
+)
+
+
+DESCRIBE_ACLS_API = ApiSchema(
+    DESCRIBE_ACLS_REQUEST,
+    DESCRIBE_ACLS_RESPONSE,
+    versions=(0, 2),
+    error_response=top_level_error,
 )

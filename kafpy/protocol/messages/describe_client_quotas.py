@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from kafpy.protocol.api_keys import ApiKey
+from kafpy.protocol.api_schema import ApiSchema, Body
 from kafpy.protocol.schema import Array, Field, Message, Struct
 
 DESCRIBE_CLIENT_QUOTAS_REQUEST = Message(
@@ -34,4 +38,19 @@ DESCRIBE_CLIENT_QUOTAS_RESPONSE = Message(
             ]))),
         ])), nullable="0+"),
     ],
+)
+
+
+def error_response(
+    body: Mapping[str, Any], version: int, code: int, message: str | None = None
+) -> Body:
+    """The request failing whole: `code`, `message` and null entries."""
+    return {"throttle_time_ms": 0, "error_code": code, "error_message": message, "entries": None}
+
+
+DESCRIBE_CLIENT_QUOTAS_API = ApiSchema(
+    DESCRIBE_CLIENT_QUOTAS_REQUEST,
+    DESCRIBE_CLIENT_QUOTAS_RESPONSE,
+    versions=(0, 1),
+    error_response=error_response,
 )

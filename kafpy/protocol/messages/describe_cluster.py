@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from kafpy.protocol.api_keys import ApiKey
+from kafpy.protocol.api_schema import ApiSchema, top_level_error
 from kafpy.protocol.schema import Array, Field, Message, Struct
 
 # The authorized-operations field holds a 32-bit set; this value means "not requested".
@@ -35,4 +36,12 @@ DESCRIBE_CLUSTER_RESPONSE = Message(
         ]))),
         Field("cluster_authorized_operations", "int32", default=AUTHORIZED_OPERATIONS_OMITTED),
     ],
+)
+
+
+DESCRIBE_CLUSTER_API = ApiSchema(
+    DESCRIBE_CLUSTER_REQUEST,
+    DESCRIBE_CLUSTER_RESPONSE,
+    versions=(0, 0),
+    error_response=top_level_error,
 )

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from kafpy.protocol.api_keys import ApiKey
+from kafpy.protocol.api_schema import ApiSchema, Body
 from kafpy.protocol.schema import Array, Field, Message, Struct
 
 DESCRIBE_CONFIGS_REQUEST = Message(
@@ -44,4 +48,31 @@ DESCRIBE_CONFIGS_RESPONSE = Message(
             ]))),
         ]))),
     ],
+)
+
+
+def resource_error(resource: Mapping[str, Any], code: int, message: str | None = None) -> Body:
+    """One resource of the response failing with `code`."""
+    return {
+        "error_code": code,
+        "error_message": message,
+        "resource_type": int(resource["resource_type"]),
+        "resource_name": resource["resource_name"],
+        "configs": [],
+    }
+
+
+def error_response(
+    body: Mapping[str, Any], version: int, code: int, message: str | None = None
+) -> Body:
+    """Every resource of the request answered with `code` and `message`."""
+    items = [resource_error(r, code, message) for r in body.get("resources") or ()]
+    return {"throttle_time_ms": 0, "results": items}
+
+
+DESCRIBE_CONFIGS_API = ApiSchema(
+    DESCRIBE_CONFIGS_REQUEST,
+    DESCRIBE_CONFIGS_RESPONSE,
+    versions=(0, 4),
+    error_response=error_response,
 )

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from kafpy.protocol.api_keys import ApiKey
+from kafpy.protocol.api_schema import ApiSchema, Body
 from kafpy.protocol.schema import Array, Field, Message, Struct
 
 # The authorized-operations field holds a 32-bit set; this value means "not requested".
@@ -38,4 +42,25 @@ DESCRIBE_GROUPS_RESPONSE = Message(
             Field("authorized_operations", "int32", "3+", default=AUTHORIZED_OPERATIONS_OMITTED),
         ]))),
     ],
+)
+
+
+def group_error(group_id: str, code: int) -> Body:
+    """One group of a DescribeGroups response failing with `code`."""
+    return {"error_code": code, "group_id": group_id, "group_state": "", "protocol_type": "",
+            "protocol_data": "", "members": []}  # fmt: skip
+
+
+def error_response(
+    body: Mapping[str, Any], version: int, code: int, message: str | None = None
+) -> Body:
+    """Every group of the request answered with `code`."""
+    return {"throttle_time_ms": 0, "groups": [group_error(g, code) for g in body.get("groups") or ()]}
+
+
+DESCRIBE_GROUPS_API = ApiSchema(
+    DESCRIBE_GROUPS_REQUEST,
+    DESCRIBE_GROUPS_RESPONSE,
+    versions=(0, 5),
+    error_response=error_response,
 )

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from kafpy.protocol.api_keys import ApiKey
+from kafpy.protocol.api_schema import ApiSchema, Body
 from kafpy.protocol.schema import Array, Field, Message, Struct
 
 DESCRIBE_LOG_DIRS_REQUEST = Message(
@@ -37,4 +41,19 @@ DESCRIBE_LOG_DIRS_RESPONSE = Message(
             Field("is_cordoned", "bool", "5+", default=False),
         ]))),
     ],
+)
+
+
+def error_response(
+    body: Mapping[str, Any], version: int, code: int, message: str | None = None
+) -> Body:
+    """The request failing whole: `code` (v3+) and no log dirs."""
+    return {"throttle_time_ms": 0, "error_code": code, "results": []}
+
+
+DESCRIBE_LOG_DIRS_API = ApiSchema(
+    DESCRIBE_LOG_DIRS_REQUEST,
+    DESCRIBE_LOG_DIRS_RESPONSE,
+    versions=(0, 2),
+    error_response=error_response,
 )

@@ -3,7 +3,11 @@ by their coordinator. kafpy serves it (beyond Kafka 2.8) for `kafpy transactions
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from kafpy.protocol.api_keys import ApiKey
+from kafpy.protocol.api_schema import ApiSchema, Body
 from kafpy.protocol.schema import Array, Field, Message, Struct
 
 DESCRIBE_TRANSACTIONS_REQUEST = Message(
@@ -30,3 +34,22 @@ DESCRIBE_TRANSACTIONS_RESPONSE = Message(
         ]))),
     ],
 )  # fmt: skip
+
+
+def error_response(
+    body: Mapping[str, Any], version: int, code: int, message: str | None = None
+) -> Body:
+    """The request failing whole: no transaction states (the response has no top-level
+    error code; `error_code` is for the broker's callers)."""
+    return {"throttle_time_ms": 0, "error_code": code, "transaction_states": []}
+
+
+# Kafka 3.0's (KIP-664), served beyond 2.8 for `kafpy transactions`
+
+
+DESCRIBE_TRANSACTIONS_API = ApiSchema(
+    DESCRIBE_TRANSACTIONS_REQUEST,
+    DESCRIBE_TRANSACTIONS_RESPONSE,
+    versions=(0, 0),
+    error_response=error_response,
+)

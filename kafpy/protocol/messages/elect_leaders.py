@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from kafpy.protocol.api_keys import ApiKey
+from kafpy.protocol.api_schema import ApiSchema, Body
 from kafpy.protocol.schema import Array, Field, Message, Struct
 
 ELECT_LEADERS_REQUEST = Message(
@@ -31,4 +35,22 @@ ELECT_LEADERS_RESPONSE = Message(
             ]))),
         ]))),
     ],
+)
+
+
+def error_response(
+    body: Mapping[str, Any], version: int, code: int, message: str | None = None
+) -> Body:
+    """The request and each partition it names answered with `code`."""
+    return {"throttle_time_ms": 0, "error_code": code, "replica_election_results": [
+        {"topic": t["topic"], "partition_result": [{"partition_id": p, "error_code": code,
+                                                    "error_message": message} for p in t["partitions"]]}
+        for t in body.get("topic_partitions") or ()]}  # fmt: skip
+
+
+ELECT_LEADERS_API = ApiSchema(
+    ELECT_LEADERS_REQUEST,
+    ELECT_LEADERS_RESPONSE,
+    versions=(0, 2),
+    error_response=error_response,
 )

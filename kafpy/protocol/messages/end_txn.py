@@ -5,6 +5,7 @@ declared for the codec only."""
 from __future__ import annotations
 
 from kafpy.protocol.api_keys import ApiKey
+from kafpy.protocol.api_schema import ApiSchema, top_level_error
 from kafpy.protocol.schema import Field, Message
 
 END_TXN_REQUEST = Message(
@@ -25,4 +26,12 @@ END_TXN_RESPONSE = Message(
         Field("producer_id", "int64", "5+", default=-1),
         Field("producer_epoch", "int16", "5+", default=-1),
     ],
+)
+
+
+END_TXN_API = ApiSchema(
+    END_TXN_REQUEST,
+    END_TXN_RESPONSE,
+    versions=(0, 3),
+    error_response=top_level_error,
 )

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from kafpy.protocol.api_keys import ApiKey
+from kafpy.protocol.api_schema import ApiSchema, Body, per_partition
+from kafpy.protocol.errors import Errors
 from kafpy.protocol.schema import Array, Field, Message, Struct
 
 FETCH_REQUEST = Message(
@@ -85,4 +90,34 @@ FETCH_RESPONSE = Message(
             Field("rack", "string", "16+", nullable="16+", default=None),
         ])), "16+", tag=0),
     ],
+)
+
+
+def partition_error(index: int, code: int) -> Body:
+    """One partition of a Fetch response failing with `code`."""
+    return {"partition_index": index, "error_code": code, "high_watermark": -1,
+            "last_stable_offset": -1, "log_start_offset": -1, "aborted_transactions": None,
+            "preferred_read_replica": -1, "records": b""}  # fmt: skip
+
+
+def error_response(
+    body: Mapping[str, Any], version: int, code: int, message: str | None = None
+) -> Body:
+    """Every partition of the request answered with `code` (the request itself succeeds)."""
+    return {
+        "throttle_time_ms": 0,
+        "error_code": Errors.NONE,
+        "session_id": 0,
+        "responses": per_partition(
+            body, "topics", "partitions", lambda i: partition_error(i, code),
+            topic_name="topic", out_topic_name="topic", partition_index="partition",
+        ),
+    }  # fmt: skip
+
+
+FETCH_API = ApiSchema(
+    FETCH_REQUEST,
+    FETCH_RESPONSE,
+    versions=(0, 12),
+    error_response=error_response,
 )

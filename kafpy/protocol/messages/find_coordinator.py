@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from kafpy.protocol.api_keys import ApiKey
+from kafpy.protocol.api_schema import ApiSchema, Body
 from kafpy.protocol.schema import Array, Field, Message, Struct
 
 FIND_COORDINATOR_REQUEST = Message(
@@ -32,4 +36,20 @@ FIND_COORDINATOR_RESPONSE = Message(
             Field("error_message", "string", "4+", nullable="4+"),
         ])), "4+"),
     ],
+)
+
+
+def error_response(
+    body: Mapping[str, Any], version: int, code: int, message: str | None = None
+) -> Body:
+    """No coordinator: `code` and `message`."""
+    return {"throttle_time_ms": 0, "error_code": code, "error_message": message,
+            "node_id": -1, "host": "", "port": -1}  # fmt: skip
+
+
+FIND_COORDINATOR_API = ApiSchema(
+    FIND_COORDINATOR_REQUEST,
+    FIND_COORDINATOR_RESPONSE,
+    versions=(0, 3),
+    error_response=error_response,
 )

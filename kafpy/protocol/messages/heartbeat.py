@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from kafpy.protocol.api_keys import ApiKey
+from kafpy.protocol.api_schema import ApiSchema, top_level_error
 from kafpy.protocol.schema import Field, Message
 
 HEARTBEAT_REQUEST = Message(
@@ -21,4 +22,12 @@ HEARTBEAT_RESPONSE = Message(
         Field("throttle_time_ms", "int32", "1+"),
         Field("error_code", "int16"),
     ],
+)
+
+
+HEARTBEAT_API = ApiSchema(
+    HEARTBEAT_REQUEST,
+    HEARTBEAT_RESPONSE,
+    versions=(0, 4),
+    error_response=top_level_error,
 )

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from kafpy.protocol.api_keys import ApiKey
+from kafpy.protocol.api_schema import ApiSchema, Body
 from kafpy.protocol.schema import Field, Message
 
 INIT_PRODUCER_ID_REQUEST = Message(
@@ -27,4 +31,19 @@ INIT_PRODUCER_ID_RESPONSE = Message(
         Field("ongoing_txn_producer_id", "int64", "6+", default=-1),
         Field("ongoing_txn_producer_epoch", "int16", "6+", default=-1),
     ],
+)
+
+
+def error_response(
+    body: Mapping[str, Any], version: int, code: int, message: str | None = None
+) -> Body:
+    """No producer id: `code`."""
+    return {"throttle_time_ms": 0, "error_code": code, "producer_id": -1, "producer_epoch": -1}
+
+
+INIT_PRODUCER_ID_API = ApiSchema(
+    INIT_PRODUCER_ID_REQUEST,
+    INIT_PRODUCER_ID_RESPONSE,
+    versions=(0, 4),
+    error_response=error_response,
 )

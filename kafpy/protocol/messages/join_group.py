@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from kafpy.protocol.api_keys import ApiKey
+from kafpy.protocol.api_schema import ApiSchema, Body
 from kafpy.protocol.schema import Array, Field, Message, Struct
 
 JOIN_GROUP_REQUEST = Message(
@@ -39,4 +43,21 @@ JOIN_GROUP_RESPONSE = Message(
             Field("metadata", "bytes"),
         ]))),
     ],
+)
+
+
+def error_response(
+    body: Mapping[str, Any], version: int, code: int, message: str | None = None
+) -> Body:
+    """The request failing with `code`, its member id echoed (the protocol type and name
+    take their defaults: "" where they are not nullable, else null)."""
+    return {"throttle_time_ms": 0, "error_code": code, "generation_id": -1, "leader": "",
+            "member_id": body.get("member_id", ""), "members": []}  # fmt: skip
+
+
+JOIN_GROUP_API = ApiSchema(
+    JOIN_GROUP_REQUEST,
+    JOIN_GROUP_RESPONSE,
+    versions=(0, 7),
+    error_response=error_response,
 )

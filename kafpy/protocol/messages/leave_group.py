@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from kafpy.protocol.api_keys import ApiKey
+from kafpy.protocol.api_schema import ApiSchema, top_level_error
 from kafpy.protocol.schema import Array, Field, Message, Struct
 
 LEAVE_GROUP_REQUEST = Message(
@@ -29,4 +30,12 @@ LEAVE_GROUP_RESPONSE = Message(
             Field("error_code", "int16", "3+"),
         ])), "3+"),
     ],
+)
+
+
+LEAVE_GROUP_API = ApiSchema(
+    LEAVE_GROUP_REQUEST,
+    LEAVE_GROUP_RESPONSE,
+    versions=(0, 4),
+    error_response=top_level_error,
 )

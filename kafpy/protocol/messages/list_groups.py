@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from kafpy.protocol.api_keys import ApiKey
+from kafpy.protocol.api_schema import ApiSchema, top_level_error
 from kafpy.protocol.schema import Array, Field, Message, Struct
 
 LIST_GROUPS_REQUEST = Message(
@@ -25,4 +26,12 @@ LIST_GROUPS_RESPONSE = Message(
             Field("group_type", "string", "5+"),
         ]))),
     ],
+)
+
+
+LIST_GROUPS_API = ApiSchema(
+    LIST_GROUPS_REQUEST,
+    LIST_GROUPS_RESPONSE,
+    versions=(0, 4),
+    error_response=top_level_error,
 )

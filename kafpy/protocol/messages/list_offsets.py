@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from kafpy.protocol.api_keys import ApiKey
+from kafpy.protocol.api_schema import ApiSchema, Body, per_partition
 from kafpy.protocol.schema import Array, Field, Message, Struct
 
 LIST_OFFSETS_REQUEST = Message(
@@ -40,4 +44,28 @@ LIST_OFFSETS_RESPONSE = Message(
             ]))),
         ]))),
     ],
+)
+
+
+def partition_error(index: int, code: int) -> Body:
+    """One partition of a ListOffsets response failing with `code`."""
+    return {"partition_index": index, "error_code": code, "timestamp": -1, "offset": -1,
+            "leader_epoch": -1, "old_style_offsets": []}  # fmt: skip
+
+
+def error_response(
+    body: Mapping[str, Any], version: int, code: int, message: str | None = None
+) -> Body:
+    """Every partition of the request answered with `code`."""
+    return {
+        "throttle_time_ms": 0,
+        "topics": per_partition(body, "topics", "partitions", lambda i: partition_error(i, code)),
+    }
+
+
+LIST_OFFSETS_API = ApiSchema(
+    LIST_OFFSETS_REQUEST,
+    LIST_OFFSETS_RESPONSE,
+    versions=(0, 6),
+    error_response=error_response,
 )

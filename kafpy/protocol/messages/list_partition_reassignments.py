@@ -4,6 +4,7 @@ all of them), answered by the controller."""
 from __future__ import annotations
 
 from kafpy.protocol.api_keys import ApiKey
+from kafpy.protocol.api_schema import ApiSchema, top_level_error
 from kafpy.protocol.schema import Array, Field, Message, Struct
 
 LIST_PARTITION_REASSIGNMENTS_REQUEST = Message(
@@ -33,4 +34,12 @@ LIST_PARTITION_REASSIGNMENTS_RESPONSE = Message(
             ]))),
         ]))),
     ],
+)
+
+
+LIST_PARTITION_REASSIGNMENTS_API = ApiSchema(
+    LIST_PARTITION_REASSIGNMENTS_REQUEST,
+    LIST_PARTITION_REASSIGNMENTS_RESPONSE,
+    versions=(0, 0),
+    error_response=top_level_error,
 )

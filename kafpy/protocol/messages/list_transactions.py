@@ -5,6 +5,7 @@ the codec only."""
 from __future__ import annotations
 
 from kafpy.protocol.api_keys import ApiKey
+from kafpy.protocol.api_schema import ApiSchema, top_level_error
 from kafpy.protocol.schema import Array, Field, Message, Struct
 
 LIST_TRANSACTIONS_REQUEST = Message(
@@ -30,3 +31,14 @@ LIST_TRANSACTIONS_RESPONSE = Message(
         ]))),
     ],
 )  # fmt: skip
+
+
+# Kafka 3.0's (KIP-664), served beyond 2.8 for `kafpy transactions`
+
+
+LIST_TRANSACTIONS_API = ApiSchema(
+    LIST_TRANSACTIONS_REQUEST,
+    LIST_TRANSACTIONS_RESPONSE,
+    versions=(0, 0),
+    error_response=top_level_error,
+)

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from kafpy.protocol.api_keys import ApiKey
+from kafpy.protocol.api_schema import ApiSchema, Body
 from kafpy.protocol.schema import Array, Field, Message, Struct
 
 # Authorized-operations fields hold a 32-bit set; this value means "not requested".
@@ -54,4 +58,31 @@ METADATA_RESPONSE = Message(
               default=AUTHORIZED_OPERATIONS_OMITTED),
         Field("error_code", "int16", "13+"),
     ],
+)
+
+
+def topic_error(name: str, code: int) -> Body:
+    """One topic of a Metadata response failing with `code`."""
+    return {"error_code": code, "name": name, "is_internal": False, "partitions": []}
+
+
+def error_response(
+    body: Mapping[str, Any], version: int, code: int, message: str | None = None
+) -> Body:
+    """Every topic named by the request answered with `code`, no brokers."""
+    return {
+        "throttle_time_ms": 0,
+        "brokers": [],
+        "cluster_id": None,
+        "controller_id": -1,
+        "topics": [topic_error(t.get("name") or "", code) for t in body.get("topics") or ()],
+        "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+    }
+
+
+METADATA_API = ApiSchema(
+    METADATA_REQUEST,
+    METADATA_RESPONSE,
+    versions=(0, 11),
+    error_response=error_response,
 )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from kafpy.protocol.api_keys import ApiKey
+from kafpy.protocol.api_schema import ApiSchema, Body, top_level_error
 from kafpy.protocol.schema import Array, Field, Message, Struct
 
 OFFSET_DELETE_REQUEST = Message(
@@ -31,4 +32,17 @@ OFFSET_DELETE_RESPONSE = Message(
             ]))),
         ]))),
     ],
+)
+
+
+def partition_error(index: int, code: int) -> Body:
+    """One partition of an OffsetDelete response failing with `code`."""
+    return {"partition_index": index, "error_code": code}
+
+
+OFFSET_DELETE_API = ApiSchema(
+    OFFSET_DELETE_REQUEST,
+    OFFSET_DELETE_RESPONSE,
+    versions=(0, 0),
+    error_response=top_level_error,
 )

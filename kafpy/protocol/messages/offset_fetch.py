@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from kafpy.protocol.api_keys import ApiKey
+from kafpy.protocol.api_schema import ApiSchema, Body, per_partition
+from kafpy.protocol.errors import Errors
 from kafpy.protocol.schema import Array, Field, Message, Struct
 
 OFFSET_FETCH_REQUEST = Message(
@@ -58,4 +63,34 @@ OFFSET_FETCH_RESPONSE = Message(
             Field("error_code", "int16", "8+", default=0),
         ])), "8+"),
     ],
+)
+
+
+def partition_error(index: int, code: int) -> Body:
+    """One partition of an OffsetFetch response failing with `code`."""
+    return {"partition_index": index, "committed_offset": -1, "committed_leader_epoch": -1,
+            "metadata": "", "error_code": code}  # fmt: skip
+
+
+def error_response(
+    body: Mapping[str, Any], version: int, code: int, message: str | None = None
+) -> Body:
+    """v2+: the group's error code; before, every partition of the request with `code`."""
+    if version >= 2:
+        return {"throttle_time_ms": 0, "topics": [], "error_code": code}
+    return {
+        "throttle_time_ms": 0,
+        "error_code": Errors.NONE,
+        "topics": per_partition(
+            body, "topics", "partition_indexes", lambda i: partition_error(i, code),
+            partition_index=None,
+        ),
+    }  # fmt: skip
+
+
+OFFSET_FETCH_API = ApiSchema(
+    OFFSET_FETCH_REQUEST,
+    OFFSET_FETCH_RESPONSE,
+    versions=(0, 7),
+    error_response=error_response,
 )

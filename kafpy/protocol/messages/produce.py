@@ -15,6 +15,7 @@ from typing import Any
 
 from kafpy.protocol import types as t
 from kafpy.protocol.api_keys import ApiKey
+from kafpy.protocol.api_schema import ApiSchema, Body, per_partition
 from kafpy.protocol.schema import Array, Field, Message, Struct
 
 # request v3-v8: transactional_id length (-1: null), acks, timeout_ms, topic count
@@ -197,4 +198,31 @@ PRODUCE_RESPONSE = Message(
         ])), "10+", tag=0),
     ],
     fast_encode=encode_single_partition_response,
+)
+
+
+def partition_error(index: int, code: int, message: str | None = None) -> Body:
+    """One partition of a Produce response failing with `code`."""
+    return {"index": index, "error_code": code, "base_offset": -1, "log_append_time_ms": -1,
+            "log_start_offset": -1, "record_errors": [], "error_message": message}  # fmt: skip
+
+
+def error_response(
+    body: Mapping[str, Any], version: int, code: int, message: str | None = None
+) -> Body:
+    """Every partition of the request answered with `code`."""
+    return {
+        "responses": per_partition(
+            body, "topic_data", "partition_data", lambda i: partition_error(i, code, message),
+            out_partitions="partition_responses", partition_index="index",
+        ),
+        "throttle_time_ms": 0,
+    }  # fmt: skip
+
+
+PRODUCE_API = ApiSchema(
+    PRODUCE_REQUEST,
+    PRODUCE_RESPONSE,
+    versions=(0, 9),
+    error_response=error_response,
 )

@@ -4,6 +4,7 @@ v1 adds the session lifetime for re-authentication (KIP-368), v2 is flexible."""
 from __future__ import annotations
 
 from kafpy.protocol.api_keys import ApiKey
+from kafpy.protocol.api_schema import ApiSchema, top_level_error
 from kafpy.protocol.schema import Field, Message
 
 SASL_AUTHENTICATE_REQUEST = Message(
@@ -21,4 +22,12 @@ SASL_AUTHENTICATE_RESPONSE = Message(
         Field("auth_bytes", "bytes"),
         Field("session_lifetime_ms", "int64", "1+"),
     ],
+)
+
+
+SASL_AUTHENTICATE_API = ApiSchema(
+    SASL_AUTHENTICATE_REQUEST,
+    SASL_AUTHENTICATE_RESPONSE,
+    versions=(0, 2),
+    error_response=top_level_error,
 )

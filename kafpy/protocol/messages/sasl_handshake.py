@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from kafpy.protocol.api_keys import ApiKey
+from kafpy.protocol.api_schema import ApiSchema, top_level_error
 from kafpy.protocol.schema import Array, Field, Message
 
 SASL_HANDSHAKE_REQUEST = Message(
@@ -18,4 +19,12 @@ SASL_HANDSHAKE_RESPONSE = Message(
         Field("error_code", "int16"),
         Field("mechanisms", Array("string")),
     ],
+)
+
+
+SASL_HANDSHAKE_API = ApiSchema(
+    SASL_HANDSHAKE_REQUEST,
+    SASL_HANDSHAKE_RESPONSE,
+    versions=(0, 1),
+    error_response=top_level_error,
 )

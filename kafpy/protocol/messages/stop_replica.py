@@ -5,7 +5,11 @@ Removed from Kafka in 4.0 (KRaft); declared from Kafka 3.x's definitions (versio
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from kafpy.protocol.api_keys import ApiKey
+from kafpy.protocol.api_schema import ApiSchema, Body
 from kafpy.protocol.schema import Array, Field, Message, Struct
 
 STOP_REPLICA_REQUEST = Message(
@@ -44,4 +48,26 @@ STOP_REPLICA_RESPONSE = Message(
             Field("error_code", "int16"),
         ]))),
     ],
+)
+
+
+def error_response(
+    body: Mapping[str, Any], version: int, code: int, message: str | None = None
+) -> Body:
+    """Every partition of the request (v0 ungrouped, v1-2 by topic, v3 with states)
+    answered with `code`."""
+    parts = [(p["topic_name"], p["partition_index"]) for p in body.get("ungrouped_partitions") or ()]
+    for t in body.get("topics") or ():
+        parts += [(t["name"], p) for p in t.get("partition_indexes") or ()]
+    for t in body.get("topic_states") or ():
+        parts += [(t["topic_name"], s["partition_index"]) for s in t.get("partition_states") or ()]
+    return {"error_code": code, "partition_errors": [
+        {"topic_name": topic, "partition_index": p, "error_code": code} for topic, p in parts]}  # fmt: skip
+
+
+STOP_REPLICA_API = ApiSchema(
+    STOP_REPLICA_REQUEST,
+    STOP_REPLICA_RESPONSE,
+    versions=(0, 3),
+    error_response=error_response,
 )

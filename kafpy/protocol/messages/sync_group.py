@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from kafpy.protocol.api_keys import ApiKey
+from kafpy.protocol.api_schema import ApiSchema, top_level_error
 from kafpy.protocol.schema import Array, Field, Message, Struct
 
 SYNC_GROUP_REQUEST = Message(
@@ -30,4 +31,12 @@ SYNC_GROUP_RESPONSE = Message(
         Field("protocol_name", "string", "5+", nullable="5+", default=None),
         Field("assignment", "bytes"),
     ],
+)
+
+
+SYNC_GROUP_API = ApiSchema(
+    SYNC_GROUP_REQUEST,
+    SYNC_GROUP_RESPONSE,
+    versions=(0, 5),
+    error_response=top_level_error,
 )

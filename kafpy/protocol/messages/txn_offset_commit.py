@@ -4,7 +4,11 @@ generation and member, KIP-447; v4-5 are declared for the codec, not advertised)
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from kafpy.protocol.api_keys import ApiKey
+from kafpy.protocol.api_schema import ApiSchema, Body, per_partition
 from kafpy.protocol.schema import Array, Field, Message, Struct
 
 TXN_OFFSET_COMMIT_REQUEST = Message(
@@ -41,4 +45,27 @@ TXN_OFFSET_COMMIT_RESPONSE = Message(
             ]))),
         ]))),
     ],
+)
+
+
+def partition_error(index: int, code: int) -> Body:
+    """One partition of a TxnOffsetCommit response failing with `code`."""
+    return {"partition_index": index, "error_code": code}
+
+
+def error_response(
+    body: Mapping[str, Any], version: int, code: int, message: str | None = None
+) -> Body:
+    """Every partition of the request answered with `code`."""
+    return {
+        "throttle_time_ms": 0,
+        "topics": per_partition(body, "topics", "partitions", lambda i: partition_error(i, code)),
+    }
+
+
+TXN_OFFSET_COMMIT_API = ApiSchema(
+    TXN_OFFSET_COMMIT_REQUEST,
+    TXN_OFFSET_COMMIT_RESPONSE,
+    versions=(0, 3),
+    error_response=error_response,
 )

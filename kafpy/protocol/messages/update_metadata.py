@@ -5,7 +5,11 @@ Removed from Kafka in 4.0 (KRaft); declared from Kafka 3.x's definitions (versio
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from kafpy.protocol.api_keys import ApiKey
+from kafpy.protocol.api_schema import ApiSchema, Body
 from kafpy.protocol.schema import Array, Field, Message, Struct
 
 PARTITION_STATE = Struct([
@@ -52,4 +56,19 @@ UPDATE_METADATA_RESPONSE = Message(
     [
         Field("error_code", "int16"),
     ],
+)
+
+
+def error_response(
+    body: Mapping[str, Any], version: int, code: int, message: str | None = None
+) -> Body:
+    """The request's one error code."""
+    return {"error_code": code}
+
+
+UPDATE_METADATA_API = ApiSchema(
+    UPDATE_METADATA_REQUEST,
+    UPDATE_METADATA_RESPONSE,
+    versions=(0, 7),
+    error_response=error_response,
 )

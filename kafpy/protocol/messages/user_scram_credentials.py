@@ -4,7 +4,11 @@ broker. The client salts and hashes the password; the broker never sees it."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from kafpy.protocol.api_keys import ApiKey
+from kafpy.protocol.api_schema import ApiSchema, Body
 from kafpy.protocol.schema import Array, Field, Message, Struct
 
 DESCRIBE_USER_SCRAM_CREDENTIALS_REQUEST = Message(
@@ -61,4 +65,36 @@ ALTER_USER_SCRAM_CREDENTIALS_RESPONSE = Message(
             Field("error_message", "string", nullable="0+", default=None),
         ]))),
     ],
+)
+
+
+def describe_error_response(
+    body: Mapping[str, Any], version: int, code: int, message: str | None = None
+) -> Body:
+    """DescribeUserScramCredentials failing whole with `code` and `message`."""
+    return {"throttle_time_ms": 0, "error_code": code, "error_message": message, "results": []}
+
+
+def alter_error_response(
+    body: Mapping[str, Any], version: int, code: int, message: str | None = None
+) -> Body:
+    """Every user of the request's deletions and upsertions answered with `code`."""
+    users = dict.fromkeys(u["name"] for key in ("deletions", "upsertions") for u in body.get(key) or ())
+    return {"throttle_time_ms": 0, "results": [
+        {"user": u, "error_code": code, "error_message": message} for u in users]}  # fmt: skip
+
+
+DESCRIBE_USER_SCRAM_CREDENTIALS_API = ApiSchema(
+    DESCRIBE_USER_SCRAM_CREDENTIALS_REQUEST,
+    DESCRIBE_USER_SCRAM_CREDENTIALS_RESPONSE,
+    versions=(0, 0),
+    error_response=describe_error_response,
+)
+
+
+ALTER_USER_SCRAM_CREDENTIALS_API = ApiSchema(
+    ALTER_USER_SCRAM_CREDENTIALS_REQUEST,
+    ALTER_USER_SCRAM_CREDENTIALS_RESPONSE,
+    versions=(0, 0),
+    error_response=alter_error_response,
 )

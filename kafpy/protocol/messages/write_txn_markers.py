@@ -4,7 +4,11 @@ the codec, not advertised)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from kafpy.protocol.api_keys import ApiKey
+from kafpy.protocol.api_schema import ApiSchema, Body, per_partition
 from kafpy.protocol.schema import Array, Field, Message, Struct
 
 WRITE_TXN_MARKERS_REQUEST = Message(
@@ -38,4 +42,23 @@ WRITE_TXN_MARKERS_RESPONSE = Message(
             ]))),
         ]))),
     ],
+)
+
+
+def error_response(
+    body: Mapping[str, Any], version: int, code: int, message: str | None = None
+) -> Body:
+    """Every partition of every marker of the request answered with `code`."""
+    return {"markers": [
+        {"producer_id": m["producer_id"], "topics": per_partition(
+            m, "topics", "partition_indexes",
+            lambda p: {"partition_index": p, "error_code": code}, partition_index=None)}
+        for m in body.get("markers") or ()]}  # fmt: skip
+
+
+WRITE_TXN_MARKERS_API = ApiSchema(
+    WRITE_TXN_MARKERS_REQUEST,
+    WRITE_TXN_MARKERS_RESPONSE,
+    versions=(0, 1),
+    error_response=error_response,
 )
