@@ -5,6 +5,12 @@ produce waiting for followers) in a purgatory: the operation watches keys (parti
 whoever changes a partition calls `check_and_complete(key)`, which retries the watching
 operations; an operation not completed within its delay expires and completes anyway.
 
+An operation leaves every watch list the moment it completes (checked, expired or forced),
+so completed operations never pile up: a consumer's fetch parked on thousands of partitions
+used to stay listed under each of them until the next purge, ~3 KB a partition a pass.
+Each key's watchers are an insertion-ordered dict, so leaving costs one deletion per
+watched key, what watching cost.
+
 Everything here runs on the broker's event loop, so there are no locks: a completion is
 decided and carried out without interleaving. Timers go through `TimerScheduler`, by
 default the loop's `call_later`; tests pass a MockScheduler driven by MockTime.
@@ -56,6 +62,8 @@ class DelayedOperation(ABC):
         self.delay_ms = delay_ms
         self._completed = False
         self._timer: Cancellable | None = None
+        # set by the purgatory watching this operation: takes it off its watch lists
+        self._unwatch: Callable[[], None] | None = None
 
     @property
     def is_completed(self) -> bool:
@@ -69,6 +77,9 @@ class DelayedOperation(ABC):
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+        if self._unwatch is not None:
+            unwatch, self._unwatch = self._unwatch, None
+            unwatch()
         self.on_complete()
         return True
 
@@ -93,9 +104,10 @@ T = TypeVar("T", bound=DelayedOperation)
 class DelayedOperationPurgatory(Generic[T]):
     """Delayed operations watched by key (Kafka's DelayedOperationPurgatory).
 
-    `purge_interval`: after this many operations were added, completed operations are
-    dropped from the watch lists (completion removes them only from the key that
-    completed them).
+    A completed operation is taken off the watch list of every key it watched at once, so
+    the lists hold waiting operations only. `purge_interval` (Kafka's
+    `*.purgatory.purge.interval.requests`) is kept for the configuration: with nothing
+    completed left in the lists there is nothing to purge on a schedule.
     """
 
     def __init__(
@@ -108,8 +120,11 @@ class DelayedOperationPurgatory(Generic[T]):
         self.name = name
         self.timer: TimerScheduler = timer or LoopTimer()
         self.purge_interval = purge_interval
-        self._watchers: dict[Hashable, list[T]] = {}
-        self._added_since_purge = 0
+        # key -> the waiting operations watching it by id(), in the order they came (a dict
+        # as an ordered set: an operation leaves each list in O(1))
+        self._watchers: dict[Hashable, dict[int, T]] = {}
+        self._watched_entries = 0
+        self._delayed = 0
         self.log = component_logger(
             "kafpy.server.DelayedOperationPurgatory", "ExpirationReaper", f"{broker_id}-{name}"
         )
@@ -119,15 +134,30 @@ class DelayedOperationPurgatory(Generic[T]):
         its delay expires. Returns True if it completed here."""
         if operation.try_complete():
             return True
-        for key in keys:
-            self._watchers.setdefault(key, []).append(operation)
+        watched = list(dict.fromkeys(keys))
+        for key in watched:
+            ops = self._watchers.get(key)
+            if ops is None:
+                ops = self._watchers[key] = {}
+            ops[id(operation)] = operation
+        self._watched_entries += len(watched)
+        self._delayed += 1
+        operation._unwatch = lambda: self._stop_watching(operation, watched)
         operation._timer = self.timer.schedule(
             f"{self.name}-expiration", lambda: self._on_expire(operation), operation.delay_ms
         )
-        self._added_since_purge += 1
-        if self._added_since_purge >= self.purge_interval:
-            self.purge_completed()
         return False
+
+    def _stop_watching(self, operation: T, keys: list[Hashable]) -> None:
+        """Take a completed `operation` off the watch list of each of its `keys`."""
+        op_id = id(operation)
+        for key in keys:
+            ops = self._watchers.get(key)
+            if ops is not None and ops.pop(op_id, None) is not None:
+                self._watched_entries -= 1
+                if not ops:
+                    del self._watchers[key]
+        self._delayed -= 1
 
     def _on_expire(self, operation: T) -> None:
         if not operation.is_completed:
@@ -139,54 +169,31 @@ class DelayedOperationPurgatory(Generic[T]):
         if not ops:
             return 0
         completed = 0
-        remaining: list[T] = []
-        for op in ops:
-            if op.is_completed:
-                continue
-            if op.try_complete():
+        # a completion takes the operation off this list: walk a copy
+        for op in list(ops.values()):
+            if not op.is_completed and op.try_complete():
                 completed += 1
-            else:
-                remaining.append(op)
-        if remaining:
-            self._watchers[key] = remaining
-        else:
-            self._watchers.pop(key, None)
         return completed
 
-    def purge_completed(self) -> int:
-        """Drop completed operations from every watch list; returns how many were dropped."""
-        dropped = 0
-        for key in list(self._watchers):
-            ops = self._watchers[key]
-            alive = [op for op in ops if not op.is_completed]
-            dropped += len(ops) - len(alive)
-            if alive:
-                self._watchers[key] = alive
-            else:
-                del self._watchers[key]
-        self._added_since_purge = 0
-        return dropped
-
     def watched(self, key: Hashable) -> int:
-        """Operations (not yet completed) watching `key`."""
-        return sum(1 for op in self._watchers.get(key, ()) if not op.is_completed)
+        """Operations waiting on `key`."""
+        return len(self._watchers.get(key, ()))
 
     @property
     def watched_total(self) -> int:
-        """Entries in the watch lists, completed ones not yet purged included (Kafka's
-        PurgatorySize: an operation counts once per key it watches)."""
-        return sum(len(ops) for ops in self._watchers.values())
+        """Entries in the watch lists (Kafka's PurgatorySize: an operation counts once per
+        key it watches)."""
+        return self._watched_entries
 
     @property
     def delayed(self) -> int:
         """Operations waiting in this purgatory."""
-        return len({id(op) for ops in self._watchers.values() for op in ops if not op.is_completed})
+        return self._delayed
 
     def complete_all(self) -> None:
         """Force every waiting operation to complete (shutdown)."""
-        ops = {id(op): op for ops in self._watchers.values() for op in ops}
-        self._watchers.clear()
-        for op in ops.values():
+        waiting = {op_id: op for ops in self._watchers.values() for op_id, op in ops.items()}
+        for op in waiting.values():
             op.force_complete()
 
     def shutdown(self) -> None:

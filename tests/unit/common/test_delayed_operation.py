@@ -1,4 +1,5 @@
-"""Tests of DelayedOperationPurgatory: completion on check, expiry, purge, shutdown."""
+"""Tests of DelayedOperationPurgatory: completion on check, expiry, leaving the watch lists,
+shutdown."""
 
 from __future__ import annotations
 
@@ -60,7 +61,7 @@ def test_expiry_completes_once_and_calls_on_expiration() -> None:
     assert op.completions == 1
 
 
-def test_purge_drops_completed_operations_from_other_keys() -> None:
+def test_a_completed_operation_leaves_the_watch_lists_of_all_its_keys_at_once() -> None:
     timer = ManualTimer()
     p: DelayedOperationPurgatory[Op] = DelayedOperationPurgatory(
         "test", timer=timer, purge_interval=3
@@ -68,11 +69,32 @@ def test_purge_drops_completed_operations_from_other_keys() -> None:
     ops = [Op() for _ in range(2)]
     for op in ops:
         p.try_complete_else_watch(op, ["a", "b"])
+    assert p.watched_total == 4 and p.delayed == 2
     ops[0].ready = True
     p.check_and_complete("a")
-    assert len(p._watchers["b"]) == 2  # still listed under b
-    p.try_complete_else_watch(Op(), ["c"])  # the third add triggers a purge
-    assert len(p._watchers["b"]) == 1
+    assert p.watched("b") == 1 and p.watched_total == 2 and p.delayed == 1
+    assert timer.fire_all() == 1  # ops[1] expires: nothing is left watched
+    assert p.watched_total == 0 and p.delayed == 0
+
+
+def test_many_operations_over_many_keys_leave_nothing_watched_once_completed() -> None:
+    """A fetch watches every partition it asked for; completed by one partition or by its
+    timeout, it must not stay listed under the others (it did until a purge every
+    purge_interval operations: a consumer pass over thousands of partitions grew RSS)."""
+    timer = ManualTimer()
+    p: DelayedOperationPurgatory[Op] = DelayedOperationPurgatory("test", timer=timer)
+    keys = [("topic", i) for i in range(2000)]
+    ops = [Op() for _ in range(300)]
+    for op in ops:
+        p.try_complete_else_watch(op, keys)
+    assert p.watched_total == 300 * 2000 and p.delayed == 300
+    for op in ops[:150]:
+        op.ready = True
+    assert p.check_and_complete(keys[7]) == 150
+    assert p.watched_total == 150 * 2000 and p.watched(keys[1999]) == 150
+    timer.fire_all()  # the rest time out
+    assert p.watched_total == 0 and p.delayed == 0 and p.watched(keys[0]) == 0
+    assert [op.completions for op in ops] == [1] * 300
 
 
 def test_shutdown_completes_everything() -> None:
