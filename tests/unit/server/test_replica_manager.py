@@ -465,7 +465,7 @@ def test_low_watermark_is_the_smallest_log_start_over_live_replicas(broker: Brok
     produce(broker, TP, batch(b"a", b"b", b"c"))
     p = broker.replica_manager.get_partition(TP)
     assert p is not None
-    alive = broker.replica_manager._broker_alive
+    alive = broker.replica_manager.broker_alive
     assert p.low_watermark_if_leader(alive) == -1  # the follower has not fetched: unknown
     _follower_fetch(broker, 3, 0)
     assert p.low_watermark_if_leader(alive) == 0
@@ -905,7 +905,7 @@ def test_log_dir_failure_halts_when_the_controller_cannot_be_told(tmp_path: Path
         rm = b.replica_manager
         rm.zk_client = type("Zk", (), {"store": store})()
         rm.log_dir_failure_timeout_ms = 1500
-        rm._halt = halted.append
+        rm.log_dir_failure_handler.halt = halted.append
         log = b.log_manager.get_log(TopicPartition("t", 0))
         assert log is not None
 
