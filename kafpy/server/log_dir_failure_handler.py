@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 LOG_DIR_FAILURE_TIMEOUT_MS = 30000
 
 
-def halt(status: int) -> None:
+def _halt(status: int) -> None:
     """End the process at once (Kafka's Exit.halt), after writing out the log lines."""
     logging.shutdown()
     os._exit(status)
@@ -38,9 +38,11 @@ class LogDirFailureHandler:
     """Takes the failed log dirs of `replica_manager`'s LogDirFailureChannel offline (Kafka's
     LogDirFailureHandler), and `halt`s the process when the controller cannot be told."""
 
-    def __init__(self, replica_manager: ReplicaManager, halt: Callable[[int], None] = halt) -> None:
+    def __init__(
+        self, replica_manager: ReplicaManager, halt: Callable[[int], None] | None = None
+    ) -> None:
         self.replica_manager = replica_manager
-        self.halt = halt
+        self.halt = halt or _halt
 
     async def run(self) -> None:
         """Handle each dir reported to the channel, until cancelled."""

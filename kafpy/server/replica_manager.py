@@ -59,7 +59,6 @@ from kafpy.server.log_dir_failure_handler import (
     LOG_DIR_FAILURE_TIMEOUT_MS,
     LogDirFailureHandler,
 )
-from kafpy.server.log_dir_failure_handler import halt as halt_process
 from kafpy.server.metadata_cache import INTERNAL_TOPICS, MetadataCache
 from kafpy.server.replica_fetcher_manager import ReplicaFetcherManager
 from kafpy.server.replica_fetcher_thread import BrokerEndPoint, FetcherChannel, ReplicaFetcherConfig
@@ -141,7 +140,7 @@ class ReplicaManager:
         )
         self.log_dir_failure_channel = log_dir_failure_channel or LogDirFailureChannel()
         self.log_dir_failure_timeout_ms = log_dir_failure_timeout_ms
-        self.log_dir_failure_handler = LogDirFailureHandler(self, halt or halt_process)
+        self.log_dir_failure_handler = LogDirFailureHandler(self, halt)
         # partitions whose log dir went offline (Kafka's HostedPartition.Offline)
         self.offline_partitions: set[TopicPartition] = set()
         self.zk_client = zk_client
