@@ -119,12 +119,11 @@ def counting_cost_us(iterations: int = 200_000) -> float:
     (BrokerTopicStats for the append, RequestMetrics for the request)."""
     from kafpy.protocol.api_keys import ApiKey
     from kafpy.server.broker_metrics import BrokerTopicStats, RequestMetrics
-    from kafpy.server.replica_manager import _count_append
 
     stats, requests = BrokerTopicStats(), RequestMetrics()
     start = time.perf_counter()
     for _ in range(iterations):
-        _count_append(stats, "bench", 1000, 1 << 20)
+        stats.record_append("bench", 1000, 1 << 20)
         requests.record(ApiKey.PRODUCE, False, 0.05, 1.5)
     return (time.perf_counter() - start) / iterations * 1e6
 

@@ -1,6 +1,6 @@
 """Partition scale of one `kafpy server`: N partitions (default 20,000) on one broker.
 
-    python bench/partition_scale.py [--partitions 20000] [--per-topic 100]
+    python bench/partition_scale.py [--partitions 20000] [--per-topic 100] [--passes 1]
 
 Starts a broker (embedded metadata store) on a free port in a temporary directory and
 measures, printing one line per step:
@@ -10,7 +10,8 @@ measures, printing one line per step:
 - Metadata for all topics: the best and median of 5 raw requests (the broker's time,
   not a client's parsing);
 - produce one record to each partition (confluent-kafka, acks=1) and read them all back
-  (a consumer assigned every partition);
+  (a consumer assigned every partition), `--passes` times, with the broker's RSS after each
+  pass (what parked fetches leave behind shows as growth from pass to pass);
 - clean stop (SIGTERM until exit), clean restart until every partition is led, then
   kill -9 and a restart until every partition is led, then the records read back again;
 - the broker's open descriptors at each step, and its soft RLIMIT_NOFILE.
@@ -168,6 +169,7 @@ def main() -> None:
     )
     ap.add_argument("--partitions", type=int, default=20_000)
     ap.add_argument("--per-topic", type=int, default=100)
+    ap.add_argument("--passes", type=int, default=1, help="consumer passes reading everything")
     args = ap.parse_args()
     n_topics = max(1, args.partitions // args.per_topic)
     n = n_topics * args.per_topic
@@ -202,10 +204,12 @@ def main() -> None:
 
         produced = produce_one_each(bootstrap, topics, args.per_topic)
         print(f"produce one each     {produced:8.1f} s    open fds {open_fds(proc.pid):7,}")
-        read = read_back(bootstrap, topics, args.per_topic)
-        print(
-            f"read back all        {read:8.1f} s    open fds {open_fds(proc.pid):7,}   RSS {rss_mb(proc.pid):.1f} MB"
-        )
+        for i in range(args.passes):
+            read = read_back(bootstrap, topics, args.per_topic)
+            print(
+                f"read back all        {read:8.1f} s    open fds {open_fds(proc.pid):7,}   RSS {rss_mb(proc.pid):.1f} MB"
+                + (f"   (pass {i + 1})" if args.passes > 1 else "")
+            )
 
         print(f"clean stop           {stop(proc):8.1f} s")
         start = time.perf_counter()

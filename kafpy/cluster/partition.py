@@ -175,6 +175,15 @@ class Partition:
         self._set_hw(hw)
         return log
 
+    def replace_current_log(self, new: Log) -> None:
+        """Serve from `new`, the future log that just replaced the current one (a move
+        between log dirs), keeping the high watermark (Kafka's
+        maybeReplaceCurrentWithFutureReplica)."""
+        hw = self.high_watermark
+        self.log = new
+        self.leader_epoch_cache = LeaderEpochFileCache(self.topic_partition, lambda: new.dir)
+        self._set_hw(hw)
+
     def check_or_set_topic_id(self, topic_id: uuid.UUID | None) -> bool:
         """Whether a LeaderAndIsr request's topic id (KIP-516) fits this replica's log; a log
         without an id takes it (and writes partition.metadata). No id in the request (before

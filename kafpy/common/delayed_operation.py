@@ -5,6 +5,16 @@ produce waiting for followers) in a purgatory: the operation watches keys (parti
 whoever changes a partition calls `check_and_complete(key)`, which retries the watching
 operations; an operation not completed within its delay expires and completes anyway.
 
+Completed operations do not pile up in the watch lists: a check of a key drops the
+completed operations it walks past (as Kafka's Watchers do), and once the entries of
+completed operations outnumber both the purge interval and the entries of waiting ones,
+every list is purged (Kafka purges on its count of watched operations against the delayed
+ones). A consumer's fetch parked on thousands of partitions and completed by one of them
+used to stay listed under all the others until `purge_interval` more operations had come,
+~3 KB a partition a consumer pass. Completion itself stays O(1) however many keys the
+operation watched; a purge walks every list, at most once per as many dead entries as
+there are entries, so its cost per entry is constant.
+
 Everything here runs on the broker's event loop, so there are no locks: a completion is
 decided and carried out without interleaving. Timers go through `TimerScheduler`, by
 default the loop's `call_later`; tests pass a MockScheduler driven by MockTime.
@@ -56,6 +66,8 @@ class DelayedOperation(ABC):
         self.delay_ms = delay_ms
         self._completed = False
         self._timer: Cancellable | None = None
+        # set by the purgatory watching this operation: tells it the operation completed
+        self._on_watched_completion: Callable[[], None] | None = None
 
     @property
     def is_completed(self) -> bool:
@@ -69,6 +81,9 @@ class DelayedOperation(ABC):
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+        if self._on_watched_completion is not None:
+            completed, self._on_watched_completion = self._on_watched_completion, None
+            completed()
         self.on_complete()
         return True
 
@@ -93,9 +108,8 @@ T = TypeVar("T", bound=DelayedOperation)
 class DelayedOperationPurgatory(Generic[T]):
     """Delayed operations watched by key (Kafka's DelayedOperationPurgatory).
 
-    `purge_interval`: after this many operations were added, completed operations are
-    dropped from the watch lists (completion removes them only from the key that
-    completed them).
+    `purge_interval` (Kafka's `*.purgatory.purge.interval.requests`): how many watch-list
+    entries of completed operations may wait for a purge when fewer operations wait.
     """
 
     def __init__(
@@ -109,7 +123,9 @@ class DelayedOperationPurgatory(Generic[T]):
         self.timer: TimerScheduler = timer or LoopTimer()
         self.purge_interval = purge_interval
         self._watchers: dict[Hashable, list[T]] = {}
-        self._added_since_purge = 0
+        self._entries = 0  # in the watch lists, completed operations' included
+        self._live_entries = 0  # of the operations still waiting
+        self._delayed = 0
         self.log = component_logger(
             "kafpy.server.DelayedOperationPurgatory", "ExpirationReaper", f"{broker_id}-{name}"
         )
@@ -119,74 +135,95 @@ class DelayedOperationPurgatory(Generic[T]):
         its delay expires. Returns True if it completed here."""
         if operation.try_complete():
             return True
+        watchers = self._watchers
+        n = 0
         for key in keys:
-            self._watchers.setdefault(key, []).append(operation)
+            ops = watchers.get(key)
+            if ops is None:
+                watchers[key] = [operation]
+            else:
+                ops.append(operation)
+            n += 1
+        self._entries += n
+        self._live_entries += n
+        self._delayed += 1
+        operation._on_watched_completion = lambda: self._completed_watched(n)
         operation._timer = self.timer.schedule(
             f"{self.name}-expiration", lambda: self._on_expire(operation), operation.delay_ms
         )
-        self._added_since_purge += 1
-        if self._added_since_purge >= self.purge_interval:
-            self.purge_completed()
+        self._maybe_purge()
         return False
+
+    def _completed_watched(self, entries: int) -> None:
+        """A watched operation completed: its `entries` are dead from now on."""
+        self._live_entries -= entries
+        self._delayed -= 1
 
     def _on_expire(self, operation: T) -> None:
         if not operation.is_completed:
             operation._expire()
+        self._maybe_purge()
 
     def check_and_complete(self, key: Hashable) -> int:
-        """Retry the operations watching `key`; returns how many completed."""
+        """Retry the operations watching `key`, dropping the completed ones from its list;
+        returns how many completed."""
         ops = self._watchers.get(key)
         if not ops:
             return 0
         completed = 0
-        remaining: list[T] = []
-        for op in ops:
-            if op.is_completed:
-                continue
-            if op.try_complete():
+        for op in list(ops):  # a completion may watch new operations under `key`
+            if not op.is_completed and op.try_complete():
                 completed += 1
+        ops = self._watchers.get(key)
+        if ops is not None:
+            alive = [op for op in ops if not op.is_completed]
+            self._entries -= len(ops) - len(alive)
+            if alive:
+                self._watchers[key] = alive
             else:
-                remaining.append(op)
-        if remaining:
-            self._watchers[key] = remaining
-        else:
-            self._watchers.pop(key, None)
+                del self._watchers[key]
+        self._maybe_purge()
         return completed
 
+    def _maybe_purge(self) -> None:
+        dead = self._entries - self._live_entries
+        if dead > self.purge_interval and dead > self._live_entries:
+            self.purge_completed()
+
     def purge_completed(self) -> int:
-        """Drop completed operations from every watch list; returns how many were dropped."""
+        """Drop completed operations from every watch list; returns how many entries went."""
         dropped = 0
-        for key in list(self._watchers):
-            ops = self._watchers[key]
+        for key, ops in list(self._watchers.items()):
             alive = [op for op in ops if not op.is_completed]
             dropped += len(ops) - len(alive)
             if alive:
                 self._watchers[key] = alive
             else:
                 del self._watchers[key]
-        self._added_since_purge = 0
+        self._entries -= dropped
         return dropped
 
     def watched(self, key: Hashable) -> int:
-        """Operations (not yet completed) watching `key`."""
+        """Operations waiting on `key`."""
         return sum(1 for op in self._watchers.get(key, ()) if not op.is_completed)
 
     @property
     def watched_total(self) -> int:
-        """Entries in the watch lists, completed ones not yet purged included (Kafka's
+        """Entries in the watch lists, completed operations' not purged yet included (Kafka's
         PurgatorySize: an operation counts once per key it watches)."""
-        return sum(len(ops) for ops in self._watchers.values())
+        return self._entries
 
     @property
     def delayed(self) -> int:
         """Operations waiting in this purgatory."""
-        return len({id(op) for ops in self._watchers.values() for op in ops if not op.is_completed})
+        return self._delayed
 
     def complete_all(self) -> None:
         """Force every waiting operation to complete (shutdown)."""
-        ops = {id(op): op for ops in self._watchers.values() for op in ops}
+        waiting = {id(op): op for ops in self._watchers.values() for op in ops}
         self._watchers.clear()
-        for op in ops.values():
+        self._entries = 0  # the completions below take the live entries to 0
+        for op in waiting.values():
             op.force_complete()
 
     def shutdown(self) -> None:

@@ -28,10 +28,13 @@ from prometheus_client.metrics_core import (
 from prometheus_client.samples import Sample
 
 from kafpy.common.file_descriptors import open_file_count, open_files_limit
+from kafpy.common.topic_partition import TopicPartition
 from kafpy.controller.controller_state import ControllerState
 from kafpy.controller.partition_state_machine import PartitionState
 from kafpy.protocol.api_keys import ApiKey
+from kafpy.protocol.errors import Errors
 from kafpy.protocol.messages import REQUESTS
+from kafpy.records.memory_records import MemoryRecords
 from kafpy.storage.file_handle_cache import FILE_HANDLE_CACHE
 
 if TYPE_CHECKING:
@@ -39,7 +42,7 @@ if TYPE_CHECKING:
     from kafpy.coordinator.group_coordinator import GroupCoordinator
     from kafpy.server.kafka_server import KafkaServer
     from kafpy.server.loop_lag_probe import LoopLagProbe
-    from kafpy.server.replica_manager import ReplicaManager
+    from kafpy.server.replica_manager import FetchPartitionData, ReplicaManager
     from kafpy.storage.log_manager import LogManager
 
 # request time buckets in ms (Kafka's TotalTimeMs is a histogram in ms)
@@ -83,6 +86,13 @@ _TOPIC_METERS: tuple[tuple[str, str, str], ...] = (
     ("totalproducerequests", "total_produce_requests", "Partition appends asked for (TotalProduceRequestsPerSec)."),
     ("totalfetchrequests", "total_fetch_requests", "Partition reads asked for (TotalFetchRequestsPerSec)."),
 )  # fmt: skip
+# errors that say where the partition is, not that the append went wrong (Kafka does not
+# count them as failed produce requests)
+_NOT_FAILURES = frozenset({
+    Errors.NOT_LEADER_OR_FOLLOWER, Errors.UNKNOWN_TOPIC_OR_PARTITION,
+})  # fmt: skip
+# Kafka's BytesRejectedPerSec: produce data refused for its size
+_REJECTED_FOR_SIZE = frozenset({Errors.MESSAGE_TOO_LARGE, Errors.RECORD_LIST_TOO_LARGE})
 # Kafka's replication meters exist only without the topic tag
 _REPLICATION_METERS: tuple[tuple[str, str, str], ...] = (
     ("replicationbytesout", "replication_bytes_out", "Bytes sent to followers (ReplicationBytesOutPerSec)."),
@@ -110,6 +120,49 @@ class BrokerTopicStats:
     def remove_metrics(self, topic: str) -> None:
         """Forget a deleted topic's meters (the all-topics totals keep what it counted)."""
         self.topics.pop(topic, None)
+
+    def record_append(self, topic: str, messages: int, size: int) -> None:
+        """A produce request's append of `messages` records (`size` bytes) to one partition."""
+        ts, all_ = self.topic_stats(topic), self.all_topics
+        ts.total_produce_requests += 1
+        all_.total_produce_requests += 1
+        ts.messages_in += messages
+        all_.messages_in += messages
+        ts.bytes_in += size
+        all_.bytes_in += size
+
+    def record_failed_append(self, topic: str, error_code: int, data: object) -> None:
+        """A produce request's append to one partition that answered `error_code`."""
+        ts, all_ = self.topic_stats(topic), self.all_topics
+        ts.total_produce_requests += 1
+        all_.total_produce_requests += 1
+        if error_code in _NOT_FAILURES:
+            return
+        ts.failed_produce_requests += 1
+        all_.failed_produce_requests += 1
+        if error_code in _REJECTED_FOR_SIZE:
+            size = data.size_in_bytes if isinstance(data, MemoryRecords) else len(data or b"")  # type: ignore[arg-type]
+            ts.bytes_rejected += size
+            all_.bytes_rejected += size
+
+    def record_fetch(
+        self, from_follower: bool, results: Iterable[tuple[TopicPartition, FetchPartitionData]]
+    ) -> None:
+        """A fetch request's reads, one per partition."""
+        all_ = self.all_topics
+        for tp, r in results:
+            ts = self.topic_stats(tp.topic)
+            ts.total_fetch_requests += 1
+            all_.total_fetch_requests += 1
+            if r.error_code != Errors.NONE and r.error_code not in _NOT_FAILURES:
+                ts.failed_fetch_requests += 1
+                all_.failed_fetch_requests += 1
+            size = 0 if r.records is None else len(r.records)
+            if from_follower:
+                all_.replication_bytes_out += size
+            else:
+                ts.bytes_out += size
+                all_.bytes_out += size
 
 
 class RequestStats:

@@ -11,15 +11,47 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from kafpy.common.delayed_operation import DelayedOperation
 from kafpy.common.errors import KafkaError
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.storage.log_append_info import LogOffsetMetadata
 
-if TYPE_CHECKING:
-    from kafpy.server.replica_manager import FetchParams, PartitionFetchInfo
+# the replica id of a fetch that may read from followers too (Kafka's debugging consumer)
+DEBUGGING_CONSUMER_ID = -2
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionFetchInfo:
+    """One partition of a Fetch request."""
+
+    fetch_offset: int
+    max_bytes: int
+    current_leader_epoch: int = -1
+    log_start_offset: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class FetchParams:
+    """The request-level settings of a fetch (Kafka's FetchMetadata)."""
+
+    replica_id: int
+    max_wait_ms: int
+    min_bytes: int
+    max_bytes: int
+    isolation_level: int = 0  # 0 read_uncommitted, 1 read_committed
+
+    @property
+    def is_from_follower(self) -> bool:
+        return self.replica_id >= 0
+
+    @property
+    def fetch_only_from_leader(self) -> bool:
+        return self.replica_id != DEBUGGING_CONSUMER_ID
+
+    @property
+    def fetch_only_committed(self) -> bool:
+        return not self.is_from_follower
 
 
 @dataclass(slots=True)

@@ -2,8 +2,8 @@
 
 Any thread (the event loop's appends and fetches, the scheduler's flushes and checkpoints)
 reports a failed dir with `maybe_add_offline_log_dir`; the first report of a dir logs the
-error and queues the dir, later reports of it are ignored. ReplicaManager's
-LogDirFailureHandler takes the queued dirs one at a time (`take_next_offline_log_dir`) and
+error and queues the dir, later reports of it are ignored. LogDirFailureHandler
+(server/log_dir_failure_handler.py) takes the queued dirs one at a time (`take_next_offline_log_dir`) and
 takes each offline: its partitions stop being served here, its logs are closed, and the
 controller is told through /log_dir_event_notification. An error that only says the
 process ran out of file descriptors takes no dir offline.

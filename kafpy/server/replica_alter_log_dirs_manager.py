@@ -22,10 +22,7 @@ from typing import TYPE_CHECKING, Any
 from kafpy.common.errors import Errors, KafkaError, KafkaStorageError
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.records import RECORD_BATCH_OVERHEAD as BATCH_HEADER_SIZE
-from kafpy.storage.leader_epoch_file_cache import (
-    LEADER_EPOCH_CHECKPOINT_FILE,
-    LeaderEpochFileCache,
-)
+from kafpy.storage.leader_epoch_file_cache import LEADER_EPOCH_CHECKPOINT_FILE
 from kafpy.storage.log import Log, LogDirFailedError
 
 if TYPE_CHECKING:
@@ -255,10 +252,7 @@ class ReplicaAlterLogDirsManager:
             d = e.log_dir if isinstance(e, LogDirFailedError) else Path(future.dir).parent
             self.replica_manager.report_log_dir_failure(d, f"Error while moving {tp}", e)
             return
-        hw = partition.high_watermark
-        partition.log = new
-        partition.leader_epoch_cache = LeaderEpochFileCache(tp, lambda: new.dir)
-        partition._set_hw(hw)
+        partition.replace_current_log(new)
         log.info(
             "The replica of %s now lives in %s (moved from %s)",
             tp,

@@ -2,7 +2,7 @@
 
 It applies the controller's LeaderAndIsr (become leader or follower, creating logs
 through LogManager and recording leader epochs) and StopReplica (stop serving, delete
-the log); appends producers' batches to the partitions it leads; reads for consumers
+the log) under its state-change lock, the work itself done by ReplicaStateChanges; appends producers' batches to the partitions it leads; reads for consumers
 (up to the high watermark) and followers (up to the log end); parks fetches that want
 more bytes, acks=all produces that wait for the ISR and DeleteRecords that wait for every
 replica's log start offset (the low watermark), in purgatories woken by appends,
@@ -11,19 +11,14 @@ high-watermark moves and follower fetches; checkpoints the high watermarks of ev
 Replication: partitions this broker follows are fetched by the ReplicaFetcherManager's
 fetchers (started and stopped on LeaderAndIsr); on the partitions it leads it expands
 the ISR when a follower catches up and shrinks it (`isr-expiration`) when one has not
-caught up for replica.lag.time.max.ms, writing each change to the partition's state
-znode at its version and announcing it under /isr_change_notification
-(`isr-change-propagation`, Kafka's rule: once no change came for 5 s, or at least every
-60 s while changes keep coming) so that the controller sends UpdateMetadata.
+caught up for replica.lag.time.max.ms; ZkIsrManager writes each change and announces it
+to the controller. LogDirFailureHandler takes the log dirs that failed offline.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import logging
-import os
-from collections.abc import Callable, Generator, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from time import monotonic
@@ -39,83 +34,58 @@ from kafpy.common.errors import (
     NotLeaderOrFollowerError,
     UnknownTopicOrPartitionError,
 )
-from kafpy.common.kafka_uuid import uuid_to_string
 from kafpy.common.logger import component_logger
 from kafpy.common.scheduler import Scheduler
 from kafpy.common.time import Time
-from kafpy.common.topic import validate_topic_partition
 from kafpy.common.topic_partition import TopicPartition
-from kafpy.metadata.errors import BadVersionError, NoNodeError
 from kafpy.metadata.kafka_zk_client import KafkaZkClient
-from kafpy.metadata.zk_data import (
-    IsrChangeNotificationSequenceZNode,
-    LeaderAndIsr,
-    LeaderIsrAndControllerEpoch,
-    LogDirEventNotificationSequenceZNode,
-)
 from kafpy.protocol.errors import Errors, error_code_of
 from kafpy.records.memory_records import MemoryRecords
 from kafpy.server.delayed_delete_records import DelayedDeleteRecords, DeleteRecordsPartitionStatus
-from kafpy.server.delayed_fetch import DelayedFetch, FetchPartitionStatus
+from kafpy.server.delayed_fetch import (
+    DEBUGGING_CONSUMER_ID,
+    DelayedFetch,
+    FetchParams,
+    FetchPartitionStatus,
+    PartitionFetchInfo,
+)
 from kafpy.server.delayed_produce import DelayedProduce, ProducePartitionStatus
+from kafpy.server.lazy_offset_checkpoints import (
+    HIGH_WATERMARK_CHECKPOINT_FILE,
+    LazyOffsetCheckpoints,
+)
 from kafpy.server.log_dir_failure_channel import LogDirFailureChannel
+from kafpy.server.log_dir_failure_handler import (
+    LOG_DIR_FAILURE_TIMEOUT_MS,
+    LogDirFailureHandler,
+)
 from kafpy.server.metadata_cache import INTERNAL_TOPICS, MetadataCache
 from kafpy.server.replica_fetcher_manager import ReplicaFetcherManager
 from kafpy.server.replica_fetcher_thread import BrokerEndPoint, FetcherChannel, ReplicaFetcherConfig
+from kafpy.server.replica_state_changes import ReplicaStateChanges
 from kafpy.server.replication_quota_manager import ReplicationQuotaManager, throttled_by
-from kafpy.storage.log import Log, LogDirFailedError
+from kafpy.server.zk_isr_manager import (
+    ISR_CHANGE_PROPAGATION_BLACKOUT_MS,
+    ISR_CHANGE_PROPAGATION_MAX_INTERVAL_MS,
+    ZkIsrManager,
+)
+from kafpy.storage.log import LogDirFailedError
 from kafpy.storage.log_append_info import LogOffsetMetadata
-from kafpy.storage.log_config import LogConfig
 from kafpy.storage.log_manager import LogManager
 from kafpy.storage.log_validator import RecordValidationError
 from kafpy.storage.offset_checkpoint_file import OffsetCheckpointFile
 from kafpy.storage.producer_state_manager import AppendOrigin
 from kafpy.storage.transaction_index import AbortedTxn
 
-HIGH_WATERMARK_CHECKPOINT_FILE = "replication-offset-checkpoint"
+__all__ = [
+    "DEBUGGING_CONSUMER_ID", "HIGH_WATERMARK_CHECKPOINT_FILE", "FetchParams",
+    "FetchPartitionData", "PartitionFetchInfo", "ReplicaManager",
+]  # fmt: skip
+
 INITIAL_CONTROLLER_EPOCH = 0
-DEBUGGING_CONSUMER_ID = -2
-# Kafka 2.x's ReplicaManager.IsrChangePropagationBlackOut / IsrChangePropagationInterval;
-# the isr-change-propagation task runs every half blackout (2500 ms)
-ISR_CHANGE_PROPAGATION_BLACKOUT_MS = 5000
-ISR_CHANGE_PROPAGATION_MAX_INTERVAL_MS = 60000
-FUTURE_LOCAL_REPLICA_ID = -3
 
 if TYPE_CHECKING:
     from kafpy.server.broker_metrics import BrokerTopicStats
-
-
-@dataclass(frozen=True, slots=True)
-class PartitionFetchInfo:
-    """One partition of a Fetch request."""
-
-    fetch_offset: int
-    max_bytes: int
-    current_leader_epoch: int = -1
-    log_start_offset: int = -1
-
-
-@dataclass(frozen=True, slots=True)
-class FetchParams:
-    """The request-level settings of a fetch."""
-
-    replica_id: int
-    max_wait_ms: int
-    min_bytes: int
-    max_bytes: int
-    isolation_level: int = 0  # 0 read_uncommitted, 1 read_committed
-
-    @property
-    def is_from_follower(self) -> bool:
-        return self.replica_id >= 0
-
-    @property
-    def fetch_only_from_leader(self) -> bool:
-        return self.replica_id != DEBUGGING_CONSUMER_ID
-
-    @property
-    def fetch_only_committed(self) -> bool:
-        return not self.is_from_follower
 
 
 @dataclass(slots=True)
@@ -130,17 +100,6 @@ class FetchPartitionData:
     aborted_transactions: list[dict[str, int]] | None = None
     fetch_offset_metadata: LogOffsetMetadata = field(default_factory=lambda: LogOffsetMetadata(-1))
     error: KafkaError | None = None
-
-
-# log.dir.failure.timeout.ms: how long a broker keeps trying to tell the controller of a
-# failed log dir before it halts
-LOG_DIR_FAILURE_TIMEOUT_MS = 30000
-
-
-def _halt(status: int) -> None:
-    """End the process at once (Kafka's Exit.halt), after writing out the log lines."""
-    logging.shutdown()
-    os._exit(status)
 
 
 class ReplicaManager:
@@ -176,19 +135,20 @@ class ReplicaManager:
             ReplicationQuotaManager("Leader", time=time),
             ReplicationQuotaManager("Follower", time=time),
         )
+        self.log = component_logger(
+            "kafpy.server.ReplicaManager", f"ReplicaManager broker={broker_id}"
+        )
         self.log_dir_failure_channel = log_dir_failure_channel or LogDirFailureChannel()
         self.log_dir_failure_timeout_ms = log_dir_failure_timeout_ms
-        self._halt = halt or _halt
+        self.log_dir_failure_handler = LogDirFailureHandler(self, halt)
         # partitions whose log dir went offline (Kafka's HostedPartition.Offline)
         self.offline_partitions: set[TopicPartition] = set()
         self.zk_client = zk_client
-        self.isr_change_propagation_blackout_ms = isr_change_propagation_blackout_ms
-        self.isr_change_propagation_max_interval_ms = isr_change_propagation_max_interval_ms
-        # partitions whose ISR changed since the last /isr_change_notification write
-        self.isr_change_set: set[TopicPartition] = set()
-        self.last_isr_change_ms = time.milliseconds()
-        self.last_isr_propagation_ms = time.milliseconds()
-        self._isr_tasks: set[asyncio.Task[None]] = set()
+        self.isr_manager = ZkIsrManager(
+            broker_id, zk_client, time, self._isr_updated, self.log,
+            blackout_ms=isr_change_propagation_blackout_ms,
+            max_interval_ms=isr_change_propagation_max_interval_ms,
+        )  # fmt: skip
         self._loop_tasks: list[asyncio.Task[None]] = []
         self.replica_fetcher_manager = ReplicaFetcherManager(
             broker_id, fetcher_config or ReplicaFetcherConfig(), self.partitions_get,
@@ -219,12 +179,10 @@ class ReplicaManager:
                 "DeleteRecords", broker_id, timer, delete_records_purgatory_purge_interval
             )
         )
-        self._hw_checkpoints: dict[Path, dict[TopicPartition, int]] | None = None
+        self.high_watermark_checkpoints = LazyOffsetCheckpoints(self.log)
+        self.state_changes = ReplicaStateChanges(self)
         self.state_change_lock = asyncio.Lock()  # Kafka's replicaStateChangeLock
         self._hw_checkpoint_task: Any = None
-        self.log = component_logger(
-            "kafpy.server.ReplicaManager", f"ReplicaManager broker={broker_id}"
-        )
         self.state_change_log = component_logger("kafpy.state.change.logger", "Broker", broker_id)
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -247,19 +205,8 @@ class ReplicaManager:
                                          self.maybe_shrink_isr)),
             loop.create_task(self._every("isr-change-propagation", self.isr_change_propagation_check_ms,
                                          self.maybe_propagate_isr_changes)),
-            loop.create_task(self._log_dir_failure_handler()),
+            loop.create_task(self.log_dir_failure_handler.run()),
         ]  # fmt: skip
-
-    @property
-    def isr_change_propagation_check_ms(self) -> int:
-        """How often isr-change-propagation looks at the change set (2500 ms by default)."""
-        return max(
-            1,
-            min(
-                self.isr_change_propagation_blackout_ms, self.isr_change_propagation_max_interval_ms
-            )
-            // 2,
-        )
 
     async def _every(self, name: str, period_ms: int, fun: Callable[[], Any]) -> None:
         while True:
@@ -273,90 +220,13 @@ class ReplicaManager:
             except Exception:
                 self.log.exception("Uncaught exception in scheduled task '%s'", name)
 
-    async def _log_dir_failure_handler(self) -> None:
-        """LogDirFailureHandler: take each dir reported to the channel offline."""
-        while True:
-            d = await self.log_dir_failure_channel.take_next_offline_log_dir()
-            try:
-                await self.handle_log_dir_failure(d)
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                self.log.exception("Error while handling the failure of log dir %s", d)
-
     def report_log_dir_failure(self, d: Path, msg: str, e: BaseException) -> None:
         """Report an I/O error on log dir `d` (LogManager calls this from its tasks)."""
         self.log_dir_failure_channel.maybe_add_offline_log_dir(d, msg, e)
 
     async def handle_log_dir_failure(self, d: Path, send_zk_notification: bool = True) -> None:
-        """Stop serving the replicas in `d` (Kafka's ReplicaManager.handleLogDirFailure):
-        their fetchers stop, they answer KAFKA_STORAGE_ERROR from now on, LogManager
-        closes their logs, and the controller learns of it through
-        /log_dir_event_notification (it then moves leadership to other replicas)."""
-        d = Path(d)
-        if not self.log_manager.is_log_dir_online(d):
-            return
-        self.log.warning("Stopping serving replicas in dir %s", d)
-        offline = [
-            tp
-            for tp, p in self.partitions.items()
-            if p.log is not None and Path(p.log.dir).parent == d
-        ]
-        self.replica_fetcher_manager.remove_fetcher_for_partitions(offline)
-        for tp in offline:
-            partition = self.partitions.pop(tp)
-            partition.forget()
-            self.offline_partitions.add(tp)
-        if self._hw_checkpoints is not None:
-            self._hw_checkpoints.pop(d, None)
-        self.log.warning(
-            "Broker %d stopped fetcher for partitions %s because they are in the failed log "
-            "directory %s.",
-            self.broker_id,
-            ",".join(map(str, offline)),
-            d,
-        )
-        self.log_manager.handle_log_dir_failure(d)
-        for tp in offline:
-            self._complete_delayed_requests(tp)
-        if send_zk_notification and self.zk_client is not None:
-            await self._notify_log_dir_failure(d)
-        self.log.warning("Stopped serving replicas in dir %s", d)
-
-    async def _notify_log_dir_failure(self, d: Path) -> None:
-        """Write /log_dir_event_notification, retrying for log.dir.failure.timeout.ms; a broker
-        that cannot tell the controller in that time halts, so that its leaders of the failed
-        dir's partitions move elsewhere instead of staying unavailable here."""
-        assert self.zk_client is not None
-        deadline = self.time.milliseconds() + self.log_dir_failure_timeout_ms
-        while True:
-            remaining_ms = deadline - self.time.milliseconds()
-            try:
-                await asyncio.wait_for(
-                    self.zk_client.store.create(
-                        LogDirEventNotificationSequenceZNode.path(),
-                        LogDirEventNotificationSequenceZNode.encode(self.broker_id),
-                        sequential=True,
-                        make_parents=True,
-                    ),
-                    max(remaining_ms, 1) / 1000,
-                )
-                return
-            except asyncio.CancelledError:
-                raise
-            except Exception as e:
-                if self.time.milliseconds() >= deadline:
-                    self.log.critical(
-                        "Shutdown broker because the controller could not be told of the failure "
-                        "of log dir %s within log.dir.failure.timeout.ms=%d: %s",
-                        d,
-                        self.log_dir_failure_timeout_ms,
-                        e or type(e).__name__,
-                    )
-                    self._halt(1)
-                    return
-                self.log.warning("Retrying the notification of the failure of log dir %s: %s", d, e)
-                await asyncio.sleep(min(remaining_ms, 1000) / 1000)
+        """Stop serving the replicas in `d` and tell the controller (LogDirFailureHandler)."""
+        await self.log_dir_failure_handler.handle_log_dir_failure(d, send_zk_notification)
 
     async def shutdown_fetchers(self) -> None:
         """Stop the replica fetchers and the ISR tasks (before `shutdown`)."""
@@ -364,10 +234,7 @@ class ReplicaManager:
             task.cancel()
         self._loop_tasks = []
         await self.replica_fetcher_manager.shutdown()
-        for task in list(self._isr_tasks):
-            task.cancel()
-            with contextlib.suppress(BaseException):
-                await task
+        await self.isr_manager.shutdown()
 
     def shutdown(self, checkpoint_hw: bool = True) -> None:
         """Answer every parked request and write the high watermarks one last time."""
@@ -409,36 +276,13 @@ class ReplicaManager:
             )
         raise UnknownTopicOrPartitionError(f"This server does not host this topic-partition: {tp}.")
 
-    def _new_partition(self, tp: TopicPartition) -> Partition:
-        return Partition(
-            tp,
-            self.broker_id,
-            self.log_manager,
-            self.time,
-            self._checkpointed_hw,
-            self.replica_lag_time_max_ms,
-        )
-
-    def _checkpointed_hw(self, tp: TopicPartition, log: Log) -> int | None:
-        if self._hw_checkpoints is None:
-            self._hw_checkpoints = {}
-        data_dir = Path(log.dir).parent
-        entries = self._hw_checkpoints.get(data_dir)
-        if entries is None:
-            try:
-                entries = OffsetCheckpointFile(data_dir / HIGH_WATERMARK_CHECKPOINT_FILE).read()
-            except KafkaStorageError as e:
-                # as a missing file: the high watermarks start at the log start offsets and
-                # move up again as the ISR confirms; the next checkpoint replaces the file
-                self.log.warning(
-                    "Error while reading %s in %s, reading it as empty: %s",
-                    HIGH_WATERMARK_CHECKPOINT_FILE,
-                    data_dir,
-                    e,
-                )
-                entries = {}
-            self._hw_checkpoints[data_dir] = entries
-        return entries.get(tp)
+    def mark_partition_offline(self, tp: TopicPartition) -> None:
+        """Stop hosting `tp`, whose log dir failed: it answers KAFKA_STORAGE_ERROR from now
+        on (Kafka's markPartitionOffline)."""
+        partition = self.partitions.pop(tp, None)
+        if partition is not None:
+            partition.forget()
+        self.offline_partitions.add(tp)
 
     def checkpoint_high_watermarks(self) -> None:
         """Write replication-offset-checkpoint in every log dir (the HW of each hosted log)."""
@@ -463,32 +307,14 @@ class ReplicaManager:
     # -- controller requests --------------------------------------------------------------
 
     async def load_topic_configs(self, request: Mapping[str, Any]) -> None:
-        """Before a LeaderAndIsr creates logs: read the topic-level overrides of topics
-        with no local log yet from ZooKeeper (Kafka fetches them in createLogIfNotExists),
-        so that a new log starts with, e.g., its min.insync.replicas."""
-        if self.zk_client is None:
-            return
-        topics = {
-            topic for topic, state in _leader_and_isr_states(request)
-            if self.log_manager.get_log(TopicPartition(topic, state["partition_index"])) is None
-        }  # fmt: skip
-        for topic in sorted(topics):
-            try:
-                overrides = await self.zk_client.get_entity_configs("topics", topic)
-            except Exception as e:
-                self.log.warning("Could not read the configs of topic %s: %s", topic, e)
-                continue
-            if overrides:
-                default = self.log_manager.current_default_config
-                self.log_manager.update_topic_config(
-                    topic, LogConfig.from_props(default.values(), overrides)
-                )
+        """Read the topic-level configs of topics a LeaderAndIsr will create logs for."""
+        await self.state_changes.load_topic_configs(request)
 
     def become_leader_or_follower(
         self, request: Mapping[str, Any], version: int = 0
     ) -> dict[str, Any]:
         """Apply a LeaderAndIsr request at once; returns the response body."""
-        steps = self._apply_leader_and_isr(request, version)
+        steps = self.state_changes.apply_leader_and_isr(request, version)
         while True:
             try:
                 next(steps)
@@ -504,7 +330,7 @@ class ReplicaManager:
         Requests changing replica state (this and StopReplica) hold `state_change_lock`, as
         Kafka's replicaStateChangeLock, so they never interleave."""
         async with self.state_change_lock:
-            steps = self._apply_leader_and_isr(request, version)
+            steps = self.state_changes.apply_leader_and_isr(request, version)
             sliced_at = monotonic()
             while True:
                 try:
@@ -515,256 +341,19 @@ class ReplicaManager:
                     await asyncio.sleep(0)
                     sliced_at = monotonic()
 
-    def _apply_leader_and_isr(
-        self, request: Mapping[str, Any], version: int
-    ) -> Generator[None, None, dict[str, Any]]:
-        """LeaderAndIsr's work, yielding after each partition made leader or follower (the
-        slices become_leader_or_follower_in_slices cuts it in); returns the response body."""
-        states = list(_leader_and_isr_states(request))
-        controller_id = request["controller_id"]
-        controller_epoch = request["controller_epoch"]
-        if controller_epoch < self.controller_epoch:
-            self.state_change_log.warning(
-                "Ignoring LeaderAndIsr request from controller %d with correlation id epoch %d since "
-                "its controller epoch %d is old. Latest known controller epoch is %d",
-                controller_id,
-                controller_epoch,
-                controller_epoch,
-                self.controller_epoch,
-            )
-            return _error_response(states, Errors.STALE_CONTROLLER_EPOCH)
-        self.controller_epoch = controller_epoch
-        self._hw_checkpoints = None  # read each dir's checkpoint at most once per request
-        # KIP-516: v5+ names each topic's id (None: zero, or an older version)
-        topic_ids = {t["topic_name"]: t.get("topic_id") for t in request.get("topic_states") or ()}
-        errors: dict[TopicPartition, int] = {}
-        to_apply: list[tuple[Partition, Mapping[str, Any]]] = []
-        for topic, state in states:
-            tp = TopicPartition(topic, state["partition_index"])
-            try:
-                validate_topic_partition(topic, tp.partition)
-            except InvalidTopicError as e:
-                # nothing is created for it: a forged name must not become a directory
-                self.state_change_log.error(
-                    "Ignoring LeaderAndIsr request from controller %d epoch %d for partition "
-                    "%s: %s",
-                    controller_id,
-                    controller_epoch,
-                    tp,
-                    e,
-                )
-                errors[tp] = e.code
-                continue
-            if tp in self.offline_partitions:
-                self.state_change_log.warning(
-                    "Ignoring LeaderAndIsr request from controller %d with correlation id epoch %d "
-                    "for partition %s as the local replica for the partition is in an offline "
-                    "log directory",
-                    controller_id,
-                    controller_epoch,
-                    tp,
-                )
-                errors[tp] = Errors.KAFKA_STORAGE_ERROR
-                continue
-            partition = self.partitions.get(tp)
-            if partition is None:
-                partition = self._new_partition(tp)
-                self.partitions[tp] = partition
-            try:
-                consistent = partition.check_or_set_topic_id(topic_ids.get(topic))
-            except KafkaError as e:
-                errors[tp] = error_code_of(e)
-                continue
-            if not consistent:
-                log = partition.log or self.log_manager.get_log(tp)
-                self.state_change_log.error(
-                    "Topic Id in memory: %s does not match the topic Id for partition %s "
-                    "provided in the request: %s.",
-                    uuid_to_string(log.topic_id) if log and log.topic_id else None,
-                    tp,
-                    uuid_to_string(topic_ids[topic]),
-                )
-                errors[tp] = Errors.INCONSISTENT_TOPIC_ID
-            elif state["leader_epoch"] > partition.leader_epoch:
-                if self.broker_id in state["replicas"]:
-                    to_apply.append((partition, state))
-                else:
-                    self.state_change_log.warning(
-                        "Ignoring LeaderAndIsr request from controller %d with correlation id epoch %d "
-                        "for partition %s as itself is not in assigned replica list %s",
-                        controller_id,
-                        controller_epoch,
-                        tp,
-                        state["replicas"],
-                    )
-                    errors[tp] = Errors.UNKNOWN_TOPIC_OR_PARTITION
-            else:
-                self.state_change_log.info(
-                    "Ignoring LeaderAndIsr request from controller %d with correlation id epoch %d for "
-                    "partition %s since its associated leader epoch %d is not higher than the current "
-                    "leader epoch %d",
-                    controller_id,
-                    controller_epoch,
-                    tp,
-                    state["leader_epoch"],
-                    partition.leader_epoch,
-                )
-                errors[tp] = Errors.STALE_CONTROLLER_EPOCH
-        live_leaders = {
-            b["broker_id"]: BrokerEndPoint(b["broker_id"], b["host_name"], b["port"])
-            for b in request.get("live_leaders") or ()
-        }
-        new_followers: dict[TopicPartition, tuple[BrokerEndPoint, int, int]] = {}
-        for partition, state in to_apply:
-            tp = partition.topic_partition
-            try:
-                if state["leader"] == self.broker_id:
-                    self.replica_fetcher_manager.remove_fetcher_for_partitions([tp])
-                    _, hw_moved = partition.make_leader(state)
-                    self.state_change_log.info(
-                        "Leader %s starts at leader epoch %d with ISR %s (controller %d epoch %d)",
-                        tp,
-                        state["leader_epoch"],
-                        state["isr"],
-                        controller_id,
-                        controller_epoch,
-                    )
-                else:
-                    if self.metadata_cache.get_alive_broker(state["leader"]) is None:
-                        self.state_change_log.error(
-                            "Received LeaderAndIsr request from controller %d epoch %d with "
-                            "correlation id for partition %s but cannot become follower since the new "
-                            "leader %d is unavailable.",
-                            controller_id,
-                            controller_epoch,
-                            tp,
-                            state["leader"],
-                        )
-                    self.replica_fetcher_manager.remove_fetcher_for_partitions([tp])
-                    partition.make_follower(state)
-                    leader = live_leaders.get(state["leader"])
-                    if leader is None:
-                        broker = self.metadata_cache.get_alive_broker(state["leader"])
-                        endpoint = (
-                            None if broker is None else next(iter(broker.endpoints.values()), None)
-                        )
-                        if endpoint is not None:
-                            leader = BrokerEndPoint(state["leader"], endpoint.host, endpoint.port)
-                    if leader is not None and partition.log is not None:
-                        new_followers[tp] = (
-                            leader,
-                            partition.log.log_end_offset,
-                            state["leader_epoch"],
-                        )
-                    self.state_change_log.info(
-                        "Follower %s of leader %d at leader epoch %d (controller %d epoch %d)",
-                        tp,
-                        state["leader"],
-                        state["leader_epoch"],
-                        controller_id,
-                        controller_epoch,
-                    )
-                partition.check_or_set_topic_id(topic_ids.get(tp.topic))  # a log just created
-                errors[tp] = Errors.NONE
-            except KafkaError as e:
-                self.state_change_log.error("Error while making %s leader or follower: %s", tp, e)
-                errors[tp] = error_code_of(e)
-            self._complete_delayed_requests(tp)
-            yield
-        self._hw_checkpoints = None
-        if new_followers:
-            self.replica_fetcher_manager.add_fetcher_for_partitions(new_followers)
-        return {
-            "error_code": Errors.NONE,
-            "partition_errors": [
-                {"topic_name": topic, "partition_index": state["partition_index"],
-                 "error_code": errors[TopicPartition(topic, state["partition_index"])]}
-                for topic, state in states
-            ],
-        }  # fmt: skip
-
     def stop_replicas(self, request: Mapping[str, Any], version: int = 0) -> dict[str, Any]:
-        """Apply a StopReplica request (delete: delete the logs); returns the response.
-
-        From v3 on each partition carries its own delete flag and the leader epoch the
-        controller knows (KIP-570): a replica whose leader epoch is as new or newer is left
-        alone with FENCED_LEADER_EPOCH (the request is a stale one), except for the epochs
-        that mean "deleting" (-2) and "no epoch" (-1), as Kafka 2.8 does."""
-        states = list(_stop_replica_states(request))
-        if request["controller_epoch"] < self.controller_epoch:
-            self.state_change_log.warning(
-                "Ignoring StopReplica request from controller %d since its controller epoch %d is old. "
-                "Latest known controller epoch is %d",
-                request["controller_id"],
-                request["controller_epoch"],
-                self.controller_epoch,
-            )
-            return _error_response(((tp.topic, {"partition_index": tp.partition}) for tp, _, _ in states),
-                                   Errors.STALE_CONTROLLER_EPOCH)  # fmt: skip
-        self.controller_epoch = request["controller_epoch"]
-        out = []
-        dirs: set[Path] = set()
-        for tp, delete, leader_epoch in states:
-            error = Errors.NONE
-            partition = self.partitions.get(tp)
-            current = partition.leader_epoch if partition is not None else None
-            if (
-                current is not None
-                and leader_epoch not in (LeaderAndIsr.EPOCH_DURING_DELETE, LeaderAndIsr.NO_EPOCH)
-                and leader_epoch <= current
-            ):
-                self.state_change_log.info(
-                    "Ignoring StopReplica request (delete=%s) from controller %d epoch %d for "
-                    "partition %s since its associated leader epoch %d is %s the current leader "
-                    "epoch %d",
-                    delete,
-                    request["controller_id"],
-                    request["controller_epoch"],
-                    tp,
-                    leader_epoch,
-                    "smaller than" if leader_epoch < current else "the same as",
-                    current,
-                )
-                error = Errors.FENCED_LEADER_EPOCH
-            else:
-                try:
-                    dir_ = self.stop_replica(tp, delete, checkpoint=False)
-                    if dir_ is not None:
-                        dirs.add(dir_)
-                except KafkaStorageError as e:
-                    self.state_change_log.error(
-                        "Ignoring stop replica (delete=%s) for partition %s: %s", delete, tp, e
-                    )
-                    error = Errors.KAFKA_STORAGE_ERROR
-            out.append(
-                {"topic_name": tp.topic, "partition_index": tp.partition, "error_code": error}
-            )
-        # one checkpoint write per log dir for the whole request, not one per deleted log
-        self.log_manager.checkpoint_dirs(dirs)
-        return {"error_code": Errors.NONE, "partition_errors": out}
+        """Apply a StopReplica request; returns the response body."""
+        return self.state_changes.stop_replicas(request, version)
 
     def stop_replica(
         self, tp: TopicPartition, delete: bool, checkpoint: bool = True
     ) -> Path | None:
         """Stop serving `tp`; with `delete`, delete its log. Returns the log dir whose
         checkpoints are left to the caller when `checkpoint` is False."""
-        self.state_change_log.info("Stopping replica %s (delete=%s)", tp, delete)
-        self.replica_fetcher_manager.remove_fetcher_for_partitions([tp])
-        removed_from: Path | None = None
-        if delete:
-            partition = self.partitions.pop(tp, None)
-            if partition is not None:
-                partition.forget()
-            log = self.log_manager.async_delete(tp, checkpoint=checkpoint)
-            if log is not None:
-                removed_from = Path(log.dir).parent
-            stats = self.broker_topic_stats
-            if stats is not None and not any(p.topic == tp.topic for p in self.partitions):
-                stats.remove_metrics(tp.topic)  # the topic's last partition here went
-        self._complete_delayed_requests(tp)
-        return removed_from
+        return self.state_changes.stop_replica(tp, delete, checkpoint)
 
-    def _complete_delayed_requests(self, tp: TopicPartition) -> None:
+    def complete_delayed_requests(self, tp: TopicPartition) -> None:
+        """Retry what waits on `tp` in every purgatory (its state changed)."""
         self.delayed_fetch_purgatory.check_and_complete(tp)
         self.delayed_produce_purgatory.check_and_complete(tp)
         self.delayed_delete_records_purgatory.check_and_complete(tp)
@@ -812,7 +401,7 @@ class ReplicaManager:
                 size = records.size_in_bytes
                 info = partition.append_records_to_leader(records, required_acks, origin)
                 if stats is not None:
-                    _count_append(stats, tp.topic, info.num_messages, size)
+                    stats.record_append(tp.topic, info.num_messages, size)
                 if info.valid_bytes != size:
                     self.log.debug(
                         "Dropped %d bytes of a partial batch appended to %s",
@@ -834,7 +423,7 @@ class ReplicaManager:
                 resp["error_code"] = error_code_of(e)
                 resp["error_message"] = str(e)
                 if stats is not None:
-                    _count_failed_append(stats, tp.topic, resp["error_code"], data)
+                    stats.record_failed_append(tp.topic, resp["error_code"], data)
                 if isinstance(e, RecordValidationError):  # KIP-467: which records failed
                     resp["record_errors"] = [
                         {"batch_index": i, "batch_index_error_message": m}
@@ -855,13 +444,13 @@ class ReplicaManager:
                 resp["error_code"] = Errors.KAFKA_STORAGE_ERROR
                 resp["error_message"] = str(e)
                 if stats is not None:
-                    _count_failed_append(stats, tp.topic, Errors.KAFKA_STORAGE_ERROR, data)
+                    stats.record_failed_append(tp.topic, Errors.KAFKA_STORAGE_ERROR, data)
             except Exception as e:  # a bug: this partition answers, the broker lives
                 self.log.exception("Error processing append operation on partition %s", tp)
                 resp["error_code"] = Errors.UNKNOWN_SERVER_ERROR
                 resp["error_message"] = str(e)
                 if stats is not None:
-                    _count_failed_append(stats, tp.topic, Errors.UNKNOWN_SERVER_ERROR, data)
+                    stats.record_failed_append(tp.topic, Errors.UNKNOWN_SERVER_ERROR, data)
         if on_appended is not None:
             on_appended()
         if required_acks != -1 or not required or self._isr_has_all(required):
@@ -921,7 +510,7 @@ class ReplicaManager:
         in the fetch purgatory until enough arrive or `max_wait_ms` passes, then read again."""
         results = await self._fetch_messages(params, fetch_infos)
         if self.broker_topic_stats is not None:
-            _count_fetch(self.broker_topic_stats, params.is_from_follower, results)
+            self.broker_topic_stats.record_fetch(params.is_from_follower, results)
         return results
 
     async def _fetch_messages(
@@ -1069,7 +658,7 @@ class ReplicaManager:
             if partition.update_follower_fetch_state(
                 replica_id, info.fetch_offset, info.log_start_offset
             ):
-                self._complete_delayed_requests(tp)
+                self.complete_delayed_requests(tp)
             else:
                 # the follower's log start offset may have moved the low watermark
                 self.delayed_delete_records_purgatory.check_and_complete(tp)
@@ -1081,7 +670,7 @@ class ReplicaManager:
                     ",".join(map(str, partition.isr)),
                     ",".join(map(str, new_isr)),
                 )
-                self._update_isr(partition, new_isr)
+                self.isr_manager.submit(partition, new_isr)
 
     # -- ISR ------------------------------------------------------------------------------
 
@@ -1099,56 +688,7 @@ class ReplicaManager:
                 partition.log.log_end_offset if partition.log else -1,
                 ",".join(map(str, sorted(set(partition.isr) - set(new_isr)))),
             )  # fmt: skip
-            self._update_isr(partition, new_isr)
-
-    def _update_isr(self, partition: Partition, new_isr: list[int]) -> None:
-        """Write `new_isr` to the partition's state znode at its known version (in a task);
-        the partition takes it once ZooKeeper accepted it."""
-        partition.pending_isr = new_isr
-        if self.zk_client is None:
-            self._isr_updated(partition, partition.leader_epoch, new_isr, partition.zk_version + 1)
-            return
-        task = asyncio.get_running_loop().create_task(self._write_isr(partition, new_isr))
-        self._isr_tasks.add(task)
-        task.add_done_callback(self._isr_tasks.discard)
-
-    async def _write_isr(self, partition: Partition, new_isr: list[int]) -> None:
-        assert self.zk_client is not None
-        tp = partition.topic_partition
-        epoch, zk_version = partition.leader_epoch, partition.zk_version
-        state = LeaderIsrAndControllerEpoch(
-            LeaderAndIsr(self.broker_id, epoch, tuple(new_isr), zk_version),
-            partition.controller_epoch,
-        )
-        try:
-            stat = await self.zk_client.set_topic_partition_state(tp, state, zk_version)
-        except BadVersionError:
-            current = await self.zk_client.get_topic_partition_state(tp)
-            if (
-                current is not None
-                and partition.pending_isr is new_isr
-                and current.leader_and_isr.leader == self.broker_id
-                and current.leader_and_isr.leader_epoch == epoch
-            ):
-                # our own earlier write (or an equivalent one): take its version and retry later
-                partition.zk_version = current.leader_and_isr.zk_version
-                partition.isr = list(current.leader_and_isr.isr)
-                partition.pending_isr = None
-            self.log.info(
-                "Cached zkVersion %d not equal to that in zookeeper, skip updating ISR for %s",
-                zk_version,
-                tp,
-            )
-            return
-        except NoNodeError:
-            self.log.info("Partition %s has no state node any more; not updating its ISR", tp)
-            return
-        except Exception:
-            self.log.exception("Error while writing the ISR of %s", tp)
-            if partition.pending_isr is new_isr:
-                partition.pending_isr = None
-            return
-        self._isr_updated(partition, epoch, new_isr, stat.version)
+            self.isr_manager.submit(partition, new_isr)
 
     def _isr_updated(
         self, partition: Partition, epoch: int, new_isr: list[int], zk_version: int
@@ -1167,40 +707,38 @@ class ReplicaManager:
         elif len(new_isr) > before:
             self.isr_expands += 1
         self.record_isr_change(tp)
-        self._complete_delayed_requests(tp)
+        self.complete_delayed_requests(tp)
+
+    # ZkIsrManager's change propagation, under the names other modules and tests use
 
     def record_isr_change(self, tp: TopicPartition) -> None:
-        """Remember that `tp`'s ISR changed, for the next /isr_change_notification."""
-        self.isr_change_set.add(tp)
-        self.last_isr_change_ms = self.time.milliseconds()
+        self.isr_manager.record_isr_change(tp)
 
     def should_propagate_isr_changes(self, now_ms: int) -> bool:
-        """Kafka's rule: there are changes, and either none came in the last blackout
-        (5 s) or the last announcement is older than the max interval (60 s). A lone change
-        goes out within seconds; a storm of changes is batched instead of flooding the
-        controller and, through it, every broker with UpdateMetadata."""
-        return bool(self.isr_change_set) and (
-            self.last_isr_change_ms + self.isr_change_propagation_blackout_ms < now_ms
-            or self.last_isr_propagation_ms + self.isr_change_propagation_max_interval_ms < now_ms
-        )
+        return self.isr_manager.should_propagate_isr_changes(now_ms)
 
     async def maybe_propagate_isr_changes(self) -> None:
-        """isr-change-propagation: when `should_propagate_isr_changes`, announce every
-        partition whose ISR changed in one sequential /isr_change_notification node."""
-        now = self.time.milliseconds()
-        if self.zk_client is None or not self.should_propagate_isr_changes(now):
-            return
-        changed, self.isr_change_set = self.isr_change_set, set()
-        try:
-            await self.zk_client.store.create(
-                IsrChangeNotificationSequenceZNode.path(),
-                IsrChangeNotificationSequenceZNode.encode(sorted(changed)),
-                sequential=True,
-            )
-        except Exception:
-            self.isr_change_set |= changed
-            raise
-        self.last_isr_propagation_ms = now
+        await self.isr_manager.maybe_propagate_isr_changes()
+
+    @property
+    def isr_change_set(self) -> set[TopicPartition]:
+        return self.isr_manager.isr_change_set
+
+    @property
+    def last_isr_change_ms(self) -> int:
+        return self.isr_manager.last_isr_change_ms
+
+    @property
+    def isr_change_propagation_blackout_ms(self) -> int:
+        return self.isr_manager.blackout_ms
+
+    @property
+    def isr_change_propagation_max_interval_ms(self) -> int:
+        return self.isr_manager.max_interval_ms
+
+    @property
+    def isr_change_propagation_check_ms(self) -> int:
+        return self.isr_manager.check_ms
 
     # -- offsets --------------------------------------------------------------------------
 
@@ -1251,7 +789,7 @@ class ReplicaManager:
             try:
                 partition = self.get_partition_or_error(tp)
                 required, response["low_watermark"] = partition.delete_records_on_leader(
-                    offset, self._broker_alive
+                    offset, self.broker_alive
                 )
             except KafkaError as e:
                 response["error_code"] = error_code_of(e)
@@ -1263,7 +801,7 @@ class ReplicaManager:
                 response["error_message"] = str(e)
             statuses[tp] = DeleteRecordsPartitionStatus(required, response)
             if response["error_code"] == Errors.NONE:
-                self._complete_delayed_requests(tp)
+                self.complete_delayed_requests(tp)
         if all(s.response["error_code"] != Errors.NONE for s in statuses.values()):
             return {
                 tp: (s.response["low_watermark"], s.response["error_code"])
@@ -1282,7 +820,8 @@ class ReplicaManager:
         answer = await future
         return {tp: (r["low_watermark"], r["error_code"]) for tp, r in answer.items()}
 
-    def _broker_alive(self, broker_id: int) -> bool:
+    def broker_alive(self, broker_id: int) -> bool:
+        """Whether `broker_id` is alive in the metadata cache."""
         return self.metadata_cache.get_alive_broker(broker_id) is not None
 
     def _low_watermark(self, tp: TopicPartition) -> tuple[int, int]:
@@ -1292,7 +831,7 @@ class ReplicaManager:
             return Errors.UNKNOWN_TOPIC_OR_PARTITION, -1
         if not partition.is_leader or partition.log is None:
             return Errors.NOT_LEADER_OR_FOLLOWER, -1
-        return Errors.NONE, partition.low_watermark_if_leader(self._broker_alive)
+        return Errors.NONE, partition.low_watermark_if_leader(self.broker_alive)
 
 
 def _aborted_transactions(aborted: list[AbortedTxn] | None) -> list[dict[str, int]] | None:
@@ -1303,100 +842,5 @@ def _aborted_transactions(aborted: list[AbortedTxn] | None) -> list[dict[str, in
     return [{"producer_id": t.producer_id, "first_offset": t.first_offset} for t in aborted]
 
 
-def _leader_and_isr_states(request: Mapping[str, Any]) -> Iterable[tuple[str, Mapping[str, Any]]]:
-    for state in request.get("ungrouped_partition_states") or ():
-        yield state["topic_name"], state
-    for topic in request.get("topic_states") or ():
-        for state in topic["partition_states"]:
-            yield topic["topic_name"], state
-
-
-def _stop_replica_states(
-    request: Mapping[str, Any],
-) -> Iterable[tuple[TopicPartition, bool, int]]:
-    """(partition, delete, leader epoch) of each partition a StopReplica request names; before
-    v3 the delete flag is the request's and there is no epoch."""
-    delete = bool(request.get("delete_partitions"))
-    for p in request.get("ungrouped_partitions") or ():
-        yield TopicPartition(p["topic_name"], p["partition_index"]), delete, LeaderAndIsr.NO_EPOCH
-    for t in request.get("topics") or ():
-        for index in t["partition_indexes"]:
-            yield TopicPartition(t["name"], index), delete, LeaderAndIsr.NO_EPOCH
-    for t in request.get("topic_states") or ():
-        for ps in t["partition_states"]:
-            yield (
-                TopicPartition(t["topic_name"], ps["partition_index"]),
-                bool(ps["delete_partition"]),
-                ps["leader_epoch"],
-            )
-
-
-def _error_response(states: Iterable[tuple[str, Mapping[str, Any]]], error: int) -> dict[str, Any]:
-    return {
-        "error_code": error,
-        "partition_errors": [
-            {"topic_name": topic, "partition_index": s["partition_index"], "error_code": error}
-            for topic, s in states
-        ],
-    }
-
-
-# -- BrokerTopicMetrics counting points (per partition of a request, never per record) -----
-
-# errors that say where the partition is, not that the append went wrong (Kafka does not
-# count them as failed produce requests)
 # how long LeaderAndIsr's work holds the event loop before it lets other work run
 _STATE_CHANGE_SLICE_S = 0.005
-
-_NOT_FAILURES = frozenset({
-    Errors.NOT_LEADER_OR_FOLLOWER, Errors.UNKNOWN_TOPIC_OR_PARTITION,
-})  # fmt: skip
-# Kafka's BytesRejectedPerSec: produce data refused for its size
-_REJECTED_FOR_SIZE = frozenset({Errors.MESSAGE_TOO_LARGE, Errors.RECORD_LIST_TOO_LARGE})
-
-
-def _count_append(stats: BrokerTopicStats, topic: str, messages: int, size: int) -> None:
-    ts, all_ = stats.topic_stats(topic), stats.all_topics
-    ts.total_produce_requests += 1
-    all_.total_produce_requests += 1
-    ts.messages_in += messages
-    all_.messages_in += messages
-    ts.bytes_in += size
-    all_.bytes_in += size
-
-
-def _count_failed_append(
-    stats: BrokerTopicStats, topic: str, error_code: int, data: object
-) -> None:
-    ts, all_ = stats.topic_stats(topic), stats.all_topics
-    ts.total_produce_requests += 1
-    all_.total_produce_requests += 1
-    if error_code in _NOT_FAILURES:
-        return
-    ts.failed_produce_requests += 1
-    all_.failed_produce_requests += 1
-    if error_code in _REJECTED_FOR_SIZE:
-        size = data.size_in_bytes if isinstance(data, MemoryRecords) else len(data or b"")  # type: ignore[arg-type]
-        ts.bytes_rejected += size
-        all_.bytes_rejected += size
-
-
-def _count_fetch(
-    stats: BrokerTopicStats,
-    from_follower: bool,
-    results: Iterable[tuple[TopicPartition, FetchPartitionData]],
-) -> None:
-    all_ = stats.all_topics
-    for tp, r in results:
-        ts = stats.topic_stats(tp.topic)
-        ts.total_fetch_requests += 1
-        all_.total_fetch_requests += 1
-        if r.error_code != Errors.NONE and r.error_code not in _NOT_FAILURES:
-            ts.failed_fetch_requests += 1
-            all_.failed_fetch_requests += 1
-        size = 0 if r.records is None else len(r.records)
-        if from_follower:
-            all_.replication_bytes_out += size
-        else:
-            ts.bytes_out += size
-            all_.bytes_out += size

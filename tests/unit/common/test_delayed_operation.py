@@ -1,4 +1,5 @@
-"""Tests of DelayedOperationPurgatory: completion on check, expiry, purge, shutdown."""
+"""Tests of DelayedOperationPurgatory: completion on check, expiry, leaving the watch lists,
+shutdown."""
 
 from __future__ import annotations
 
@@ -60,19 +61,46 @@ def test_expiry_completes_once_and_calls_on_expiration() -> None:
     assert op.completions == 1
 
 
-def test_purge_drops_completed_operations_from_other_keys() -> None:
+def test_completed_operations_leave_a_checked_key_at_once_and_the_others_at_a_purge() -> None:
     timer = ManualTimer()
     p: DelayedOperationPurgatory[Op] = DelayedOperationPurgatory(
-        "test", timer=timer, purge_interval=3
+        "test", timer=timer, purge_interval=1
     )
     ops = [Op() for _ in range(2)]
     for op in ops:
         p.try_complete_else_watch(op, ["a", "b"])
+    assert p.watched_total == 4 and p.delayed == 2
     ops[0].ready = True
-    p.check_and_complete("a")
-    assert len(p._watchers["b"]) == 2  # still listed under b
-    p.try_complete_else_watch(Op(), ["c"])  # the third add triggers a purge
-    assert len(p._watchers["b"]) == 1
+    p.check_and_complete("a")  # drops ops[0] from "a"; "b" keeps it until a purge
+    assert p.watched_total == 3 and p.watched("b") == 1 and p.delayed == 1
+    assert timer.fire_all() == 1  # ops[1] expires: 3 dead entries, none waiting: purged
+    assert p.watched_total == 0 and p.delayed == 0
+
+
+def test_many_operations_over_many_keys_do_not_stay_listed_once_completed() -> None:
+    """A fetch watches every partition it asked for; completed by one partition or by its
+    timeout, it must not stay listed under the others (it did until `purge_interval` more
+    operations came: a consumer pass over thousands of partitions grew the broker's RSS).
+    Dead entries never outnumber both the purge interval and the waiting ones."""
+    timer = ManualTimer()
+    p: DelayedOperationPurgatory[Op] = DelayedOperationPurgatory("test", timer=timer)
+    keys = [("topic", i) for i in range(2000)]
+    ops = [Op() for _ in range(300)]
+    for op in ops:
+        p.try_complete_else_watch(op, keys)
+    assert p.watched_total == 300 * 2000 and p.delayed == 300
+    for op in ops[:150]:
+        op.ready = True
+    assert p.check_and_complete(keys[7]) == 150
+    assert p.delayed == 150 and p.watched(keys[1999]) == 150
+    assert p.watched_total <= 2 * 150 * 2000 + p.purge_interval
+    for handle in list(timer.pending):  # the rest time out, one by one
+        timer.pending.remove(handle)
+        if not handle.cancelled:
+            handle.fun()
+        assert p.watched_total <= 2 * p.delayed * 2000 + p.purge_interval
+    assert p.delayed == 0 and p.watched_total <= p.purge_interval and p.watched(keys[0]) == 0
+    assert [op.completions for op in ops] == [1] * 300
 
 
 def test_shutdown_completes_everything() -> None:

@@ -465,7 +465,7 @@ def test_low_watermark_is_the_smallest_log_start_over_live_replicas(broker: Brok
     produce(broker, TP, batch(b"a", b"b", b"c"))
     p = broker.replica_manager.get_partition(TP)
     assert p is not None
-    alive = broker.replica_manager._broker_alive
+    alive = broker.replica_manager.broker_alive
     assert p.low_watermark_if_leader(alive) == -1  # the follower has not fetched: unknown
     _follower_fetch(broker, 3, 0)
     assert p.low_watermark_if_leader(alive) == 0
@@ -596,111 +596,6 @@ def test_produce_errors_carry_the_log_start_offset(broker: Broker) -> None:
 
 
 # -- ISR change propagation ------------------------------------------------------------------
-
-
-class _Propagation:
-    """A ReplicaManager on MockTime with an in-memory metadata store, to watch
-    isr-change-propagation write /isr_change_notification nodes."""
-
-    def __init__(self, tmp_path: Path, **kw: Any) -> None:
-        from kafpy.common.scheduler import MockScheduler
-        from kafpy.common.time import MockTime
-        from kafpy.metadata.embedded_store import EmbeddedStore
-        from kafpy.metadata.kafka_zk_client import KafkaZkClient
-        from kafpy.server.metadata_cache import MetadataCache
-        from kafpy.server.replica_manager import ReplicaManager
-        from kafpy.storage.log_manager import LogManager
-
-        self.time = MockTime()
-        self.store = EmbeddedStore(None, time=self.time)
-        self.zk = KafkaZkClient(self.store)
-        log_manager = LogManager(
-            [tmp_path / "d"], scheduler=MockScheduler(self.time), time=self.time
-        )
-        self.rm = ReplicaManager(0, log_manager, MetadataCache(0), MockScheduler(self.time), self.time,
-                                 zk_client=self.zk, **kw)  # fmt: skip
-
-    async def start(self) -> None:
-        await self.store.start()
-        await self.zk.make_sure_persistent_paths_exist()
-
-    async def notifications(self) -> list[set[TopicPartition]]:
-        from kafpy.metadata.zk_data import IsrChangeNotificationSequenceZNode as Node
-
-        children = sorted(await self.store.get_children("/isr_change_notification"))
-        return [
-            Node.decode((await self.store.get(f"/isr_change_notification/{c}"))[0])
-            for c in children
-        ]
-
-    async def tick(self, ms: int) -> list[set[TopicPartition]]:
-        """Advance the clock, run one round of isr-change-propagation; the nodes so far."""
-        self.time.advance(ms)
-        await self.rm.maybe_propagate_isr_changes()
-        return await self.notifications()
-
-
-def test_isr_change_propagation_defaults_are_kafkas(tmp_path: Path) -> None:
-    p = _Propagation(tmp_path)
-    assert (
-        p.rm.isr_change_propagation_blackout_ms,
-        p.rm.isr_change_propagation_max_interval_ms,
-    ) == (5000, 60000)
-    assert p.rm.isr_change_propagation_check_ms == 2500
-
-
-def test_a_lone_isr_change_is_announced_after_the_blackout(tmp_path: Path) -> None:
-    p = _Propagation(tmp_path)
-    a, b, c = TopicPartition("a", 0), TopicPartition("b", 1), TopicPartition("c", 2)
-
-    async def scenario() -> None:
-        await p.start()
-        assert await p.tick(2500) == []  # nothing changed: nothing written
-        p.rm.record_isr_change(a)
-        assert await p.tick(2500) == []  # within the blackout
-        p.rm.record_isr_change(b)  # restarts the blackout
-        assert await p.tick(2500) == []
-        assert await p.tick(2500) == []  # 5000 ms after the last change: not yet (strictly after)
-        assert await p.tick(1) == [{a, b}]  # one node for both
-        assert not p.rm.isr_change_set
-        assert await p.tick(70_000) == [{a, b}]  # nothing new: nothing written
-        # the last announcement is over 60 s old: the next round announces at once
-        p.rm.record_isr_change(c)
-        assert await p.tick(1) == [{a, b}, {c}]
-
-    run(scenario())
-
-
-def test_a_storm_of_isr_changes_is_announced_every_max_interval(tmp_path: Path) -> None:
-    p = _Propagation(tmp_path)
-
-    async def scenario() -> list[int]:
-        await p.start()
-        written_at: list[int] = []
-        start = p.time.milliseconds()
-        for i in range(150):  # a change every second for 150 s: the blackout never passes
-            p.rm.record_isr_change(TopicPartition("t", i))
-            if len(await p.tick(1000)) > len(written_at):
-                written_at.append(p.time.milliseconds() - start)
-        return written_at
-
-    # the last announcement (or start-up) more than 60 s ago
-    assert run(scenario()) == [61_000, 122_000]
-
-
-def test_isr_change_propagation_timings_are_configurable(tmp_path: Path) -> None:
-    p = _Propagation(tmp_path, isr_change_propagation_blackout_ms=300,
-                     isr_change_propagation_max_interval_ms=3000)  # fmt: skip
-    assert p.rm.isr_change_propagation_check_ms == 150
-    tp = TopicPartition("t", 0)
-
-    async def scenario() -> None:
-        await p.start()
-        p.rm.record_isr_change(tp)
-        assert await p.tick(300) == []
-        assert await p.tick(1) == [{tp}]
-
-    run(scenario())
 
 
 def test_an_isr_shrink_is_recorded_for_propagation(broker: Broker) -> None:
@@ -882,41 +777,3 @@ def test_delayed_read_committed_fetch_completes_when_the_lso_moves(broker: Broke
     r = run(scenario())
     assert (r.last_stable_offset, values(r)) == (3, [b"a", b"b"])
     assert broker.timer.fire_all() == 0
-
-
-class _UnreachableStore:
-    """A metadata store whose writes fail, as ZooKeeper does when it cannot be reached."""
-
-    def __init__(self) -> None:
-        self.attempts = 0
-
-    async def create(self, *args: Any, **kwargs: Any) -> str:
-        self.attempts += 1
-        raise ConnectionError("ZooKeeper is not reachable")
-
-
-def test_log_dir_failure_halts_when_the_controller_cannot_be_told(tmp_path: Path) -> None:
-    """log.dir.failure.timeout.ms: the notification is retried, then the broker halts."""
-    b = Broker(tmp_path)
-    try:
-        b.lead("t", 1)
-        halted: list[int] = []
-        store = _UnreachableStore()
-        rm = b.replica_manager
-        rm.zk_client = type("Zk", (), {"store": store})()
-        rm.log_dir_failure_timeout_ms = 1500
-        rm._halt = halted.append
-        log = b.log_manager.get_log(TopicPartition("t", 0))
-        assert log is not None
-
-        async def fail_and_advance() -> None:
-            task = asyncio.get_running_loop().create_task(rm.handle_log_dir_failure(log.dir.parent))
-            while not task.done():
-                await asyncio.sleep(0.01)
-                b.time.sleep(100)  # MockTime: the deadline passes without waiting for it
-
-        asyncio.run(fail_and_advance())
-        assert halted == [1]
-        assert store.attempts >= 2
-    finally:
-        b.stop()
