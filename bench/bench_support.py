@@ -10,7 +10,9 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, NoReturn
+
+from kafpy.testing.wait import wait_until
 
 
 def free_port() -> int:
@@ -43,14 +45,18 @@ def read_exact(sock: socket.socket, n: int) -> bytes:
 
 def wait_port(port: int, timeout: float = 60) -> None:
     """Return once something accepts connections on 127.0.0.1:`port`; exit after `timeout`."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+
+    def listening() -> bool:
         try:
             socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return
         except OSError:
-            time.sleep(0.1)
-    raise SystemExit(f"nothing listens on port {port} after {timeout} s")
+            return False
+        return True
+
+    def give_up() -> NoReturn:
+        raise SystemExit(f"nothing listens on port {port} after {timeout} s")
+
+    wait_until(listening, timeout, interval_s=0.1, on_timeout=give_up)
 
 
 def produce_all(producer: Any, topic: str, n: int, value: bytes) -> float:

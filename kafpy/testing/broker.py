@@ -580,30 +580,36 @@ class KafkaCluster:
                 errors = await admin.alter_partition_reassignments({tp: replicas})
                 if errors.get(tp) is not None:
                     raise errors[tp]  # type: ignore[misc]
+                # the three waits share one START_TIMEOUT_S
                 deadline = time.monotonic() + START_TIMEOUT_S
-                while await admin.list_partition_reassignments([tp]):
-                    if time.monotonic() > deadline:
-                        raise TimeoutError(f"The reassignment of {tp} did not complete.")
-                    await asyncio.sleep(0.05)
-                while True:
+
+                async def reassigned() -> bool:
+                    return not await admin.list_partition_reassignments([tp])
+
+                await async_wait_until(
+                    reassigned,
+                    deadline - time.monotonic(),
+                    on_timeout=_timeout(lambda: f"The reassignment of {tp} did not complete."),
+                )
+                error: object = None
+
+                async def elected() -> bool:
+                    nonlocal error
                     result = await admin.elect_leaders(ElectionType.PREFERRED, [tp])
                     error = result.get(tp)
                     info = (await admin.describe_topics([topic]))[topic]
-                    if info.partitions[partition].leader == to:
-                        break
-                    if time.monotonic() > deadline:
-                        raise TimeoutError(
-                            f"Broker {to} did not become the leader of {tp}: {error}"
-                        )
-                    await asyncio.sleep(0.05)
+                    return info.partitions[partition].leader == to
+
+                await async_wait_until(
+                    elected,
+                    deadline - time.monotonic(),
+                    on_timeout=_timeout(
+                        lambda: f"Broker {to} did not become the leader of {tp}: {error}"
+                    ),
+                )
             # every broker names the new leader, so a client asking any of them finds it
             for node in [n for n in self._nodes if n.running]:
-                while await _leader_known_to(node.address, tp) != to:
-                    if time.monotonic() > deadline:
-                        raise TimeoutError(
-                            f"Broker {node.broker_id} does not name {to} as the leader of {tp}"
-                        )
-                    await asyncio.sleep(0.05)
+                await _wait_named_leader(node, tp, to, deadline - time.monotonic())
 
         self._client_run(move())
 
@@ -795,6 +801,23 @@ async def _leader_known_to(address: str, tp: TopicPartition) -> int | None:
             if t["name"] == tp.topic and p["partition_index"] == tp.partition:
                 return int(p["leader_id"])
     return None
+
+
+async def _wait_named_leader(
+    node: _Node, tp: TopicPartition, leader: int, timeout_s: float
+) -> None:
+    """Wait until `node`'s Metadata names `leader` as the leader of `tp`."""
+
+    async def named() -> bool:
+        return await _leader_known_to(node.address, tp) == leader
+
+    await async_wait_until(
+        named,
+        timeout_s,
+        on_timeout=_timeout(
+            lambda: f"Broker {node.broker_id} does not name {leader} as the leader of {tp}"
+        ),
+    )
 
 
 async def _answers_metadata(address: str, brokers: int) -> bool:

@@ -19,6 +19,7 @@ from kafpy.client.admin_client import NewTopic
 from kafpy.client.connection import BrokerConnection
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.errors import Errors
+from kafpy.testing import wait
 from kafpy.tools.local_cluster import LocalCluster
 from tests.cluster.support import admin, live_bootstrap, wait_until
 from tests.fixtures.cluster import CLUSTER_TEST_DEFAULTS
@@ -54,19 +55,20 @@ def _read_committed(bootstrap: str, topic: str, partitions: int) -> list[bytes]:
     try:
         c.assign([CTopicPartition(topic, p, 0) for p in range(partitions)])
         values, at_end = [], set()
-        deadline = time.monotonic() + WAIT_S
-        while len(at_end) < partitions:
-            assert time.monotonic() < deadline, "did not reach the end of the topic"
+
+        def read_to_the_end() -> bool:
             m = c.poll(0.5)
-            if m is None:
-                continue
-            if m.error() is not None:
-                if m.error().code() == -191:
-                    at_end.add(m.partition())
-                    continue
+            if m is not None and m.error() is None:
+                at_end.discard(m.partition())
+                values.append(m.value())
+            elif m is not None and m.error().code() == -191:
+                at_end.add(m.partition())
+            elif m is not None:
                 raise KafkaException(m.error())
-            at_end.discard(m.partition())
-            values.append(m.value())
+            return len(at_end) >= partitions
+
+        # kafpy.testing's own wait: an error while reading fails the test at once
+        wait.wait_until(read_to_the_end, WAIT_S, "the end of the topic", interval_s=0)
         return sorted(values)
     finally:
         c.close()
