@@ -136,17 +136,23 @@ class BrokerLauncher:
         *,
         restart: bool | None = None,
         interval_s: float = 0.05,
+        spawned: bool = False,
     ) -> dict[str, int]:
         """Call `spawn` and wait until the process reports the ports it bound; those ports.
 
         A restart (`restart`, by default whether an earlier start bound ports) whose old
         port is held by another process is spawned again every 0.5 s for BIND_RETRY_S.
-        Raises BrokerExited, BrokerStartTimeout (the process is left running: the caller
-        decides) or PortHeld."""
+        With `spawned` the first try was spawned already (brokers started together are
+        spawned first, then waited for). Raises BrokerExited, BrokerStartTimeout (the
+        process is left running: the caller decides) or PortHeld."""
         is_restart = bool(self.ports) if restart is None else restart
+        tries = 0
 
         def bound() -> dict[str, int] | None:
-            spawn()
+            nonlocal tries
+            if tries > 0 or not spawned:
+                spawn()
+            tries += 1
             try:
                 return self.wait_bound(timeout_s, restart=is_restart, interval_s=interval_s)
             except _PortInUse:
