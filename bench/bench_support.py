@@ -7,11 +7,11 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import IO, Any, NoReturn
 
+from kafpy.server.broker_launcher import server_command
 from kafpy.testing.wait import wait_until
 
 
@@ -25,11 +25,12 @@ def free_port() -> int:
 def start_broker(workdir: Path, port: int, log: IO[bytes]) -> subprocess.Popen[bytes]:
     """A `kafpy server` (embedded metadata store) listening on 127.0.0.1:`port`, its data
     under `workdir`, its output (unbuffered) to `log`."""
+    command = server_command(
+        {"listeners": f"PLAINTEXT://127.0.0.1:{port}", "log.dirs": str(workdir / "data")}
+    )
     return subprocess.Popen(
-        [sys.executable, "-m", "kafpy", "server", "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}",
-         "--override", f"log.dirs={workdir / 'data'}"],
-        stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )  # fmt: skip
+        command, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"}
+    )
 
 
 def read_exact(sock: socket.socket, n: int) -> bytes:

@@ -137,11 +137,12 @@ class BrokerLauncher:
         restart: bool | None = None,
         interval_s: float = 0.05,
         spawned: bool = False,
+        bind_retry_s: float = BIND_RETRY_S,
     ) -> dict[str, int]:
         """Call `spawn` and wait until the process reports the ports it bound; those ports.
 
         A restart (`restart`, by default whether an earlier start bound ports) whose old
-        port is held by another process is spawned again every 0.5 s for BIND_RETRY_S.
+        port is held by another process is spawned again every 0.5 s for `bind_retry_s`.
         With `spawned` the first try was spawned already (brokers started together are
         spawned first, then waited for). Raises BrokerExited, BrokerStartTimeout (the
         process is left running: the caller decides) or PortHeld."""
@@ -160,12 +161,12 @@ class BrokerLauncher:
 
         def held() -> None:
             raise PortHeld(
-                f"kafpy server could not bind its ports again within {BIND_RETRY_S:.0f} s: "
+                f"kafpy server could not bind its ports again within {bind_retry_s:.0f} s: "
                 "another process holds one",
                 self.output_since_spawn(),
             )
 
-        self.ports = wait_until(bound, BIND_RETRY_S, interval_s=0.5, on_timeout=held)
+        self.ports = wait_until(bound, bind_retry_s, interval_s=0.5, on_timeout=held)
         return self.ports
 
     def wait_bound(

@@ -181,7 +181,11 @@ class _Node:
             self._launcher = BrokerLauncher(log_path, log_path.with_suffix(".ports"))
         try:
             ports = self._launcher.start(
-                self._spawn_process, START_TIMEOUT_S, restart=bool(self.port), interval_s=0.01
+                self._spawn_process,
+                START_TIMEOUT_S,
+                restart=bool(self.port),
+                interval_s=0.01,
+                bind_retry_s=BIND_RETRY_S,
             )
         except BrokerExited as e:
             self._exited(e)

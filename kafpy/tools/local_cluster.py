@@ -463,6 +463,7 @@ class LocalCluster:
                     restart=broker.port != 0,
                     interval_s=POLL_S,
                     spawned=True,
+                    bind_retry_s=BIND_RETRY_S,
                 )
             except BrokerExited:
                 self._check_not_exited(broker)
