@@ -19,9 +19,9 @@ from kafpy.client.admin_client import NewTopic
 from kafpy.client.connection import BrokerConnection
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.errors import Errors
-from kafpy.testing import wait
+from kafpy.testing.wait import wait_until
 from kafpy.tools.local_cluster import LocalCluster
-from tests.cluster.support import admin, live_bootstrap, wait_until
+from tests.cluster.support import ANY_ERROR, admin, live_bootstrap
 from tests.fixtures.cluster import CLUSTER_TEST_DEFAULTS
 from tests.fixtures.transactions import ExactlyOnceCopier, produce_numbered
 
@@ -46,7 +46,15 @@ def _coordinator(cluster: LocalCluster, tid: str) -> int:
         finally:
             await conn.close()
 
-    return wait_until(lambda: (n := asyncio.run(ask())) >= 0 and n + 1, WAIT_S, "a coordinator") - 1
+    return (
+        wait_until(
+            lambda: (n := asyncio.run(ask())) >= 0 and n + 1,
+            WAIT_S,
+            "a coordinator",
+            retry_on=ANY_ERROR,
+        )
+        - 1
+    )
 
 
 def _read_committed(bootstrap: str, topic: str, partitions: int) -> list[bytes]:
@@ -67,8 +75,8 @@ def _read_committed(bootstrap: str, topic: str, partitions: int) -> list[bytes]:
                 raise KafkaException(m.error())
             return len(at_end) >= partitions
 
-        # kafpy.testing's own wait: an error while reading fails the test at once
-        wait.wait_until(read_to_the_end, WAIT_S, "the end of the topic", interval_s=0)
+        # no retry_on: an error while reading fails the test at once
+        wait_until(read_to_the_end, WAIT_S, "the end of the topic", interval_s=0)
         return sorted(values)
     finally:
         c.close()
