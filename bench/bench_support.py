@@ -7,10 +7,12 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, NoReturn
+
+from kafpy.server.broker_launcher import server_command
+from kafpy.testing.wait import wait_until
 
 
 def free_port() -> int:
@@ -23,11 +25,12 @@ def free_port() -> int:
 def start_broker(workdir: Path, port: int, log: IO[bytes]) -> subprocess.Popen[bytes]:
     """A `kafpy server` (embedded metadata store) listening on 127.0.0.1:`port`, its data
     under `workdir`, its output (unbuffered) to `log`."""
+    command = server_command(
+        {"listeners": f"PLAINTEXT://127.0.0.1:{port}", "log.dirs": str(workdir / "data")}
+    )
     return subprocess.Popen(
-        [sys.executable, "-m", "kafpy", "server", "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}",
-         "--override", f"log.dirs={workdir / 'data'}"],
-        stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )  # fmt: skip
+        command, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"}
+    )
 
 
 def read_exact(sock: socket.socket, n: int) -> bytes:
@@ -43,14 +46,18 @@ def read_exact(sock: socket.socket, n: int) -> bytes:
 
 def wait_port(port: int, timeout: float = 60) -> None:
     """Return once something accepts connections on 127.0.0.1:`port`; exit after `timeout`."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+
+    def listening() -> bool:
         try:
             socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return
         except OSError:
-            time.sleep(0.1)
-    raise SystemExit(f"nothing listens on port {port} after {timeout} s")
+            return False
+        return True
+
+    def give_up() -> NoReturn:
+        raise SystemExit(f"nothing listens on port {port} after {timeout} s")
+
+    wait_until(listening, timeout, interval_s=0.1, on_timeout=give_up)
 
 
 def produce_all(producer: Any, topic: str, n: int, value: bytes) -> float:

@@ -16,7 +16,6 @@ import asyncio
 import errno
 import json
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -36,12 +35,13 @@ from kafpy.client.producer import BatchProducer, ProduceResult
 from kafpy.common.election_type import ElectionType
 from kafpy.common.errors import KafkaError
 from kafpy.common.topic_partition import TopicPartition
-from kafpy.network.bound_ports import BIND_RETRY_S, address_in_use, read_bound_ports
+from kafpy.common.wait import async_wait_until, wait_until
+from kafpy.network.bound_ports import BIND_RETRY_S
 from kafpy.protocol.api_keys import ApiKey
+from kafpy.server.broker_launcher import BrokerExited, BrokerLauncher, BrokerStartTimeout, PortHeld
 from kafpy.server.kafka_config import KafkaConfig
 from kafpy.server.kafka_server import KafkaServer
 from kafpy.testing.faults import FaultInjector
-from kafpy.testing.wait import async_wait_until, wait_until
 
 __all__ = ["KafkaBroker", "KafkaCluster", "Mode", "running_clusters"]
 
@@ -112,10 +112,6 @@ class _LoopThread:
         self.loop.close()
 
 
-class _PortInUse(Exception):
-    """A restarted broker exited because the port it had is held by another process."""
-
-
 class _Node:
     """One broker of a test cluster, running in this process or as a child process."""
 
@@ -126,6 +122,8 @@ class _Node:
         self.port = 0
         self.server: KafkaServer | None = None
         self.process: subprocess.Popen[bytes] | None = None
+        self._launcher: BrokerLauncher | None = None
+        self._control: socket.socket | None = None
         self._loop: _LoopThread | None = None
 
     @property
@@ -177,28 +175,31 @@ class _Node:
         """Start the child process broker on port 0 (the port of its last start on a
         restart, tried again for BIND_RETRY_S while another process holds it) and learn
         the port it bound (kafpy.network.bound_ports)."""
-
-        def bound() -> bool:
-            self._spawn_process()
-            try:
-                self.port = wait_until(
-                    self._bound_port,
-                    START_TIMEOUT_S,
-                    interval_s=0.01,
-                    on_timeout=self._start_timed_out,
-                )
-            except _PortInUse:
-                return False
-            return True
-
-        wait_until(bound, BIND_RETRY_S, interval_s=0.5, on_timeout=self._port_held)
+        log_path = Path(self.values["log.dirs"]).parent / f"broker-{self.broker_id}.out"
+        self._log_path = log_path
+        if self._launcher is None:
+            self._launcher = BrokerLauncher(log_path, log_path.with_suffix(".ports"))
+        try:
+            ports = self._launcher.start(
+                self._spawn_process,
+                START_TIMEOUT_S,
+                restart=bool(self.port),
+                interval_s=0.01,
+                bind_retry_s=BIND_RETRY_S,
+            )
+        except BrokerExited as e:
+            self._exited(e)
+        except BrokerStartTimeout:
+            self._start_timed_out()
+        except PortHeld:
+            self.stop()
+            self._port_held()
+        self.port = ports["PLAINTEXT"]
 
     def _spawn_process(self) -> None:
+        assert self._launcher is not None
+        self._close_control()  # of an earlier try that exited
         values = {**self.values, "listeners": f"PLAINTEXT://{_HOST}:{self.port}"}
-        log_path = Path(values["log.dirs"]).parent / f"broker-{self.broker_id}.out"
-        self._bound_ports_path = log_path.with_suffix(".ports")
-        log_path.parent.mkdir(parents=True, exist_ok=True)
-        self._bound_ports_path.unlink(missing_ok=True)
         parent_end, child_end = socket.socketpair()
         # the child runs the broker with its FaultInjector, answering fault commands on
         # its end of the socket pair (kafpy.testing.child)
@@ -209,15 +210,12 @@ class _Node:
             "--control-fd",
             str(child_end.fileno()),
             "--bound-ports-file",
-            str(self._bound_ports_path),
+            str(self._launcher.bound_ports_path),
         ]
         for key, value in values.items():
             args += ["--override", f"{key}={value}"]
         try:
-            with log_path.open("ab") as log:
-                self.process = subprocess.Popen(
-                    args, stdout=log, stderr=subprocess.STDOUT, pass_fds=(child_end.fileno(),)
-                )
+            self.process = self._launcher.spawn_process(args, pass_fds=(child_end.fileno(),))
         except BaseException:
             parent_end.close()
             raise
@@ -226,21 +224,21 @@ class _Node:
         parent_end.settimeout(START_TIMEOUT_S)
         self._control = parent_end
         self._control_file = parent_end.makefile("rwb")
-        self._log_path = log_path
 
-    def _bound_port(self) -> int | None:
-        self.check_alive()
-        ports = read_bound_ports(self._bound_ports_path)
-        return None if ports is None else ports["PLAINTEXT"]
+    def _close_control(self) -> None:
+        if self._control is not None:
+            self._control_file.close()
+            self._control.close()
+            self._control = None
 
-    def _start_timed_out(self) -> None:
+    def _start_timed_out(self) -> NoReturn:
         self.stop()
         raise TimeoutError(
             f"Broker {self.broker_id}'s process did not bind its listener within "
             f"{START_TIMEOUT_S:.0f} s:\n{self.log_tail()}"
         )
 
-    def _port_held(self) -> None:
+    def _port_held(self) -> NoReturn:
         raise RuntimeError(
             f"Broker {self.broker_id} could not bind its port {self.port} again within "
             f"{BIND_RETRY_S:.0f} s: another process holds it."
@@ -271,15 +269,17 @@ class _Node:
         return answer["ok"]
 
     def check_alive(self) -> None:
-        """Raise if a child process broker exited while starting (_PortInUse if it is a
-        restart and the port it had is taken)."""
-        if self.process is not None and self.process.poll() is not None:
-            tail = self.log_tail()
-            code = self.process.returncode
-            self.stop()
-            if self.port and address_in_use(tail):
-                raise _PortInUse(tail)
-            raise RuntimeError(f"kafpy server exited with status {code} while starting:\n{tail}")
+        """Raise if a child process broker exited while starting."""
+        if self.process is not None and self._launcher is not None:
+            try:
+                self._launcher.check_running()
+            except BrokerExited as e:
+                self._exited(e)
+
+    def _exited(self, exited: BrokerExited) -> NoReturn:
+        tail = self.log_tail()
+        self.stop()
+        raise RuntimeError(f"kafpy server exited with status {exited.code} while starting:\n{tail}")
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         """Run `coro` on this in-process broker's loop."""
@@ -307,16 +307,10 @@ class _Node:
 
     def stop(self) -> None:
         if self.process is not None:
-            process, self.process = self.process, None
-            self._control_file.close()
-            self._control.close()
-            if process.poll() is None:
-                process.send_signal(signal.SIGTERM)
-                try:
-                    process.wait(STOP_TIMEOUT_S)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-                    process.wait()
+            self.process = None
+            self._close_control()
+            assert self._launcher is not None
+            self._launcher.stop(STOP_TIMEOUT_S)
             return
         server, loop = self.server, self._loop
         self.server, self._loop = None, None
@@ -580,30 +574,36 @@ class KafkaCluster:
                 errors = await admin.alter_partition_reassignments({tp: replicas})
                 if errors.get(tp) is not None:
                     raise errors[tp]  # type: ignore[misc]
+                # the three waits share one START_TIMEOUT_S
                 deadline = time.monotonic() + START_TIMEOUT_S
-                while await admin.list_partition_reassignments([tp]):
-                    if time.monotonic() > deadline:
-                        raise TimeoutError(f"The reassignment of {tp} did not complete.")
-                    await asyncio.sleep(0.05)
-                while True:
+
+                async def reassigned() -> bool:
+                    return not await admin.list_partition_reassignments([tp])
+
+                await async_wait_until(
+                    reassigned,
+                    deadline - time.monotonic(),
+                    on_timeout=_timeout(lambda: f"The reassignment of {tp} did not complete."),
+                )
+                error: object = None
+
+                async def elected() -> bool:
+                    nonlocal error
                     result = await admin.elect_leaders(ElectionType.PREFERRED, [tp])
                     error = result.get(tp)
                     info = (await admin.describe_topics([topic]))[topic]
-                    if info.partitions[partition].leader == to:
-                        break
-                    if time.monotonic() > deadline:
-                        raise TimeoutError(
-                            f"Broker {to} did not become the leader of {tp}: {error}"
-                        )
-                    await asyncio.sleep(0.05)
+                    return info.partitions[partition].leader == to
+
+                await async_wait_until(
+                    elected,
+                    deadline - time.monotonic(),
+                    on_timeout=_timeout(
+                        lambda: f"Broker {to} did not become the leader of {tp}: {error}"
+                    ),
+                )
             # every broker names the new leader, so a client asking any of them finds it
             for node in [n for n in self._nodes if n.running]:
-                while await _leader_known_to(node.address, tp) != to:
-                    if time.monotonic() > deadline:
-                        raise TimeoutError(
-                            f"Broker {node.broker_id} does not name {to} as the leader of {tp}"
-                        )
-                    await asyncio.sleep(0.05)
+                await _wait_named_leader(node, tp, to, deadline - time.monotonic())
 
         self._client_run(move())
 
@@ -795,6 +795,23 @@ async def _leader_known_to(address: str, tp: TopicPartition) -> int | None:
             if t["name"] == tp.topic and p["partition_index"] == tp.partition:
                 return int(p["leader_id"])
     return None
+
+
+async def _wait_named_leader(
+    node: _Node, tp: TopicPartition, leader: int, timeout_s: float
+) -> None:
+    """Wait until `node`'s Metadata names `leader` as the leader of `tp`."""
+
+    async def named() -> bool:
+        return await _leader_known_to(node.address, tp) == leader
+
+    await async_wait_until(
+        named,
+        timeout_s,
+        on_timeout=_timeout(
+            lambda: f"Broker {node.broker_id} does not name {leader} as the leader of {tp}"
+        ),
+    )
 
 
 async def _answers_metadata(address: str, brokers: int) -> bool:

@@ -25,6 +25,7 @@ This module orchestrates; the records of the processes and cluster.json are in
 from __future__ import annotations
 
 import asyncio
+import functools
 import secrets
 import signal
 import sys
@@ -32,20 +33,28 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 from kafpy.admin.scram_credentials import credential_from_config_command, write_user_configs
 from kafpy.client.client_security import ClientSecurity
 from kafpy.client.connection import BrokerConnection
 from kafpy.common.errors import KafkaError
 from kafpy.common.properties import load_properties
+from kafpy.common.wait import async_wait_until, wait_until
 from kafpy.metadata.errors import MetadataStoreError
 from kafpy.metadata.kafka_zk_client import KafkaZkClient
 from kafpy.metadata.store_factory import create_store
 from kafpy.metadata.zookeeper_server import four_letter_word, free_port
-from kafpy.network.bound_ports import BIND_RETRY_S, address_in_use, read_bound_ports
+from kafpy.network.bound_ports import BIND_RETRY_S
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.security.local_pki import make_test_pki
+from kafpy.server.broker_launcher import (
+    BrokerExited,
+    BrokerLauncher,
+    BrokerStartTimeout,
+    PortHeld,
+    server_command,
+)
 from kafpy.tools.process_records import (
     CLUSTER_FILE,
     CLUSTER_FILE_VERSION,
@@ -103,6 +112,15 @@ def _scram_jaas(user: str, password: str) -> str:
 
 def _escape_property(value: str) -> str:
     return value.replace("\\", "\\\\").replace("\n", "\\n")
+
+
+def _failure(message: Callable[[], str]) -> Callable[[], NoReturn]:
+    """An `on_timeout` for wait_until raising LocalClusterError(message())."""
+
+    def fail() -> NoReturn:
+        raise LocalClusterError(message())
+
+    return fail
 
 
 @dataclass(frozen=True)
@@ -180,6 +198,7 @@ class LocalCluster:
             i: BrokerProcess(i, 0, self.base_dir / f"broker-{i}")
             for i in range(num_brokers)
         }
+        self._launchers: dict[int, BrokerLauncher] = {}
 
     # --- persistence ---
 
@@ -226,6 +245,7 @@ class LocalCluster:
                 f"{directory / CLUSTER_FILE} is damaged ({e!r}); remove it."
             ) from e
         cluster.brokers = {b.broker_id: b for b in brokers}
+        cluster._launchers = {}
         for b in brokers:
             b.find_process()
         return cluster
@@ -284,24 +304,30 @@ class LocalCluster:
         )  # fmt: skip
         zk.pid, zk.start_time = process.pid, process_start_time(process.pid)
         self.save()
-        deadline = time.monotonic() + self.start_timeout_s
-        while True:
+        port, output_path = zk.port, zk.output_path
+
+        def serving() -> bool:
             if process.poll() is not None:
                 raise LocalClusterError(
                     f"ZooKeeper exited with code {process.returncode} while starting: "
-                    f"{last_line(zk.output_path)} (see {zk.output_path})"
+                    f"{last_line(output_path)} (see {output_path})"
                 )
             try:
-                if "Mode: standalone" in four_letter_word(HOST, zk.port, "srvr", 1.0):
-                    break
+                return "Mode: standalone" in four_letter_word(HOST, port, "srvr", 1.0)
             except OSError:
-                pass
-            if time.monotonic() > deadline:
-                raise LocalClusterError(
+                return False
+
+        wait_until(
+            serving,
+            self.start_timeout_s,
+            interval_s=POLL_S,
+            on_timeout=_failure(
+                lambda: (
                     f"ZooKeeper did not serve on {zk.connect} within "
-                    f"{self.start_timeout_s:.0f} s (see {zk.output_path})."
+                    f"{self.start_timeout_s:.0f} s (see {output_path})."
                 )
-            time.sleep(POLL_S)
+            ),
+        )
         # the JVM is the `kafpy zookeeper` process's child: recorded, so that `down` can
         # still stop it should its parent have to be killed
         jvms = child_pids(process.pid)
@@ -396,20 +422,29 @@ class LocalCluster:
         broker.dir.mkdir(parents=True, exist_ok=True)
         broker.properties_path.write_text("\n".join(lines) + "\n", "utf-8")
 
+    def _launcher(self, broker: BrokerProcess) -> BrokerLauncher:
+        launcher = self._launchers.get(broker.broker_id)
+        if launcher is None:
+            launcher = BrokerLauncher(broker.output_path, broker.bound_ports_path)
+            self._launchers[broker.broker_id] = launcher
+        return launcher
+
     def _spawn_broker(self, broker: BrokerProcess) -> None:
         self.write_properties(broker)
         broker.logs_dir.mkdir(parents=True, exist_ok=True)
-        broker.bound_ports_path.unlink(missing_ok=True)
-        process = spawn_detached(
-            [
-                self.python, "-m", "kafpy", "server", str(broker.properties_path),
-                "--bound-ports-file", str(broker.bound_ports_path),
-            ],
-            broker.dir,
-            broker.output_path,
+        command = server_command(
+            properties=broker.properties_path,
+            bound_ports_file=broker.bound_ports_path,
+            python=self.python,
+        )
+        process = self._launcher(broker).spawn_process(
+            command,
+            cwd=broker.dir,
             # where a broker's log files go, by the name Kafka's scripts use
-            {"LOG_DIR": str(broker.logs_dir)},
-        )  # fmt: skip
+            env={"LOG_DIR": str(broker.logs_dir)},
+            # detached: the cluster outlives `kafpy cluster up`, as a daemon does
+            new_session=True,
+        )
         broker.process = process
         broker.pid, broker.start_time = process.pid, process_start_time(process.pid)
 
@@ -419,40 +454,33 @@ class LocalCluster:
         BIND_RETRY_S, then fails naming the port."""
         for broker in brokers:
             self._spawn_broker(broker)
-        waiting = list(brokers)
-        deadline = time.monotonic() + self.start_timeout_s
-        retry_deadline: float | None = None
-        while waiting:
-            for broker in list(waiting):
-                ports = read_bound_ports(broker.bound_ports_path)
-                if ports is not None:
-                    broker.ports = ports
-                    broker.port = ports[_first_listener(broker.properties_path)]
-                    waiting.remove(broker)
-                elif self._exited_on_port_in_use(broker):
-                    retry_deadline = retry_deadline or time.monotonic() + BIND_RETRY_S
-                    if time.monotonic() > retry_deadline:
-                        raise LocalClusterError(
-                            f"Broker {broker.broker_id} could not bind its port {broker.port} "
-                            f"again within {BIND_RETRY_S:.0f} s: another process holds it "
-                            f"(see {broker.output_path})."
-                        )
-                    self._spawn_broker(broker)
-                else:
-                    self._check_not_exited(broker)
-            if waiting and time.monotonic() > deadline:
-                names = ", ".join(str(b.broker_id) for b in waiting)
-                raise LocalClusterError(
-                    f"Broker(s) {names} did not bind their listeners within "
-                    f"{self.start_timeout_s:.0f} s (see {waiting[0].output_path})."
+        # spawned together, then waited for one after the other
+        for broker in brokers:
+            try:
+                ports = self._launcher(broker).start(
+                    functools.partial(self._spawn_broker, broker),
+                    self.start_timeout_s,
+                    restart=broker.port != 0,
+                    interval_s=POLL_S,
+                    spawned=True,
+                    bind_retry_s=BIND_RETRY_S,
                 )
-            if waiting:
-                time.sleep(POLL_S)
-
-    def _exited_on_port_in_use(self, broker: BrokerProcess) -> bool:
-        process = broker.process
-        exited = process is not None and process.poll() is not None
-        return exited and broker.port != 0 and address_in_use(broker.log_tail(5))
+            except BrokerExited:
+                self._check_not_exited(broker)
+                raise
+            except BrokerStartTimeout:
+                raise LocalClusterError(
+                    f"Broker(s) {broker.broker_id} did not bind their listeners within "
+                    f"{self.start_timeout_s:.0f} s (see {broker.output_path})."
+                ) from None
+            except PortHeld:
+                raise LocalClusterError(
+                    f"Broker {broker.broker_id} could not bind its port {broker.port} "
+                    f"again within {BIND_RETRY_S:.0f} s: another process holds it "
+                    f"(see {broker.output_path})."
+                ) from None
+            broker.ports = ports
+            broker.port = ports[_first_listener(broker.properties_path)]
 
     def start_broker(self, broker_id: int, *, wait_for_metadata: bool = True) -> BrokerProcess:
         """(Re)start one broker with its port and directories; wait until it is registered
@@ -535,7 +563,7 @@ class LocalCluster:
         deadline = time.monotonic() + (timeout_s or self.start_timeout_s)
 
         async def poll(zk: KafkaZkClient) -> None:
-            while waiting:
+            async def all_registered() -> bool:
                 registered = set(await zk.get_all_broker_ids())
                 for broker_id in sorted(waiting & registered):
                     waiting.discard(broker_id)
@@ -546,14 +574,20 @@ class LocalCluster:
                         )
                 for broker_id in sorted(waiting):
                     self._check_not_exited(self.brokers[broker_id])
-                if waiting and time.monotonic() > deadline:
-                    names = ", ".join(str(i) for i in sorted(waiting))
-                    raise LocalClusterError(
-                        f"Broker(s) {names} did not register in ZooKeeper within "
-                        f"{timeout_s or self.start_timeout_s:.0f} s (see "
-                        f"{self.brokers[min(waiting)].output_path})."
+                return not waiting
+
+            await async_wait_until(
+                all_registered,
+                deadline - time.monotonic(),
+                interval_s=POLL_S * 2,
+                on_timeout=_failure(
+                    lambda: (
+                        f"Broker(s) {', '.join(str(i) for i in sorted(waiting))} did not "
+                        f"register in ZooKeeper within {timeout_s or self.start_timeout_s:.0f} s "
+                        f"(see {self.brokers[min(waiting)].output_path})."
                     )
-                await asyncio.sleep(POLL_S * 2)
+                ),
+            )
 
         self.zk_call(poll)
 
@@ -572,13 +606,17 @@ class LocalCluster:
         """Wait until the broker's registration is gone (its session closed or expired)."""
 
         async def poll(zk: KafkaZkClient) -> None:
-            deadline = time.monotonic() + timeout_s
-            while broker_id in await zk.get_all_broker_ids():
-                if time.monotonic() > deadline:
-                    raise LocalClusterError(
-                        f"Broker {broker_id} is still registered after {timeout_s:.0f} s."
-                    )
-                await asyncio.sleep(POLL_S * 2)
+            async def gone() -> bool:
+                return broker_id not in await zk.get_all_broker_ids()
+
+            await async_wait_until(
+                gone,
+                timeout_s,
+                interval_s=POLL_S * 2,
+                on_timeout=_failure(
+                    lambda: f"Broker {broker_id} is still registered after {timeout_s:.0f} s."
+                ),
+            )
 
         self.zk_call(poll, timeout_s)
 
@@ -604,24 +642,32 @@ class LocalCluster:
             known = {b["node_id"] for b in body["brokers"]}
             return expected <= known and body.get("controller_id", -1) >= 0
 
-        async def poll() -> None:
-            waiting = list(ids)
-            while waiting:
-                expected = set(self.live_broker_ids())
-                waiting = [i for i in waiting if not await ready(self.brokers[i], expected)]
-                for broker_id in waiting:
-                    self._check_not_exited(self.brokers[broker_id])
-                if waiting and time.monotonic() > deadline:
-                    names = ", ".join(map(str, waiting))
-                    raise LocalClusterError(
-                        f"Broker(s) {names} did not answer Metadata with every live broker and "
-                        f"a controller within {timeout_s or self.start_timeout_s:.0f} s (see "
-                        f"{self.brokers[waiting[0]].output_path})."
-                    )
-                if waiting:
-                    await asyncio.sleep(POLL_S * 2)
+        waiting = list(ids)
 
-        asyncio.run(poll())
+        async def all_ready() -> bool:
+            nonlocal waiting
+            expected = set(self.live_broker_ids())
+            waiting = [i for i in waiting if not await ready(self.brokers[i], expected)]
+            for broker_id in waiting:
+                self._check_not_exited(self.brokers[broker_id])
+            return not waiting
+
+        if waiting:
+            asyncio.run(
+                async_wait_until(
+                    all_ready,
+                    deadline - time.monotonic(),
+                    interval_s=POLL_S * 2,
+                    on_timeout=_failure(
+                        lambda: (
+                            f"Broker(s) {', '.join(map(str, waiting))} did not answer Metadata "
+                            "with every live broker and a controller within "
+                            f"{timeout_s or self.start_timeout_s:.0f} s (see "
+                            f"{self.brokers[waiting[0]].output_path})."
+                        )
+                    ),
+                )
+            )
 
     def live_broker_ids(self) -> list[int]:
         return [i for i, b in self.brokers.items() if b.alive]

@@ -20,11 +20,13 @@ from kazoo.exceptions import NoNodeError
 from kafpy.client.admin_client import AdminClient
 from kafpy.client.connection import BrokerConnection
 from kafpy.protocol.api_keys import ApiKey
-from kafpy.testing import wait
 from kafpy.tools.local_cluster import LocalCluster
 from kafpy.tools.process_records import BrokerProcess
 
 T = TypeVar("T")
+# retry_on for the cluster tests' wait_until: any exception of the condition (a broker
+# restarting, a node vanishing) means "not yet"
+ANY_ERROR: tuple[type[BaseException], ...] = (Exception,)
 UNKNOWN_TOPIC_OR_PARTITION = 3
 
 
@@ -74,14 +76,6 @@ def leaders_in_metadata(
         p["partition_index"]: (p["leader_id"], list(p["replica_nodes"]), list(p["isr_nodes"]))
         for p in entry["partitions"]
     }
-
-
-def wait_until(
-    predicate: Callable[[], T], timeout_s: float, what: str, interval_s: float = 0.1
-) -> T:
-    """kafpy.testing.wait.wait_until as the cluster tests wait: any exception of
-    `predicate` (a broker restarting, a node vanishing) means "not yet"."""
-    return wait.wait_until(predicate, timeout_s, what, interval_s=interval_s, retry_on=(Exception,))
 
 
 # --- ZooKeeper ------------------------------------------------------------------------------

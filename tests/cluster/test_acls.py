@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 
 from kafpy.client.admin_client import NewTopic
+from kafpy.testing.wait import wait_until
 from kafpy.tools.local_cluster import LocalCluster
-from tests.cluster.support import admin, topic_metadata, wait_until, zookeeper
+from tests.cluster.support import ANY_ERROR, admin, topic_metadata, zookeeper
 
 pytestmark = [pytest.mark.zookeeper, pytest.mark.timeout(170)]
 TOPIC_AUTHORIZATION_FAILED = 29
@@ -46,7 +47,9 @@ def test_acl_changes_reach_every_broker_without_restart(cluster: LocalCluster) -
     def errors() -> set[int]:
         return {topic_metadata(b, "guarded")["error_code"] for b in brokers}
 
-    wait_until(lambda: errors() == {0}, WAIT_S, "every broker to serve the topic")
+    wait_until(
+        lambda: errors() == {0}, WAIT_S, "every broker to serve the topic", retry_on=ANY_ERROR
+    )
     acls(cluster, "--add", "--deny-principal", "User:ANONYMOUS", "--operation", "Describe",
          "--topic", "guarded")  # fmt: skip
     with zookeeper(cluster) as zk:
@@ -56,7 +59,9 @@ def test_acl_changes_reach_every_broker_without_restart(cluster: LocalCluster) -
         changes = zk.children("/kafka-acl-changes")
         assert [zk.client.get(f"/kafka-acl-changes/{c}")[0] for c in changes] == [b"TOPIC:guarded"]
     wait_until(lambda: errors() == {TOPIC_AUTHORIZATION_FAILED}, WAIT_S,
-               "every broker to refuse the topic")  # fmt: skip
+               "every broker to refuse the topic", retry_on=ANY_ERROR)  # fmt: skip
 
     acls(cluster, "--remove", "--force", "--topic", "guarded")
-    wait_until(lambda: errors() == {0}, WAIT_S, "every broker to serve the topic again")
+    wait_until(
+        lambda: errors() == {0}, WAIT_S, "every broker to serve the topic again", retry_on=ANY_ERROR
+    )

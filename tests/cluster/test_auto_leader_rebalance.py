@@ -11,8 +11,9 @@ from __future__ import annotations
 import pytest
 
 from kafpy.client.admin_client import NewTopic
+from kafpy.testing.wait import wait_until
 from kafpy.tools.local_cluster import LocalCluster
-from tests.cluster.support import Zk, admin, wait_until
+from tests.cluster.support import ANY_ERROR, Zk, admin
 
 pytestmark = [pytest.mark.zookeeper, pytest.mark.timeout(120)]
 WAIT_S = 45.0
@@ -46,7 +47,7 @@ def test_controller_moves_leaders_back_to_their_preferred_replicas(
     admin(cluster, lambda a: a.create_topics([NewTopic(topic, replica_assignment=ASSIGNMENT)]))
     preferred = {p: replicas[0] for p, replicas in ASSIGNMENT.items()}
     wait_until(lambda: all(zk.partition_state(topic, p) for p in ASSIGNMENT) and _full_isrs(zk, topic),
-               WAIT_S, "every partition online with a full ISR")  # fmt: skip
+               WAIT_S, "every partition online with a full ISR", retry_on=ANY_ERROR)  # fmt: skip
     assert _leaders(zk, topic) == preferred
 
     victim = 1
@@ -58,8 +59,8 @@ def test_controller_moves_leaders_back_to_their_preferred_replicas(
 
     # back in the ISRs as a follower first, then the imbalance check makes it leader again
     wait_until(lambda: _leaders(zk, topic) == preferred, WAIT_S,
-               "the controller to give every partition back to its preferred replica")  # fmt: skip
-    wait_until(lambda: _full_isrs(zk, topic), WAIT_S, "full ISRs")
+               "the controller to give every partition back to its preferred replica", retry_on=ANY_ERROR)  # fmt: skip
+    wait_until(lambda: _full_isrs(zk, topic), WAIT_S, "full ISRs", retry_on=ANY_ERROR)
     for p, replicas in ASSIGNMENT.items():
         if replicas[0] == victim:
             # two elections: away during the shutdown, back by the rebalance

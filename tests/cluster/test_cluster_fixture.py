@@ -4,11 +4,14 @@ cause and the brokers' log tails."""
 
 from __future__ import annotations
 
+import socket
 import threading
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from confluent_kafka.admin import AdminClient
+from kazoo.client import KazooClient
 
 import kafpy.tools.local_cluster as local_cluster
 from kafpy.tools.local_cluster import LocalCluster, LocalClusterError
@@ -71,3 +74,67 @@ def test_a_restart_on_a_port_held_for_good_fails_naming_the_port(
     with hold_port(port), pytest.raises(LocalClusterError) as failed:
         cluster.start_broker(0)
     assert f"Broker 0 could not bind its port {port} again within 1 s" in str(failed.value)
+
+
+def _never_serving(tmp_path: Path) -> str:
+    """An interpreter for LocalCluster(python=...) whose processes run and never serve."""
+    path = tmp_path / "python-that-sleeps"
+    path.write_text("#!/bin/sh\nexec sleep 60\n")
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_a_managed_zookeeper_exiting_while_starting_fails_the_start(tmp_path: Path) -> None:
+    cluster = LocalCluster(tmp_path / "dev", 1, python="/bin/false")
+    with pytest.raises(LocalClusterError) as failed:
+        cluster.start()
+    assert str(failed.value).startswith("ZooKeeper exited with code 1 while starting: ")
+
+
+def test_a_managed_zookeeper_not_serving_in_time_fails_the_start_and_is_stopped(
+    tmp_path: Path,
+) -> None:
+    cluster = LocalCluster(tmp_path / "dev", 1, python=_never_serving(tmp_path), start_timeout_s=1)
+    with pytest.raises(LocalClusterError) as failed:
+        cluster.start()
+    assert f"ZooKeeper did not serve on {cluster.zookeeper.connect} within 1 s" in str(failed.value)
+    assert not cluster.zookeeper.alive
+
+
+def test_a_broker_not_binding_in_time_fails_naming_it(tmp_path: Path) -> None:
+    # a ZooKeeper nobody serves: the broker waits for it before it binds its listeners
+    with socket.socket() as unserved:
+        unserved.bind(("127.0.0.1", 0))
+        cluster = LocalCluster(
+            tmp_path / "dev",
+            1,
+            zookeeper_connect=f"127.0.0.1:{unserved.getsockname()[1]}",
+            overrides={"zookeeper.connection.timeout.ms": "60000"},
+            start_timeout_s=2,
+        )
+        try:
+            with pytest.raises(LocalClusterError) as failed:
+                cluster.start_broker(0)
+        finally:
+            cluster.stop(timeout_s=15)
+    assert str(failed.value) == (
+        "Broker(s) 0 did not bind their listeners within 2 s "
+        f"(see {cluster.brokers[0].output_path})."
+    )
+    assert not cluster.brokers[0].alive
+
+
+def test_a_registration_that_stays_fails_the_wait_for_its_end(
+    tmp_path: Path, zookeeper_connect: str
+) -> None:
+    client = KazooClient(hosts=zookeeper_connect, timeout=10.0)
+    client.start(timeout=30)
+    try:
+        client.create("/brokers/ids/0", b"{}", makepath=True)
+    finally:
+        client.stop()
+        client.close()
+    cluster = LocalCluster(tmp_path / "dev", 1, zookeeper_connect=zookeeper_connect)
+    with pytest.raises(LocalClusterError) as failed:
+        cluster.wait_unregistered(0, timeout_s=1)
+    assert str(failed.value) == "Broker 0 is still registered after 1 s."

@@ -18,8 +18,9 @@ import kafka
 import pytest
 
 from kafpy.client.admin_client import NewTopic
+from kafpy.testing.wait import wait_until
 from kafpy.tools.local_cluster import LocalCluster
-from tests.cluster.support import Zk, admin, live_bootstrap, wait_until
+from tests.cluster.support import ANY_ERROR, Zk, admin, live_bootstrap
 
 pytestmark = [pytest.mark.zookeeper, pytest.mark.timeout(150)]
 WAIT_S = 45.0
@@ -36,7 +37,7 @@ def _create_and_fill(cluster: LocalCluster, zk: Zk, topic: str, records: int) ->
     """An RF 3 topic with `records` records acknowledged by all three; its leader."""
     admin(cluster, lambda a: a.create_topics([NewTopic(topic, 1, 3)]))
     wait_until(lambda: (s := zk.partition_state(topic, 0)) is not None and len(s["isr"]) == 3,
-               WAIT_S, f"{topic}-0 online with a full ISR")  # fmt: skip
+               WAIT_S, f"{topic}-0 online with a full ISR", retry_on=ANY_ERROR)  # fmt: skip
     producer = confluent_kafka.Producer({"bootstrap.servers": live_bootstrap(cluster), "acks": "all",
                                          "linger.ms": 5, "topic.metadata.refresh.interval.ms": 1000})  # fmt: skip
     errors: list[Any] = []
@@ -92,7 +93,7 @@ def test_delete_records_answers_once_all_replicas_moved_their_log_start(
     # every copy dropped the records (each broker checkpoints its own log start offset)
     for b in cluster.brokers:
         wait_until(lambda b=b: _checkpointed_log_start(cluster, b, topic) == 60, WAIT_S,
-                   f"broker {b}'s log-start-offset-checkpoint to say 60")  # fmt: skip
+                   f"broker {b}'s log-start-offset-checkpoint to say 60", retry_on=ANY_ERROR)  # fmt: skip
     assert _earliest(cluster, topic) == 60
 
     # a follower that becomes leader serves from the same start
@@ -103,7 +104,12 @@ def test_delete_records_answers_once_all_replicas_moved_their_log_start(
         assert _earliest(cluster, topic) == 60
     finally:
         cluster.start_broker(leader)
-    wait_until(lambda: len(zk.partition_state(topic, 0)["isr"]) == 3, WAIT_S, "a full ISR again")
+    wait_until(
+        lambda: len(zk.partition_state(topic, 0)["isr"]) == 3,
+        WAIT_S,
+        "a full ISR again",
+        retry_on=ANY_ERROR,
+    )
 
 
 def test_delete_records_times_out_while_a_follower_does_not_fetch(
@@ -127,7 +133,7 @@ def test_delete_records_times_out_while_a_follower_does_not_fetch(
             os.kill(pid, signal.SIGCONT)
         # the leader moved its own start at once; the follower catches up when it resumes
         wait_until(lambda: _checkpointed_log_start(cluster, follower, topic) == 30, WAIT_S,
-                   "the resumed follower to take the leader's log start offset")  # fmt: skip
+                   "the resumed follower to take the leader's log start offset", retry_on=ANY_ERROR)  # fmt: skip
         result = client.delete_records({tp: 30}, timeout_ms=30000, partition_leader_id=leader)
         assert (result[tp]["error_code"], result[tp]["low_watermark"]) == (0, 30)
     finally:

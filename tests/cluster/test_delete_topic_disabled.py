@@ -6,12 +6,13 @@ import pytest
 
 from kafpy.client.admin_client import NewTopic
 from kafpy.common.errors import TopicDeletionDisabledError
+from kafpy.testing.wait import wait_until
 from kafpy.tools.local_cluster import LocalCluster
 from tests.cluster.support import (
+    ANY_ERROR,
     admin,
     leaders_in_metadata,
     live_log_partitions,
-    wait_until,
     zookeeper,
 )
 
@@ -31,13 +32,17 @@ def test_deletion_marker_removed_and_topic_kept(cluster: LocalCluster) -> None:
             lambda: all(zk.partition_state("kept", p) is not None for p in assignment),
             WAIT_S,
             "kept online",
+            retry_on=ANY_ERROR,
         )
 
         # what kafka-topics.sh --zookeeper --delete writes
         zk.create_json("/admin/delete_topics/kept", None)
 
         wait_until(
-            lambda: not zk.exists("/admin/delete_topics/kept"), WAIT_S, "the marker to be removed"
+            lambda: not zk.exists("/admin/delete_topics/kept"),
+            WAIT_S,
+            "the marker to be removed",
+            retry_on=ANY_ERROR,
         )
         assert zk.assignment("kept") == assignment
         assert all(zk.partition_state("kept", p) is not None for p in assignment)

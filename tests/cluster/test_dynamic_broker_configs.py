@@ -13,8 +13,9 @@ import pytest
 from confluent_kafka import Producer
 
 from kafpy.client.admin_client import NewTopic
+from kafpy.testing.wait import wait_until
 from kafpy.tools.local_cluster import LocalCluster
-from tests.cluster.support import admin, leaders_in_metadata, live_bootstrap, wait_until, zookeeper
+from tests.cluster.support import ANY_ERROR, admin, leaders_in_metadata, live_bootstrap, zookeeper
 
 pytestmark = [pytest.mark.zookeeper, pytest.mark.timeout(170)]
 WAIT_S = 45.0
@@ -47,7 +48,7 @@ def test_nodes_notifications_and_fetcher_pool_resized(cluster: LocalCluster) -> 
     )
     wait_until(
         lambda: all(sorted(isr) == [0, 1] for _, _, isr in leaders_in_metadata(cluster.brokers[0], topic).values()),
-        WAIT_S, "both replicas in sync",
+        WAIT_S, "both replicas in sync", retry_on=ANY_ERROR,
     )  # fmt: skip
     assert "fetcherId=1]" not in cluster.brokers[1].output_path.read_text()
     b1 = cluster.brokers[1]
@@ -74,7 +75,7 @@ def test_nodes_notifications_and_fetcher_pool_resized(cluster: LocalCluster) -> 
         ]
 
     wait_until(lambda: "Resizing fetcher thread pool size from 1 to 2" in b1.output_path.read_text(),
-               WAIT_S, "broker 1 to resize its fetcher pool")  # fmt: skip
+               WAIT_S, "broker 1 to resize its fetcher pool", retry_on=ANY_ERROR)  # fmt: skip
     # every broker applied the default; only broker 1 resized its fetchers
     for b in cluster.brokers.values():
         all_configs = configs(b.address, "--entity-type", "brokers", "--entity-name", str(b.broker_id),

@@ -9,14 +9,15 @@ from __future__ import annotations
 import pytest
 
 from kafpy.client.admin_client import NewTopic
+from kafpy.testing.wait import wait_until
 from kafpy.tools.local_cluster import LocalCluster
 from tests.cluster.support import (
+    ANY_ERROR,
     Zk,
     admin,
     expected_placement,
     leaders_in_metadata,
     live_log_partitions,
-    wait_until,
 )
 from tests.fixtures.cluster import CLUSTER_TEST_DEFAULTS
 
@@ -42,7 +43,10 @@ def _online(zk: Zk, topic: str, assignment: dict[int, list[int]]) -> bool:
 
 def test_controller_sigkill(cluster: LocalCluster, zk: Zk) -> None:
     old_id, old_epoch = wait_until(
-        lambda: zk.controller()[0] is not None and zk.controller(), WAIT_S, "a controller"
+        lambda: zk.controller()[0] is not None and zk.controller(),
+        WAIT_S,
+        "a controller",
+        retry_on=ANY_ERROR,
     )
     assert old_epoch is not None
 
@@ -52,6 +56,7 @@ def test_controller_sigkill(cluster: LocalCluster, zk: Zk) -> None:
         lambda: (c := zk.controller())[0] not in (None, old_id) and c,
         FAILOVER_S,
         "another broker to become controller",
+        retry_on=ANY_ERROR,
     )
     assert new_epoch is not None and new_epoch > old_epoch
     live = [b for b in cluster.brokers if b != old_id]
@@ -63,7 +68,12 @@ def test_controller_sigkill(cluster: LocalCluster, zk: Zk) -> None:
         cluster,
         lambda a: a.create_topics([NewTopic("after-failover", replica_assignment=assignment)]),
     )
-    wait_until(lambda: _online(zk, "after-failover", assignment), WAIT_S, "after-failover online")
+    wait_until(
+        lambda: _online(zk, "after-failover", assignment),
+        WAIT_S,
+        "after-failover online",
+        retry_on=ANY_ERROR,
+    )
     state = zk.partition_state("after-failover", 0)
     assert state is not None and state["controller_epoch"] == new_epoch
     admin(
@@ -73,17 +83,31 @@ def test_controller_sigkill(cluster: LocalCluster, zk: Zk) -> None:
         ),
     )
     assignment[2] = [live[1], live[0]]
-    wait_until(lambda: _online(zk, "after-failover", assignment), WAIT_S, "after-failover grown")
+    wait_until(
+        lambda: _online(zk, "after-failover", assignment),
+        WAIT_S,
+        "after-failover grown",
+        retry_on=ANY_ERROR,
+    )
     wait_until(
         lambda: live_log_partitions(cluster, "after-failover") == expected_placement(assignment),
         WAIT_S,
         "the logs of after-failover",
+        retry_on=ANY_ERROR,
     )
     admin(cluster, lambda a: a.delete_topics(["after-failover"]))
     wait_until(
-        lambda: not zk.exists("/brokers/topics/after-failover"), WAIT_S, "after-failover deleted"
+        lambda: not zk.exists("/brokers/topics/after-failover"),
+        WAIT_S,
+        "after-failover deleted",
+        retry_on=ANY_ERROR,
     )
-    wait_until(lambda: not live_log_partitions(cluster, "after-failover"), WAIT_S, "its logs to go")
+    wait_until(
+        lambda: not live_log_partitions(cluster, "after-failover"),
+        WAIT_S,
+        "its logs to go",
+        retry_on=ANY_ERROR,
+    )
 
     # the old controller returns as an ordinary broker
     _restart_dead_brokers(cluster)
@@ -93,7 +117,10 @@ def test_controller_sigkill(cluster: LocalCluster, zk: Zk) -> None:
 def test_partition_leader_sigkill(cluster: LocalCluster, zk: Zk) -> None:
     _restart_dead_brokers(cluster)
     controller_id, _ = wait_until(
-        lambda: zk.controller()[0] is not None and zk.controller(), WAIT_S, "a controller"
+        lambda: zk.controller()[0] is not None and zk.controller(),
+        WAIT_S,
+        "a controller",
+        retry_on=ANY_ERROR,
     )
     victim, survivor = [b for b in cluster.brokers if b != controller_id]
     assignment = {0: [victim, survivor], 1: [survivor, victim], 2: [controller_id, victim]}
@@ -107,6 +134,7 @@ def test_partition_leader_sigkill(cluster: LocalCluster, zk: Zk) -> None:
         ),
         WAIT_S,
         "led online with full ISRs",
+        retry_on=ANY_ERROR,
     )
     before = {p: zk.partition_state("led", p) for p in assignment}
 
@@ -117,6 +145,7 @@ def test_partition_leader_sigkill(cluster: LocalCluster, zk: Zk) -> None:
         lambda: leaders_in_metadata(controller, "led")[0][0] == survivor,
         FAILOVER_S,
         f"broker {survivor} to lead led-0",
+        retry_on=ANY_ERROR,
     )
     after = {p: zk.partition_state("led", p) for p in assignment}
     # led-0: the leader moved to the other in-sync replica, with a new leader epoch
@@ -138,6 +167,7 @@ def test_partition_leader_sigkill(cluster: LocalCluster, zk: Zk) -> None:
             ),
             WAIT_S,
             f"broker {broker_id}'s metadata of led",
+            retry_on=ANY_ERROR,
         )
 
     _restart_dead_brokers(cluster)

@@ -20,8 +20,9 @@ from confluent_kafka.admin import AdminClient as CkAdminClient
 from kafpy.client.admin_client import ConfigResource, NewTopic
 from kafpy.client.connection import BrokerConnection
 from kafpy.protocol.api_keys import ApiKey
+from kafpy.testing.wait import wait_until
 from kafpy.tools.local_cluster import LocalCluster
-from tests.cluster.support import Zk, admin, live_bootstrap, wait_until
+from tests.cluster.support import ANY_ERROR, Zk, admin, live_bootstrap
 from tests.fixtures.cluster import CLUSTER_TEST_DEFAULTS
 
 pytestmark = [pytest.mark.zookeeper, pytest.mark.timeout(240)]
@@ -53,6 +54,7 @@ def create(cluster: LocalCluster, zk: Zk, topic: str, assignment: dict[int, list
         ),
         WAIT_S,
         f"{topic} online with full ISRs",
+        retry_on=ANY_ERROR,
     )
 
 
@@ -66,7 +68,7 @@ def test_preferred_election_after_a_leader_moved(
     cluster: LocalCluster, zk: Zk, tmp_path: Path
 ) -> None:
     controller, _ = wait_until(lambda: zk.controller()[0] is not None and zk.controller(),
-                               WAIT_S, "a controller")  # fmt: skip
+                               WAIT_S, "a controller", retry_on=ANY_ERROR)  # fmt: skip
     moved, other = [b for b in cluster.brokers if b != controller]
     assignment = {0: [moved, other, controller], 1: [other, moved, controller]}
     create(cluster, zk, "pref", assignment)
@@ -75,7 +77,7 @@ def test_preferred_election_after_a_leader_moved(
     assert leader(zk, "pref", 0) == other
     cluster.start_broker(moved)
     wait_until(lambda: moved in (zk.partition_state("pref", 0) or {}).get("isr", []),
-               WAIT_S, f"broker {moved} back in the ISR of pref-0")  # fmt: skip
+               WAIT_S, f"broker {moved} back in the ISR of pref-0", retry_on=ANY_ERROR)  # fmt: skip
     assert leader(zk, "pref", 0) == other
 
     r = leader_election(cluster, "--election-type", "preferred", "--topic", "pref",
@@ -111,7 +113,7 @@ def test_unclean_election_of_an_out_of_sync_replica_when_the_isr_is_down(
     cluster: LocalCluster, zk: Zk
 ) -> None:
     controller, _ = wait_until(lambda: zk.controller()[0] is not None and zk.controller(),
-                               WAIT_S, "a controller")  # fmt: skip
+                               WAIT_S, "a controller", retry_on=ANY_ERROR)  # fmt: skip
     in_sync, out_of_sync = [b for b in cluster.brokers if b != controller]
     create(cluster, zk, "dirty", {0: [in_sync, out_of_sync]})
 
@@ -121,7 +123,9 @@ def test_unclean_election_of_an_out_of_sync_replica_when_the_isr_is_down(
 
     cluster.stop_broker(out_of_sync)  # leaves the ISR
     cluster.stop_broker(in_sync)  # the last in-sync replica: dirty-0 goes offline
-    wait_until(lambda: leader(zk, "dirty", 0) == -1, FAILOVER_S, "dirty-0 offline")
+    wait_until(
+        lambda: leader(zk, "dirty", 0) == -1, FAILOVER_S, "dirty-0 offline", retry_on=ANY_ERROR
+    )
     cluster.start_broker(out_of_sync)
     # unclean.leader.election.enable is false: the returning replica does not lead by itself
     state = zk.partition_state("dirty", 0)
@@ -150,7 +154,7 @@ def test_kafka_clients_elect_leaders_and_only_the_controller_answers(
     cluster: LocalCluster, zk: Zk
 ) -> None:
     controller, _ = wait_until(lambda: zk.controller()[0] is not None and zk.controller(),
-                               WAIT_S, "a controller")  # fmt: skip
+                               WAIT_S, "a controller", retry_on=ANY_ERROR)  # fmt: skip
     others = [b for b in cluster.brokers if b != controller]
     create(cluster, zk, "clients", {0: [others[0], others[1], controller]})
 
@@ -189,12 +193,17 @@ def test_enabling_unclean_election_on_a_topic_elects_its_offline_partition(
     """As Kafka 2.8: the controller acts on the config change at once, not at the next
     broker change."""
     controller, _ = wait_until(lambda: zk.controller()[0] is not None and zk.controller(),
-                               WAIT_S, "a controller")  # fmt: skip
+                               WAIT_S, "a controller", retry_on=ANY_ERROR)  # fmt: skip
     in_sync, out_of_sync = [b for b in cluster.brokers if b != controller]
     create(cluster, zk, "configured", {0: [in_sync, out_of_sync]})
     cluster.stop_broker(out_of_sync)
     cluster.stop_broker(in_sync)
-    wait_until(lambda: leader(zk, "configured", 0) == -1, FAILOVER_S, "configured-0 offline")
+    wait_until(
+        lambda: leader(zk, "configured", 0) == -1,
+        FAILOVER_S,
+        "configured-0 offline",
+        retry_on=ANY_ERROR,
+    )
     cluster.start_broker(out_of_sync)
     state = zk.partition_state("configured", 0)
     assert state is not None and (state["leader"], state["isr"]) == (-1, [in_sync])
@@ -206,7 +215,7 @@ def test_enabling_unclean_election_on_a_topic_elects_its_offline_partition(
         ),
     )
     wait_until(lambda: leader(zk, "configured", 0) == out_of_sync, WAIT_S,
-               "the out-of-sync replica to lead configured-0")  # fmt: skip
+               "the out-of-sync replica to lead configured-0", retry_on=ANY_ERROR)  # fmt: skip
     state = zk.partition_state("configured", 0)
     assert state is not None and state["isr"] == [out_of_sync]
     cluster.start_broker(in_sync)

@@ -33,13 +33,14 @@ from kafpy.admin.reassign_partitions import YOU_MUST_RUN_VERIFY_PERIODICALLY
 from kafpy.client.admin_client import NewTopic
 from kafpy.client.connection import BrokerConnection
 from kafpy.protocol.api_keys import ApiKey
+from kafpy.testing.wait import wait_until
 from kafpy.tools.local_cluster import LocalCluster
 from tests.cluster.support import (
+    ANY_ERROR,
     Zk,
     admin,
     live_bootstrap,
     live_log_partitions,
-    wait_until,
 )
 
 pytestmark = [pytest.mark.zookeeper, pytest.mark.timeout(180)]
@@ -64,7 +65,7 @@ def _create_and_fill(
     admin(cluster, lambda a: a.create_topics([NewTopic(topic, replica_assignment=assignment)]))
     for p, replicas in assignment.items():
         wait_until(lambda p=p, r=replicas: (s := zk.partition_state(topic, p)) is not None  # type: ignore[misc]
-                   and sorted(s["isr"]) == sorted(r), WAIT_S, f"{topic}-{p} with a full ISR")  # fmt: skip
+                   and sorted(s["isr"]) == sorted(r), WAIT_S, f"{topic}-{p} with a full ISR", retry_on=ANY_ERROR)  # fmt: skip
     producer = confluent_kafka.Producer({"bootstrap.servers": live_bootstrap(cluster), "acks": "all",
                                          "linger.ms": 5, "topic.metadata.refresh.interval.ms": 1000})  # fmt: skip
     errors: list[Any] = []
@@ -107,15 +108,15 @@ def test_kafka_python_moves_replicas_and_cancels(cluster: LocalCluster, zk: Zk) 
             {kafka.TopicPartition(topic, 0): [1, 2], kafka.TopicPartition(topic, 1): [2, 1]}
         )
         wait_until(lambda: zk.assignment(topic) == {0: [1, 2], 1: [2, 1]}, WAIT_S,
-                   "the target replicas in the topic znode")  # fmt: skip
+                   "the target replicas in the topic znode", retry_on=ANY_ERROR)  # fmt: skip
         assert zk.get_json(f"/brokers/topics/{topic}")["adding_replicas"] == {}
         assert client.list_partition_reassignments() == {}
         # the old replicas are deleted from broker 0, the new ones hold the same bytes
         wait_until(lambda: 0 not in live_log_partitions(cluster, topic), WAIT_S,
-                   "broker 0's replicas deleted")  # fmt: skip
+                   "broker 0's replicas deleted", retry_on=ANY_ERROR)  # fmt: skip
         for p, replicas in {0: [1, 2], 1: [2, 1]}.items():
             wait_until(lambda p=p, r=replicas: _replicas_identical(cluster, topic, p, r), WAIT_S,  # type: ignore[misc]
-                       f"{topic}-{p}'s replicas byte-identical")  # fmt: skip
+                       f"{topic}-{p}'s replicas byte-identical", retry_on=ANY_ERROR)  # fmt: skip
         for p in (0, 1):
             state = zk.partition_state(topic, p)
             assert state is not None and sorted(state["isr"]) == [1, 2]
@@ -143,7 +144,7 @@ def test_kafka_python_moves_replicas_and_cancels(cluster: LocalCluster, zk: Zk) 
         finally:
             os.kill(pid, signal.SIGCONT)
         wait_until(lambda: paused not in live_log_partitions(cluster, cancelled), WAIT_S,
-                   "the cancelled replica deleted from the paused broker")  # fmt: skip
+                   "the cancelled replica deleted from the paused broker", retry_on=ANY_ERROR)  # fmt: skip
     finally:
         client.close()
 
@@ -154,12 +155,12 @@ def test_reassignment_through_the_admin_znode(cluster: LocalCluster, zk: Zk) -> 
     zk.create_json("/admin/reassign_partitions", {"version": 1, "partitions": [
         {"topic": topic, "partition": 0, "replicas": [2, 0]}]})  # fmt: skip
     wait_until(lambda: not zk.exists("/admin/reassign_partitions"), WAIT_S,
-               "the reassignment node deleted once done")  # fmt: skip
+               "the reassignment node deleted once done", retry_on=ANY_ERROR)  # fmt: skip
     assert zk.assignment(topic) == {0: [2, 0]}
     wait_until(lambda: 1 not in live_log_partitions(cluster, topic), WAIT_S,
-               "broker 1's replica deleted")  # fmt: skip
+               "broker 1's replica deleted", retry_on=ANY_ERROR)  # fmt: skip
     wait_until(lambda: _replicas_identical(cluster, topic, 0, [2, 0]), WAIT_S,
-               "the replicas byte-identical")  # fmt: skip
+               "the replicas byte-identical", retry_on=ANY_ERROR)  # fmt: skip
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -277,7 +278,13 @@ def test_cli_spreads_a_topic_over_an_added_broker_while_producing(
             pending = ("still in progress", "There is no active reassignment")
             return None if any(p in result.stdout for p in pending) else result.stdout
 
-        final = wait_until(verified, 90, "--verify to report every partition complete", 1.0)
+        final = wait_until(
+            verified,
+            90,
+            "--verify to report every partition complete",
+            interval_s=1.0,
+            retry_on=ANY_ERROR,
+        )
         assert final.splitlines()[:7] == ["Status of partition reassignment:"] + [
             f"Reassignment of partition {topic}-{p} is complete." for p in range(6)
         ]
@@ -295,7 +302,7 @@ def test_cli_spreads_a_topic_over_an_added_broker_while_producing(
     assert producer.acked <= _consume_all(bootstrap, topic, 6)
     for p, replicas in target.items():
         wait_until(lambda p=p, r=replicas: _replicas_identical(cluster, topic, p, r), WAIT_S,  # type: ignore[misc]
-                   f"{topic}-{p}'s replicas byte-identical")  # fmt: skip
+                   f"{topic}-{p}'s replicas byte-identical", retry_on=ANY_ERROR)  # fmt: skip
 
 
 def _log_bytes(cluster: LocalCluster, broker_id: int, topic: str, partition: int) -> int:
@@ -320,7 +327,7 @@ def test_throttled_move_is_held_to_the_rate_until_the_throttle_is_raised(
     }
     # 50 kB/s: broker 1's copy grows, but stays far behind (observed, not timed)
     wait_until(lambda: (cluster.brokers[1].data_dir / f"{topic}-0").exists()
-               and _log_bytes(cluster, 1, topic, 0) > 0, WAIT_S, "the copy to start")  # fmt: skip
+               and _log_bytes(cluster, 1, topic, 0) > 0, WAIT_S, "the copy to start", retry_on=ANY_ERROR)  # fmt: skip
     verified = _cli(
         "--bootstrap-server", bootstrap, "--verify", "--reassignment-json-file", str(plan)
     )
@@ -341,7 +348,13 @@ def test_throttled_move_is_held_to_the_rate_until_the_throttle_is_raised(
                    "--reassignment-json-file", str(plan)).stdout  # fmt: skip
         return out if "is complete." in out else None
 
-    final = wait_until(complete, WAIT_S, "the raised throttle to let the move finish", 1.0)
+    final = wait_until(
+        complete,
+        WAIT_S,
+        "the raised throttle to let the move finish",
+        interval_s=1.0,
+        retry_on=ANY_ERROR,
+    )
     assert "Clearing broker-level throttles on brokers 0,1,2" in final
     assert zk.get_json(f"/config/topics/{topic}")["config"] == {}
     assert zk.assignment(topic) == {0: [1]}
@@ -383,11 +396,11 @@ def test_a_new_controller_completes_the_reassignment(cluster: LocalCluster, zk: 
         os.kill(pid, signal.SIGCONT)
     try:
         wait_until(lambda: zk.controller()[0] not in (None, controller), WAIT_S,
-                   "another controller")  # fmt: skip
+                   "another controller", retry_on=ANY_ERROR)  # fmt: skip
         wait_until(lambda: zk.assignment(topic) == {0: [stays, joins]}, WAIT_S,
-                   "the new controller to complete the reassignment")  # fmt: skip
+                   "the new controller to complete the reassignment", retry_on=ANY_ERROR)  # fmt: skip
         assert zk.get_json(f"/brokers/topics/{topic}")["removing_replicas"] == {}
         wait_until(lambda: _replicas_identical(cluster, topic, 0, [stays, joins]), WAIT_S,
-                   "the moved replicas byte-identical")  # fmt: skip
+                   "the moved replicas byte-identical", retry_on=ANY_ERROR)  # fmt: skip
     finally:
         cluster.start_broker(controller)

@@ -22,12 +22,13 @@ from kafpy.client.admin_client import NewTopic
 from kafpy.client.fetcher import Fetcher, OffsetResetStrategy
 from kafpy.client.kafka_client import KafkaClient
 from kafpy.common.topic_partition import TopicPartition
+from kafpy.testing.wait import wait_until
 from kafpy.tools.local_cluster import LocalCluster
 from tests.cluster.support import (
+    ANY_ERROR,
     Zk,
     admin,
     live_bootstrap,
-    wait_until,
 )
 from tests.fixtures.cluster import CLUSTER_TEST_DEFAULTS
 
@@ -52,7 +53,7 @@ def _create(cluster: LocalCluster, zk: Zk, topic: str, partitions: int = 1, **co
     for p in range(partitions):
         wait_until(
             lambda p=p: (s := zk.partition_state(topic, p)) is not None and len(s["isr"]) == 3 and s,
-            WAIT_S, f"{topic}-{p} online with a full ISR",
+            WAIT_S, f"{topic}-{p} online with a full ISR", retry_on=ANY_ERROR,
         )  # fmt: skip
 
 
@@ -96,7 +97,9 @@ def test_rf3_followers_hold_identical_segment_files(cluster: LocalCluster, zk: Z
         first = next(iter(copies.values()))
         return first and all(c == first for c in copies.values()) and copies
 
-    copies = wait_until(identical, WAIT_S, "the three copies to be byte-identical")
+    copies = wait_until(
+        identical, WAIT_S, "the three copies to be byte-identical", retry_on=ANY_ERROR
+    )
     assert len(copies) == 3
     assert sorted(zk.partition_state(topic, 0)["isr"]) == [0, 1, 2]
 
@@ -165,7 +168,7 @@ def test_stopped_follower_drops_out_of_isr_and_rejoins(cluster: LocalCluster, zk
         assert _produce_all(cluster, topic, [b"x"] * 10, acks="1") == []
         state = wait_until(
             lambda: (s := zk.partition_state(topic, 0)) and follower not in s["isr"] and s,
-            LAG_MS / 1000 + 10, "the leader to drop the stopped follower from the ISR",
+            LAG_MS / 1000 + 10, "the leader to drop the stopped follower from the ISR", retry_on=ANY_ERROR,
         )  # fmt: skip
     finally:
         os.kill(pid, signal.SIGCONT)
@@ -175,6 +178,7 @@ def test_stopped_follower_drops_out_of_isr_and_rejoins(cluster: LocalCluster, zk
         lambda: follower in zk.partition_state(topic, 0)["isr"],
         WAIT_S,
         "the follower to rejoin the ISR",
+        retry_on=ANY_ERROR,
     )
 
 
@@ -188,11 +192,14 @@ def test_killed_follower_catches_up_after_restart(cluster: LocalCluster, zk: Zk)
     assert _produce_all(cluster, topic, values) == []  # acks=all with min.insync.replicas=1
     _restart(cluster, follower)
     wait_until(
-        lambda: sorted(zk.partition_state(topic, 0)["isr"]) == [0, 1, 2], WAIT_S, "a full ISR again"
+        lambda: sorted(zk.partition_state(topic, 0)["isr"]) == [0, 1, 2],
+        WAIT_S,
+        "a full ISR again",
+        retry_on=ANY_ERROR,
     )
     wait_until(
         lambda: _segments(cluster, follower, topic, 0) == _segments(cluster, leader, topic, 0),
-        WAIT_S, "the restarted follower's copy to match the leader's",
+        WAIT_S, "the restarted follower's copy to match the leader's", retry_on=ANY_ERROR,
     )  # fmt: skip
 
 
@@ -211,6 +218,7 @@ def test_not_enough_replicas_with_two_of_three_down(cluster: LocalCluster, zk: Z
             lambda: zk.partition_state(topic, 0)["isr"] == [leader],
             FAILOVER_S,
             "the ISR to be the leader alone",
+            retry_on=ANY_ERROR,
         )
         errors = _produce_all(
             cluster, topic, [b"all"], acks="all", retries=0, **{"message.timeout.ms": 10000}
@@ -223,7 +231,10 @@ def test_not_enough_replicas_with_two_of_three_down(cluster: LocalCluster, zk: Z
         for b in others:
             _restart(cluster, b)
     wait_until(
-        lambda: sorted(zk.partition_state(topic, 0)["isr"]) == [0, 1, 2], WAIT_S, "a full ISR again"
+        lambda: sorted(zk.partition_state(topic, 0)["isr"]) == [0, 1, 2],
+        WAIT_S,
+        "a full ISR again",
+        retry_on=ANY_ERROR,
     )
     assert [v for _, v in _consume_all(cluster, topic, 1)[0]] == [b"one"]
 
@@ -271,29 +282,36 @@ def test_acks_all_loses_no_acknowledged_record_when_leaders_die(
     writer.start()
     try:
         wait_until(
-            lambda: len(writer.acked) > 200, WAIT_S, "records acknowledged before the first kill"
+            lambda: len(writer.acked) > 200,
+            WAIT_S,
+            "records acknowledged before the first kill",
+            retry_on=ANY_ERROR,
         )
         victims = [_leader(zk, topic, 0), _leader(zk, topic, 1), None]
         for victim in victims:
             if victim is None:  # once the controller
                 victim = wait_until(
-                    lambda: (c := zk.controller()[0]) is not None and [c], WAIT_S, "a controller"
+                    lambda: (c := zk.controller()[0]) is not None and [c],
+                    WAIT_S,
+                    "a controller",
+                    retry_on=ANY_ERROR,
                 )[0]
             before = len(writer.acked)
             cluster.kill_broker(victim)
             wait_until(
                 lambda v=victim: all(_leader(zk, topic, p) != v for p in range(partitions)),
-                FAILOVER_S, f"every partition led by another broker than {victim}",
+                FAILOVER_S, f"every partition led by another broker than {victim}", retry_on=ANY_ERROR,
             )  # fmt: skip
             wait_until(
                 lambda b=before: len(writer.acked) > b + 100,
                 WAIT_S,
                 "acknowledgements after the kill",
+                retry_on=ANY_ERROR,
             )
             _restart(cluster, victim)
             wait_until(
                 lambda: all(len(zk.partition_state(topic, p)["isr"]) == 3 for p in range(partitions)),
-                WAIT_S, "full ISRs after the restart",
+                WAIT_S, "full ISRs after the restart", retry_on=ANY_ERROR,
             )  # fmt: skip
     finally:
         writer.stop.set()
@@ -323,7 +341,10 @@ def test_controlled_shutdown_moves_leadership_without_produce_errors(
     writer.start()
     try:
         wait_until(
-            lambda: len(writer.acked) > 200, WAIT_S, "records acknowledged before the shutdown"
+            lambda: len(writer.acked) > 200,
+            WAIT_S,
+            "records acknowledged before the shutdown",
+            retry_on=ANY_ERROR,
         )
         victim = _leader(zk, topic, 0)
         epoch = zk.partition_state(topic, 0)["leader_epoch"]
@@ -335,12 +356,15 @@ def test_controlled_shutdown_moves_leadership_without_produce_errors(
         assert victim not in state["isr"]
         before = len(writer.acked)
         wait_until(
-            lambda: len(writer.acked) > before + 100, WAIT_S, "acknowledgements after the shutdown"
+            lambda: len(writer.acked) > before + 100,
+            WAIT_S,
+            "acknowledgements after the shutdown",
+            retry_on=ANY_ERROR,
         )
         cluster.start_broker(victim)
         wait_until(
             lambda: all(len(zk.partition_state(topic, p)["isr"]) == 3 for p in range(3)),
-            WAIT_S, "full ISRs after the restart",
+            WAIT_S, "full ISRs after the restart", retry_on=ANY_ERROR,
         )  # fmt: skip
     finally:
         writer.stop.set()
@@ -358,13 +382,21 @@ def test_preferred_leader_election_moves_leadership_back(cluster: LocalCluster, 
 
     topic = "preferred"
     admin(cluster, lambda a: a.create_topics([NewTopic(topic, replica_assignment={0: [0, 1, 2]})]))
-    wait_until(lambda: len(zk.partition_state(topic, 0)["isr"]) == 3, WAIT_S, "a full ISR")
+    wait_until(
+        lambda: len(zk.partition_state(topic, 0)["isr"]) == 3,
+        WAIT_S,
+        "a full ISR",
+        retry_on=ANY_ERROR,
+    )
     assert _leader(zk, topic, 0) == 0
     cluster.stop_broker(0)  # controlled shutdown: leadership moves to 1
     assert _leader(zk, topic, 0) == 1
     cluster.start_broker(0)
     wait_until(
-        lambda: len(zk.partition_state(topic, 0)["isr"]) == 3, WAIT_S, "broker 0 back in the ISR"
+        lambda: len(zk.partition_state(topic, 0)["isr"]) == 3,
+        WAIT_S,
+        "broker 0 back in the ISR",
+        retry_on=ANY_ERROR,
     )
     assert (
         _leader(zk, topic, 0) == 1
@@ -379,9 +411,15 @@ def test_preferred_leader_election_moves_leadership_back(cluster: LocalCluster, 
         "Successfully started preferred replica election for partitions preferred-0"
         in result.output
     )
-    wait_until(lambda: _leader(zk, topic, 0) == 0, WAIT_S, "the preferred replica to lead again")
+    wait_until(
+        lambda: _leader(zk, topic, 0) == 0,
+        WAIT_S,
+        "the preferred replica to lead again",
+        retry_on=ANY_ERROR,
+    )
     wait_until(
         lambda: not zk.exists("/admin/preferred_replica_election"),
         WAIT_S,
         "the election node to go",
+        retry_on=ANY_ERROR,
     )

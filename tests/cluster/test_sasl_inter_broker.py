@@ -16,9 +16,10 @@ from confluent_kafka import Consumer, Producer
 
 from kafpy.client.admin_client import NewTopic
 from kafpy.metadata.zookeeper_server import ZooKeeperServer
+from kafpy.testing.wait import wait_until
 from kafpy.tools.local_cluster import LocalCluster
 from kafpy.tools.process_records import BrokerProcess
-from tests.cluster.support import Zk, admin, wait_until, zookeeper
+from tests.cluster.support import ANY_ERROR, Zk, admin, zookeeper
 from tests.fixtures.cluster import CLUSTER_TEST_DEFAULTS, START_TIMEOUT_S
 
 pytestmark = [pytest.mark.zookeeper, pytest.mark.timeout(180)]
@@ -118,7 +119,7 @@ def test_replicates_with_sasl_between_brokers(cluster: SaslListenerCluster, zk: 
     admin(cluster, lambda a: a.create_topics([NewTopic(topic, 1, 3)]))
     wait_until(
         lambda: (s := zk.partition_state(topic, 0)) is not None and s["leader"] >= 0,
-        30, "a leader",
+        30, "a leader", retry_on=ANY_ERROR,
     )  # fmt: skip
     producer = Producer({**_client_conf(cluster), "acks": "all"})
     for i in range(N):
@@ -127,7 +128,7 @@ def test_replicates_with_sasl_between_brokers(cluster: SaslListenerCluster, zk: 
     # the followers fetched everything as User:broker over SASL: all three are in the ISR
     wait_until(
         lambda: (s := zk.partition_state(topic, 0)) is not None and len(s["isr"]) == 3,
-        30, "three replicas in the ISR",
+        30, "three replicas in the ISR", retry_on=ANY_ERROR,
     )  # fmt: skip
     consumer = Consumer(
         {**_client_conf(cluster), "group.id": topic, "auto.offset.reset": "earliest",

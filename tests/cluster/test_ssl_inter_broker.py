@@ -14,9 +14,10 @@ from confluent_kafka import Consumer, Producer
 from kafpy.client.admin_client import NewTopic
 from kafpy.metadata.zookeeper_server import ZooKeeperServer
 from kafpy.security.local_pki import TestPki
+from kafpy.testing.wait import wait_until
 from kafpy.tools.local_cluster import LocalCluster
 from kafpy.tools.process_records import BrokerProcess
-from tests.cluster.support import Zk, admin, wait_until, zookeeper
+from tests.cluster.support import ANY_ERROR, Zk, admin, zookeeper
 from tests.fixtures.cluster import CLUSTER_TEST_DEFAULTS, START_TIMEOUT_S
 from tests.fixtures.tls import broker_ssl_overrides
 
@@ -111,7 +112,7 @@ def test_replicates_and_fails_over_over_ssl(
     admin(cluster, lambda a: a.create_topics([NewTopic(topic, 1, 3)]))
     wait_until(
         lambda: (s := zk.partition_state(topic, 0)) is not None and s["leader"] >= 0,
-        30, "a leader",
+        30, "a leader", retry_on=ANY_ERROR,
     )  # fmt: skip
     conf = _client_conf(cluster, test_pki)
     producer = Producer({**conf, "acks": "all"})
@@ -121,14 +122,14 @@ def test_replicates_and_fails_over_over_ssl(
     # the followers fetched everything over SSL: all three are in the ISR
     state: Any = wait_until(
         lambda: (s := zk.partition_state(topic, 0)) is not None and len(s["isr"]) == 3 and s,
-        30, "three replicas in the ISR",
+        30, "three replicas in the ISR", retry_on=ANY_ERROR,
     )  # fmt: skip
     old_leader = state["leader"]
     cluster.kill_broker(old_leader)
     new_state: Any = wait_until(
         lambda: (s := zk.partition_state(topic, 0)) is not None
         and s["leader"] not in (-1, old_leader) and s,
-        FAILOVER_S, "a new leader",
+        FAILOVER_S, "a new leader", retry_on=ANY_ERROR,
     )  # fmt: skip
     assert old_leader not in new_state["isr"]
     consumer = Consumer(

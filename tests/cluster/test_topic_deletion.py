@@ -13,15 +13,16 @@ import pytest
 
 from kafpy.client.admin_client import NewTopic
 from kafpy.common.errors import KafkaError
+from kafpy.testing.wait import wait_until
 from kafpy.tools.local_cluster import LocalCluster
 from tests.cluster.support import (
+    ANY_ERROR,
     Zk,
     admin,
     deleted_log_dirs,
     expected_placement,
     live_log_partitions,
     topic_metadata,
-    wait_until,
     zookeeper,
 )
 
@@ -40,17 +41,26 @@ def test_delete_while_a_replica_broker_is_down(cluster: LocalCluster) -> None:
     assignment = {0: [0, 1], 1: [1, 2], 2: [2, 0]}
     admin(cluster, lambda a: a.create_topics([NewTopic("held", replica_assignment=assignment)]))
     with zookeeper(cluster) as zk:
-        wait_until(lambda: _partitions_online(zk, "held", assignment), WAIT_S, "held online")
+        wait_until(
+            lambda: _partitions_online(zk, "held", assignment),
+            WAIT_S,
+            "held online",
+            retry_on=ANY_ERROR,
+        )
         wait_until(
             lambda: live_log_partitions(cluster, "held") == expected_placement(assignment),
             WAIT_S,
             "the logs of held",
+            retry_on=ANY_ERROR,
         )
 
         cluster.stop_broker(2)
         cluster.wait_unregistered(2)
         controller_id, _ = wait_until(
-            lambda: zk.controller()[0] is not None and zk.controller(), WAIT_S, "a controller"
+            lambda: zk.controller()[0] is not None and zk.controller(),
+            WAIT_S,
+            "a controller",
+            retry_on=ANY_ERROR,
         )
         # the controller's own lines go to its controller.log, as Kafka's log4j.properties
         controller_log = cluster.brokers[controller_id].logs_dir / "controller.log"
@@ -66,6 +76,7 @@ def test_delete_while_a_replica_broker_is_down(cluster: LocalCluster) -> None:
             ),
             WAIT_S,
             "the controller to hold back the deletion of held",
+            retry_on=ANY_ERROR,
         )
         # queued: the marker and the topic stay; the live replicas are deleted, the dead
         # broker's are not, and no broker serves the topic any more
@@ -76,6 +87,7 @@ def test_delete_while_a_replica_broker_is_down(cluster: LocalCluster) -> None:
             ),
             WAIT_S,
             "the live replicas of held to be deleted",
+            retry_on=ANY_ERROR,
         )
         time.sleep(1.0)
         assert zk.exists("/admin/delete_topics/held")
@@ -97,13 +109,18 @@ def test_delete_while_a_replica_broker_is_down(cluster: LocalCluster) -> None:
             ),
             WAIT_S,
             "the deletion of held to complete",
+            retry_on=ANY_ERROR,
         )
         wait_until(
-            lambda: not live_log_partitions(cluster, "held"), WAIT_S, "the logs of held to go"
+            lambda: not live_log_partitions(cluster, "held"),
+            WAIT_S,
+            "the logs of held to go",
+            retry_on=ANY_ERROR,
         )
         for broker in cluster.brokers.values():
             wait_until(
                 lambda b=broker: topic_metadata(b, "held")["error_code"] == 3,
                 WAIT_S,
                 f"broker {broker.broker_id} to forget held",
+                retry_on=ANY_ERROR,
             )

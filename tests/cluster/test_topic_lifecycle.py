@@ -15,8 +15,10 @@ from kafka import TopicPartition as KafkaTopicPartition
 from kafpy.client.admin_client import NewTopic
 from kafpy.common.errors import UnknownTopicOrPartitionError
 from kafpy.storage.log_manager import INITIAL_TASK_DELAY_MS
+from kafpy.testing.wait import wait_until
 from kafpy.tools.local_cluster import LocalCluster
 from tests.cluster.support import (
+    ANY_ERROR,
     UNKNOWN_TOPIC_OR_PARTITION,
     Zk,
     admin,
@@ -26,7 +28,6 @@ from tests.cluster.support import (
     live_bootstrap,
     live_log_partitions,
     topic_metadata,
-    wait_until,
 )
 
 pytestmark = [pytest.mark.zookeeper, pytest.mark.timeout(120)]
@@ -44,6 +45,7 @@ def assert_online(
             lambda p=partition: zk.partition_state(topic, p),
             WAIT_S,
             f"the state znode of {topic}-{partition}",
+            retry_on=ANY_ERROR,
         )
         assert state["leader"] == replicas[0], (partition, state)
         assert sorted(state["isr"]) == sorted(replicas), (partition, state)
@@ -62,10 +64,14 @@ def assert_online(
             lambda s=seen: s() == expected,
             WAIT_S,
             f"broker {broker.broker_id}'s metadata of {topic}",
+            retry_on=ANY_ERROR,
         )
     placement = expected_placement(assignment)
     wait_until(
-        lambda: live_log_partitions(cluster, topic) == placement, WAIT_S, f"the logs of {topic}"
+        lambda: live_log_partitions(cluster, topic) == placement,
+        WAIT_S,
+        f"the logs of {topic}",
+        retry_on=ANY_ERROR,
     )
 
 
@@ -169,6 +175,7 @@ def test_delete_then_recreate(cluster: LocalCluster, zk: Zk) -> None:
         WAIT_S,
         "the logs of doomed renamed for deletion",
         interval_s=0.02,
+        retry_on=ANY_ERROR,
     )
     assert {name.split(".")[0] for dirs in renamed.values() for name in dirs} == {
         "doomed-0",
@@ -188,6 +195,7 @@ def test_delete_then_recreate(cluster: LocalCluster, zk: Zk) -> None:
         ),
         WAIT_S,
         "the znodes of doomed to go",
+        retry_on=ANY_ERROR,
     )
     for broker in cluster.brokers.values():
         wait_until(
@@ -196,6 +204,7 @@ def test_delete_then_recreate(cluster: LocalCluster, zk: Zk) -> None:
             ),
             WAIT_S,
             f"broker {broker.broker_id} to forget doomed",
+            retry_on=ANY_ERROR,
         )
     with pytest.raises(UnknownTopicOrPartitionError):
         admin(cluster, lambda a: a.describe_topics(["doomed"]))
@@ -212,5 +221,6 @@ def test_delete_then_recreate(cluster: LocalCluster, zk: Zk) -> None:
         lambda: not deleted_log_dirs(cluster, "doomed"),
         INITIAL_TASK_DELAY_MS / 1000 + WAIT_S,
         "the -delete dirs to be removed",
+        retry_on=ANY_ERROR,
     )
     assert live_log_partitions(cluster, "doomed") == expected_placement(assignment)

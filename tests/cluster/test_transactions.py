@@ -19,8 +19,9 @@ from kafpy.client.admin_client import NewTopic
 from kafpy.client.connection import BrokerConnection
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.errors import Errors
+from kafpy.testing.wait import wait_until
 from kafpy.tools.local_cluster import LocalCluster
-from tests.cluster.support import admin, live_bootstrap, wait_until
+from tests.cluster.support import ANY_ERROR, admin, live_bootstrap
 from tests.fixtures.cluster import CLUSTER_TEST_DEFAULTS
 from tests.fixtures.transactions import ExactlyOnceCopier, produce_numbered
 
@@ -45,7 +46,15 @@ def _coordinator(cluster: LocalCluster, tid: str) -> int:
         finally:
             await conn.close()
 
-    return wait_until(lambda: (n := asyncio.run(ask())) >= 0 and n + 1, WAIT_S, "a coordinator") - 1
+    return (
+        wait_until(
+            lambda: (n := asyncio.run(ask())) >= 0 and n + 1,
+            WAIT_S,
+            "a coordinator",
+            retry_on=ANY_ERROR,
+        )
+        - 1
+    )
 
 
 def _read_committed(bootstrap: str, topic: str, partitions: int) -> list[bytes]:
@@ -54,19 +63,20 @@ def _read_committed(bootstrap: str, topic: str, partitions: int) -> list[bytes]:
     try:
         c.assign([CTopicPartition(topic, p, 0) for p in range(partitions)])
         values, at_end = [], set()
-        deadline = time.monotonic() + WAIT_S
-        while len(at_end) < partitions:
-            assert time.monotonic() < deadline, "did not reach the end of the topic"
+
+        def read_to_the_end() -> bool:
             m = c.poll(0.5)
-            if m is None:
-                continue
-            if m.error() is not None:
-                if m.error().code() == -191:
-                    at_end.add(m.partition())
-                    continue
+            if m is not None and m.error() is None:
+                at_end.discard(m.partition())
+                values.append(m.value())
+            elif m is not None and m.error().code() == -191:
+                at_end.add(m.partition())
+            elif m is not None:
                 raise KafkaException(m.error())
-            at_end.discard(m.partition())
-            values.append(m.value())
+            return len(at_end) >= partitions
+
+        # no retry_on: an error while reading fails the test at once
+        wait_until(read_to_the_end, WAIT_S, "the end of the topic", interval_s=0)
         return sorted(values)
     finally:
         c.close()

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -318,12 +317,15 @@ def test_cli_producer_and_consumer_shortcuts(
                          "auto.offset.reset": "earliest"})  # fmt: skip
     try:
         consumer.subscribe(["out-x"])
-        deadline = time.monotonic() + 30
-        message = None
-        while message is None and time.monotonic() < deadline:
+
+        def first_message() -> list[Any]:
             message = consumer.poll(0.5)
             if message is not None and message.error() is not None:
                 pytest.fail(f"consumer error: {message.error()}")
+            # in a list: a message is as false as its value is empty
+            return [] if message is None else [message]
+
+        (message,) = wait_until(first_message, 30, "a message from out-x", interval_s=0)
         assert message is not None and message.value() == b"v"
     finally:
         consumer.close()

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,6 +15,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, Producer
 from confluent_kafka.admin import AdminClient
 
+from kafpy.testing.wait import wait_until
 from tests.fixtures.broker import KafpyBroker
 from tests.fixtures.sasl import SaslBroker, sasl_broker_overrides
 
@@ -70,12 +70,16 @@ def consume_first(config: dict[str, Any], topic: str) -> Any:
     consumer = Consumer({**config, "group.id": "alice-group", "auto.offset.reset": "earliest"})
     try:
         consumer.subscribe([topic])
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
+
+        def first() -> list[Any]:
             message = consumer.poll(0.5)
-            if message is not None:
-                return message
-        pytest.fail(f"nothing from {topic} in 30 s")
+            # in a list: a message (an error's too) is as false as its value is empty
+            return [] if message is None else [message]
+
+        (message,) = wait_until(
+            first, 30, interval_s=0, on_timeout=lambda: pytest.fail(f"nothing from {topic} in 30 s")
+        )
+        return message
     finally:
         consumer.close()
 

@@ -21,7 +21,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kafpy.client.connection import BrokerConnection
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.errors import Errors
-from kafpy.testing.wait import wait_until
+from kafpy.testing.wait import async_wait_until, wait_until
 from tests.fixtures.broker import KafpyBroker
 
 GROUP_OVERRIDES = {"offsets.topic.num.partitions": "3", "group.initial.rebalance.delay.ms": "0"}
@@ -261,16 +261,19 @@ def test_reset_offsets_and_delete(broker: KafpyBroker) -> None:
 async def _group_requests(bootstrap: str, topic: str) -> dict[str, int]:
     host, port = bootstrap.split(":")
     group = f"err-{uuid.uuid4().hex[:6]}"
-    deadline = time.monotonic() + DEADLINE_S
-    while True:
+
+    async def coordinator_found() -> BrokerConnection | None:
         conn = BrokerConnection(host, int(port))
         await conn.connect()
         r = await conn.send(ApiKey.FIND_COORDINATOR, {"key": group, "key_type": 0})
         if r["error_code"] == Errors.NONE:
-            break
+            return conn
         await conn.close()
-        assert time.monotonic() < deadline
-        await asyncio.sleep(0.2)
+        return None
+
+    conn = await async_wait_until(
+        coordinator_found, DEADLINE_S, f"a coordinator for {group}", interval_s=0.2
+    )
     try:
         join = {
             "group_id": group,

@@ -6,7 +6,6 @@ middle of a cleaning round leaves a log that reloads and is cleaned again."""
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -73,18 +72,22 @@ def consume_all(bootstrap: str) -> tuple[dict[bytes, bytes], int]:
         consumer.assign([TopicPartition(TOPIC, 0, 0)])
         seen: dict[bytes, bytes] = {}
         count = 0
-        deadline = time.monotonic() + WAIT_S
-        while time.monotonic() < deadline:
+
+        def at_the_end() -> bool:
+            nonlocal count
             msg = consumer.poll(1.0)
             if msg is None:
-                continue
+                return False
             if msg.error():
                 if msg.error().code() == KafkaError._PARTITION_EOF:
-                    return seen, count
+                    return True
                 raise AssertionError(msg.error())
             seen[msg.key()] = msg.value()
             count += 1
-        raise AssertionError("did not reach the end of the partition in time")
+            return False
+
+        wait_until(at_the_end, WAIT_S, "the end of the partition", interval_s=0)
+        return seen, count
     finally:
         consumer.close()
 

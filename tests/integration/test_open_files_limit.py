@@ -18,6 +18,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from kafpy.testing.wait import wait_until
 from tests.fixtures.broker import KafpyBroker
 
 LIMIT = 256
@@ -56,17 +57,20 @@ def consume(consumer: Consumer, topic: str, partitions: int) -> dict[int, list[b
     consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     out: dict[int, list[bytes]] = {p: [] for p in range(partitions)}
     at_end: set[int] = set()
-    deadline = time.monotonic() + 60
-    while len(at_end) < partitions:
-        assert time.monotonic() < deadline, f"{partitions - len(at_end)} partitions never ended"
+
+    def read_to_the_end() -> bool:
         msg = consumer.poll(1.0)
-        if msg is None:
-            continue
-        if msg.error():
+        if msg is not None and msg.error():
             assert msg.error().code() == KafkaError._PARTITION_EOF, msg.error()
             at_end.add(msg.partition())
-            continue
-        out[msg.partition()].append(msg.value())
+        elif msg is not None:
+            out[msg.partition()].append(msg.value())
+        return len(at_end) >= partitions
+
+    wait_until(
+        read_to_the_end, 60, "every partition's end", interval_s=0,
+        context=lambda: f"{partitions - len(at_end)} partitions never ended",
+    )  # fmt: skip
     return out
 
 
@@ -149,13 +153,18 @@ def test_out_of_descriptors_a_new_topic_is_refused_and_the_others_are_served(
 
             # the partitions it had are served all along, checkpoints fail and retry
             produce(producer, "existing", 4, b"during")
-            deadline = time.monotonic() + 30
-            while STAYS_ONLINE not in broker.log_path.read_text(errors="replace"):
-                assert time.monotonic() < deadline, "no checkpoint ran out of descriptors"
+
+            def checkpoint_failed() -> bool:
+                if STAYS_ONLINE in broker.log_path.read_text(errors="replace"):
+                    return True
                 # refusing the topic may have closed cached files: take what they freed
                 while open_fds(broker) < LIMIT and len(sockets) < 2 * LIMIT:
                     sockets.append(socket.create_connection((broker.host, broker.port)))
-                time.sleep(0.2)
+                return False
+
+            wait_until(
+                checkpoint_failed, 30, "a checkpoint to run out of descriptors", interval_s=0.2
+            )
             assert_served_and_alive(broker)
         finally:
             for s in sockets:

@@ -6,6 +6,7 @@ them. A zstd bomb (a 1 GiB record in 32 KB) is refused without the broker expand
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import struct
 import time
@@ -18,6 +19,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.headers import RequestHeader, decode_response, encode_request
 from kafpy.records import RecordBatchBuilder, build_batch
+from kafpy.testing.wait import WaitTimeout, wait_until
 from tests.fixtures.broker import KafpyBroker
 from tests.fixtures.forged_batches import (
     CORRUPT_MESSAGE,
@@ -72,14 +74,19 @@ def consume_all(bootstrap: str, topic: str, count: int) -> list[bytes]:
                          "auto.offset.reset": "earliest", "enable.auto.commit": False})  # fmt: skip
     consumer.subscribe([topic])
     got: list[bytes] = []
-    try:
-        deadline = time.monotonic() + 60
-        while len(got) < count and time.monotonic() < deadline:
+
+    def all_read() -> bool:
+        if len(got) < count:
             msg = consumer.poll(1.0)
-            if msg is None:
-                continue
-            assert msg.error() is None, msg.error()
-            got.append(msg.value())
+            if msg is not None:
+                assert msg.error() is None, msg.error()
+                got.append(msg.value())
+        return len(got) >= count
+
+    try:
+        # what came within 60 s: the test compares it with what it expects
+        with contextlib.suppress(WaitTimeout):
+            wait_until(all_read, 60, f"{count} records", interval_s=0)
     finally:
         consumer.close()
     return got

@@ -3,7 +3,6 @@ that answers admin requests the moment its port accepts connections."""
 
 from __future__ import annotations
 
-import os
 import socket
 import subprocess
 import sys
@@ -123,19 +122,16 @@ def test_a_listener_kafpy_cannot_honour_stops_the_broker_at_start_up(
 def _start_without_waiting(broker: KafpyBroker) -> None:
     """Start `kafpy server` and return as soon as its port accepts a connection."""
     broker.data_dir.mkdir(parents=True, exist_ok=True)
-    with broker.log_path.open("ab") as log:
-        broker.process = subprocess.Popen(
-            broker.command(), stdout=log, stderr=subprocess.STDOUT,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )  # fmt: skip
-    process = broker.process
+    process = broker.launcher.spawn_process(broker.command())
 
     def accepting() -> dict[str, int] | None:
         assert process.poll() is None, broker.log_tail()
         ports = read_bound_ports(broker.bound_ports_path)
         return ports if ports is not None and _listening(ports["PLAINTEXT"]) else None
 
-    broker.ports = wait_until(accepting, 60, "the port", interval_s=0.005, context=broker.log_tail)
+    broker.launcher.ports = wait_until(
+        accepting, 60, "the port", interval_s=0.005, context=broker.log_tail
+    )
 
 
 def test_create_topics_the_moment_the_port_accepts_never_hangs(tmp_path: Path) -> None:

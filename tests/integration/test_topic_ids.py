@@ -7,9 +7,9 @@ by id and answers UNKNOWN_TOPIC_ID for an id nobody has."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import subprocess
 import sys
-import time
 import uuid
 from typing import Any
 
@@ -19,6 +19,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kafpy.common.kafka_uuid import random_uuid, uuid_from_string, uuid_to_string
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.errors import Errors
+from kafpy.testing.wait import WaitTimeout, wait_until
 from tests.fixtures.broker import KafpyBroker
 from tests.integration.test_forged_controller_requests import send
 
@@ -37,14 +38,23 @@ def metadata(broker: KafpyBroker, topics: list[str], version: int) -> Any:
 
 def metadata_topic_id(broker: KafpyBroker, topic: str) -> uuid.UUID | None:
     """The id Metadata v11 gives the topic once its partitions have leaders."""
-    deadline = time.monotonic() + WAIT_S
-    while True:
+    last: dict[str, Any] = {}
+
+    def led() -> bool:
         (entry,) = metadata(broker, [topic], 11)["topics"]
-        led = entry["partitions"] and all(p["leader_id"] >= 0 for p in entry["partitions"])
-        if (entry["error_code"] == 0 and led) or time.monotonic() > deadline:
-            assert entry["error_code"] == 0, entry
-            return entry["topic_id"]  # type: ignore[no-any-return]
-        time.sleep(0.1)
+        last.update(entry)
+        partitions = entry["partitions"]
+        return (
+            bool(partitions)
+            and all(p["leader_id"] >= 0 for p in partitions)
+            and (entry["error_code"] == 0)
+        )
+
+    # past WAIT_S the id is taken as it is, led or not
+    with contextlib.suppress(WaitTimeout):
+        wait_until(led, WAIT_S, f"{topic}'s partitions led")
+    assert last["error_code"] == 0, last
+    return last["topic_id"]  # type: ignore[no-any-return]
 
 
 def delete_topics(broker: KafpyBroker, topics: list[dict[str, Any]]) -> list[dict[str, Any]]:

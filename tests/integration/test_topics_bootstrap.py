@@ -4,16 +4,16 @@ ZooKeeper, as `make run` starts it) Kafka 2.8's kafka-topics.sh lines and option
 
 from __future__ import annotations
 
+import contextlib
 import re
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from kafpy.testing.wait import wait_until
+from kafpy.testing.wait import WaitTimeout, wait_until
 from tests.fixtures.broker import KafpyBroker
 
 WAIT_S = 60.0
@@ -58,14 +58,19 @@ def both(cluster: tuple[tuple[str, ...], tuple[str, ...]], *args: str) -> tuple[
 
 def eventually_same(cluster: tuple[tuple[str, ...], tuple[str, ...]], *args: str) -> str:
     """Wait until both forms print the same (the controller acts asynchronously)."""
-    deadline = time.monotonic() + WAIT_S
-    while True:
-        via_broker, via_zk = both(cluster, *args)
-        if via_broker == via_zk and "Leader: none" not in via_broker:
-            return via_broker
-        if time.monotonic() > deadline:
-            assert via_broker == via_zk
-        time.sleep(0.2)
+    last: list[str] = []
+
+    def same() -> list[str]:
+        last[:] = both(cluster, *args)
+        via_broker, via_zk = last
+        # in a list: an empty output is an answer too
+        return [via_broker] if via_broker == via_zk and "Leader: none" not in via_broker else []
+
+    (output,) = wait_until(
+        same, WAIT_S, "both forms to print the same, every partition led", interval_s=0.2,
+        context=lambda: "\n".join(last),
+    )  # fmt: skip
+    return output
 
 
 @pytest.mark.zookeeper
@@ -164,13 +169,18 @@ def test_same_output_as_the_zookeeper_form(
 
 def describe_when_led(*args: str) -> list[str]:
     """The describe lines once every partition has a leader."""
-    deadline = time.monotonic() + WAIT_S
-    while True:
+    output: list[str] = []
+
+    def led() -> bool:
         r = kafpy(*args, "--describe")
         assert r.returncode == 0, r.stderr
-        if "Leader: none" not in r.stdout or time.monotonic() > deadline:
-            return topic_ids_removed(r.stdout).splitlines()
-        time.sleep(0.2)
+        output[:] = [r.stdout]
+        return "Leader: none" not in r.stdout
+
+    # past WAIT_S the lines are taken as they are (the test says what they should be)
+    with contextlib.suppress(WaitTimeout):
+        wait_until(led, WAIT_S, "every partition led", interval_s=0.2)
+    return topic_ids_removed(output[0]).splitlines()
 
 
 def test_kafka_2_8_create_and_describe_without_zookeeper(

@@ -63,20 +63,21 @@ def _read(broker: KafpyBroker, partitions: list[tuple[str, int]], isolation: str
         c.assign([TopicPartition(t, p, 0) for t, p in partitions])
         values: list[bytes] = []
         at_end: set[tuple[str, int]] = set()
-        deadline = time.monotonic() + WAIT_S
-        while len(at_end) < len(partitions):
-            assert time.monotonic() < deadline, f"did not reach the end of {partitions}"
+
+        def read_to_the_end() -> bool:
             m = c.poll(0.5)
-            if m is None:
-                continue
-            err = m.error()
-            if err is not None:
-                if err.code() == -191:  # _PARTITION_EOF
+            if m is not None:
+                err = m.error()
+                if err is None:
+                    at_end.discard((m.topic(), m.partition()))
+                    values.append(m.value())
+                elif err.code() == -191:  # _PARTITION_EOF
                     at_end.add((m.topic(), m.partition()))
-                    continue
-                raise KafkaException(err)
-            at_end.discard((m.topic(), m.partition()))
-            values.append(m.value())
+                else:
+                    raise KafkaException(err)
+            return len(at_end) >= len(partitions)
+
+        wait_until(read_to_the_end, WAIT_S, f"the end of {partitions}", interval_s=0)
         return sorted(values)
     finally:
         c.close()
@@ -218,12 +219,14 @@ def test_send_offsets_to_transaction_commits_the_groups_offsets_with_it(
     try:
         c.assign([TopicPartition(source, 0, 0)])
         got = []
-        deadline = time.monotonic() + WAIT_S
-        while len(got) < 5:
-            assert time.monotonic() < deadline
+
+        def five_read() -> bool:
             m = c.poll(0.5)
             if m is not None and m.error() is None:
                 got.append(m)
+            return len(got) >= 5
+
+        wait_until(five_read, WAIT_S, "5 records of the source", interval_s=0)
         p = _producer(broker, _name("tx"))
         p.begin_transaction()
         for m in got:

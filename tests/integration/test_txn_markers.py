@@ -7,9 +7,9 @@ TxnOffsetCommit's offsets become the group's only at the COMMIT marker."""
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -24,7 +24,7 @@ from kafka import TopicPartition as KafkaTopicPartition
 from kafpy.coordinator.group_metadata_manager import partition_for
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.errors import Errors
-from kafpy.testing.wait import wait_until
+from kafpy.testing.wait import WaitTimeout, wait_until
 from tests.fixtures.broker import KafpyBroker
 from tests.fixtures.transactions import TxnDriver
 
@@ -57,20 +57,25 @@ def consume(broker: KafpyBroker, topic: str, isolation: str, expect: int) -> lis
     consumer.assign([CkTopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
     got: list[bytes] = []
     at_end: set[int] = set()
-    deadline = time.monotonic() + 30
+
+    def read_to_the_end() -> bool:
+        msg = consumer.poll(0.5)
+        if msg is None:
+            return False
+        if msg.error():
+            if msg.error().code() == KafkaError._PARTITION_EOF:
+                at_end.add(msg.partition())
+                return len(at_end) == len(partitions) and len(got) >= expect
+            return False
+        at_end.discard(msg.partition())
+        got.append(msg.value() or b"")
+        return False
+
     try:
-        while time.monotonic() < deadline:
-            msg = consumer.poll(0.5)
-            if msg is None:
-                continue
-            if msg.error():
-                if msg.error().code() == KafkaError._PARTITION_EOF:
-                    at_end.add(msg.partition())
-                    if len(at_end) == len(partitions) and len(got) >= expect:
-                        break
-                continue
-            at_end.discard(msg.partition())
-            got.append(msg.value() or b"")
+        # what came within 30 s: the test says what it should have been
+        with contextlib.suppress(WaitTimeout):
+            wait_until(read_to_the_end, 30, f"{expect} values and every partition's end",
+                       interval_s=0)  # fmt: skip
     finally:
         consumer.close()
     return got

@@ -14,6 +14,7 @@ from kafka import KafkaProducer
 from kafpy.client.fetcher import EARLIEST_TIMESTAMP, Fetcher
 from kafpy.client.kafka_client import KafkaClient
 from kafpy.common.topic_partition import TopicPartition
+from kafpy.testing.wait import wait_until
 from tests.fixtures.broker import KafpyBroker
 from tests.spark.fixtures import create_topic, topic_name
 
@@ -53,10 +54,11 @@ def truncated(tmp_path_factory: pytest.TempPathFactory) -> Any:
             ts = now if i == RECORDS - 1 else now - 86_400_000
             producer.send(topic, value=b"v%d" % i, timestamp_ms=ts).get(timeout=30)
         producer.close()
-        deadline = time.monotonic() + 30
-        while earliest(broker.bootstrap, topic) < RECORDS - 1:
-            assert time.monotonic() < deadline, "retention did not delete the old segments"
-            time.sleep(0.1)
+        wait_until(
+            lambda: earliest(broker.bootstrap, topic) >= RECORDS - 1,
+            30,
+            "retention to delete the old segments",
+        )
         yield broker.bootstrap, topic
     finally:
         broker.stop()

@@ -190,3 +190,22 @@ def test_a_child_broker_refusing_its_config_fails_the_start_with_its_output() ->
     assert "kafpy server exited with status 1 while starting" in message
     assert "Invalid value zero for configuration num.partitions" in message
     assert broker not in running_clusters()
+
+
+def test_a_child_broker_not_binding_in_time_is_stopped_and_fails_the_start(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(testing_broker, "START_TIMEOUT_S", 2.0)
+    monkeypatch.setattr(testing_broker, "STOP_TIMEOUT_S", 2.0)
+    # a ZooKeeper nobody serves: the broker waits for it before it binds its listener
+    with socket.socket() as unserved:
+        unserved.bind(("127.0.0.1", 0))
+        config = {
+            "zookeeper.connect": f"127.0.0.1:{unserved.getsockname()[1]}",
+            "zookeeper.connection.timeout.ms": "60000",
+        }
+        broker = KafkaBroker(mode="subprocess", config=config)
+        with pytest.raises(TimeoutError) as failed:
+            broker.start()
+    assert "Broker 0's process did not bind its listener within 2 s" in str(failed.value)
+    assert broker not in running_clusters()
