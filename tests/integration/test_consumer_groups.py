@@ -43,7 +43,10 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafpyBroker]:
 def new_topic(bootstrap: str, partitions: int, records: int = 0) -> str:
     topic = f"cg-{uuid.uuid4().hex[:8]}"
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(30)
+    # kept for good: records with 2023 timestamps would otherwise be past retention (7 days)
+    # when the broker's retention check first runs, 5 minutes after it started
+    topics = [NewTopic(topic, partitions, 1, config={"retention.ms": "-1"})]
+    admin.create_topics(topics)[topic].result(30)
     if records:
         p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
         for i in range(records):
