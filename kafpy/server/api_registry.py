@@ -6,7 +6,7 @@ schemas, advertised versions, error response; declared in kafpy/protocol/message
 and the server half: the handler-group method that answers it, the broker component it
 needs (none: always served), and its authorization guard (kafpy/server/authorization_guards.py)
 or NO_AUTHORIZATION for an API that checks nothing or checks inside its handler.
-KafkaApis dispatches from here; docs/adding_an_api.md says how to add an API.
+KafkaApis dispatches from here; docs/architecture.md ("How to add an API") says how to add one.
 """
 
 from __future__ import annotations
