@@ -8,6 +8,7 @@ timestamps inside the one batch that may hold the target.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,6 +32,10 @@ from kafpy.storage.time_index import TimestampOffset
 
 _READ_CHUNK = 1 << 20
 
+# a failed append is the segment's to report (the line kept its logger when the write
+# moved here from LogSegment.append)
+log = logging.getLogger("kafpy.log.LogSegment")
+
 
 class LogOffsetPosition(NamedTuple):
     """A batch located in a file: its last offset, start position and size in bytes."""
@@ -47,12 +52,15 @@ class FileRecords(CachedFile):
     length, as kafpy does not preallocate log files). Its descriptor belongs to the
     process's FileHandleCache: opened on first use, closed when the segment has not been
     used for a while, opened again transparently. Writes say where they go (`pwrite`), so
-    a reopened file needs no seek.
+    a reopened file needs no seek. The file is dirty from its opening (an earlier process
+    may have left bytes nobody synced) and from each write until `flush` syncs it; a
+    clean file's flush does nothing, so it does not open an evicted file for it.
     """
 
     def __init__(self, file: Path, size: int, cache: FileHandleCache = FILE_HANDLE_CACHE) -> None:
         super().__init__(file, cache)
         self._size = size
+        self._dirty = True
 
     @classmethod
     def open(
@@ -90,18 +98,40 @@ class FileRecords(CachedFile):
     # -- writing -----------------------------------------------------------------------------
 
     def append(self, data: bytes | bytearray | memoryview) -> int:
-        """Write `data` at the end of the file; returns the bytes written."""
+        """Write `data` at the end of the file; returns the bytes written (the produce path).
+
+        The size counts only a complete write: a failure part-way (ENOSPC, EIO) cuts the
+        file back to where it was and raises, so no torn batch is ever followed by another
+        append.
+        """
         total = len(data)
         position = self._size
         fd = self.acquire()
         try:
-            n = os.pwrite(fd, data, position)
-            while n < total:  # a short write (rare on a regular file): finish it
-                n += os.pwrite(fd, memoryview(data)[n:], position + n)
+            self._dirty = True
+            try:
+                n = os.pwrite(fd, data, position)
+                while n < total:  # a short write (rare on a regular file): finish it
+                    n += os.pwrite(fd, memoryview(data)[n:], position + n)
+            except OSError:
+                self._truncate_torn_write(fd, position)
+                raise
         finally:
             self.release()
-        self._size += total
+        self._size = position + total
         return total
+
+    def _truncate_torn_write(self, fd: int, size: int) -> None:
+        """Cut the file back to `size` bytes after a failed append."""
+        try:
+            os.ftruncate(fd, size)
+        except OSError as e:
+            log.error(
+                "Failed to truncate %s back to %d bytes after a failed append: %s",
+                self.file,
+                size,
+                e,
+            )
 
     def truncate_to(self, target_size: int) -> int:
         """Cut the file to `target_size` bytes; returns the bytes removed."""
@@ -114,20 +144,32 @@ class FileRecords(CachedFile):
         if removed:
             fd = self.acquire()
             try:
+                self._dirty = True
                 os.ftruncate(fd, target_size)
             finally:
                 self.release()
             self._size = target_size
         return removed
 
+    @property
+    def dirty(self) -> bool:
+        """Whether the file may hold bytes not yet synced to disk."""
+        return self._dirty
+
     def flush(self) -> None:
-        """fsync the file; an evicted one is opened for it (fsync covers what any
-        descriptor of the file wrote)."""
-        if self._closed:
+        """fsync the file if it is dirty; an evicted one is opened for it (fsync covers
+        what any descriptor of the file wrote)."""
+        if self.closed or not self._dirty:
             return
         fd = self.acquire()
         try:
-            os.fsync(fd)
+            # cleared first: a write during the fsync marks the file dirty again
+            self._dirty = False
+            try:
+                os.fsync(fd)
+            except BaseException:
+                self._dirty = True
+                raise
         finally:
             self.release()
 
