@@ -59,7 +59,9 @@ class FileRecords(CachedFile):
 
     def __init__(self, file: Path, size: int, cache: FileHandleCache = FILE_HANDLE_CACHE) -> None:
         super().__init__(file, cache)
-        self._size = size
+        # the bytes written: read by everyone, written only here (a plain attribute, not a
+        # property: the produce path reads it several times per append)
+        self.size = size
         self._dirty = True
 
     @classmethod
@@ -84,10 +86,6 @@ class FileRecords(CachedFile):
         return records
 
     @property
-    def size(self) -> int:
-        return self._size
-
-    @property
     def fd(self) -> int:
         """The open descriptor, for code that reads the file on this thread right away
         (tools, the cleaner); it stays valid until another file is opened."""
@@ -105,7 +103,7 @@ class FileRecords(CachedFile):
         append.
         """
         total = len(data)
-        position = self._size
+        position = self.size
         fd = self.acquire()
         try:
             self._dirty = True
@@ -118,7 +116,7 @@ class FileRecords(CachedFile):
                 raise
         finally:
             self.release()
-        self._size = position + total
+        self.size = position + total
         return total
 
     def _truncate_torn_write(self, fd: int, size: int) -> None:
@@ -135,12 +133,12 @@ class FileRecords(CachedFile):
 
     def truncate_to(self, target_size: int) -> int:
         """Cut the file to `target_size` bytes; returns the bytes removed."""
-        if target_size > self._size or target_size < 0:
+        if target_size > self.size or target_size < 0:
             raise ValueError(
                 f"Attempt to truncate log segment {self.file} to {target_size} bytes failed, "
-                f"size of this log segment is {self._size} bytes."
+                f"size of this log segment is {self.size} bytes."
             )
-        removed = self._size - target_size
+        removed = self.size - target_size
         if removed:
             fd = self.acquire()
             try:
@@ -148,7 +146,7 @@ class FileRecords(CachedFile):
                 os.ftruncate(fd, target_size)
             finally:
                 self.release()
-            self._size = target_size
+            self.size = target_size
         return removed
 
     @property
@@ -201,7 +199,7 @@ class FileRecords(CachedFile):
 
     def read(self, position: int, size: int) -> bytes:
         """The stored bytes of [position, position + size), cut at the end of the file."""
-        size = min(size, self._size - position)
+        size = min(size, self.size - position)
         if size <= 0:
             return b""
         fd = self.acquire()
@@ -215,7 +213,7 @@ class FileRecords(CachedFile):
 
         Raises CorruptRecordError when the length field is too small for a v2 batch.
         """
-        end = self._size if end is None else end
+        end = self.size if end is None else end
         if end - position < LOG_OVERHEAD:
             return None
         fd = self.acquire()
@@ -229,7 +227,7 @@ class FileRecords(CachedFile):
         self, start: int = 0, end: int | None = None
     ) -> Iterator[tuple[int, BatchHeader]]:
         """(position, header) of each complete batch from `start`; stops at a partial one."""
-        end = self._size if end is None else end
+        end = self.size if end is None else end
         fd = self.acquire()
         try:  # pinned for as long as the iteration goes on
             yield from iter_file_headers(fd, start, end, f" in file {self.file}")
@@ -244,9 +242,7 @@ class FileRecords(CachedFile):
         """
         fd = self.acquire()
         try:
-            yield from iter_file_batches(
-                fd, start, self._size, _READ_CHUNK, f" in file {self.file}"
-            )
+            yield from iter_file_batches(fd, start, self.size, _READ_CHUNK, f" in file {self.file}")
         finally:
             self.release()
 
@@ -283,4 +279,4 @@ class FileRecords(CachedFile):
         return best
 
     def __repr__(self) -> str:
-        return f"FileRecords(file={self.file}, size={self._size})"
+        return f"FileRecords(file={self.file}, size={self.size})"

@@ -351,7 +351,7 @@ class Log:
                     segment.txn_index.append(aborted)
             psm.map_end_offset = self._leo
             self._leo_segment_base = segment.base_offset
-            self._leo_position = segment.log._size
+            self._leo_position = segment.log.size
             if self._leo - self.recovery_point >= config.flush_messages:
                 self.flush()
             return info
