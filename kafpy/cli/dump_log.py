@@ -53,7 +53,6 @@ from kafpy.storage.time_index import TimeIndex
 from kafpy.storage.transaction_index import TransactionIndex
 
 _INT32 = struct.Struct(">i")
-_INT16 = struct.Struct(">h")
 
 
 class DumpError(Exception):
@@ -219,7 +218,7 @@ def _control_record(r: Record) -> str:
     except KafkaError as e:
         return f" controlRecord: {e}"
     assert r.key is not None  # parse refused a missing key
-    type_id = _INT16.unpack_from(r.key, 2)[0]
+    type_id = ControlRecordType.type_id(r.key)
     return f" controlType: {control_type.name}({type_id})"
 
 

@@ -51,6 +51,12 @@ class ControlRecordType(IntEnum):
         except ValueError:
             return cls.UNKNOWN
 
+    @staticmethod
+    def type_id(key: bytes) -> int:
+        """The raw type in a control record's key (what UNKNOWN stands for); the key must
+        hold its version and type (`parse` checks that)."""
+        return int(_KEY.unpack_from(key)[1])
+
 
 @dataclass(frozen=True)
 class EndTransactionMarker:

@@ -11,12 +11,17 @@ the zigzag step (Kafka's unsigned varint, at most 5 bytes).
 Decoders take a buffer and a position and return `(value, next_position)`; they raise
 `ValueError` for an over-long encoding and `IndexError` when the buffer ends mid-number,
 which the record decoder turns into a CorruptRecordError naming the batch and the
-protocol decoder into a DecodeFailure.
+protocol decoder into a DecodeFailure. `decode_varlongs_at` decodes many at once (numpy),
+for the Arrow reader's columns.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
 
 INT32_MIN = -(1 << 31)
 INT32_MAX = (1 << 31) - 1
@@ -135,3 +140,30 @@ def decode_varint(buf: Sequence[int], pos: int = 0) -> tuple[int, int]:
 def decode_varlong(buf: Sequence[int], pos: int = 0) -> tuple[int, int]:
     """Decode the zigzag varlong (int64) at `pos`; return (value, position after it)."""
     return _decode(buf, pos, MAX_VARLONG_SIZE)
+
+
+def decode_varlongs_at(u: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Decode the zigzag varlong at every position in `pos` of the uint8 array `u` at
+    once: (values, sizes). `u` must hold MAX_VARLONG_SIZE - 1 bytes past the last
+    position that may be read (padding); CorruptRecordError for an over-long one."""
+    import numpy as np  # on first use, as compression does: the broker never needs it
+
+    from kafpy.common.errors import CorruptRecordError
+
+    b = u[pos]
+    raw = (b & 0x7F).astype(np.uint64)
+    size = np.ones(len(pos), dtype=np.int64)
+    cont = b >= 0x80
+    shift = 7
+    k = 1
+    while cont.any():
+        if k >= MAX_VARLONG_SIZE:
+            raise CorruptRecordError("A record holds an over-long variable-length integer.")
+        bk = u[pos + k]
+        raw |= np.where(cont, (bk & 0x7F).astype(np.uint64) << np.uint64(shift), np.uint64(0))
+        size += cont
+        cont = cont & (bk >= 0x80)
+        shift += 7
+        k += 1
+    values = (raw >> np.uint64(1)).astype(np.int64) ^ -((raw & np.uint64(1)).astype(np.int64))
+    return values, size

@@ -32,7 +32,7 @@ from kafpy.records.record_batch import (
     TIMESTAMP_TYPE_MASK,
     RecordBatch,
 )
-from kafpy.records.varint import decode_varlong
+from kafpy.records.varint import decode_varlong, decode_varlongs_at
 
 SPARK_SCHEMA = (
     "key binary, value binary, topic string, partition int, offset long, "
@@ -55,7 +55,8 @@ _FIELDS = [
 ARROW_SCHEMA = pa.schema(_FIELDS)
 ARROW_SCHEMA_WITH_HEADERS = pa.schema([*_FIELDS, pa.field("headers", HEADER_TYPE)])
 
-_PAD = b"\x00" * 16  # lets vectorized reads (varints, 12-byte view heads) run past the end
+_PAD_BYTES = 16
+_PAD = b"\x00" * _PAD_BYTES  # lets vectorized reads (varints, 12-byte view heads) run past the end
 _TWELVE = np.arange(12, dtype=np.int64)
 
 
@@ -249,11 +250,11 @@ def _record_steps() -> list[int]:
     reaches: the size of its length varint plus the length, when the varint has one or two
     bytes (records under 8 KiB); 0 when it is longer, or the length is -1 (1 + -1)."""
     w = np.arange(1 << 16, dtype=np.int64)
-    b0, b1 = w & 0xFF, w >> 8
-    one = b0 < 0x80
-    raw = np.where(one, b0, (b0 & 0x7F) | (b1 << 7))
-    steps = np.where(one, 1, 2) + ((raw >> 1) ^ -(raw & 1))
-    steps[~one & (b1 >= 0x80)] = 0
+    u = np.zeros(3 * len(w) + _PAD_BYTES, dtype=np.uint8)  # b0, b1, then a 0 byte
+    u[0 : 3 * len(w) : 3] = w & 0xFF
+    u[1 : 3 * len(w) : 3] = w >> 8
+    lengths, sizes = decode_varlongs_at(u, 3 * w)
+    steps = np.where(sizes <= 2, sizes + lengths, 0)
     return [int(x) for x in steps.tolist()]
 
 
@@ -278,27 +279,6 @@ def _walk(data: bytes | memoryview, pos: int, count: int, out: list[int]) -> int
             length, pos = decode_varlong(data, pos)
             pos += length
     return pos
-
-
-def _varints(u: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Decode the zigzag varint at every position in `pos` at once: (values, sizes)."""
-    b = u[pos]
-    raw = (b & 0x7F).astype(np.uint64)
-    size = np.ones(len(pos), dtype=np.int64)
-    cont = b >= 0x80
-    shift = 7
-    k = 1
-    while cont.any():
-        if k >= 10:
-            raise CorruptRecordError("A record holds an over-long variable-length integer.")
-        bk = u[pos + k]
-        raw |= np.where(cont, (bk & 0x7F).astype(np.uint64) << np.uint64(shift), np.uint64(0))
-        size += cont
-        cont = cont & (bk >= 0x80)
-        shift += 7
-        k += 1
-    values = (raw >> np.uint64(1)).astype(np.int64) ^ -((raw & np.uint64(1)).astype(np.int64))
-    return values, size
 
 
 @dataclass
@@ -329,24 +309,24 @@ def _decode_columns(
     max_ts = np.repeat(meta_arr[:, 2], counts_arr)
     log_append = np.repeat(meta_arr[:, 3], counts_arr)
 
-    lengths, size = _varints(u, record_pos)
+    lengths, size = decode_varlongs_at(u, record_pos)
     if (lengths < 0).any() or not np.array_equal(record_pos + size + lengths, ends):
         raise CorruptRecordError(
             "A fetched record's length does not match where the next record starts: the "
             "batch is corrupt."
         )
     pos = record_pos + size + 1  # skip the record attributes byte
-    ts_delta, size = _varints(u, pos)
+    ts_delta, size = decode_varlongs_at(u, pos)
     pos = pos + size
-    offset_delta, size = _varints(u, pos)
+    offset_delta, size = decode_varlongs_at(u, pos)
     pos = pos + size
-    key_len, size = _varints(u, pos)
+    key_len, size = decode_varlongs_at(u, pos)
     key_pos = pos + size
     pos = key_pos + np.maximum(key_len, 0)
-    value_len, size = _varints(u, pos)
+    value_len, size = decode_varlongs_at(u, pos)
     value_pos = pos + size
     pos = value_pos + np.maximum(value_len, 0)
-    header_count, size = _varints(u, pos)
+    header_count, size = decode_varlongs_at(u, pos)
     header_pos = pos + size
     if (header_count < 0).any() or (key_len < -1).any() or (value_len < -1).any():
         raise CorruptRecordError("A fetched record has a negative key, value or header length.")

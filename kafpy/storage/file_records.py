@@ -8,6 +8,7 @@ timestamps inside the one batch that may hold the target.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,6 +32,10 @@ from kafpy.storage.time_index import TimestampOffset
 
 _READ_CHUNK = 1 << 20
 
+# a failed append is the segment's to report (the line kept its logger when the write
+# moved here from LogSegment.append)
+log = logging.getLogger("kafpy.log.LogSegment")
+
 
 class LogOffsetPosition(NamedTuple):
     """A batch located in a file: its last offset, start position and size in bytes."""
@@ -47,12 +52,17 @@ class FileRecords(CachedFile):
     length, as kafpy does not preallocate log files). Its descriptor belongs to the
     process's FileHandleCache: opened on first use, closed when the segment has not been
     used for a while, opened again transparently. Writes say where they go (`pwrite`), so
-    a reopened file needs no seek.
+    a reopened file needs no seek. The file is dirty from its opening (an earlier process
+    may have left bytes nobody synced) and from each write until `flush` syncs it; a
+    clean file's flush does nothing, so it does not open an evicted file for it.
     """
 
     def __init__(self, file: Path, size: int, cache: FileHandleCache = FILE_HANDLE_CACHE) -> None:
         super().__init__(file, cache)
-        self._size = size
+        # the bytes written: read by everyone, written only here (a plain attribute, not a
+        # property: the produce path reads it several times per append)
+        self.size = size
+        self._dirty = True
 
     @classmethod
     def open(
@@ -76,10 +86,6 @@ class FileRecords(CachedFile):
         return records
 
     @property
-    def size(self) -> int:
-        return self._size
-
-    @property
     def fd(self) -> int:
         """The open descriptor, for code that reads the file on this thread right away
         (tools, the cleaner); it stays valid until another file is opened."""
@@ -90,44 +96,78 @@ class FileRecords(CachedFile):
     # -- writing -----------------------------------------------------------------------------
 
     def append(self, data: bytes | bytearray | memoryview) -> int:
-        """Write `data` at the end of the file; returns the bytes written."""
+        """Write `data` at the end of the file; returns the bytes written (the produce path).
+
+        The size counts only a complete write: a failure part-way (ENOSPC, EIO) cuts the
+        file back to where it was and raises, so no torn batch is ever followed by another
+        append.
+        """
         total = len(data)
-        position = self._size
+        position = self.size
         fd = self.acquire()
         try:
-            n = os.pwrite(fd, data, position)
-            while n < total:  # a short write (rare on a regular file): finish it
-                n += os.pwrite(fd, memoryview(data)[n:], position + n)
+            self._dirty = True
+            try:
+                n = os.pwrite(fd, data, position)
+                while n < total:  # a short write (rare on a regular file): finish it
+                    n += os.pwrite(fd, memoryview(data)[n:], position + n)
+            except OSError:
+                self._truncate_torn_write(fd, position)
+                raise
         finally:
             self.release()
-        self._size += total
+        self.size = position + total
         return total
+
+    def _truncate_torn_write(self, fd: int, size: int) -> None:
+        """Cut the file back to `size` bytes after a failed append."""
+        try:
+            os.ftruncate(fd, size)
+        except OSError as e:
+            log.error(
+                "Failed to truncate %s back to %d bytes after a failed append: %s",
+                self.file,
+                size,
+                e,
+            )
 
     def truncate_to(self, target_size: int) -> int:
         """Cut the file to `target_size` bytes; returns the bytes removed."""
-        if target_size > self._size or target_size < 0:
+        if target_size > self.size or target_size < 0:
             raise ValueError(
                 f"Attempt to truncate log segment {self.file} to {target_size} bytes failed, "
-                f"size of this log segment is {self._size} bytes."
+                f"size of this log segment is {self.size} bytes."
             )
-        removed = self._size - target_size
+        removed = self.size - target_size
         if removed:
             fd = self.acquire()
             try:
+                self._dirty = True
                 os.ftruncate(fd, target_size)
             finally:
                 self.release()
-            self._size = target_size
+            self.size = target_size
         return removed
 
+    @property
+    def dirty(self) -> bool:
+        """Whether the file may hold bytes not yet synced to disk."""
+        return self._dirty
+
     def flush(self) -> None:
-        """fsync the file; an evicted one is opened for it (fsync covers what any
-        descriptor of the file wrote)."""
-        if self._closed:
+        """fsync the file if it is dirty; an evicted one is opened for it (fsync covers
+        what any descriptor of the file wrote)."""
+        if self.closed or not self._dirty:
             return
         fd = self.acquire()
         try:
-            os.fsync(fd)
+            # cleared first: a write during the fsync marks the file dirty again
+            self._dirty = False
+            try:
+                os.fsync(fd)
+            except BaseException:
+                self._dirty = True
+                raise
         finally:
             self.release()
 
@@ -159,7 +199,7 @@ class FileRecords(CachedFile):
 
     def read(self, position: int, size: int) -> bytes:
         """The stored bytes of [position, position + size), cut at the end of the file."""
-        size = min(size, self._size - position)
+        size = min(size, self.size - position)
         if size <= 0:
             return b""
         fd = self.acquire()
@@ -173,7 +213,7 @@ class FileRecords(CachedFile):
 
         Raises CorruptRecordError when the length field is too small for a v2 batch.
         """
-        end = self._size if end is None else end
+        end = self.size if end is None else end
         if end - position < LOG_OVERHEAD:
             return None
         fd = self.acquire()
@@ -187,7 +227,7 @@ class FileRecords(CachedFile):
         self, start: int = 0, end: int | None = None
     ) -> Iterator[tuple[int, BatchHeader]]:
         """(position, header) of each complete batch from `start`; stops at a partial one."""
-        end = self._size if end is None else end
+        end = self.size if end is None else end
         fd = self.acquire()
         try:  # pinned for as long as the iteration goes on
             yield from iter_file_headers(fd, start, end, f" in file {self.file}")
@@ -202,9 +242,7 @@ class FileRecords(CachedFile):
         """
         fd = self.acquire()
         try:
-            yield from iter_file_batches(
-                fd, start, self._size, _READ_CHUNK, f" in file {self.file}"
-            )
+            yield from iter_file_batches(fd, start, self.size, _READ_CHUNK, f" in file {self.file}")
         finally:
             self.release()
 
@@ -241,4 +279,4 @@ class FileRecords(CachedFile):
         return best
 
     def __repr__(self) -> str:
-        return f"FileRecords(file={self.file}, size={self._size})"
+        return f"FileRecords(file={self.file}, size={self.size})"

@@ -8,7 +8,6 @@ recovery point, and deletes old segments by retention time, size and log start o
 
 from __future__ import annotations
 
-import bisect
 import os
 import re
 import shutil
@@ -48,6 +47,7 @@ from kafpy.storage.log_segment import (
     time_index_file_name,
     transaction_index_file_name,
 )
+from kafpy.storage.log_segments import LogSegments
 from kafpy.storage.log_validator import LogValidator, analyze_and_validate
 from kafpy.storage.partition_metadata_file import (
     MalformedPartitionMetadataError,
@@ -154,9 +154,9 @@ class Log:
         self._validator = LogValidator(config, self.topic_partition)
         self.recovery_point = recovery_point
         self.log_start_offset = log_start_offset
-        self._lock = threading.RLock()
-        self._segments: dict[int, LogSegment] = {}
-        self._base_offsets: list[int] = []  # sorted keys of _segments
+        # guards every change of state; the cleaner holds it while it swaps segments in
+        self.lock = threading.RLock()
+        self.segments = LogSegments()
         self._closed = False
         self.last_flush_time = time.milliseconds()
         self.log = component_logger(
@@ -188,7 +188,7 @@ class Log:
         self._update_log_end_offset(loaded.next_offset)
         self.log.info(
             "Completed load of log with %d segments, log start offset %d and log end offset %d in %d ms",
-            len(self._segments),
+            len(self.segments),
             self.log_start_offset,
             self._leo,
             time.milliseconds() - start,
@@ -208,34 +208,6 @@ class Log:
         self.partition_metadata_file.write(topic_id)
         self.topic_id = topic_id
 
-    # -- segment map ---------------------------------------------------------------------------
-
-    def _add_segment(self, segment: LogSegment) -> LogSegment:
-        base = segment.base_offset
-        if base not in self._segments:
-            bisect.insort(self._base_offsets, base)
-        self._segments[base] = segment
-        self._active = self._segments[self._base_offsets[-1]]
-        return segment
-
-    def _remove_segment(self, base_offset: int) -> None:
-        if self._segments.pop(base_offset, None) is not None:
-            i = bisect.bisect_left(self._base_offsets, base_offset)
-            del self._base_offsets[i]
-            if self._base_offsets:
-                self._active = self._segments[self._base_offsets[-1]]
-
-    def _floor_index(self, offset: int) -> int:
-        """Index in _base_offsets of the segment that may hold `offset` (-1 if none)."""
-        return bisect.bisect_right(self._base_offsets, offset) - 1
-
-    def _segments_in_range(self, from_offset: int, to_offset: int) -> list[LogSegment]:
-        """Segments that may hold offsets in [from_offset, to_offset)."""
-        with self._lock:
-            start = max(self._floor_index(from_offset), 0)
-            end = bisect.bisect_left(self._base_offsets, to_offset)
-            return [self._segments[b] for b in self._base_offsets[start:end]]
-
     # -- properties --------------------------------------------------------------------------------
 
     @property
@@ -252,29 +224,29 @@ class Log:
 
     @property
     def active_segment(self) -> LogSegment:
-        return self._active
+        return self.segments.active_segment
 
     def log_segments(self) -> list[LogSegment]:
         """The segments, oldest first (a copy)."""
-        with self._lock:
-            return [self._segments[b] for b in self._base_offsets]
+        with self.lock:
+            return self.segments.values()
 
     @property
     def num_segments(self) -> int:
-        return len(self._base_offsets)
+        return len(self.segments)
 
     @property
     def size(self) -> int:
         """Bytes in all segments."""
-        with self._lock:
-            return sum(s.size for s in self._segments.values())
+        with self.lock:
+            return self.segments.size_in_bytes()
 
     @property
     def unflushed_messages(self) -> int:
         return self._leo - self.recovery_point
 
     def update_config(self, config: LogConfig) -> None:
-        with self._lock:
+        with self.lock:
             self.config = config
             self._validator = LogValidator(config, self.topic_partition)
 
@@ -291,24 +263,25 @@ class Log:
         self._leo_segment_base = active.base_offset
         self._leo_position = active.size
 
-    def _replace_segments(
+    def replace_segments(
         self,
         new_segments: list[LogSegment],
         old_segments: list[LogSegment],
         is_recovered_swap_file: bool = False,
     ) -> None:
-        """Swap `old_segments` for `new_segments` crash-safely (the cleaner's last step)."""
-        with self._lock:
+        """Swap `old_segments` for `new_segments` crash-safely (the cleaner's last step,
+        and the loader's completion of an interrupted one)."""
+        with self.lock:
             new_sorted = sorted(new_segments, key=lambda s: s.base_offset)
             if not is_recovered_swap_file:
                 for s in new_sorted:
                     s.change_file_suffixes(CLEANED_FILE_SUFFIX, SWAP_FILE_SUFFIX)
             for s in new_sorted:
-                self._add_segment(s)
+                self.segments.add(s)
             new_bases = {s.base_offset for s in new_sorted}
             for s in sorted(old_segments, key=lambda s: s.base_offset):
                 if s.base_offset not in new_bases:
-                    self._remove_segment(s.base_offset)
+                    self.segments.remove(s.base_offset)
                 self._async_delete_segment(s)
             for s in new_sorted:
                 s.change_file_suffixes(SWAP_FILE_SUFFIX, "")
@@ -331,7 +304,7 @@ class Log:
         # The produce hot path: one header walk (validator), one roll check, one write;
         # _write is inlined here because each Python call costs a few percent of an append.
         buffer = records.buffer()
-        with self._lock:
+        with self.lock:
             if self._closed:
                 self._check_open()
             now = self.time.milliseconds()
@@ -357,7 +330,7 @@ class Log:
             size = len(data)
             if size > config.segment_bytes:
                 self._check_append_size(size)
-            segment = self._active
+            segment = self.segments.active_segment
             last_offset = info.last_offset
             try:
                 if segment.should_roll(
@@ -378,7 +351,7 @@ class Log:
                     segment.txn_index.append(aborted)
             psm.map_end_offset = self._leo
             self._leo_segment_base = segment.base_offset
-            self._leo_position = segment.log._size
+            self._leo_position = segment.log.size
             if self._leo - self.recovery_point >= config.flush_messages:
                 self.flush()
             return info
@@ -390,7 +363,7 @@ class Log:
         the log end offset (UnexpectedAppendOffsetError otherwise).
         """
         buffer = records.buffer()
-        with self._lock:
+        with self.lock:
             self._check_open()
             now = self.time.milliseconds()
             info = analyze_and_validate(buffer, self.config, False)
@@ -416,7 +389,7 @@ class Log:
                 raise self._io_error("Error while appending records to", e) from e
             if producers is not None:
                 for aborted in psm.apply(producers):
-                    self._active.txn_index.append(aborted)
+                    self.segments.active_segment.txn_index.append(aborted)
             psm.map_end_offset = self._leo
             return info
 
@@ -437,7 +410,7 @@ class Log:
         size = len(data)
         if size > config.segment_bytes:
             self._check_append_size(size)
-        segment = self._active
+        segment = self.segments.active_segment
         if segment.should_roll(
             config.segment_bytes,
             config.max_segment_ms,
@@ -483,10 +456,10 @@ class Log:
     def roll(self, expected_next_offset: int | None = None) -> LogSegment:
         """Start a new active segment at max(expected_next_offset, log end offset)."""
         start = self.time.hi_res_milliseconds()
-        with self._lock:
+        with self.lock:
             self._check_open()
             new_offset = max(expected_next_offset or 0, self._leo)
-            if new_offset in self._segments:
+            if new_offset in self.segments:
                 active = self.active_segment
                 if active.base_offset == new_offset and active.size == 0:
                     self.log.warning(
@@ -499,15 +472,15 @@ class Log:
                         active.time_index.entries,
                         active.offset_index.entries,
                     )
-                    self._delete_segment(active)
+                    self.delete_segment(active)
                 else:
                     raise KafkaError(
                         f"Trying to roll a new log segment for topic partition {self.topic_partition} "
                         f"with start offset {new_offset} =max(provided offset = {expected_next_offset}, "
                         f"LEO = {self._leo}) while it already exists. Existing segment is "
-                        f"{self._segments[new_offset]}."
+                        f"{self.segments.get(new_offset)}."
                     )
-            elif self._base_offsets and new_offset < self.active_segment.base_offset:
+            elif not self.segments.is_empty and new_offset < self.active_segment.base_offset:
                 raise KafkaError(
                     f"Trying to roll a new log segment for topic partition {self.topic_partition} with "
                     f"start offset {new_offset} =max(provided offset = {expected_next_offset}, LEO = "
@@ -525,9 +498,9 @@ class Log:
                             "Newly rolled segment file %s already exists; deleting it first", path
                         )
                         path.unlink()
-                if self._base_offsets:
+                if not self.segments.is_empty:
                     self.active_segment.on_become_inactive_segment()
-            segment = self._add_segment(
+            segment = self.segments.add(
                 LogSegment.open(self.dir, new_offset, self.config, self.time)
             )
             self._update_log_end_offset(self._leo)
@@ -574,7 +547,9 @@ class Log:
             self.time.milliseconds(),
             self.unflushed_messages,
         )
-        for segment in self._segments_in_range(self.recovery_point, offset):
+        with self.lock:
+            unflushed = self.segments.in_range(self.recovery_point, offset)
+        for segment in unflushed:
             try:
                 try:
                     segment.flush()
@@ -582,16 +557,16 @@ class Log:
                     # Flushing opens the files by name (a closed segment file, the
                     # indexes): the dir may have been renamed meanwhile. rename_dir holds
                     # the lock until the segments know their new names; then try again.
-                    with self._lock:
+                    with self.lock:
                         pass
                     segment.flush()
             except (OSError, ValueError) as e:
-                if self._segments.get(segment.base_offset) is segment:
+                if self.segments.holds(segment):
                     if isinstance(e, OSError):
                         raise self._io_error("Error while flushing the log of", e) from e
                     raise
                 # the segment was deleted or closed meanwhile: nothing left to flush
-        with self._lock:
+        with self.lock:
             self._check_open()
             self.mark_flushed(offset)
 
@@ -599,7 +574,7 @@ class Log:
         """Move the recovery point to `offset`, for a caller that made everything below it
         durable itself (Kafka's LocalLog.markFlushed); the LogManager's clean shutdown
         syncs the file system once for all its closed logs."""
-        with self._lock:
+        with self.lock:
             if offset > self.recovery_point:
                 self.recovery_point = offset
                 self.last_flush_time = self.time.milliseconds()
@@ -620,7 +595,7 @@ class Log:
         `min_one_message` the first batch comes whole even if larger than `max_length`.
         Raises OffsetOutOfRangeError outside [log_start_offset, log_end_offset].
         """
-        with self._lock:
+        with self.lock:
             self._check_open()
             next_offset = self._leo
             if start_offset == next_offset:
@@ -629,44 +604,47 @@ class Log:
                     MemoryRecords.empty(),
                     aborted_transactions=[] if include_aborted_txns else None,
                 )
-            i = self._floor_index(start_offset)
-            if start_offset > next_offset or i < 0 or start_offset < self.log_start_offset:
+            segment = self.segments.floor_segment(start_offset)
+            if (
+                start_offset > next_offset
+                or segment is None
+                or start_offset < self.log_start_offset
+            ):
                 raise OffsetOutOfRangeError(
                     f"Received request for offset {start_offset} for partition {self.topic_partition}, "
                     f"but we only have log segments in the range {self.log_start_offset} to {next_offset}."
                 )
-            bases = self._base_offsets
-            while i < len(bases):
-                segment = self._segments[bases[i]]
-                max_position = self._leo_position if i == len(bases) - 1 else segment.size
+            active = self.segments.active_segment
+            while segment is not None:
+                max_position = self._leo_position if segment is active else segment.size
                 info = segment.read(
                     start_offset, max_offset, max_length, max_position, min_one_message
                 )
                 if info is not None:
                     if include_aborted_txns:
-                        return self._add_aborted_transactions(start_offset, i, info)
+                        return self._add_aborted_transactions(start_offset, segment, info)
                     return info
-                i += 1
+                segment = self.segments.higher_segment(segment.base_offset)
             return FetchDataInfo(self.log_end_offset_metadata, MemoryRecords.empty())
 
     def _add_aborted_transactions(
-        self, start_offset: int, index: int, info: FetchDataInfo
+        self, start_offset: int, segment: LogSegment, info: FetchDataInfo
     ) -> FetchDataInfo:
         fetch_size = info.records.size_in_bytes
         start_position = info.fetch_offset_metadata.relative_position_in_segment
-        segment = self._segments[self._base_offsets[index]]
         upper = segment.offset_index.fetch_upper_bound_offset(
             segment.offset_index.lookup(start_offset)._replace(position=start_position), fetch_size
         )
+        higher = self.segments.higher_segment(segment.base_offset)
         if upper is not None:
             upper_bound = upper.offset
-        elif index + 1 < len(self._base_offsets):
-            upper_bound = self._base_offsets[index + 1]
+        elif higher is not None:
+            upper_bound = higher.base_offset
         else:
             upper_bound = self._leo
         aborted = []
-        for b in self._base_offsets[index:]:
-            result = self._segments[b].txn_index.collect_aborted_txns(start_offset, upper_bound)
+        for s in self.segments.from_base(segment.base_offset):
+            result = s.txn_index.collect_aborted_txns(start_offset, upper_bound)
             aborted.extend(result.aborted_transactions)
             if result.is_complete:
                 break
@@ -676,7 +654,7 @@ class Log:
 
     def fetch_offset_by_timestamp(self, target_timestamp: int) -> TimestampOffset | None:
         """The first offset whose record timestamp is >= target (-2: earliest, -1: latest)."""
-        with self._lock:
+        with self.lock:
             segments = self.log_segments()
             if target_timestamp == EARLIEST_TIMESTAMP:
                 return TimestampOffset(NO_TIMESTAMP, self.log_start_offset)
@@ -692,7 +670,7 @@ class Log:
         offsets, newest first, of the segments last modified at or before `timestamp`,
         with the log end offset first when the active segment is not empty; -1 (latest)
         starts from the newest, -2 (earliest) gives the log start offset."""
-        with self._lock:
+        with self.lock:
             segments = self.log_segments()
             entries = [(s.base_offset, s.last_modified) for s in segments]
             if segments and segments[-1].size > 0:
@@ -721,7 +699,7 @@ class Log:
             raise ValueError(
                 f"Cannot truncate partition {self.topic_partition} to a negative offset ({target_offset})."
             )
-        with self._lock:
+        with self.lock:
             self._check_open()
             if target_offset >= self._leo:
                 self.log.info(
@@ -731,11 +709,11 @@ class Log:
                 )
                 return False
             self.log.info("Truncating to offset %d", target_offset)
-            if self._base_offsets[0] > target_offset:
+            if self.segments.base_offsets[0] > target_offset:
                 self.truncate_fully_and_start_at(target_offset)
             else:
                 for segment in [s for s in self.log_segments() if s.base_offset > target_offset]:
-                    self._delete_segment(segment)
+                    self.delete_segment(segment)
                 active = self.active_segment
                 active.truncate_to(target_offset)
                 self._update_log_end_offset(min(target_offset, active.read_next_offset()))
@@ -746,12 +724,12 @@ class Log:
 
     def truncate_fully_and_start_at(self, new_offset: int) -> None:
         """Delete every segment and start an empty log at `new_offset`."""
-        with self._lock:
+        with self.lock:
             self._check_open()
             self.log.debug("Truncate and start at offset %d", new_offset)
             for segment in self.log_segments():
-                self._delete_segment(segment)
-            self._add_segment(LogSegment.open(self.dir, new_offset, self.config, self.time))
+                self.delete_segment(segment)
+            self.segments.add(LogSegment.open(self.dir, new_offset, self.config, self.time))
             self._update_log_end_offset(new_offset)
             self.recovery_point = min(new_offset, self.recovery_point)
             self.log_start_offset = new_offset
@@ -762,7 +740,7 @@ class Log:
 
     def maybe_increment_log_start_offset(self, new_log_start_offset: int) -> None:
         """Move the log start offset forward (DeleteRecords); segments below it go at retention."""
-        with self._lock:
+        with self.lock:
             if new_log_start_offset > self._leo:
                 raise OffsetOutOfRangeError(
                     f"Cannot increment the log start offset to {new_log_start_offset} of partition "
@@ -847,7 +825,7 @@ class Log:
     def _delete_old_segments(
         self, predicate: Callable[[LogSegment, LogSegment | None], bool], reason: str
     ) -> int:
-        with self._lock:
+        with self.lock:
             self._check_open()
             deletable = self._deletable_segments(predicate)
             if not deletable:
@@ -857,23 +835,24 @@ class Log:
                 ",".join(str(s.base_offset) for s in deletable),
                 reason,
             )
-            if len(deletable) == len(self._segments):
+            if len(deletable) == len(self.segments):
                 # a log always keeps one segment: roll first when every segment goes
                 self.roll()
             for segment in deletable:
-                self._delete_segment(segment)
-            self.maybe_increment_log_start_offset(self._base_offsets[0])
+                self.delete_segment(segment)
+            self.maybe_increment_log_start_offset(self.segments.base_offsets[0])
             return len(deletable)
 
-    def _delete_segment(self, segment: LogSegment) -> None:
+    def delete_segment(self, segment: LogSegment) -> None:
+        """Take `segment` out of the log and delete its files after file.delete.delay.ms."""
         self.log.info(
             "Scheduling log segment [baseOffset %d, size %d] for deletion.",
             segment.base_offset,
             segment.size,
         )
-        with self._lock:
-            if self._segments.get(segment.base_offset) is segment:
-                self._remove_segment(segment.base_offset)
+        with self.lock:
+            if self.segments.holds(segment):
+                self.segments.remove(segment.base_offset)
             self._async_delete_segment(segment)
 
     def _async_delete_segment(self, segment: LogSegment) -> None:
@@ -892,7 +871,7 @@ class Log:
         """Close every segment (trimming the indexes); the files stay. Without `sync` the
         producer snapshot written here is not fsynced: the caller syncs the file system."""
         self.log.debug("Closing log")
-        with self._lock:
+        with self.lock:
             if self._closed:
                 return
             # a snapshot at the log end offset spares the next start-up a scan of the log
@@ -903,24 +882,23 @@ class Log:
 
     def close_handlers(self) -> None:
         """Close the files without trimming (after a storage error)."""
-        with self._lock:
+        with self.lock:
             for segment in self.log_segments():
                 segment.close_handlers()
             self._closed = True
 
     def delete(self) -> None:
         """Delete every file of the log and its directory."""
-        with self._lock:
+        with self.lock:
             for segment in self.log_segments():
                 segment.delete_if_exists()
-            self._segments.clear()
-            self._base_offsets.clear()
+            self.segments.clear()
             self._closed = True
             shutil.rmtree(self.dir, ignore_errors=True)
 
     def rename_dir(self, name: str) -> None:
         """Move the log directory to `name` in the same parent (e.g. its `-delete` name)."""
-        with self._lock:
+        with self.lock:
             renamed = self.dir.parent / name
             os.replace(self.dir, renamed)
             if renamed != self.dir:

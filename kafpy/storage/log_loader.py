@@ -120,7 +120,7 @@ class LogLoader:
         self._load_segment_files()
         self._complete_swap_operations(swap_files)
         if not log.log_segments():
-            log._add_segment(LogSegment.open(self.dir, 0, self.config, self.time))
+            log.segments.add(LogSegment.open(self.dir, 0, self.config, self.time))
             return 0
         if self.marked_for_deletion:
             return log.active_segment.read_next_offset()
@@ -230,7 +230,7 @@ class LogLoader:
                             e,
                         )
                         self._recover_segment(segment)
-                self._log._add_segment(segment)
+                self._log.segments.add(segment)
 
     def _recover_segment(self, segment: LogSegment) -> int:
         """Recover one segment with the producer state at its base offset, so that its
@@ -277,15 +277,15 @@ class LogLoader:
             next_offset = swap_segment.read_next_offset()
             old = [
                 s
-                for s in log._segments_in_range(swap_segment.base_offset, next_offset)
+                for s in log.segments.in_range(swap_segment.base_offset, next_offset)
                 if s.read_next_offset() > swap_segment.base_offset
             ]
-            log._replace_segments([swap_segment], old, is_recovered_swap_file=True)
+            log.replace_segments([swap_segment], old, is_recovered_swap_file=True)
 
     def _recover_log(self) -> int:
         log = self._log
         if not self.had_clean_shutdown:
-            unflushed = log._segments_in_range(self.recovery_point, 2**63 - 1)
+            unflushed = log.segments.in_range(self.recovery_point, 2**63 - 1)
             for i, segment in enumerate(unflushed):
                 self.log.info(
                     "Recovering unflushed segment %d. %d/%d recovered for %s.",
@@ -310,7 +310,7 @@ class LogLoader:
                         segment.read_next_offset(),
                     )
                     for later in unflushed[i + 1 :]:
-                        log._delete_segment(later)
+                        log.delete_segment(later)
                     break
         if log.log_segments():
             log_end_offset = log.active_segment.read_next_offset()
@@ -322,8 +322,8 @@ class LogLoader:
                     self.log_start_offset,
                 )
                 for segment in log.log_segments():
-                    log._delete_segment(segment)
-                log._add_segment(
+                    log.delete_segment(segment)
+                log.segments.add(
                     LogSegment.open(self.dir, self.log_start_offset, self.config, self.time)
                 )
         self.recovery_point = log.active_segment.read_next_offset()

@@ -17,20 +17,14 @@ compacts logs with `cleanup.policy=compact` on its own threads.
 
 from __future__ import annotations
 
-import ctypes
-import fcntl
-import functools
 import logging
 import os
 import shutil
-import sys
 import threading
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from pathlib import Path
-from time import monotonic
 from typing import TYPE_CHECKING
 
 from kafpy.common.config_def import LONG_MAX
@@ -41,8 +35,10 @@ from kafpy.common.scheduler import ScheduledTask, Scheduler
 from kafpy.common.time import SYSTEM_TIME, Time
 from kafpy.common.topic import validate_topic_partition
 from kafpy.common.topic_partition import TopicPartition
+from kafpy.storage.clean_shutdown import close_logs_durably
 from kafpy.storage.cleaner.cleaner_config import CleanerConfig
 from kafpy.storage.file_handle_cache import FILE_HANDLE_CACHE
+from kafpy.storage.file_lock import FileLock
 from kafpy.storage.log import (
     CLEAN_SHUTDOWN_FILE,
     DELETE_DIR_SUFFIX,
@@ -53,18 +49,15 @@ from kafpy.storage.log import (
     parse_topic_partition_name,
 )
 from kafpy.storage.log_config import LogConfig
-from kafpy.storage.offset_checkpoint_file import OffsetCheckpointFile
+from kafpy.storage.log_dir_checkpoints import (
+    LogDirCheckpoints,
+)
+from kafpy.storage.log_recovery import LOAD_PROGRESS_INTERVAL_MS, LogRecovery
 
 if TYPE_CHECKING:
     from kafpy.storage.cleaner.log_cleaner import LogCleaner
 
 LOCK_FILE_NAME = ".lock"
-RECOVERY_POINT_CHECKPOINT_FILE = "recovery-point-offset-checkpoint"
-LOG_START_OFFSET_CHECKPOINT_FILE = "log-start-offset-checkpoint"
-# threads closing a dir's logs when one syncfs then makes them durable: at least this many,
-# whatever num.recovery.threads.per.data.dir (which bounds loading and fsyncing closes)
-_UNSYNCED_CLOSE_THREADS = 4
-
 # Kafka waits this long after start-up before the first run of each periodic task.
 INITIAL_TASK_DELAY_MS = 30 * 1000
 
@@ -79,105 +72,8 @@ def _halt(status: int) -> None:
     os._exit(status)
 
 
-@functools.cache
-def _syncfs() -> Callable[[int], int] | None:
-    """libc's syncfs(2) where it reports write-back errors (Linux 5.8 on), else None.
-
-    Older kernels sync but return 0 whatever failed: there a clean shutdown fsyncs each
-    file, so that an I/O error still keeps the clean shutdown marker from being written.
-    """
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        major, minor = (int(part) for part in os.uname().release.split(".")[:2])
-        syncfs = ctypes.CDLL(None, use_errno=True).syncfs
-    except (ValueError, OSError, AttributeError):
-        return None
-    if (major, minor) < (5, 8):
-        return None
-    syncfs.argtypes = [ctypes.c_int]
-    syncfs.restype = ctypes.c_int
-    return syncfs
-
-
 class LogDirLockError(KafkaStorageError):
     """Another process (or another LogManager in this one) holds a log dir's `.lock`."""
-
-
-# kafpy-specific: how often loading logs at start-up says how far each dir has got
-LOAD_PROGRESS_INTERVAL_MS = 5000
-
-
-class _LoadProgress:
-    """Counts the logs of one dir loaded so far, for the progress lines."""
-
-    def __init__(self, dir: Path, total: int) -> None:
-        self.dir = dir
-        self.total = total
-        self._loaded = 0
-        self._lock = threading.Lock()
-
-    @property
-    def loaded(self) -> int:
-        return self._loaded
-
-    @property
-    def percent(self) -> int:
-        return 100 if self.total == 0 else self._loaded * 100 // self.total
-
-    def done(self) -> int:
-        with self._lock:
-            self._loaded += 1
-            return self._loaded
-
-
-class FileLock:
-    """An exclusive, non-blocking OS lock (flock) on a file, held until `release()`.
-
-    flock locks belong to the open file description, so a second FileLock on the same
-    file fails even from the same process, which is what keeps two LogManagers apart.
-    """
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._fd: int | None = None
-
-    def try_lock(self) -> bool:
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            return False
-        except OSError:
-            os.close(fd)
-            raise
-        self._fd = fd
-        return True
-
-    def sync_file_system(self) -> bool:
-        """syncfs(2) the file system holding the lock file; False where that is not
-        available (see _syncfs). OSError if a write-back on that file system failed since
-        the lock was taken, which is why the lock's descriptor is the one synced."""
-        syncfs = _syncfs()
-        if syncfs is None or self._fd is None:
-            return False
-        if syncfs(self._fd) != 0:
-            errno = ctypes.get_errno()
-            raise OSError(errno, f"syncfs of the file system of {self.path}: {os.strerror(errno)}")
-        return True
-
-    def release(self) -> None:
-        if self._fd is not None:
-            try:
-                fcntl.flock(self._fd, fcntl.LOCK_UN)
-            finally:
-                os.close(self._fd)
-                self._fd = None
-
-    @property
-    def locked(self) -> bool:
-        return self._fd is not None
 
 
 class LogManager:
@@ -266,14 +162,7 @@ class LogManager:
         self._live_log_dirs: list[Path] = self._create_and_validate_log_dirs(log_dirs)
         self._dir_locks: list[FileLock] = self._lock_log_dirs(self._live_log_dirs)
         try:
-            self._recovery_point_checkpoints = {
-                d: OffsetCheckpointFile(d / RECOVERY_POINT_CHECKPOINT_FILE)
-                for d in self._live_log_dirs
-            }
-            self._log_start_offset_checkpoints = {
-                d: OffsetCheckpointFile(d / LOG_START_OFFSET_CHECKPOINT_FILE)
-                for d in self._live_log_dirs
-            }
+            self._checkpoints = {d: LogDirCheckpoints(d, self.log) for d in self._live_log_dirs}
             self._load_logs()
         except BaseException:
             self._close_all_quietly()
@@ -388,8 +277,7 @@ class LogManager:
                 )
                 self._halt(1)
                 return []
-            self._recovery_point_checkpoints.pop(d, None)
-            self._log_start_offset_checkpoints.pop(d, None)
+            self._checkpoints.pop(d, None)
             offline = [tp for tp, log in self._logs.items() if Path(log.dir).parent == d]
             removed = [self._logs.pop(tp) for tp in offline]
             removed += [
@@ -423,123 +311,14 @@ class LogManager:
 
     # ------------------------------------------------------------------ loading
 
-    def _read_checkpoint(
-        self, checkpoint: OffsetCheckpointFile, kind: str, d: Path
-    ) -> dict[TopicPartition, int] | None:
-        """The checkpoint's entries, or None (warned about) if it cannot be read."""
-        try:
-            return checkpoint.read()
-        except KafkaStorageError as e:
-            self.log.warning("Error occurred while reading %s file of directory %s: %s", kind, d, e)
-            self.log.warning("Resetting the %s to 0 for all logs in %s", kind.replace("-", " "), d)
-            return None
-
     def _load_logs(self) -> None:
-        self.log.info("Loading logs from log dirs %s", [str(d) for d in self._live_log_dirs])
-        start_ms = self.time.milliseconds()
-        pools: list[ThreadPoolExecutor] = []
-        jobs: list[tuple[_LoadProgress, list[Future[None]]]] = []
-        try:
-            for d in self._live_log_dirs:
-                pool = ThreadPoolExecutor(
-                    max_workers=self.recovery_threads_per_data_dir,
-                    thread_name_prefix=f"log-recovery-{d}",
-                )
-                pools.append(pool)
-                clean_shutdown_file = d / CLEAN_SHUTDOWN_FILE
-                had_clean_shutdown = clean_shutdown_file.exists()
-                if had_clean_shutdown:
-                    self.log.debug(
-                        "Found clean shutdown file. Skipping recovery for all logs in data directory: %s",
-                        d,
-                    )
-                else:
-                    self.log.info(
-                        "Attempting recovery for all logs in %s since no clean shutdown file was found",
-                        d,
-                    )
-                recovery_points = self._read_checkpoint(
-                    self._recovery_point_checkpoints[d], RECOVERY_POINT_CHECKPOINT_FILE, d
-                )
-                if recovery_points is None:
-                    recovery_points = {}
-                    if had_clean_shutdown:
-                        # recovery point 0 means "recover everything": do it now rather than
-                        # trust a dir whose checkpoint is garbage
-                        self.log.warning(
-                            "Attempting recovery for all logs in %s since its %s is unreadable",
-                            d,
-                            RECOVERY_POINT_CHECKPOINT_FILE,
-                        )
-                        had_clean_shutdown = False
-                log_start_offsets = (
-                    self._read_checkpoint(
-                        self._log_start_offset_checkpoints[d], LOG_START_OFFSET_CHECKPOINT_FILE, d
-                    )
-                    or {}
-                )
-                with os.scandir(d) as entries:  # no stat per entry, unlike Path.is_dir
-                    log_dirs = sorted(d / entry.name for entry in entries if entry.is_dir())
-                progress = _LoadProgress(d, len(log_dirs))
-                futures = [
-                    pool.submit(
-                        self._load_log,
-                        p,
-                        recovery_points,
-                        log_start_offsets,
-                        had_clean_shutdown,
-                        progress,
-                    )
-                    for p in log_dirs
-                ]
-                jobs.append((progress, futures))
-                self.log.info(
-                    "Loading %d logs in dir %s: 0/%d loaded (0%%)", len(log_dirs), d, len(log_dirs)
-                )
-            self._wait_for_loading(jobs)
-        except Exception as e:
-            self.log.error("There was an error in one of the threads during logs loading: %s", e)
-            raise
-        finally:
-            for pool in pools:
-                pool.shutdown(wait=True, cancel_futures=True)
-        self.log.info(
-            "Loaded %d logs in %dms.",
-            sum(p.total for p, _ in jobs),
-            self.time.milliseconds() - start_ms,
-        )
-
-    def _wait_for_loading(self, jobs: list[tuple[_LoadProgress, list[Future[None]]]]) -> None:
-        """Wait for every dir's loading jobs, saying how far each dir has got every
-        `load_progress_interval_ms` and when it is done; the first failure is raised."""
-        pending = {progress: set(futures) for progress, futures in jobs}
-        interval_s = self.load_progress_interval_ms / 1000
-        last_report = monotonic()
-        while pending:
-            waiting = set().union(*pending.values())
-            done, _ = wait(waiting, timeout=interval_s, return_when=FIRST_EXCEPTION)
-            for future in done:
-                future.result()  # raises the loading error
-            now = monotonic()
-            report = now - last_report >= interval_s
-            if report:
-                last_report = now
-            for progress, futures in list(pending.items()):
-                futures -= done
-                if futures:
-                    if report:
-                        self.log.info(
-                            "Loading logs in dir %s: %d/%d loaded (%d%%)",
-                            progress.dir, progress.loaded, progress.total, progress.percent,
-                        )  # fmt: skip
-                    continue
-                del pending[progress]
-                self.log.info(
-                    "Loading logs in dir %s: %d/%d loaded (100%%)",
-                    progress.dir, progress.total, progress.total,
-                )  # fmt: skip
-                # every log of this dir is loaded: the next start is unclean until shutdown says otherwise
-                (progress.dir / CLEAN_SHUTDOWN_FILE).unlink(missing_ok=True)
+        LogRecovery(
+            self.log,
+            self.time,
+            self.recovery_threads_per_data_dir,
+            self.load_progress_interval_ms,
+            self._load_log,
+        ).load(self._live_log_dirs, self._checkpoints)
 
     def _load_log(
         self,
@@ -547,9 +326,8 @@ class LogManager:
         recovery_points: Mapping[TopicPartition, int],
         log_start_offsets: Mapping[TopicPartition, int],
         had_clean_shutdown: bool,
-        progress: _LoadProgress,
-    ) -> None:
-        self.log.debug("Loading log '%s'", log_dir.name)
+    ) -> Log:
+        """Open the log in `log_dir` (LogRecovery's job for each dir) and hold it."""
         tp = parse_topic_partition_name(log_dir)
         config = self.topic_configs.get(tp.topic, self.current_default_config)
         log = Log(
@@ -584,18 +362,7 @@ class LogManager:
                     f"{previous.dir}. A partition must live in one log dir only: stop the broker "
                     f"and delete the copy you do not trust."
                 )
-        n = progress.done()
-        self.log.info(
-            "Completed load of log %s with %d segments, log start offset %d and log end offset %d "
-            "(%d/%d loaded in %s)",
-            log_dir.name,
-            log.num_segments,
-            log.log_start_offset,
-            log.log_end_offset,
-            n,
-            progress.total,
-            progress.dir,
-        )
+        return log
 
     # ------------------------------------------------------------------ start and stop
 
@@ -671,7 +438,10 @@ class LogManager:
         by_dir = self._logs_by_dir()
         for d in self._live_log_dirs:
             logs = by_dir.get(d, {})
-            failed = not self._flush_and_close_logs(d, logs)
+            lock = next((lock for lock in self._dir_locks if lock.path.parent == d), None)
+            failed = not close_logs_durably(
+                d, logs, lock, self.recovery_threads_per_data_dir, self.log
+            )
             try:
                 self.log.debug("Updating recovery points at %s", d)
                 self._checkpoint_recovery_offsets_in_dir(d, logs, raise_errors=True)
@@ -705,54 +475,6 @@ class LogManager:
                 self.log.debug("Error closing log %s queued for deletion: %s", log.dir, e)
         self._release_locks()
         self.log.info("Shutdown complete.")
-
-    def _flush_and_close_logs(self, d: Path, logs: Mapping[TopicPartition, Log]) -> bool:
-        """Make every log of `d` durable and close it; False if one of them failed.
-
-        Kafka fsyncs each log's segment, indexes and producer snapshot: four fsyncs a
-        log, most of a clean stop's time with thousands of partitions. Where the file
-        system can be synced as a whole with its errors reported (syncfs, see _syncfs),
-        the logs are closed without fsyncs and then synced at once; only then do their
-        recovery points move to their log end offsets.
-        """
-        lock = next((lock for lock in self._dir_locks if lock.path.parent == d), None)
-        sync_at_once = lock is not None and _syncfs() is not None
-        close = self._close_unsynced if sync_at_once else self._flush_and_close
-        workers = self.recovery_threads_per_data_dir
-        if sync_at_once:
-            # closing without flushing waits on the file system (a snapshot file created
-            # per log), not the CPU: overlapped, 20,000 logs close in about half the time
-            workers = max(workers, _UNSYNCED_CLOSE_THREADS)
-        closed: list[Log] = []
-        failed = False
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix=f"log-closing-{d}") as pool:
-            futures = {pool.submit(close, log): (tp, log) for tp, log in logs.items()}
-            for future, (tp, log) in futures.items():
-                try:
-                    future.result()
-                    closed.append(log)
-                except Exception as e:
-                    failed = True
-                    self.log.error("Error while closing log %s in %s: %s", tp, d, e)
-        if lock is not None and sync_at_once:
-            try:
-                if not lock.sync_file_system():
-                    raise OSError(f"the lock on {d} was released (the dir went offline)")
-            except OSError as e:
-                self.log.error("Error while syncing the logs in %s to disk: %s", d, e)
-                return False
-            for log in closed:
-                log.mark_flushed(log.log_end_offset)
-        return not failed
-
-    @staticmethod
-    def _flush_and_close(log: Log) -> None:
-        log.flush()
-        log.close()
-
-    @staticmethod
-    def _close_unsynced(log: Log) -> None:
-        log.close(sync=False)
 
     def _close_all_quietly(self) -> None:
         with self._lock:
@@ -1220,13 +942,13 @@ class LogManager:
     def _checkpoint_recovery_offsets_in_dir(
         self, d: Path, logs: Mapping[TopicPartition, Log] | None = None, raise_errors: bool = False
     ) -> None:
-        checkpoint = self._recovery_point_checkpoints.get(d)
-        if checkpoint is None:
+        checkpoints = self._checkpoints.get(d)
+        if checkpoints is None:
             return
-        if logs is None:
-            logs = self._logs_by_dir().get(d, {})
         try:
-            checkpoint.write({tp: log.recovery_point for tp, log in logs.items()})
+            checkpoints.write_recovery_points(
+                self._logs_by_dir().get(d, {}) if logs is None else logs
+            )
         except KafkaStorageError as e:
             if raise_errors:
                 raise
@@ -1237,19 +959,13 @@ class LogManager:
     def _checkpoint_log_start_offsets_in_dir(
         self, d: Path, logs: Mapping[TopicPartition, Log] | None = None, raise_errors: bool = False
     ) -> None:
-        checkpoint = self._log_start_offset_checkpoints.get(d)
-        if checkpoint is None:
+        checkpoints = self._checkpoints.get(d)
+        if checkpoints is None:
             return
-        if logs is None:
-            logs = self._logs_by_dir().get(d, {})
-        offsets: dict[TopicPartition, int] = {}
-        for tp, log in logs.items():
-            segments = log.log_segments()
-            # as Kafka: only logs whose start offset moved past their first segment's base
-            if segments and log.log_start_offset > segments[0].base_offset:
-                offsets[tp] = log.log_start_offset
         try:
-            checkpoint.write(offsets)
+            checkpoints.write_log_start_offsets(
+                self._logs_by_dir().get(d, {}) if logs is None else logs
+            )
         except KafkaStorageError as e:
             if raise_errors:
                 raise

@@ -227,21 +227,7 @@ class LogSegment:
             self._rolling_based_timestamp = largest_timestamp
         if not 0 <= largest_offset - self.base_offset <= INT32_MAX:
             self._ensure_offset_in_range(largest_offset)
-        # FileRecords.append, inlined (the produce path). The size counts only a complete
-        # write: a failure part-way (ENOSPC, EIO) cuts the file back to where it was, so no
-        # torn batch is ever followed by another append.
-        fd = log_file.acquire()
-        try:
-            try:
-                written = os.pwrite(fd, data, physical_position)
-                while written < size:
-                    written += os.pwrite(fd, data[written:], physical_position + written)
-            except OSError:
-                self._truncate_torn_write(fd, physical_position)
-                raise
-        finally:
-            log_file.release()
-        log_file._size += size
+        log_file.append(data)
         self._next_offset = largest_offset + 1
         if size >= HEADER_LOCATION.size:
             base, length, magic, last_delta = HEADER_LOCATION.unpack_from(data, 0)
@@ -262,18 +248,6 @@ class LogSegment:
             )
             self._bytes_since_last_index_entry = 0
         self._bytes_since_last_index_entry += size
-
-    def _truncate_torn_write(self, fd: int, size: int) -> None:
-        """Cut the `.log` back to `size` bytes after a failed append (indexes untouched)."""
-        try:
-            os.ftruncate(fd, size)
-        except OSError as e:
-            log.error(
-                "Failed to truncate %s back to %d bytes after a failed append: %s",
-                self.log.file,
-                size,
-                e,
-            )
 
     # -- read ------------------------------------------------------------------------------------
 
@@ -383,7 +357,7 @@ class LogSegment:
 
         Runs on every append, hence the inlined checks.
         """
-        size = self.log._size
+        size = self.log.size
         if size > max_segment_bytes - messages_size:
             return True
         if size > 0:
@@ -396,11 +370,9 @@ class LogSegment:
             )
             if waited > max_segment_ms - self.roll_jitter_ms:
                 return True
-        oi = self.offset_index
-        ti = self.time_index
         return (
-            oi._entries >= oi._max_entries
-            or ti._entries >= ti._max_entries - 1
+            self.offset_index.is_full()
+            or self.time_index.is_full()
             or not 0 <= max_offset_in_messages - self.base_offset <= INT32_MAX
         )
 

@@ -20,13 +20,9 @@ Followers update the state without checks. The state is written to
 log closes, and is loaded from the latest snapshot at start-up, then brought up to the
 log end offset by reading the batch headers after it (`rebuild_producer_state`).
 
-Snapshot file (big-endian)::
-
-    version int16 (1), crc uint32 (CRC-32C of everything after it),
-    count int32, then per producer:
-      producerId int64, epoch int16, lastSequence int32, lastOffset int64,
-      offsetDelta int32, timestamp int64, coordinatorEpoch int32,
-      currentTxnFirstOffset int64 (-1: none)
+The snapshot format is in `producer_snapshot_file`, the per-producer state in
+`producer_state_entry`, the checks of one append in `producer_append_info`; the types of
+the manager's API are imported from here too.
 
 Only each producer's last batch is in a snapshot (as in Kafka), so after a restart a
 retry is recognised as a duplicate only if it repeats the last batch.
@@ -34,28 +30,13 @@ retry is recognised as a duplicate only if it repeats the last batch.
 
 from __future__ import annotations
 
-import enum
 import os
-import struct
-from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from crc32c import crc32c
-
-from kafpy.common.errors import (
-    InvalidProducerEpochError,
-    InvalidTxnStateError,
-    KafkaError,
-    OutOfOrderSequenceError,
-    TransactionCoordinatorFencedError,
-    UnknownProducerIdError,
-)
-from kafpy.common.logger import PrefixAdapter, component_logger
+from kafpy.common.logger import component_logger
 from kafpy.common.topic_partition import TopicPartition
-from kafpy.records.control_record import ControlRecordType, EndTransactionMarker
 from kafpy.records.record_batch import (
     CONTROL_MASK,
     H_ATTRIBUTES,
@@ -63,16 +44,33 @@ from kafpy.records.record_batch import (
     H_BASE_SEQUENCE,
     H_LAST_OFFSET_DELTA,
     H_LENGTH,
-    H_MAX_TIMESTAMP,
     H_PRODUCER_EPOCH,
     H_PRODUCER_ID,
     LOG_OVERHEAD,
-    TRANSACTIONAL_MASK,
     BatchHeader,
-    RecordBatch,
     iter_headers,
 )
-from kafpy.storage.log_append_info import LogAppendInfo
+from kafpy.storage.producer_append_info import (
+    AppendOrigin,
+    ProducerAppendInfo,
+    ProducerStateUpdate,
+)
+from kafpy.storage.producer_snapshot_file import (
+    PRODUCER_SNAPSHOT_FILE_SUFFIX,
+    CorruptSnapshotError,
+    producer_snapshot_file,
+    read_snapshot,
+    snapshots_in,
+    write_snapshot,
+)
+from kafpy.storage.producer_state_entry import (
+    NO_PRODUCER_ID,
+    NUM_BATCHES_TO_RETAIN,
+    BatchMetadata,
+    CompletedTxn,
+    ProducerStateEntry,
+    increment_sequence,
+)
 from kafpy.storage.transaction_index import AbortedTxn
 
 if TYPE_CHECKING:
@@ -95,431 +93,8 @@ __all__ = [
     "write_snapshot",
 ]
 
-PRODUCER_SNAPSHOT_FILE_SUFFIX = ".snapshot"
-NUM_BATCHES_TO_RETAIN = 5
-PRODUCER_SNAPSHOT_VERSION = 1
 # transactional.id.expiration.ms's default, which Kafka 2.x also uses for producer ids
 DEFAULT_PRODUCER_ID_EXPIRATION_MS = 7 * 24 * 60 * 60 * 1000
-
-NO_PRODUCER_ID = -1
-NO_PRODUCER_EPOCH = -1
-NO_SEQUENCE = -1
-NO_TIMESTAMP = -1
-INT32_MAX = 2**31 - 1
-
-_SNAPSHOT_HEADER = struct.Struct(">hI")  # version, crc
-_COUNT = struct.Struct(">i")
-_ENTRY = struct.Struct(">qhiqiqiq")
-_ENTRIES_OFFSET = _SNAPSHOT_HEADER.size  # the CRC covers the bytes from here
-
-
-def increment_sequence(sequence: int, increment: int) -> int:
-    """`sequence + increment`, wrapping past Int32.MAX to 0 as producers do."""
-    if sequence > INT32_MAX - increment:
-        return increment - (INT32_MAX - sequence) - 1
-    return sequence + increment
-
-
-def decrement_sequence(sequence: int, decrement: int) -> int:
-    """`sequence - decrement`, wrapping below 0 to Int32.MAX."""
-    if sequence < decrement:
-        return INT32_MAX - (decrement - sequence) + 1
-    return sequence - decrement
-
-
-def producer_snapshot_file(log_dir: Path, offset: int) -> Path:
-    """`<log_dir>/<20-digit offset>.snapshot`."""
-    return log_dir / f"{offset:020d}{PRODUCER_SNAPSHOT_FILE_SUFFIX}"
-
-
-def _snapshot_offset(name: str) -> int | None:
-    if not name.endswith(PRODUCER_SNAPSHOT_FILE_SUFFIX):
-        return None
-    prefix = name[: -len(PRODUCER_SNAPSHOT_FILE_SUFFIX)]
-    return int(prefix) if prefix.isdigit() else None
-
-
-def _snapshots_in(file_names: Iterable[str]) -> dict[int, str]:
-    """offset -> name of the snapshot files among `file_names`."""
-    snapshots = {}
-    for name in file_names:
-        offset = _snapshot_offset(name)
-        if offset is not None:
-            snapshots[offset] = name
-    return snapshots
-
-
-class AppendOrigin(enum.Enum):
-    """Where an append comes from, which decides how much is checked.
-
-    CLIENT: full checks (epoch, sequence, duplicates). COORDINATOR: epoch only (the group
-    or transaction coordinator writes without sequences). REPLICATION: no checks (the
-    leader did them); an older epoch is only logged.
-    """
-
-    CLIENT = "Client"
-    COORDINATOR = "Coordinator"
-    REPLICATION = "Replication"
-
-
-class CorruptSnapshotError(KafkaError):
-    """A producer snapshot file cannot be read; it is deleted and the state rebuilt."""
-
-
-@dataclass(frozen=True, slots=True)
-class BatchMetadata:
-    """The sequence range and offsets of one batch a producer wrote."""
-
-    last_seq: int
-    last_offset: int
-    offset_delta: int
-    timestamp: int
-
-    @property
-    def first_seq(self) -> int:
-        return decrement_sequence(self.last_seq, self.offset_delta)
-
-    @property
-    def first_offset(self) -> int:
-        return self.last_offset - self.offset_delta
-
-
-@dataclass(frozen=True, slots=True)
-class CompletedTxn:
-    """A transaction ended by a commit or abort marker at `last_offset`."""
-
-    producer_id: int
-    first_offset: int
-    last_offset: int
-    is_aborted: bool
-
-
-class ProducerStateEntry:
-    """One producer's state in one partition: epoch and its last batches, oldest first."""
-
-    __slots__ = (
-        "producer_id",
-        "batch_metadata",
-        "producer_epoch",
-        "coordinator_epoch",
-        "last_timestamp",
-        "current_txn_first_offset",
-    )
-
-    def __init__(
-        self,
-        producer_id: int,
-        batch_metadata: Iterable[BatchMetadata] = (),
-        producer_epoch: int = NO_PRODUCER_EPOCH,
-        coordinator_epoch: int = -1,
-        last_timestamp: int = NO_TIMESTAMP,
-        current_txn_first_offset: int | None = None,
-    ) -> None:
-        self.producer_id = producer_id
-        self.batch_metadata: deque[BatchMetadata] = deque(batch_metadata, NUM_BATCHES_TO_RETAIN)
-        self.producer_epoch = producer_epoch
-        self.coordinator_epoch = coordinator_epoch
-        self.last_timestamp = last_timestamp
-        self.current_txn_first_offset = current_txn_first_offset
-
-    @property
-    def is_empty(self) -> bool:
-        return not self.batch_metadata
-
-    @property
-    def first_seq(self) -> int:
-        return self.batch_metadata[0].first_seq if self.batch_metadata else NO_SEQUENCE
-
-    @property
-    def last_seq(self) -> int:
-        return self.batch_metadata[-1].last_seq if self.batch_metadata else NO_SEQUENCE
-
-    @property
-    def first_data_offset(self) -> int:
-        return self.batch_metadata[0].first_offset if self.batch_metadata else -1
-
-    @property
-    def last_data_offset(self) -> int:
-        return self.batch_metadata[-1].last_offset if self.batch_metadata else -1
-
-    @property
-    def last_offset_delta(self) -> int:
-        return self.batch_metadata[-1].offset_delta if self.batch_metadata else 0
-
-    def maybe_update_producer_epoch(self, producer_epoch: int) -> bool:
-        """A new epoch forgets the batches of the old one; True if the epoch changed."""
-        if self.producer_epoch != producer_epoch:
-            self.batch_metadata.clear()
-            self.producer_epoch = producer_epoch
-            return True
-        return False
-
-    def add_batch(
-        self,
-        producer_epoch: int,
-        last_seq: int,
-        last_offset: int,
-        offset_delta: int,
-        timestamp: int,
-    ) -> None:
-        self.maybe_update_producer_epoch(producer_epoch)
-        self.batch_metadata.append(BatchMetadata(last_seq, last_offset, offset_delta, timestamp))
-        self.last_timestamp = timestamp
-
-    def update(self, next_entry: ProducerStateEntry) -> None:
-        """Take on what an append did (the entry a ProducerAppendInfo built)."""
-        self.maybe_update_producer_epoch(next_entry.producer_epoch)
-        self.batch_metadata.extend(next_entry.batch_metadata)
-        self.coordinator_epoch = next_entry.coordinator_epoch
-        self.current_txn_first_offset = next_entry.current_txn_first_offset
-        self.last_timestamp = next_entry.last_timestamp
-
-    def find_duplicate_batch(
-        self, producer_epoch: int, first_seq: int, last_seq: int
-    ) -> BatchMetadata | None:
-        """The retained batch with exactly this epoch and sequence range, if any."""
-        if producer_epoch != self.producer_epoch:
-            return None
-        for metadata in self.batch_metadata:
-            if metadata.last_seq == last_seq and metadata.first_seq == first_seq:
-                return metadata
-        return None
-
-    def copy(self) -> ProducerStateEntry:
-        return ProducerStateEntry(
-            self.producer_id,
-            self.batch_metadata,
-            self.producer_epoch,
-            self.coordinator_epoch,
-            self.last_timestamp,
-            self.current_txn_first_offset,
-        )
-
-    def __repr__(self) -> str:
-        return (
-            f"ProducerStateEntry(producerId={self.producer_id}, producerEpoch={self.producer_epoch}, "
-            f"currentTxnFirstOffset={self.current_txn_first_offset}, "
-            f"coordinatorEpoch={self.coordinator_epoch}, lastTimestamp={self.last_timestamp}, "
-            f"batchMetadata={list(self.batch_metadata)})"
-        )
-
-
-class ProducerAppendInfo:
-    """Checks the batches one producer adds in one append, and collects the new state.
-
-    Built from the producer's state before the append (`current_entry`); each batch is
-    checked against the state the previous batches of the same append left, so several
-    batches of one producer in one request are checked in order. Nothing is changed in
-    the manager until `ProducerStateManager.update` is called after the write.
-    """
-
-    __slots__ = (
-        "topic_partition",
-        "producer_id",
-        "current_entry",
-        "origin",
-        "updated_entry",
-        "started_txns",
-    )
-
-    def __init__(
-        self,
-        topic_partition: TopicPartition,
-        producer_id: int,
-        current_entry: ProducerStateEntry,
-        origin: AppendOrigin,
-    ) -> None:
-        self.topic_partition = topic_partition
-        self.producer_id = producer_id
-        self.current_entry = current_entry
-        self.origin = origin
-        self.updated_entry = ProducerStateEntry(
-            producer_id,
-            (),
-            current_entry.producer_epoch,
-            current_entry.coordinator_epoch,
-            current_entry.last_timestamp,
-            current_entry.current_txn_first_offset,
-        )
-        self.started_txns: list[int] = []  # first offsets of transactions begun here
-
-    def _check_producer_epoch(self, producer_epoch: int, offset: int) -> None:
-        if producer_epoch < self.updated_entry.producer_epoch:
-            message = (
-                f"Producer's epoch at offset {offset} in {self.topic_partition} is {producer_epoch}, "
-                f"which is smaller than the last seen epoch {self.updated_entry.producer_epoch}"
-            )
-            if self.origin is AppendOrigin.REPLICATION:
-                _log_for(self.topic_partition).warning("%s", message)
-            else:
-                raise InvalidProducerEpochError(
-                    message + "; a newer producer with this id has fenced this one."
-                )
-
-    def _check_sequence(self, producer_epoch: int, first_seq: int, offset: int) -> None:
-        updated = self.updated_entry
-        if producer_epoch != updated.producer_epoch:
-            if first_seq != 0:
-                if updated.producer_epoch != NO_PRODUCER_EPOCH:
-                    raise OutOfOrderSequenceError(
-                        f"Invalid sequence number for new epoch at offset {offset} in partition "
-                        f"{self.topic_partition}: {producer_epoch} (request epoch), {first_seq} "
-                        "(seq. number); a new epoch must start at sequence 0."
-                    )
-                raise UnknownProducerIdError(
-                    f"Found no record of producerId={self.producer_id} on the broker at offset "
-                    f"{offset} in partition {self.topic_partition}. It is possible that the last "
-                    f"message with the producerId={self.producer_id} has been removed due to "
-                    "hitting the retention limit."
-                )
-            return
-        if not updated.is_empty:
-            current_last_seq = updated.last_seq
-        elif producer_epoch == self.current_entry.producer_epoch:
-            current_last_seq = self.current_entry.last_seq
-        else:
-            current_last_seq = NO_SEQUENCE
-        if current_last_seq == NO_SEQUENCE and first_seq != 0:
-            # The epoch matches but no batch is known, e.g. only a transaction marker was written.
-            raise OutOfOrderSequenceError(
-                f"Out of order sequence number for producerId {self.producer_id} at offset {offset} "
-                f"in partition {self.topic_partition}: found {first_seq} (incoming seq. number), "
-                "but expected 0"
-            )
-        if not (
-            first_seq == current_last_seq + 1 or (first_seq == 0 and current_last_seq == INT32_MAX)
-        ):
-            raise OutOfOrderSequenceError(
-                f"Out of order sequence number for producerId {self.producer_id} at offset {offset} "
-                f"in partition {self.topic_partition}: {first_seq} (incoming seq. number), "
-                f"{current_last_seq} (current end sequence number)"
-            )
-
-    def append_data_batch(
-        self,
-        epoch: int,
-        first_seq: int,
-        last_seq: int,
-        last_timestamp: int,
-        first_offset: int,
-        last_offset: int,
-        is_transactional: bool,
-    ) -> None:
-        """Check one data batch and record it in the pending state."""
-        self._check_producer_epoch(epoch, first_offset)
-        if self.origin is AppendOrigin.CLIENT:
-            self._check_sequence(epoch, first_seq, first_offset)
-        updated = self.updated_entry
-        updated.add_batch(epoch, last_seq, last_offset, last_offset - first_offset, last_timestamp)
-        if updated.current_txn_first_offset is not None and not is_transactional:
-            raise InvalidTxnStateError(
-                f"Expected transactional write from producer {self.producer_id} at offset "
-                f"{first_offset} in partition {self.topic_partition}: it has an ongoing "
-                "transaction, which must be committed or aborted first."
-            )
-        if updated.current_txn_first_offset is None and is_transactional:
-            updated.current_txn_first_offset = first_offset
-            self.started_txns.append(first_offset)
-
-    def append_end_txn_marker(
-        self, marker: EndTransactionMarker, producer_epoch: int, offset: int, timestamp: int
-    ) -> CompletedTxn:
-        """Record a commit or abort marker; returns the transaction it ends."""
-        self._check_producer_epoch(producer_epoch, offset)
-        updated = self.updated_entry
-        if updated.coordinator_epoch > marker.coordinator_epoch:
-            message = (
-                f"Invalid coordinator epoch for producerId {self.producer_id} at offset {offset} "
-                f"in partition {self.topic_partition}: {marker.coordinator_epoch} (zombie), "
-                f"{updated.coordinator_epoch} (current)"
-            )
-            if self.origin is AppendOrigin.REPLICATION:
-                _log_for(self.topic_partition).info("%s", message)
-            else:
-                raise TransactionCoordinatorFencedError(message)
-        first_offset = updated.current_txn_first_offset
-        if first_offset is None:
-            first_offset = offset
-        updated.maybe_update_producer_epoch(producer_epoch)
-        updated.current_txn_first_offset = None
-        updated.coordinator_epoch = marker.coordinator_epoch
-        updated.last_timestamp = timestamp
-        return CompletedTxn(
-            self.producer_id, first_offset, offset, marker.control_type is ControlRecordType.ABORT
-        )
-
-    def append_batch_header(
-        self, header: Sequence[int], batch: memoryview | None
-    ) -> CompletedTxn | None:
-        """Check and record the batch whose header tuple is `header`.
-
-        A control batch needs its bytes (`batch`, the whole batch) to read its marker.
-        """
-        attributes = header[H_ATTRIBUTES]
-        base_offset = header[H_BASE_OFFSET]
-        if attributes & CONTROL_MASK:
-            if batch is None:
-                raise ValueError(
-                    "a control batch needs its bytes to read the end transaction marker"
-                )
-            for record in RecordBatch(batch, 0).records():
-                marker = EndTransactionMarker.from_record(record)
-                return self.append_end_txn_marker(
-                    marker, header[H_PRODUCER_EPOCH], base_offset, record.timestamp
-                )
-            return None  # an empty control batch: the cleaner removed the transaction
-        delta = header[H_LAST_OFFSET_DELTA]
-        first_seq = header[H_BASE_SEQUENCE]
-        last_seq = increment_sequence(first_seq, delta) if first_seq != NO_SEQUENCE else NO_SEQUENCE
-        self.append_data_batch(
-            header[H_PRODUCER_EPOCH],
-            first_seq,
-            last_seq,
-            header[H_MAX_TIMESTAMP],
-            base_offset,
-            base_offset + delta,
-            bool(attributes & TRANSACTIONAL_MASK),
-        )
-        return None
-
-    def to_entry(self) -> ProducerStateEntry:
-        return self.updated_entry
-
-    def __repr__(self) -> str:
-        u = self.updated_entry
-        return (
-            f"ProducerAppendInfo(producerId={self.producer_id}, producerEpoch={u.producer_epoch}, "
-            f"firstSequence={u.first_seq}, lastSequence={u.last_seq}, "
-            f"currentTxnFirstOffset={u.current_txn_first_offset}, "
-            f"coordinatorEpoch={u.coordinator_epoch}, lastTimestamp={u.last_timestamp}, "
-            f"startedTransactions={self.started_txns})"
-        )
-
-
-@dataclass(slots=True)
-class ProducerStateUpdate:
-    """What checking one append found: the producers' pending states, the transactions
-    it completes, and, for a retried batch, the metadata of the batch already written."""
-
-    producers: dict[int, ProducerAppendInfo] = field(default_factory=dict)
-    completed_txns: list[CompletedTxn] = field(default_factory=list)
-    duplicate: BatchMetadata | None = None
-
-    def duplicate_append_info(
-        self, info: LogAppendInfo, log_start_offset: int, log_append_time: bool
-    ) -> LogAppendInfo:
-        """Turn `info` into the answer to a retried batch: its original offsets, nothing written."""
-        dup = self.duplicate
-        assert dup is not None
-        info.first_offset = dup.first_offset
-        info.last_offset = dup.last_offset
-        info.log_start_offset = log_start_offset
-        # Kafka 2.x reports the batch timestamp as the append time even for CreateTime
-        # topics; kafpy only does so when the stored timestamp is the append time.
-        info.log_append_time = dup.timestamp if log_append_time else NO_TIMESTAMP
-        info.shallow_count = 0  # nothing written
-        info.num_messages = 0
-        return info
 
 
 class ProducerStateManager:
@@ -680,7 +255,7 @@ class ProducerStateManager:
     def load_snapshots(self, file_names: Iterable[str]) -> None:
         """Know the snapshot files from these names of the log dir's files (a listing the
         caller made anyway) instead of listing the dir again."""
-        self._snapshots = _snapshots_in(file_names)
+        self._snapshots = snapshots_in(file_names)
 
     def _snapshot_names(self) -> dict[int, str]:
         if self._snapshots is None:
@@ -689,7 +264,7 @@ class ProducerStateManager:
                     names = [entry.name for entry in entries if entry.is_file()]
             except FileNotFoundError:
                 return {}
-            self._snapshots = _snapshots_in(names)
+            self._snapshots = snapshots_in(names)
         return self._snapshots
 
     def snapshot_files(self) -> list[tuple[int, Path]]:
@@ -814,74 +389,6 @@ class ProducerStateManager:
         )
 
 
-def write_snapshot(path: Path, entries: Iterable[ProducerStateEntry], sync: bool = False) -> None:
-    """Write `entries` to `path` in Kafka's producer snapshot format."""
-    items = list(entries)
-    body = bytearray(_COUNT.size + _ENTRY.size * len(items))
-    _COUNT.pack_into(body, 0, len(items))
-    pos = _COUNT.size
-    for e in items:
-        txn_first = e.current_txn_first_offset
-        _ENTRY.pack_into(
-            body, pos,
-            e.producer_id, e.producer_epoch, e.last_seq, e.last_data_offset, e.last_offset_delta,
-            e.last_timestamp, e.coordinator_epoch, -1 if txn_first is None else txn_first,
-        )  # fmt: skip
-        pos += _ENTRY.size
-    data = _SNAPSHOT_HEADER.pack(PRODUCER_SNAPSHOT_VERSION, crc32c(body)) + bytes(body)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        if sync:
-            os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def read_snapshot(path: Path) -> list[ProducerStateEntry]:
-    """The entries of a snapshot file; CorruptSnapshotError if it is not a valid one."""
-    try:
-        data = Path(path).read_bytes()
-    except OSError as e:
-        raise CorruptSnapshotError(f"Cannot read producer snapshot {path}: {e}") from e
-    if len(data) < _ENTRIES_OFFSET + _COUNT.size:
-        raise CorruptSnapshotError(
-            f"Producer snapshot {path} has {len(data)} bytes, too few for its header"
-        )
-    version, crc = _SNAPSHOT_HEADER.unpack_from(data, 0)
-    if version != PRODUCER_SNAPSHOT_VERSION:
-        raise CorruptSnapshotError(f"Snapshot {path} contained an unknown file version {version}")
-    computed = crc32c(data[_ENTRIES_OFFSET:])
-    if computed != crc:
-        raise CorruptSnapshotError(
-            f"Snapshot {path} is corrupt (CRC is no longer valid). Stored crc: {crc}. "
-            f"Computed crc: {computed}"
-        )
-    (count,) = _COUNT.unpack_from(data, _ENTRIES_OFFSET)
-    expected = _ENTRIES_OFFSET + _COUNT.size + count * _ENTRY.size
-    if count < 0 or expected != len(data):
-        raise CorruptSnapshotError(
-            f"Snapshot {path} says it holds {count} producers but has {len(data)} bytes"
-        )
-    entries = []
-    for values in _ENTRY.iter_unpack(data[_ENTRIES_OFFSET + _COUNT.size :]):
-        pid, epoch, seq, offset, delta, timestamp, coordinator_epoch, txn_first = values
-        batches = [BatchMetadata(seq, offset, delta, timestamp)] if offset >= 0 else []
-        entries.append(
-            ProducerStateEntry(
-                pid,
-                batches,
-                epoch,
-                coordinator_epoch,
-                timestamp,
-                txn_first if txn_first >= 0 else None,
-            )
-        )
-    return entries
-
-
 def _batches_from(
     segment: LogSegment, start_offset: int, end_offset: int
 ) -> Iterator[tuple[tuple[int, ...], memoryview]]:
@@ -995,9 +502,3 @@ def producer_state_at(
 def _next_base(bases: list[int], base: int) -> int | None:
     i = bases.index(base)
     return bases[i + 1] if i + 1 < len(bases) else None
-
-
-def _log_for(tp: TopicPartition) -> PrefixAdapter:
-    return component_logger(
-        "kafpy.log.ProducerStateManager", f"ProducerStateManager partition={tp}"
-    )

@@ -3,7 +3,7 @@
 A round builds an offset map (key -> latest offset) over the dirty section, then
 rewrites every segment below the map's end into `.cleaned` segments that keep a record
 only when no later record has its key, and swaps them in crash-safely through
-`Log._replace_segments` (`.cleaned` -> `.swap` -> live). Offsets never change: the
+`Log.replace_segments` (`.cleaned` -> `.swap` -> live). Offsets never change: the
 cleaned log has gaps. Records are scanned for their keys (kafpy.storage.cleaner.record_scan)
 but output is written per batch: a batch whose records all survive is copied byte for
 byte, one that loses some is written once, its kept records' bytes spliced after its own
@@ -426,7 +426,7 @@ class Cleaner:
                 [s.base_offset for s in segments],
                 log_.name,
             )
-            log_._replace_segments([cleaned], segments)
+            log_.replace_segments([cleaned], segments)
         except BaseException:
             cleaned.delete_if_exists()
             raise
@@ -579,7 +579,7 @@ def aborted_transactions_below(log_: Log, end_offset: int) -> list[AbortedTxn]:
 def last_offsets_of_producers(log_: Log) -> dict[int, int]:
     """Each active producer's last data offset: the cleaner keeps a producer's last batch
     so that its sequence numbers survive compaction."""
-    with log_._lock:  # the producer map changes on appends
+    with log_.lock:  # the producer map changes on appends
         return {
             pid: e.last_data_offset
             for pid, e in log_.producer_state_manager.active_producers().items()

@@ -215,7 +215,7 @@ class CleanerProcess:
         it replaces, under the Log's lock, unless the round was aborted."""
         log_ = cleanable.log
         tp = cleanable.topic_partition
-        with log_._lock:
+        with log_.lock:
             check_done(tp)
             current = {s.base_offset: s for s in log_.log_segments()}
             old = [current[b] for b in info.replaces if b in current]
@@ -239,7 +239,7 @@ class CleanerProcess:
                 log_.name,
             )
             try:
-                log_._replace_segments([cleaned], old)
+                log_.replace_segments([cleaned], old)
             except BaseException:
                 cleaned.close_handlers()
                 raise

@@ -71,3 +71,8 @@ def test_control_record_type_of_a_data_batch_is_refused() -> None:
     empty_control = build_batch([], timestamp=0, is_control=True, base_offset=6)
     with pytest.raises(InvalidRecordError, match="base offset 6 holds no control record"):
         control_record_type(RecordBatch(empty_control))
+
+
+def test_the_raw_type_of_an_unknown_control_record() -> None:
+    assert ControlRecordType.type_id(b"\x00\x00\x00\x07") == 7
+    assert ControlRecordType.type_id(ControlRecordType.COMMIT.record_key()) == 1

@@ -16,6 +16,7 @@ from kafpy.records.varint import (
     decode_unsigned_varint,
     decode_varint,
     decode_varlong,
+    decode_varlongs_at,
     encode_unsigned_varint,
     encode_varint,
     encode_varlong,
@@ -125,3 +126,28 @@ def test_unsigned_varint_refuses_negative_overlong_and_truncated_input() -> None
 def test_unsigned_varint_round_trip(value: int) -> None:
     data = encode_unsigned_varint(value)
     assert decode_unsigned_varint(data) == (value, len(data))
+
+
+@given(st.lists(st.integers(INT64_MIN, INT64_MAX), min_size=1, max_size=20))
+def test_many_varlongs_decode_at_once_as_one_by_one(values: list[int]) -> None:
+    import numpy as np
+
+    data = b"".join(encode_varlong(v) for v in values)
+    positions, pos = [], 0
+    while pos < len(data):
+        positions.append(pos)
+        pos = decode_varlong(data, pos)[1]
+    u = np.frombuffer(data + bytes(9), dtype=np.uint8)
+    decoded, sizes = decode_varlongs_at(u, np.array(positions, dtype=np.int64))
+    assert decoded.tolist() == values
+    assert sizes.tolist() == [len(encode_varlong(v)) for v in values]
+
+
+def test_many_varlongs_refuse_an_overlong_one() -> None:
+    import numpy as np
+
+    from kafpy.common.errors import CorruptRecordError
+
+    u = np.frombuffer(b"\x02" + b"\xff" * 10 + b"\x01" + bytes(9), dtype=np.uint8)
+    with pytest.raises(CorruptRecordError, match="over-long"):
+        decode_varlongs_at(u, np.array([0, 1], dtype=np.int64))

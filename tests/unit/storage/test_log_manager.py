@@ -21,15 +21,18 @@ from kafpy.common.time import MockTime
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.records.builder import build_batch
 from kafpy.records.memory_records import MemoryRecords
+from kafpy.storage import file_lock as file_lock_module
 from kafpy.storage import log_manager as log_manager_module
+from kafpy.storage.file_lock import FileLock
 from kafpy.storage.log import CLEAN_SHUTDOWN_FILE, Log, log_delete_dir_name
 from kafpy.storage.log_config import LogConfig
-from kafpy.storage.log_manager import (
-    INITIAL_TASK_DELAY_MS,
+from kafpy.storage.log_dir_checkpoints import (
     LOG_START_OFFSET_CHECKPOINT_FILE,
     RECOVERY_POINT_CHECKPOINT_FILE,
+)
+from kafpy.storage.log_manager import (
+    INITIAL_TASK_DELAY_MS,
     CleanerConfig,
-    FileLock,
     LogDirLockError,
     LogManager,
 )
@@ -177,15 +180,6 @@ def test_lock_is_an_os_lock_seen_by_other_processes(tmp_path: Path, managers: Ma
         "try:\n    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)\nexcept BlockingIOError:\n    sys.exit(3)\n"
     )
     assert subprocess.run([sys.executable, "-c", code], timeout=30).returncode == 3
-
-
-def test_file_lock_release(tmp_path: Path) -> None:
-    a, b = FileLock(tmp_path / ".lock"), FileLock(tmp_path / ".lock")
-    assert a.try_lock() and a.locked
-    assert not b.try_lock()
-    a.release()
-    assert b.try_lock()
-    b.release()
 
 
 def test_offline_dirs_are_skipped(tmp_path: Path, managers: Managers) -> None:
@@ -457,8 +451,8 @@ def test_clean_shutdown_makes_logs_and_snapshots_durable_before_the_marker(
     tmp_path: Path, managers: Managers, monkeypatch: pytest.MonkeyPatch, syncfs: bool
 ) -> None:
     if not syncfs:  # a kernel whose syncfs reports no errors, or no syncfs at all
-        monkeypatch.setattr(log_manager_module, "_syncfs", lambda: None)
-    elif log_manager_module._syncfs() is None:
+        monkeypatch.setattr(file_lock_module, "syncfs_reporting_errors", lambda: None)
+    elif file_lock_module.syncfs_reporting_errors() is None:
         pytest.skip("no syncfs(2) reporting write-back errors here")
     synced: list[tuple[bool, bool]] = []  # (snapshot there, marker there) at the sync
     real_sync = FileLock.sync_file_system
@@ -483,7 +477,7 @@ def test_clean_shutdown_makes_logs_and_snapshots_durable_before_the_marker(
 def test_a_failed_sync_at_shutdown_leaves_no_clean_shutdown_marker(
     tmp_path: Path, managers: Managers, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    if log_manager_module._syncfs() is None:
+    if file_lock_module.syncfs_reporting_errors() is None:
         pytest.skip("no syncfs(2) reporting write-back errors here")
 
     def failing_sync(self: FileLock) -> bool:

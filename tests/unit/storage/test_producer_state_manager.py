@@ -3,11 +3,9 @@
 
 from __future__ import annotations
 
-import struct
 from pathlib import Path
 
 import pytest
-from crc32c import crc32c
 
 from kafpy.common.errors import (
     InvalidProducerEpochError,
@@ -24,19 +22,10 @@ from kafpy.records.control_record import (
 )
 from kafpy.storage.log import Log
 from kafpy.storage.log_config import LogConfig
-from kafpy.storage.producer_state_manager import (
-    INT32_MAX,
-    AppendOrigin,
-    BatchMetadata,
-    CorruptSnapshotError,
-    ProducerStateEntry,
-    ProducerStateManager,
-    decrement_sequence,
-    increment_sequence,
-    producer_snapshot_file,
-    read_snapshot,
-    write_snapshot,
-)
+from kafpy.storage.producer_append_info import AppendOrigin
+from kafpy.storage.producer_snapshot_file import producer_snapshot_file, read_snapshot
+from kafpy.storage.producer_state_entry import INT32_MAX, BatchMetadata, ProducerStateEntry
+from kafpy.storage.producer_state_manager import ProducerStateManager
 from kafpy.storage.transaction_index import AbortedTxn
 
 from .segment_fixtures import T0, Clock, batch, open_log, records
@@ -82,17 +71,6 @@ def append(
 @pytest.fixture
 def psm(tmp_path: Path) -> ProducerStateManager:
     return ProducerStateManager(TP, tmp_path)
-
-
-# -- sequence arithmetic ---------------------------------------------------------------------
-
-
-def test_sequences_wrap_at_int32_max() -> None:
-    assert increment_sequence(5, 3) == 8
-    assert increment_sequence(INT32_MAX, 1) == 0
-    assert increment_sequence(INT32_MAX - 1, 3) == 1
-    assert decrement_sequence(1, 3) == INT32_MAX - 1
-    assert decrement_sequence(8, 3) == 5
 
 
 # -- checks as leader -------------------------------------------------------------------------
@@ -241,46 +219,6 @@ def test_transactions_are_tracked_until_their_marker(psm: ProducerStateManager) 
 
 
 # -- snapshots ---------------------------------------------------------------------------------
-
-
-def test_snapshot_bytes_are_kafkas_format(tmp_path: Path) -> None:
-    entry = ProducerStateEntry(PID, [BatchMetadata(4, 41, 2, T0 + 5)], 3, 7, T0 + 5, 39)
-    path = producer_snapshot_file(tmp_path, 42)
-    assert path.name == "00000000000000000042.snapshot"
-    write_snapshot(path, [entry])
-    body = struct.pack(">i", 1) + struct.pack(">qhiqiqiq", PID, 3, 4, 41, 2, T0 + 5, 7, 39)
-    assert path.read_bytes() == struct.pack(">hI", 1, crc32c(body)) + body
-    [loaded] = read_snapshot(path)
-    assert (loaded.producer_id, loaded.producer_epoch, loaded.coordinator_epoch) == (PID, 3, 7)
-    assert list(loaded.batch_metadata) == [BatchMetadata(4, 41, 2, T0 + 5)]
-    assert (loaded.last_timestamp, loaded.current_txn_first_offset) == (T0 + 5, 39)
-
-
-def test_snapshot_of_a_producer_without_batches(tmp_path: Path) -> None:
-    path = producer_snapshot_file(tmp_path, 1)
-    write_snapshot(path, [ProducerStateEntry(PID, [], 2, 1, T0)])
-    [loaded] = read_snapshot(path)
-    assert (
-        loaded.is_empty and loaded.producer_epoch == 2 and loaded.current_txn_first_offset is None
-    )
-
-
-@pytest.mark.parametrize(
-    "damage",
-    [
-        lambda b: b[:-1],  # torn
-        lambda b: b[:4],  # shorter than the header
-        lambda b: b[:-1] + bytes([b[-1] ^ 1]),  # bit flip: CRC
-        lambda b: struct.pack(">h", 2) + b[2:],  # unknown version
-        lambda b: b"",
-    ],
-)
-def test_damaged_snapshot_is_corrupt(tmp_path: Path, damage) -> None:  # type: ignore[no-untyped-def]
-    path = producer_snapshot_file(tmp_path, 5)
-    write_snapshot(path, [ProducerStateEntry(PID, [BatchMetadata(0, 4, 0, T0)], 0)])
-    path.write_bytes(damage(path.read_bytes()))
-    with pytest.raises(CorruptSnapshotError):
-        read_snapshot(path)
 
 
 def test_take_snapshot_and_reload(psm: ProducerStateManager, tmp_path: Path) -> None:
