@@ -27,7 +27,7 @@ from pyspark.sql.types import StructType
 
 from kafpy.spark.arrow import spark_schema
 from kafpy.spark.errors import OptionError
-from kafpy.spark.options import ReadOptions, WriteOptions, _bool_option, _lower
+from kafpy.spark.options import ReadOptions, WriteOptions, include_headers
 from kafpy.spark.reader import KafkaBatchReader, KafkaStreamReader
 from kafpy.spark.writer import KafkaBatchWriter, KafkaStreamWriter, validate_write_schema
 
@@ -45,8 +45,7 @@ class KafpyDataSource(DataSource):
         return "kafpy"
 
     def schema(self) -> str:
-        opts = _lower(self.options)
-        return spark_schema(_bool_option(opts, "includeheaders", "includeHeaders", False))
+        return spark_schema(include_headers(self.options))
 
     def reader(self, schema: StructType) -> DataSourceReader:
         return KafkaBatchReader(ReadOptions.parse(self.options, streaming=False))

@@ -36,7 +36,7 @@ def commit_offsets(reader: KafkaOffsetReader, group: str, offsets: Mapping[TP, i
 
 
 async def _commit(reader: KafkaOffsetReader, group: str, offsets: Mapping[TP, int]) -> None:
-    client = reader._client
+    client = reader.client
     await client.start()
     topics: dict[str, list[dict[str, Any]]] = {}
     for (topic, partition), offset in sorted(offsets.items()):

@@ -67,6 +67,11 @@ class KafkaOffsetReader:
         self._client = new_client(options.client)
         self._fetcher = Fetcher(self._client, isolation_level=options.client.isolation_level)
 
+    @property
+    def client(self) -> KafkaClient:
+        """The reader's client, connected to the cluster once started."""
+        return self._client
+
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         return self._loop.run_until_complete(coro)
 

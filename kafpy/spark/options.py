@@ -260,6 +260,11 @@ def offsets_from_json(value: Any, name: str = "offsets") -> dict[tuple[str, int]
 # --- helpers ---------------------------------------------------------------
 
 
+def include_headers(raw: Mapping[str, str]) -> bool:
+    """The `includeHeaders` option (any case) of a query's options, False when unset."""
+    return _bool_option(_lower(raw), "includeheaders", "includeHeaders", False)
+
+
 def _lower(raw: Mapping[str, str]) -> dict[str, str]:
     return {str(k).lower(): str(v) for k, v in raw.items()}
 

@@ -96,28 +96,8 @@ def private_accesses(root: Path = ROOT) -> list[str]:
     return sorted(found, key=lambda e: (e.split(":")[0], int(e.split(":")[1])))
 
 
-# packages held to the rule now
-CHECKED = ("admin", "coordinator", "metadata", "security", "console", "testing", "tools", "common")
-# TODO(issue 29): the packages being reworked concurrently; move each into CHECKED once its
-# accesses are gone (and drop the two module exceptions below)
-NOT_YET_CHECKED = ("server", "controller", "storage", "records", "client", "cli", "protocol",
-                   "network", "cluster", "spark")  # fmt: skip
-NOT_YET_CHECKED_MODULES = ("kafpy/testing/faults.py", "kafpy/common/delayed_operation.py")
-
-
-def _checked(entry: str) -> bool:
-    path = entry.split(":", 1)[0]
-    package = path.split("/")[1]
-    return package in CHECKED and path not in NOT_YET_CHECKED_MODULES
-
-
 def test_no_private_attribute_of_another_module_is_touched() -> None:
-    assert [e for e in private_accesses() if _checked(e)] == []
-
-
-def test_every_package_is_checked_or_listed() -> None:
-    packages = {p.name for p in ROOT.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
-    assert packages == set(CHECKED) | set(NOT_YET_CHECKED)
+    assert private_accesses() == []
 
 
 def test_accesses_are_found(tmp_path: Path) -> None:
