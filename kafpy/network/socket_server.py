@@ -110,6 +110,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._handshake: asyncio.Task[None] | None = None
         self._tls: SslFactory | None = None
         self._closed = False
+        self._lost = False
         self.security_protocol = server.security_protocols.get(listener_name, "PLAINTEXT")
         self.principal: KafkaPrincipal = ANONYMOUS
         sasl = server.sasl_configs.get(listener_name)
@@ -208,6 +209,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
             )
 
     def connection_lost(self, exc: Exception | None) -> None:
+        self._lost = True
         if self._authentication_deadline is not None:
             self._authentication_deadline.cancel()
         self._closed = True
@@ -231,7 +233,14 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._flush()
         self._run()
 
-    def close(self, reason: str | None = None) -> None:
+    @property
+    def lost(self) -> bool:
+        """Whether the transport reported the connection gone (connection_lost ran)."""
+        return self._lost
+
+    def close(self, reason: str | None = None, *, abort: bool = False) -> None:
+        """Close the connection: after flushing the answers queued before it, or at once
+        with abort (as a network failure would, whatever the client left unread)."""
         if reason is not None:
             self.server.log.warning(
                 "Closing connection %s from %s:%d (listener %s): %s",
@@ -241,11 +250,14 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 self.listener_name,
                 reason,
             )
-        if self.transport is not None and not self._closed:
+        if self.transport is not None and not self._closed and not abort:
             self._flush()  # the answers before the one that closes still go out
         self._closed = True
         if self.transport is not None:
-            self.transport.close()
+            if abort:
+                self.transport.abort()
+            else:
+                self.transport.close()
 
     # -- reading --------------------------------------------------------------------------------
 
@@ -715,10 +727,13 @@ class SocketServer:
     def connection_count(self) -> int:
         return len(self._connections)
 
-    def close_connections(self, reason: str) -> None:
-        """Close every client connection (the listeners keep accepting new ones)."""
-        for conn in list(self._connections):
-            conn.close(reason)
+    def close_connections(self, reason: str, *, abort: bool = False) -> list[KafkaConnection]:
+        """Close every client connection (the listeners keep accepting new ones); returns
+        them, to wait until each is `lost`."""
+        closed = list(self._connections)
+        for conn in closed:
+            conn.close(reason, abort=abort)
+        return closed
 
     def stop_accepting(self) -> None:
         for server in self._servers.values():

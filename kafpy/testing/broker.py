@@ -294,10 +294,13 @@ class _Node:
         socket_server = server.socket_server
 
         async def close() -> None:
-            socket_server.close_connections("connections dropped by kafpy.testing faults")
-            # the transports report the connections lost an iteration or more later
+            dropped = socket_server.close_connections(
+                "connections dropped by kafpy.testing faults", abort=True
+            )
+            # the transports report the connections lost an iteration or more later; the
+            # clients may have connected again meanwhile
             await async_wait_until(
-                lambda: socket_server.connection_count == 0,
+                lambda: all(conn.lost for conn in dropped),
                 STOP_TIMEOUT_S,
                 "the dropped connections to be closed",
                 interval_s=0.001,

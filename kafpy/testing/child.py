@@ -42,7 +42,7 @@ class _ChildCluster:
     def drop_connections(self, broker_id: int | None = None) -> None:
         if self.server.socket_server is not None:
             self.server.socket_server.close_connections(
-                "connections dropped by kafpy.testing faults"
+                "connections dropped by kafpy.testing faults", abort=True
             )
 
 
