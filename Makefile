@@ -32,7 +32,8 @@ system-deps:
 	fi
 
 run: install
-	LOG_DIR=./logs $(VENV)/bin/kafpy server config/server.properties
+	LOG_DIR=./logs $(VENV)/bin/kafpy server config/server.properties \
+	  --override kafpy.metrics.listener=http://127.0.0.1:9404
 
 # Four pytest-xdist workers, a test file each at a time (module fixtures stay shared): the
 # integration and cluster tests mostly wait on brokers, so four fit two cores. Then, on a

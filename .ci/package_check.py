@@ -19,10 +19,17 @@ import sys
 import tempfile
 import time
 import venv
+import zipfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 TOPIC = "package-check"
+PACKAGE_DATA = (
+    "kafpy/config/server.properties",
+    "kafpy/config/log4j.properties",
+    "kafpy/console/templates/base.html",
+    "kafpy/console/static/console.css",
+)
 APP_TEST = """
 from kafpy.testing import KafkaBroker
 
@@ -77,6 +84,10 @@ def main() -> None:
         wheels, sdists = sorted(dist.glob("*.whl")), sorted(dist.glob("*.tar.gz"))
         assert len(wheels) == 1 and len(sdists) == 1, os.listdir(dist)
         run(sys.executable, "-m", "twine", "check", "--strict", wheels[0], sdists[0])
+        with zipfile.ZipFile(wheels[0]) as wheel:
+            names = set(wheel.namelist())
+        for data in PACKAGE_DATA:
+            assert data in names, f"{data} is not in the wheel"
 
         env_dir = work / "venv"
         venv.create(env_dir, with_pip=True)
@@ -105,6 +116,18 @@ def main() -> None:
         (home / "test_app.py").write_text(APP_TEST)
         run(bin_dir / "python", "-m", "pytest", "-q", "-p", "no:cacheprovider", cwd=home)
         (home / "test_app.py").unlink()
+
+        # the shipped configs work on the core install
+        shipped = run(
+            bin_dir / "python",
+            "-c",
+            "import kafpy, pathlib; print(pathlib.Path(kafpy.__file__).parent / 'config')",
+            cwd=home,
+        ).strip()
+        configs = Path(shipped)
+        assert (configs / "server.properties").is_file() and (
+            configs / "log4j.properties"
+        ).is_file()
 
         log = (home / "server.log").open("wb")
         server = subprocess.Popen(

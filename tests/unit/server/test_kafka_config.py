@@ -95,7 +95,7 @@ def test_the_shipped_server_properties_fit_one_broker() -> None:
     assert cfg.get("default.replication.factor") == 1
     assert cfg.get("offsets.topic.replication.factor") == 1
     assert cfg.get("group.initial.rebalance.delay.ms") == 0
-    assert cfg.metrics_listener == ("127.0.0.1", 9404)
+    assert cfg.metrics_listener is None  # needs the metrics extra: `make run` turns it on
 
 
 def test_message_max_bytes_default_is_kafka_2x() -> None:
