@@ -26,13 +26,12 @@ measure them: `quota.window.num` windows of `quota.window.size.seconds`.
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import re
-import socket
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kafpy.common.client_quota_config import normalize_ip, resolve_host
 from kafpy.common.config_def import ConfigDef, ConfigType, Importance, Range, config_error
 from kafpy.common.errors import InvalidConfigurationError
 from kafpy.common.logger import component_logger
@@ -49,7 +48,6 @@ __all__ = [
     "LISTENER_RECONFIGURABLE_CONFIGS",
     "RECONFIGURABLE_CONFIGS",
     "TooManyConnections",
-    "normalize_ip",
 ]
 
 INT_MAX = 2**31 - 1
@@ -101,32 +99,6 @@ CONNECTION_QUOTA_CONFIG_DEF: ConfigDef = _connection_quota_config_def()
 
 # Kafka's Utils.validHostPattern
 _VALID_HOST = re.compile(r"^[0-9a-zA-Z\-%._:\[\]]*$")
-
-
-def normalize_ip(address: str) -> str:
-    """An address as the quotas key it: its canonical text, an IPv4-mapped IPv6 address as
-    its IPv4 address (a dual-stack listener reports IPv4 clients so)."""
-    try:
-        ip = ipaddress.ip_address(address.strip("[]").split("%")[0])
-    except ValueError:
-        return address
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        return str(ip.ipv4_mapped)
-    return str(ip)
-
-
-def resolve_host(host: str) -> str | None:
-    """The address of an IP or host name (Java's InetAddress.getByName); None when it
-    neither parses nor resolves."""
-    try:
-        ipaddress.ip_address(host.strip("[]"))
-        return normalize_ip(host)
-    except ValueError:
-        pass
-    try:
-        return normalize_ip(socket.gethostbyname(host))
-    except (OSError, UnicodeError):
-        return None
 
 
 def parse_max_connections_per_ip_overrides(value: str) -> dict[str, int]:

@@ -74,7 +74,11 @@ from kafpy.server.dynamic_broker_config import (
     DynamicReplicaFetcherConfig,
     DynamicReplicationQuotaConfig,
 )
-from kafpy.server.dynamic_config_manager import DynamicConfigManager, UserConfigHandler
+from kafpy.server.dynamic_config_manager import (
+    DynamicConfigManager,
+    IpConfigHandler,
+    UserConfigHandler,
+)
 from kafpy.server.kafka_apis import KafkaApis
 from kafpy.server.kafka_config import KafkaConfig
 from kafpy.server.log_dir_failure_channel import LogDirFailureChannel
@@ -314,6 +318,7 @@ class KafkaServer:
             quotas=self.quotas,
         )
         handlers = self.dynamic_config_manager.handlers
+        handlers[ConfigType.IP] = IpConfigHandler(self.socket_server.connection_quotas)
         handlers[ConfigType.USER] = UserConfigHandler(
             handlers.get(ConfigType.USER), CredentialProvider(self.credential_cache)
         )
