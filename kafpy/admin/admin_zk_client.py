@@ -21,7 +21,12 @@ from kafpy.admin.replica_assignment import (
     validate_replica_assignment,
 )
 from kafpy.common import topic as topic_rules
-from kafpy.common.client_quota_config import QUOTA_CONFIG_NAMES, validate_quota_configs
+from kafpy.common.client_quota_config import (
+    QUOTA_CONFIG_NAMES,
+    is_valid_ip_entity,
+    validate_ip_quota_configs,
+    validate_quota_configs,
+)
 from kafpy.common.errors import (
     AdminOperationError,
     InvalidPartitionsError,
@@ -285,12 +290,25 @@ class AdminZkClient:
             await self.change_topic_config(entity_name, configs)
         elif entity_type in (ConfigType.CLIENT, ConfigType.USER):
             await self.change_quota_config(entity_type, entity_name, configs)
+        elif entity_type == ConfigType.IP:
+            await self.change_ip_config(entity_name, configs)
         else:
             raise AdminOperationError(
                 f"Entity type '{entity_type}' is not supported by kafpy; only "
-                f"'{ConfigType.TOPIC}', '{ConfigType.CLIENT}' and '{ConfigType.USER}' configs "
-                "can be changed here."
+                f"'{ConfigType.TOPIC}', '{ConfigType.CLIENT}', '{ConfigType.USER}' and "
+                f"'{ConfigType.IP}' configs can be changed here."
             )
+
+    async def change_ip_config(self, ip: str, configs: Mapping[str, str]) -> None:
+        """Write the connection-rate quota of an IP (`<default>`: of every IP without one)
+        and notify the brokers (Kafka's changeIpConfig with its validateIpConfig)."""
+        if not is_valid_ip_entity(ip):
+            raise AdminOperationError(f"{ip} is not a valid IP or resolvable host.")
+        try:
+            validate_ip_quota_configs(configs)
+        except ValueError as e:
+            raise AdminOperationError(str(e)) from None
+        await self._change_entity_config(ConfigType.IP, ip, configs)
 
     async def change_quota_config(
         self, entity_type: str, entity_name: str, configs: Mapping[str, str]

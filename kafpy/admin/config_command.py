@@ -32,9 +32,12 @@ from kafpy.client.admin_client import (
 )
 from kafpy.common.client_quota_config import (
     CLIENT_ID_ENTITY_TYPE,
+    IP_ENTITY_TYPE,
+    IP_QUOTA_CONFIG_NAMES,
     QUOTA_CONFIG_NAMES,
     USER_ENTITY_TYPE,
     desanitize,
+    is_valid_ip_entity,
     sanitize,
     validate_quota_configs,
 )
@@ -46,12 +49,13 @@ from kafpy.security.scram import MIN_ITERATIONS, ScramMechanism
 
 Out = Callable[[str], None]
 
-SUPPORTED_ENTITY_TYPES = (ConfigType.TOPIC, ConfigType.CLIENT, ConfigType.USER)
+SUPPORTED_ENTITY_TYPES = (ConfigType.TOPIC, ConfigType.CLIENT, ConfigType.USER, ConfigType.IP)
 SUPPORTED_BOOTSTRAP_ENTITY_TYPES = (
     ConfigType.TOPIC,
     ConfigType.BROKER,
     ConfigType.CLIENT,
     ConfigType.USER,
+    ConfigType.IP,
 )
 BROKER_DEFAULT_ENTITY_NAME = ""  # Kafka's ConfigCommand.BrokerDefaultEntityName
 
@@ -103,7 +107,7 @@ class ConfigCommandOptions:
             )
         if self.entity_default and self.entity_type == ConfigType.TOPIC:
             raise ConfigCommandError(
-                "--entity-default is only valid with --entity-type brokers, users or clients"
+                "--entity-default is only valid with --entity-type brokers, users, clients or ips"
             )
         if self.entity_default and self.entity_name:
             raise ConfigCommandError("Only one of --entity-name or --entity-default may be given")
@@ -117,6 +121,16 @@ class ConfigCommandOptions:
         ):
             raise ConfigCommandError(
                 "The entity name for brokers must be a valid integer broker id, but it is: "
+                f"{self.entity_name}"
+            )
+        if (
+            self.entity_type == ConfigType.IP
+            and self.entity_name
+            and self.entity_name != ConfigEntityName.DEFAULT
+            and not is_valid_ip_entity(self.entity_name)
+        ):
+            raise ConfigCommandError(
+                "The entity name for ips must be a valid IP or resolvable host, but it is: "
                 f"{self.entity_name}"
             )
         if self.action == "describe" and (self.add_config or self.delete_config):
@@ -153,6 +167,7 @@ def entity_description(entity_type: str, entity_name: str) -> str:
     if entity_name == ConfigEntityName.DEFAULT and entity_type in (
         ConfigType.USER,
         ConfigType.CLIENT,
+        ConfigType.IP,
     ):
         return f"default {type_name}"
     return f"{type_name} '{entity_name}'"
@@ -420,6 +435,9 @@ async def run_config_command_via_admin(
     ):
         await run_quota_command_via_admin(admin, opts, out)
         return
+    if opts.entity_type == ConfigType.IP:
+        await run_ip_command_via_admin(admin, opts, out)
+        return
     if opts.entity_type == ConfigType.USER:
         await run_user_command_via_admin(admin, opts, out)
         return
@@ -443,6 +461,8 @@ def _quota_entity(entity_type: str, entity_name: str | None) -> dict[str, str | 
         return {}
     if entity_type == ConfigType.CLIENT:
         return {CLIENT_ID_ENTITY_TYPE: name(entity_name)}
+    if entity_type == ConfigType.IP:
+        return {IP_ENTITY_TYPE: name(entity_name)}
     user, sep, client = entity_name.partition("/clients/")
     entity: dict[str, str | None] = {USER_ENTITY_TYPE: name(user)}
     if sep:
@@ -452,7 +472,11 @@ def _quota_entity(entity_type: str, entity_name: str | None) -> dict[str, str | 
 
 def _quota_entity_description(entity: Mapping[str, str | None]) -> str:
     parts = []
-    for kind, label in ((USER_ENTITY_TYPE, "user-principal"), (CLIENT_ID_ENTITY_TYPE, "client-id")):
+    for kind, label in (
+        (USER_ENTITY_TYPE, "user-principal"),
+        (CLIENT_ID_ENTITY_TYPE, "client-id"),
+        (IP_ENTITY_TYPE, "ip"),
+    ):
         if kind in entity:
             value = entity[kind]
             parts.append(f"the default {label}" if value is None else f"{label} '{value}'")
@@ -513,8 +537,35 @@ async def run_quota_command_via_admin(
         components = [(k, 0 if v is not None else 1, v) for k, v in entity.items()]
         strict = True
     else:  # every entity of the type
-        kind = CLIENT_ID_ENTITY_TYPE if opts.entity_type == ConfigType.CLIENT else USER_ENTITY_TYPE
+        kind = {ConfigType.CLIENT: CLIENT_ID_ENTITY_TYPE, ConfigType.IP: IP_ENTITY_TYPE}.get(
+            opts.entity_type, USER_ENTITY_TYPE
+        )
         components, strict = [(kind, 2, None)], False
     for found, values in await admin.describe_client_quotas(components, strict=strict):
         text = ", ".join(f"{k}={v}" for k, v in sorted(values.items()))
         out(f"Quota configs for {_quota_entity_description(found)} are {text}")
+
+
+async def run_ip_command_via_admin(
+    admin: AdminClient, opts: ConfigCommandOptions, out: Out
+) -> None:
+    """An IP's connection-rate quota over --bootstrap-server (Kafka 2.8's ConfigCommand:
+    the client quota APIs with the `ip` entity)."""
+    if opts.action == "alter":
+        names = [
+            *parse_configs_to_be_added(opts.add_config),
+            *parse_configs_to_be_deleted(opts.delete_config),
+        ]
+        unknown = [name for name in names if name not in IP_QUOTA_CONFIG_NAMES]
+        if unknown:
+            raise ConfigCommandError(
+                f"Only connection quota configs can be added for '{ConfigType.IP}' using "
+                f"--bootstrap-server. Unexpected config names: {','.join(unknown)}"
+            )
+        await run_quota_command_via_admin(admin, opts, lambda _line: None)
+        if opts.entity_name and opts.entity_name != ConfigEntityName.DEFAULT:
+            out(f"Completed updating config for ip {opts.entity_name}.")
+        else:
+            out(f"Completed updating default config for {ConfigType.IP} in the cluster.")
+        return
+    await run_quota_command_via_admin(admin, opts, out)

@@ -60,21 +60,21 @@ from kafpy.metadata.kafka_zk_client import KafkaZkClient
     multiple=True,
     metavar="TYPE",
     help="Type of entity: 'topics', 'clients' (quotas), 'users' (quotas and SCRAM "
-    "credentials), or 'brokers' with --bootstrap-server. Give it twice, users then clients, "
-    "for a user's client id.",
+    "credentials), 'ips' (connection_creation_rate), or 'brokers' with --bootstrap-server. "
+    "Give it twice, users then clients, for a user's client id.",
 )
 @click.option(
     "--entity-name",
     "entity_names",
     multiple=True,
     metavar="NAME",
-    help="Name of the entity (a topic name, a broker id, a client id, a user). Without it, "
+    help="Name of the entity (a topic name, a broker id, a client id, a user, an IP). Without it, "
     "--describe lists every entity.",
 )
 @click.option(
     "--entity-default",
     count=True,
-    help="The default of the entity type (brokers, users, clients).",
+    help="The default of the entity type (brokers, users, clients, ips).",
 )
 @click.option(
     "--all",
@@ -156,7 +156,7 @@ def _entity(
                 "(see 'kafpy configs --help')"
             )
         entity_type = types[0] if types else None
-        if defaults and entity_type in ("users", "clients"):
+        if defaults and entity_type in ("users", "clients", "ips"):
             return entity_type, DEFAULT, False
         return entity_type, (names[0] if names else None), defaults > 0
     if types != ("users", "clients") or len(types) != len(names) + defaults or (names and defaults):

@@ -1,13 +1,16 @@
-"""The client quota configs of users and client ids, as Kafka 2.x stores them.
+"""The client quota configs of users, client ids and IPs, as Kafka 2.x stores them.
 
 `producer_byte_rate`, `consumer_byte_rate` and `request_percentage` under
 `/config/clients/<client-id>`, `/config/users/<user>` and `/config/users/<user>/clients/
-<client-id>`, `<default>` standing for every user or client id. One home for the names and
-their validation, used by the admin tools that write them and the broker that enforces them.
+<client-id>`, `<default>` standing for every user or client id; `connection_creation_rate`
+under `/config/ips/<ip>` (or `<default>`). One home for the names and their validation,
+used by the admin tools that write them and the broker that enforces them.
 """
 
 from __future__ import annotations
 
+import ipaddress
+import socket
 from collections.abc import Mapping
 from enum import Enum
 
@@ -19,6 +22,10 @@ PRODUCER_BYTE_RATE = "producer_byte_rate"
 CONSUMER_BYTE_RATE = "consumer_byte_rate"
 REQUEST_PERCENTAGE = "request_percentage"
 QUOTA_CONFIG_NAMES = (PRODUCER_BYTE_RATE, CONSUMER_BYTE_RATE, REQUEST_PERCENTAGE)
+# Kafka's QuotaConfigs.IP_CONNECTION_RATE_OVERRIDE_CONFIG: an INT, at least 0 (0 refuses
+# every connection of the address)
+IP_CONNECTION_RATE = "connection_creation_rate"
+IP_QUOTA_CONFIG_NAMES = (IP_CONNECTION_RATE,)
 
 
 class QuotaType(Enum):
@@ -75,3 +82,56 @@ def sanitize(name: str) -> str:
 def desanitize(name: str) -> str:
     """The entity name a node name stands for; `<default>` stays."""
     return name if name == DEFAULT else sanitizer.desanitize(name)
+
+
+def normalize_ip(address: str) -> str:
+    """An address in its canonical text, an IPv4-mapped IPv6 address as its IPv4 address
+    (a dual-stack listener reports IPv4 clients so); anything else unchanged."""
+    try:
+        ip = ipaddress.ip_address(address.strip("[]").split("%")[0])
+    except ValueError:
+        return address
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        return str(ip.ipv4_mapped)
+    return str(ip)
+
+
+def resolve_host(host: str) -> str | None:
+    """The address of an IP or host name (Java's InetAddress.getByName); None when it
+    neither parses nor resolves."""
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+        return normalize_ip(host)
+    except ValueError:
+        pass
+    try:
+        return normalize_ip(socket.gethostbyname(host))
+    except (OSError, UnicodeError):
+        return None
+
+
+def is_valid_ip_entity(name: str) -> bool:
+    """Kafka's DynamicConfig.Ip.isValidIpEntity: `<default>`, an IP or a resolvable host."""
+    return name == DEFAULT or resolve_host(name) is not None
+
+
+def validate_ip_quota_configs(configs: Mapping[str, str]) -> dict[str, int]:
+    """An IP's quota values (Kafka's DynamicConfig.Ip.validate); ValueError with Kafka's
+    words for an unknown key or a value that is not an int of at least 0."""
+    unknown = sorted(k for k in configs if k not in IP_QUOTA_CONFIG_NAMES)
+    if unknown:
+        raise ValueError(f"Unknown Dynamic Configuration: Set({', '.join(unknown)}).")
+    values: dict[str, int] = {}
+    for key, text in configs.items():
+        try:
+            value = int(str(text).strip())
+        except ValueError:
+            raise ValueError(
+                f"Invalid value {text} for configuration {key}: Not a number of type INT"
+            ) from None
+        if not 0 <= value <= 2**31 - 1:
+            raise ValueError(
+                f"Invalid value {text} for configuration {key}: Value must be at least 0"
+            )
+        values[key] = value
+    return values

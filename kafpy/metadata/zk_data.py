@@ -129,7 +129,8 @@ class ConfigType:
     CLIENT = "clients"
     USER = "users"
     BROKER = "brokers"
-    ALL = (TOPIC, CLIENT, USER, BROKER)
+    IP = "ips"
+    ALL = (TOPIC, CLIENT, USER, BROKER, IP)
 
 
 class ConfigEntityName:

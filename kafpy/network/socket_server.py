@@ -43,6 +43,8 @@ from typing import Any, TypeVar
 
 from kafpy.common.logger import component_logger
 from kafpy.common.time import SYSTEM_TIME, Time
+from kafpy.network.acceptor import Acceptor, open_server_sockets
+from kafpy.network.connection_quotas import ConnectionQuotaConfig, ConnectionQuotas
 from kafpy.network.request_channel import (
     CloseConnection,
     Request,
@@ -81,9 +83,18 @@ _T = TypeVar("_T")
 class KafkaConnection(asyncio.BufferedProtocol):
     """One client connection: framing, in-order processing, flow control."""
 
-    def __init__(self, server: SocketServer, listener_name: str) -> None:
+    def __init__(
+        self, server: SocketServer, listener_name: str, counted_ip: str | None = None
+    ) -> None:
         self.server = server
         self.listener_name = listener_name
+        # the address this connection is counted under in the ConnectionQuotas, until it
+        # gives its count back (at close)
+        self._quota_ip = counted_ip
+        # when the client last sent anything (the least recently used connection is the
+        # one closed when the broker is over max.connections)
+        self.last_active = perf_counter()
+        self._delayed_close: asyncio.TimerHandle | None = None
         self.transport: asyncio.Transport | None = None
         self.connection_id = "?"
         self.client_address: tuple[str, int] = ("?", 0)
@@ -116,6 +127,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
         sasl = server.sasl_configs.get(listener_name)
         self.authenticator = SaslServerAuthenticator(sasl) if sasl is not None else None
         self._authentication_deadline: asyncio.TimerHandle | None = None
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
 
     # -- connection events --------------------------------------------------------------------
 
@@ -170,8 +185,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         try:
             self.principal = self._tls.peer_principal(transport.get_extra_info("ssl_object"))
         except NoMatchingRule as e:
-            self._failed_authentication(str(e))
-            transport.close()
+            self._failed_authentication(str(e), transport)
             return
         self.server.log.debug(
             "Connection %s on listener %s authenticated as %s (%s)",
@@ -189,17 +203,55 @@ class KafkaConnection(asyncio.BufferedProtocol):
         try:
             await waiter
         except asyncio.CancelledError:
-            raw.close()
+            self._close_now(raw)
             raise
         except (OSError, EOFError, TimeoutError) as e:
             if not self._closed:  # else the broker closed it (shutting down)
-                self._failed_authentication(f"SSL handshake failed: {_handshake_error(e)}")
-            raw.close()
+                self._failed_authentication(f"SSL handshake failed: {_handshake_error(e)}", raw)
+            else:
+                self._close_now(raw)
 
-    def _failed_authentication(self, reason: str) -> None:
-        self._closed = True
-        self.server._connections.discard(self)
+    def _failed_authentication(self, reason: str, transport: asyncio.BaseTransport) -> None:
+        """Log the failure and close the connection after
+        connection.failed.authentication.delay.ms (Kafka delays the close so that a client
+        retrying bad credentials cannot make the broker spin); the answers already due
+        (the authentication error) go out first, nothing more is read."""
         self.server.log.info("Failed authentication with /%s (%s)", self.client_address[0], reason)
+        if self.transport is not None and not self._closed:
+            self._flush()
+        self._closed = True
+        delay_ms = self.server.failed_authentication_delay_ms
+        if delay_ms <= 0 or transport.is_closing():  # (a TLS layer may have aborted it)
+            self._close_now(transport)
+            return
+        try:
+            transport.pause_reading()  # type: ignore[attr-defined]
+        except (AttributeError, RuntimeError):
+            pass  # closing already, or a TLS layer that is not reading
+        self._delayed_close = asyncio.get_running_loop().call_later(
+            delay_ms / 1000, self._close_now, transport
+        )
+
+    def _close_now(self, transport: asyncio.BaseTransport, *, abort: bool = False) -> None:
+        if self._delayed_close is not None:
+            self._delayed_close.cancel()
+            self._delayed_close = None
+        self._closed = True
+        if abort:
+            transport.abort()  # type: ignore[attr-defined]
+        else:
+            transport.close()
+        # a connection whose TLS handshake failed never hears connection_lost
+        self.server._connections.discard(self)
+        if self._tls is not None and not self._processing:
+            self._lost = True
+        self._release_quota()
+
+    def _release_quota(self) -> None:
+        """Give this connection's count back to the ConnectionQuotas (once)."""
+        if self._quota_ip is not None:
+            ip, self._quota_ip = self._quota_ip, None
+            self.server.connection_quotas.dec(self.listener_name, ip)
 
     def _authentication_expired(self) -> None:
         if not self._closed and self.authenticator is not None and not self.authenticator.complete:
@@ -212,6 +264,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._lost = True
         if self._authentication_deadline is not None:
             self._authentication_deadline.cancel()
+        if self._delayed_close is not None:
+            self._delayed_close.cancel()
+            self._delayed_close = None
+        self._release_quota()
         self._closed = True
         self.server._connections.discard(self)
         self._frames.clear()
@@ -252,12 +308,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
             )
         if self.transport is not None and not self._closed and not abort:
             self._flush()  # the answers before the one that closes still go out
-        self._closed = True
         if self.transport is not None:
-            if abort:
-                self.transport.abort()
-            else:
-                self.transport.close()
+            self._close_now(self.transport, abort=abort)
+        self._closed = True
 
     # -- reading --------------------------------------------------------------------------------
 
@@ -277,6 +330,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
     def buffer_updated(self, nbytes: int) -> None:
         if self._closed:
             return
+        self.last_active = perf_counter()
         if self._big is not None:
             self._big_filled += nbytes
             if self._big_filled == len(self._big):
@@ -486,10 +540,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self.principal = auth.principal
         if step.close_reason is not None:
             if step.failed_authentication:
-                self.server.log.info(
-                    "Failed authentication with /%s (%s)", self.client_address[0], step.close_reason
-                )
-                self.close()
+                assert self.transport is not None
+                self._failed_authentication(step.close_reason, self.transport)
             else:
                 self.close(step.close_reason)
         return True
@@ -647,6 +699,9 @@ class SocketServer:
     SASL authenticator offers, for the SASL_PLAINTEXT and SASL_SSL listeners.
     sasl_authentication_timeout_ms: how long a SASL connection may take to authenticate
     before it is closed (the broker passes connections.max.idle.ms; <= 0: no limit).
+    connection_quotas: the limits on connections (kafpy.network.connection_quotas; none by
+    default); failed_authentication_delay_ms: how long a connection that failed
+    authentication is held before it is closed (connection.failed.authentication.delay.ms).
     """
 
     def __init__(
@@ -662,8 +717,14 @@ class SocketServer:
         ssl_handshake_timeout_ms: int = 600000,
         sasl_configs: Mapping[str, SaslListenerConfig] | None = None,
         sasl_authentication_timeout_ms: int = 600000,
+        connection_quotas: ConnectionQuotas | None = None,
+        failed_authentication_delay_ms: int = 100,
     ) -> None:
         self.listeners = list(listeners)
+        self.connection_quotas = connection_quotas or ConnectionQuotas(
+            ConnectionQuotaConfig(), time
+        )
+        self.failed_authentication_delay_ms = failed_authentication_delay_ms
         self.security_protocols = dict(security_protocols or {})
         self.ssl_factories = dict(ssl_factories or {})
         self.ssl_handshake_timeout_ms = ssl_handshake_timeout_ms
@@ -675,7 +736,7 @@ class SocketServer:
         self.log = component_logger(
             "kafpy.network.SocketServer", f"SocketServer brokerId={broker_id}"
         )
-        self._servers: dict[str, asyncio.base_events.Server] = {}
+        self._acceptors: dict[str, Acceptor] = {}
         self._connections: set[KafkaConnection] = set()
         self._connection_counter = itertools.count()
         self.request_interceptor: RequestInterceptor | None = None
@@ -684,19 +745,20 @@ class SocketServer:
 
     async def bind(self) -> None:
         """Bind every listener (not accepting connections until `start_processing`)."""
-        loop = asyncio.get_running_loop()
         for name, host, port in self.listeners:
             try:
-                server = await loop.create_server(
-                    lambda name=name: KafkaConnection(self, name),
-                    host or None, port, reuse_address=True, start_serving=False,
-                )  # fmt: skip
+                sockets = open_server_sockets(host, port)
             except OSError as e:
                 reason = os.strerror(e.errno).lower() if e.errno else str(e)
                 raise OSError(
                     e.errno, f"listener {name} cannot bind {host or '0.0.0.0'}:{port}: {reason}"
                 ) from e
-            self._servers[name] = server
+            self.connection_quotas.add_listener(name)
+            self._acceptors[name] = Acceptor(
+                name, sockets, self.connection_quotas,
+                lambda ip, name=name: KafkaConnection(self, name, ip),  # type: ignore[misc]
+                self.log, self.close_excess_connections,
+            )  # fmt: skip
             self.log.info(
                 "Created listener %s on %s:%d", name, host or "0.0.0.0", self.bound_port(name)
             )
@@ -707,8 +769,8 @@ class SocketServer:
             self.handler = handler
         if self.handler is None:
             raise RuntimeError("SocketServer needs a request handler before it accepts connections")
-        for server in self._servers.values():
-            await server.start_serving()
+        for acceptor in self._acceptors.values():
+            acceptor.start()
         self.log.info("Started socket server acceptors and processors")
 
     async def startup(self, handler: RequestHandler | None = None) -> None:
@@ -716,12 +778,14 @@ class SocketServer:
         await self.start_processing(handler)
 
     def bound_port(self, listener_name: str) -> int:
-        server = self._servers[listener_name]
-        return int(server.sockets[0].getsockname()[1])
+        return self._acceptors[listener_name].port
 
     def bound_ports(self) -> dict[str, int]:
         """Listener name -> the port it bound (what port 0 turned into)."""
-        return {name: self.bound_port(name) for name in self._servers}
+        return {name: self.bound_port(name) for name in self._acceptors}
+
+    def acceptor(self, listener_name: str) -> Acceptor:
+        return self._acceptors[listener_name]
 
     @property
     def connection_count(self) -> int:
@@ -735,9 +799,32 @@ class SocketServer:
             conn.close(reason, abort=abort)
         return closed
 
+    def close_excess_connections(self) -> None:
+        """While the broker is over max.connections (the inter-broker listener may take
+        connections over it), close the least recently used connections of the other
+        listeners (Kafka's Processor.closeExcessConnections)."""
+        quotas = self.connection_quotas
+        while quotas.total_count > quotas.config.max_connections:
+            open_ = [
+                c for c in self._connections
+                if not c.closed and quotas.max_connections_exceeded(c.listener_name)
+            ]  # fmt: skip
+            if not open_:
+                return
+            lru = min(open_, key=lambda c: c.last_active)
+            lru.close(
+                f"the broker has more than max.connections ({quotas.config.max_connections}) "
+                "connections: closing the least recently used"
+            )
+
+    def reconfigure_connection_quotas(self, config: ConnectionQuotaConfig) -> None:
+        """New connection limits (dynamic broker configs)."""
+        self.connection_quotas.reconfigure(config)
+        self.close_excess_connections()
+
     def stop_accepting(self) -> None:
-        for server in self._servers.values():
-            server.close()
+        for acceptor in self._acceptors.values():
+            acceptor.close()
 
     async def shutdown(self) -> None:
         """Stop listening, close every connection."""
@@ -745,7 +832,7 @@ class SocketServer:
         self.stop_accepting()
         for conn in list(self._connections):
             conn.close()
-        for server in self._servers.values():
-            await server.wait_closed()
-        self._servers.clear()
+        for acceptor in self._acceptors.values():
+            await acceptor.wait_closed()
+        self._acceptors.clear()
         self.log.info("Shutdown completed")

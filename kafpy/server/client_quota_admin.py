@@ -4,9 +4,10 @@ of Kafka 2.8's ZkAdminManager).
 An API entity is a list of (entity type, name) with types `user` and `client-id` (a null
 name is the default); it lives in the store as `/config/users/<user>`,
 `/config/clients/<client-id>` or `/config/users/<user>/clients/<client-id>` (names
-sanitized, `<default>` for defaults). Brokers learn of changes through `/config/changes`.
-`ip` entities (connection-rate quotas) and `controller_mutation_rate` are refused: kafpy
-does not enforce them.
+sanitized, `<default>` for defaults). An `ip` entity (alone: Kafka refuses it beside a
+user or client id) holds `connection_creation_rate` at `/config/ips/<ip>`. Brokers learn of
+changes through `/config/changes`. `controller_mutation_rate` is refused: kafpy does not
+enforce it.
 """
 
 from __future__ import annotations
@@ -19,10 +20,12 @@ from kafpy.common.client_quota_config import (
     CLIENT_ID_ENTITY_TYPE,
     DEFAULT,
     IP_ENTITY_TYPE,
+    IP_QUOTA_CONFIG_NAMES,
     LONG_QUOTA_CONFIGS,
     QUOTA_CONFIG_NAMES,
     USER_ENTITY_TYPE,
     desanitize,
+    is_valid_ip_entity,
     sanitize,
 )
 from kafpy.common.errors import KafkaError
@@ -44,11 +47,7 @@ def _entity(parts: Sequence[Mapping[str, Any]]) -> Entity:
     entity: Entity = {}
     for part in parts:
         kind, name = part["entity_type"], part["entity_name"]
-        if kind == IP_ENTITY_TYPE:
-            raise InvalidRequest(
-                "kafpy does not enforce IP connection-rate quotas (entity type ip)"
-            )
-        if kind not in (USER_ENTITY_TYPE, CLIENT_ID_ENTITY_TYPE):
+        if kind not in (USER_ENTITY_TYPE, CLIENT_ID_ENTITY_TYPE, IP_ENTITY_TYPE):
             raise InvalidRequest(f"Unexpected quota entity type {kind}")
         if kind in entity:
             raise InvalidRequest(f"Duplicate quota entity type {kind}")
@@ -56,7 +55,16 @@ def _entity(parts: Sequence[Mapping[str, Any]]) -> Entity:
             raise InvalidRequest(f"The {kind} name of a quota entity must not be empty")
         entity[kind] = name
     if not entity:
-        raise InvalidRequest("A quota entity needs a user or a client-id")
+        raise InvalidRequest("Invalid client quota entity")
+    if IP_ENTITY_TYPE in entity:
+        if len(entity) > 1:
+            raise InvalidRequest(
+                "Invalid quota entity combination, IP entity should not be used with "
+                "user/client ID entity."
+            )
+        ip = entity[IP_ENTITY_TYPE]
+        if ip is not None and not is_valid_ip_entity(ip):
+            raise InvalidRequest(f"{ip} is not a valid IP or resolvable host.")
     return entity
 
 
@@ -67,6 +75,8 @@ def _path(entity: Entity) -> tuple[str, str]:
         value = entity[kind]
         return DEFAULT if value is None else sanitize(value)
 
+    if IP_ENTITY_TYPE in entity:
+        return ConfigType.IP, name(IP_ENTITY_TYPE)
     if USER_ENTITY_TYPE in entity and CLIENT_ID_ENTITY_TYPE in entity:
         return ConfigType.USER, f"{name(USER_ENTITY_TYPE)}/clients/{name(CLIENT_ID_ENTITY_TYPE)}"
     if USER_ENTITY_TYPE in entity:
@@ -75,6 +85,11 @@ def _path(entity: Entity) -> tuple[str, str]:
 
 
 def _format(key: str, value: float) -> str:
+    if key in IP_QUOTA_CONFIG_NAMES:  # an INT (Kafka rounds within 1e-6)
+        rounded = int(value + 1e-6)
+        if abs(rounded - value) > 1e-6:
+            raise InvalidRequest(f"Configuration {key} must be a INT value")
+        return str(rounded)
     if key in LONG_QUOTA_CONFIGS:
         if value != int(value):
             raise InvalidRequest(f"Configuration {key} must be a Long value")
@@ -111,21 +126,28 @@ class ClientQuotaAdmin:
         entity = _entity(entry["entity"])
         entity_type, entity_name = _path(entity)
         configs = await self.zk_client.get_entity_configs(entity_type, entity_name)
+        known = IP_QUOTA_CONFIG_NAMES if entity_type == ConfigType.IP else QUOTA_CONFIG_NAMES
         for op in entry["ops"]:
             key = op["key"]
-            if key not in QUOTA_CONFIG_NAMES:
+            if key not in known:
                 raise InvalidRequest(
-                    f"Invalid configuration key {key}: kafpy enforces the quotas "
-                    f"{', '.join(QUOTA_CONFIG_NAMES)}"
+                    f"Invalid configuration key {key}: kafpy enforces the quotas {', '.join(known)}"
                 )
             if op["remove"]:
                 configs.pop(key, None)
                 continue
-            if not op["value"] > 0:
+            if entity_type == ConfigType.IP:
+                # Kafka's ConfigDef for the IP quota: an INT, at least 0 (0 blocks the IP)
+                if not 0 <= op["value"] <= 2**31 - 1:
+                    raise InvalidRequest(
+                        f"Invalid value {op['value']} for configuration {key}: Value must be "
+                        "at least 0"
+                    )
+            elif not op["value"] > 0:
                 raise InvalidRequest(f"Invalid value {op['value']} for {key}: it must be positive")
             configs[key] = _format(key, op["value"])
         if not validate_only:
-            await self.admin.change_quota_config(entity_type, entity_name, configs)
+            await self.admin.change_configs(entity_type, entity_name, configs)
 
     async def _all_entities(self) -> list[tuple[Entity, dict[str, str]]]:
         zk = self.zk_client
@@ -142,6 +164,9 @@ class ClientQuotaAdmin:
                 entity = {USER_ENTITY_TYPE: _parse_name(user),
                           CLIENT_ID_ENTITY_TYPE: _parse_name(client)}  # fmt: skip
                 found.append((entity, configs))
+        for ip in await zk.get_all_entities_with_config(ConfigType.IP):
+            found.append(({IP_ENTITY_TYPE: _parse_name(ip)},
+                          await zk.get_entity_configs(ConfigType.IP, ip)))  # fmt: skip
         return found
 
     async def describe_client_quotas(self, body: Mapping[str, Any]) -> dict[str, Any]:
@@ -170,8 +195,9 @@ class ClientQuotaAdmin:
                 continue
             if not all(_matches(entity, c) for c in components):
                 continue
+            names = IP_QUOTA_CONFIG_NAMES if IP_ENTITY_TYPE in entity else QUOTA_CONFIG_NAMES
             values = [{"key": k, "value": float(v)} for k, v in sorted(configs.items())
-                      if k in QUOTA_CONFIG_NAMES]  # fmt: skip
+                      if k in names]  # fmt: skip
             if values:
                 entries.append({
                     "entity": [{"entity_type": k, "entity_name": n} for k, n in entity.items()],

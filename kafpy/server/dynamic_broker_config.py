@@ -15,9 +15,11 @@ Only keys Kafka 2.8 makes dynamic may be stored ("Cannot update these configs
 dynamically: ..." otherwise, as Kafka says it). Of those, kafpy applies the log keys
 (Kafka's DynamicLogConfig: log.retention.ms, log.segment.bytes, message.max.bytes,
 unclean.leader.election.enable, min.insync.replicas, ...), the log cleaner's
-(log.cleaner.threads, its buffers, throttle and backoff) and num.replica.fetchers; the
-others (the other thread pools, listeners, SSL, quotas on connections) are refused by
-name, since kafpy cannot change them on a running broker yet.
+(log.cleaner.threads, its buffers, throttle and backoff), num.replica.fetchers and the
+connection quotas (max.connections, max.connections.per.ip[.overrides],
+max.connection.creation.rate, and `listener.name.<l>.max.connections` /
+`.max.connection.creation.rate`); the others (the other thread pools, listeners, SSL)
+are refused by name, since kafpy cannot change them on a running broker yet.
 """
 
 from __future__ import annotations
@@ -33,6 +35,11 @@ from kafpy.common.time import Time
 from kafpy.controller.controller_config import ControllerConfig
 from kafpy.metadata.kafka_zk_client import KafkaZkClient
 from kafpy.metadata.zk_data import ConfigEntityName, ConfigType
+from kafpy.network.connection_quotas import (
+    LISTENER_RECONFIGURABLE_CONFIGS,
+    RECONFIGURABLE_CONFIGS,
+    ConnectionQuotaConfig,
+)
 from kafpy.server.kafka_config import KAFKA_CONFIG_DEF, KafkaConfig
 from kafpy.server.replication_quota_manager import (
     FOLLOWER_REPLICATION_THROTTLED_RATE,
@@ -47,6 +54,7 @@ __all__ = [
     "DEFAULT_ENTITY_NAME",
     "DynamicBrokerConfig",
     "DynamicCleanerConfig",
+    "DynamicConnectionQuotaConfig",
     "DynamicControllerConfig",
     "DynamicLogConfig",
     "DynamicReplicaFetcherConfig",
@@ -77,10 +85,7 @@ _THREAD_POOL_CONFIGS = frozenset({
 _LISTENER_CONFIGS = frozenset(
     {"advertised.listeners", "listeners", "listener.security.protocol.map"}
 )
-_SOCKET_SERVER_CONFIGS = frozenset({
-    "max.connections.per.ip", "max.connections.per.ip.overrides", "max.connections",
-    "max.connection.creation.rate",
-})  # fmt: skip
+_SOCKET_SERVER_CONFIGS = RECONFIGURABLE_CONFIGS
 _OTHER_DYNAMIC_CONFIGS = frozenset({"metric.reporters"})
 # Kafka's DynamicConfig.Broker (applied per broker by its BrokerConfigHandler)
 _REPLICATION_THROTTLE_CONFIGS = frozenset(
@@ -104,8 +109,10 @@ APPLIED_DYNAMIC_CONFIGS: frozenset[str] = (
     | _CLEANER_CONFIGS
     | {"num.replica.fetchers"}
     | _REPLICATION_THROTTLE_CONFIGS
+    | _SOCKET_SERVER_CONFIGS
 )
-"""The dynamic keys a running kafpy broker applies."""
+"""The dynamic keys a running kafpy broker applies (and `listener.name.<l>.` keys of
+LISTENER_RECONFIGURABLE_CONFIGS, see `_is_applied`)."""
 
 # Kafka's DynamicBrokerConfig.brokerConfigSynonyms: keys standing for one setting, most
 # specific first.
@@ -128,6 +135,15 @@ def broker_config_synonyms(name: str) -> list[str]:
 
 def _is_dynamic(name: str) -> bool:
     return name in ALL_DYNAMIC_CONFIGS or name.startswith(_SECURITY_PREFIXES)
+
+
+def _is_applied(name: str) -> bool:
+    if name in APPLIED_DYNAMIC_CONFIGS:
+        return True
+    if not name.startswith("listener.name."):
+        return False
+    _, _, key = name[len("listener.name.") :].partition(".")
+    return key in LISTENER_RECONFIGURABLE_CONFIGS
 
 
 def _scala_set(names: list[str]) -> str:
@@ -184,7 +200,7 @@ class DynamicBrokerConfig:
             raise InvalidRequestError(
                 f"Cannot update these configs dynamically: {_scala_set(not_dynamic)}"
             )
-        not_applied = sorted(k for k in props if k not in APPLIED_DYNAMIC_CONFIGS)
+        not_applied = sorted(k for k in props if not _is_applied(k))
         if not_applied:
             raise InvalidRequestError(
                 f"kafpy cannot apply these configs without a restart yet: "
@@ -193,7 +209,8 @@ class DynamicBrokerConfig:
             )
         for name, value in props.items():
             try:
-                KAFKA_CONFIG_DEF.parse_value(name, value)
+                if name in KAFKA_CONFIG_DEF:
+                    KAFKA_CONFIG_DEF.parse_value(name, value)
             except InvalidConfigurationError as e:
                 raise InvalidRequestError(f"Invalid value for {name}: {e}") from e
         default = props if not per_broker else self.dynamic_default_configs
@@ -229,9 +246,10 @@ class DynamicBrokerConfig:
         usable: dict[str, str] = {}
         for name, value in props.items():
             try:
-                if name not in APPLIED_DYNAMIC_CONFIGS:
+                if not _is_applied(name):
                     raise InvalidConfigurationError("it cannot be updated dynamically")
-                KAFKA_CONFIG_DEF.parse_value(name, value)
+                if name in KAFKA_CONFIG_DEF:
+                    KAFKA_CONFIG_DEF.parse_value(name, value)
             except InvalidConfigurationError as e:
                 self.log.error(
                     "Ignoring the stored dynamic config %s=%s of %s: %s", name, value, where, e
@@ -301,6 +319,24 @@ class _ControllerTarget(Protocol):
     config: ControllerConfig
 
     def enable_default_unclean_leader_election(self) -> None: ...
+
+
+class _SocketServerTarget(Protocol):
+    def reconfigure_connection_quotas(self, config: ConnectionQuotaConfig) -> None: ...
+
+
+class DynamicConnectionQuotaConfig:
+    """Gives the socket server's ConnectionQuotas new limits (Kafka's SocketServer and its
+    ListenerConnectionQuotas as reconfigurables): a waiting acceptor re-checks at once, a
+    lower max.connections closes the least recently used connections over it."""
+
+    def __init__(self, socket_server: _SocketServerTarget) -> None:
+        self.socket_server = socket_server
+
+    def __call__(self, old: KafkaConfig, new: KafkaConfig) -> None:
+        config = new.connection_quota_config()
+        if config != old.connection_quota_config():
+            self.socket_server.reconfigure_connection_quotas(config)
 
 
 class DynamicLogConfig:

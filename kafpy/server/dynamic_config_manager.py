@@ -15,8 +15,11 @@ Broker configs (`/config/brokers/<default>` and `/config/brokers/<id>`) go to th
 BrokerConfigHandler, which hands them to the broker's DynamicBrokerConfig; a broker ignores
 the per-broker configs of other brokers.
 
+IP configs (`/config/ips/<ip>` and `<default>`: `connection_creation_rate`) go to the
+IpConfigHandler, which sets the socket server's ConnectionQuotas.
+
 At start-up every stored entity config is applied once, so changes made while the broker
-was down are not missed. Client and user configs (quotas) have no handler yet.
+was down are not missed.
 """
 
 from __future__ import annotations
@@ -24,7 +27,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Protocol
 
-from kafpy.common.client_quota_config import entity_from_path
+from kafpy.common.client_quota_config import (
+    DEFAULT,
+    IP_CONNECTION_RATE,
+    desanitize,
+    entity_from_path,
+    resolve_host,
+)
 from kafpy.common.errors import KafkaError
 from kafpy.common.logger import component_logger
 from kafpy.common.time import SYSTEM_TIME, Time
@@ -47,6 +56,7 @@ __all__ = [
     "BrokerConfigHandler",
     "ConfigHandler",
     "DynamicConfigManager",
+    "IpConfigHandler",
     "QuotaConfigHandler",
     "TopicConfigHandler",
     "UserConfigHandler",
@@ -133,6 +143,37 @@ class QuotaConfigHandler:
             self.log.error(
                 "Ignoring the stored quotas of %s %s: %s", self.entity_type, entity_name, e
             )
+
+
+class _IpQuotaTarget(Protocol):
+    def update_ip_connection_rate_quota(self, ip: str | None, rate: int | None) -> None: ...
+
+
+class IpConfigHandler:
+    """Hands an IP's connection-rate quota (`/config/ips/<ip>`, `<default>` for every IP
+    without its own) to the ConnectionQuotas (Kafka's IpConfigHandler)."""
+
+    def __init__(self, connection_quotas: _IpQuotaTarget) -> None:
+        self.connection_quotas = connection_quotas
+        self.log = component_logger("kafpy.server.IpConfigHandler", "IpConfigHandler")
+
+    def process_config_changes(self, entity_name: str, overrides: Mapping[str, str]) -> None:
+        raw = overrides.get(IP_CONNECTION_RATE)
+        try:
+            rate = None if raw is None else int(raw)
+        except ValueError:
+            self.log.error(
+                "Ignoring the stored %s=%s of ip %s", IP_CONNECTION_RATE, raw, entity_name
+            )
+            return
+        if entity_name == DEFAULT:
+            self.connection_quotas.update_ip_connection_rate_quota(None, rate)
+            return
+        address = resolve_host(desanitize(entity_name))
+        if address is None:
+            self.log.error("Unable to resolve address %s: its quota is not applied", entity_name)
+            return
+        self.connection_quotas.update_ip_connection_rate_quota(address, rate)
 
 
 class UserConfigHandler:

@@ -34,6 +34,11 @@ from kafpy.controller.controller_config import CONTROLLER_CONFIG_DEF
 from kafpy.coordinator.group_config import GROUP_CONFIG_DEF, OFFSET_CONFIG_DEF
 from kafpy.coordinator.transaction.transaction_config import TRANSACTION_CONFIG_DEF
 from kafpy.metadata.store_factory import ZOOKEEPER_CONFIG_DEF
+from kafpy.network.connection_quotas import (
+    CONNECTION_QUOTA_CONFIG_DEF,
+    LISTENER_RECONFIGURABLE_CONFIGS,
+    ConnectionQuotaConfig,
+)
 from kafpy.network.listener_name import listener_config_prefix
 from kafpy.security.authorizer.acl_authorizer import AUTHORIZER_CLASS_NAMES, parse_super_users
 from kafpy.security.sasl_configs import (
@@ -153,6 +158,7 @@ def _broker_config_def() -> ConfigDef:
             **TRANSACTION_CONFIG_DEF.config_keys,
             **CONTROLLER_CONFIG_DEF.config_keys,
             **ZOOKEEPER_CONFIG_DEF.config_keys,
+            **CONNECTION_QUOTA_CONFIG_DEF.config_keys,
         })
         .define("broker.id", t.INT, -1, None, h, "The broker id; -1 generates one from ZooKeeper.")
         .define("broker.id.generation.enable", t.BOOLEAN, True, None, m)
@@ -267,6 +273,7 @@ class KafkaConfig:
             raise InvalidConfigurationError("log.dirs must name at least one directory")
         self._validate_listeners()
         self._validate_authorizer()
+        self._connection_quotas = self._connection_quota_config()
         # Fails here, not at start-up, when a log key is out of range.
         self._log_defaults = log_config_defaults_from_broker(
             {k: v for k, v in props.items() if k in BROKER_LOG_CONFIG_DEF}
@@ -634,6 +641,27 @@ class KafkaConfig:
     def replica_socket_timeout_ms(self) -> int:
         return int(self._values["replica.socket.timeout.ms"])
 
+    def connection_quota_config(self) -> ConnectionQuotaConfig:
+        """The limits on connections (max.connections*, the listeners' overrides) for the
+        socket server's ConnectionQuotas."""
+        return self._connection_quotas
+
+    def _connection_quota_config(self) -> ConnectionQuotaConfig:
+        config = ConnectionQuotaConfig.from_props(
+            self.originals, [name for name, _, _ in self.listeners],
+            self.inter_broker_listener_name, int(self._values["quota.window.num"]),
+            int(self._values["quota.window.size.seconds"]),
+        )  # fmt: skip
+        idle_ms = self.connections_max_idle_ms
+        if idle_ms >= 0 and config.failed_authentication_delay_ms >= idle_ms:
+            raise InvalidConfigurationError(
+                f"connection.failed.authentication.delay.ms="
+                f"{config.failed_authentication_delay_ms} should always be less than "
+                f"connections.max.idle.ms={idle_ms} to prevent failed authentication "
+                "responses from timing out"
+            )
+        return config
+
     def log_cleaner_config(self) -> CleanerConfig:
         """The log.cleaner.* settings for the LogCleaner."""
         return CleanerConfig.from_config(self)
@@ -669,9 +697,10 @@ def _is_listener_override(key: str) -> bool:
     if not key.startswith("listener.name."):
         return False
     _, _, rest = key[len("listener.name.") :].partition(".")
-    if rest in BROKER_SSL_CONFIG_DEF or rest in (
-        "sasl.enabled.mechanisms",
-        "connections.max.reauth.ms",
+    if (
+        rest in BROKER_SSL_CONFIG_DEF
+        or rest in LISTENER_RECONFIGURABLE_CONFIGS
+        or rest in ("sasl.enabled.mechanisms", "connections.max.reauth.ms")
     ):
         return True
     _, _, after_mechanism = rest.partition(".")

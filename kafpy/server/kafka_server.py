@@ -55,6 +55,7 @@ from kafpy.network.channel_builders import (
     listener_sasl_configs,
     listener_ssl_factories,
 )
+from kafpy.network.connection_quotas import ConnectionQuotas
 from kafpy.network.request_channel import Request, ResponseParts
 from kafpy.network.socket_server import SocketServer
 from kafpy.protocol.api_keys import ApiKey
@@ -67,12 +68,17 @@ from kafpy.server.controlled_shutdown import controlled_shutdown
 from kafpy.server.dynamic_broker_config import (
     DynamicBrokerConfig,
     DynamicCleanerConfig,
+    DynamicConnectionQuotaConfig,
     DynamicControllerConfig,
     DynamicLogConfig,
     DynamicReplicaFetcherConfig,
     DynamicReplicationQuotaConfig,
 )
-from kafpy.server.dynamic_config_manager import DynamicConfigManager, UserConfigHandler
+from kafpy.server.dynamic_config_manager import (
+    DynamicConfigManager,
+    IpConfigHandler,
+    UserConfigHandler,
+)
 from kafpy.server.kafka_apis import KafkaApis
 from kafpy.server.kafka_config import KafkaConfig
 from kafpy.server.log_dir_failure_channel import LogDirFailureChannel
@@ -216,6 +222,10 @@ class KafkaServer:
             ssl_handshake_timeout_ms=cfg.connections_max_idle_ms,
             sasl_configs=sasl_configs,
             sasl_authentication_timeout_ms=cfg.connections_max_idle_ms,
+            connection_quotas=ConnectionQuotas(
+                self.dynamic_config.current.connection_quota_config(), self.time
+            ),
+            failed_authentication_delay_ms=cfg.connection_quota_config().failed_authentication_delay_ms,
         )  # fmt: skip
         await self.socket_server.bind()
         if self.bound_ports_file is not None:
@@ -298,6 +308,7 @@ class KafkaServer:
         )
         self.dynamic_config.add_reconfigurable(DynamicControllerConfig(self.controller))
         self.dynamic_config.add_reconfigurable(self.replication_quotas)
+        self.dynamic_config.add_reconfigurable(DynamicConnectionQuotaConfig(self.socket_server))
         self.dynamic_config_manager = DynamicConfigManager.for_log_manager(
             self.zk_client,
             self.log_manager,
@@ -307,6 +318,7 @@ class KafkaServer:
             quotas=self.quotas,
         )
         handlers = self.dynamic_config_manager.handlers
+        handlers[ConfigType.IP] = IpConfigHandler(self.socket_server.connection_quotas)
         handlers[ConfigType.USER] = UserConfigHandler(
             handlers.get(ConfigType.USER), CredentialProvider(self.credential_cache)
         )

@@ -9,6 +9,7 @@ import logging
 import os
 import ssl
 import struct
+import time
 from collections.abc import Awaitable, Callable
 
 import pytest
@@ -20,6 +21,7 @@ from kafpy.security.kafka_principal import ANONYMOUS, KafkaPrincipal
 from kafpy.security.local_pki import PemIdentity, TestPki
 from kafpy.security.ssl_configs import BROKER_SSL_CONFIG_DEF
 from kafpy.security.ssl_factory import SslFactory, SslMode
+from kafpy.testing.wait import async_wait_until
 from tests.fixtures.tls import broker_ssl_overrides
 from tests.unit.network.test_socket_server import EchoHandler, metadata_request, read_response
 
@@ -40,6 +42,7 @@ def with_tls_server(
     overrides: dict[str, str] | None = None,
     handshake_timeout_ms: int = 600000,
     handler: EchoHandler | None = None,
+    failed_authentication_delay_ms: int = 100,
 ) -> None:
     values = BROKER_SSL_CONFIG_DEF.parse({**broker_ssl_overrides(pki), **(overrides or {})})
     factory = SslFactory(SslMode.SERVER, values, where="listener SSL")
@@ -50,6 +53,7 @@ def with_tls_server(
             security_protocols={"SSL": "SSL"},
             ssl_factories={"SSL": factory},
             ssl_handshake_timeout_ms=handshake_timeout_ms,
+            failed_authentication_delay_ms=failed_authentication_delay_ms,
         )
         echo = handler or EchoHandler()
         await server.startup(echo)
@@ -167,6 +171,36 @@ def test_no_matching_mapping_rule_refuses_the_client(
             {"ssl.client.auth": "required", "ssl.principal.mapping.rules": rules},
         )
     assert "Failed authentication with /127.0.0.1 (No rules apply to CN=alice" in caplog.text
+
+
+@pytest.mark.parametrize("delay_ms", [0, 1500])
+def test_a_failed_authentication_is_closed_after_the_configured_delay(
+    test_pki: TestPki, loop_name: str, delay_ms: int
+) -> None:
+    """connection.failed.authentication.delay.ms: the connection is held (counted, not
+    read) that long before it is closed."""
+    waited: list[float] = []
+
+    async def scenario(server: SocketServer, handler: EchoHandler) -> None:
+        reader, writer = await tls_connect(server, client_context(test_pki, test_pki.client))
+        started = time.monotonic()
+        writer.write(metadata_request(1))
+        assert await closed_by_server(reader)
+        waited.append(time.monotonic() - started)
+        assert handler.requests == []
+        await async_wait_until(lambda: server.connection_quotas.total_count == 0, 10)
+
+    rules = "RULE:^CN=bob,.*$/bob/"
+    with_tls_server(
+        test_pki, loop_name, scenario,
+        {"ssl.client.auth": "required", "ssl.principal.mapping.rules": rules},
+        failed_authentication_delay_ms=delay_ms,
+    )  # fmt: skip
+    if delay_ms:
+        # never before the delay (a timer does not fire early); no upper bound asserted
+        assert waited[0] >= delay_ms / 1000 * 0.9
+    else:
+        assert waited[0] < 1.5  # closed without the delay
 
 
 @pytest.mark.parametrize("identity", [None, "untrusted_client"])
