@@ -506,6 +506,12 @@ class KafkaConfig:
         return int(self._values["zookeeper.session.timeout.ms"])
 
     @property
+    def zookeeper_connection_timeout_ms(self) -> int | None:
+        """How long start-up waits for a ZooKeeper session; None: the session timeout."""
+        value = self._values["zookeeper.connection.timeout.ms"]
+        return None if value is None else int(value)
+
+    @property
     def metadata_store_dir(self) -> Path:
         value = self._values["metadata.store.dir"]
         return Path(value) if value else self.log_dirs[0]
