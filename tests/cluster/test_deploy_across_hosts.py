@@ -58,7 +58,6 @@ CHROOT = "/kafpy"
 TOPIC = "deployed"
 PARTITIONS = 3
 RATE_PER_S = 200
-UNAVAILABLE = namespaces_unavailable()
 
 
 @dataclass
@@ -97,8 +96,9 @@ def isr_by_partition(admin: AdminClient, topic: str) -> dict[int, tuple[int, lis
 
 @pytest.fixture(scope="module")
 def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]:
-    if UNAVAILABLE is not None:
-        pytest.skip(UNAVAILABLE)
+    unavailable = namespaces_unavailable()
+    if unavailable is not None:
+        pytest.skip(unavailable)
     base = tmp_path_factory.mktemp("hosts")
     with HostNetwork(3, base) as network:
         hosts = network.hosts
