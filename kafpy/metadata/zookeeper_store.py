@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import os
 import socket
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -84,7 +83,8 @@ def unreachable_servers(hosts: str, timeout_s: float = 1.0) -> list[tuple[str, s
             with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s):
                 pass
         except (OSError, ValueError) as e:
-            reason = os.strerror(e.errno).lower() if isinstance(e, OSError) and e.errno else str(e)
+            # "connection refused", "timed out", "name or service not known"
+            reason = (e.strerror if isinstance(e, OSError) and e.strerror else str(e)).lower()
             out.append((server, reason or type(e).__name__))
     return out
 
