@@ -39,8 +39,9 @@ run: install
 # integration and cluster tests mostly wait on brokers, so four fit two cores. Then, on a
 # quiet machine, the Spark tests (each worker would start a Spark JVM of its own) and the
 # consumer-group tool's offset resets (whose by-timestamp resets failed under that load,
-# see issue 13's note).
-SERIAL_TESTS = tests/spark tests/integration/test_consumer_groups.py
+# see issue 13's note), and the cluster deployed across network namespaces (three ZooKeeper
+# JVMs and three brokers at once, whose restarts are timed).
+SERIAL_TESTS = tests/spark tests/integration/test_consumer_groups.py tests/cluster/test_deploy_across_hosts.py
 test: install system-deps
 	$(PY) -m pytest -q -p no:cacheprovider -n 4 --dist loadfile $(SERIAL_TESTS:%=--ignore=%) tests
 	$(PY) -m pytest -q -p no:cacheprovider $(SERIAL_TESTS)

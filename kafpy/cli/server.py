@@ -135,5 +135,9 @@ def command(
     try:
         run_event_loop(_run(config, bound_ports_file))
     except (KafkaError, MetadataStoreError, OSError) as e:
-        click.echo(f"kafpy server: {e}", err=True)
+        # an OSError's own sentence without its "[Errno 99]" prefix (kept when it names a file)
+        message = str(e)
+        if isinstance(e, OSError) and e.strerror and e.filename is None:
+            message = e.strerror
+        click.echo(f"kafpy server: {message}", err=True)
         sys.exit(1)

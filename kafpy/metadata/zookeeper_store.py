@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import socket
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -68,6 +69,24 @@ def split_connect_string(connect: str) -> tuple[str, str | None]:
     chroot = "/" + chroot.rstrip("/")
     validate_path(chroot)
     return hosts, chroot
+
+
+def unreachable_servers(hosts: str, timeout_s: float = 1.0) -> list[tuple[str, str]]:
+    """(`host:port`, why) for each server of `hosts` (`host:port,...`) that refuses or does
+    not answer a TCP connection. Blocks for up to `timeout_s` per silent server."""
+    out = []
+    for server in (h.strip() for h in hosts.split(",")):
+        host, sep, port = server.rpartition(":")
+        if not sep:
+            host, port = server, "2181"
+        try:
+            with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s):
+                pass
+        except (OSError, ValueError) as e:
+            # "connection refused", "timed out", "name or service not known"
+            reason = (e.strerror if isinstance(e, OSError) and e.strerror else str(e)).lower()
+            out.append((server, reason or type(e).__name__))
+    return out
 
 
 def to_stat(stat: ZnodeStat) -> Stat:
@@ -205,10 +224,21 @@ class ZooKeeperStore(MetadataStore):
             )
         except Exception as e:
             await self._loop.run_in_executor(None, self._stop_client, client)
-            raise self._connect_error(e) from e
+            raise await self._loop.run_in_executor(None, self._connect_error, e) from e
         self._client = client
         self._session_id = self._current_session_id()
         self._log.info("Connected to ZooKeeper %s, session 0x%x", self.connect, self._session_id)
+        if "," in self.hosts:
+            # the session is up through one server: say which others an operator should fix
+            for server, reason in await self._loop.run_in_executor(
+                None, unreachable_servers, self.hosts
+            ):
+                self._log.warning(
+                    "ZooKeeper server %s of zookeeper.connect is not reachable (%s): the "
+                    "ensemble serves only while a majority of its servers is up",
+                    server,
+                    reason,
+                )
 
     def _new_client(self, hosts: str) -> KazooClient:
         return KazooClient(
@@ -218,10 +248,17 @@ class ZooKeeperStore(MetadataStore):
         )
 
     def _connect_error(self, error: BaseException) -> ConnectionLossError:
+        """(Blocking: probes the servers.) The error naming the servers not reachable."""
+        unreachable = unreachable_servers(self.hosts)
+        down = ""
+        if unreachable:
+            down = " Not reachable: " + ", ".join(f"{s} ({why})" for s, why in unreachable) + "."
+            if "," in self.hosts and len(unreachable) < len(self.hosts.split(",")):
+                down += " The others do not serve without a majority of the ensemble."
         return ConnectionLossError(
             f"Could not connect to ZooKeeper at {self.connect} within "
-            f"{self.connection_timeout_ms} ms ({error!r}). Check zookeeper.connect and that "
-            "ZooKeeper is running."
+            f"{self.connection_timeout_ms} ms ({error!r}).{down} Check zookeeper.connect and "
+            "that ZooKeeper is running."
         )
 
     def _ensure_chroot(self) -> None:

@@ -30,6 +30,7 @@ which takes every frame until the client has authenticated (then the principal i
 from __future__ import annotations
 
 import asyncio
+import errno
 import itertools
 import os
 import ssl
@@ -750,6 +751,12 @@ class SocketServer:
                 sockets = open_server_sockets(host, port)
             except OSError as e:
                 reason = os.strerror(e.errno).lower() if e.errno else str(e)
+                if e.errno == errno.EADDRNOTAVAIL:
+                    reason += (
+                        f" ({host} is not an address of this host: name one of its addresses, "
+                        "or 0.0.0.0 for all, in listeners; what clients connect to goes in "
+                        "advertised.listeners)"
+                    )
                 raise OSError(
                     e.errno, f"listener {name} cannot bind {host or '0.0.0.0'}:{port}: {reason}"
                 ) from e

@@ -20,6 +20,7 @@ from kafpy.common.config_def import (
     ConfigKey,
     ConfigType,
     Importance,
+    LambdaValidator,
     Range,
     Validator,
     ValidString,
@@ -51,11 +52,28 @@ from kafpy.security.ssl_principal_mapper import SslPrincipalMapper
 from kafpy.storage.cleaner.cleaner_config import CLEANER_CONFIG_DEF, CleanerConfig
 from kafpy.storage.log_config import (
     BROKER_LOG_CONFIG_DEF,
+    LATEST_API_VERSION,
     LogConfig,
     log_config_defaults_from_broker,
+    parse_api_version,
 )
 
 _LISTENER = re.compile(r"^([A-Za-z0-9_]+)://(\[[0-9a-fA-F:]+\]|[^:]*):(-?\d+)$")
+
+
+def _check_inter_broker_protocol_version(value: object) -> str | None:
+    """Only the version kafpy speaks: pinning an older one would be silently ignored."""
+    try:
+        version = parse_api_version(str(value))
+    except ValueError as e:
+        return str(e)
+    if version != LATEST_API_VERSION:
+        return (
+            f"kafpy speaks only Kafka {LATEST_API_VERSION}'s inter-broker protocol and cannot "
+            f"pin {version}; set 2.8 (or {LATEST_API_VERSION}), or leave it unset"
+        )
+    return None
+
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 """Kafka's security protocols, the values `listener.security.protocol.map` may name."""
@@ -171,6 +189,9 @@ def _broker_config_def() -> ConfigDef:
                 "Listener name to security protocol, as NAME:PROTOCOL pairs.")
         .define("security.inter.broker.protocol", t.STRING, "PLAINTEXT", ValidString(*SECURITY_PROTOCOLS), m,
                 "The security protocol brokers talk to each other with.")
+        .define("inter.broker.protocol.version", t.STRING, LATEST_API_VERSION,
+                LambdaValidator(_check_inter_broker_protocol_version), m,
+                "The inter-broker protocol version, pinned during rolling upgrades.")
         .define("inter.broker.listener.name", t.STRING, None, None, m,
                 "The listener brokers talk to each other on (instead of security.inter.broker.protocol).")
         .define("log.dir", t.STRING, "/tmp/kafka-logs", None, h)
@@ -490,6 +511,12 @@ class KafkaConfig:
     @property
     def zookeeper_session_timeout_ms(self) -> int:
         return int(self._values["zookeeper.session.timeout.ms"])
+
+    @property
+    def zookeeper_connection_timeout_ms(self) -> int | None:
+        """How long start-up waits for a ZooKeeper session; None: the session timeout."""
+        value = self._values["zookeeper.connection.timeout.ms"]
+        return None if value is None else int(value)
 
     @property
     def metadata_store_dir(self) -> Path:

@@ -190,6 +190,7 @@ class KafkaServer:
             cfg.zookeeper_connect,
             cfg.metadata_store_dir if cfg.zookeeper_connect is None else None,
             cfg.zookeeper_session_timeout_ms,
+            connection_timeout_ms=cfg.zookeeper_connection_timeout_ms,
         )
         await self.store.start()
         self.zk_client = KafkaZkClient(self.store)

@@ -166,6 +166,46 @@ def test_start_fails_clearly_without_a_server() -> None:
     asyncio.run(scenario())
 
 
+def test_a_server_of_the_ensemble_that_is_down_is_named_at_start(
+    zookeeper_server: ZooKeeperServer, zookeeper_connect: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    _, chroot = split_connect_string(zookeeper_connect)
+    down = f"127.0.0.1:{free_port()}"
+    connect = f"{zookeeper_server.connect_string},{down}{chroot}"
+
+    async def scenario() -> None:
+        store = ZooKeeperStore(connect)
+        await store.start()
+        await store.close()
+
+    with caplog.at_level("WARNING", logger="kafpy.metadata.zookeeper_store"):
+        asyncio.run(scenario())
+    warnings = [
+        r.getMessage()
+        for r in caplog.records
+        if r.levelname == "WARNING" and r.name == "kafpy.metadata.zookeeper_store"
+    ]
+    assert warnings == [
+        f"[ZooKeeperStore] ZooKeeper server {down} of zookeeper.connect is not reachable (connection refused): "
+        "the ensemble serves only while a majority of its servers is up"
+    ]
+
+
+def test_start_fails_naming_the_servers_down() -> None:
+    down = [f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"]
+
+    async def scenario() -> None:
+        store = ZooKeeperStore(",".join(down), connection_timeout_ms=500)
+        with pytest.raises(ConnectionLossError) as e:
+            await store.start()
+        assert (
+            f"Not reachable: {down[0]} (connection refused), {down[1]} (connection refused)."
+            in str(e.value)
+        )
+
+    asyncio.run(scenario())
+
+
 def test_session_expiry_calls_the_callbacks_with_a_new_session(zookeeper_connect: str) -> None:
     async def scenario() -> None:
         store = ZooKeeperStore(zookeeper_connect, session_timeout_ms=4000)

@@ -341,3 +341,20 @@ def test_cancelling_the_task_of_run_eagerly_reaches_the_coroutine() -> None:
         assert seen == ["cancelled"] and never.cancelled()
 
     asyncio.run(main())
+
+
+def test_a_listener_on_an_address_not_of_this_host_says_so() -> None:
+    # 203.0.113.0/24 is TEST-NET-3: never an address of this host
+    async def main() -> None:
+        server = SocketServer([("PLAINTEXT", "203.0.113.7", 0)], max_request_size=1 << 20)
+        with pytest.raises(OSError) as e:
+            await server.bind()
+        assert e.value.strerror == (
+            "listener PLAINTEXT cannot bind 203.0.113.7:0: cannot assign requested address "
+            "(203.0.113.7 is not an address of this host: name one of its addresses, or "
+            "0.0.0.0 for all, in listeners; what clients connect to goes in "
+            "advertised.listeners)"
+        )
+        await server.shutdown()
+
+    asyncio.run(main())

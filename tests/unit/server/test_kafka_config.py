@@ -98,6 +98,40 @@ def test_the_shipped_server_properties_fit_one_broker() -> None:
     assert cfg.metrics_listener is None  # needs the metrics extra: `make run` turns it on
 
 
+def test_the_deploy_template_is_a_valid_three_host_broker() -> None:
+    cfg = KafkaConfig.from_file(
+        Path(__file__).resolve().parents[3] / "deploy" / "server.properties"
+    )
+    assert cfg.unknown_keys() == []
+    assert cfg.broker_rack == "host1"
+    assert cfg.zookeeper_connect == "10.0.0.1:2181,10.0.0.2:2181,10.0.0.3:2181/kafpy"
+    assert cfg.get("default.replication.factor") == 3
+    assert cfg.get("inter.broker.protocol.version") == "2.8"
+
+
+@pytest.mark.parametrize("version", ["2.8", "2.8-IV1", "2.8.1"])
+def test_inter_broker_protocol_version_accepts_what_kafpy_speaks(version: str) -> None:
+    cfg = KafkaConfig({"broker.id": "0", "inter.broker.protocol.version": version})
+    assert cfg.get("inter.broker.protocol.version") == version
+    assert cfg.unknown_keys() == []
+
+
+@pytest.mark.parametrize(
+    "version, message",
+    [
+        ("2.7", "kafpy speaks only Kafka 2.8-IV1's inter-broker protocol and cannot pin 2.7-IV2"),
+        ("2.8-IV0", "cannot pin 2.8-IV0"),
+        ("3.0", "Version `3.0` is not a valid version"),
+    ],
+)
+def test_inter_broker_protocol_version_refuses_what_kafpy_cannot_honour(
+    version: str, message: str
+) -> None:
+    with pytest.raises(InvalidConfigurationError, match="inter.broker.protocol.version") as e:
+        KafkaConfig({"broker.id": "0", "inter.broker.protocol.version": version})
+    assert message in str(e.value)
+
+
 def test_message_max_bytes_default_is_kafka_2x() -> None:
     # 1 MiB + the 12-byte log overhead (KAFKA-4203); before Kafka 1.1 it was 1000012
     cfg = KafkaConfig({"broker.id": "0"})
