@@ -48,8 +48,13 @@ class LogOffsetPosition(NamedTuple):
 class FileRecords(CachedFile):
     """The batches of one segment's `.log` file (Kafka's FileRecords).
 
-    Only this object writes the file; `size` is the number of bytes written (the file
-    length, as kafpy does not preallocate log files). Its descriptor belongs to the
+    Only this object writes the file; `size` is the number of bytes written, where the
+    next append goes and where reads end. It is the file length unless the file was
+    preallocated (`preallocate`, a new file made `init_file_size` bytes long at once):
+    then the file is longer than its data until `trim()` cuts it to `size`, which rolling
+    the segment and closing the file do. A preallocated file left by a crash is opened at
+    its full length; recovery finds the end of the data (a zero length field is no batch)
+    and cuts the file there. Its descriptor belongs to the
     process's FileHandleCache: opened on first use, closed when the segment has not been
     used for a while, opened again transparently. Writes say where they go (`pwrite`), so
     a reopened file needs no seek. The file is dirty from its opening (an earlier process
@@ -63,16 +68,22 @@ class FileRecords(CachedFile):
         # property: the produce path reads it several times per append)
         self.size = size
         self._dirty = True
+        # the file is longer than its data (preallocated): a truncation to `size` still cuts
+        self._preallocated = False
 
     @classmethod
     def open(
         cls,
         file: Path,
         file_already_exists: bool = False,
+        init_file_size: int = 0,
+        preallocate: bool = False,
         cache: FileHandleCache = FILE_HANDLE_CACHE,
     ) -> FileRecords:
         """An existing file is only looked at (its size); it is opened on first use. A new
-        one (or, without `file_already_exists`, an emptied one) is created now and kept open."""
+        one (or, without `file_already_exists`, an emptied one) is created now and kept
+        open; with `preallocate` it is made `init_file_size` bytes long on disk at once,
+        its data starting empty (Kafka's FileRecords.open)."""
         if file_already_exists:
             try:
                 return cls(file, os.stat(file).st_size, cache)
@@ -83,6 +94,17 @@ class FileRecords(CachedFile):
         if not file_already_exists:
             flags |= os.O_TRUNC
         cache.open(records, flags)
+        if preallocate and not file_already_exists and init_file_size > 0:
+            try:
+                fd = records.acquire()
+                try:
+                    _allocate(fd, init_file_size)
+                finally:
+                    records.release()
+            except BaseException:
+                records.close_handlers()
+                raise
+            records._preallocated = True
         return records
 
     @property
@@ -113,6 +135,7 @@ class FileRecords(CachedFile):
                     n += os.pwrite(fd, memoryview(data)[n:], position + n)
             except OSError:
                 self._truncate_torn_write(fd, position)
+                self._preallocated = False
                 raise
         finally:
             self.release()
@@ -132,14 +155,15 @@ class FileRecords(CachedFile):
             )
 
     def truncate_to(self, target_size: int) -> int:
-        """Cut the file to `target_size` bytes; returns the bytes removed."""
+        """Cut the file to `target_size` bytes; returns the bytes of data removed. A
+        preallocated file is cut even at its own size (its zeros past the data go)."""
         if target_size > self.size or target_size < 0:
             raise ValueError(
                 f"Attempt to truncate log segment {self.file} to {target_size} bytes failed, "
                 f"size of this log segment is {self.size} bytes."
             )
         removed = self.size - target_size
-        if removed:
+        if removed or self._preallocated:
             fd = self.acquire()
             try:
                 self._dirty = True
@@ -147,7 +171,18 @@ class FileRecords(CachedFile):
             finally:
                 self.release()
             self.size = target_size
+            self._preallocated = False
         return removed
+
+    def trim(self) -> None:
+        """Cut a preallocated file to its data (Kafka's FileRecords.trim); else nothing."""
+        if self._preallocated:
+            self.truncate_to(self.size)
+
+    @property
+    def preallocated(self) -> bool:
+        """Whether the file on disk is longer than its data (preallocated, not yet trimmed)."""
+        return self._preallocated
 
     @property
     def dirty(self) -> bool:
@@ -171,8 +206,20 @@ class FileRecords(CachedFile):
         finally:
             self.release()
 
+    def close(self) -> None:
+        """Trim the file to its data and close it for good; later uses raise EBADF."""
+        try:
+            if not self.closed:
+                self.trim()
+        finally:
+            super().close()
+
+    def close_handlers(self) -> None:
+        """Close the file for good without trimming it (after a storage error)."""
+        super().close()
+
     def delete_if_exists(self) -> bool:
-        self.close()
+        self.close_handlers()
         try:
             self.file.unlink()
             return True
@@ -280,3 +327,21 @@ class FileRecords(CachedFile):
 
     def __repr__(self) -> str:
         return f"FileRecords(file={self.file}, size={self.size})"
+
+
+def _allocate(fd: int, length: int) -> None:
+    """Make the file `length` bytes long with real blocks where the file system can
+    (fewer fragments, the point of log.preallocate); else as a sparse file, as Java's
+    RandomAccessFile.setLength, which Kafka uses, does."""
+    fallocate = getattr(os, "posix_fallocate", None)
+    if fallocate is not None:
+        try:
+            fallocate(fd, 0, length)
+            return
+        except OSError as e:
+            # EOPNOTSUPP/EINVAL: no fallocate on this file system; ENOSPC: the appends
+            # will say so, as they would without preallocation
+            log.debug(
+                "posix_fallocate of %d bytes failed (%s); extending the file instead", length, e
+            )
+    os.ftruncate(fd, length)

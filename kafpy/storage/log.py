@@ -501,7 +501,13 @@ class Log:
                 if not self.segments.is_empty:
                     self.active_segment.on_become_inactive_segment()
             segment = self.segments.add(
-                LogSegment.open(self.dir, new_offset, self.config, self.time)
+                LogSegment.open(
+                    self.dir,
+                    new_offset,
+                    self.config,
+                    self.time,
+                    preallocate=self.config.preallocate,
+                )
             )
             self._update_log_end_offset(self._leo)
             # a snapshot at the new segment's base offset lets recovery start from this segment
@@ -729,7 +735,15 @@ class Log:
             self.log.debug("Truncate and start at offset %d", new_offset)
             for segment in self.log_segments():
                 self.delete_segment(segment)
-            self.segments.add(LogSegment.open(self.dir, new_offset, self.config, self.time))
+            self.segments.add(
+                LogSegment.open(
+                    self.dir,
+                    new_offset,
+                    self.config,
+                    self.time,
+                    preallocate=self.config.preallocate,
+                )
+            )
             self._update_log_end_offset(new_offset)
             self.recovery_point = min(new_offset, self.recovery_point)
             self.log_start_offset = new_offset

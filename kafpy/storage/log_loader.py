@@ -120,7 +120,11 @@ class LogLoader:
         self._load_segment_files()
         self._complete_swap_operations(swap_files)
         if not log.log_segments():
-            log.segments.add(LogSegment.open(self.dir, 0, self.config, self.time))
+            log.segments.add(
+                LogSegment.open(
+                    self.dir, 0, self.config, self.time, preallocate=self.config.preallocate
+                )
+            )
             return 0
         if self.marked_for_deletion:
             return log.active_segment.read_next_offset()
@@ -324,7 +328,13 @@ class LogLoader:
                 for segment in log.log_segments():
                     log.delete_segment(segment)
                 log.segments.add(
-                    LogSegment.open(self.dir, self.log_start_offset, self.config, self.time)
+                    LogSegment.open(
+                        self.dir,
+                        self.log_start_offset,
+                        self.config,
+                        self.time,
+                        preallocate=self.config.preallocate,
+                    )
                 )
         self.recovery_point = log.active_segment.read_next_offset()
         return self.recovery_point

@@ -135,13 +135,19 @@ class LogSegment:
         config: LogConfig,
         time: Time,
         file_already_exists: bool = False,
+        preallocate: bool = False,
         file_suffix: str = "",
     ) -> LogSegment:
         """Open (or create) the segment files of `base_offset` in `dir`. An existing
-        segment holds no descriptor until it is first read or written."""
+        segment holds no descriptor until it is first read or written. With `preallocate`
+        (the log's `preallocate` config, which Kafka's Log passes when it creates a
+        segment) a new `.log` file is made `config.init_file_size` bytes long on disk."""
         max_index_size = config.segment_index_bytes
         log_file = FileRecords.open(
-            log_file_name(dir, base_offset, file_suffix), file_already_exists
+            log_file_name(dir, base_offset, file_suffix),
+            file_already_exists,
+            config.init_file_size,
+            preallocate,
         )
         try:
             return cls(
@@ -383,6 +389,7 @@ class LogSegment:
         )
         self.offset_index.trim_to_valid_size()
         self.time_index.trim_to_valid_size()
+        self.log.trim()
 
     def resize_indexes(self, size: int) -> None:
         self.offset_index.resize(size)
@@ -524,7 +531,7 @@ class LogSegment:
         self.txn_index.update_parent_dir(dir)
 
     def close(self) -> None:
-        """Write the final time index entry, trim the indexes and close every file."""
+        """Write the final time index entry, trim the indexes and the log, close every file."""
         if self.log.closed:
             return
         if self._max_timestamp_so_far >= 0 and self.time_index.writable:
@@ -546,7 +553,7 @@ class LogSegment:
         self.offset_index.close_handler()
         self.time_index.close_handler()
         self.txn_index.close()
-        self.log.close()
+        self.log.close_handlers()
 
     def delete_if_exists(self) -> None:
         """Close and delete every file of the segment."""

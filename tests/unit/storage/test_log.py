@@ -16,6 +16,7 @@ from kafpy.common.errors import (
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.records import MemoryRecords
 from kafpy.storage.log import (
+    Log,
     UnexpectedAppendOffsetError,
     log_delete_dir_name,
     log_file_name,
@@ -406,3 +407,55 @@ def test_records_are_memory_records(log_dir: Path, clock: Clock) -> None:
     log = open_log(log_dir, clock)
     fill(log, 1)
     assert isinstance(log.read(0, 100).records, MemoryRecords)
+
+
+# -- preallocate -----------------------------------------------------------------------------------
+
+PREALLOCATED = SMALL.with_overrides({"preallocate": "true"})
+
+
+def disk_sizes(log: Log) -> list[tuple[int, int]]:
+    """(file length on disk, data size) of each segment's .log file."""
+    return [(s.log.file.stat().st_size, s.size) for s in log.log_segments()]
+
+
+def test_preallocate_makes_the_active_segment_segment_bytes_long(
+    log_dir: Path, clock: Clock
+) -> None:
+    log = open_log(log_dir, clock, PREALLOCATED)
+    assert disk_sizes(log) == [(1000, 0)]  # the first segment of a new log too
+    fill(log, 12)  # rolls at 1000 bytes
+    sizes = disk_sizes(log)
+    assert len(sizes) > 1
+    assert all(length == size for length, size in sizes[:-1])  # trimmed on roll
+    assert sizes[-1] == (1000, log.active_segment.size)
+    assert read_all(log) == list(range(24))
+    log.close()
+    assert [length for length, _ in disk_sizes(log)] == [size for _, size in sizes]
+
+
+def test_preallocate_off_keeps_files_at_their_data(log_dir: Path, clock: Clock) -> None:
+    log = open_log(log_dir, clock, SMALL)
+    fill(log, 12)
+    assert all(length == size for length, size in disk_sizes(log))
+    assert read_all(log) == list(range(24))
+    log.close()
+
+
+def test_preallocate_is_dynamic_new_segments_follow_it(log_dir: Path, clock: Clock) -> None:
+    log = open_log(log_dir, clock, SMALL)
+    fill(log, 1)
+    log.update_config(PREALLOCATED)
+    assert disk_sizes(log)[-1][0] == disk_sizes(log)[-1][1]  # the active segment stays
+    log.roll()
+    assert disk_sizes(log)[-1] == (1000, 0)
+    log.update_config(SMALL)
+    fill(log, 1)
+    log.roll()
+    assert all(length == size for length, size in disk_sizes(log))
+    log.truncate_fully_and_start_at(100)
+    assert disk_sizes(log) == [(0, 0)]
+    log.update_config(PREALLOCATED)
+    log.truncate_fully_and_start_at(200)
+    assert disk_sizes(log) == [(1000, 0)]
+    log.close()

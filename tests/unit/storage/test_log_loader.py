@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from kafpy.records import RecordBatch
 from kafpy.storage.log import (
     Log,
@@ -200,4 +202,54 @@ def test_recovery_keeps_data_when_the_rebuilt_index_needs_more_slots(tmp_path: P
     log = open_log(tmp_path / "t-0", clock, config, recovery_point=0, had_clean_shutdown=False)
     assert log.log_end_offset == 6
     assert offsets_in(log.read(0, 10_000).records) == list(range(6))
+    log.close()
+
+
+# -- preallocate -------------------------------------------------------------------------------
+
+PREALLOCATED = SMALL.with_overrides({"preallocate": "true"})
+
+
+@pytest.mark.parametrize("flushed", [False, True])
+def test_recovery_after_a_crash_trims_a_preallocated_active_segment(
+    log_dir: Path, clock: Clock, flushed: bool
+) -> None:
+    crashed = open_log(log_dir, clock, PREALLOCATED)
+    fill(crashed, 30)
+    if flushed:
+        crashed.flush()
+    active = crashed.active_segment
+    data_sizes = [(s.base_offset, s.size) for s in crashed.log_segments()]
+    assert active.log.file.stat().st_size == 1000 > active.size
+    # a crash: nothing closed or trimmed; the directory is loaded by a new Log
+    log = open_log(
+        log_dir,
+        clock,
+        PREALLOCATED,
+        recovery_point=crashed.recovery_point,
+        had_clean_shutdown=False,
+    )
+    crashed.close_handlers()  # the dead process's descriptors: closed, nothing written
+    assert read_all(log) == list(range(60))
+    assert log.log_end_offset == 60
+    assert [(s.base_offset, s.size) for s in log.log_segments()] == data_sizes
+    assert [s.log.file.stat().st_size for s in log.log_segments()] == [s for _, s in data_sizes]
+    assert fill(log, 1) == [60]  # appends go after the data
+    assert read_all(log) == list(range(62))
+    log.close()
+
+
+def test_a_new_log_and_a_clean_reload_with_preallocate(log_dir: Path, clock: Clock) -> None:
+    log = open_log(log_dir, clock, PREALLOCATED)
+    assert log_file_name(log_dir, 0).stat().st_size == 1000
+    fill(log, 2)
+    size = log.active_segment.size
+    log.close()
+    assert log_file_name(log_dir, 0).stat().st_size == size
+    # an existing segment is not extended again (as Kafka): appends grow it
+    log = open_log(log_dir, clock, PREALLOCATED)
+    assert log.active_segment.size == size
+    fill(log, 1)
+    assert read_all(log) == list(range(6))
+    assert log_file_name(log_dir, 0).stat().st_size == log.active_segment.size
     log.close()

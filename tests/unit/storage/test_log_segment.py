@@ -339,3 +339,54 @@ def test_translate_offset_from_what_the_appends_noted_agrees_with_a_scan(tmp_pat
     again = open_segment(tmp_path, config=sparse, exists=True)  # nothing noted: scans
     for offset in range(end - 40, end):
         assert again.translate_offset(offset) == scanned(again, offset), offset
+
+
+# -- preallocate -----------------------------------------------------------------------------------
+
+PREALLOCATED = LogConfig(
+    index_interval_bytes=1, segment_index_bytes=4096, segment_bytes=64 * 1024, preallocate=True
+)
+
+
+def test_a_preallocated_segment_is_trimmed_when_it_becomes_inactive(tmp_path: Path) -> None:
+    seg = LogSegment.open(tmp_path, 40, PREALLOCATED, MockTime(T0), preallocate=True)
+    path = log_file_name(tmp_path, 40)
+    assert path.stat().st_size == 64 * 1024
+    data = append_batch(seg, 40) + append_batch(seg, 42)
+    assert seg.size == len(data)
+    info = seg.read(40, None, 1 << 20)
+    assert info is not None and offsets_in(info.records) == [40, 41, 42, 43]
+    seg.on_become_inactive_segment()
+    assert path.read_bytes() == data
+    seg.close()
+
+
+def test_a_preallocated_segment_is_trimmed_on_close(tmp_path: Path) -> None:
+    seg = LogSegment.open(tmp_path, 40, PREALLOCATED, MockTime(T0), preallocate=True)
+    data = append_batch(seg, 40)
+    seg.close()
+    assert log_file_name(tmp_path, 40).read_bytes() == data
+
+
+def test_recover_ends_a_preallocated_file_at_its_zeros(tmp_path: Path) -> None:
+    seg = LogSegment.open(tmp_path, 40, PREALLOCATED, MockTime(T0), preallocate=True)
+    data = append_batch(seg, 40) + append_batch(seg, 42, n=3)
+    seg.close_handlers()  # a crash: the file keeps its preallocated length
+    path = log_file_name(tmp_path, 40)
+    assert path.stat().st_size == 64 * 1024
+    again = open_segment(tmp_path, 40, PREALLOCATED, exists=True)
+    assert again.recover() == 64 * 1024 - len(data)
+    assert path.read_bytes() == data
+    assert again.read_next_offset() == 45
+    again.close()
+
+
+def test_preallocate_is_only_for_new_segments_of_a_log_that_asks(tmp_path: Path) -> None:
+    # the log's config says no: nothing is preallocated whatever the caller passes
+    seg = LogSegment.open(tmp_path, 0, CONFIG, MockTime(T0), preallocate=True)
+    assert log_file_name(tmp_path, 0).stat().st_size == 0
+    seg.close()
+    # the config says yes but the caller (the cleaner, the loader) opens without it
+    seg = LogSegment.open(tmp_path, 10, PREALLOCATED, MockTime(T0))
+    assert log_file_name(tmp_path, 10).stat().st_size == 0
+    seg.close()
