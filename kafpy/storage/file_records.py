@@ -330,18 +330,7 @@ class FileRecords(CachedFile):
 
 
 def _allocate(fd: int, length: int) -> None:
-    """Make the file `length` bytes long with real blocks where the file system can
-    (fewer fragments, the point of log.preallocate); else as a sparse file, as Java's
-    RandomAccessFile.setLength, which Kafka uses, does."""
-    fallocate = getattr(os, "posix_fallocate", None)
-    if fallocate is not None:
-        try:
-            fallocate(fd, 0, length)
-            return
-        except OSError as e:
-            # EOPNOTSUPP/EINVAL: no fallocate on this file system; ENOSPC: the appends
-            # will say so, as they would without preallocation
-            log.debug(
-                "posix_fallocate of %d bytes failed (%s); extending the file instead", length, e
-            )
+    """Make the file `length` bytes long, as Java's RandomAccessFile.setLength (which Kafka
+    uses) does: a sparse file on Linux, so preallocating 1 GiB segments for thousands of
+    partitions costs no disk until they fill, as with Kafka."""
     os.ftruncate(fd, length)
