@@ -8,7 +8,7 @@ after the handlers are built (it is read at each request).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +21,7 @@ from kafpy.network.request_channel import Request
 from kafpy.security.authorizer.acl_authorizer import AclAuthorizer
 from kafpy.server.admin_manager import AdminManager
 from kafpy.server.client_quota_manager import QuotaManagers
+from kafpy.server.fetch_session import FetchManager, FetchSessionCache
 from kafpy.server.kafka_config import KafkaConfig
 from kafpy.server.metadata_cache import MetadataCache
 from kafpy.server.producer_id_manager import ProducerIdManager
@@ -62,6 +63,12 @@ class ApiContext:
     group_coordinator: GroupCoordinator | None = None
     quotas: QuotaManagers | None = None
     transaction_coordinator: TransactionCoordinator | None = None
+    # the incremental fetch sessions (KIP-227), sized by the config
+    fetch_manager: FetchManager = field(init=False)
+
+    def __post_init__(self) -> None:
+        cache = FetchSessionCache(self.config.max_incremental_fetch_session_cache_slots)
+        self.fetch_manager = FetchManager(self.replica_manager.time, cache)
 
     @property
     def broker_id(self) -> int:

@@ -40,6 +40,7 @@ from kafpy.storage.file_handle_cache import FILE_HANDLE_CACHE
 if TYPE_CHECKING:
     from kafpy.controller.kafka_controller import KafkaController
     from kafpy.coordinator.group_coordinator import GroupCoordinator
+    from kafpy.server.fetch_session import FetchSessionCache
     from kafpy.server.kafka_server import KafkaServer
     from kafpy.server.loop_lag_probe import LoopLagProbe
     from kafpy.server.replica_manager import FetchPartitionData, ReplicaManager
@@ -292,6 +293,8 @@ class BrokerMetricsCollector:
             yield from _broker_topic_metrics(rm.broker_topic_stats)
         if rm is not None:
             yield from _replica_manager_metrics(rm)
+        if server.apis is not None:
+            yield from _fetch_session_cache_metrics(server.apis.ctx.fetch_manager.cache)
         if server.request_metrics is not None:
             yield from server.request_metrics.families()
         if server.controller is not None:
@@ -364,6 +367,18 @@ def _replica_manager_metrics(rm: ReplicaManager) -> Iterator[Metric]:
         delayed.add_metric([purg.name], purg.delayed)
     yield purgatory
     yield delayed
+
+
+def _fetch_session_cache_metrics(cache: FetchSessionCache) -> Iterator[Metric]:
+    prefix = "kafka_server_fetchsessioncache_"
+    yield GaugeMetricFamily(prefix + "numincrementalfetchsessions",
+                            "Incremental fetch sessions in the cache.", value=cache.size)  # fmt: skip
+    yield GaugeMetricFamily(prefix + "numincrementalfetchpartitionscached",
+                            "Partitions in all incremental fetch sessions.",
+                            value=cache.total_partitions)  # fmt: skip
+    yield CounterMetricFamily(prefix + "incrementalfetchsessionevictions",
+                              "Incremental fetch sessions evicted (IncrementalFetchSessionEvictionsPerSec).",
+                              value=cache.evictions)  # fmt: skip
 
 
 def _controller_metrics(controller: KafkaController) -> Iterator[Metric]:

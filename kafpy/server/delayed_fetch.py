@@ -29,6 +29,7 @@ class PartitionFetchInfo:
     max_bytes: int
     current_leader_epoch: int = -1
     log_start_offset: int = -1
+    last_fetched_epoch: int = -1  # v12+ (KIP-595's truncation detection)
 
 
 @dataclass(frozen=True, slots=True)

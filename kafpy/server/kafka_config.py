@@ -235,6 +235,8 @@ def _broker_config_def() -> ConfigDef:
         .define("controlled.shutdown.retry.backoff.ms", t.LONG, 5000, Range.at_least(0), m)
         .define("fetch.max.bytes", t.INT, 57671680, Range.at_least(1024), m)
         .define("fetch.purgatory.purge.interval.requests", t.INT, 1000, None, m)
+        .define("max.incremental.fetch.session.cache.slots", t.INT, 1000, Range.at_least(0), m,
+                "The maximum number of incremental fetch sessions that we will maintain.")
         .define("producer.purgatory.purge.interval.requests", t.INT, 1000, None, m)
         .define("quota.window.num", t.INT, 11, Range.at_least(1), Importance.LOW,
                 "The number of samples to retain in memory for client quotas.")
@@ -589,6 +591,10 @@ class KafkaConfig:
     @property
     def replica_high_watermark_checkpoint_interval_ms(self) -> int:
         return int(self._values["replica.high.watermark.checkpoint.interval.ms"])
+
+    @property
+    def max_incremental_fetch_session_cache_slots(self) -> int:
+        return int(self._values["max.incremental.fetch.session.cache.slots"])
 
     @property
     def fetch_purgatory_purge_interval_requests(self) -> int:

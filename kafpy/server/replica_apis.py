@@ -13,6 +13,7 @@ from kafpy.common.topic_partition import TopicPartition
 from kafpy.network.request_channel import CloseConnection, Request
 from kafpy.protocol.errors import Errors, error_code_of
 from kafpy.protocol.messages import produce
+from kafpy.protocol.messages.fetch import INVALID_SESSION_ID, LEGACY_FETCH_METADATA, FetchMetadata
 from kafpy.records.legacy_record import first_magic
 from kafpy.records.memory_records import MemoryRecords
 from kafpy.server.api_context import ApiContext, body_of
@@ -107,38 +108,45 @@ class ReplicaApis:
         }
 
     async def handle_fetch(self, request: Request) -> dict[str, Any]:
-        body = request.body
-        assert body is not None
+        """Fetch (Kafka's handleFetchRequest): the request's fetch context (a session's,
+        KIP-227, from v7) says which partitions to read and which answers go out."""
+        body = body_of(request)
         version = request.api_version
-        session_id = body.get("session_id", 0)
-        session_epoch = body.get("session_epoch", -1)
-        if version >= 7 and (session_id != 0 or session_epoch not in (-1, 0)):
-            # kafpy keeps no fetch sessions: every fetch is a full one (session id 0)
-            error = (
-                Errors.FETCH_SESSION_ID_NOT_FOUND
-                if session_id != 0
-                else Errors.INVALID_FETCH_SESSION_EPOCH
-            )
-            return {"throttle_time_ms": 0, "error_code": error, "session_id": 0, "responses": []}
-        infos: list[tuple[TopicPartition, PartitionFetchInfo]] = []
-        diverged: dict[TopicPartition, dict[str, Any]] = {}
-        order: list[TopicPartition] = []
+        replica_id = body["replica_id"]
+        fetch_data: dict[TopicPartition, PartitionFetchInfo] = {}
         for topic in body["topics"]:
             for p in topic["partitions"]:
-                tp = TopicPartition(topic["topic"], p["partition"])
-                order.append(tp)
-                info = PartitionFetchInfo(p["fetch_offset"], p["partition_max_bytes"],
-                                          p.get("current_leader_epoch", -1), p.get("log_start_offset", -1))  # fmt: skip
-                answer = None
-                if version >= 12 and p.get("last_fetched_epoch", -1) >= 0:
-                    answer = self._check_last_fetched_epoch(tp, info, p["last_fetched_epoch"],
-                                                            body["replica_id"])  # fmt: skip
-                if answer is None:
-                    infos.append((tp, info))
-                else:
-                    diverged[tp] = answer
+                fetch_data[TopicPartition(topic["topic"], p["partition"])] = PartitionFetchInfo(
+                    p["fetch_offset"], p["partition_max_bytes"], p.get("current_leader_epoch", -1),
+                    p.get("log_start_offset", -1),
+                    p.get("last_fetched_epoch", -1) if version >= 12 else -1,
+                )  # fmt: skip
+        if version >= 7:
+            metadata = FetchMetadata(body["session_id"], body["session_epoch"])
+            to_forget = [TopicPartition(t["topic"], p)
+                         for t in body["forgotten_topics_data"] for p in t["partitions"]]  # fmt: skip
+        else:
+            metadata, to_forget = LEGACY_FETCH_METADATA, []
+        context = self.ctx.fetch_manager.new_context(metadata, fetch_data, to_forget,
+                                                     replica_id >= 0)  # fmt: skip
+        if context.error != Errors.NONE:
+            return {"throttle_time_ms": 0, "error_code": context.error,
+                    "session_id": INVALID_SESSION_ID, "responses": []}  # fmt: skip
+        infos: list[tuple[TopicPartition, PartitionFetchInfo]] = []
+        answers: dict[TopicPartition, dict[str, Any]] = {}
+        for tp, info in context.partitions():
+            answers[tp] = {}  # keeps the context's order
+            answer = None
+            if info.last_fetched_epoch >= 0:
+                answer = self._check_last_fetched_epoch(tp, info, info.last_fetched_epoch,
+                                                        replica_id)  # fmt: skip
+            if answer is None:
+                infos.append((tp, info))
+            else:
+                answers[tp] = answer
+        diverged = len(infos) < len(answers)
         params = FetchParams(
-            replica_id=body["replica_id"],
+            replica_id=replica_id,
             # an answer about a diverging epoch goes out at once, as Kafka's does
             max_wait_ms=0 if diverged else body["max_wait_ms"],
             min_bytes=body["min_bytes"],
@@ -148,7 +156,6 @@ class ReplicaApis:
         results = await self.ctx.replica_manager.fetch_messages(params, infos) if infos else []
         if version < 4:
             results = await self._down_convert(version, dict(infos), results)
-        answers = dict(diverged)
         for tp, r in results:
             answers[tp] = {
                 "partition_index": tp.partition,
@@ -160,14 +167,14 @@ class ReplicaApis:
                 "preferred_read_replica": -1,
                 "records": r.records if r.records is not None else b"",
             }  # fmt: skip
+        response = context.update_and_generate_response_data(answers)
         by_topic: dict[str, list[dict[str, Any]]] = {}
-        for tp in dict.fromkeys(order):
-            if tp in answers:
-                by_topic.setdefault(tp.topic, []).append(answers[tp])
+        for tp, answer in response.partitions.items():
+            by_topic.setdefault(tp.topic, []).append(answer)
         return {
             "throttle_time_ms": 0,
-            "error_code": Errors.NONE,
-            "session_id": 0,
+            "error_code": response.error,
+            "session_id": response.session_id,
             "responses": [{"topic": t, "partitions": ps} for t, ps in by_topic.items()],
         }
 

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from kafpy.client.fetch_session_handler import FetchSessionHandler
 from kafpy.common.errors import KafkaError
 from kafpy.common.logger import component_logger
 from kafpy.common.topic_partition import TopicPartition
@@ -134,6 +135,11 @@ class ReplicaFetcherThread:
         self._on_appended = on_appended
         self.partition_states: dict[TopicPartition, PartitionFetchState] = {}
         self._channel: FetcherChannel | None = None
+        # the incremental fetch session with the leader (KIP-227), as Kafka's fetcher keeps
+        self.fetch_session = FetchSessionHandler(
+            source.id, f"ReplicaFetcher replicaId={broker_id}, leaderId={source.id}, "
+            f"fetcherId={fetcher_id}",
+        )  # fmt: skip
         self._task: asyncio.Task[None] | None = None
         self._wakeup = asyncio.Event()
         self._running = False
@@ -353,7 +359,7 @@ class ReplicaFetcherThread:
 
     async def _fetch(self, states: Mapping[TopicPartition, PartitionFetchState]) -> None:
         requested: dict[TopicPartition, tuple[PartitionFetchState, int]] = {}
-        topics: dict[str, list[dict[str, int]]] = {}
+        builder = self.fetch_session.new_builder()
         exceeded = self.quota.is_quota_exceeded()
         throttled: set[TopicPartition] = set()
         for tp, state in states.items():
@@ -368,37 +374,38 @@ class ReplicaFetcherThread:
                     continue  # Kafka's shouldFollowerThrottle: skipped until under the bound
                 throttled.add(tp)
             requested[tp] = (state, state.fetch_offset)
-            topics.setdefault(tp.topic, []).append({
-                "partition": tp.partition,
+            builder.add(tp, {
                 "current_leader_epoch": state.current_leader_epoch,
                 "fetch_offset": state.fetch_offset,
                 "log_start_offset": partition.log.log_start_offset,
                 "partition_max_bytes": self.config.fetch_max_bytes,
             })  # fmt: skip
-        if not requested:
+        fetch_data = builder.build()
+        if not fetch_data.session_partitions and not fetch_data.to_forget:
             if states:  # every partition throttled: wait for the rate to fall
                 await asyncio.sleep(self.config.fetch_backoff_ms / 1000)
             return
         channel = await self._channel_or_connect()
-        response = await channel.send(ApiKey.FETCH, {
-            "replica_id": self.broker_id,
-            "max_wait_ms": self.config.fetch_wait_max_ms,
-            "min_bytes": self.config.fetch_min_bytes,
-            "max_bytes": self.config.fetch_response_max_bytes,
-            "isolation_level": 0,
-            "session_id": 0,
-            "session_epoch": -1,
-            "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()],
-            "forgotten_topics_data": [],
-            "rack_id": "",
-        }, timeout_ms=self.config.socket_timeout_ms + self.config.fetch_wait_max_ms)  # fmt: skip
-        if response.get("error_code", Errors.NONE) != Errors.NONE:
-            self.log.warning(
-                "Fetch from broker %d failed with error %d", self.source.id, response["error_code"]
-            )
-            for tp in requested:
-                self._delay(tp)
-            return
+        try:
+            response = await channel.send(ApiKey.FETCH, {
+                "replica_id": self.broker_id,
+                "max_wait_ms": self.config.fetch_wait_max_ms,
+                "min_bytes": self.config.fetch_min_bytes,
+                "max_bytes": self.config.fetch_response_max_bytes,
+                "isolation_level": 0,
+                **fetch_data.request_fields(),
+                "rack_id": "",
+            }, timeout_ms=self.config.socket_timeout_ms + self.config.fetch_wait_max_ms)  # fmt: skip
+        except BaseException as e:
+            self.fetch_session.handle_error(e)
+            raise
+        error = response.get("error_code", Errors.NONE)
+        if not self.fetch_session.handle_response(response):
+            if error not in (Errors.FETCH_SESSION_ID_NOT_FOUND, Errors.INVALID_FETCH_SESSION_EPOCH):
+                self.log.warning("Fetch from broker %d failed with error %d", self.source.id, error)
+                for tp in requested:
+                    self._delay(tp)
+            return  # a session error: the next fetch is a full one, at once
         throttled_bytes = 0
         for t in response["responses"]:
             for p in t["partitions"]:

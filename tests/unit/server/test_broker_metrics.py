@@ -13,13 +13,18 @@ from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from kafpy.common.file_descriptors import open_file_count
+from kafpy.common.time import MockTime
+from kafpy.common.topic_partition import TopicPartition
 from kafpy.protocol.api_keys import ApiKey
+from kafpy.protocol.messages.fetch import FetchMetadata
 from kafpy.server.broker_metrics import (
     BrokerMetricsCollector,
     BrokerTopicStats,
     RequestMetrics,
     new_registry,
 )
+from kafpy.server.delayed_fetch import PartitionFetchInfo
+from kafpy.server.fetch_session import FetchManager, FetchSessionCache
 from kafpy.server.loop_lag_probe import LoopLagProbe
 from kafpy.storage.file_handle_cache import FILE_HANDLE_CACHE
 
@@ -36,7 +41,8 @@ def samples(
 
 
 def bare_server(**parts: Any) -> Any:
-    names = ("replica_manager", "request_metrics", "controller", "log_manager", "group_coordinator")
+    names = ("replica_manager", "request_metrics", "controller", "log_manager", "group_coordinator",
+             "apis")  # fmt: skip
     return SimpleNamespace(**{n: parts.get(n) for n in names})
 
 
@@ -123,3 +129,19 @@ def test_the_descriptor_gauges_say_how_close_the_process_is_to_its_limit() -> No
             os.close(fd)
     assert out[("process_max_fds", ())] == resource.getrlimit(resource.RLIMIT_NOFILE)[0]
     assert out[("kafpy_log_filehandlecache_capacity", ())] == FILE_HANDLE_CACHE.capacity
+
+
+def test_the_fetch_session_cache_gauges() -> None:
+    manager = FetchManager(MockTime(), FetchSessionCache(10))
+    for follower in (False, True):
+        data = {TopicPartition("t", p): PartitionFetchInfo(0, 100) for p in range(3)}
+        context = manager.new_context(FetchMetadata(0, 0), data, [], follower)
+        context.update_and_generate_response_data(
+            {tp: {"error_code": 0, "high_watermark": 0, "log_start_offset": 0} for tp in data}
+        )
+    server = bare_server(apis=SimpleNamespace(ctx=SimpleNamespace(fetch_manager=manager)))
+    found = samples(server)
+    prefix = "kafka_server_fetchsessioncache_"
+    assert found[(prefix + "numincrementalfetchsessions", ())] == 2
+    assert found[(prefix + "numincrementalfetchpartitionscached", ())] == 6
+    assert found[(prefix + "incrementalfetchsessionevictions_total", ())] == 0

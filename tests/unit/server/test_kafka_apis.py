@@ -208,7 +208,12 @@ def test_produce_then_fetch_round_trip(broker: Broker) -> None:
         0,
     )
     assert [r.offset for r in MemoryRecords(part["records"]).records()] == [0, 1, 2, 3]
-    assert call(apis, ApiKey.FETCH, 11, {**fetch, "session_id": 5})["error_code"] == 70  # type: ignore[index]
+    unknown = {
+        **fetch,
+        "session_id": 5,
+        "session_epoch": 1,
+    }  # an incremental fetch, no such session
+    assert call(apis, ApiKey.FETCH, 11, unknown)["error_code"] == 70  # type: ignore[index]
 
 
 def test_produce_rejections(broker: Broker) -> None:

@@ -16,8 +16,10 @@ from kafpy.common.errors import KafkaError
 from kafpy.common.java_hash import java_string_hash
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.protocol.api_keys import ApiKey
+from kafpy.protocol.headers import decode_response
 from kafpy.records.builder import build_batch
 from kafpy.records.memory_records import MemoryRecords
+from kafpy.server.kafka_apis import KafkaApis
 from kafpy.server.replica_fetcher_manager import fetcher_id_for
 from kafpy.server.replica_fetcher_thread import (
     BrokerEndPoint,
@@ -26,6 +28,7 @@ from kafpy.server.replica_fetcher_thread import (
 )
 from kafpy.server.replica_manager import FetchParams, PartitionFetchInfo
 from tests.unit.server.fixtures import Broker, leader_and_isr, partition_state
+from tests.unit.server.test_kafka_apis import apis_for, make_request
 
 TP = TopicPartition("t", 0)
 
@@ -324,3 +327,63 @@ def test_delete_records_waits_until_the_follower_moved_its_log_start(pair: Any) 
     assert asyncio.run(go()) == (3, 0)
     assert fp.leader_epoch_cache is not None
     assert all(e.start_offset >= 3 for e in fp.leader_epoch_cache.entries)
+
+
+class ApisChannel(LocalChannel):
+    """Answers Fetch through the leader's KafkaApis with encoded requests (fetch sessions)."""
+
+    def __init__(self, leader: Broker, apis: KafkaApis) -> None:
+        super().__init__(leader)
+        self.apis = apis
+        self.fetches: list[dict[str, Any]] = []
+
+    async def send(self, api_key: int, body: Mapping[str, Any], version: int | None = None,
+                   *, timeout_ms: int | None = None) -> dict[str, Any]:  # fmt: skip
+        if api_key != ApiKey.FETCH:
+            return await super().send(api_key, body, version, timeout_ms=timeout_ms)
+        self.fetches.append(dict(body))
+        parts = await self.apis.handle(make_request(api_key, 11, dict(body)))
+        assert parts is not None
+        _, decoded = decode_response(api_key, 11, b"".join(bytes(p) for p in parts)[4:])
+        return decoded
+
+
+def test_follower_fetches_in_a_session_and_falls_back_to_full_fetches(pair: Any) -> None:
+    leader, follower = pair
+    apis = apis_for(leader)
+    lp = make_leader(leader, 0, isr=[0])
+    append(lp, b"a")
+    fp = make_follower(follower, 0, 0)
+    channel = ApisChannel(leader, apis)
+    f = ReplicaFetcherThread(
+        "test-fetcher", 0, follower.broker_id, BrokerEndPoint(leader.broker_id, "localhost", 1),
+        ReplicaFetcherConfig(fetch_wait_max_ms=0), follower.replica_manager.get_partition,
+        lambda endpoint: channel,
+    )  # fmt: skip
+    cache = apis.ctx.fetch_manager.cache
+
+    async def rounds(n: int) -> None:
+        for _ in range(n):
+            await f.do_work()
+
+    f.add_partitions({TP: (0, 0)})
+    asyncio.run(rounds(3))
+    assert fp.log is not None and fp.log.log_end_offset == 1 and fp.high_watermark == 1
+    first, *later = channel.fetches
+    assert (first["session_id"], first["session_epoch"]) == (0, 0)
+    session = cache.get(f.fetch_session.session_id)
+    assert session is not None and session.privileged and session.size == 1
+    assert [(b["session_id"], b["session_epoch"]) for b in later] == [
+        (session.id, 1), (session.id, 2)
+    ]  # fmt: skip
+    channel.fetches.clear()
+    asyncio.run(rounds(1))  # idle: the fetch names no partition
+    assert channel.fetches[0]["topics"] == []
+    # the leader lost the session (evicted): FETCH_SESSION_ID_NOT_FOUND, then a full fetch
+    cache.remove(session.id)
+    append(lp, b"b")
+    channel.fetches.clear()
+    asyncio.run(rounds(3))
+    assert [b["session_epoch"] for b in channel.fetches][:2] == [4, 0]
+    assert channel.fetches[1]["session_id"] == 0 and channel.fetches[1]["topics"]
+    assert fp.log.log_end_offset == 2 and cache.get(f.fetch_session.session_id) is not None
