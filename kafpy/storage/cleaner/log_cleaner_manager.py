@@ -79,7 +79,6 @@ class LogCleanerManager:
         self._in_progress: dict[TopicPartition, _State] = {}
         self._uncleanable: dict[Path, set[TopicPartition]] = {}
         self.dirtiest_log_cleanable_ratio = 0.0
-        self.time_of_last_run_ms = time.milliseconds()
 
     # -- checkpoints -------------------------------------------------------------------------------
 
@@ -145,7 +144,6 @@ class LogCleanerManager:
         if no log is dirty enough (by min.cleanable.dirty.ratio or max.compaction.lag.ms)."""
         now = self.time.milliseconds() if now_ms is None else now_ms
         with self._lock:
-            self.time_of_last_run_ms = now
             last_clean = self.all_cleaner_checkpoints()
             uncleanable = set().union(*self._uncleanable.values()) if self._uncleanable else set()
             dirty: list[LogToClean] = []
