@@ -39,6 +39,10 @@ _SIZE = struct.Struct(">i")
 _API_KEY = struct.Struct(">h")
 _HANDSHAKE_VERSIONS = (0, 1)
 _AUTHENTICATE_VERSIONS = (0, 2)
+_VERSIONS = {
+    ApiKey.SASL_HANDSHAKE: _HANDSHAKE_VERSIONS,
+    ApiKey.SASL_AUTHENTICATE: _AUTHENTICATE_VERSIONS,
+}
 
 
 class SaslServer(Protocol):
@@ -183,21 +187,39 @@ class SaslServerAuthenticator:
             close_reason=f"Unexpected Kafka request of type {name} during SASL handshake."
         )
 
+    def _request_body(
+        self,
+        api_key: ApiKey,
+        name: str,
+        header: RequestHeader,
+        frame: memoryview,
+        offset: int,
+    ) -> dict[str, Any] | AuthenticationStep:
+        """The decoded body of a SaslHandshake or SaslAuthenticate request, or the failed
+        step that closes the connection: a version kafpy does not serve, or a body that
+        does not decode."""
+        version = header.api_version
+        lowest, highest = _VERSIONS[api_key]
+        if not lowest <= version <= highest:
+            self.state = SaslState.FAILED
+            return AuthenticationStep(
+                close_reason=f"unsupported {name} version {version} (kafpy serves {lowest} to {highest})"
+            )
+        body = _decode(api_key, version, frame, offset)
+        if body is None:
+            self.state = SaslState.FAILED
+            return AuthenticationStep(close_reason=f"the {name} request does not decode")
+        return body
+
     # -- handshake ----------------------------------------------------------------------------
 
     def _handshake(
         self, header: RequestHeader, frame: memoryview, offset: int
     ) -> AuthenticationStep:
         version = header.api_version
-        if not _HANDSHAKE_VERSIONS[0] <= version <= _HANDSHAKE_VERSIONS[1]:
-            self.state = SaslState.FAILED
-            return AuthenticationStep(
-                close_reason=f"unsupported SaslHandshake version {version} (kafpy serves 0 to 1)"
-            )
-        body = _decode(ApiKey.SASL_HANDSHAKE, version, frame, offset)
-        if body is None:
-            self.state = SaslState.FAILED
-            return AuthenticationStep(close_reason="the SaslHandshake request does not decode")
+        body = self._request_body(ApiKey.SASL_HANDSHAKE, "SaslHandshake", header, frame, offset)
+        if isinstance(body, AuthenticationStep):
+            return body
         mechanism = str(body["mechanism"])
         enabled = list(self.config.enabled_mechanisms)
         if mechanism not in enabled or (self._reauthenticating and mechanism != self.mechanism):
@@ -267,15 +289,11 @@ class SaslServerAuthenticator:
         self, header: RequestHeader, frame: memoryview, offset: int, now_ms: int
     ) -> AuthenticationStep:
         version = header.api_version
-        if not _AUTHENTICATE_VERSIONS[0] <= version <= _AUTHENTICATE_VERSIONS[1]:
-            self.state = SaslState.FAILED
-            return AuthenticationStep(
-                close_reason=f"unsupported SaslAuthenticate version {version} (kafpy serves 0 to 2)"
-            )
-        body = _decode(ApiKey.SASL_AUTHENTICATE, version, frame, offset)
-        if body is None:
-            self.state = SaslState.FAILED
-            return AuthenticationStep(close_reason="the SaslAuthenticate request does not decode")
+        body = self._request_body(
+            ApiKey.SASL_AUTHENTICATE, "SaslAuthenticate", header, frame, offset
+        )
+        if isinstance(body, AuthenticationStep):
+            return body
         answer, failure = self._evaluate(bytes(body["auth_bytes"]), now_ms)
         if answer is None:
             return AuthenticationStep(
