@@ -174,12 +174,9 @@ class SaslServerAuthenticator:
             message = f"Unexpected Kafka request of type {name} during SASL handshake."
             self.state = SaslState.FAILED
             return AuthenticationStep(
-                response=encode_response(
-                    api_key,
-                    header.api_version,
-                    header.correlation_id,
-                    {"error_code": Errors.ILLEGAL_SASL_STATE, "error_message": message},
-                ),  # fmt: skip
+                response=_reply(
+                    header, {"error_code": Errors.ILLEGAL_SASL_STATE, "error_message": message}
+                ),
                 close_reason=message,
             )
         self.state = SaslState.FAILED
@@ -231,12 +228,9 @@ class SaslServerAuthenticator:
                 else f"Unsupported SASL mechanism {mechanism} (enabled: {', '.join(enabled)})"
             )
             return AuthenticationStep(
-                response=encode_response(
-                    ApiKey.SASL_HANDSHAKE,
-                    version,
-                    header.correlation_id,
-                    {"error_code": Errors.UNSUPPORTED_SASL_MECHANISM, "mechanisms": enabled},
-                ),  # fmt: skip
+                response=_reply(
+                    header, {"error_code": Errors.UNSUPPORTED_SASL_MECHANISM, "mechanisms": enabled}
+                ),
                 close_reason=why,
                 failed_authentication=True,
             )
@@ -244,12 +238,7 @@ class SaslServerAuthenticator:
         self._server = self.config.create_sasl_server(mechanism)
         self.state = SaslState.AUTHENTICATE if version >= 1 else SaslState.RAW_TOKEN
         return AuthenticationStep(
-            response=encode_response(
-                ApiKey.SASL_HANDSHAKE,
-                version,
-                header.correlation_id,
-                {"error_code": Errors.NONE, "mechanisms": enabled},
-            )  # fmt: skip
+            response=_reply(header, {"error_code": Errors.NONE, "mechanisms": enabled})
         )
 
     # -- tokens -------------------------------------------------------------------------------
@@ -288,7 +277,6 @@ class SaslServerAuthenticator:
     def _authenticate(
         self, header: RequestHeader, frame: memoryview, offset: int, now_ms: int
     ) -> AuthenticationStep:
-        version = header.api_version
         body = self._request_body(
             ApiKey.SASL_AUTHENTICATE, "SaslAuthenticate", header, frame, offset
         )
@@ -297,23 +285,19 @@ class SaslServerAuthenticator:
         answer, failure = self._evaluate(bytes(body["auth_bytes"]), now_ms)
         if answer is None:
             return AuthenticationStep(
-                response=encode_response(
-                    ApiKey.SASL_AUTHENTICATE,
-                    version,
-                    header.correlation_id,
+                response=_reply(
+                    header,
                     {"error_code": Errors.SASL_AUTHENTICATION_FAILED, "error_message": failure},
-                ),  # fmt: skip
+                ),
                 close_reason=failure,
                 failed_authentication=True,
             )
         lifetime = self.config.max_reauth_ms if self.complete else 0
         return AuthenticationStep(
-            response=encode_response(
-                ApiKey.SASL_AUTHENTICATE,
-                version,
-                header.correlation_id,
+            response=_reply(
+                header,
                 {"error_code": Errors.NONE, "auth_bytes": answer, "session_lifetime_ms": lifetime},
-            )  # fmt: skip
+            )
         )
 
 
@@ -329,3 +313,8 @@ def _api_name(api_key: int) -> str:
         return ApiKey(api_key).name
     except ValueError:
         return f"api key {api_key}"
+
+
+def _reply(header: RequestHeader, body: Mapping[str, Any]) -> list[bytes | memoryview]:
+    """The response frame to the SASL request of `header`, at its version."""
+    return encode_response(header.api_key, header.api_version, header.correlation_id, body)
