@@ -1,6 +1,7 @@
 """Helpers the benchmarks share: a free loopback port, a `kafpy server` of one listener,
-waiting until a server listens, producing N records through confluent-kafka, and the CPU
-time a process has used."""
+waiting until a server listens, ending a benchmark when what it waits for does not come
+(`exit_with`), producing N records through confluent-kafka, and the CPU time a process
+has used."""
 
 from __future__ import annotations
 
@@ -8,11 +9,12 @@ import os
 import socket
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any, NoReturn
 
+from kafpy.common.wait import wait_until
 from kafpy.server.broker_launcher import server_command
-from kafpy.testing.wait import wait_until
 
 
 def free_port() -> int:
@@ -44,6 +46,15 @@ def read_exact(sock: socket.socket, n: int) -> bytes:
     return bytes(buf)
 
 
+def exit_with(message: str) -> Callable[[], NoReturn]:
+    """An `on_timeout` for `wait_until` that ends the benchmark with `message`."""
+
+    def give_up() -> NoReturn:
+        raise SystemExit(message)
+
+    return give_up
+
+
 def wait_port(port: int, timeout: float = 60) -> None:
     """Return once something accepts connections on 127.0.0.1:`port`; exit after `timeout`."""
 
@@ -54,10 +65,12 @@ def wait_port(port: int, timeout: float = 60) -> None:
             return False
         return True
 
-    def give_up() -> NoReturn:
-        raise SystemExit(f"nothing listens on port {port} after {timeout} s")
-
-    wait_until(listening, timeout, interval_s=0.1, on_timeout=give_up)
+    wait_until(
+        listening,
+        timeout,
+        interval_s=0.1,
+        on_timeout=exit_with(f"nothing listens on port {port} after {timeout} s"),
+    )
 
 
 def produce_all(producer: Any, topic: str, n: int, value: bytes) -> float:

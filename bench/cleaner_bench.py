@@ -22,7 +22,6 @@ import os
 import random
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -31,7 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench_support import free_port  # noqa: E402
+from bench_support import free_port, wait_port  # noqa: E402
 
 from kafpy.common.scheduler import MockScheduler  # noqa: E402
 from kafpy.common.time import MockTime  # noqa: E402
@@ -148,15 +147,7 @@ def bench_latency(keys: int, updates: int) -> None:
     )  # fmt: skip
     bootstrap = f"127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), 1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise SystemExit("broker did not start") from None
-                time.sleep(0.1)
+        wait_port(port)
         admin = AdminClient({"bootstrap.servers": bootstrap})
         fs = admin.create_topics([
             NewTopic("dirty", 1, 1, config={"cleanup.policy": "delete", "segment.bytes": str(16 * MB)}),

@@ -36,7 +36,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from bench_support import free_port, wait_port  # noqa: E402
+from bench_support import exit_with, free_port, wait_port  # noqa: E402
+
+from kafpy.common.wait import wait_until  # noqa: E402
 
 HERE = Path(__file__).resolve()
 # value layout: 1 byte (1 timed, 0 warm-up) + 8 bytes send time (monotonic ns), then padding
@@ -277,14 +279,23 @@ def create_topic(bootstrap: str, topic: str, rf: int) -> None:
     futures = admin.create_topics([NewTopic(topic, 1, rf, config=config)], operation_timeout=30)
     for f in futures.values():
         f.result(60)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:  # leader known everywhere
+
+    def led_with_full_isr() -> bool:  # leader known everywhere
         md = admin.list_topics(topic, timeout=10).topics.get(topic)
-        if md is not None and md.error is None and md.partitions and md.partitions[0].leader >= 0:
-            if rf == 1 or len(md.partitions[0].isrs) == rf:
-                return
-        time.sleep(0.2)
-    raise SystemExit(f"topic {topic} has no leader or full ISR after 60 s")
+        return bool(
+            md is not None
+            and md.error is None
+            and md.partitions
+            and md.partitions[0].leader >= 0
+            and (rf == 1 or len(md.partitions[0].isrs) == rf)
+        )
+
+    wait_until(
+        led_with_full_isr,
+        60,
+        interval_s=0.2,
+        on_timeout=exit_with(f"topic {topic} has no leader or full ISR after 60 s"),
+    )
 
 
 def run_kafka(label: str, bootstrap: str, rf: int, acks: str, args: argparse.Namespace,

@@ -32,7 +32,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench_support import free_port, read_exact, start_broker, wait_port  # noqa: E402
+from bench_support import exit_with, free_port, read_exact, start_broker, wait_port  # noqa: E402
+
+from kafpy.common.wait import wait_until  # noqa: E402
 
 HERE = Path(__file__).resolve()
 TOPIC = "load"
@@ -186,14 +188,22 @@ def create_topic(bootstrap: str, partitions: int) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
     for f in admin.create_topics([NewTopic(TOPIC, partitions, 1)], operation_timeout=120).values():
         f.result(180)
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
+
+    def all_led() -> bool:
         md = admin.list_topics(TOPIC, timeout=30).topics.get(TOPIC)
-        if md and md.partitions and len(md.partitions) == partitions:
-            if all(p.leader >= 0 for p in md.partitions.values()):
-                return
-        time.sleep(0.5)
-    raise SystemExit(f"{partitions} partitions have no leader after 180 s")
+        return bool(
+            md
+            and md.partitions
+            and len(md.partitions) == partitions
+            and all(p.leader >= 0 for p in md.partitions.values())
+        )
+
+    wait_until(
+        all_led,
+        180,
+        interval_s=0.5,
+        on_timeout=exit_with(f"{partitions} partitions have no leader after 180 s"),
+    )
 
 
 def main() -> None:

@@ -22,11 +22,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench_support import cpu_seconds, free_port, start_broker, wait_port  # noqa: E402
+from bench_support import cpu_seconds, exit_with, free_port, start_broker, wait_port  # noqa: E402
 
 HERE = Path(__file__).resolve()
 sys.path.insert(0, str(HERE.parent.parent))
 
+from kafpy.common.wait import wait_until  # noqa: E402
 from kafpy.protocol.api_keys import ApiKey  # noqa: E402
 from kafpy.protocol.headers import RequestHeader, encode_request  # noqa: E402
 from kafpy.records.builder import build_batch  # noqa: E402
@@ -84,13 +85,16 @@ def create_topic(bootstrap: str, topic: str) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
     for f in admin.create_topics([NewTopic(topic, 1, 1)], operation_timeout=30).values():
         f.result(60)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
+
+    def led() -> bool:
         md = admin.list_topics(topic, timeout=10).topics.get(topic)
-        if md is not None and md.error is None and md.partitions and md.partitions[0].leader >= 0:
-            return
-        time.sleep(0.2)
-    raise SystemExit(f"topic {topic} has no leader after 60 s")
+        return bool(
+            md is not None and md.error is None and md.partitions and md.partitions[0].leader >= 0
+        )
+
+    wait_until(
+        led, 60, interval_s=0.2, on_timeout=exit_with(f"topic {topic} has no leader after 60 s")
+    )
 
 
 def main() -> None:

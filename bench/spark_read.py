@@ -25,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import pyarrow as pa  # noqa: E402
-from bench_support import free_port  # noqa: E402
+from bench_support import exit_with, free_port  # noqa: E402
 
 from kafpy.client.admin_client import AdminClient, NewTopic  # noqa: E402
 from kafpy.client.connection import BrokerConnection  # noqa: E402
@@ -33,6 +33,7 @@ from kafpy.client.kafka_client import KafkaClient  # noqa: E402
 from kafpy.client.producer import BatchProducer  # noqa: E402
 from kafpy.common.errors import KafkaError  # noqa: E402
 from kafpy.common.topic_partition import TopicPartition  # noqa: E402
+from kafpy.common.wait import wait_until  # noqa: E402
 from kafpy.records.builder import RecordBatchBuilder  # noqa: E402
 from kafpy.spark.arrow import ARROW_SCHEMA, SPARK_SCHEMA  # noqa: E402
 
@@ -61,11 +62,16 @@ def start_broker(data_dir: Path) -> tuple[subprocess.Popen[bytes], str]:
         finally:
             await conn.close()
 
-    deadline = time.monotonic() + 60
-    while not asyncio.run(probe()):
-        if proc.poll() is not None or time.monotonic() > deadline:
-            raise SystemExit(f"kafpy server did not start; see {data_dir / 'broker.out'}")
-        time.sleep(0.2)
+    failed = f"kafpy server did not start; see {data_dir / 'broker.out'}"
+
+    def started() -> bool:
+        if asyncio.run(probe()):
+            return True
+        if proc.poll() is not None:
+            raise SystemExit(failed)
+        return False
+
+    wait_until(started, 60, interval_s=0.2, on_timeout=exit_with(failed))
     return proc, f"127.0.0.1:{port}"
 
 

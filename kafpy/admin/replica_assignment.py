@@ -104,6 +104,14 @@ def _replica_index(first_replica_index: int, second_replica_shift: int, j: int, 
     return (first_replica_index + shift) % n
 
 
+def _start_index_and_shift(fixed_start_index: int, n: int, rng: random.Random) -> tuple[int, int]:
+    """Kafka's startIndex and nextReplicaShift over `n` brokers: both the fixed start index
+    when one is given, else random (drawn in that order, so a seeded `rng` repeats)."""
+    start_index = fixed_start_index if fixed_start_index >= 0 else rng.randrange(n)
+    shift = fixed_start_index if fixed_start_index >= 0 else rng.randrange(n)
+    return start_index, shift
+
+
 def _assign_rack_unaware(
     n_partitions: int,
     replication_factor: int,
@@ -113,8 +121,7 @@ def _assign_rack_unaware(
     rng: random.Random,
 ) -> Assignment:
     n = len(broker_list)
-    start_index = fixed_start_index if fixed_start_index >= 0 else rng.randrange(n)
-    shift = fixed_start_index if fixed_start_index >= 0 else rng.randrange(n)
+    start_index, shift = _start_index_and_shift(fixed_start_index, n, rng)
     partition_id = max(0, start_partition_id)
     result: Assignment = {}
     for _ in range(n_partitions):
@@ -160,8 +167,7 @@ def _assign_rack_aware(
     num_racks = len(set(broker_racks.values()))
     arranged = rack_alternated_broker_list(broker_racks)
     n = len(arranged)
-    start_index = fixed_start_index if fixed_start_index >= 0 else rng.randrange(n)
-    shift = fixed_start_index if fixed_start_index >= 0 else rng.randrange(n)
+    start_index, shift = _start_index_and_shift(fixed_start_index, n, rng)
     partition_id = max(0, start_partition_id)
     result: Assignment = {}
     for _ in range(n_partitions):

@@ -5,9 +5,10 @@ A usage or runtime failure is one line on stderr and exit status 1 (`OneLineErro
 command body runs with every failure turned into that one line (`run_command`), on a
 metadata store opened for it if the command works through `--zookeeper` (`run_on_store`);
 `--command-config` files become the admin client's options (`admin_client_options`), and
-client security settings a ClientSecurity (`client_security`);
+client security settings a ClientSecurity (`client_security`); a client's properties file
+(`--producer.config`, `--consumer.config`) is read by `load_config_file`;
 repeatable `KEY=VALUE` options become properties (`parse_key_value_args`), read with
-`property_flag` and `int_property`.
+`property_flag`.
 """
 
 from __future__ import annotations
@@ -116,20 +117,6 @@ def property_flag(props: Mapping[str, str], key: str, default: bool) -> bool:
     return props.get(key, str(default)).strip().lower() == "true"
 
 
-def int_property(props: Mapping[str, str], key: str, default: int, kind: str) -> int:
-    """The integer property `key` of a `kind` ("consumer", "producer") config; a value that
-    is not a number is a OneLineError naming the key."""
-    raw = props.get(key)
-    if raw is None:
-        return default
-    try:
-        return int(raw.strip())
-    except ValueError:
-        raise OneLineError(
-            f"Invalid value {raw!r} for {kind} property {key}: expected a number."
-        ) from None
-
-
 def unescape(text: str) -> str:
     """Separators given on the command line may be written as \\t, \\n, \\r."""
     return text.replace("\\t", "\t").replace("\\n", "\n").replace("\\r", "\r")
@@ -223,13 +210,20 @@ def admin_client_options(
     return options
 
 
+def load_config_file(path: str | None, hint: str = "") -> dict[str, str]:
+    """The properties of the client config file at `path` (none when it is None); an
+    unreadable file is a OneLineError, its message followed by `hint` when one is given."""
+    if path is None:
+        return {}
+    try:
+        return load_properties(path)
+    except PropertiesError as e:
+        raise OneLineError(f"{e} {hint}" if hint else str(e)) from None
+
+
 def load_command_config(path: str | None, warn: Callable[[str], None]) -> dict[str, Any]:
     """The admin client's options from the --command-config properties file at `path`
     (none when it is None); an unreadable file or a refused setting is a OneLineError."""
     if path is None:
         return {}
-    try:
-        config = load_properties(path)
-    except PropertiesError as e:
-        raise OneLineError(str(e)) from None
-    return admin_client_options(config, path, warn)
+    return admin_client_options(load_config_file(path), path, warn)

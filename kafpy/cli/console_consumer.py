@@ -28,6 +28,7 @@ from kafpy.cli.command_line_utils import (
     AdminCommand,
     OneLineError,
     client_security,
+    load_config_file,
     parse_key_value_args,
     property_flag,
     run_command,
@@ -45,7 +46,6 @@ from kafpy.client.fetcher import (
 )
 from kafpy.client.kafka_client import KafkaClient, parse_bootstrap_servers
 from kafpy.common.errors import KafkaError, UnknownTopicOrPartitionError
-from kafpy.common.properties import PropertiesError, load_properties
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.records.record_batch import TimestampType
 
@@ -513,12 +513,7 @@ def command(
     printer_formatter = message_formatter(
         formatter, parse_key_value_args(properties, "--property", "console-consumer")
     )
-    file_props: dict[str, str] = {}
-    if consumer_config is not None:
-        try:
-            file_props = load_properties(consumer_config)
-        except PropertiesError as e:
-            raise OneLineError(f"{e} {HELP_HINT}") from None
+    file_props = load_config_file(consumer_config, HELP_HINT)
     extra_props = parse_key_value_args(
         consumer_properties, "--consumer-property", "console-consumer"
     )

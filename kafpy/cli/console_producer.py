@@ -26,6 +26,7 @@ from kafpy.cli.command_line_utils import (
     AdminCommand,
     OneLineError,
     client_security,
+    load_config_file,
     parse_key_value_args,
     property_flag,
     run_command,
@@ -44,7 +45,6 @@ from kafpy.client.producer import (
 )
 from kafpy.client.producer_config import ProducerConfig
 from kafpy.common.errors import KafkaError, MessageTooLargeError
-from kafpy.common.properties import PropertiesError, load_properties
 from kafpy.records.compression import CompressionType
 from kafpy.security.ssl_configs import SSL_CONFIG_DEF
 
@@ -416,14 +416,8 @@ def command(
     reader = LineMessageReader.from_properties(
         parse_key_value_args(properties, "--property", "console-producer")
     )
-    file_props: dict[str, str] = {}
-    if producer_config is not None:
-        try:
-            file_props = load_properties(producer_config)
-        except PropertiesError as e:
-            raise OneLineError(str(e)) from None
     props = {
-        **file_props,
+        **load_config_file(producer_config),
         **parse_key_value_args(producer_properties, "--producer-property", "console-producer"),
     }
     security = client_security(props, producer_config or "--producer-property")

@@ -27,6 +27,7 @@ import click
 from kafpy.cli.command_line_utils import (
     AdminCommand,
     OneLineError,
+    load_config_file,
     parse_key_value_args,
     run_command,
 )
@@ -37,7 +38,6 @@ from kafpy.client.producer import (
     parse_acks,
 )
 from kafpy.client.producer_config import ProducerConfig
-from kafpy.common.properties import PropertiesError, load_properties
 from kafpy.records.compression import CompressionType
 
 REPORTING_INTERVAL_S = 5.0
@@ -316,12 +316,7 @@ def command(
     assert topic is not None and num_records is not None and throughput is not None
     if num_records < 1:
         raise OneLineError(f"--num-records {num_records}: it must be 1 or more")
-    props: dict[str, str] = {}
-    if producer_config is not None:
-        try:
-            props.update(load_properties(producer_config))
-        except PropertiesError as e:
-            raise OneLineError(str(e)) from None
+    props = load_config_file(producer_config)
     props.update(parse_key_value_args(producer_props, "--producer-props", "producer-perf-test"))
     settings = producer_settings(props, lambda m: click.echo(m, err=True))
     if record_size is not None:

@@ -538,13 +538,9 @@ class AdminClient:
         }
         response = await self.client.send_to_controller(ApiKey.ELECT_LEADERS, body)
         raise_for_code(response.get("error_code", Errors.NONE), None, "Electing leaders")
-        return {
-            TopicPartition(t["topic"], p["partition_id"]): None
-            if p["error_code"] == Errors.NONE
-            else error_for_code(p["error_code"], p.get("error_message"))
-            for t in response["replica_election_results"]
-            for p in t["partition_result"]
-        }
+        return _partition_errors(
+            response["replica_election_results"], "topic", "partition_result", "partition_id"
+        )
 
     # --- partition reassignments (AlterPartitionReassignments, ListPartitionReassignments) ---
 
@@ -576,13 +572,7 @@ class AdminClient:
             response.get("error_message"),
             "Altering partition reassignments",
         )
-        return {
-            TopicPartition(t["name"], p["partition_index"]): None
-            if p["error_code"] == Errors.NONE
-            else error_for_code(p["error_code"], p.get("error_message"))
-            for t in response["responses"]
-            for p in t["partitions"]
-        }
+        return _partition_errors(response["responses"], "name", "partitions", "partition_index")
 
     async def list_partition_reassignments(
         self,
@@ -708,6 +698,20 @@ def _scram_mechanism(name: str) -> ScramMechanism:
             f"Unknown SCRAM mechanism {name}: use {' or '.join(ScramMechanism.names())}"
         )
     return mechanism
+
+
+def _partition_errors(
+    topics: Iterable[Mapping[str, Any]], topic_key: str, partitions_key: str, partition_key: str
+) -> dict[TopicPartition, KafkaError | None]:
+    """Each partition of a response's per-topic results (the fields named by the keys):
+    None where it succeeded, else its error with the response's message."""
+    return {
+        TopicPartition(t[topic_key], p[partition_key]): None
+        if p["error_code"] == Errors.NONE
+        else error_for_code(p["error_code"], p.get("error_message"))
+        for t in topics
+        for p in t[partitions_key]
+    }
 
 
 def _raise_first(results: Iterable[Mapping[str, Any]], action: str) -> None:

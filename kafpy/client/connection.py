@@ -138,7 +138,6 @@ class BrokerConnection:
         self.node_id = node_id
         self.api_versions: dict[int, tuple[int, int]] = {}
         self.state = ConnectionState.DISCONNECTED
-        self._reader: asyncio.StreamReader | None = None
         self._writer: asyncio.StreamWriter | None = None
         self._closed_writer: asyncio.StreamWriter | None = None
         self._read_task: asyncio.Task[None] | None = None
@@ -207,7 +206,7 @@ class BrokerConnection:
                     f"Could not connect to {self._describe()}: {reason}. Check that the broker "
                     "is running and that the address is right."
                 ) from None
-            self._reader, self._writer = reader, writer
+            self._writer = writer
             self._read_task = asyncio.get_running_loop().create_task(
                 self._read_responses(reader), name=f"kafpy-conn-{self.host}:{self.port}"
             )

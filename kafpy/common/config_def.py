@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any
+from typing import Any, Protocol
 
 from kafpy.common.errors import InvalidConfigurationError
 
@@ -23,6 +23,13 @@ LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
 SHORT_MIN, SHORT_MAX = -(2**15), 2**15 - 1
 
 _COMMA_WITH_WHITESPACE = re.compile(r"\s*,\s*")
+
+
+class ConfigSource(Protocol):
+    """What a component's typed config reads its keys from: the broker's KafkaConfig, whose
+    `get` returns a key's parsed value."""
+
+    def get(self, key: str) -> Any: ...
 
 
 class ConfigType(Enum):

@@ -24,13 +24,9 @@ from kafpy.controller.controller_context import ControllerContext, PartitionAndR
 from kafpy.controller.log_format import comma_list, controller_logger, error_name, scala_map
 from kafpy.controller.partition_leader_election import ReassignPartitionLeaderElectionStrategy
 from kafpy.controller.partition_state_machine import PartitionState, PartitionStateMachine
-from kafpy.controller.replica_state_machine import (
-    MAX_ZK_UPDATE_ATTEMPTS,
-    ReplicaState,
-    ReplicaStateMachine,
-    StateChangeFailedError,
-)
+from kafpy.controller.replica_state_machine import ReplicaState, ReplicaStateMachine
 from kafpy.controller.state_change_logger import StateChangeLogger
+from kafpy.controller.state_machine import MAX_ZK_UPDATE_ATTEMPTS, StateChangeFailedError
 from kafpy.controller.topic_deletion_manager import TopicDeletionManager
 from kafpy.metadata.errors import NoNodeError
 from kafpy.metadata.kafka_zk_client import KafkaZkClient

@@ -18,7 +18,6 @@ import enum
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 
 from kafpy.common.errors import ControllerMovedError
-from kafpy.common.logger import component_logger
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.controller.controller_channel_manager import ControllerBrokerRequestBatch
 from kafpy.controller.controller_context import ControllerContext
@@ -33,8 +32,12 @@ from kafpy.controller.partition_leader_election import (
     preferred_replica_partition_leader_election,
     reassign_partition_leader_election,
 )
-from kafpy.controller.replica_state_machine import MAX_ZK_UPDATE_ATTEMPTS, StateChangeFailedError
 from kafpy.controller.state_change_logger import StateChangeLogger
+from kafpy.controller.state_machine import (
+    MAX_ZK_UPDATE_ATTEMPTS,
+    ControllerStateMachine,
+    StateChangeFailedError,
+)
 from kafpy.metadata.errors import NodeExistsError
 from kafpy.metadata.kafka_zk_client import KafkaZkClient
 from kafpy.metadata.zk_data import LeaderAndIsr, LeaderIsrAndControllerEpoch
@@ -63,7 +66,7 @@ VALID_PREVIOUS_STATES: dict[PartitionState, tuple[PartitionState, ...]] = {
 UncleanLeaderElectionCheck = Callable[[str], Awaitable[bool]]
 
 
-class PartitionStateMachine:
+class PartitionStateMachine(ControllerStateMachine):
     """Moves partitions between states, electing leaders when they go online."""
 
     def __init__(
@@ -76,18 +79,16 @@ class PartitionStateMachine:
         is_topic_queued_for_deletion: Callable[[str], bool],
         unclean_leader_election_enabled: UncleanLeaderElectionCheck,
     ) -> None:
-        self.controller_id = controller_id
-        self.context = context
-        self.zk_client = zk_client
-        self.batch = batch
-        self.state_change_logger = state_change_logger
-        self.is_topic_queued_for_deletion = is_topic_queued_for_deletion
-        self.unclean_leader_election_enabled = unclean_leader_election_enabled
-        self.log = component_logger(
-            "kafpy.controller.PartitionStateMachine",
-            "PartitionStateMachine controllerId",
+        super().__init__(
+            "PartitionStateMachine",
             controller_id,
+            context,
+            zk_client,
+            batch,
+            state_change_logger,
+            is_topic_queued_for_deletion,
         )
+        self.unclean_leader_election_enabled = unclean_leader_election_enabled
 
     # -- start-up ---------------------------------------------------------------------------
 
@@ -150,29 +151,16 @@ class PartitionStateMachine:
         partitions = list(partitions)
         if not partitions:
             return {}
-        try:
-            self.batch.new_batch()
-            failed = await self._do_handle_state_changes(
+        return await self._in_request_batch(
+            "partitions",
+            target_state,
+            lambda: self._do_handle_state_changes(
                 partitions,
                 target_state,
                 strategy or OfflinePartitionLeaderElectionStrategy(allow_unclean=False),
-            )
-            self.batch.send_requests_to_brokers(self.context.epoch)
-            return failed
-        except ControllerMovedError:
-            self.batch.clear()
-            self.log.error(
-                "Controller moved to another broker when moving some partitions to %s state",
-                target_state,
-            )
-            raise
-        except Exception as e:
-            self.batch.clear()
-            self.log.exception("Error while moving some partitions to %s state", target_state)
-            return {tp: e for tp in partitions}
-
-    def _scl(self) -> StateChangeLogger:
-        return self.state_change_logger.with_controller_epoch(self.context.epoch)
+            ),
+            lambda e: {tp: e for tp in partitions},
+        )
 
     def _log_failed_state_change(
         self, tp: TopicPartition, current: PartitionState, target: PartitionState, e: Exception

@@ -32,11 +32,8 @@ from kafpy.controller.partition_leader_election import (
     PreferredReplicaPartitionLeaderElectionStrategy,
 )
 from kafpy.controller.partition_state_machine import PartitionState, PartitionStateMachine
-from kafpy.controller.replica_state_machine import (
-    ReplicaState,
-    ReplicaStateMachine,
-    StateChangeFailedError,
-)
+from kafpy.controller.replica_state_machine import ReplicaState, ReplicaStateMachine
+from kafpy.controller.state_machine import StateChangeFailedError
 from kafpy.controller.topic_deletion_manager import TopicDeletionManager
 from kafpy.metadata.errors import NoNodeError
 from kafpy.metadata.kafka_zk_client import KafkaZkClient

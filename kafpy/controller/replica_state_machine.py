@@ -14,7 +14,6 @@ import enum
 from collections.abc import Callable, Iterable, Sequence
 
 from kafpy.common.errors import ControllerMovedError
-from kafpy.common.logger import component_logger
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.controller.controller_channel_manager import (
     ControllerBrokerRequestBatch,
@@ -23,6 +22,11 @@ from kafpy.controller.controller_channel_manager import (
 from kafpy.controller.controller_context import ControllerContext, PartitionAndReplica
 from kafpy.controller.log_format import comma_list
 from kafpy.controller.state_change_logger import StateChangeLogger
+from kafpy.controller.state_machine import (
+    MAX_ZK_UPDATE_ATTEMPTS,
+    ControllerStateMachine,
+    StateChangeFailedError,
+)
 from kafpy.metadata.kafka_zk_client import KafkaZkClient
 from kafpy.metadata.zk_data import LeaderAndIsr, LeaderIsrAndControllerEpoch
 
@@ -64,17 +68,7 @@ VALID_PREVIOUS_STATES: dict[ReplicaState, tuple[ReplicaState, ...]] = {
 }
 
 
-# Rounds of one state update in ZooKeeper (an election, an ISR shrink): a round retries
-# only the partitions whose state node changed under it (zkVersion conflict), so this
-# bounds a conflict that never resolves.
-MAX_ZK_UPDATE_ATTEMPTS = 10
-
-
-class StateChangeFailedError(Exception):
-    """A partition or replica could not be moved to the requested state."""
-
-
-class ReplicaStateMachine:
+class ReplicaStateMachine(ControllerStateMachine):
     """Moves replicas between states and queues the requests each move implies."""
 
     def __init__(
@@ -86,16 +80,14 @@ class ReplicaStateMachine:
         state_change_logger: StateChangeLogger,
         is_topic_queued_for_deletion: Callable[[str], bool],
     ) -> None:
-        self.controller_id = controller_id
-        self.context = context
-        self.zk_client = zk_client
-        self.batch = batch
-        self.state_change_logger = state_change_logger
-        self.is_topic_queued_for_deletion = is_topic_queued_for_deletion
-        self.log = component_logger(
-            "kafpy.controller.ReplicaStateMachine",
-            "ReplicaStateMachine controllerId",
+        super().__init__(
+            "ReplicaStateMachine",
             controller_id,
+            context,
+            zk_client,
+            batch,
+            state_change_logger,
+            is_topic_queued_for_deletion,
         )
 
     # -- start-up ---------------------------------------------------------------------------
@@ -157,30 +149,18 @@ class ReplicaStateMachine:
         replicas = list(replicas)
         if not replicas:
             return
-        try:
-            self.batch.new_batch()
+
+        async def move() -> None:
             by_broker: dict[int, list[PartitionAndReplica]] = {}
             for r in replicas:
                 by_broker.setdefault(r.replica, []).append(r)
             for replica_id, rs in by_broker.items():
                 await self._do_handle_state_changes(replica_id, rs, target_state, callback)
-            self.batch.send_requests_to_brokers(self.context.epoch)
-        except ControllerMovedError:
-            self.batch.clear()
-            self.log.error(
-                "Controller moved to another broker when moving some replicas to %s state",
-                target_state,
-            )
-            raise
-        except Exception:
-            self.batch.clear()
-            self.log.exception("Error while moving some replicas to %s state", target_state)
+
+        await self._in_request_batch("replicas", target_state, move, lambda e: None)
 
     def _is_valid_transition(self, replica: PartitionAndReplica, target: ReplicaState) -> bool:
         return self.replica_state(replica) in VALID_PREVIOUS_STATES[target]
-
-    def _scl(self) -> StateChangeLogger:
-        return self.state_change_logger.with_controller_epoch(self.context.epoch)
 
     def _log_successful_transition(
         self, replica_id: int, tp: TopicPartition, current: ReplicaState, target: ReplicaState

@@ -37,16 +37,33 @@ class GroupApis:
         self.coordinator = coordinator
         self.partition_exists = partition_exists
 
+    def _requested_partitions(
+        self, body: dict[str, Any]
+    ) -> tuple[
+        list[TopicPartition], dict[TopicPartition, dict[str, Any]], dict[TopicPartition, int]
+    ]:
+        """The partitions of a request's `topics` in request order, those the cluster has
+        with their request entry (a repeated one: its last), and UNKNOWN_TOPIC_OR_PARTITION
+        for the others."""
+        order: list[TopicPartition] = []
+        known: dict[TopicPartition, dict[str, Any]] = {}
+        errors: dict[TopicPartition, int] = {}
+        for t in body["topics"]:
+            for p in t["partitions"]:
+                tp = TopicPartition(t["name"], p["partition_index"])
+                order.append(tp)
+                if self.partition_exists(tp):
+                    known[tp] = p
+                else:
+                    errors[tp] = Errors.UNKNOWN_TOPIC_OR_PARTITION
+        return order, known, errors
+
     # -- membership -----------------------------------------------------------------------
 
     async def join_group(
         self, body: dict[str, Any], version: int, client_id: str, client_host: str
     ) -> dict[str, Any]:
-        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-
-        def done(response: dict[str, Any]) -> None:
-            if not future.done():
-                future.set_result(response)
+        future, done = _response_future()
 
         rebalance_timeout = body.get("rebalance_timeout_ms", -1)
         session_timeout = body["session_timeout_ms"]
@@ -63,11 +80,7 @@ class GroupApis:
         return response
 
     async def sync_group(self, body: dict[str, Any], version: int) -> dict[str, Any]:
-        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-
-        def done(response: dict[str, Any]) -> None:
-            if not future.done():
-                future.set_result(response)
+        future, done = _response_future()
 
         if version >= 5 and (
             body.get("protocol_type") is None or body.get("protocol_name") is None
@@ -115,38 +128,23 @@ class GroupApis:
     async def offset_commit(self, body: dict[str, Any], version: int) -> dict[str, Any]:
         now = self.coordinator.time.milliseconds()
         retention = body.get("retention_time_ms", -1) if 2 <= version <= 4 else -1
-        errors: dict[TopicPartition, int] = {}
+        order, known, errors = self._requested_partitions(body)
         offsets: dict[TopicPartition, OffsetAndMetadata] = {}
-        order: list[TopicPartition] = []
-        for t in body["topics"]:
-            for p in t["partitions"]:
-                tp = TopicPartition(t["name"], p["partition_index"])
-                order.append(tp)
-                if not self.partition_exists(tp):
-                    errors[tp] = Errors.UNKNOWN_TOPIC_OR_PARTITION
-                    continue
-                commit_ts = p.get("commit_timestamp", -1) if version == 1 else -1
-                commit_ts = now if commit_ts < 0 else commit_ts
-                expire = commit_ts + retention if retention >= 0 else None
-                offsets[tp] = OffsetAndMetadata(
-                    p["committed_offset"], p.get("committed_leader_epoch", NO_LEADER_EPOCH) if version >= 6 else
-                    NO_LEADER_EPOCH, p.get("committed_metadata") or "", commit_ts, expire,
-                )  # fmt: skip
+        for tp, p in known.items():
+            commit_ts = p.get("commit_timestamp", -1) if version == 1 else -1
+            commit_ts = now if commit_ts < 0 else commit_ts
+            expire = commit_ts + retention if retention >= 0 else None
+            offsets[tp] = OffsetAndMetadata(
+                p["committed_offset"], p.get("committed_leader_epoch", NO_LEADER_EPOCH) if version >= 6 else
+                NO_LEADER_EPOCH, p.get("committed_metadata") or "", commit_ts, expire,
+            )  # fmt: skip
         if offsets:
             errors.update(await self.coordinator.handle_commit_offsets(
                 body["group_id"], body.get("member_id", ""),
                 body.get("group_instance_id") if version >= 7 else None,
                 body.get("generation_id_or_member_epoch", -1) if version >= 1 else -1, offsets,
             ))  # fmt: skip
-        by_topic: dict[str, list[dict[str, int]]] = {}
-        for tp in dict.fromkeys(order):
-            by_topic.setdefault(tp.topic, []).append(
-                {"partition_index": tp.partition, "error_code": errors[tp]}
-            )
-        return {
-            "throttle_time_ms": 0,
-            "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()],
-        }
+        return {"throttle_time_ms": 0, "topics": _partition_errors_by_topic(order, errors)}
 
     async def txn_offset_commit(self, body: dict[str, Any], version: int) -> dict[str, Any]:
         """TxnOffsetCommit (v0-3): a transactional producer's offsets for a group; v3
@@ -154,24 +152,17 @@ class GroupApis:
         # authorize Read on the group and Write on the transactional id (Kafka checks both;
         # the ACL engineer adds them here)
         now = self.coordinator.time.milliseconds()
-        errors: dict[TopicPartition, int] = {}
+        order, known, errors = self._requested_partitions(body)
         offsets: dict[TopicPartition, OffsetAndMetadata] = {}
-        order: list[TopicPartition] = []
-        for t in body["topics"]:
-            for p in t["partitions"]:
-                tp = TopicPartition(t["name"], p["partition_index"])
-                order.append(tp)
-                if not self.partition_exists(tp):
-                    errors[tp] = Errors.UNKNOWN_TOPIC_OR_PARTITION
-                    continue
-                epoch = (
-                    p.get("committed_leader_epoch", NO_LEADER_EPOCH)
-                    if version >= 2
-                    else NO_LEADER_EPOCH
-                )
-                offsets[tp] = OffsetAndMetadata(
-                    p["committed_offset"], epoch, p.get("committed_metadata") or "", now
-                )  # fmt: skip
+        for tp, p in known.items():
+            epoch = (
+                p.get("committed_leader_epoch", NO_LEADER_EPOCH)
+                if version >= 2
+                else NO_LEADER_EPOCH
+            )
+            offsets[tp] = OffsetAndMetadata(
+                p["committed_offset"], epoch, p.get("committed_metadata") or "", now
+            )  # fmt: skip
         if offsets:
             errors.update(await self.coordinator.handle_txn_commit_offsets(
                 body["group_id"], body["producer_id"], body["producer_epoch"],
@@ -179,15 +170,7 @@ class GroupApis:
                 body.get("group_instance_id") if version >= 3 else None,
                 body.get("generation_id", -1) if version >= 3 else -1, offsets,
             ))  # fmt: skip
-        by_topic: dict[str, list[dict[str, int]]] = {}
-        for tp in dict.fromkeys(order):
-            by_topic.setdefault(tp.topic, []).append(
-                {"partition_index": tp.partition, "error_code": errors[tp]}
-            )
-        return {
-            "throttle_time_ms": 0,
-            "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()],
-        }
+        return {"throttle_time_ms": 0, "topics": _partition_errors_by_topic(order, errors)}
 
     async def offset_fetch(self, body: dict[str, Any], version: int) -> dict[str, Any]:
         topics = body.get("topics")
@@ -225,26 +208,13 @@ class GroupApis:
     async def offset_delete(self, body: dict[str, Any], version: int) -> dict[str, Any]:
         """OffsetDelete (KIP-496): partitions of unknown topics answer UNKNOWN_TOPIC_OR_PARTITION;
         the coordinator deletes the rest unless the group still consumes their topic."""
-        errors: dict[TopicPartition, int] = {}
-        order: list[TopicPartition] = []
-        for t in body["topics"]:
-            for p in t["partitions"]:
-                tp = TopicPartition(t["name"], p["partition_index"])
-                order.append(tp)
-                if not self.partition_exists(tp):
-                    errors[tp] = Errors.UNKNOWN_TOPIC_OR_PARTITION
-        wanted = [tp for tp in dict.fromkeys(order) if tp not in errors]
-        error, deleted = await self.coordinator.handle_delete_offsets(body["group_id"], wanted)
+        order, known, errors = self._requested_partitions(body)
+        error, deleted = await self.coordinator.handle_delete_offsets(body["group_id"], list(known))
         if error != Errors.NONE:
             return {"error_code": error, "throttle_time_ms": 0, "topics": []}
         errors.update(deleted)
-        by_topic: dict[str, list[dict[str, int]]] = {}
-        for tp in dict.fromkeys(order):
-            by_topic.setdefault(tp.topic, []).append(
-                {"partition_index": tp.partition, "error_code": errors[tp]}
-            )
         return {"error_code": Errors.NONE, "throttle_time_ms": 0,
-                "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]}  # fmt: skip
+                "topics": _partition_errors_by_topic(order, errors)}  # fmt: skip
 
     async def list_groups(self, body: dict[str, Any], version: int) -> dict[str, Any]:
         error, groups = self.coordinator.handle_list_groups()
@@ -294,3 +264,28 @@ class GroupApis:
             "throttle_time_ms": 0,
             "results": [{"group_id": g, "error_code": results[g]} for g in names],
         }
+
+
+def _response_future() -> tuple[asyncio.Future[dict[str, Any]], Callable[[dict[str, Any]], None]]:
+    """A future for the response the coordinator's callback completes, and that callback
+    (a second call is ignored)."""
+    future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+
+    def done(response: dict[str, Any]) -> None:
+        if not future.done():
+            future.set_result(response)
+
+    return future, done
+
+
+def _partition_errors_by_topic(
+    order: list[TopicPartition], errors: dict[TopicPartition, int]
+) -> list[dict[str, Any]]:
+    """The response's topics: each requested partition once, in request order, with its
+    error code."""
+    by_topic: dict[str, list[dict[str, int]]] = {}
+    for tp in dict.fromkeys(order):
+        by_topic.setdefault(tp.topic, []).append(
+            {"partition_index": tp.partition, "error_code": errors[tp]}
+        )
+    return [{"name": t, "partitions": ps} for t, ps in by_topic.items()]

@@ -7,13 +7,8 @@ in), and the dataclass defaults are those declarations' defaults, so a default i
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
 
-from kafpy.common.config_def import INT_MAX, ConfigDef, ConfigType, Importance, Range
-
-
-class _ConfigSource(Protocol):
-    def get(self, key: str) -> Any: ...
+from kafpy.common.config_def import INT_MAX, ConfigDef, ConfigSource, ConfigType, Importance, Range
 
 
 def _group_config_def() -> ConfigDef:
@@ -67,7 +62,7 @@ class GroupConfig:
     group_max_size: int = GROUP_CONFIG_DEF.default("group.max.size")
 
     @classmethod
-    def from_config(cls, config: _ConfigSource) -> GroupConfig:
+    def from_config(cls, config: ConfigSource) -> GroupConfig:
         return cls(
             config.get("group.min.session.timeout.ms"),
             config.get("group.max.session.timeout.ms"),
@@ -100,7 +95,7 @@ class OffsetConfig:
     max_metadata_size: int = OFFSET_CONFIG_DEF.default("offset.metadata.max.bytes")
 
     @classmethod
-    def from_config(cls, config: _ConfigSource) -> OffsetConfig:
+    def from_config(cls, config: ConfigSource) -> OffsetConfig:
         return cls(
             config.get("offsets.topic.num.partitions"),
             config.get("offsets.topic.replication.factor"),

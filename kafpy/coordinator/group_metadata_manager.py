@@ -25,12 +25,12 @@ from kafpy.common.topic_partition import TopicPartition
 from kafpy.coordinator import group_metadata_records as records
 from kafpy.coordinator.group_config import OffsetConfig
 from kafpy.coordinator.group_metadata import GroupMetadata, GroupState
+from kafpy.coordinator.internal_topic_loader import read_to_log_end
 from kafpy.coordinator.member_metadata import MemberMetadata
 from kafpy.coordinator.offset_and_metadata import OffsetAndMetadata
 from kafpy.protocol.errors import Errors
 from kafpy.records.builder import RecordBatchBuilder
 from kafpy.records.control_record import ControlRecordType, control_record_type
-from kafpy.records.memory_records import MemoryRecords
 from kafpy.records.record_batch import (
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
@@ -474,43 +474,30 @@ class GroupMetadataManager:
             int, dict[str, dict[TopicPartition, tuple[int, OffsetAndMetadata | None]]]
         ] = {}
         group_values: dict[str, dict[str, Any] | None] = {}
-        position = log.log_start_offset
-        end = log.log_end_offset
-        while position < end:
-            info = log.read(position, self.config.offsets_load_buffer_size, max_offset=end)
-            batches = list(MemoryRecords(info.records.buffer()).batches_allow_partial())
-            if not batches:
-                break
-            for batch in batches:
-                position = batch.next_offset
-                if batch.is_control:
-                    _replay_marker(batch, pending, offsets)
+        async for batch in read_to_log_end(log, self.config.offsets_load_buffer_size):
+            if batch.is_control:
+                _replay_marker(batch, pending, offsets)
+                continue
+            for record in batch.records():
+                if record.key is None:
                     continue
-                for record in batch.records():
-                    if record.key is None:
+                key = records.read_key(record.key)
+                if isinstance(key, records.OffsetKey):
+                    om = None if record.value is None else records.read_offset_value(record.value)
+                    if batch.is_transactional:
+                        by_producer = pending.setdefault(batch.producer_id, {})
+                        by_group = by_producer.setdefault(key.group, {})
+                        by_group[key.topic_partition] = (record.offset, om)
                         continue
-                    key = records.read_key(record.key)
-                    if isinstance(key, records.OffsetKey):
-                        om = (
-                            None
-                            if record.value is None
-                            else records.read_offset_value(record.value)
-                        )
-                        if batch.is_transactional:
-                            by_producer = pending.setdefault(batch.producer_id, {})
-                            by_group = by_producer.setdefault(key.group, {})
-                            by_group[key.topic_partition] = (record.offset, om)
-                            continue
-                        by_tp = offsets.setdefault(key.group, {})
-                        if om is None:
-                            by_tp.pop(key.topic_partition, None)
-                        else:
-                            by_tp[key.topic_partition] = (record.offset, om)
+                    by_tp = offsets.setdefault(key.group, {})
+                    if om is None:
+                        by_tp.pop(key.topic_partition, None)
                     else:
-                        group_values[key.group] = (
-                            None if record.value is None else records.read_group_value(record.value)
-                        )
-            await asyncio.sleep(0)  # let requests in between chunks
+                        by_tp[key.topic_partition] = (record.offset, om)
+                else:
+                    group_values[key.group] = (
+                        None if record.value is None else records.read_group_value(record.value)
+                    )
         now = self.time.milliseconds()
         out: list[GroupMetadata] = []
         open_groups = [g for by_group in pending.values() for g in by_group]

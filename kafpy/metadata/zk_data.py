@@ -673,8 +673,7 @@ class IsrChangeNotificationSequenceZNode:
 
     @staticmethod
     def sequence_number(path: str) -> str:
-        prefix = IsrChangeNotificationSequenceZNode.SEQUENCE_NUMBER_PREFIX
-        return path[path.rfind(prefix) + len(prefix) :]
+        return _sequence_number(path, IsrChangeNotificationSequenceZNode.SEQUENCE_NUMBER_PREFIX)
 
 
 class LogDirEventNotificationZNode:
@@ -704,8 +703,7 @@ class LogDirEventNotificationSequenceZNode:
 
     @staticmethod
     def sequence_number(path: str) -> str:
-        prefix = LogDirEventNotificationSequenceZNode.SEQUENCE_NUMBER_PREFIX
-        return path[path.rfind(prefix) + len(prefix) :]
+        return _sequence_number(path, LogDirEventNotificationSequenceZNode.SEQUENCE_NUMBER_PREFIX)
 
 
 # ---------------------------------------------------------------------------------------
@@ -964,3 +962,8 @@ class AclChangeNotificationZNode:
                     str(obj["patternType"]).upper())  # fmt: skip
         except KeyError as e:
             raise ZkDataError(f"ACL change notification without {e}: {data!r}") from e
+
+
+def _sequence_number(path: str, prefix: str) -> str:
+    """The sequence number ZooKeeper appended to a sequential node named `prefix`."""
+    return path[path.rfind(prefix) + len(prefix) :]

@@ -39,6 +39,10 @@ _SIZE = struct.Struct(">i")
 _API_KEY = struct.Struct(">h")
 _HANDSHAKE_VERSIONS = (0, 1)
 _AUTHENTICATE_VERSIONS = (0, 2)
+_VERSIONS = {
+    ApiKey.SASL_HANDSHAKE: _HANDSHAKE_VERSIONS,
+    ApiKey.SASL_AUTHENTICATE: _AUTHENTICATE_VERSIONS,
+}
 
 
 class SaslServer(Protocol):
@@ -170,12 +174,9 @@ class SaslServerAuthenticator:
             message = f"Unexpected Kafka request of type {name} during SASL handshake."
             self.state = SaslState.FAILED
             return AuthenticationStep(
-                response=encode_response(
-                    api_key,
-                    header.api_version,
-                    header.correlation_id,
-                    {"error_code": Errors.ILLEGAL_SASL_STATE, "error_message": message},
-                ),  # fmt: skip
+                response=_reply(
+                    header, {"error_code": Errors.ILLEGAL_SASL_STATE, "error_message": message}
+                ),
                 close_reason=message,
             )
         self.state = SaslState.FAILED
@@ -183,21 +184,39 @@ class SaslServerAuthenticator:
             close_reason=f"Unexpected Kafka request of type {name} during SASL handshake."
         )
 
+    def _request_body(
+        self,
+        api_key: ApiKey,
+        name: str,
+        header: RequestHeader,
+        frame: memoryview,
+        offset: int,
+    ) -> dict[str, Any] | AuthenticationStep:
+        """The decoded body of a SaslHandshake or SaslAuthenticate request, or the failed
+        step that closes the connection: a version kafpy does not serve, or a body that
+        does not decode."""
+        version = header.api_version
+        lowest, highest = _VERSIONS[api_key]
+        if not lowest <= version <= highest:
+            self.state = SaslState.FAILED
+            return AuthenticationStep(
+                close_reason=f"unsupported {name} version {version} (kafpy serves {lowest} to {highest})"
+            )
+        body = _decode(api_key, version, frame, offset)
+        if body is None:
+            self.state = SaslState.FAILED
+            return AuthenticationStep(close_reason=f"the {name} request does not decode")
+        return body
+
     # -- handshake ----------------------------------------------------------------------------
 
     def _handshake(
         self, header: RequestHeader, frame: memoryview, offset: int
     ) -> AuthenticationStep:
         version = header.api_version
-        if not _HANDSHAKE_VERSIONS[0] <= version <= _HANDSHAKE_VERSIONS[1]:
-            self.state = SaslState.FAILED
-            return AuthenticationStep(
-                close_reason=f"unsupported SaslHandshake version {version} (kafpy serves 0 to 1)"
-            )
-        body = _decode(ApiKey.SASL_HANDSHAKE, version, frame, offset)
-        if body is None:
-            self.state = SaslState.FAILED
-            return AuthenticationStep(close_reason="the SaslHandshake request does not decode")
+        body = self._request_body(ApiKey.SASL_HANDSHAKE, "SaslHandshake", header, frame, offset)
+        if isinstance(body, AuthenticationStep):
+            return body
         mechanism = str(body["mechanism"])
         enabled = list(self.config.enabled_mechanisms)
         if mechanism not in enabled or (self._reauthenticating and mechanism != self.mechanism):
@@ -209,12 +228,9 @@ class SaslServerAuthenticator:
                 else f"Unsupported SASL mechanism {mechanism} (enabled: {', '.join(enabled)})"
             )
             return AuthenticationStep(
-                response=encode_response(
-                    ApiKey.SASL_HANDSHAKE,
-                    version,
-                    header.correlation_id,
-                    {"error_code": Errors.UNSUPPORTED_SASL_MECHANISM, "mechanisms": enabled},
-                ),  # fmt: skip
+                response=_reply(
+                    header, {"error_code": Errors.UNSUPPORTED_SASL_MECHANISM, "mechanisms": enabled}
+                ),
                 close_reason=why,
                 failed_authentication=True,
             )
@@ -222,12 +238,7 @@ class SaslServerAuthenticator:
         self._server = self.config.create_sasl_server(mechanism)
         self.state = SaslState.AUTHENTICATE if version >= 1 else SaslState.RAW_TOKEN
         return AuthenticationStep(
-            response=encode_response(
-                ApiKey.SASL_HANDSHAKE,
-                version,
-                header.correlation_id,
-                {"error_code": Errors.NONE, "mechanisms": enabled},
-            )  # fmt: skip
+            response=_reply(header, {"error_code": Errors.NONE, "mechanisms": enabled})
         )
 
     # -- tokens -------------------------------------------------------------------------------
@@ -266,36 +277,27 @@ class SaslServerAuthenticator:
     def _authenticate(
         self, header: RequestHeader, frame: memoryview, offset: int, now_ms: int
     ) -> AuthenticationStep:
-        version = header.api_version
-        if not _AUTHENTICATE_VERSIONS[0] <= version <= _AUTHENTICATE_VERSIONS[1]:
-            self.state = SaslState.FAILED
-            return AuthenticationStep(
-                close_reason=f"unsupported SaslAuthenticate version {version} (kafpy serves 0 to 2)"
-            )
-        body = _decode(ApiKey.SASL_AUTHENTICATE, version, frame, offset)
-        if body is None:
-            self.state = SaslState.FAILED
-            return AuthenticationStep(close_reason="the SaslAuthenticate request does not decode")
+        body = self._request_body(
+            ApiKey.SASL_AUTHENTICATE, "SaslAuthenticate", header, frame, offset
+        )
+        if isinstance(body, AuthenticationStep):
+            return body
         answer, failure = self._evaluate(bytes(body["auth_bytes"]), now_ms)
         if answer is None:
             return AuthenticationStep(
-                response=encode_response(
-                    ApiKey.SASL_AUTHENTICATE,
-                    version,
-                    header.correlation_id,
+                response=_reply(
+                    header,
                     {"error_code": Errors.SASL_AUTHENTICATION_FAILED, "error_message": failure},
-                ),  # fmt: skip
+                ),
                 close_reason=failure,
                 failed_authentication=True,
             )
         lifetime = self.config.max_reauth_ms if self.complete else 0
         return AuthenticationStep(
-            response=encode_response(
-                ApiKey.SASL_AUTHENTICATE,
-                version,
-                header.correlation_id,
+            response=_reply(
+                header,
                 {"error_code": Errors.NONE, "auth_bytes": answer, "session_lifetime_ms": lifetime},
-            )  # fmt: skip
+            )
         )
 
 
@@ -311,3 +313,8 @@ def _api_name(api_key: int) -> str:
         return ApiKey(api_key).name
     except ValueError:
         return f"api key {api_key}"
+
+
+def _reply(header: RequestHeader, body: Mapping[str, Any]) -> list[bytes | memoryview]:
+    """The response frame to the SASL request of `header`, at its version."""
+    return encode_response(header.api_key, header.api_version, header.correlation_id, body)

@@ -6,6 +6,7 @@ internal topics on first use.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from kafpy.admin.replica_assignment import RackAwareMode
@@ -166,20 +167,9 @@ class CoordinatorApis:
             "compression.type": "producer",
             "segment.bytes": str(cfg.offsets_topic_segment_bytes),
         }
-        try:
-            await self.ctx.admin_zk_client.create_topic(
-                GROUP_METADATA_TOPIC_NAME,
-                cfg.offsets_topic_num_partitions,
-                rf,
-                topic_config,
-                RackAwareMode.SAFE,
-            )
-            self.ctx.log.info("Created %s with %d partitions and replication factor %d",
-                          GROUP_METADATA_TOPIC_NAME, cfg.offsets_topic_num_partitions, rf)  # fmt: skip
-        except TopicExistsError:
-            pass
-        except KafkaError as e:
-            self.ctx.log.error("Error while creating %s: %s", GROUP_METADATA_TOPIC_NAME, e)
+        await self._create_internal_topic(
+            GROUP_METADATA_TOPIC_NAME, cfg.offsets_topic_num_partitions, rf, topic_config
+        )
 
     async def _create_transaction_state_topic(self) -> None:
         """Create __transaction_state on the first FindCoordinator for a transactional id;
@@ -198,14 +188,27 @@ class CoordinatorApis:
                 alive, rf,
             )  # fmt: skip
             return
+        await self._create_internal_topic(
+            TRANSACTION_STATE_TOPIC_NAME,
+            cfg.transaction_log_num_partitions,
+            rf,
+            cfg.topic_configs(),
+        )
+
+    async def _create_internal_topic(
+        self, name: str, partitions: int, rf: int, config: Mapping[str, str]
+    ) -> None:
+        """Create an internal topic (rack-safe assignment), logging the outcome; one that
+        exists already is no error (another request created it meanwhile)."""
+        assert self.ctx.admin_zk_client is not None
         try:
             await self.ctx.admin_zk_client.create_topic(
-                TRANSACTION_STATE_TOPIC_NAME, cfg.transaction_log_num_partitions, rf,
-                cfg.topic_configs(), RackAwareMode.SAFE,
-            )  # fmt: skip
-            self.ctx.log.info("Created %s with %d partitions and replication factor %d",
-                          TRANSACTION_STATE_TOPIC_NAME, cfg.transaction_log_num_partitions, rf)  # fmt: skip
+                name, partitions, rf, config, RackAwareMode.SAFE
+            )
+            self.ctx.log.info(
+                "Created %s with %d partitions and replication factor %d", name, partitions, rf
+            )
         except TopicExistsError:
             pass
         except KafkaError as e:
-            self.ctx.log.error("Error while creating %s: %s", TRANSACTION_STATE_TOPIC_NAME, e)
+            self.ctx.log.error("Error while creating %s: %s", name, e)

@@ -271,6 +271,19 @@ class AbstractIndex(ABC):
     def truncate(self) -> None:
         self._truncate_to_entries(0)
 
+    def truncate_to(self, offset: int) -> None:
+        """Remove every entry whose offset is >= `offset` (Kafka's truncateTo)."""
+        with self._lock:
+            column = self._relative_column  # the offsets' column
+            slot = self.largest_lower_bound_slot_for(offset, IndexSearchEntity(column))
+            if slot < 0:
+                new_entries = 0
+            elif self._parse_entry(slot)[column] == offset:
+                new_entries = slot
+            else:
+                new_entries = slot + 1
+            self._truncate_to_entries(new_entries)
+
     def _truncate_to_entries(self, n: int) -> None:
         with self._lock:
             old = self._entries
@@ -362,6 +375,15 @@ class AbstractIndex(ABC):
     def _parse_entry(self, n: int) -> tuple[int, int]:
         """Entry `n` (absolute terms), from the copy in memory."""
         return self._parse(self._buffer(), n)
+
+    def _nth_entry(self, n: int, kind: str) -> tuple[int, int]:
+        """Entry `n` (absolute terms); IndexError naming `kind` of index when there is none."""
+        with self._lock:
+            if n < 0 or n >= self._entries:
+                raise IndexError(
+                    f"Attempt to fetch the {n}th entry from {kind} of size {self._entries} ({self.file})"
+                )
+            return self._parse_entry(n)
 
     def _entry_at(self, n: int) -> tuple[int, int]:
         """Entry `n` without reading the whole index into memory (for one-off reads)."""

@@ -942,33 +942,35 @@ class LogManager:
     def _checkpoint_recovery_offsets_in_dir(
         self, d: Path, logs: Mapping[TopicPartition, Log] | None = None, raise_errors: bool = False
     ) -> None:
-        checkpoints = self._checkpoints.get(d)
-        if checkpoints is None:
-            return
-        try:
-            checkpoints.write_recovery_points(
-                self._logs_by_dir().get(d, {}) if logs is None else logs
-            )
-        except KafkaStorageError as e:
-            if raise_errors:
-                raise
-            self._report_log_dir_failure(
-                d, f"Disk error while writing recovery offsets checkpoint in directory {d}", e
-            )
+        self._write_checkpoint_in_dir(
+            d, logs, raise_errors, lambda c, ls: c.write_recovery_points(ls), "recovery offsets"
+        )
 
     def _checkpoint_log_start_offsets_in_dir(
         self, d: Path, logs: Mapping[TopicPartition, Log] | None = None, raise_errors: bool = False
     ) -> None:
+        self._write_checkpoint_in_dir(
+            d, logs, raise_errors, lambda c, ls: c.write_log_start_offsets(ls), "log start offsets"
+        )
+
+    def _write_checkpoint_in_dir(
+        self,
+        d: Path,
+        logs: Mapping[TopicPartition, Log] | None,
+        raise_errors: bool,
+        write: Callable[[LogDirCheckpoints, Mapping[TopicPartition, Log]], None],
+        what: str,
+    ) -> None:
+        """Write one checkpoint file of `d` over `logs` (default: the dir's logs); a disk
+        error fails the dir, or is raised with `raise_errors`."""
         checkpoints = self._checkpoints.get(d)
         if checkpoints is None:
             return
         try:
-            checkpoints.write_log_start_offsets(
-                self._logs_by_dir().get(d, {}) if logs is None else logs
-            )
+            write(checkpoints, self._logs_by_dir().get(d, {}) if logs is None else logs)
         except KafkaStorageError as e:
             if raise_errors:
                 raise
             self._report_log_dir_failure(
-                d, f"Disk error while writing log start offsets checkpoint in directory {d}", e
+                d, f"Disk error while writing {what} checkpoint in directory {d}", e
             )

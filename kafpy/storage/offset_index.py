@@ -62,12 +62,7 @@ class OffsetIndex(AbstractIndex):
         return OffsetPosition(self._last_offset, self._last_position)
 
     def entry(self, n: int) -> OffsetPosition:
-        with self._lock:
-            if n < 0 or n >= self._entries:
-                raise IndexError(
-                    f"Attempt to fetch the {n}th entry from an index of size {self._entries} ({self.file})"
-                )
-            return OffsetPosition(*self._parse_entry(n))
+        return OffsetPosition(*self._nth_entry(n, "an index"))
 
     def lookup(self, target_offset: int) -> OffsetPosition:
         """The largest indexed offset <= target and its position, else (base_offset, 0)."""
@@ -117,18 +112,6 @@ class OffsetIndex(AbstractIndex):
                 f"Attempt to append an offset ({offset}) to position {n} no larger "
                 f"than the last offset appended ({self._last_offset}) to {self.file}."
             )
-
-    def truncate_to(self, offset: int) -> None:
-        """Remove every entry with an offset >= `offset`."""
-        with self._lock:
-            slot = self.largest_lower_bound_slot_for(offset, IndexSearchEntity.KEY)
-            if slot < 0:
-                new_entries = 0
-            elif self._parse_entry(slot)[0] == offset:
-                new_entries = slot
-            else:
-                new_entries = slot + 1
-            self._truncate_to_entries(new_entries)
 
     def sanity_check(self) -> None:
         if self._entries != 0 and self._last_offset < self.base_offset:

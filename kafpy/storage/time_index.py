@@ -62,12 +62,7 @@ class TimeIndex(AbstractIndex):
         return TimestampOffset(self._last_ts, self._last_off)
 
     def entry(self, n: int) -> TimestampOffset:
-        with self._lock:
-            if n < 0 or n >= self._entries:
-                raise IndexError(
-                    f"Attempt to fetch the {n}th entry from a time index of size {self._entries} ({self.file})"
-                )
-            return TimestampOffset(*self._parse_entry(n))
+        return TimestampOffset(*self._nth_entry(n, "a time index"))
 
     def maybe_append(self, timestamp: int, offset: int, skip_full_check: bool = False) -> None:
         """Add (timestamp, offset) if the timestamp is larger than the last entry's.
@@ -110,18 +105,6 @@ class TimeIndex(AbstractIndex):
             if slot == -1:
                 return TimestampOffset(NO_TIMESTAMP, self.base_offset)
             return TimestampOffset(*self._parse_entry(slot))
-
-    def truncate_to(self, offset: int) -> None:
-        """Remove every entry whose offset is >= `offset`."""
-        with self._lock:
-            slot = self.largest_lower_bound_slot_for(offset, IndexSearchEntity.VALUE)
-            if slot < 0:
-                new_entries = 0
-            elif self._parse_entry(slot)[1] == offset:
-                new_entries = slot
-            else:
-                new_entries = slot + 1
-            self._truncate_to_entries(new_entries)
 
     def sanity_check(self) -> None:
         if self._entries != 0:

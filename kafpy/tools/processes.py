@@ -8,12 +8,15 @@ systems the helpers fall back to what `os.kill(pid, 0)` tells.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+
+from kafpy.common.wait import WaitTimeout, wait_until
 
 POLL_S = 0.05
 
@@ -96,11 +99,14 @@ def send_signal(pid: int, sig: int) -> None:
 def wait_gone(processes: Iterable[tuple[int, int | None]], deadline: float) -> list[int]:
     """Wait until every (pid, start time) has exited or the deadline passes; the pids left."""
     left = list(processes)
-    while left:
+
+    def gone() -> bool:
+        nonlocal left
         left = [(pid, st) for pid, st in left if process_alive(pid, st)]
-        if not left or time.monotonic() > deadline:
-            break
-        time.sleep(POLL_S)
+        return not left
+
+    with contextlib.suppress(WaitTimeout):  # the caller decides what the pids left mean
+        wait_until(gone, deadline - time.monotonic(), "the processes to exit", interval_s=POLL_S)
     return [pid for pid, _ in left]
 
 

@@ -8,13 +8,8 @@ dataclass defaults are those declarations' defaults, so a default is written onc
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
 
-from kafpy.common.config_def import ConfigDef, ConfigType, Importance, Range
-
-
-class _ConfigSource(Protocol):
-    def get(self, key: str) -> Any: ...
+from kafpy.common.config_def import ConfigDef, ConfigSource, ConfigType, Importance, Range
 
 
 def _transaction_config_def() -> ConfigDef:
@@ -66,7 +61,7 @@ class TransactionConfig:
     request_timeout_ms: int = DEFAULT_REQUEST_TIMEOUT_MS
 
     @classmethod
-    def from_config(cls, config: _ConfigSource) -> TransactionConfig:
+    def from_config(cls, config: ConfigSource) -> TransactionConfig:
         return cls(
             config.get("transactional.id.expiration.ms"),
             config.get("transaction.max.timeout.ms"),

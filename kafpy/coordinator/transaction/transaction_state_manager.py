@@ -22,6 +22,7 @@ from kafpy.common.time import Time
 from kafpy.common.topic import TRANSACTION_STATE_TOPIC_NAME
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.coordinator.group_metadata_manager import partition_for
+from kafpy.coordinator.internal_topic_loader import read_to_log_end
 from kafpy.coordinator.transaction import transaction_log
 from kafpy.coordinator.transaction.transaction_config import TransactionConfig
 from kafpy.coordinator.transaction.transaction_metadata import (
@@ -31,7 +32,6 @@ from kafpy.coordinator.transaction.transaction_metadata import (
 )
 from kafpy.protocol.errors import Errors
 from kafpy.records.builder import RecordBatchBuilder
-from kafpy.records.memory_records import MemoryRecords
 
 # Kafka writes __transaction_state with acks=all, always
 ENFORCED_REQUIRED_ACKS = -1
@@ -348,27 +348,18 @@ class TransactionStateManager:
         if log is None:
             return {}
         loaded: dict[str, TransactionMetadata] = {}
-        position = log.log_start_offset
-        end = log.log_end_offset
-        while position < end:
-            info = log.read(position, self.config.transaction_log_load_buffer_size, max_offset=end)
-            batches = list(MemoryRecords(info.records.buffer()).batches_allow_partial())
-            if not batches:
-                break
-            for batch in batches:
-                position = batch.next_offset
-                if batch.is_control:
+        async for batch in read_to_log_end(log, self.config.transaction_log_load_buffer_size):
+            if batch.is_control:
+                continue
+            for record in batch.records():
+                if record.key is None:
                     continue
-                for record in batch.records():
-                    if record.key is None:
-                        continue
-                    transactional_id = transaction_log.read_key(record.key)
-                    metadata = transaction_log.read_value(transactional_id, record.value)
-                    if metadata is None:
-                        loaded.pop(transactional_id, None)
-                    else:
-                        loaded[transactional_id] = metadata
-            await asyncio.sleep(0)  # let requests in between chunks
+                transactional_id = transaction_log.read_key(record.key)
+                metadata = transaction_log.read_value(transactional_id, record.value)
+                if metadata is None:
+                    loaded.pop(transactional_id, None)
+                else:
+                    loaded[transactional_id] = metadata
         return loaded
 
     def remove_transactions_for_partition(

@@ -58,11 +58,9 @@ class CleanerStats:
     bytes_read: int = 0
     bytes_written: int = 0
     map_bytes_read: int = 0
-    map_messages_read: int = 0
     messages_read: int = 0
     messages_written: int = 0
     invalid_messages: int = 0
-    buffer_size: int = 0
     # how full the offset map got (0.0-1.0): the cleaner's max-buffer-utilization-percent
     buffer_utilization: float = 0.0
     start_ms: int = 0
@@ -278,7 +276,6 @@ class Cleaner:
                 aborted_transactions,
             )
             on_group(cleaned, group)
-        stats.buffer_size = self.io_buffer_size
         stats.end_ms = self.time.milliseconds()
         return end_offset, stats
 
@@ -371,7 +368,6 @@ class Cleaner:
             for record in scan_records(batch, records_section(batch, self.max_message_bytes)):
                 if record.key is not None and record.offset >= start:
                     put(record.key, record.offset)
-            stats.map_messages_read += batch.record_count
             offset_map.update_latest_offset(last)
             self._account(len(data))
         return False

@@ -8,14 +8,9 @@ are those declarations' defaults, so a default is written once.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
 
-from kafpy.common.config_def import ConfigDef, ConfigType, Importance, Range
+from kafpy.common.config_def import ConfigDef, ConfigSource, ConfigType, Importance, Range
 from kafpy.storage.log_config import BROKER_LOG_CONFIG_DEF
-
-
-class _ConfigSource(Protocol):
-    def get(self, key: str) -> Any: ...
 
 
 def _cleaner_config_def() -> ConfigDef:
@@ -83,7 +78,7 @@ class CleanerConfig:
     worker_process: bool = True
 
     @classmethod
-    def from_config(cls, config: _ConfigSource) -> CleanerConfig:
+    def from_config(cls, config: ConfigSource) -> CleanerConfig:
         """The cleaner settings of a broker configuration (anything with `get(key)`, such as
         KafkaConfig): the I/O buffer memory is shared among the threads, as in Kafka."""
         threads = int(config.get("log.cleaner.threads"))

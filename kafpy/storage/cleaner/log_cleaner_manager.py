@@ -79,7 +79,6 @@ class LogCleanerManager:
         self._in_progress: dict[TopicPartition, _State] = {}
         self._uncleanable: dict[Path, set[TopicPartition]] = {}
         self.dirtiest_log_cleanable_ratio = 0.0
-        self.time_of_last_run_ms = time.milliseconds()
 
     # -- checkpoints -------------------------------------------------------------------------------
 
@@ -145,7 +144,6 @@ class LogCleanerManager:
         if no log is dirty enough (by min.cleanable.dirty.ratio or max.compaction.lag.ms)."""
         now = self.time.milliseconds() if now_ms is None else now_ms
         with self._lock:
-            self.time_of_last_run_ms = now
             last_clean = self.all_cleaner_checkpoints()
             uncleanable = set().union(*self._uncleanable.values()) if self._uncleanable else set()
             dirty: list[LogToClean] = []
@@ -319,32 +317,27 @@ class LogCleanerManager:
         """A round on `tp` ended: record `end_offset` as its clean boundary, or, if it was
         aborted, leave it paused and wake the caller waiting for the abort."""
         with self._paused_cond:
-            s = self._in_progress.get(tp)
-            if s == _IN_PROGRESS:
+            if self._in_progress.get(tp) == _IN_PROGRESS:
                 self.update_checkpoints(data_dir, (tp, end_offset))
-                del self._in_progress[tp]
-            elif s == _ABORTED:
-                self._in_progress[tp] = _paused(1)
-                self._paused_cond.notify_all()
-            else:
-                raise IllegalCleaningStateError(
-                    f"In-progress partition {tp} cannot be in {s} state."
-                )
+            self._end_in_progress(tp)
 
     def done_deleting(self, tps: Iterable[TopicPartition]) -> None:
         """Retention on these compact,delete logs is over."""
         with self._paused_cond:
             for tp in tps:
-                s = self._in_progress.get(tp)
-                if s == _IN_PROGRESS:
-                    del self._in_progress[tp]
-                elif s == _ABORTED:
-                    self._in_progress[tp] = _paused(1)
-                    self._paused_cond.notify_all()
-                else:
-                    raise IllegalCleaningStateError(
-                        f"In-progress partition {tp} cannot be in {s} state."
-                    )
+                self._end_in_progress(tp)
+
+    def _end_in_progress(self, tp: TopicPartition) -> None:
+        """Under the lock: `tp`'s round is over; an aborted one stays paused and wakes the
+        caller waiting for the abort."""
+        s = self._in_progress.get(tp)
+        if s == _IN_PROGRESS:
+            del self._in_progress[tp]
+        elif s == _ABORTED:
+            self._in_progress[tp] = _paused(1)
+            self._paused_cond.notify_all()
+        else:
+            raise IllegalCleaningStateError(f"In-progress partition {tp} cannot be in {s} state.")
 
     def mark_partition_uncleanable(self, data_dir: Path, tp: TopicPartition) -> None:
         """Skip `tp` from now on (a round failed on it with an I/O or corruption error)."""

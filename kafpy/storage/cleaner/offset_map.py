@@ -61,8 +61,6 @@ class SkimpyOffsetMap:
         self.max_entries = max(1, int(self.slots * load_factor))
         self._map: dict[bytes, int] = {}
         self.latest_offset = -1
-        self.lookups = 0
-        self.inserts = 0
 
     def put(self, key: bytes, offset: int) -> None:
         """Record `offset` as the latest of `key`; an existing entry is overwritten."""
@@ -73,13 +71,11 @@ class SkimpyOffsetMap:
                 f"The offset map is full ({self.slots} entries); the cleaner must stop at is_full"
             )
         m[d] = offset
-        self.inserts += 1
         if offset > self.latest_offset:
             self.latest_offset = offset
 
     def get(self, key: bytes) -> int:
         """The latest offset put for `key`, or -1."""
-        self.lookups += 1
         return self._map.get(self._digest(key), -1)
 
     def digest(self, key: bytes) -> bytes:
@@ -112,5 +108,3 @@ class SkimpyOffsetMap:
     def clear(self) -> None:
         self._map.clear()
         self.latest_offset = -1
-        self.lookups = 0
-        self.inserts = 0

@@ -32,7 +32,6 @@ class Throttler:
         self._lock = threading.Lock()
         self._period_start_ms = time.milliseconds()
         self._observed_so_far = 0.0
-        self.total_sleep_ms = 0
 
     def maybe_throttle(self, observed: float) -> None:
         with self._lock:
@@ -50,5 +49,4 @@ class Throttler:
             self._period_start_ms = now
             self._observed_so_far = 0.0
         if sleep_ms > 0:
-            self.total_sleep_ms += sleep_ms
             self.time.sleep(sleep_ms)

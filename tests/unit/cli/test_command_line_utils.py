@@ -8,7 +8,6 @@ import pytest
 from kafpy.cli.command_line_utils import (
     OneLineError,
     admin_client_options,
-    int_property,
     load_command_config,
     parse_key_value_args,
     property_flag,
@@ -141,14 +140,10 @@ def test_key_value_args_become_properties() -> None:
         )
 
 
-def test_flag_and_int_properties() -> None:
-    props = {"yes": " TRUE ", "no": "yes", "n": " 42 ", "bad": "4x"}
+def test_flag_properties() -> None:
+    props = {"yes": " TRUE ", "no": "yes"}
     assert property_flag(props, "yes", False) and not property_flag(props, "no", True)
     assert property_flag(props, "missing", True) and not property_flag(props, "missing", False)
-    assert int_property(props, "n", 1, "consumer") == 42
-    assert int_property(props, "missing", 7, "consumer") == 7
-    with pytest.raises(OneLineError, match="Invalid value '4x' for producer property bad: "):
-        int_property(props, "bad", 1, "producer")
     assert unescape("\\t|\\n|\\r") == "\t|\n|\r"
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
+from kafpy.common.wait import wait_until
 from kafpy.metadata.zookeeper_server import four_letter_word, free_port, port_in_use
 
 KAFPY = [sys.executable, "-c", "from kafpy.cli.main import main; main()"]
@@ -21,15 +21,15 @@ def test_runs_until_interrupted(tmp_path: Path) -> None:
         text=True,
     )
     try:
-        deadline = time.monotonic() + 60
-        answer = ""
-        while "Mode: standalone" not in answer:
+
+        def serving() -> bool:
             assert process.poll() is None, process.stderr.read() if process.stderr else ""
-            assert time.monotonic() < deadline, "ZooKeeper did not start"
             try:
-                answer = four_letter_word("127.0.0.1", port, "srvr")
+                return "Mode: standalone" in four_letter_word("127.0.0.1", port, "srvr")
             except OSError:
-                time.sleep(0.1)
+                return False
+
+        wait_until(serving, 60, "ZooKeeper to start")
         process.send_signal(signal.SIGINT)
         assert process.wait(timeout=30) == 0, process.stderr.read() if process.stderr else ""
         assert not port_in_use("127.0.0.1", port)

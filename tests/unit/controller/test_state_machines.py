@@ -16,9 +16,10 @@ from kafpy.controller.partition_leader_election import (
 )
 from kafpy.controller.partition_state_machine import VALID_PREVIOUS_STATES as PARTITION_TABLE
 from kafpy.controller.partition_state_machine import PartitionState
-from kafpy.controller.replica_state_machine import MAX_ZK_UPDATE_ATTEMPTS, ReplicaState
 from kafpy.controller.replica_state_machine import VALID_PREVIOUS_STATES as REPLICA_TABLE
+from kafpy.controller.replica_state_machine import ReplicaState
 from kafpy.controller.state_change_logger import STATE_CHANGE_LOGGER_NAME
+from kafpy.controller.state_machine import MAX_ZK_UPDATE_ATTEMPTS
 from kafpy.metadata.zk_data import LeaderIsrAndControllerEpoch
 from tests.unit.controller.fixtures import ControllerCluster
 
