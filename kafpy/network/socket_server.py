@@ -798,6 +798,11 @@ class SocketServer:
     def connection_count(self) -> int:
         return len(self._connections)
 
+    @property
+    def connections(self) -> list[KafkaConnection]:
+        """The open client connections, as they are now."""
+        return list(self._connections)
+
     def close_connections(self, reason: str, *, abort: bool = False) -> list[KafkaConnection]:
         """Close every client connection (the listeners keep accepting new ones); returns
         them, to wait until each is `lost`."""
