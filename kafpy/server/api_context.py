@@ -21,6 +21,7 @@ from kafpy.network.request_channel import Request
 from kafpy.security.authorizer.acl_authorizer import AclAuthorizer
 from kafpy.server.admin_manager import AdminManager
 from kafpy.server.client_quota_manager import QuotaManagers
+from kafpy.server.finalized_feature_cache import FinalizedFeatureCache
 from kafpy.server.kafka_config import KafkaConfig
 from kafpy.server.metadata_cache import MetadataCache
 from kafpy.server.producer_id_manager import ProducerIdManager
@@ -62,6 +63,7 @@ class ApiContext:
     group_coordinator: GroupCoordinator | None = None
     quotas: QuotaManagers | None = None
     transaction_coordinator: TransactionCoordinator | None = None
+    finalized_feature_cache: FinalizedFeatureCache | None = None
 
     @property
     def broker_id(self) -> int:
