@@ -4,7 +4,8 @@ At inter.broker.protocol.version 2.7-IV2 and later (kafpy speaks 2.8-IV1 only, s
 on a KafkaServer), the leader no longer writes its partition's state znode: it submits
 the ISR it wants, one pending change per partition, and the manager sends every pending
 change in one AlterIsr request, one request in flight at a time (Kafka 2.8's
-DefaultAlterIsrManager). The controller writes ZooKeeper and answers with each
+DefaultAlterIsrManager; the request is built when its task runs, so the changes of one
+loop turn travel together). The controller writes ZooKeeper and answers with each
 partition's new state or error; each item's callback gets it. A top-level error (the
 controller moved, a stale broker epoch, no connection) keeps the changes pending and sends
 them again 50 ms later (`send-alter-isr`); a partition missing from an answer is sent
@@ -161,7 +162,7 @@ class AlterIsrManager:
         if self._closed or self.inflight or not self.unsent_isr_updates:
             return
         self.inflight = True
-        self._spawn(self._send(list(self.unsent_isr_updates.values())))
+        self._spawn(self._send())
 
     def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
         task = asyncio.get_running_loop().create_task(work)
@@ -185,7 +186,13 @@ class AlterIsrManager:
             "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()],
         }
 
-    async def _send(self, items: list[AlterIsrItem]) -> None:
+    async def _send(self) -> None:
+        # taken when the task runs: changes submitted in the same loop turn (an
+        # isr-expiration pass over many partitions) go in one request
+        items = list(self.unsent_isr_updates.values())
+        if not items:  # all cleared meanwhile
+            self.inflight = False
+            return
         request = self.build_request(items)
         self.log.debug("Sending AlterIsr to controller %s", request)
         try:
