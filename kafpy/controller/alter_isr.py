@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.controller.controller_context import ControllerContext
@@ -39,12 +40,12 @@ class AlterIsrResult:
     partitions: dict[TopicPartition, PartitionResult]
 
 
-def alter_isr_request_items(body: Mapping[str, object]) -> dict[TopicPartition, LeaderAndIsr]:
+def alter_isr_request_items(body: Mapping[str, Any]) -> dict[TopicPartition, LeaderAndIsr]:
     """The ISR each partition of an AlterIsr request asks for, with the requester as
     leader and the version the leader knows (Kafka's KafkaController.alterIsrs)."""
-    broker_id = int(body["broker_id"])  # type: ignore[call-overload]
+    broker_id = int(body["broker_id"])
     items: dict[TopicPartition, LeaderAndIsr] = {}
-    for topic in body.get("topics") or []:  # type: ignore[attr-defined]
+    for topic in body.get("topics") or []:
         for p in topic["partitions"]:
             items[TopicPartition(topic["name"], p["partition_index"])] = LeaderAndIsr(
                 broker_id, p["leader_epoch"], tuple(p["new_isr"]), p["current_isr_version"]

@@ -208,8 +208,10 @@ class ReplicaManager:
         self._loop_tasks = [
             loop.create_task(self._every("isr-expiration", max(1, self.replica_lag_time_max_ms // 2),
                                          self.maybe_shrink_isr)),
-            loop.create_task(self._every("isr-change-propagation", self.isr_change_propagation_check_ms,
-                                         self.maybe_propagate_isr_changes)),
+            # only the ZooKeeper path announces ISR changes (AlterIsr's controller sends UpdateMetadata)
+            *([] if self.alter_isr_manager is not None else [
+                loop.create_task(self._every("isr-change-propagation", self.isr_change_propagation_check_ms,
+                                             self.maybe_propagate_isr_changes))]),
             loop.create_task(self.log_dir_failure_handler.run()),
         ]  # fmt: skip
 
