@@ -222,6 +222,10 @@ class AlterIsrManager:
         error = int(response["error_code"])
         if error == Errors.STALE_BROKER_EPOCH:
             self.log.warning("Broker had a stale broker epoch (%d), retrying.", sent_broker_epoch)
+        elif error == Errors.NOT_CONTROLLER:
+            # Kafka's BrokerToControllerChannelManager retries this itself, quietly, until
+            # UpdateMetadata names the new controller
+            self.log.debug("The controller moved; retrying AlterIsr")
         elif error == Errors.CLUSTER_AUTHORIZATION_FAILED:
             self.log.error("Broker is not authorized to send AlterIsr to controller")
         elif error != Errors.NONE:
