@@ -101,6 +101,24 @@ class LogDirDescription:
     usable_bytes: int = -1
 
 
+@dataclass(frozen=True)
+class FeatureMetadata:
+    """What Admin.describeFeatures returns: finalized (min, max) version levels, their epoch
+    (None when unknown), and the broker's supported (min, max) versions."""
+
+    finalized_features: dict[str, tuple[int, int]]
+    finalized_features_epoch: int | None
+    supported_features: dict[str, tuple[int, int]]
+
+
+@dataclass(frozen=True)
+class FeatureUpdate:
+    """A feature's new max version level; below 1 with `allow_downgrade` deletes it."""
+
+    max_version_level: int
+    allow_downgrade: bool = False
+
+
 @dataclass
 class NewTopic:
     """A topic to create: a partition count and replication factor (-1: the broker's
@@ -541,6 +559,47 @@ class AdminClient:
         return _partition_errors(
             response["replica_election_results"], "topic", "partition_result", "partition_id"
         )
+
+    # --- features (KIP-584: ApiVersions v3, UpdateFeatures) ---------------------------------
+
+    async def describe_features(self) -> FeatureMetadata:
+        """The supported features of one broker and the cluster's finalized features, as
+        Kafka's Admin.describeFeatures (ApiVersions v3 to any broker)."""
+        body = {"client_software_name": "kafpy", "client_software_version": "1"}
+        response = await self.client.send_to_any(ApiKey.API_VERSIONS, body, 3)
+        raise_for_code(response["error_code"], None, "Describing features")
+        epoch = response.get("finalized_features_epoch", -1)
+        return FeatureMetadata(
+            {f["name"]: (f["min_version_level"], f["max_version_level"])
+             for f in response.get("finalized_features") or []},
+            None if epoch < 0 else epoch,
+            {f["name"]: (f["min_version"], f["max_version"])
+             for f in response.get("supported_features") or []},
+        )  # fmt: skip
+
+    async def update_features(
+        self, updates: Mapping[str, FeatureUpdate], *, timeout_ms: int = DEFAULT_TIMEOUT_MS
+    ) -> dict[str, KafkaError | None]:
+        """Finalize each feature at its new max version level (or delete it) on the
+        controller, as Kafka's Admin.updateFeatures: each feature's error, or None."""
+        if not updates:
+            raise ValueError("Feature updates can not be null or empty.")
+        body = {
+            "timeout_ms": timeout_ms,
+            "feature_updates": [
+                {"feature": name, "max_version_level": u.max_version_level,
+                 "allow_downgrade": u.allow_downgrade}
+                for name, u in updates.items()
+            ],
+        }  # fmt: skip
+        response = await self.client.send_to_controller(ApiKey.UPDATE_FEATURES, body, 0)
+        raise_for_code(response["error_code"], response.get("error_message"), "Updating features")
+        return {
+            r["feature"]: None
+            if r["error_code"] == Errors.NONE
+            else error_for_code(r["error_code"], r.get("error_message"))
+            for r in response["results"]
+        }
 
     # --- partition reassignments (AlterPartitionReassignments, ListPartitionReassignments) ---
 

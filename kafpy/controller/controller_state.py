@@ -26,3 +26,4 @@ class ControllerState(enum.Enum):
     LOG_DIR_CHANGE = "LogDirChange"
     UNCLEAN_LEADER_ELECTION_ENABLE = "UncleanLeaderElectionEnable"
     LIST_PARTITION_REASSIGNMENT = "ListPartitionReassignment"
+    UPDATE_FEATURES = "UpdateFeatures"

@@ -29,8 +29,10 @@ from typing import TypeVar
 
 from kafpy.common.election_type import ElectionType
 from kafpy.common.errors import ControllerMovedError
+from kafpy.common.features import BrokerFeatures
 from kafpy.common.time import SYSTEM_TIME, Time
 from kafpy.common.topic_partition import TopicPartition
+from kafpy.controller.alter_isr import AlterIsrProcessor, AlterIsrResult
 from kafpy.controller.broker_change import BrokerChange
 from kafpy.controller.controller_channel_manager import (
     Body,
@@ -43,6 +45,7 @@ from kafpy.controller.controller_config import BrokerConfigSource, ControllerCon
 from kafpy.controller.controller_context import ControllerContext
 from kafpy.controller.controller_event_manager import ControllerEvent, ControllerEventManager
 from kafpy.controller.controller_state import ControllerState
+from kafpy.controller.feature_versioning import ApiError, FeatureVersioning
 from kafpy.controller.log_format import comma_list, controller_logger, scala_map, scala_set
 from kafpy.controller.partition_reassignment import PartitionReassignment
 from kafpy.controller.partition_state_machine import PartitionState, PartitionStateMachine
@@ -65,6 +68,7 @@ from kafpy.metadata.zk_data import (
     ControllerZNode,
     IsrChangeNotificationSequenceZNode,
     IsrChangeNotificationZNode,
+    LeaderAndIsr,
     LogDirEventNotificationSequenceZNode,
     LogDirEventNotificationZNode,
     ReplicaAssignment,
@@ -191,6 +195,15 @@ class KafkaController:
             self.topic_deletion_manager,
             self._queue_preferred_replica_election,
         )
+        self.alter_isr_processor = AlterIsrProcessor(
+            self.context, zk_client, self.send_update_metadata_request,
+            self.partition_reassignment.maybe_complete_reassignment, self.log,
+        )  # fmt: skip
+        features = BrokerFeatures.create_default()  # every kafpy broker supports the same
+        self.feature_versioning = FeatureVersioning(
+            zk_client, features, lambda: [features] * len(self.context.live_or_shutting_down_broker_ids),
+            self.log,
+        )  # fmt: skip
         self.active_controller_id = UNKNOWN_CONTROLLER_ID
         # This broker's epoch (KIP-380), as Kafka's KafkaController.brokerEpoch: the one
         # home of it, read by KafkaApis' fencing and the controlled shutdown. KafkaServer's
@@ -541,6 +554,7 @@ class KafkaController:
     # -- failover and resignation ---------------------------------------------------------------
 
     async def _on_controller_failover(self) -> None:
+        await self.feature_versioning.enable_feature_versioning()
         self.log.info("Registering handlers")
         await self._initialize_controller_context()
         await self._process_isr_change_notification()
@@ -793,6 +807,40 @@ class KafkaController:
         return await self._put_and_wait(
             "ControlledShutdown", ControllerState.CONTROLLED_SHUTDOWN, process, timeout_s
         )
+
+    async def alter_isr(
+        self,
+        broker_id: int,
+        broker_epoch: int,
+        isrs: dict[TopicPartition, LeaderAndIsr],
+        timeout_s: float = 30.0,
+    ) -> AlterIsrResult:
+        """AlterIsr from the leader `broker_id` (KIP-497), as the AlterIsrReceived event
+        (processing in kafpy.controller.alter_isr)."""
+
+        async def process() -> AlterIsrResult:
+            return await self.alter_isr_processor.process_alter_isr(
+                self.is_active, broker_id, broker_epoch, isrs
+            )
+
+        return await self._put_and_wait_if_active(
+            "AlterIsrReceived", ControllerState.ISR_CHANGE, process,
+            lambda: AlterIsrResult(Errors.NOT_CONTROLLER, {}), timeout_s,
+        )  # fmt: skip
+
+    async def update_features(
+        self, updates: list[dict[str, object]], timeout_s: float
+    ) -> ApiError | dict[str, ApiError]:
+        """UpdateFeatures (KIP-584) as the UpdateFeatures event: each feature's outcome,
+        or NOT_CONTROLLER (processing in kafpy.controller.feature_versioning)."""
+
+        async def process() -> ApiError | dict[str, ApiError]:
+            return await self.feature_versioning.process_feature_updates(updates)
+
+        return await self._put_and_wait_if_active(
+            "UpdateFeatures", ControllerState.UPDATE_FEATURES, process,
+            lambda: ApiError(Errors.NOT_CONTROLLER), timeout_s,
+        )  # fmt: skip
 
     async def elect_leaders(
         self,

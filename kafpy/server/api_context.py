@@ -22,6 +22,7 @@ from kafpy.security.authorizer.acl_authorizer import AclAuthorizer
 from kafpy.server.admin_manager import AdminManager
 from kafpy.server.client_quota_manager import QuotaManagers
 from kafpy.server.fetch_session import FetchManager, FetchSessionCache
+from kafpy.server.finalized_feature_cache import FinalizedFeatureCache
 from kafpy.server.kafka_config import KafkaConfig
 from kafpy.server.metadata_cache import MetadataCache
 from kafpy.server.producer_id_manager import ProducerIdManager
@@ -63,6 +64,7 @@ class ApiContext:
     group_coordinator: GroupCoordinator | None = None
     quotas: QuotaManagers | None = None
     transaction_coordinator: TransactionCoordinator | None = None
+    finalized_feature_cache: FinalizedFeatureCache | None = None
     # the incremental fetch sessions (KIP-227), sized by the config
     fetch_manager: FetchManager = field(init=False)
 

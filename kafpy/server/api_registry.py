@@ -111,6 +111,8 @@ _ENTRIES: list[ApiEntry[Any]] = [
     _entry(ApiKey.STOP_REPLICA, ControllerRequestApis, ControllerRequestApis.handle_stop_replica, g.cluster_api(Op.CLUSTER_ACTION)),
     _entry(ApiKey.CONTROLLED_SHUTDOWN, ControllerRequestApis, ControllerRequestApis.handle_controlled_shutdown, g.cluster_api(Op.CLUSTER_ACTION), Needs.CONTROLLER),
     _entry(ApiKey.ELECT_LEADERS, ControllerRequestApis, ControllerRequestApis.handle_elect_leaders, g.cluster_api(Op.ALTER), Needs.CONTROLLER),
+    _entry(ApiKey.ALTER_ISR, ControllerRequestApis, ControllerRequestApis.handle_alter_isr, g.cluster_api(Op.CLUSTER_ACTION), Needs.CONTROLLER),
+    _entry(ApiKey.UPDATE_FEATURES, ControllerRequestApis, ControllerRequestApis.handle_update_features, g.cluster_api(Op.ALTER), Needs.CONTROLLER),
     _entry(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, AdminApis, AdminApis.handle_describe_user_scram_credentials, g.cluster_api(
         Op.DESCRIBE, "Cluster authorization failed."
         ), Needs.ADMIN_ZK_CLIENT,

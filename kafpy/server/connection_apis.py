@@ -1,5 +1,6 @@
 """The APIs a client may send before any other: ApiVersions (Kafka's
-KafkaApis.handleApiVersionsRequest) and the SASL exchange (kafpy.security.sasl_requests).
+KafkaApis.handleApiVersionsRequest; from v3 with the supported and finalized features of
+KIP-584 as tagged fields) and the SASL exchange (kafpy.security.sasl_requests).
 """
 
 from __future__ import annotations
@@ -53,4 +54,29 @@ class ConnectionApis:
                 for k, (lo, hi) in self.served().items()
             ],
             "throttle_time_ms": 0,
+            **self.features(),
         }
+
+    def features(self) -> dict[str, Any]:
+        """The tagged fields of ApiVersions v3: supported features, and the finalized ones
+        with their epoch when the cache holds any (Kafka writes a tagged field only when it
+        is not its default: none here while Kafka 2.8 defines no feature, but the epoch)."""
+        cache = self.ctx.finalized_feature_cache
+        if cache is None:
+            return {}
+        supported = cache.broker_features.supported_features
+        body: dict[str, Any] = {
+            "supported_features": [
+                {"name": n, "min_version": r.min_version, "max_version": r.max_version}
+                for n, r in supported.items()
+            ]
+        }
+        latest = cache.get()
+        if latest is not None:
+            body["finalized_features_epoch"] = latest.epoch
+            body["finalized_features"] = [
+                {"name": n, "max_version_level": r.max_version_level,
+                 "min_version_level": r.min_version_level}
+                for n, r in latest.features.items()
+            ]  # fmt: skip
+        return body

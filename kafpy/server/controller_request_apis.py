@@ -1,6 +1,6 @@
 """The requests the controller sends brokers and the controller's own APIs (Kafka's KafkaApis
-handlers of LeaderAndIsr, UpdateMetadata, StopReplica, ControlledShutdown, ElectLeaders
-and the partition reassignment APIs).
+handlers of LeaderAndIsr, UpdateMetadata, StopReplica, ControlledShutdown, AlterIsr,
+ElectLeaders, UpdateFeatures and the partition reassignment APIs).
 """
 
 from __future__ import annotations
@@ -10,6 +10,8 @@ from typing import Any
 
 from kafpy.common.election_type import ElectionType
 from kafpy.common.topic_partition import TopicPartition
+from kafpy.controller.alter_isr import alter_isr_request_items, alter_isr_response
+from kafpy.controller.feature_versioning import ApiError
 from kafpy.coordinator.group_metadata_manager import GROUP_METADATA_TOPIC_NAME
 from kafpy.coordinator.transaction.transaction_log import TRANSACTION_STATE_TOPIC_NAME
 from kafpy.network.request_channel import Request
@@ -126,6 +128,51 @@ class ControllerRequestApis:
                 {"topic_name": tp.topic, "partition_index": tp.partition} for tp in remaining
             ],
         }
+
+    async def handle_alter_isr(self, request: Request) -> dict[str, Any]:
+        """AlterIsr (KIP-497) from a partition leader, answered by the controller."""
+        body = body_of(request)
+        controller = self.ctx.controller
+        if controller is None or not controller.is_active:
+            return {"throttle_time_ms": 0, "error_code": Errors.NOT_CONTROLLER, "topics": []}
+        result = await controller.alter_isr(
+            body["broker_id"], body.get("broker_epoch", -1), alter_isr_request_items(body)
+        )
+        return alter_isr_response(result)
+
+    async def handle_update_features(self, request: Request) -> dict[str, Any]:
+        """UpdateFeatures (KIP-584), answered by the controller: a top-level error, or each
+        feature's outcome."""
+        body = body_of(request)
+        controller = self.ctx.controller
+        if controller is None or not controller.is_active:
+            outcome: Any = None
+        else:
+            timeout_s = max(0, int(body.get("timeout_ms", 60000))) / 1000
+            try:
+                outcome = await controller.update_features(
+                    list(body.get("feature_updates") or []), timeout_s
+                )
+            except TimeoutError:
+                outcome = ApiError(
+                    Errors.REQUEST_TIMED_OUT, "The controller did not answer in time."
+                )
+        if not isinstance(outcome, dict):
+            code = Errors.NOT_CONTROLLER if outcome is None else outcome.code
+            message = None if outcome is None else outcome.message
+            return {
+                "throttle_time_ms": 0,
+                "error_code": code,
+                "error_message": message,
+                "results": [],
+            }
+        return {
+            "throttle_time_ms": 0, "error_code": Errors.NONE, "error_message": None,
+            "results": [
+                {"feature": name, "error_code": e.code, "error_message": e.message}
+                for name, e in outcome.items()
+            ],
+        }  # fmt: skip
 
     async def handle_elect_leaders(self, request: Request) -> dict[str, Any]:
         """ElectLeaders (KIP-183; election types from v1, KIP-460), answered by the

@@ -46,6 +46,7 @@ from kafpy.server.client_quota_manager import QuotaManagers
 from kafpy.server.connection_apis import ConnectionApis
 from kafpy.server.controller_request_apis import ControllerRequestApis
 from kafpy.server.coordinator_apis import CoordinatorApis
+from kafpy.server.finalized_feature_cache import FinalizedFeatureCache
 from kafpy.server.kafka_config import KafkaConfig
 from kafpy.server.metadata_apis import MetadataApis
 from kafpy.server.metadata_cache import MetadataCache
@@ -81,6 +82,7 @@ class KafkaApis:
         quotas: QuotaManagers | None = None,
         transaction_coordinator: TransactionCoordinator | None = None,
         authorizer: AclAuthorizer | None = None,
+        finalized_feature_cache: FinalizedFeatureCache | None = None,
     ) -> None:
         auth = AuthHelper(
             authorizer, metadata_cache.contains_topic, config.auto_create_topics_enable
@@ -90,6 +92,7 @@ class KafkaApis:
             component_logger("kafpy.server.KafkaApis", "KafkaApi", config.broker_id), auth,
             ReplicaAlterLogDirsManager(replica_manager), authorizer, controller, admin_manager,
             producer_id_manager, group_coordinator, quotas, transaction_coordinator,
+            finalized_feature_cache,
         )  # fmt: skip
         self.metadata_apis = MetadataApis(self.ctx)
         groups: dict[type[Any], Any] = {

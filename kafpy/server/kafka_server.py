@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from kafpy.admin.admin_zk_client import AdminZkClient
 from kafpy.client.client_security import ClientSecurity
+from kafpy.common.features import BrokerFeatures
 from kafpy.common.file_descriptors import raise_open_files_limit
 from kafpy.common.kafka_uuid import uuid_to_string
 from kafpy.common.logger import component_logger
@@ -62,6 +63,11 @@ from kafpy.protocol.api_keys import ApiKey
 from kafpy.security.authorizer.acl_authorizer import AclAuthorizer, parse_super_users
 from kafpy.security.credential_cache import CredentialCache, CredentialProvider
 from kafpy.server.admin_manager import AdminManager
+from kafpy.server.alter_isr_manager import (
+    AlterIsrManager,
+    BrokerToControllerChannel,
+    is_alter_isr_supported,
+)
 from kafpy.server.broker_metadata_checkpoint import check_broker_metadata
 from kafpy.server.client_quota_manager import QuotaManagers
 from kafpy.server.controlled_shutdown import controlled_shutdown
@@ -78,6 +84,10 @@ from kafpy.server.dynamic_config_manager import (
     DynamicConfigManager,
     IpConfigHandler,
     UserConfigHandler,
+)
+from kafpy.server.finalized_feature_cache import (
+    FinalizedFeatureCache,
+    FinalizedFeatureChangeListener,
 )
 from kafpy.server.kafka_apis import KafkaApis
 from kafpy.server.kafka_config import KafkaConfig
@@ -141,6 +151,9 @@ class KafkaServer:
         self.transaction_coordinator: TransactionCoordinator | None = None
         self.apis: KafkaApis | None = None
         self.authorizer: AclAuthorizer | None = None
+        # KIP-584: what /feature finalizes, for ApiVersions
+        self.feature_cache = FinalizedFeatureCache(BrokerFeatures.create_default())
+        self.feature_change_listener: FinalizedFeatureChangeListener | None = None
         self.dynamic_config_manager: DynamicConfigManager | None = None
         self.loop_lag_probe: LoopLagProbe | None = None
         self.metrics_endpoint: MetricsEndpoint | None = None  # kafpy.metrics.listener
@@ -203,6 +216,10 @@ class KafkaServer:
                 "broker.id generation from /brokers/seqid is not built yet; set broker.id"
             )
         check_broker_metadata(cfg.log_dirs, cfg.broker_id, self.cluster_id)
+        self.feature_change_listener = FinalizedFeatureChangeListener(
+            self.feature_cache, self.store
+        )
+        await self.feature_change_listener.initialize_or_throw()
 
         self.scheduler = KafkaScheduler(cfg.background_threads, time=self.time)
         self.scheduler.startup()
@@ -248,6 +265,7 @@ class KafkaServer:
             log_dir_failure_channel=self.log_dir_failure_channel,
             log_dir_failure_timeout_ms=cfg.log_dir_failure_timeout_ms,
             replication_quotas=self.replication_quotas.managers,
+            alter_isr_manager=self._alter_isr_manager(),
         )  # fmt: skip
         self.replica_manager.startup()
         if cfg.metrics_listener is not None:
@@ -301,6 +319,7 @@ class KafkaServer:
             quotas=self.quotas,
             transaction_coordinator=self.transaction_coordinator,
             authorizer=self.authorizer,
+            finalized_feature_cache=self.feature_cache,
         )  # fmt: skip
         self.dynamic_config.add_reconfigurable(DynamicLogConfig(self.log_manager))
         self.dynamic_config.add_reconfigurable(DynamicCleanerConfig(self.log_manager))
@@ -327,6 +346,20 @@ class KafkaServer:
         await self.socket_server.start_processing(
             MetadataReadinessGate(self.apis, self.metadata_cache, self.socket_server)
         )
+
+    def _alter_isr_manager(self) -> AlterIsrManager | None:
+        """AlterIsr to the controller at inter.broker.protocol.version 2.7-IV2 and later
+        (always: kafpy accepts only 2.8); None leaves ISR writes to ZkIsrManager."""
+        cfg = self.config
+        if not is_alter_isr_supported(str(cfg.get("inter.broker.protocol.version"))):
+            return None
+        assert self.metadata_cache is not None
+        channel = BrokerToControllerChannel(
+            cfg.broker_id, self.metadata_cache, cfg.inter_broker_listener_name, "alterIsrChannel",
+            cfg.get("controller.socket.timeout.ms"), self.inter_broker_security,
+        )  # fmt: skip
+        log = component_logger("kafpy.server.AlterIsrManager")
+        return AlterIsrManager(cfg.broker_id, lambda: self.broker_epoch, channel, log)
 
     def _create_transaction_coordinator(self) -> TransactionCoordinator:
         """The transaction coordinator; its markers go to partition leaders on the
@@ -461,6 +494,8 @@ class KafkaServer:
             steps.append(("group coordinator", self._shutdown_group_coordinator))
         if self.controller is not None:
             steps.append(("controller", self._shutdown_controller))
+        if self.feature_change_listener is not None:
+            self.feature_change_listener.close()
         if self.replica_manager is not None:
             steps.append(("ReplicaManager", self._shutdown_replica_manager))
         if self.authorizer is not None:

@@ -11,8 +11,9 @@ high-watermark moves and follower fetches; checkpoints the high watermarks of ev
 Replication: partitions this broker follows are fetched by the ReplicaFetcherManager's
 fetchers (started and stopped on LeaderAndIsr); on the partitions it leads it expands
 the ISR when a follower catches up and shrinks it (`isr-expiration`) when one has not
-caught up for replica.lag.time.max.ms; ZkIsrManager writes each change and announces it
-to the controller. LogDirFailureHandler takes the log dirs that failed offline.
+caught up for replica.lag.time.max.ms; AlterIsrManager sends each change to the controller
+(AlterIsr, KIP-497; a KafkaServer always has one, kafpy speaking IBP 2.8), and without one
+ZkIsrManager writes it to ZooKeeper and announces it (Kafka's path below IBP 2.7-IV2). LogDirFailureHandler takes the log dirs that failed offline.
 """
 
 from __future__ import annotations
@@ -39,8 +40,10 @@ from kafpy.common.scheduler import Scheduler
 from kafpy.common.time import Time
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.metadata.kafka_zk_client import KafkaZkClient
+from kafpy.metadata.zk_data import LeaderAndIsr
 from kafpy.protocol.errors import Errors, error_code_of
 from kafpy.records.memory_records import MemoryRecords
+from kafpy.server.alter_isr_manager import AlterIsrItem, AlterIsrManager, AlterIsrResult
 from kafpy.server.delayed_delete_records import DelayedDeleteRecords, DeleteRecordsPartitionStatus
 from kafpy.server.delayed_fetch import (
     DEBUGGING_CONSUMER_ID,
@@ -128,8 +131,10 @@ class ReplicaManager:
         log_dir_failure_timeout_ms: int = LOG_DIR_FAILURE_TIMEOUT_MS,
         halt: Callable[[int], None] | None = None,
         replication_quotas: tuple[ReplicationQuotaManager, ReplicationQuotaManager] | None = None,
+        alter_isr_manager: AlterIsrManager | None = None,
     ) -> None:
         self.broker_id = broker_id
+        self.alter_isr_manager = alter_isr_manager
         # (leader, follower) replication throttles
         self.leader_quota, self.follower_quota = replication_quotas or (
             ReplicationQuotaManager("Leader", time=time),
@@ -203,8 +208,10 @@ class ReplicaManager:
         self._loop_tasks = [
             loop.create_task(self._every("isr-expiration", max(1, self.replica_lag_time_max_ms // 2),
                                          self.maybe_shrink_isr)),
-            loop.create_task(self._every("isr-change-propagation", self.isr_change_propagation_check_ms,
-                                         self.maybe_propagate_isr_changes)),
+            # only the ZooKeeper path announces ISR changes (AlterIsr's controller sends UpdateMetadata)
+            *([] if self.alter_isr_manager is not None else [
+                loop.create_task(self._every("isr-change-propagation", self.isr_change_propagation_check_ms,
+                                             self.maybe_propagate_isr_changes))]),
             loop.create_task(self.log_dir_failure_handler.run()),
         ]  # fmt: skip
 
@@ -235,6 +242,8 @@ class ReplicaManager:
         self._loop_tasks = []
         await self.replica_fetcher_manager.shutdown()
         await self.isr_manager.shutdown()
+        if self.alter_isr_manager is not None:
+            await self.alter_isr_manager.shutdown()
 
     def shutdown(self, checkpoint_hw: bool = True) -> None:
         """Answer every parked request and write the high watermarks one last time."""
@@ -670,7 +679,7 @@ class ReplicaManager:
                     ",".join(map(str, partition.isr)),
                     ",".join(map(str, new_isr)),
                 )
-                self.isr_manager.submit(partition, new_isr)
+                self.submit_isr(partition, new_isr)
 
     # -- ISR ------------------------------------------------------------------------------
 
@@ -688,7 +697,65 @@ class ReplicaManager:
                 partition.log.log_end_offset if partition.log else -1,
                 ",".join(map(str, sorted(set(partition.isr) - set(new_isr)))),
             )  # fmt: skip
+            self.submit_isr(partition, new_isr)
+
+    def submit_isr(self, partition: Partition, new_isr: list[int]) -> None:
+        """Propose `new_isr` for a partition this broker leads: to the controller through
+        AlterIsrManager, else to ZooKeeper through ZkIsrManager. The partition keeps it
+        pending (no other change proposed) until the outcome is known."""
+        if self.alter_isr_manager is None:
             self.isr_manager.submit(partition, new_isr)
+            return
+        partition.pending_isr = new_isr
+        lai = LeaderAndIsr(
+            self.broker_id, partition.leader_epoch, tuple(new_isr), partition.zk_version
+        )
+        item = AlterIsrItem(partition.topic_partition, lai,
+                            lambda result: self._alter_isr_answered(partition, new_isr, result))  # fmt: skip
+        if not self.alter_isr_manager.submit(item):
+            # a change proposed before the last LeaderAndIsr reset the partition: stale
+            self.alter_isr_manager.clear_pending(partition.topic_partition)
+            self.alter_isr_manager.submit(item)
+
+    def _alter_isr_answered(
+        self, partition: Partition, proposed: list[int], result: AlterIsrResult
+    ) -> None:
+        """Kafka's Partition.handleAlterIsrResponse: ignored if the partition moved on;
+        UNKNOWN_TOPIC_OR_PARTITION, FENCED_LEADER_EPOCH and INVALID_UPDATE_VERSION give up
+        (the change stays pending until the controller's next LeaderAndIsr); other errors
+        propose it again; a state at this leader epoch and no older version is taken."""
+        tp = partition.topic_partition
+        if self.partitions.get(tp) is not partition or partition.pending_isr is not proposed:
+            self.log.debug("Ignoring ISR update answer for %s: its ISR state changed meanwhile", tp)
+            return
+        if isinstance(result, int):
+            if result in (Errors.UNKNOWN_TOPIC_OR_PARTITION, Errors.FENCED_LEADER_EPOCH,
+                          Errors.INVALID_UPDATE_VERSION):  # fmt: skip
+                self.log.debug("Failed to update ISR to %s for %s: %s. Giving up.",
+                               proposed, tp, Errors(result).name)  # fmt: skip
+                return
+            self.log.warning("Failed to update ISR to %s for %s due to unexpected %s. Retrying.",
+                             proposed, tp, result)  # fmt: skip
+            self.submit_isr(partition, proposed)
+            return
+        if (
+            result.leader_epoch != partition.leader_epoch
+            or result.zk_version < partition.zk_version
+        ):
+            self.log.debug("Ignoring new ISR %s for %s: stale leader epoch or version", result, tp)
+            return
+        self._apply_isr(partition, list(result.isr), result.zk_version)
+        self.log.info("ISR updated to %s and version updated to [%d] for %s",
+                      ",".join(map(str, result.isr)), result.zk_version, tp)  # fmt: skip
+
+    def _apply_isr(self, partition: Partition, new_isr: list[int], zk_version: int) -> None:
+        before = len(partition.isr)
+        partition.apply_isr(new_isr, zk_version)
+        if len(new_isr) < before:
+            self.isr_shrinks += 1
+        elif len(new_isr) > before:
+            self.isr_expands += 1
+        self.complete_delayed_requests(partition.topic_partition)
 
     def _isr_updated(
         self, partition: Partition, epoch: int, new_isr: list[int], zk_version: int
@@ -700,14 +767,8 @@ class ReplicaManager:
             or partition.leader_epoch != epoch
         ):
             return  # leadership moved while the write was in flight
-        before = len(partition.isr)
-        partition.apply_isr(new_isr, zk_version)
-        if len(new_isr) < before:
-            self.isr_shrinks += 1
-        elif len(new_isr) > before:
-            self.isr_expands += 1
         self.record_isr_change(tp)
-        self.complete_delayed_requests(tp)
+        self._apply_isr(partition, new_isr, zk_version)
 
     # ZkIsrManager's change propagation, under the names other modules and tests use
 

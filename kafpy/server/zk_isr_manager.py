@@ -7,6 +7,12 @@ change is remembered and announced under /isr_change_notification
 (`isr-change-propagation`, Kafka's rule: once no change came for 5 s, or at least every
 60 s while changes keep coming) so that the controller sends UpdateMetadata. Kafka 2.8's
 ZkIsrManager (`submit`, `maybePropagateIsrChanges`).
+
+Kafka 2.8 uses it below inter.broker.protocol.version 2.7-IV2 and AlterIsrManager from
+there on (`alter_isr_manager.is_alter_isr_supported`). kafpy refuses any IBP but 2.8 at
+start-up (it speaks no older inter-broker protocol), so a KafkaServer always sends
+AlterIsr; this path serves a ReplicaManager built without a controller channel (tests,
+tools), and the controller still reads /isr_change_notification as Kafka 2.8's does.
 """
 
 from __future__ import annotations

@@ -38,5 +38,4 @@ def test_whole_block_lists_unsupported_zk_broker_apis() -> None:
 
 def test_names_are_kafkas() -> None:
     for key, (name, *_) in KAFKA_2_8_APIS.items():
-        if key not in (ApiKey.ALTER_PARTITION,):  # 2.8 still calls 56 AlterIsr
-            assert name == ApiKey(key).api_name, key
+        assert name == ApiKey(key).api_name, key

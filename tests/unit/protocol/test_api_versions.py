@@ -32,6 +32,7 @@ KAFKA_2_8: dict[ApiKey, tuple[int, int, int | None]] = {
     K.ALTER_USER_SCRAM_CREDENTIALS: (0, 0, 0),
     K.ALTER_REPLICA_LOG_DIRS: (0, 2, 2), K.DESCRIBE_LOG_DIRS: (0, 2, 2),
     K.ALTER_PARTITION_REASSIGNMENTS: (0, 0, 0), K.LIST_PARTITION_REASSIGNMENTS: (0, 0, 0),
+    K.ALTER_ISR: (0, 0, 0), K.UPDATE_FEATURES: (0, 0, 0),
 }  # fmt: skip
 
 # Where kafpy advertises less than Kafka 2.8, and why (nowhere now).

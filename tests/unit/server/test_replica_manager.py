@@ -777,3 +777,52 @@ def test_delayed_read_committed_fetch_completes_when_the_lso_moves(broker: Broke
     r = run(scenario())
     assert (r.last_stable_offset, values(r)) == (3, [b"a", b"b"])
     assert broker.timer.fire_all() == 0
+
+
+# -- ISR changes through AlterIsr (KIP-497) ---------------------------------------------------
+
+
+def test_an_isr_shrink_goes_to_the_controller_as_alter_isr(tmp_path: Path) -> None:
+    from kafpy.common.logger import PrefixAdapter
+    from kafpy.server.alter_isr_manager import AlterIsrManager
+    from tests.unit.controller.fixtures import ControllerCluster, state_json
+    from tests.unit.controller.fixtures import run as run_cluster
+    from tests.unit.server.test_alter_isr_manager import WireChannel
+
+    async def body(cluster: ControllerCluster) -> None:
+        await cluster.start(0, 1)
+        await cluster.admin.create_topic_with_config("t", {0: [0, 1]}, {})
+        await cluster.settle()
+        ctl = cluster.controller()
+        broker = Broker(tmp_path)
+        try:
+            rm = broker.replica_manager
+            channel = WireChannel(ctl)
+            rm.alter_isr_manager = AlterIsrManager(
+                0,
+                lambda: ctl.context.live_broker_epoch(0),
+                channel,
+                PrefixAdapter(rm.log.logger, ""),
+            )
+            states = [partition_state("t", 0, 0, replicas=[0, 1], controller_epoch=ctl.epoch)]
+            broker.metadata_cache.update_metadata(update_metadata(states, [0, 1]))
+            rm.become_leader_or_follower(leader_and_isr(states, controller_epoch=ctl.epoch))
+            partition = rm.partitions[TP]
+            broker.time.advance(rm.replica_lag_time_max_ms + 1)
+            rm.maybe_shrink_isr()
+            assert partition.pending_isr == [0] and partition.isr == [0, 1]
+            for _ in range(500):
+                if partition.pending_isr is None:
+                    break
+                await asyncio.sleep(0.002)
+            # the controller wrote ZooKeeper; the leader took the answer
+            assert (partition.isr, partition.zk_version) == ([0], 1)
+            assert (await state_json(cluster, "t", 0))["isr"] == [0]  # type: ignore[index]
+            assert rm.isr_shrinks == 1
+            assert rm.isr_change_set == set()  # no /isr_change_notification on this path
+            assert len(channel.requests) == 1
+            await rm.alter_isr_manager.shutdown()
+        finally:
+            broker.stop()
+
+    run_cluster(body)
