@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 
 _MODES = ("inprocess", "subprocess")
 _LEAKS = pytest.StashKey[list[str]]()
+_RUNNING_AT_START = pytest.StashKey[set[int]]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -200,6 +201,16 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
             )
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    import sys
+
+    # brokers already running belong to whoever started this session (a test driving
+    # pytest in-process): not this session's leaks, and not this session's to stop
+    module = sys.modules.get("kafpy.testing.broker")
+    running = module.running_clusters() if module is not None else []
+    session.config.stash[_RUNNING_AT_START] = {id(c) for c in running}
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session) -> None:
     import sys
@@ -207,7 +218,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     module = sys.modules.get("kafpy.testing.broker")
     if module is None:
         return  # no broker was ever started
-    leaked = module.running_clusters()
+    before = session.config.stash.get(_RUNNING_AT_START, set())
+    leaked = [c for c in module.running_clusters() if id(c) not in before]
     if not leaked:
         return
     session.config.stash[_LEAKS] = [repr(c) for c in leaked]

@@ -267,3 +267,15 @@ def test_async_tests_under_pytest_asyncio(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest_subprocess(*PLUGIN, "-p", "pytest_asyncio.plugin")
     result.assert_outcomes(passed=2)
     assert _kafpy_temp_dirs() == dirs_before
+
+
+def test_a_broker_running_before_the_session_is_not_its_leak(pytester: pytest.Pytester) -> None:
+    from kafpy.testing import KafkaBroker
+
+    pytester.makepyfile("def test_nothing():\n    pass\n")
+    with KafkaBroker() as outer:
+        result = pytester.runpytest(*PLUGIN)
+        result.assert_outcomes(passed=1)
+        assert result.ret == 0
+        assert "brokers left running" not in result.stdout.str()
+        outer.create_topic("still-served")  # not stopped by the inner session
