@@ -20,6 +20,7 @@ class PlainSaslServer:
     """The broker's side of one PLAIN exchange (one message, an empty answer)."""
 
     mechanism_name = PLAIN
+    token_authenticated = False
 
     def __init__(self, users: Mapping[str, str]) -> None:
         self.users = users

@@ -30,10 +30,11 @@ from kafpy.protocol.errors import ProtocolDecodeError
 from kafpy.protocol.headers import RequestHeader, decode_request_header, encode_response
 from kafpy.protocol.messages import REQUESTS
 from kafpy.security.credential_cache import CredentialCache
+from kafpy.security.delegation_token_cache import DelegationTokenCache
 from kafpy.security.kafka_principal import USER_TYPE, KafkaPrincipal
 from kafpy.security.plain import PLAIN, PlainSaslServer
 from kafpy.security.sasl_configs import MAX_RECEIVE_SIZE
-from kafpy.security.scram import ScramMechanism, ScramSaslServer
+from kafpy.security.scram import ScramCredential, ScramMechanism, ScramSaslServer
 
 _SIZE = struct.Struct(">i")
 _API_KEY = struct.Struct(">h")
@@ -45,6 +46,7 @@ class SaslServer(Protocol):
     """One mechanism's server side of an exchange."""
 
     authorization_id: str
+    token_authenticated: bool
 
     @property
     def mechanism_name(self) -> str: ...
@@ -57,21 +59,31 @@ class SaslServer(Protocol):
 @dataclass
 class SaslListenerConfig:
     """What a SASL listener offers: its enabled mechanisms, PLAIN's users (from its JAAS
-    config), the SCRAM credential cache and `connections.max.reauth.ms`."""
+    config), the SCRAM credential cache, the delegation tokens (SCRAM with `tokenauth`)
+    and `connections.max.reauth.ms`."""
 
     listener_name: str
     enabled_mechanisms: list[str]
     plain_users: Mapping[str, str] = field(default_factory=dict)
     credential_cache: CredentialCache = field(default_factory=CredentialCache)
     max_reauth_ms: int = 0
+    token_cache: DelegationTokenCache | None = None
 
     def create_sasl_server(self, mechanism: str) -> SaslServer:
         if mechanism == PLAIN:
             return PlainSaslServer(self.plain_users)
         scram = ScramMechanism.for_name(mechanism)
         assert scram is not None, "enabled mechanisms are validated at start-up"
-        cache = self.credential_cache
-        return ScramSaslServer(scram, lambda user: cache.get(mechanism, user))
+        cache, tokens = self.credential_cache, self.token_cache
+
+        def token_lookup(token_id: str) -> tuple[ScramCredential, str] | None:
+            credential = tokens.credential(mechanism, token_id) if tokens else None
+            owner = tokens.owner(token_id) if tokens else None
+            return None if credential is None or owner is None else (credential, owner.name)
+
+        return ScramSaslServer(
+            scram, lambda user: cache.get(mechanism, user), token_lookup=token_lookup
+        )
 
 
 class SaslState(Enum):
@@ -241,7 +253,9 @@ class SaslServerAuthenticator:
             self.state = SaslState.FAILED
             return None, str(e)
         if self._server.is_complete():
-            principal = KafkaPrincipal(USER_TYPE, self._server.authorization_id)
+            principal = KafkaPrincipal(
+                USER_TYPE, self._server.authorization_id, self._server.token_authenticated
+            )
             if self._reauthenticating and principal != self.principal:
                 self.state = SaslState.FAILED
                 return None, (

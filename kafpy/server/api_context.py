@@ -21,6 +21,7 @@ from kafpy.network.request_channel import Request
 from kafpy.security.authorizer.acl_authorizer import AclAuthorizer
 from kafpy.server.admin_manager import AdminManager
 from kafpy.server.client_quota_manager import QuotaManagers
+from kafpy.server.delegation_token_manager import DelegationTokenManager
 from kafpy.server.kafka_config import KafkaConfig
 from kafpy.server.metadata_cache import MetadataCache
 from kafpy.server.producer_id_manager import ProducerIdManager
@@ -41,6 +42,7 @@ class Needs(Enum):
     GROUP_COORDINATOR = "group coordinator"
     PRODUCER_ID_MANAGER = "producer id manager"
     TRANSACTION_COORDINATOR = "transaction and group coordinators"
+    TOKEN_MANAGER = "delegation token manager"
 
 
 @dataclass
@@ -62,6 +64,7 @@ class ApiContext:
     group_coordinator: GroupCoordinator | None = None
     quotas: QuotaManagers | None = None
     transaction_coordinator: TransactionCoordinator | None = None
+    token_manager: DelegationTokenManager | None = None
 
     @property
     def broker_id(self) -> int:
@@ -78,6 +81,7 @@ class ApiContext:
             Needs.PRODUCER_ID_MANAGER: self.producer_id_manager is not None,
             Needs.TRANSACTION_COORDINATOR: self.transaction_coordinator is not None
             and self.group_coordinator is not None,
+            Needs.TOKEN_MANAGER: self.token_manager is not None,
         }
         return {need for need, met in have.items() if met}
 

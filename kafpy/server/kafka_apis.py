@@ -46,6 +46,8 @@ from kafpy.server.client_quota_manager import QuotaManagers
 from kafpy.server.connection_apis import ConnectionApis
 from kafpy.server.controller_request_apis import ControllerRequestApis
 from kafpy.server.coordinator_apis import CoordinatorApis
+from kafpy.server.delegation_token_apis import DelegationTokenApis
+from kafpy.server.delegation_token_manager import DelegationTokenManager
 from kafpy.server.kafka_config import KafkaConfig
 from kafpy.server.metadata_apis import MetadataApis
 from kafpy.server.metadata_cache import MetadataCache
@@ -81,6 +83,7 @@ class KafkaApis:
         quotas: QuotaManagers | None = None,
         transaction_coordinator: TransactionCoordinator | None = None,
         authorizer: AclAuthorizer | None = None,
+        token_manager: DelegationTokenManager | None = None,
     ) -> None:
         auth = AuthHelper(
             authorizer, metadata_cache.contains_topic, config.auto_create_topics_enable
@@ -89,7 +92,7 @@ class KafkaApis:
             config, replica_manager, metadata_cache, admin_zk_client, cluster_id,
             component_logger("kafpy.server.KafkaApis", "KafkaApi", config.broker_id), auth,
             ReplicaAlterLogDirsManager(replica_manager), authorizer, controller, admin_manager,
-            producer_id_manager, group_coordinator, quotas, transaction_coordinator,
+            producer_id_manager, group_coordinator, quotas, transaction_coordinator, token_manager,
         )  # fmt: skip
         self.metadata_apis = MetadataApis(self.ctx)
         groups: dict[type[Any], Any] = {
@@ -100,6 +103,7 @@ class KafkaApis:
             AdminApis: AdminApis(self.ctx),
             CoordinatorApis: CoordinatorApis(self.ctx),
             AclApis: AclApis(auth, authorizer),
+            DelegationTokenApis: DelegationTokenApis(self.ctx),
         }
         available = self.ctx.available()
         self.handlers: dict[ApiKey, Handler] = {
