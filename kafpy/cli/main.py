@@ -44,6 +44,7 @@ COMMANDS: dict[str, str] = {
     "console": "kafpy.cli.console",
     "transactions": "kafpy.cli.transactions",
     "acls": "kafpy.cli.acls",
+    "delegation-tokens": "kafpy.cli.delegation_tokens",
 }
 
 # the commands that need an extra beyond the core install (kafpy/common/extras.py)
