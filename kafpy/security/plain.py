@@ -21,6 +21,7 @@ class PlainSaslServer:
 
     mechanism_name = PLAIN
     token_authenticated = False
+    credential_expiration_ms: int | None = None
 
     def __init__(self, users: Mapping[str, str]) -> None:
         self.users = users

@@ -14,6 +14,8 @@ authentication closes it without an answer.
 With `connections.max.reauth.ms` set the session has that lifetime (told to clients in
 SaslAuthenticate v1+): the client may re-authenticate in-band with a new SaslHandshake,
 and a connection that sends anything else after its session expired is closed (KIP-368).
+A session authenticated with a delegation token ends at the token's expiry at the latest,
+whatever `connections.max.reauth.ms` is.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ class SaslServer(Protocol):
 
     authorization_id: str
     token_authenticated: bool
+    credential_expiration_ms: int | None  # when the credential ends the session (a token)
 
     @property
     def mechanism_name(self) -> str: ...
@@ -76,10 +79,12 @@ class SaslListenerConfig:
         assert scram is not None, "enabled mechanisms are validated at start-up"
         cache, tokens = self.credential_cache, self.token_cache
 
-        def token_lookup(token_id: str) -> tuple[ScramCredential, str] | None:
+        def token_lookup(token_id: str) -> tuple[ScramCredential, str, int] | None:
             credential = tokens.credential(mechanism, token_id) if tokens else None
-            owner = tokens.owner(token_id) if tokens else None
-            return None if credential is None or owner is None else (credential, owner.name)
+            info = tokens.token(token_id) if tokens else None
+            if credential is None or info is None:
+                return None
+            return credential, info.owner.name, info.expiry_timestamp
 
         return ScramSaslServer(
             scram, lambda user: cache.get(mechanism, user), token_lookup=token_lookup
@@ -120,6 +125,7 @@ class SaslServerAuthenticator:
         self.mechanism: str | None = None
         self._server: SaslServer | None = None
         self._session_expiration_ms: int | None = None
+        self._session_lifetime_ms: int | None = None
         self._reauthenticating = False
 
     @property
@@ -159,7 +165,8 @@ class SaslServerAuthenticator:
                 return AuthenticationStep(
                     close_reason=(
                         f"the SASL session of {self.principal} expired (connections.max.reauth.ms"
-                        f"={self.config.max_reauth_ms}) and the client did not re-authenticate"
+                        f"={self.config.max_reauth_ms}, or its delegation token's expiry) and "
+                        "the client did not re-authenticate"
                     )
                 )
         # again after an unsupported version, as clients retry at a lower one
@@ -265,9 +272,21 @@ class SaslServerAuthenticator:
             self.principal = principal
             self.state = SaslState.COMPLETE
             self._reauthenticating = False
-            if self.config.max_reauth_ms > 0:
-                self._session_expiration_ms = now_ms + self.config.max_reauth_ms
+            self._session_lifetime_ms = self._session_lifetime(now_ms)
+            if self._session_lifetime_ms is not None:
+                self._session_expiration_ms = now_ms + self._session_lifetime_ms
         return answer, None
+
+    def _session_lifetime(self, now_ms: int) -> int | None:
+        """Kafka's calcCompletionTimesAndReturnSessionLifetimeMs: the session ends with
+        `connections.max.reauth.ms` and with the credential (a delegation token's expiry),
+        whichever comes first; None when neither limits it."""
+        assert self._server is not None
+        expiry, max_reauth = self._server.credential_expiration_ms, self.config.max_reauth_ms
+        if expiry is None:
+            return max_reauth if max_reauth > 0 else None
+        left = expiry - now_ms
+        return max(0, min(left, max_reauth) if max_reauth > 0 else left)
 
     def _raw_token(self, token: bytes, now_ms: int) -> AuthenticationStep:
         answer, failure = self._evaluate(token, now_ms)
@@ -302,7 +321,7 @@ class SaslServerAuthenticator:
                 close_reason=failure,
                 failed_authentication=True,
             )
-        lifetime = self.config.max_reauth_ms if self.complete else 0
+        lifetime = (self._session_lifetime_ms or 0) if self.complete else 0
         return AuthenticationStep(
             response=encode_response(
                 ApiKey.SASL_AUTHENTICATE,

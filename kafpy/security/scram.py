@@ -291,8 +291,9 @@ def _utf8(data: bytes) -> str:
 # -- server --------------------------------------------------------------------------------
 
 CredentialLookup = Callable[[str], "ScramCredential | None"]
-TokenLookup = Callable[[str], "tuple[ScramCredential, str] | None"]
-"""A delegation token's credential for the mechanism and its owner's name, by token id."""
+TokenLookup = Callable[[str], "tuple[ScramCredential, str, int] | None"]
+"""A delegation token's credential for the mechanism, its owner's name and its expiry
+timestamp (ms), by token id."""
 
 
 class ScramSaslServer:
@@ -301,8 +302,9 @@ class ScramSaslServer:
     `lookup(user)` answers the user's credential for this mechanism, or None;
     `token_lookup(token id)` a delegation token's credential and owner (a client sending
     `tokenauth=true` authenticates as the owner, `token_authenticated` then true; without a
-    token lookup such a client fails). `evaluate_response` raises SaslAuthenticationError
-    when authentication fails.
+    token lookup such a client fails; `credential_expiration_ms` is then the token's expiry,
+    which ends the session). `evaluate_response` raises SaslAuthenticationError when
+    authentication fails.
     """
 
     _fake_key = os.urandom(32)  # one per process: an unknown user always sees one salt
@@ -317,7 +319,8 @@ class ScramSaslServer:
         self.mechanism = mechanism
         self.token_lookup = token_lookup
         self.token_authenticated = False
-        self._token_owner: str | None = None
+        self.credential_expiration_ms: int | None = None
+        self._token: tuple[str, int] | None = None  # owner, expiry
         self._server_nonce = server_nonce
         self.formatter = ScramFormatter(mechanism.hash_name)
         self.lookup = lookup
@@ -350,7 +353,8 @@ class ScramSaslServer:
                 raise self._fail()
             if first.token_authenticated:
                 token = self.token_lookup(first.username) if self.token_lookup else None
-                credential, self._token_owner = token if token is not None else (None, None)
+                credential = token[0] if token is not None else None
+                self._token = token[1:] if token is not None else None
             else:
                 credential = self.lookup(first.username)
             self._known = credential is not None
@@ -369,8 +373,8 @@ class ScramSaslServer:
             if server_final is None or not self._known:
                 raise self._fail()
             if self._client_first.token_authenticated:
-                assert self._token_owner is not None
-                self.authorization_id = self._token_owner
+                assert self._token is not None
+                self.authorization_id, self.credential_expiration_ms = self._token
                 self.token_authenticated = True
             else:
                 self.authorization_id = self._client_first.username

@@ -117,7 +117,7 @@ def test_a_delegation_token_logs_in_as_its_owner_marked_token_authenticated() ->
     cache = DelegationTokenCache()
     hmac = b"h" * 64
     owner = KafkaPrincipal("User", "alice")
-    token = DelegationToken(TokenInformation("tok", owner, (), 0, 10, 10), hmac)
+    token = DelegationToken(TokenInformation("tok", owner, (), 0, 2000, 1000), hmac)
     password = token.hmac_as_base64_string
     cache.update_cache(
         token, {"SCRAM-SHA-256": ScramFormatter("sha256").credential(password, 4096)}
@@ -138,6 +138,12 @@ def test_a_delegation_token_logs_in_as_its_owner_marked_token_authenticated() ->
         token_bytes = client.evaluate_challenge(answer["auth_bytes"])
     assert auth.principal == owner and auth.principal is not None
     assert auth.principal.token_authenticated
+    # the session ends when the token expires (told to the client, as Kafka does)
+    assert answer["session_lifetime_ms"] == 1000
+    metadata = _frame(ApiKey.METADATA, 1, {"topics": []})
+    assert not auth.intercepts(metadata, 999)
+    assert auth.intercepts(metadata, 1000)
+    assert "expired" in (auth.handle_frame(metadata, 1000).close_reason or "")
     # once the token is gone, it no longer logs in
     cache.remove_cache("tok")
     again = SaslServerAuthenticator(config)

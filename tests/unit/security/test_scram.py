@@ -198,7 +198,7 @@ def test_client_first_extensions_are_parsed_after_the_nonce() -> None:
 def _token_exchange(password: str, tokenauth: bool = True) -> ScramSaslServer:
     mechanism = ScramMechanism.SCRAM_SHA_256
     credential = ScramFormatter(mechanism.hash_name).credential("hmac-b64", 4096)
-    tokens = {"tok": (credential, "alice")}
+    tokens = {"tok": (credential, "alice", 1000)}
     # a user named like the token must not be used for token authentication
     users = {"tok": ScramFormatter(mechanism.hash_name).credential(password, 4096)}
     server = ScramSaslServer(mechanism, users.get, token_lookup=tokens.get)
@@ -212,7 +212,7 @@ def _token_exchange(password: str, tokenauth: bool = True) -> ScramSaslServer:
 def test_a_token_authenticates_as_its_owner() -> None:
     server = _token_exchange("hmac-b64")
     assert server.is_complete() and server.token_authenticated
-    assert server.authorization_id == "alice"
+    assert server.authorization_id == "alice" and server.credential_expiration_ms == 1000
 
 
 def test_a_forged_token_hmac_or_an_unknown_token_fails() -> None:
