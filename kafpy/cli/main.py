@@ -45,6 +45,7 @@ COMMANDS: dict[str, str] = {
     "transactions": "kafpy.cli.transactions",
     "acls": "kafpy.cli.acls",
     "features": "kafpy.cli.features",
+    "delegation-tokens": "kafpy.cli.delegation_tokens",
 }
 
 # the commands that need an extra beyond the core install (kafpy/common/extras.py)

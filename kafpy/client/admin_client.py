@@ -2,7 +2,7 @@
 
 After Kafka's `KafkaAdminClient`, for what `kafpy topics --bootstrap-server` and tools
 need: list and describe topics (Metadata), create and delete topics, add partitions,
-describe and alter configs, elect leaders. Topic operations go to the controller (a broker that is not
+describe and alter configs, elect leaders, delegation tokens. Topic operations go to the controller (a broker that is not
 the controller answers NOT_CONTROLLER, and the request follows the controller). A failed
 operation raises the KafkaError of the response's error code, with the broker's message.
 """
@@ -23,6 +23,8 @@ from kafpy.common.topic_partition import TopicPartition
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.config_resource import AlterConfigOp, ConfigResourceType, ConfigSource
 from kafpy.protocol.errors import Errors
+from kafpy.security.delegation_token_cache import DelegationToken, TokenInformation
+from kafpy.security.kafka_principal import KafkaPrincipal
 from kafpy.security.scram import ScramFormatter, ScramMechanism, secure_random_bytes
 
 DEFAULT_TIMEOUT_MS = 30000
@@ -530,6 +532,70 @@ class AdminClient:
         _raise_first(
             ({**r, "name": r["user"]} for r in response["results"]), "Altering credentials of"
         )
+
+    # --- delegation tokens (KIP-48) ---
+
+    async def create_delegation_token(
+        self, renewers: Sequence[KafkaPrincipal] = (), max_lifetime_ms: int = -1
+    ) -> DelegationToken:
+        """A new token owned by this client's principal; -1 takes the broker's
+        delegation.token.max.lifetime.ms. Raises the KafkaError of the answer's error code
+        (refused on a PLAINTEXT connection, with a token, or when tokens are disabled)."""
+        body = {
+            "renewers": [
+                {"principal_type": r.principal_type, "principal_name": r.name} for r in renewers
+            ],
+            "max_lifetime_ms": max_lifetime_ms,
+        }
+        r = await self.client.send_to_any(ApiKey.CREATE_DELEGATION_TOKEN, body)
+        raise_for_code(r["error_code"], None, "Creating a delegation token")
+        info = TokenInformation(
+            r["token_id"], KafkaPrincipal(r["principal_type"], r["principal_name"]),
+            tuple(renewers), r["issue_timestamp_ms"], r["max_timestamp_ms"],
+            r["expiry_timestamp_ms"],
+        )  # fmt: skip
+        return DelegationToken(info, bytes(r["hmac"]))
+
+    async def renew_delegation_token(self, hmac: bytes, renew_time_period_ms: int = -1) -> int:
+        """The token's new expiry timestamp; -1 renews by delegation.token.expiry.time.ms."""
+        r = await self.client.send_to_any(
+            ApiKey.RENEW_DELEGATION_TOKEN, {"hmac": hmac, "renew_period_ms": renew_time_period_ms}
+        )
+        raise_for_code(r["error_code"], None, "Renewing the delegation token")
+        return int(r["expiry_timestamp_ms"])
+
+    async def expire_delegation_token(self, hmac: bytes, expiry_time_period_ms: int = -1) -> int:
+        """The token's new expiry timestamp; -1 expires it now."""
+        r = await self.client.send_to_any(
+            ApiKey.EXPIRE_DELEGATION_TOKEN,
+            {"hmac": hmac, "expiry_time_period_ms": expiry_time_period_ms},
+        )
+        raise_for_code(r["error_code"], None, "Expiring the delegation token")
+        return int(r["expiry_timestamp_ms"])
+
+    async def describe_delegation_token(
+        self, owners: Sequence[KafkaPrincipal] | None = None
+    ) -> list[DelegationToken]:
+        """The tokens of `owners` (every token this principal may see when None)."""
+        body = {
+            "owners": None
+            if owners is None
+            else [{"principal_type": o.principal_type, "principal_name": o.name} for o in owners]
+        }
+        r = await self.client.send_to_any(ApiKey.DESCRIBE_DELEGATION_TOKEN, body)
+        raise_for_code(r["error_code"], None, "Describing delegation tokens")
+        return [
+            DelegationToken(
+                TokenInformation(
+                    t["token_id"], KafkaPrincipal(t["principal_type"], t["principal_name"]),
+                    tuple(KafkaPrincipal(w["principal_type"], w["principal_name"])
+                          for w in t["renewers"]),
+                    t["issue_timestamp"], t["max_timestamp"], t["expiry_timestamp"],
+                ),
+                bytes(t["hmac"]),
+            )
+            for t in r["tokens"]
+        ]  # fmt: skip
 
     # --- leader election (ElectLeaders) ---
 

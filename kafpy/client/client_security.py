@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from kafpy.common.errors import InvalidConfigurationError
 from kafpy.security.jaas_config import SCRAM_LOGIN_MODULE, login_credentials, parse_jaas_config
 from kafpy.security.sasl_configs import ensure_sasl_mechanisms_supported
+from kafpy.security.scram import TOKEN_AUTH_CONFIG
 from kafpy.security.ssl_configs import SSL_CONFIG_DEF
 from kafpy.security.ssl_factory import SslFactory, SslMode
 
@@ -24,11 +25,14 @@ CLIENT_SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 
 @dataclass(frozen=True)
 class SaslCredentials:
-    """The SASL mechanism a client authenticates with, and its user and password."""
+    """The SASL mechanism a client authenticates with, and its user and password;
+    `token_auth` (ScramLoginModule's `tokenauth="true"`) for a delegation token: its id as
+    the user, the base64 of its HMAC as the password."""
 
     mechanism: str
     username: str
     password: str = field(repr=False)
+    token_auth: bool = False
 
     @classmethod
     def from_config(cls, props: Mapping[str, object], *, source: str) -> SaslCredentials:
@@ -38,14 +42,16 @@ class SaslCredentials:
         ensure_sasl_mechanisms_supported([mechanism], f"sasl.mechanism in {source}")
         jaas = props.get("sasl.jaas.config")
         if jaas is not None:
-            found = login_credentials(
-                parse_jaas_config(str(jaas), key=f"sasl.jaas.config in {source}")
-            )
+            entries = parse_jaas_config(str(jaas), key=f"sasl.jaas.config in {source}")
+            found = login_credentials(entries)
             if found is None:
                 raise InvalidConfigurationError(
                     f"sasl.jaas.config in {source} has no username and password options"
                 )
-            return cls(mechanism, *found)
+            token_auth = any(
+                e.options.get(TOKEN_AUTH_CONFIG, "").lower() == "true" for e in entries
+            )
+            return cls(mechanism, *found, token_auth=token_auth)
         username, password = props.get("sasl.username"), props.get("sasl.password")
         if username is None or password is None:
             raise InvalidConfigurationError(

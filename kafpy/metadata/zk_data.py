@@ -54,6 +54,11 @@ def _loads_object(data: bytes | None, what: str) -> dict[str, Any] | None:
     return obj
 
 
+encode_json = _dumps
+"""Kafka's Json.encodeAsBytes, for the node codecs kept in modules of their own."""
+decode_json_object = _loads_object
+"""A node's JSON object (None for an empty node); ZkDataError naming `what` otherwise."""
+
 _MASK = 0xFFFFFFFF
 K = TypeVar("K")
 

@@ -18,6 +18,7 @@ from kafpy.client.client_security import ClientSecurity, SaslCredentials
 from kafpy.common.errors import InvalidConfigurationError
 from kafpy.network.listener_name import TLS_SECURITY_PROTOCOLS, listener_config_prefix
 from kafpy.security.credential_cache import CredentialCache
+from kafpy.security.delegation_token_cache import DelegationTokenCache
 from kafpy.security.jaas_config import PLAIN_LOGIN_MODULE, login_credentials, parse_jaas_config
 from kafpy.security.jaas_config import plain_users as plain_users_of
 from kafpy.security.plain import PLAIN
@@ -70,7 +71,9 @@ def inter_broker_client_security(config: ListenerSecurityConfig) -> ClientSecuri
 
 
 def listener_sasl_configs(
-    config: ListenerSecurityConfig, credential_cache: CredentialCache
+    config: ListenerSecurityConfig,
+    credential_cache: CredentialCache,
+    token_cache: DelegationTokenCache | None = None,
 ) -> dict[str, SaslListenerConfig]:
     """Listener name -> what its SASL authenticator offers, for each SASL_PLAINTEXT and
     SASL_SSL listener. PLAIN needs the listener's JAAS users; a listener enabling PLAIN
@@ -92,7 +95,12 @@ def listener_sasl_configs(
                 )
             plain_users = plain_users_of(parse_jaas_config(jaas[1], key=jaas[0]))
         out[name] = SaslListenerConfig(
-            name, mechanisms, plain_users, credential_cache, _max_reauth_ms(config, name)
+            name,
+            mechanisms,
+            plain_users,
+            credential_cache,
+            _max_reauth_ms(config, name),
+            token_cache,
         )
     return out
 

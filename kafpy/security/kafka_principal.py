@@ -1,23 +1,27 @@
 """KafkaPrincipal: who a connection is, as Kafka names it (`User:alice`).
 
 The socket server sets one on every connection: `User:ANONYMOUS` on PLAINTEXT, the TLS
-client certificate's mapped name on SSL, the SASL user after authentication. The
+client certificate's mapped name on SSL, the SASL user after authentication (a delegation
+token's owner for a token). The
 authorizer matches ACLs against it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 USER_TYPE = "User"
 
 
 @dataclass(frozen=True, slots=True)
 class KafkaPrincipal:
-    """A principal: a type (`User`, or `Group` in ACLs) and a name."""
+    """A principal: a type (`User`, or `Group` in ACLs) and a name. `token_authenticated`
+    marks a connection that authenticated with a delegation token (it may not create
+    tokens); as in Kafka, it takes no part in equality."""
 
     principal_type: str
     name: str
+    token_authenticated: bool = field(default=False, compare=False)
 
     def __str__(self) -> str:
         return f"{self.principal_type}:{self.name}"

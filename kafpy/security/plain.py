@@ -20,6 +20,8 @@ class PlainSaslServer:
     """The broker's side of one PLAIN exchange (one message, an empty answer)."""
 
     mechanism_name = PLAIN
+    token_authenticated = False
+    credential_expiration_ms: int | None = None
 
     def __init__(self, users: Mapping[str, str]) -> None:
         self.users = users

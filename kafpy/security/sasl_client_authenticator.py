@@ -8,7 +8,7 @@ from typing import Protocol
 
 from kafpy.common.errors import SaslAuthenticationError
 from kafpy.security.plain import PLAIN, plain_client_message
-from kafpy.security.scram import ScramMechanism, ScramSaslClient
+from kafpy.security.scram import TOKEN_AUTH_CONFIG, ScramMechanism, ScramSaslClient
 
 
 class _Credentials(Protocol):
@@ -18,6 +18,8 @@ class _Credentials(Protocol):
     def username(self) -> str: ...
     @property
     def password(self) -> str: ...
+    @property
+    def token_auth(self) -> bool: ...
 
 
 class SaslClientAuthenticator:
@@ -36,7 +38,10 @@ class SaslClientAuthenticator:
                 raise SaslAuthenticationError(
                     f"kafpy's client does not speak SASL mechanism {credentials.mechanism}"
                 )
-            self._scram = ScramSaslClient(scram, credentials.username, credentials.password)
+            extensions = {TOKEN_AUTH_CONFIG: "true"} if credentials.token_auth else None
+            self._scram = ScramSaslClient(
+                scram, credentials.username, credentials.password, extensions=extensions
+            )
 
     def first_message(self) -> bytes:
         if self._plain is not None:

@@ -14,6 +14,8 @@ authentication closes it without an answer.
 With `connections.max.reauth.ms` set the session has that lifetime (told to clients in
 SaslAuthenticate v1+): the client may re-authenticate in-band with a new SaslHandshake,
 and a connection that sends anything else after its session expired is closed (KIP-368).
+A session authenticated with a delegation token ends at the token's expiry at the latest,
+whatever `connections.max.reauth.ms` is.
 """
 
 from __future__ import annotations
@@ -30,10 +32,11 @@ from kafpy.protocol.errors import ProtocolDecodeError
 from kafpy.protocol.headers import RequestHeader, decode_request_header, encode_response
 from kafpy.protocol.messages import REQUESTS
 from kafpy.security.credential_cache import CredentialCache
+from kafpy.security.delegation_token_cache import DelegationTokenCache
 from kafpy.security.kafka_principal import USER_TYPE, KafkaPrincipal
 from kafpy.security.plain import PLAIN, PlainSaslServer
 from kafpy.security.sasl_configs import MAX_RECEIVE_SIZE
-from kafpy.security.scram import ScramMechanism, ScramSaslServer
+from kafpy.security.scram import ScramCredential, ScramMechanism, ScramSaslServer
 
 _SIZE = struct.Struct(">i")
 _API_KEY = struct.Struct(">h")
@@ -49,6 +52,8 @@ class SaslServer(Protocol):
     """One mechanism's server side of an exchange."""
 
     authorization_id: str
+    token_authenticated: bool
+    credential_expiration_ms: int | None  # when the credential ends the session (a token)
 
     @property
     def mechanism_name(self) -> str: ...
@@ -61,21 +66,33 @@ class SaslServer(Protocol):
 @dataclass
 class SaslListenerConfig:
     """What a SASL listener offers: its enabled mechanisms, PLAIN's users (from its JAAS
-    config), the SCRAM credential cache and `connections.max.reauth.ms`."""
+    config), the SCRAM credential cache, the delegation tokens (SCRAM with `tokenauth`)
+    and `connections.max.reauth.ms`."""
 
     listener_name: str
     enabled_mechanisms: list[str]
     plain_users: Mapping[str, str] = field(default_factory=dict)
     credential_cache: CredentialCache = field(default_factory=CredentialCache)
     max_reauth_ms: int = 0
+    token_cache: DelegationTokenCache | None = None
 
     def create_sasl_server(self, mechanism: str) -> SaslServer:
         if mechanism == PLAIN:
             return PlainSaslServer(self.plain_users)
         scram = ScramMechanism.for_name(mechanism)
         assert scram is not None, "enabled mechanisms are validated at start-up"
-        cache = self.credential_cache
-        return ScramSaslServer(scram, lambda user: cache.get(mechanism, user))
+        cache, tokens = self.credential_cache, self.token_cache
+
+        def token_lookup(token_id: str) -> tuple[ScramCredential, str, int] | None:
+            credential = tokens.credential(mechanism, token_id) if tokens else None
+            info = tokens.token(token_id) if tokens else None
+            if credential is None or info is None:
+                return None
+            return credential, info.owner.name, info.expiry_timestamp
+
+        return ScramSaslServer(
+            scram, lambda user: cache.get(mechanism, user), token_lookup=token_lookup
+        )
 
 
 class SaslState(Enum):
@@ -112,6 +129,7 @@ class SaslServerAuthenticator:
         self.mechanism: str | None = None
         self._server: SaslServer | None = None
         self._session_expiration_ms: int | None = None
+        self._session_lifetime_ms: int | None = None
         self._reauthenticating = False
 
     @property
@@ -151,7 +169,8 @@ class SaslServerAuthenticator:
                 return AuthenticationStep(
                     close_reason=(
                         f"the SASL session of {self.principal} expired (connections.max.reauth.ms"
-                        f"={self.config.max_reauth_ms}) and the client did not re-authenticate"
+                        f"={self.config.max_reauth_ms}, or its delegation token's expiry) and "
+                        "the client did not re-authenticate"
                     )
                 )
         # again after an unsupported version, as clients retry at a lower one
@@ -252,7 +271,9 @@ class SaslServerAuthenticator:
             self.state = SaslState.FAILED
             return None, str(e)
         if self._server.is_complete():
-            principal = KafkaPrincipal(USER_TYPE, self._server.authorization_id)
+            principal = KafkaPrincipal(
+                USER_TYPE, self._server.authorization_id, self._server.token_authenticated
+            )
             if self._reauthenticating and principal != self.principal:
                 self.state = SaslState.FAILED
                 return None, (
@@ -262,9 +283,21 @@ class SaslServerAuthenticator:
             self.principal = principal
             self.state = SaslState.COMPLETE
             self._reauthenticating = False
-            if self.config.max_reauth_ms > 0:
-                self._session_expiration_ms = now_ms + self.config.max_reauth_ms
+            self._session_lifetime_ms = self._session_lifetime(now_ms)
+            if self._session_lifetime_ms is not None:
+                self._session_expiration_ms = now_ms + self._session_lifetime_ms
         return answer, None
+
+    def _session_lifetime(self, now_ms: int) -> int | None:
+        """Kafka's calcCompletionTimesAndReturnSessionLifetimeMs: the session ends with
+        `connections.max.reauth.ms` and with the credential (a delegation token's expiry),
+        whichever comes first; None when neither limits it."""
+        assert self._server is not None
+        expiry, max_reauth = self._server.credential_expiration_ms, self.config.max_reauth_ms
+        if expiry is None:
+            return max_reauth if max_reauth > 0 else None
+        left = expiry - now_ms
+        return max(0, min(left, max_reauth) if max_reauth > 0 else left)
 
     def _raw_token(self, token: bytes, now_ms: int) -> AuthenticationStep:
         answer, failure = self._evaluate(token, now_ms)
@@ -292,7 +325,7 @@ class SaslServerAuthenticator:
                 close_reason=failure,
                 failed_authentication=True,
             )
-        lifetime = self.config.max_reauth_ms if self.complete else 0
+        lifetime = (self._session_lifetime_ms or 0) if self.complete else 0
         return AuthenticationStep(
             response=_reply(
                 header,

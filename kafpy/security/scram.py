@@ -5,7 +5,9 @@ Kafka's names: ScramMechanism (SCRAM-SHA-256, SCRAM-SHA-512, 4096 iterations at 
 ScramFormatter (Hi, ClientKey, StoredKey, ServerKey, proofs and signatures),
 ScramCredential with ScramCredentialUtils' text form
 `salt=<b64>,stored_key=<b64>,server_key=<b64>,iterations=<n>` (the value of the mechanism's
-key in `/config/users/<user>`), ScramSaslServer and ScramSaslClient.
+key in `/config/users/<user>`), ScramSaslServer and ScramSaslClient, ScramExtensions (the
+`key=value` attributes after the nonce of the client's first message; `tokenauth=true` says
+the user name is a delegation token id and the password its HMAC, KIP-48).
 
 The server never says whether a user exists: an unknown user gets a salt derived from its
 name and a random credential, goes through the same steps and fails at the same point, with
@@ -19,8 +21,8 @@ import hashlib
 import hmac
 import os
 import secrets
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from enum import Enum
 
 from kafpy.common.errors import SaslAuthenticationError
@@ -225,6 +227,10 @@ def _saslname_encode(name: str) -> str:
     return name.replace("=", "=3D").replace(",", "=2C")
 
 
+TOKEN_AUTH_CONFIG = "tokenauth"
+"""The SCRAM extension (and ScramLoginModule option) of delegation token authentication."""
+
+
 @dataclass(frozen=True)
 class ClientFirstMessage:
     """`n,[a=authzid],n=user,r=nonce[,extensions]` (gs2 header without channel binding)."""
@@ -234,6 +240,12 @@ class ClientFirstMessage:
     nonce: str
     bare: str
     gs2_header: str
+    extensions: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def token_authenticated(self) -> bool:
+        """Kafka's ScramExtensions.tokenAuthenticated: `tokenauth=true` (any case)."""
+        return self.extensions.get(TOKEN_AUTH_CONFIG, "").lower() == "true"
 
     @classmethod
     def parse(cls, data: bytes) -> ClientFirstMessage:
@@ -250,14 +262,22 @@ class ClientFirstMessage:
                 raise SaslAuthenticationError("Invalid SCRAM client first message: bad authzid")
             authzid = _saslname_decode(parts[1][2:])
         bare = parts[2]
-        attrs = _attributes(bare, "client first message")
+        # extensions have names longer than one letter (RFC 5802 attributes have one)
+        core, extensions = [], {}
+        for part in bare.split(","):
+            key, sep, value = part.partition("=")
+            if sep and len(key) > 1 and key.isalnum():
+                extensions[key] = value
+            else:
+                core.append(part)
+        attrs = _attributes(",".join(core), "client first message")
         if "n" not in attrs or "r" not in attrs or "m" in attrs:
             raise SaslAuthenticationError(
                 "Invalid SCRAM client first message: it needs n=<user> and r=<nonce>"
             )
         return cls(
             _saslname_decode(attrs["n"]), authzid, attrs["r"], bare,
-            f"{parts[0]},{parts[1]},",
+            f"{parts[0]},{parts[1]},", extensions,
         )  # fmt: skip
 
 
@@ -271,13 +291,20 @@ def _utf8(data: bytes) -> str:
 # -- server --------------------------------------------------------------------------------
 
 CredentialLookup = Callable[[str], "ScramCredential | None"]
+TokenLookup = Callable[[str], "tuple[ScramCredential, str, int] | None"]
+"""A delegation token's credential for the mechanism, its owner's name and its expiry
+timestamp (ms), by token id."""
 
 
 class ScramSaslServer:
     """The broker's side of one SCRAM exchange (two client messages, two answers).
 
-    `lookup(user)` answers the user's credential for this mechanism, or None.
-    `evaluate_response` raises SaslAuthenticationError when authentication fails.
+    `lookup(user)` answers the user's credential for this mechanism, or None;
+    `token_lookup(token id)` a delegation token's credential and owner (a client sending
+    `tokenauth=true` authenticates as the owner, `token_authenticated` then true; without a
+    token lookup such a client fails; `credential_expiration_ms` is then the token's expiry,
+    which ends the session). `evaluate_response` raises SaslAuthenticationError when
+    authentication fails.
     """
 
     _fake_key = os.urandom(32)  # one per process: an unknown user always sees one salt
@@ -287,8 +314,13 @@ class ScramSaslServer:
         mechanism: ScramMechanism,
         lookup: CredentialLookup,
         server_nonce: Callable[[], str] = secure_random_nonce,
+        token_lookup: TokenLookup | None = None,
     ) -> None:
         self.mechanism = mechanism
+        self.token_lookup = token_lookup
+        self.token_authenticated = False
+        self.credential_expiration_ms: int | None = None
+        self._token: tuple[str, int] | None = None  # owner, expiry
         self._server_nonce = server_nonce
         self.formatter = ScramFormatter(mechanism.hash_name)
         self.lookup = lookup
@@ -319,7 +351,12 @@ class ScramSaslServer:
                 raise self._fail() from None
             if first.authorization_id and first.authorization_id != first.username:
                 raise self._fail()
-            credential = self.lookup(first.username)
+            if first.token_authenticated:
+                token = self.token_lookup(first.username) if self.token_lookup else None
+                credential = token[0] if token is not None else None
+                self._token = token[1:] if token is not None else None
+            else:
+                credential = self.lookup(first.username)
             self._known = credential is not None
             self._credential = credential or self._fake_credential(first.username)
             self._client_first = first
@@ -335,7 +372,12 @@ class ScramSaslServer:
             # checked last so an unknown user costs what a wrong password costs
             if server_final is None or not self._known:
                 raise self._fail()
-            self.authorization_id = self._client_first.username
+            if self._client_first.token_authenticated:
+                assert self._token is not None
+                self.authorization_id, self.credential_expiration_ms = self._token
+                self.token_authenticated = True
+            else:
+                self.authorization_id = self._client_first.username
             self._state = "complete"
             return server_final
         raise SaslAuthenticationError(
@@ -382,17 +424,24 @@ class ScramSaslServer:
 class ScramSaslClient:
     """kafpy's client side of one SCRAM exchange: `first_message()`, then
     `evaluate_challenge(server_first)` -> client final, then `evaluate_challenge(server_final)`
-    checks the server's signature (a broker that does not know the password is refused)."""
+    checks the server's signature (a broker that does not know the password is refused).
+    `extensions` go after the nonce of the first message (`{"tokenauth": "true"}`)."""
 
     def __init__(
-        self, mechanism: ScramMechanism, username: str, password: str, nonce: str | None = None
+        self,
+        mechanism: ScramMechanism,
+        username: str,
+        password: str,
+        nonce: str | None = None,
+        extensions: Mapping[str, str] | None = None,
     ) -> None:
         self.mechanism = mechanism
         self.formatter = ScramFormatter(mechanism.hash_name)
         self.username = username
         self.password = password
         self.nonce = nonce or secure_random_nonce()
-        self._client_first_bare = f"n={_saslname_encode(username)},r={self.nonce}"
+        extra = "".join(f",{k}={v}" for k, v in (extensions or {}).items())
+        self._client_first_bare = f"n={_saslname_encode(username)},r={self.nonce}{extra}"
         self._server_signature = b""
         self._state = "first"
 

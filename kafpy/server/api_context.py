@@ -23,6 +23,7 @@ from kafpy.server.admin_manager import AdminManager
 from kafpy.server.client_quota_manager import QuotaManagers
 from kafpy.server.fetch_session import FetchManager, FetchSessionCache
 from kafpy.server.finalized_feature_cache import FinalizedFeatureCache
+from kafpy.server.delegation_token_manager import DelegationTokenManager
 from kafpy.server.kafka_config import KafkaConfig
 from kafpy.server.metadata_cache import MetadataCache
 from kafpy.server.producer_id_manager import ProducerIdManager
@@ -43,6 +44,7 @@ class Needs(Enum):
     GROUP_COORDINATOR = "group coordinator"
     PRODUCER_ID_MANAGER = "producer id manager"
     TRANSACTION_COORDINATOR = "transaction and group coordinators"
+    TOKEN_MANAGER = "delegation token manager"
 
 
 @dataclass
@@ -65,6 +67,7 @@ class ApiContext:
     quotas: QuotaManagers | None = None
     transaction_coordinator: TransactionCoordinator | None = None
     finalized_feature_cache: FinalizedFeatureCache | None = None
+    token_manager: DelegationTokenManager | None = None
     # the incremental fetch sessions (KIP-227), sized by the config
     fetch_manager: FetchManager = field(init=False)
 
@@ -87,6 +90,7 @@ class ApiContext:
             Needs.PRODUCER_ID_MANAGER: self.producer_id_manager is not None,
             Needs.TRANSACTION_COORDINATOR: self.transaction_coordinator is not None
             and self.group_coordinator is not None,
+            Needs.TOKEN_MANAGER: self.token_manager is not None,
         }
         return {need for need, met in have.items() if met}
 

@@ -28,6 +28,7 @@ from kafpy.server.authorization_guards import Guard, Op
 from kafpy.server.connection_apis import ConnectionApis
 from kafpy.server.controller_request_apis import ControllerRequestApis
 from kafpy.server.coordinator_apis import CoordinatorApis
+from kafpy.server.delegation_token_apis import DelegationTokenApis
 from kafpy.server.metadata_apis import MetadataApis
 from kafpy.server.replica_apis import ReplicaApis
 
@@ -134,6 +135,12 @@ _ENTRIES: list[ApiEntry[Any]] = [
     _entry(ApiKey.DESCRIBE_LOG_DIRS, ReplicaApis, ReplicaApis.handle_describe_log_dirs, g.cluster_api(Op.DESCRIBE)),
     _entry(ApiKey.ALTER_REPLICA_LOG_DIRS, ReplicaApis, ReplicaApis.handle_alter_replica_log_dirs, g.cluster_api(Op.ALTER)),
     _entry(ApiKey.ALTER_PARTITION_REASSIGNMENTS, ControllerRequestApis, ControllerRequestApis.handle_alter_partition_reassignments, g.cluster_api(Op.ALTER), Needs.CONTROLLER),
+    # the token APIs check the channel and the owner in their handlers, Describe on each
+    # DelegationToken in describe (delegation_token_apis.py)
+    _entry(ApiKey.CREATE_DELEGATION_TOKEN, DelegationTokenApis, DelegationTokenApis.handle_create_delegation_token, NO_AUTHORIZATION, Needs.TOKEN_MANAGER),
+    _entry(ApiKey.RENEW_DELEGATION_TOKEN, DelegationTokenApis, DelegationTokenApis.handle_renew_delegation_token, NO_AUTHORIZATION, Needs.TOKEN_MANAGER),
+    _entry(ApiKey.EXPIRE_DELEGATION_TOKEN, DelegationTokenApis, DelegationTokenApis.handle_expire_delegation_token, NO_AUTHORIZATION, Needs.TOKEN_MANAGER),
+    _entry(ApiKey.DESCRIBE_DELEGATION_TOKEN, DelegationTokenApis, DelegationTokenApis.handle_describe_delegation_token, NO_AUTHORIZATION, Needs.TOKEN_MANAGER),
     _entry(ApiKey.LIST_PARTITION_REASSIGNMENTS, ControllerRequestApis, ControllerRequestApis.handle_list_partition_reassignments, g.cluster_api(Op.DESCRIBE), Needs.CONTROLLER),
 ]
 # fmt: on

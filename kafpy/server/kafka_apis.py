@@ -47,6 +47,8 @@ from kafpy.server.connection_apis import ConnectionApis
 from kafpy.server.controller_request_apis import ControllerRequestApis
 from kafpy.server.coordinator_apis import CoordinatorApis
 from kafpy.server.finalized_feature_cache import FinalizedFeatureCache
+from kafpy.server.delegation_token_apis import DelegationTokenApis
+from kafpy.server.delegation_token_manager import DelegationTokenManager
 from kafpy.server.kafka_config import KafkaConfig
 from kafpy.server.metadata_apis import MetadataApis
 from kafpy.server.metadata_cache import MetadataCache
@@ -83,6 +85,7 @@ class KafkaApis:
         transaction_coordinator: TransactionCoordinator | None = None,
         authorizer: AclAuthorizer | None = None,
         finalized_feature_cache: FinalizedFeatureCache | None = None,
+        token_manager: DelegationTokenManager | None = None,
     ) -> None:
         auth = AuthHelper(
             authorizer, metadata_cache.contains_topic, config.auto_create_topics_enable
@@ -92,7 +95,7 @@ class KafkaApis:
             component_logger("kafpy.server.KafkaApis", "KafkaApi", config.broker_id), auth,
             ReplicaAlterLogDirsManager(replica_manager), authorizer, controller, admin_manager,
             producer_id_manager, group_coordinator, quotas, transaction_coordinator,
-            finalized_feature_cache,
+            finalized_feature_cache, token_manager,
         )  # fmt: skip
         self.metadata_apis = MetadataApis(self.ctx)
         groups: dict[type[Any], Any] = {
@@ -103,6 +106,7 @@ class KafkaApis:
             AdminApis: AdminApis(self.ctx),
             CoordinatorApis: CoordinatorApis(self.ctx),
             AclApis: AclApis(auth, authorizer),
+            DelegationTokenApis: DelegationTokenApis(self.ctx),
         }
         available = self.ctx.available()
         self.handlers: dict[ApiKey, Handler] = {

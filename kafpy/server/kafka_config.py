@@ -265,6 +265,16 @@ def _broker_config_def() -> ConfigDef:
                 "Bytes/s this broker sends to the followers of leader-throttled replicas.")
         .define("follower.replication.throttled.rate", t.LONG, 9223372036854775807, Range.at_least(0), m,
                 "Bytes/s this broker fetches for follower-throttled replicas.")
+        # delegation tokens (KIP-48; read by server/delegation_token_manager.py)
+        .define("delegation.token.master.key", t.PASSWORD, None, None, h,
+                "The key every broker signs delegation tokens with (the same on all brokers); "
+                "unset or empty disables delegation tokens.")
+        .define("delegation.token.max.lifetime.ms", t.LONG, 7 * 24 * 3600 * 1000, Range.at_least(1), m,
+                "The longest a token may live; it cannot be renewed beyond.")
+        .define("delegation.token.expiry.time.ms", t.LONG, 24 * 3600 * 1000, Range.at_least(1), m,
+                "How long a token lives unless renewed (and what a renewal adds by default).")
+        .define("delegation.token.expiry.check.interval.ms", t.LONG, 3600 * 1000, Range.at_least(1),
+                Importance.LOW, "How often the controller removes expired tokens.")
     )  # fmt: skip
 
 

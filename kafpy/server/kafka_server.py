@@ -62,6 +62,7 @@ from kafpy.network.socket_server import SocketServer
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.security.authorizer.acl_authorizer import AclAuthorizer, parse_super_users
 from kafpy.security.credential_cache import CredentialCache, CredentialProvider
+from kafpy.security.delegation_token_cache import DelegationTokenCache
 from kafpy.server.admin_manager import AdminManager
 from kafpy.server.alter_isr_manager import (
     AlterIsrManager,
@@ -71,6 +72,7 @@ from kafpy.server.alter_isr_manager import (
 from kafpy.server.broker_metadata_checkpoint import check_broker_metadata
 from kafpy.server.client_quota_manager import QuotaManagers
 from kafpy.server.controlled_shutdown import controlled_shutdown
+from kafpy.server.delegation_token_manager import DelegationTokenConfig, DelegationTokenManager
 from kafpy.server.dynamic_broker_config import (
     DynamicBrokerConfig,
     DynamicCleanerConfig,
@@ -158,6 +160,8 @@ class KafkaServer:
         self.loop_lag_probe: LoopLagProbe | None = None
         self.metrics_endpoint: MetricsEndpoint | None = None  # kafpy.metrics.listener
         self.credential_cache = CredentialCache()
+        self.token_cache = DelegationTokenCache()
+        self.token_manager: DelegationTokenManager | None = None
         self.dynamic_config = DynamicBrokerConfig(config)
         self.log_dir_failure_channel = LogDirFailureChannel()
         self.inter_broker_security = ClientSecurity()
@@ -193,7 +197,7 @@ class KafkaServer:
         # a key store that does not load stops the broker here
         ssl_factories = listener_ssl_factories(cfg)
         # so does a bad JAAS config; SCRAM credentials load with the dynamic configs
-        sasl_configs = listener_sasl_configs(cfg, self.credential_cache)
+        sasl_configs = listener_sasl_configs(cfg, self.credential_cache, self.token_cache)
         self.inter_broker_security = inter_broker_client_security(cfg)
         self.loop_lag_probe = LoopLagProbe.start(cfg.broker_id, until=self._shutdown_requested)
         self._raise_open_files_limit()
@@ -286,6 +290,12 @@ class KafkaServer:
             ),
         )  # fmt: skip
         await self.controller.startup()
+        controller = self.controller
+        self.token_manager = DelegationTokenManager(
+            DelegationTokenConfig.from_config(cfg), self.token_cache, self.store,
+            broker_id=cfg.broker_id, time=self.time, is_controller=lambda: controller.is_active,
+        )  # fmt: skip
+        await self.token_manager.startup()
 
         metadata_cache = self.metadata_cache
         log_manager = self.log_manager
@@ -320,6 +330,7 @@ class KafkaServer:
             transaction_coordinator=self.transaction_coordinator,
             authorizer=self.authorizer,
             finalized_feature_cache=self.feature_cache,
+            token_manager=self.token_manager,
         )  # fmt: skip
         self.dynamic_config.add_reconfigurable(DynamicLogConfig(self.log_manager))
         self.dynamic_config.add_reconfigurable(DynamicCleanerConfig(self.log_manager))
@@ -500,6 +511,8 @@ class KafkaServer:
             steps.append(("ReplicaManager", self._shutdown_replica_manager))
         if self.authorizer is not None:
             steps.append(("authorizer", self.authorizer.close))
+        if self.token_manager is not None:
+            steps.append(("delegation token manager", self.token_manager.shutdown))
         if self.store is not None:
             steps.append(("metadata store session", self._close_store))
         if self.log_manager is not None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kafpy.client.client_security import ClientSecurity
+from kafpy.client.client_security import ClientSecurity, SaslCredentials
 from kafpy.common.errors import InvalidConfigurationError
 from kafpy.security.local_pki import TestPki
 
@@ -34,3 +34,17 @@ def test_ssl_builds_a_client_context(test_pki: TestPki) -> None:
 def test_refused(protocol: str, message: str) -> None:
     with pytest.raises(InvalidConfigurationError, match=message):
         ClientSecurity.from_config({"security.protocol": protocol}, source="f")
+
+
+def test_scram_login_module_tokenauth_option_marks_token_authentication() -> None:
+    jaas = (
+        "org.apache.kafka.common.security.scram.ScramLoginModule required "
+        'username="tok" password="aG1hYw==" tokenauth="true";'
+    )
+    props = {"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-256"}
+    sasl = SaslCredentials.from_config({**props, "sasl.jaas.config": jaas}, source="test")
+    assert (sasl.username, sasl.password, sasl.token_auth) == ("tok", "aG1hYw==", True)
+    plain = SaslCredentials.from_config(
+        {**props, "sasl.jaas.config": jaas.replace(' tokenauth="true"', "")}, source="test"
+    )
+    assert not plain.token_auth

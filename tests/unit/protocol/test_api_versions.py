@@ -33,6 +33,8 @@ KAFKA_2_8: dict[ApiKey, tuple[int, int, int | None]] = {
     K.ALTER_REPLICA_LOG_DIRS: (0, 2, 2), K.DESCRIBE_LOG_DIRS: (0, 2, 2),
     K.ALTER_PARTITION_REASSIGNMENTS: (0, 0, 0), K.LIST_PARTITION_REASSIGNMENTS: (0, 0, 0),
     K.ALTER_ISR: (0, 0, 0), K.UPDATE_FEATURES: (0, 0, 0),
+    K.CREATE_DELEGATION_TOKEN: (0, 2, 2), K.RENEW_DELEGATION_TOKEN: (0, 2, 2),
+    K.EXPIRE_DELEGATION_TOKEN: (0, 2, 2), K.DESCRIBE_DELEGATION_TOKEN: (0, 2, 2),
 }  # fmt: skip
 
 # Where kafpy advertises less than Kafka 2.8, and why (nowhere now).

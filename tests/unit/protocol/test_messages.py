@@ -36,6 +36,12 @@ WITHOUT_REFERENCE = {
     ApiKey.UPDATE_METADATA,
     ApiKey.CONTROLLED_SHUTDOWN,
     ApiKey.ALTER_ISR,  # AlterPartition since Kafka 3.x; literal-byte tests cover it
+    # kafka-python has no delegation token schemas: literal bytes in
+    # tests/unit/protocol/messages/test_delegation_token.py
+    ApiKey.CREATE_DELEGATION_TOKEN,
+    ApiKey.RENEW_DELEGATION_TOKEN,
+    ApiKey.EXPIRE_DELEGATION_TOKEN,
+    ApiKey.DESCRIBE_DELEGATION_TOKEN,
 }
 
 # Versions below kafka-python's schema minimum whose fields its (Kafka 4.x) schema no

@@ -8,11 +8,18 @@ from typing import Any
 from kafpy.common.errors import Errors
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.headers import RequestHeader, decode_response, encode_request
+from kafpy.security.delegation_token_cache import (
+    DelegationToken,
+    DelegationTokenCache,
+    TokenInformation,
+)
+from kafpy.security.kafka_principal import KafkaPrincipal
 from kafpy.security.sasl_server_authenticator import (
     AuthenticationStep,
     SaslListenerConfig,
     SaslServerAuthenticator,
 )
+from kafpy.security.scram import ScramFormatter, ScramMechanism, ScramSaslClient
 
 PLAIN_OK = b"\0alice\0alice-secret"
 
@@ -104,3 +111,52 @@ def test_other_requests_before_authentication_close_without_answer() -> None:
     step = auth.handle_frame(_frame(ApiKey.METADATA, 1, {"topics": []}), 0)
     assert step.response is None
     assert step.close_reason == "Unexpected Kafka request of type METADATA during SASL handshake."
+
+
+def test_a_delegation_token_logs_in_as_its_owner_marked_token_authenticated() -> None:
+    cache = DelegationTokenCache()
+    hmac = b"h" * 64
+    owner = KafkaPrincipal("User", "alice")
+    token = DelegationToken(TokenInformation("tok", owner, (), 0, 2000, 1000), hmac)
+    password = token.hmac_as_base64_string
+    cache.update_cache(
+        token, {"SCRAM-SHA-256": ScramFormatter("sha256").credential(password, 4096)}
+    )
+    config = SaslListenerConfig("SASL_PLAINTEXT", ["SCRAM-SHA-256"], token_cache=cache)
+    auth = SaslServerAuthenticator(config)
+    auth.handle_frame(_frame(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "SCRAM-SHA-256"}), 0)
+    client = ScramSaslClient(ScramMechanism.SCRAM_SHA_256, "tok", password,
+                             extensions={"tokenauth": "true"})  # fmt: skip
+    token_bytes: bytes | None = client.first_message()
+    while not auth.complete:
+        assert token_bytes is not None
+        step = auth.handle_frame(
+            _frame(ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": token_bytes}), 0
+        )
+        answer = _answer(step, ApiKey.SASL_AUTHENTICATE, 2)
+        assert answer["error_code"] == Errors.NONE, answer
+        token_bytes = client.evaluate_challenge(answer["auth_bytes"])
+    assert auth.principal == owner and auth.principal is not None
+    assert auth.principal.token_authenticated
+    # the session ends when the token expires (told to the client, as Kafka does)
+    assert answer["session_lifetime_ms"] == 1000
+    metadata = _frame(ApiKey.METADATA, 1, {"topics": []})
+    assert not auth.intercepts(metadata, 999)
+    assert auth.intercepts(metadata, 1000)
+    assert "expired" in (auth.handle_frame(metadata, 1000).close_reason or "")
+    # once the token is gone, it no longer logs in
+    cache.remove_cache("tok")
+    again = SaslServerAuthenticator(config)
+    again.handle_frame(_frame(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "SCRAM-SHA-256"}), 0)
+    client = ScramSaslClient(ScramMechanism.SCRAM_SHA_256, "tok", password,
+                             extensions={"tokenauth": "true"})  # fmt: skip
+    step = again.handle_frame(
+        _frame(ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": client.first_message()}), 0
+    )
+    first = _answer(step, ApiKey.SASL_AUTHENTICATE, 2)
+    step = again.handle_frame(_frame(ApiKey.SASL_AUTHENTICATE, 2, {
+        "auth_bytes": client.evaluate_challenge(first["auth_bytes"])}), 0)  # fmt: skip
+    assert (
+        _answer(step, ApiKey.SASL_AUTHENTICATE, 2)["error_code"]
+        == Errors.SASL_AUTHENTICATION_FAILED
+    )

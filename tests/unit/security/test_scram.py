@@ -8,6 +8,7 @@ import pytest
 
 from kafpy.common.errors import SaslAuthenticationError
 from kafpy.security.scram import (
+    ClientFirstMessage,
     ScramCredential,
     ScramFormatter,
     ScramMechanism,
@@ -180,3 +181,52 @@ def test_server_accepts_librdkafkas_repeated_client_nonce_but_not_a_foreign_one(
     proof = base64.b64encode(f.client_proof(salted, auth_message)).decode()
     with pytest.raises(SaslAuthenticationError):
         other.evaluate_response(f"{stale},p={proof}".encode())
+
+
+# -- delegation tokens: the tokenauth extension (KIP-48) -----------------------------------
+
+
+def test_client_first_extensions_are_parsed_after_the_nonce() -> None:
+    first = ClientFirstMessage.parse(b"n,,n=tok,r=abc,tokenauth=true")
+    assert (first.username, first.nonce, first.token_authenticated) == ("tok", "abc", True)
+    assert first.bare == "n=tok,r=abc,tokenauth=true"  # the proof covers the extensions
+    assert not ClientFirstMessage.parse(b"n,,n=tok,r=abc,tokenauth=false").token_authenticated
+    assert ClientFirstMessage.parse(b"n,,n=tok,r=abc,tokenauth=TRUE").token_authenticated
+    assert not ClientFirstMessage.parse(b"n,,n=tok,r=abc").token_authenticated
+
+
+def _token_exchange(password: str, tokenauth: bool = True) -> ScramSaslServer:
+    mechanism = ScramMechanism.SCRAM_SHA_256
+    credential = ScramFormatter(mechanism.hash_name).credential("hmac-b64", 4096)
+    tokens = {"tok": (credential, "alice", 1000)}
+    # a user named like the token must not be used for token authentication
+    users = {"tok": ScramFormatter(mechanism.hash_name).credential(password, 4096)}
+    server = ScramSaslServer(mechanism, users.get, token_lookup=tokens.get)
+    extensions = {"tokenauth": "true"} if tokenauth else None
+    client = ScramSaslClient(mechanism, "tok", password, extensions=extensions)
+    challenge = server.evaluate_response(client.first_message())
+    client.evaluate_challenge(server.evaluate_response(client.evaluate_challenge(challenge)))
+    return server
+
+
+def test_a_token_authenticates_as_its_owner() -> None:
+    server = _token_exchange("hmac-b64")
+    assert server.is_complete() and server.token_authenticated
+    assert server.authorization_id == "alice" and server.credential_expiration_ms == 1000
+
+
+def test_a_forged_token_hmac_or_an_unknown_token_fails() -> None:
+    with pytest.raises(SaslAuthenticationError, match="invalid credentials"):
+        _token_exchange("forged")
+    server = ScramSaslServer(ScramMechanism.SCRAM_SHA_256, {}.get)  # no token lookup
+    client = ScramSaslClient(
+        ScramMechanism.SCRAM_SHA_256, "tok", "x", extensions={"tokenauth": "true"}
+    )
+    challenge = server.evaluate_response(client.first_message())
+    with pytest.raises(SaslAuthenticationError):
+        server.evaluate_response(client.evaluate_challenge(challenge))
+
+
+def test_without_the_extension_the_name_is_a_user() -> None:
+    server = _token_exchange("user-password", tokenauth=False)
+    assert server.authorization_id == "tok" and not server.token_authenticated

@@ -236,9 +236,9 @@ async def test_inter_broker_quota_and_unknown_apis_are_refused(auth: AuthHelper)
         "validate_only": False}))  # fmt: skip
     assert answer["entries"][0]["error_code"] == Errors.CLUSTER_AUTHORIZATION_FAILED
     # an API without a rule is refused, never served unchecked
-    unknown = auth.guard(ApiKey.RENEW_DELEGATION_TOKEN, Recorder(lambda b: {}))
+    unknown = auth.guard(ApiKey.VOTE, Recorder(lambda b: {}))
     with pytest.raises(CloseConnection, match="has no authorization rule"):
-        await unknown(request(ApiKey.RENEW_DELEGATION_TOKEN, {}))
+        await unknown(request(ApiKey.VOTE, {}))
 
 
 async def test_log_dir_apis_need_the_cluster(auth: AuthHelper) -> None:

@@ -244,3 +244,15 @@ def test_a_bad_metrics_listener_names_the_key_and_the_form(value: str) -> None:
         KafkaConfig({"broker.id": "0", "kafpy.metrics.listener": value})
     assert f"Invalid value {value} for configuration kafpy.metrics.listener" in str(e.value)
     assert "http://host:port" in str(e.value)
+
+
+def test_delegation_token_keys_are_declared_with_kafkas_defaults() -> None:
+    cfg = KafkaConfig({"log.dirs": "/tmp/x", "delegation.token.master.key": "k"})
+    assert cfg.unknown_keys() == []
+    assert cfg.get("delegation.token.master.key") == "k"
+    assert cfg.get("delegation.token.max.lifetime.ms") == 7 * 24 * 3600 * 1000
+    assert cfg.get("delegation.token.expiry.time.ms") == 24 * 3600 * 1000
+    assert cfg.get("delegation.token.expiry.check.interval.ms") == 3600 * 1000
+    assert "delegation.token.master.key = [hidden]" in cfg.values_text()
+    with pytest.raises(InvalidConfigurationError, match="delegation.token.expiry.time.ms"):
+        KafkaConfig({"log.dirs": "/tmp/x", "delegation.token.expiry.time.ms": "0"})
