@@ -91,8 +91,9 @@ class SslFactory:
         SslFactory.CertificateEntries.ensureCompatible, with its messages)."""
         if self.certificate is None or new.certificate is None:
             return
-        old_entry, new_entry = _CertificateEntry(self.certificate), _CertificateEntry(
-            new.certificate
+        old_entry, new_entry = (
+            _CertificateEntry(self.certificate),
+            _CertificateEntry(new.certificate),
         )
         if old_entry.subject != new_entry.subject:
             raise InvalidConfigurationError(
@@ -188,8 +189,11 @@ def _key_store_certificate(values: Mapping[str, Any], where: str) -> Any:
     data = _read_file(values, "ssl.keystore.location", where)
     if _store_type(values, "ssl.keystore.type", where) == "PEM":
         return x509.load_pem_x509_certificates(
-            b"".join(re.findall(rb"-----BEGIN CERTIFICATE-----.*?-----END CERTIFICATE-----\s*",
-                                data, re.S))
+            b"".join(
+                re.findall(
+                    rb"-----BEGIN CERTIFICATE-----.*?-----END CERTIFICATE-----\s*", data, re.S
+                )
+            )
         )[0]
     password = values.get("ssl.keystore.password")
     return pkcs12.load_key_and_certificates(data, password.encode() if password else None)[1]

@@ -123,9 +123,12 @@ _LISTENER_SSL_CONFIGS = frozenset({
     "ssl.endpoint.identification.algorithm", "ssl.secure.random.implementation",
     "ssl.client.auth", "ssl.engine.factory.class",
 }) | DYNAMIC_SECURITY_CONFIGS  # fmt: skip
-_LISTENER_SASL_CONFIGS = frozenset(
-    {"sasl.mechanism.inter.broker.protocol", "sasl.jaas.config", "sasl.enabled.mechanisms"}
-) | NO_EFFECT_SASL_CONFIGS
+_LISTENER_SASL_CONFIGS = (
+    frozenset(
+        {"sasl.mechanism.inter.broker.protocol", "sasl.jaas.config", "sasl.enabled.mechanisms"}
+    )
+    | NO_EFFECT_SASL_CONFIGS
+)
 # Kafka's DynamicBrokerConfig.PerBrokerConfigs, and its ClusterLevelListenerConfigs (the
 # listener-prefixed keys that may be set at the cluster default)
 _PER_BROKER_CONFIGS = _LISTENER_CONFIGS | _LISTENER_SSL_CONFIGS | _LISTENER_SASL_CONFIGS
@@ -139,8 +142,10 @@ _PASSWORD_CONFIGS = frozenset({
 })  # fmt: skip
 # what kafpy applies of a listener's settings: its SslFactory's keys, its SASL settings
 _APPLIED_LISTENER_KEYS = (
-    frozenset(BROKER_SSL_CONFIG_DEF.names()) - {"principal.builder.class"}
-) | {"sasl.enabled.mechanisms", "connections.max.reauth.ms"} | NO_EFFECT_SASL_CONFIGS
+    (frozenset(BROKER_SSL_CONFIG_DEF.names()) - {"principal.builder.class"})
+    | {"sasl.enabled.mechanisms", "connections.max.reauth.ms"}
+    | NO_EFFECT_SASL_CONFIGS
+)
 
 ALL_DYNAMIC_CONFIGS: frozenset[str] = (
     RECONFIGURABLE_LOG_CONFIGS
