@@ -12,6 +12,7 @@ listener's JAAS config.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 from kafpy.client.client_security import ClientSecurity, SaslCredentials
@@ -55,6 +56,28 @@ def listener_ssl_factories(config: ListenerSecurityConfig) -> dict[str, SslFacto
         for name, _, _ in config.listeners
         if config.security_protocol(name) in TLS_SECURITY_PROTOCOLS
     }
+
+
+def reconfigured_ssl_factories(
+    config: ListenerSecurityConfig, current: Mapping[str, SslFactory]
+) -> dict[str, SslFactory]:
+    """The listeners whose TLS side must be replaced under `config` (KIP-226): those whose
+    `ssl.*` settings changed or whose store files were modified in place, each with its new
+    SslFactory, built and checked against the certificate served now. Raises
+    InvalidConfigurationError (the old factories stay) when a new store does not load or
+    its certificate is not compatible."""
+    out: dict[str, SslFactory] = {}
+    for name, _, _ in config.listeners:
+        old = current.get(name)
+        if old is None or config.security_protocol(name) not in TLS_SECURITY_PROTOCOLS:
+            continue
+        values = config.ssl_values(name)
+        if not old.needs_rebuild(values):
+            continue
+        new = SslFactory(SslMode.SERVER, values, where=f"listener {name}")
+        old.ensure_compatible(new)
+        out[name] = new
+    return out
 
 
 def inter_broker_client_security(config: ListenerSecurityConfig) -> ClientSecurity:

@@ -834,6 +834,23 @@ class SocketServer:
         self.connection_quotas.reconfigure(config)
         self.close_excess_connections()
 
+    def reconfigure_listener_security(
+        self,
+        ssl_factories: Mapping[str, SslFactory],
+        sasl_configs: Mapping[str, SaslListenerConfig],
+    ) -> None:
+        """Replace the TLS side and SASL settings of listeners (dynamic listener configs,
+        KIP-226): connections accepted from now on use them; open ones keep theirs."""
+        for name, factory in ssl_factories.items():
+            self.ssl_factories[name] = factory
+            self.log.info("Reconfigured the TLS key and trust stores of listener %s", name)
+        for name, sasl in sasl_configs.items():
+            self.sasl_configs[name] = sasl
+            self.log.info(
+                "Reconfigured SASL of listener %s: mechanisms %s",
+                name, ", ".join(sasl.enabled_mechanisms),
+            )  # fmt: skip
+
     def stop_accepting(self) -> None:
         for acceptor in self._acceptors.values():
             acceptor.close()

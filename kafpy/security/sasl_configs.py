@@ -38,8 +38,44 @@ BROKER_SASL_CONFIG_DEF: ConfigDef = (
             Importance.MEDIUM,
             "When positive, the longest a SASL session lasts before the client must "
             "re-authenticate (KIP-368); 0 disables re-authentication.")
+    # Kerberos (GSSAPI) and OAUTHBEARER login refresh: without effect in kafpy, which
+    # enables neither mechanism on any listener, as in Kafka without them.
+    .define("sasl.kerberos.service.name", ConfigType.STRING, None, None, Importance.MEDIUM,
+            "Kerberos principal name Kafka runs as (no effect: kafpy has no GSSAPI).")
+    .define("sasl.kerberos.kinit.cmd", ConfigType.STRING, "/usr/bin/kinit", None,
+            Importance.LOW, "Kerberos kinit command path (no effect: kafpy has no GSSAPI).")
+    .define("sasl.kerberos.ticket.renew.window.factor", ConfigType.DOUBLE, 0.8, None,
+            Importance.LOW, "Kerberos ticket renewal point (no effect: kafpy has no GSSAPI).")
+    .define("sasl.kerberos.ticket.renew.jitter", ConfigType.DOUBLE, 0.05, None,
+            Importance.LOW, "Kerberos ticket renewal jitter (no effect: kafpy has no GSSAPI).")
+    .define("sasl.kerberos.min.time.before.relogin", ConfigType.LONG, 60000, None,
+            Importance.LOW, "Kerberos relogin sleep time (no effect: kafpy has no GSSAPI).")
+    .define("sasl.kerberos.principal.to.local.rules", ConfigType.LIST, "DEFAULT", None,
+            Importance.MEDIUM,
+            "Kerberos principal to short name rules (no effect: kafpy has no GSSAPI).")
+    .define("sasl.login.refresh.window.factor", ConfigType.DOUBLE, 0.8,
+            Range.between(0.5, 1.0), Importance.LOW,
+            "OAUTHBEARER login refresh point (no effect: kafpy has no OAUTHBEARER).")
+    .define("sasl.login.refresh.window.jitter", ConfigType.DOUBLE, 0.05,
+            Range.between(0.0, 0.25), Importance.LOW,
+            "OAUTHBEARER login refresh jitter (no effect: kafpy has no OAUTHBEARER).")
+    .define("sasl.login.refresh.min.period.seconds", ConfigType.SHORT, 60,
+            Range.between(0, 900), Importance.LOW,
+            "OAUTHBEARER least refresh wait (no effect: kafpy has no OAUTHBEARER).")
+    .define("sasl.login.refresh.buffer.seconds", ConfigType.SHORT, 300,
+            Range.between(0, 3600), Importance.LOW,
+            "OAUTHBEARER refresh buffer (no effect: kafpy has no OAUTHBEARER).")
 )  # fmt: skip
 """The broker's SASL keys."""
+
+NO_EFFECT_SASL_CONFIGS = frozenset(
+    key
+    for key in BROKER_SASL_CONFIG_DEF.names()
+    if key.startswith(("sasl.kerberos.", "sasl.login.refresh."))
+)
+"""SASL keys for mechanisms kafpy never enables (GSSAPI's Kerberos login, OAUTHBEARER's
+login refresh): accepted, as Kafka accepts them on a broker without those mechanisms, and
+without effect, as there."""
 
 
 def ensure_sasl_mechanisms_supported(mechanisms: Iterable[str], key: str) -> None:

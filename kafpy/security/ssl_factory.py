@@ -11,6 +11,11 @@ InvalidConfigurationError naming the key, never served weaker.
 
 In server mode the factory also names the peer: `User:<RFC 2253 subject>` of a verified
 client certificate, mapped by `ssl.principal.mapping.rules`; `User:ANONYMOUS` without one.
+
+A listener's factory is replaced without a restart (KIP-226, Kafka's SslFactory.reconfigure)
+when its settings change or its store files are modified in place (`needs_rebuild`); the
+replacement must present a certificate compatible with the old one (`ensure_compatible`:
+the same subject DN, at least the old SubjectAltNames), as Kafka's CertificateEntries check.
 """
 
 from __future__ import annotations
@@ -65,8 +70,42 @@ class SslFactory:
         self._values = values
         _refuse_java_only(values, where)
         self.check_hostname = _endpoint_identification(values, where)
+        self._store_mtimes = _store_mtimes(values)
         self.context = self._create_context()
+        self.certificate = _key_store_certificate(values, where)
         self.principal_mapper = SslPrincipalMapper(values.get("ssl.principal.mapping.rules"))
+
+    @property
+    def values(self) -> Mapping[str, Any]:
+        """The `ssl.*` settings this factory was built from."""
+        return self._values
+
+    def needs_rebuild(self, values: Mapping[str, Any]) -> bool:
+        """Whether `values` differ from this factory's settings, or a key or trust store
+        file it loaded was modified since (Kafka reloads a store file changed in place)."""
+        return dict(values) != dict(self._values) or _store_mtimes(values) != self._store_mtimes
+
+    def ensure_compatible(self, new: SslFactory) -> None:
+        """Refuse a replacement whose certificate would break clients that verified this
+        one: the subject DN must be the same and the SubjectAltNames a superset (Kafka's
+        SslFactory.CertificateEntries.ensureCompatible, with its messages)."""
+        if self.certificate is None or new.certificate is None:
+            return
+        old_entry, new_entry = (
+            _CertificateEntry(self.certificate),
+            _CertificateEntry(new.certificate),
+        )
+        if old_entry.subject != new_entry.subject:
+            raise InvalidConfigurationError(
+                f"Keystore DistinguishedName does not match:  existing={{alias={KEYSTORE_ALIAS}, "
+                f"DN={old_entry.subject}}}, new={{alias={KEYSTORE_ALIAS}, DN={new_entry.subject}}}"
+            )
+        if not old_entry.alt_names <= new_entry.alt_names:
+            raise InvalidConfigurationError(
+                f"Keystore SubjectAltNames do not match:  existing={{alias={KEYSTORE_ALIAS}, "
+                f"SAN={old_entry.sorted_alt_names()}}}, new={{alias={KEYSTORE_ALIAS}, "
+                f"SAN={new_entry.sorted_alt_names()}}}"
+            )
 
     def _create_context(self) -> ssl.SSLContext:
         v = self._values
@@ -101,6 +140,63 @@ class SslFactory:
         if not der:
             return ANONYMOUS
         return KafkaPrincipal(USER_TYPE, self.principal_mapper.get_name(distinguished_name(der)))
+
+
+KEYSTORE_ALIAS = "kafka"
+"""The alias Kafka gives the entry of a PEM key store."""
+
+
+class _CertificateEntry:
+    """The parts of a key store's certificate a replacement must keep."""
+
+    def __init__(self, certificate: Any) -> None:
+        from cryptography import x509
+
+        self.subject: str = certificate.subject.rfc4514_string()
+        try:
+            san = certificate.extensions.get_extension_for_class(x509.SubjectAlternativeName)
+            self.alt_names: frozenset[str] = frozenset(str(n.value) for n in san.value)
+        except x509.ExtensionNotFound:
+            self.alt_names = frozenset()
+
+    def sorted_alt_names(self) -> str:
+        return "[" + ", ".join(sorted(self.alt_names)) + "]"
+
+
+def _store_mtimes(values: Mapping[str, Any]) -> tuple[float | None, ...]:
+    out: list[float | None] = []
+    for key in ("ssl.keystore.location", "ssl.truststore.location"):
+        location = values.get(key)
+        try:
+            out.append(os.stat(str(location)).st_mtime if location else None)
+        except OSError:
+            out.append(None)
+    return tuple(out)
+
+
+def _key_store_certificate(values: Mapping[str, Any], where: str) -> Any:
+    """The first (leaf) certificate of the key store, None without one. The store has
+    loaded already, so its contents are known to be readable."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives.serialization import pkcs12
+
+    if values.get("ssl.keystore.certificate.chain"):
+        return x509.load_pem_x509_certificates(
+            _pem_text(str(values["ssl.keystore.certificate.chain"])).encode()
+        )[0]
+    if not values.get("ssl.keystore.location"):
+        return None
+    data = _read_file(values, "ssl.keystore.location", where)
+    if _store_type(values, "ssl.keystore.type", where) == "PEM":
+        return x509.load_pem_x509_certificates(
+            b"".join(
+                re.findall(
+                    rb"-----BEGIN CERTIFICATE-----.*?-----END CERTIFICATE-----\s*", data, re.S
+                )
+            )
+        )[0]
+    password = values.get("ssl.keystore.password")
+    return pkcs12.load_key_and_certificates(data, password.encode() if password else None)[1]
 
 
 def distinguished_name(der_certificate: bytes) -> str:

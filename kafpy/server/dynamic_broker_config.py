@@ -18,8 +18,16 @@ unclean.leader.election.enable, min.insync.replicas, ...), the log cleaner's
 (log.cleaner.threads, its buffers, throttle and backoff), num.replica.fetchers and the
 connection quotas (max.connections, max.connections.per.ip[.overrides],
 max.connection.creation.rate, and `listener.name.<l>.max.connections` /
-`.max.connection.creation.rate`); the others (the other thread pools, listeners, SSL)
-are refused by name, since kafpy cannot change them on a running broker yet.
+`.max.connection.creation.rate`) and the listeners' security (KIP-226: `ssl.*` keys, a
+listener's key and trust stores only with its `listener.name.<l>.` prefix, rebuild its
+SslFactory for new connections; `sasl.enabled.mechanisms` and
+`listener.name.<l>.connections.max.reauth.ms` its SASL settings; the Kerberos and
+OAUTHBEARER login keys are accepted without effect, as in Kafka on a broker without those
+mechanisms). Security and listener keys are per broker only, as in Kafka. Password keys
+(store passwords, inline stores, JAAS configs) are refused: Kafka keeps them encrypted with
+password.encoder.secret, which kafpy does not have yet. The others (the other thread pools,
+listeners, sasl.mechanism.inter.broker.protocol, principal.builder.class) are refused by
+name, since kafpy cannot change them on a running broker yet.
 """
 
 from __future__ import annotations
@@ -35,11 +43,18 @@ from kafpy.common.time import Time
 from kafpy.controller.controller_config import ControllerConfig
 from kafpy.metadata.kafka_zk_client import KafkaZkClient
 from kafpy.metadata.zk_data import ConfigEntityName, ConfigType
+from kafpy.network.channel_builders import listener_sasl_configs, reconfigured_ssl_factories
 from kafpy.network.connection_quotas import (
     LISTENER_RECONFIGURABLE_CONFIGS,
     RECONFIGURABLE_CONFIGS,
     ConnectionQuotaConfig,
 )
+from kafpy.security.credential_cache import CredentialCache
+from kafpy.security.delegation_token_cache import DelegationTokenCache
+from kafpy.security.sasl_configs import NO_EFFECT_SASL_CONFIGS
+from kafpy.security.sasl_server_authenticator import SaslListenerConfig
+from kafpy.security.ssl_configs import BROKER_SSL_CONFIG_DEF
+from kafpy.security.ssl_factory import SslFactory
 from kafpy.server.kafka_config import KAFKA_CONFIG_DEF, KafkaConfig
 from kafpy.server.replication_quota_manager import (
     FOLLOWER_REPLICATION_THROTTLED_RATE,
@@ -56,6 +71,8 @@ __all__ = [
     "DynamicCleanerConfig",
     "DynamicConnectionQuotaConfig",
     "DynamicControllerConfig",
+    "DYNAMIC_SECURITY_CONFIGS",
+    "DynamicListenerSecurityConfig",
     "DynamicLogConfig",
     "DynamicReplicaFetcherConfig",
     "RECONFIGURABLE_LOG_CONFIGS",
@@ -91,7 +108,44 @@ _OTHER_DYNAMIC_CONFIGS = frozenset({"metric.reporters"})
 _REPLICATION_THROTTLE_CONFIGS = frozenset(
     {"leader.replication.throttled.rate", "follower.replication.throttled.rate"}
 )
-_SECURITY_PREFIXES = ("ssl.", "sasl.", "listener.name.")
+_LISTENER_PREFIX = "listener.name."
+# Kafka's DynamicBrokerConfig.DynamicSecurityConfigs (SslConfigs.RECONFIGURABLE_CONFIGS):
+# dynamic only with a listener prefix.
+DYNAMIC_SECURITY_CONFIGS: frozenset[str] = frozenset({
+    "ssl.keystore.type", "ssl.keystore.location", "ssl.keystore.password", "ssl.key.password",
+    "ssl.keystore.certificate.chain", "ssl.keystore.key", "ssl.truststore.type",
+    "ssl.truststore.location", "ssl.truststore.password", "ssl.truststore.certificates",
+})  # fmt: skip
+# Kafka's DynamicListenerConfig.ReconfigurableConfigs (less the listener keys above)
+_LISTENER_SSL_CONFIGS = frozenset({
+    "principal.builder.class", "ssl.protocol", "ssl.provider", "ssl.cipher.suites",
+    "ssl.enabled.protocols", "ssl.keymanager.algorithm", "ssl.trustmanager.algorithm",
+    "ssl.endpoint.identification.algorithm", "ssl.secure.random.implementation",
+    "ssl.client.auth", "ssl.engine.factory.class",
+}) | DYNAMIC_SECURITY_CONFIGS  # fmt: skip
+_LISTENER_SASL_CONFIGS = (
+    frozenset(
+        {"sasl.mechanism.inter.broker.protocol", "sasl.jaas.config", "sasl.enabled.mechanisms"}
+    )
+    | NO_EFFECT_SASL_CONFIGS
+)
+# Kafka's DynamicBrokerConfig.PerBrokerConfigs, and its ClusterLevelListenerConfigs (the
+# listener-prefixed keys that may be set at the cluster default)
+_PER_BROKER_CONFIGS = _LISTENER_CONFIGS | _LISTENER_SSL_CONFIGS | _LISTENER_SASL_CONFIGS
+_CLUSTER_LEVEL_LISTENER_CONFIGS = frozenset(
+    {"max.connections", "max.connection.creation.rate", "num.network.threads"}
+)
+# Kafka's DynamicBrokerConfig.DynamicPasswordConfigs (matched at the end of a name)
+_PASSWORD_CONFIGS = frozenset({
+    "ssl.keystore.password", "ssl.key.password", "ssl.truststore.password", "sasl.jaas.config",
+    "ssl.keystore.key", "ssl.keystore.certificate.chain", "ssl.truststore.certificates",
+})  # fmt: skip
+# what kafpy applies of a listener's settings: its SslFactory's keys, its SASL settings
+_APPLIED_LISTENER_KEYS = (
+    (frozenset(BROKER_SSL_CONFIG_DEF.names()) - {"principal.builder.class"})
+    | {"sasl.enabled.mechanisms", "connections.max.reauth.ms"}
+    | NO_EFFECT_SASL_CONFIGS
+)
 
 ALL_DYNAMIC_CONFIGS: frozenset[str] = (
     RECONFIGURABLE_LOG_CONFIGS
@@ -101,8 +155,10 @@ ALL_DYNAMIC_CONFIGS: frozenset[str] = (
     | _SOCKET_SERVER_CONFIGS
     | _OTHER_DYNAMIC_CONFIGS
     | _REPLICATION_THROTTLE_CONFIGS
+    | _PER_BROKER_CONFIGS
 )
-"""Every key Kafka 2.8 lets an operator change without a restart (security keys aside)."""
+"""Every key Kafka 2.8 lets an operator change without a restart (and any
+`listener.name.<l>.` key)."""
 
 APPLIED_DYNAMIC_CONFIGS: frozenset[str] = (
     RECONFIGURABLE_LOG_CONFIGS
@@ -110,9 +166,10 @@ APPLIED_DYNAMIC_CONFIGS: frozenset[str] = (
     | {"num.replica.fetchers"}
     | _REPLICATION_THROTTLE_CONFIGS
     | _SOCKET_SERVER_CONFIGS
+    | ((_APPLIED_LISTENER_KEYS & _PER_BROKER_CONFIGS) - DYNAMIC_SECURITY_CONFIGS)
 )
 """The dynamic keys a running kafpy broker applies (and `listener.name.<l>.` keys of
-LISTENER_RECONFIGURABLE_CONFIGS, see `_is_applied`)."""
+LISTENER_RECONFIGURABLE_CONFIGS and _APPLIED_LISTENER_KEYS, see `_is_applied`)."""
 
 # Kafka's DynamicBrokerConfig.brokerConfigSynonyms: keys standing for one setting, most
 # specific first.
@@ -133,17 +190,42 @@ def broker_config_synonyms(name: str) -> list[str]:
     return [name]
 
 
+def _listener_key(name: str) -> str | None:
+    """`<key>` of `listener.name.<listener>.<key>`, None for other names."""
+    if not name.startswith(_LISTENER_PREFIX):
+        return None
+    return name[len(_LISTENER_PREFIX) :].partition(".")[2]
+
+
 def _is_dynamic(name: str) -> bool:
-    return name in ALL_DYNAMIC_CONFIGS or name.startswith(_SECURITY_PREFIXES)
+    return name in ALL_DYNAMIC_CONFIGS or name.startswith(_LISTENER_PREFIX)
+
+
+def _is_per_broker(name: str) -> bool:
+    key = _listener_key(name)
+    return name in _PER_BROKER_CONFIGS or (
+        key is not None and key not in _CLUSTER_LEVEL_LISTENER_CONFIGS
+    )
+
+
+def _is_password(name: str) -> bool:
+    return any(name.endswith(p) for p in _PASSWORD_CONFIGS)
 
 
 def _is_applied(name: str) -> bool:
     if name in APPLIED_DYNAMIC_CONFIGS:
         return True
-    if not name.startswith("listener.name."):
-        return False
-    _, _, key = name[len("listener.name.") :].partition(".")
-    return key in LISTENER_RECONFIGURABLE_CONFIGS
+    key = _listener_key(name)
+    return key is not None and (
+        key in LISTENER_RECONFIGURABLE_CONFIGS or key in _APPLIED_LISTENER_KEYS
+    )
+
+
+def _config_def_name(name: str) -> str | None:
+    """The KafkaConfig key whose type `name` has (a listener key's base key)."""
+    key = _listener_key(name)
+    base = name if key is None else key
+    return base if base in KAFKA_CONFIG_DEF else None
 
 
 def _scala_set(names: list[str]) -> str:
@@ -172,6 +254,7 @@ class DynamicBrokerConfig:
         self.dynamic_broker_configs: dict[str, str] = {}
         self.current: KafkaConfig = static
         self._reconfigurables: list[Reconfigurable] = []
+        self._validators: list[Reconfigurable] = []
         self.log = component_logger(
             "kafpy.server.DynamicBrokerConfig", "DynamicBrokerConfig", static.broker_id
         )
@@ -183,6 +266,12 @@ class DynamicBrokerConfig:
     def add_reconfigurable(self, reconfigurable: Reconfigurable) -> None:
         """Call `reconfigurable(old, new)` after every change of the effective config."""
         self._reconfigurables.append(reconfigurable)
+
+    def add_validator(self, validator: Reconfigurable) -> None:
+        """Call `validator(current, new)` on every alteration of this broker's configs before
+        it is stored; its InvalidConfigurationError refuses the alteration (Kafka's
+        validateReconfiguration)."""
+        self._validators.append(validator)
 
     # -- validation (AlterConfigs / IncrementalAlterConfigs) -----------------------------------
 
@@ -200,6 +289,35 @@ class DynamicBrokerConfig:
             raise InvalidRequestError(
                 f"Cannot update these configs dynamically: {_scala_set(not_dynamic)}"
             )
+        without_prefix = sorted(k for k in props if k in DYNAMIC_SECURITY_CONFIGS)
+        if without_prefix:
+            raise InvalidRequestError(
+                "These security configs can be dynamically updated only per-listener using "
+                f"the listener prefix: {_scala_set(without_prefix)}"
+            )
+        for name, value in props.items():
+            try:
+                definition = _config_def_name(name)
+                if definition is not None:
+                    KAFKA_CONFIG_DEF.parse_value(definition, value)
+            except InvalidConfigurationError as e:
+                raise InvalidRequestError(f"Invalid value for {name}: {e}") from e
+        per_broker_only = sorted(k for k in props if _is_per_broker(k))
+        if per_broker_only and not per_broker:
+            raise InvalidRequestError(
+                "Cannot update these configs at default cluster level, broker id must be "
+                f"specified: {_scala_set(per_broker_only)}"
+            )
+        passwords = sorted(k for k in props if _is_password(k))
+        if passwords:
+            raise InvalidRequestError(
+                f"Password encoder secret not configured: the password configs "
+                f"{_scala_set(passwords)} would be stored in ZooKeeper, which Kafka does "
+                "encrypted with password.encoder.secret and kafpy cannot yet. Use a key "
+                "store file without a store password (ssl.keystore.type=PEM, the key "
+                "unencrypted, the file readable by the broker only), or set them in "
+                "server.properties and restart the broker"
+            )
         not_applied = sorted(k for k in props if not _is_applied(k))
         if not_applied:
             raise InvalidRequestError(
@@ -207,18 +325,17 @@ class DynamicBrokerConfig:
                 f"{_scala_set(not_applied)}; set them in server.properties and restart the "
                 f"broker{'' if per_broker else 's'}"
             )
-        for name, value in props.items():
-            try:
-                if name in KAFKA_CONFIG_DEF:
-                    KAFKA_CONFIG_DEF.parse_value(name, value)
-            except InvalidConfigurationError as e:
-                raise InvalidRequestError(f"Invalid value for {name}: {e}") from e
         default = props if not per_broker else self.dynamic_default_configs
         broker = props if per_broker else self.dynamic_broker_configs
         try:
-            self._effective(default, broker)
+            new = self._effective(default, broker)
         except InvalidConfigurationError as e:
             raise InvalidRequestError(str(e)) from e
+        for validator in self._validators:
+            try:
+                validator(self.current, new)
+            except InvalidConfigurationError as e:
+                raise InvalidRequestError(f"Invalid dynamic configuration: {e}") from e
 
     # -- updates from /config/brokers (DynamicConfigManager's BrokerConfigHandler) -------------
 
@@ -246,10 +363,13 @@ class DynamicBrokerConfig:
         usable: dict[str, str] = {}
         for name, value in props.items():
             try:
-                if not _is_applied(name):
+                if not _is_applied(name) or _is_password(name):
                     raise InvalidConfigurationError("it cannot be updated dynamically")
-                if name in KAFKA_CONFIG_DEF:
-                    KAFKA_CONFIG_DEF.parse_value(name, value)
+                if where == "default" and _is_per_broker(name):
+                    raise InvalidConfigurationError("it can be set per broker only")
+                definition = _config_def_name(name)
+                if definition is not None:
+                    KAFKA_CONFIG_DEF.parse_value(definition, value)
             except InvalidConfigurationError as e:
                 self.log.error(
                     "Ignoring the stored dynamic config %s=%s of %s: %s", name, value, where, e
@@ -323,6 +443,65 @@ class _ControllerTarget(Protocol):
 
 class _SocketServerTarget(Protocol):
     def reconfigure_connection_quotas(self, config: ConnectionQuotaConfig) -> None: ...
+
+
+class _ListenerSecurityTarget(Protocol):
+    @property
+    def ssl_factories(self) -> Mapping[str, SslFactory]: ...
+    @property
+    def sasl_configs(self) -> Mapping[str, SaslListenerConfig]: ...
+
+    def reconfigure_listener_security(
+        self,
+        ssl_factories: Mapping[str, SslFactory],
+        sasl_configs: Mapping[str, SaslListenerConfig],
+    ) -> None: ...
+
+
+class DynamicListenerSecurityConfig:
+    """Gives the socket server's listeners new TLS and SASL settings (Kafka's channel
+    builders as ListenerReconfigurables, KIP-226): a listener whose `ssl.*` settings
+    changed, or whose store file was modified in place, gets a new SslFactory, checked
+    first (the store loads, its certificate keeps the old DN and SubjectAltNames); a SASL
+    listener whose mechanisms or re-authentication limit changed, new SASL settings.
+    Connections accepted afterwards use them; open ones keep what they negotiated.
+
+    Use it both as a validator (`validate`, refusing what would not apply) and as a
+    reconfigurable (called with the stored configs)."""
+
+    def __init__(
+        self,
+        socket_server: _ListenerSecurityTarget,
+        credential_cache: CredentialCache,
+        token_cache: DelegationTokenCache | None = None,
+    ) -> None:
+        self.socket_server = socket_server
+        self.credential_cache = credential_cache
+        self.token_cache = token_cache
+
+    def changes(
+        self, new: KafkaConfig
+    ) -> tuple[dict[str, SslFactory], dict[str, SaslListenerConfig]]:
+        """The listeners' new TLS and SASL sides under `new`, only those that change.
+        Raises InvalidConfigurationError when one cannot be built."""
+        ssl = reconfigured_ssl_factories(new, self.socket_server.ssl_factories)
+        current = self.socket_server.sasl_configs
+        sasl = {
+            name: config
+            for name, config in listener_sasl_configs(
+                new, self.credential_cache, self.token_cache
+            ).items()
+            if name in current and current[name] != config
+        }
+        return ssl, sasl
+
+    def validate(self, old: KafkaConfig, new: KafkaConfig) -> None:
+        self.changes(new)
+
+    def __call__(self, old: KafkaConfig, new: KafkaConfig) -> None:
+        ssl, sasl = self.changes(new)
+        if ssl or sasl:
+            self.socket_server.reconfigure_listener_security(ssl, sasl)
 
 
 class DynamicConnectionQuotaConfig:

@@ -78,6 +78,7 @@ from kafpy.server.dynamic_broker_config import (
     DynamicCleanerConfig,
     DynamicConnectionQuotaConfig,
     DynamicControllerConfig,
+    DynamicListenerSecurityConfig,
     DynamicLogConfig,
     DynamicReplicaFetcherConfig,
     DynamicReplicationQuotaConfig,
@@ -213,6 +214,11 @@ class KafkaServer:
         self.zk_client = KafkaZkClient(self.store)
         await self.zk_client.make_sure_persistent_paths_exist()
         await self.dynamic_config.initialize(self.zk_client)
+        if self.dynamic_config.current is not cfg:  # listeners start with stored key stores
+            ssl_factories = listener_ssl_factories(self.dynamic_config.current)
+            sasl_configs = listener_sasl_configs(
+                self.dynamic_config.current, self.credential_cache, self.token_cache
+            )
         self.cluster_id = await self.zk_client.create_or_get_cluster_id(generate_cluster_id())
         self.log.info("Cluster ID = %s", self.cluster_id)
         if cfg.broker_id < 0:
@@ -340,6 +346,11 @@ class KafkaServer:
         self.dynamic_config.add_reconfigurable(DynamicControllerConfig(self.controller))
         self.dynamic_config.add_reconfigurable(self.replication_quotas)
         self.dynamic_config.add_reconfigurable(DynamicConnectionQuotaConfig(self.socket_server))
+        listener_security = DynamicListenerSecurityConfig(
+            self.socket_server, self.credential_cache, self.token_cache
+        )
+        self.dynamic_config.add_validator(listener_security.validate)
+        self.dynamic_config.add_reconfigurable(listener_security)
         self.dynamic_config_manager = DynamicConfigManager.for_log_manager(
             self.zk_client,
             self.log_manager,

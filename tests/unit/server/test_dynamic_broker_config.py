@@ -117,3 +117,49 @@ def test_unclean_leader_election_default_reaches_the_controller() -> None:
     d.update_default_config({})
     assert controller.config.unclean_leader_election_enable is False
     assert controller.unclean_elections_triggered == 1
+
+
+def test_listener_security_keys_follow_kafkas_rules() -> None:
+    d = dynamic()
+    with pytest.raises(InvalidRequestError, match="only per-listener using the listener prefix"):
+        d.validate({"ssl.keystore.location": "/x.pem"}, per_broker=True)
+    with pytest.raises(InvalidRequestError, match="broker id must be specified"):
+        d.validate({"sasl.kerberos.min.time.before.relogin": "58000"}, per_broker=False)
+    with pytest.raises(InvalidRequestError, match="Password encoder secret not configured"):
+        d.validate({"listener.name.ssl.ssl.keystore.password": "p"}, per_broker=True)
+    with pytest.raises(InvalidRequestError, match="sasl.mechanism.inter.broker.protocol"):
+        d.validate({"sasl.mechanism.inter.broker.protocol": "PLAIN"}, per_broker=True)
+    with pytest.raises(InvalidRequestError, match="Invalid value"):
+        d.validate({"sasl.kerberos.min.time.before.relogin": "soon"}, per_broker=True)
+    d.validate({"sasl.kerberos.min.time.before.relogin": "58000"}, per_broker=True)
+    # cluster-level listener keys stay settable at the default, as in Kafka
+    d.validate({"listener.name.plaintext.max.connections": "10"}, per_broker=False)
+
+
+def test_sasl_mechanisms_of_a_listener_change_for_new_connections() -> None:
+    from kafpy.network.channel_builders import listener_sasl_configs
+    from kafpy.network.socket_server import SocketServer
+    from kafpy.security.credential_cache import CredentialCache
+    from kafpy.server.dynamic_broker_config import DynamicListenerSecurityConfig
+
+    static = KafkaConfig({
+        "broker.id": "0", "log.dirs": "/tmp/x",
+        "listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256",
+        "sasl.jaas.config": 'org.apache.kafka.common.security.plain.PlainLoginModule required '
+        'user_admin="admin-secret";',
+    })  # fmt: skip
+    cache = CredentialCache()
+    server = SocketServer(static.listeners, sasl_configs=listener_sasl_configs(static, cache))
+    d = DynamicBrokerConfig(static)
+    listener_security = DynamicListenerSecurityConfig(server, cache)
+    d.add_validator(listener_security.validate)
+    d.add_reconfigurable(listener_security)
+    key = "listener.name.sasl_plaintext.sasl.enabled.mechanisms"
+    with pytest.raises(InvalidRequestError, match="GSSAPI"):
+        d.validate({key: "GSSAPI"}, per_broker=True)
+    d.validate({key: "SCRAM-SHA-256"}, per_broker=True)
+    before = server.sasl_configs["SASL_PLAINTEXT"]
+    d.update_broker_config({key: "SCRAM-SHA-256"})
+    assert server.sasl_configs["SASL_PLAINTEXT"].enabled_mechanisms == ["SCRAM-SHA-256"]
+    assert before.enabled_mechanisms == ["PLAIN", "SCRAM-SHA-256"]
