@@ -477,13 +477,16 @@ class Partition:
                     latest = epoch
         return info
 
-    def update_follower_high_watermark(self, leader_hw: int) -> None:
-        """A follower's high watermark: the leader's, capped at the local log end offset."""
+    def update_follower_high_watermark(self, leader_hw: int) -> bool:
+        """A follower's high watermark: the leader's, capped at the local log end offset;
+        True if it moved (consumers fetching from this follower may read further)."""
         if self.log is None:
-            return
-        new_hw = min(leader_hw, self.log.log_end_offset)
-        if new_hw != self.high_watermark:
-            self._set_hw(max(new_hw, 0))
+            return False
+        new_hw = max(min(leader_hw, self.log.log_end_offset), 0)
+        if new_hw == self.high_watermark:
+            return False
+        self._set_hw(new_hw)
+        return True
 
     def truncate_to(self, offset: int) -> None:
         """Remove what follows `offset` (the log, the epoch cache, the HW above it)."""

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from kafpy.common.delayed_operation import DelayedOperation
 from kafpy.common.errors import KafkaError
 from kafpy.common.topic_partition import TopicPartition
+from kafpy.server.replica_selector import ClientMetadata
 from kafpy.storage.log_append_info import LogOffsetMetadata
 
 # the replica id of a fetch that may read from followers too (Kafka's debugging consumer)
@@ -41,6 +42,9 @@ class FetchParams:
     min_bytes: int
     max_bytes: int
     isolation_level: int = 0  # 0 read_uncommitted, 1 read_committed
+    # the fetching client (Fetch v11+, KIP-392): lets a consumer read from a follower and
+    # the leader answer with a preferred read replica
+    client_metadata: ClientMetadata | None = None
 
     @property
     def is_from_follower(self) -> bool:
@@ -48,7 +52,11 @@ class FetchParams:
 
     @property
     def fetch_only_from_leader(self) -> bool:
-        return self.replica_id != DEBUGGING_CONSUMER_ID
+        """Followers fetch from the leader; so do consumers older than Fetch v11 (Kafka
+        2.8's rule), except the debugging consumer."""
+        if self.replica_id == DEBUGGING_CONSUMER_ID:
+            return False
+        return self.is_from_follower or self.client_metadata is None
 
     @property
     def fetch_only_committed(self) -> bool:

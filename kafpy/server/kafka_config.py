@@ -49,6 +49,12 @@ from kafpy.security.sasl_configs import (
 )
 from kafpy.security.ssl_configs import BROKER_SSL_CONFIG_DEF
 from kafpy.security.ssl_principal_mapper import SslPrincipalMapper
+from kafpy.server.replica_selector import (
+    RACK_AWARE_REPLICA_SELECTOR,
+    REPLICA_SELECTOR_CLASS_CONFIG,
+    ReplicaSelector,
+    replica_selector,
+)
 from kafpy.storage.cleaner.cleaner_config import CLEANER_CONFIG_DEF, CleanerConfig
 from kafpy.storage.log_config import (
     BROKER_LOG_CONFIG_DEF,
@@ -216,6 +222,10 @@ def _broker_config_def() -> ConfigDef:
         .define("connections.max.idle.ms", t.LONG, 600000, None, m)
         .define("replica.lag.time.max.ms", t.LONG, 30000, None, h)
         .define("replica.fetch.max.bytes", t.INT, 1048576, Range.at_least(0), m)
+        .define(REPLICA_SELECTOR_CLASS_CONFIG, t.STRING, None, None, m,
+                "The replica selector a leader asks which replica a consumer with a "
+                f"client.rack should fetch from (KIP-392): {RACK_AWARE_REPLICA_SELECTOR}, "
+                "or unset for the leader only.")
         .define("replica.high.watermark.checkpoint.interval.ms", t.LONG, 5000, None, h)
         .define("num.replica.fetchers", t.INT, 1, Range.at_least(1), h)
         .define("replica.fetch.wait.max.ms", t.INT, 500, Range.at_least(0), m)
@@ -306,6 +316,7 @@ class KafkaConfig:
             raise InvalidConfigurationError("log.dirs must name at least one directory")
         self._validate_listeners()
         self._validate_authorizer()
+        self._replica_selector = replica_selector(self._values[REPLICA_SELECTOR_CLASS_CONFIG])
         self._connection_quotas = self._connection_quota_config()
         # Fails here, not at start-up, when a log key is out of range.
         self._log_defaults = log_config_defaults_from_broker(
@@ -353,6 +364,12 @@ class KafkaConfig:
     def broker_rack(self) -> str | None:
         rack: str | None = self._values["broker.rack"]
         return rack
+
+    @property
+    def replica_selector(self) -> ReplicaSelector | None:
+        """The selector `replica.selector.class` names (None: consumers read from the
+        leader only); any class kafpy does not provide was refused at construction."""
+        return self._replica_selector
 
     @property
     def listeners(self) -> list[tuple[str, str, int]]:

@@ -276,6 +276,7 @@ class KafkaServer:
             log_dir_failure_timeout_ms=cfg.log_dir_failure_timeout_ms,
             replication_quotas=self.replication_quotas.managers,
             alter_isr_manager=self._alter_isr_manager(),
+            replica_selector=cfg.replica_selector,
         )  # fmt: skip
         self.replica_manager.startup()
         if cfg.metrics_listener is not None:

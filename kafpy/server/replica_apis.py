@@ -26,6 +26,7 @@ from kafpy.server.replica_manager import (
     FetchPartitionData,
     PartitionFetchInfo,
 )
+from kafpy.server.replica_selector import ClientMetadata
 from kafpy.server.write_txn_markers import TxnMarkerWriter
 from kafpy.storage.log_config import LogConfig
 
@@ -152,6 +153,7 @@ class ReplicaApis:
             min_bytes=body["min_bytes"],
             max_bytes=body.get("max_bytes", _INT32_MAX),
             isolation_level=body.get("isolation_level", 0),
+            client_metadata=_client_metadata(request) if version >= 11 else None,
         )
         results = await self.ctx.replica_manager.fetch_messages(params, infos) if infos else []
         if version < 4:
@@ -164,7 +166,7 @@ class ReplicaApis:
                 "last_stable_offset": r.last_stable_offset,
                 "log_start_offset": r.log_start_offset,
                 "aborted_transactions": r.aborted_transactions,
-                "preferred_read_replica": -1,
+                "preferred_read_replica": r.preferred_read_replica,
                 "records": r.records if r.records is not None else b"",
             }  # fmt: skip
         response = context.update_and_generate_response_data(answers)
@@ -363,3 +365,16 @@ class ReplicaApis:
 
     async def handle_describe_producers(self, request: Request) -> dict[str, Any]:
         return describe_producers(self.ctx.replica_manager, body_of(request))
+
+
+def _client_metadata(request: Request) -> ClientMetadata:
+    """Who sent a Fetch v11+ and from which rack (KIP-392's `rack_id`, the consumer's
+    client.rack)."""
+    host, _ = request.client_address
+    return ClientMetadata(
+        rack_id=body_of(request).get("rack_id") or "",
+        client_id=request.header.client_id or "",
+        client_address=host,
+        principal=str(request.principal),
+        listener_name=request.listener_name,
+    )

@@ -437,13 +437,16 @@ class ReplicaFetcherThread:
         if error == Errors.NONE:
             records = data.get("records")
             try:
+                appended = False
                 if records:
                     info = partition.append_records_to_follower(MemoryRecords(records))
-                    if info.shallow_count:
-                        self._on_appended(tp)
+                    appended = info.shallow_count > 0
                 state.fetch_offset = partition.log.log_end_offset
                 state.lag = max(0, int(data["high_watermark"]) - state.fetch_offset)
-                partition.update_follower_high_watermark(data["high_watermark"])
+                # a new high watermark lets consumers fetching from this follower (KIP-392)
+                # read further: wake their delayed fetches, as Kafka's fetcher does
+                if partition.update_follower_high_watermark(data["high_watermark"]) or appended:
+                    self._on_appended(tp)
                 # the leader's DeleteRecords (or retention) reaches this copy; the next
                 # Fetch reports the new start, which lets the leader's low watermark move
                 partition.maybe_increment_follower_log_start_offset(

@@ -65,6 +65,7 @@ from kafpy.server.log_dir_failure_handler import (
 from kafpy.server.metadata_cache import INTERNAL_TOPICS, MetadataCache
 from kafpy.server.replica_fetcher_manager import ReplicaFetcherManager
 from kafpy.server.replica_fetcher_thread import BrokerEndPoint, FetcherChannel, ReplicaFetcherConfig
+from kafpy.server.replica_selector import ReplicaSelector, find_preferred_read_replica
 from kafpy.server.replica_state_changes import ReplicaStateChanges
 from kafpy.server.replication_quota_manager import ReplicationQuotaManager, throttled_by
 from kafpy.server.zk_isr_manager import (
@@ -103,6 +104,8 @@ class FetchPartitionData:
     aborted_transactions: list[dict[str, int]] | None = None
     fetch_offset_metadata: LogOffsetMetadata = field(default_factory=lambda: LogOffsetMetadata(-1))
     error: KafkaError | None = None
+    # the follower the consumer should fetch from instead (KIP-392), no records with it
+    preferred_read_replica: int = -1
 
 
 class ReplicaManager:
@@ -132,8 +135,11 @@ class ReplicaManager:
         halt: Callable[[int], None] | None = None,
         replication_quotas: tuple[ReplicationQuotaManager, ReplicationQuotaManager] | None = None,
         alter_isr_manager: AlterIsrManager | None = None,
+        replica_selector: ReplicaSelector | None = None,
     ) -> None:
         self.broker_id = broker_id
+        # replica.selector.class: which replica a Fetch v11+ consumer should read from
+        self.replica_selector = replica_selector
         self.alter_isr_manager = alter_isr_manager
         # (leader, follower) replication throttles
         self.leader_quota, self.follower_quota = replication_quotas or (
@@ -534,8 +540,8 @@ class ReplicaManager:
         for _, r in results:
             if r.records is not None:
                 readable += len(r.records)
-            if r.error_code != Errors.NONE:
-                errored = True
+            if r.error_code != Errors.NONE or r.preferred_read_replica >= 0:
+                errored = True  # (or redirected) answered at once
         if params.max_wait_ms <= 0 or not fetch_infos or readable >= params.min_bytes or errored:
             return results
         statuses = [
@@ -579,9 +585,10 @@ class ReplicaManager:
         limit = params.max_bytes
         min_one_message = True
         out: list[tuple[TopicPartition, FetchPartitionData]] = []
+        racks = self._replica_racks(params)
         for tp, info in fetch_infos:
             result = self._read_partition(
-                params, tp, info, min(info.max_bytes, limit), min_one_message
+                params, tp, info, min(info.max_bytes, limit), min_one_message, racks
             )
             size = 0 if result.records is None else len(result.records)
             if size > 0:
@@ -597,9 +604,14 @@ class ReplicaManager:
         info: PartitionFetchInfo,
         max_bytes: int,
         min_one_message: bool,
+        racks: Mapping[int, str | None] | None = None,
     ) -> FetchPartitionData:
         try:
             partition = self.get_partition_or_error(tp)
+            if racks is not None:
+                redirected = self._preferred_read_replica(params, partition, info, racks)
+                if redirected is not None:
+                    return redirected
             read = partition.read_records(
                 info.fetch_offset, info.current_leader_epoch, max_bytes,
                 params.fetch_only_from_leader, params.fetch_only_committed, min_one_message,
@@ -629,6 +641,41 @@ class ReplicaManager:
             _aborted_transactions(read.info.aborted_transactions),
             read.info.fetch_offset_metadata,
         )
+
+    def _replica_racks(self, params: FetchParams) -> dict[int, str | None] | None:
+        """broker id -> rack of the live brokers on the consumer's listener, when this
+        fetch may be redirected to a preferred read replica (else None)."""
+        client = params.client_metadata
+        if self.replica_selector is None or client is None or params.is_from_follower:
+            return None
+        endpoints = self.metadata_cache.alive_endpoints(client.listener_name)
+        return {broker_id: rack for broker_id, _, rack in endpoints}
+
+    def _preferred_read_replica(
+        self,
+        params: FetchParams,
+        partition: Partition,
+        info: PartitionFetchInfo,
+        racks: Mapping[int, str | None],
+    ) -> FetchPartitionData | None:
+        """Kafka's readFromLocalLog with a preferred read replica: the answer naming the
+        follower the selector chose for this consumer (no records), or None to read here."""
+        assert self.replica_selector is not None and params.client_metadata is not None
+        preferred = find_preferred_read_replica(
+            self.replica_selector, partition, params.client_metadata, racks,
+            info.fetch_offset, self.time.milliseconds(),
+        )  # fmt: skip
+        if preferred is None:
+            return None
+        self.log.debug(
+            "Replica selector %r returned preferred replica %d for %s",
+            self.replica_selector, preferred, params.client_metadata,
+        )  # fmt: skip
+        log = partition.local_log_or_error(info.current_leader_epoch, False)
+        return FetchPartitionData(
+            Errors.NONE, partition.high_watermark, partition.last_stable_offset,
+            log.log_start_offset, memoryview(b""), preferred_read_replica=preferred,
+        )  # fmt: skip
 
     def _is_leader_throttled(self, partition: Partition) -> bool:
         log = partition.log

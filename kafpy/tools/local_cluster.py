@@ -160,6 +160,8 @@ class LocalCluster:
             starts one in `base_dir/zookeeper` on a free port.
         overrides: broker properties added to every generated server.properties (e.g.
             `zookeeper.session.timeout.ms`, `delete.topic.enable`).
+        broker_overrides: broker id -> properties for that broker alone (e.g. its
+            `broker.rack`), over `overrides`.
         zookeeper_tick_ms: tickTime of the managed ZooKeeper (sessions expire no sooner
             than 2 ticks).
         start_timeout_s: how long a start may take before it fails.
@@ -177,11 +179,13 @@ class LocalCluster:
         start_timeout_s: float = DEFAULT_START_TIMEOUT_S,
         python: str = sys.executable,
         secure: bool = False,
+        broker_overrides: Mapping[int, Mapping[str, str]] | None = None,
     ) -> None:
         if num_brokers < 1:
             raise LocalClusterError(f"A cluster needs at least one broker, not {num_brokers}.")
         self.base_dir = Path(base_dir).absolute()
         self.overrides = dict(overrides or {})
+        self.broker_overrides = {b: dict(o) for b, o in (broker_overrides or {}).items()}
         self.zookeeper_tick_ms = zookeeper_tick_ms
         self.start_timeout_s = start_timeout_s
         self.python = python
@@ -216,6 +220,7 @@ class LocalCluster:
             "zookeeper": self.zookeeper.to_json(),
             "brokers": [b.to_json() for b in self.brokers.values()],
             "overrides": self.overrides,
+            "broker_overrides": {str(b): o for b, o in self.broker_overrides.items()},
             "zookeeper_tick_ms": self.zookeeper_tick_ms,
             "secure": self.secure,
         }
@@ -233,6 +238,9 @@ class LocalCluster:
         cluster = cls.__new__(cls)
         cluster.base_dir = directory
         cluster.overrides = dict(value.get("overrides", {}))
+        cluster.broker_overrides = {
+            int(b): dict(o) for b, o in value.get("broker_overrides", {}).items()
+        }
         cluster.zookeeper_tick_ms = int(value.get("zookeeper_tick_ms", 500))
         cluster.secure = bool(value.get("secure", False))
         cluster.start_timeout_s = DEFAULT_START_TIMEOUT_S
@@ -413,6 +421,7 @@ class LocalCluster:
             "offsets.topic.replication.factor": str(min(3, len(self.brokers))),
             **(self._secure_properties(broker) if self.secure else {}),
             **self.overrides,
+            **self.broker_overrides.get(broker.broker_id, {}),
         }
         lines = [
             f"# Broker {broker.broker_id} of the local cluster in {self.base_dir},",

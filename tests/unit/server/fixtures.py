@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -64,15 +64,16 @@ def update_metadata(
     controller_epoch: int = 1,
     host: str = "127.0.0.1",
     base_port: int = 9092,
+    racks: Mapping[int, str] | None = None,
 ) -> dict[str, Any]:
-    """An UpdateMetadata v4 body; broker N listens on base_port + N."""
+    """An UpdateMetadata v4 body; broker N listens on base_port + N, in rack racks[N]."""
     return {
         "controller_id": controller_id,
         "controller_epoch": controller_epoch,
         "ungrouped_partition_states": list(states),
         "live_brokers": [
             {"id": b, "endpoints": [{"port": base_port + b, "host": host, "listener": "PLAINTEXT",
-                                     "security_protocol": 0}], "rack": None}
+                                     "security_protocol": 0}], "rack": (racks or {}).get(b)}
             for b in brokers
         ],
     }  # fmt: skip

@@ -32,6 +32,7 @@ from kafpy.records.compression import CompressionType
 from kafpy.records.memory_records import MemoryRecords
 from kafpy.server.kafka_apis import KafkaApis
 from kafpy.server.kafka_config import KafkaConfig
+from kafpy.server.replica_selector import RackAwareReplicaSelector
 from kafpy.storage.log_validator import LogValidator
 from tests.fixtures.forged_batches import lying_batches
 from tests.unit.server.fixtures import Broker, leader_and_isr, partition_state, update_metadata
@@ -440,3 +441,35 @@ def test_fetch_v12_diverging_answer_reports_the_last_stable_offset(broker: Broke
     [part] = resp["responses"][0]["partitions"]
     assert part["diverging_epoch"] == {"epoch": 0, "end_offset": 2}
     assert (part["high_watermark"], part["last_stable_offset"]) == (3, 2)
+
+
+def test_fetch_v11_names_the_preferred_read_replica_in_full_and_incremental_answers(
+    broker: Broker,
+) -> None:
+    states = [partition_state("t", 0, 0, replicas=[0, 1])]
+    broker.metadata_cache.update_metadata(update_metadata(states, [0, 1], racks={0: "a", 1: "b"}))
+    broker.replica_manager.become_leader_or_follower(leader_and_isr(states))
+    broker.replica_manager.replica_selector = RackAwareReplicaSelector()
+    apis = apis_for(broker)
+    call(apis, ApiKey.PRODUCE, 9, produce_body(build_batch([b"a", b"b"])))
+    follower = {**_fetch_v12(2, -1), "replica_id": 1}
+    call(apis, ApiKey.FETCH, 12, follower)  # follower 1 has offsets 0-1: the HW is 2
+
+    def fetch(rack: str, session_id: int, epoch: int, offset: int | None) -> dict[str, Any]:
+        body = {**_fetch_v12(offset or 0, -1), "rack_id": rack, "session_id": session_id,
+                "session_epoch": epoch, "forgotten_topics_data": []}  # fmt: skip
+        if offset is None:
+            body["topics"] = []
+        resp = call(apis, ApiKey.FETCH, 11, body)
+        assert resp is not None and resp["error_code"] == 0
+        return resp
+
+    opened = fetch("b", 0, 0, 0)  # a new session
+    [part] = opened["responses"][0]["partitions"]
+    assert (part["preferred_read_replica"], part["high_watermark"]) == (1, 2)
+    assert not part["records"]
+    # nothing changed, yet the incremental answer carries the partition: it names a replica
+    again = fetch("b", opened["session_id"], 1, None)
+    assert again["responses"][0]["partitions"][0]["preferred_read_replica"] == 1
+    local = fetch("a", 0, -1, 0)["responses"][0]["partitions"][0]
+    assert local["preferred_read_replica"] == -1 and local["records"]

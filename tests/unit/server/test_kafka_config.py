@@ -256,3 +256,15 @@ def test_delegation_token_keys_are_declared_with_kafkas_defaults() -> None:
     assert "delegation.token.master.key = [hidden]" in cfg.values_text()
     with pytest.raises(InvalidConfigurationError, match="delegation.token.expiry.time.ms"):
         KafkaConfig({"log.dirs": "/tmp/x", "delegation.token.expiry.time.ms": "0"})
+
+
+def test_replica_selector_class_is_unset_or_kafkas_rack_aware_selector() -> None:
+    assert KafkaConfig({"broker.id": "0"}).replica_selector is None
+    rack_aware = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
+    selector = KafkaConfig({"broker.id": "0", "replica.selector.class": rack_aware})
+    assert type(selector.replica_selector).__name__ == "RackAwareReplicaSelector"
+    with pytest.raises(
+        InvalidConfigurationError,
+        match="Invalid value com.example.ClosestSelector for configuration replica.selector.class",
+    ):
+        KafkaConfig({"broker.id": "0", "replica.selector.class": "com.example.ClosestSelector"})

@@ -27,6 +27,7 @@ from kafpy.server.replica_fetcher_thread import (
     ReplicaFetcherThread,
 )
 from kafpy.server.replica_manager import FetchParams, PartitionFetchInfo
+from kafpy.server.replica_selector import ClientMetadata
 from tests.unit.server.fixtures import Broker, leader_and_isr, partition_state
 from tests.unit.server.test_kafka_apis import apis_for, make_request
 
@@ -387,3 +388,46 @@ def test_follower_fetches_in_a_session_and_falls_back_to_full_fetches(pair: Any)
     assert [b["session_epoch"] for b in channel.fetches][:2] == [4, 0]
     assert channel.fetches[1]["session_id"] == 0 and channel.fetches[1]["topics"]
     assert fp.log.log_end_offset == 2 and cache.get(f.fetch_session.session_id) is not None
+
+
+def test_a_new_high_watermark_completes_a_consumers_delayed_fetch_on_the_follower(
+    pair: Any,
+) -> None:
+    """KIP-392: a consumer reading from this follower waits for its high watermark, which
+    arrives in a fetch response without records; the fetcher wakes the waiting fetch."""
+    leader, follower = pair
+    lp = make_leader(leader, 0, isr=[0, 1])
+    append(lp, b"a", b"b")
+    make_follower(follower, 0, 0)
+    woken: list[TopicPartition] = []
+
+    def on_appended(tp: TopicPartition) -> None:
+        woken.append(tp)
+        follower.replica_manager.delayed_fetch_purgatory.check_and_complete(tp)
+
+    f = ReplicaFetcherThread(
+        "test-fetcher", 0, follower.broker_id, BrokerEndPoint(leader.broker_id, "localhost", 1),
+        ReplicaFetcherConfig(fetch_wait_max_ms=0), follower.replica_manager.get_partition,
+        lambda endpoint: LocalChannel(leader), on_appended,
+    )  # fmt: skip
+    consumer = FetchParams(-1, 30_000, 1, 1 << 20, client_metadata=ClientMetadata(
+        "rack-1", "c", "127.0.0.1", "User:ANONYMOUS", "PLAINTEXT"))  # fmt: skip
+
+    async def go() -> Any:
+        f.add_partitions({TP: (0, 0)})
+        await f.do_work()  # truncation, then the records (the HW the leader had: 0)
+        waiting = asyncio.ensure_future(
+            follower.replica_manager.fetch_messages(
+                consumer, [(TP, PartitionFetchInfo(0, 1 << 20))]
+            )
+        )
+        await asyncio.sleep(0)
+        assert not waiting.done()  # the follower's high watermark is 0: nothing to read
+        await f.do_work()  # the leader's HW moves to 2 with this fetch
+        await f.do_work()  # no records, the new HW: the waiting fetch completes
+        return await asyncio.wait_for(waiting, 1)
+
+    [(_, r)] = asyncio.run(go())
+    assert r.high_watermark == 2
+    assert [rec.value for rec in MemoryRecords(r.records).records()] == [b"a", b"b"]
+    assert woken

@@ -28,6 +28,7 @@ from kafpy.server.replica_manager import (
     FetchParams,
     PartitionFetchInfo,
 )
+from kafpy.server.replica_selector import ClientMetadata, RackAwareReplicaSelector
 from kafpy.server.write_txn_markers import TxnMarkerWriter
 from kafpy.storage.leader_epoch_file_cache import LEADER_EPOCH_CHECKPOINT_FILE
 from kafpy.storage.offset_checkpoint_file import OffsetCheckpointFile
@@ -388,6 +389,46 @@ def test_follower_fetch_reads_to_log_end(broker: Broker) -> None:
     assert len(r.records) > 0 and r.high_watermark == 0
     fetch(broker, 1, follower)
     assert fetch(broker, 0).high_watermark == 1
+
+
+def _client(rack: str) -> ClientMetadata:
+    return ClientMetadata(rack, "c", "127.0.0.1", "User:ANONYMOUS", "PLAINTEXT")
+
+
+def test_a_consumer_in_a_followers_rack_is_sent_to_it_without_records(broker: Broker) -> None:
+    states = [partition_state("t", 0, 0, replicas=[0, 1])]
+    broker.metadata_cache.update_metadata(update_metadata(states, [0, 1], racks={0: "a", 1: "b"}))
+    broker.replica_manager.become_leader_or_follower(leader_and_isr(states))
+    produce(broker, TP, batch(b"a", b"b"))
+    _follower_fetch(broker, 2, 0)
+    rack_b = consumer_params(client_metadata=_client("b"), max_wait_ms=500)
+    r = fetch(broker, 0, rack_b)
+    assert r.preferred_read_replica == -1  # no replica.selector.class: read from the leader
+    assert len(r.records) > 0
+    broker.replica_manager.replica_selector = RackAwareReplicaSelector()
+    r = fetch(broker, 0, rack_b)  # answered at once, though max_wait_ms > 0
+    assert (r.error_code, r.preferred_read_replica, r.high_watermark) == (0, 1, 2)
+    assert len(r.records) == 0
+    r = fetch(broker, 0, consumer_params(client_metadata=_client("a")))
+    assert r.preferred_read_replica == -1 and len(r.records) > 0
+    r = fetch(broker, 0)  # Fetch before v11: no client metadata, no redirection
+    assert r.preferred_read_replica == -1 and len(r.records) > 0
+
+
+def test_a_follower_serves_fetch_v11_consumers_up_to_its_high_watermark(broker: Broker) -> None:
+    # (the leader, unknown to the metadata cache, gets no fetcher)
+    states = [partition_state("t", 0, 1, replicas=[1, 0])]
+    broker.replica_manager.become_leader_or_follower(leader_and_isr(states))
+    partition = broker.replica_manager.get_partition(TP)
+    assert partition is not None and partition.log is not None
+    partition.log.append_as_follower(MemoryRecords(batch(b"a", b"b")))
+    assert fetch(broker, 0).error_code == Errors.NOT_LEADER_OR_FOLLOWER  # Fetch < v11
+    v11 = consumer_params(client_metadata=_client("b"))
+    r = fetch(broker, 0, v11)
+    assert (r.error_code, r.high_watermark, len(r.records)) == (0, 0, 0)
+    partition.update_follower_high_watermark(2)
+    r = fetch(broker, 0, v11)
+    assert [rec.value for rec in MemoryRecords(r.records).records()] == [b"a", b"b"]
 
 
 # -- offsets ---------------------------------------------------------------------------------
