@@ -21,9 +21,9 @@ from kafpy.network.request_channel import Request
 from kafpy.security.authorizer.acl_authorizer import AclAuthorizer
 from kafpy.server.admin_manager import AdminManager
 from kafpy.server.client_quota_manager import QuotaManagers
+from kafpy.server.delegation_token_manager import DelegationTokenManager
 from kafpy.server.fetch_session import FetchManager, FetchSessionCache
 from kafpy.server.finalized_feature_cache import FinalizedFeatureCache
-from kafpy.server.delegation_token_manager import DelegationTokenManager
 from kafpy.server.kafka_config import KafkaConfig
 from kafpy.server.metadata_cache import MetadataCache
 from kafpy.server.producer_id_manager import ProducerIdManager

@@ -46,9 +46,9 @@ from kafpy.server.client_quota_manager import QuotaManagers
 from kafpy.server.connection_apis import ConnectionApis
 from kafpy.server.controller_request_apis import ControllerRequestApis
 from kafpy.server.coordinator_apis import CoordinatorApis
-from kafpy.server.finalized_feature_cache import FinalizedFeatureCache
 from kafpy.server.delegation_token_apis import DelegationTokenApis
 from kafpy.server.delegation_token_manager import DelegationTokenManager
+from kafpy.server.finalized_feature_cache import FinalizedFeatureCache
 from kafpy.server.kafka_config import KafkaConfig
 from kafpy.server.metadata_apis import MetadataApis
 from kafpy.server.metadata_cache import MetadataCache
