@@ -22,6 +22,7 @@ KAFKA_DEFAULTS = {
     "auto.commit.interval.ms": 5000,
     "session.timeout.ms": 10000,
     "heartbeat.interval.ms": 3000,
+    "socket.connection.setup.timeout.ms": 10000,
     "security.protocol": "PLAINTEXT",
     "retries": 2147483647,  # kafpy's client only; not a Kafka consumer key
 }
