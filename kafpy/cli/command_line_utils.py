@@ -20,6 +20,7 @@ from typing import Any
 
 import click
 
+from kafpy.client.client_config import ClientConfig, ClientConfigError, Expected
 from kafpy.client.client_security import ClientSecurity
 from kafpy.common.errors import InvalidConfigurationError
 from kafpy.common.properties import PropertiesError, load_properties
@@ -156,14 +157,47 @@ def client_security(config: Mapping[str, str], source: str) -> ClientSecurity:
         raise OneLineError(str(e)) from None
 
 
+def _config_int(key: str, value: str, source: str, client_config: ClientConfig | None) -> int:
+    """The number `value` of `key` (read through `client_config` when one is given), at
+    least 0; a OneLineError naming the key and `source` otherwise."""
+    if client_config is None:
+        try:
+            number = int(value)
+        except ValueError:
+            raise OneLineError(
+                f"Invalid value {value} for configuration {key} in {source}: "
+                "not a number of type int"
+            ) from None
+    else:
+        try:
+            number = client_config.get_int(key)
+        except ClientConfigError as e:
+            if e.expected is not Expected.NUMBER:
+                raise  # get_int checks no minimum here
+            raise OneLineError(
+                f"Invalid value {value} for configuration {key} in {source}: "
+                "not a number of type int"
+            ) from None
+    if number < 0:
+        raise OneLineError(
+            f"Invalid value {value} for configuration {key} in {source}: "
+            "the value must be at least 0"
+        )
+    return number
+
+
 def admin_client_options(
-    config: Mapping[str, str], source: str, warn: Callable[[str], None]
+    config: Mapping[str, str],
+    source: str,
+    warn: Callable[[str], None],
+    client_config: ClientConfig | None = None,
 ) -> dict[str, Any]:
     """The KafkaClient keyword arguments for the admin client configs of a --command-config
     file (`source` names it in messages): `security.protocol` with Kafka's `ssl.*` and
     `sasl.*` client keys becomes the client's ClientSecurity; what kafpy's client cannot
     honour or read is refused, never connected without. A config kafpy does not use is
-    reported through `warn`."""
+    reported through `warn`. A tool that reads the file as a producer's or consumer's
+    properties passes them as `client_config`, which then reads the numbers."""
     security = client_security(config, source)
     refused = sorted(
         k
@@ -189,18 +223,7 @@ def admin_client_options(
             if name == "client_id":
                 options[name] = value
                 continue
-            try:
-                options[name] = int(value)
-            except ValueError:
-                raise OneLineError(
-                    f"Invalid value {value} for configuration {key} in {source}: "
-                    "not a number of type int"
-                ) from None
-            if options[name] < 0:
-                raise OneLineError(
-                    f"Invalid value {value} for configuration {key} in {source}: "
-                    "the value must be at least 0"
-                )
+            options[name] = _config_int(key, value, source, client_config)
         elif key not in _IGNORED_ADMIN_CLIENT_CONFIGS and not (
             key == "security.protocol" or (security.sasl is not None and key.startswith("sasl."))
         ):

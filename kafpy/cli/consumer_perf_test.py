@@ -30,9 +30,11 @@ import click
 from kafpy.cli.command_line_utils import (
     AdminCommand,
     OneLineError,
-    load_command_config,
+    admin_client_options,
+    load_config_file,
     run_command,
 )
+from kafpy.client.consumer_config import ConsumerConfig
 from kafpy.client.consumer_coordinator import ConsumerCoordinator
 from kafpy.client.fetcher import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, Fetcher, OffsetResetStrategy
 from kafpy.client.kafka_client import KafkaClient
@@ -44,6 +46,16 @@ HEADER = "start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nM
 DETAILED_HEADER = "time, threadId, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec"
 NEW_FIELDS = ", rebalance.time.ms, fetch.time.ms, fetch.MB.sec, fetch.nMsg.sec"
 _JAVA_DATE_TOKENS = {"yyyy": "%Y", "MM": "%m", "dd": "%d", "HH": "%H", "mm": "%M", "ss": "%S"}
+
+
+def consumer_options(path: str | None, warn: Callable[[str], None]) -> dict[str, Any]:
+    """The KafkaClient keyword arguments for the --consumer.config file at `path` (none when
+    it is None): its properties read as a consumer's (ConsumerConfig), in the words of the
+    other tools' client config files; a bad or refused setting is a OneLineError."""
+    if path is None:
+        return {}
+    props = load_config_file(path)
+    return admin_client_options(props, path, warn, ConsumerConfig(props))
 
 
 def date_formatter(pattern: str) -> Callable[[float], str]:
@@ -228,9 +240,7 @@ def command(
         if value < least:
             raise OneLineError(f"--{name} {value}: it must be {least} or more")
     fmt = date_formatter(date_format)
-    options: dict[str, Any] = load_command_config(
-        consumer_config, lambda m: click.echo(m, err=True)
-    )
+    options = consumer_options(consumer_config, lambda m: click.echo(m, err=True))
     group_id = group or f"perf-consumer-{random.randrange(100000)}"
     if not hide_header:
         click.echo((DETAILED_HEADER if show_detailed_stats else HEADER) + NEW_FIELDS)

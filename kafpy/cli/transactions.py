@@ -6,29 +6,20 @@ DescribeTransactions); `--find-hanging --broker-id N` asks broker N for the acti
 producers of the partitions it holds (DescribeProducers), keeps the open transactions
 older than `--max-transaction-timeout` minutes, and reports those their coordinator does
 not know as part of a transaction (ListTransactions by producer id, DescribeTransactions).
-The three APIs are Kafka 3.0's (KIP-664): kafpy's brokers serve them beyond 2.8 for this
-tool. Output is Kafka's table: every column padded to its widest value, then a tab.
+The requests are `kafpy.client.transaction_admin`'s (TransactionAdmin); this module parses
+the options and prints. Output is Kafka's table: every column padded to its widest value, then a tab.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
 
 import click
 
 from kafpy.cli.command_line_utils import AdminCommand, OneLineError, quiet_logging
-from kafpy.client.find_coordinator import (
-    COORDINATOR_RETRIABLE,
-    CoordinatorType,
-    send_to_coordinator,
-)
 from kafpy.client.kafka_client import KafkaClient
-from kafpy.client.response_errors import error_for_code
-from kafpy.common.errors import KafkaConnectionError, KafkaError, RequestTimedOutError
-from kafpy.protocol.api_keys import ApiKey
-from kafpy.protocol.errors import Errors
+from kafpy.client.transaction_admin import TransactionAdmin, TransactionAdminError
 
 LIST_HEADERS = ["TransactionalId", "Coordinator", "ProducerId", "TransactionState"]
 DESCRIBE_HEADERS = [
@@ -36,10 +27,6 @@ DESCRIBE_HEADERS = [
     "TransactionTimeoutMs", "CurrentTransactionStartTimeMs", "TransactionDurationMs", "TopicPartitions",
 ]  # fmt: skip
 _USAGE = "(see 'kafpy transactions --help')"
-
-
-class TransactionsCommandError(Exception):
-    """A failure the command reports as its one line."""
 
 
 def pretty_print_table(headers: list[str], rows: list[list[str]]) -> list[str]:
@@ -51,60 +38,26 @@ def pretty_print_table(headers: list[str], rows: list[list[str]]) -> list[str]:
     ]
 
 
-def _message(code: int, message: str | None) -> str:
-    return str(error_for_code(code, message))
-
-
-async def list_transactions(client: KafkaClient) -> list[list[str]]:
-    await client.refresh_metadata([])
-    rows: list[list[str]] = []
-    for node in sorted(client.cluster.brokers):
-        r = await client.send_to_node(
-            node, ApiKey.LIST_TRANSACTIONS, {"state_filters": [], "producer_id_filters": []}
-        )
-        if r["error_code"] != Errors.NONE:
-            raise TransactionsCommandError(
-                f"Failed to list transactions: {_message(r['error_code'], None)}"
-            )
-        rows.extend(
-            [s["transactional_id"], str(node), str(s["producer_id"]), s["transaction_state"]]
-            for s in r["transaction_states"]
-        )
-    return rows
+async def list_transactions(admin: TransactionAdmin) -> list[list[str]]:
+    return [
+        [t.transactional_id, str(t.coordinator), str(t.producer_id), t.state]
+        for t in await admin.list_transactions()
+    ]
 
 
 async def describe_transaction(
-    client: KafkaClient, transactional_id: str, now_ms: int, timeout_ms: int = 5000
+    admin: TransactionAdmin, transactional_id: str, now_ms: int
 ) -> list[str]:
-    """DescribeTransactions on `transactional_id`'s coordinator, found within `timeout_ms`."""
-    failed = f"Failed to describe transaction state of transactional-id `{transactional_id}`"
+    """The --describe row of `transactional_id`, described by its coordinator."""
     try:
-        try:
-            node, r = await send_to_coordinator(
-                client, transactional_id, ApiKey.DESCRIBE_TRANSACTIONS,
-                {"transactional_ids": [transactional_id]}, CoordinatorType.TRANSACTION,
-                timeout_ms=timeout_ms, context="",
-            )  # fmt: skip
-        except (KafkaConnectionError, RequestTimedOutError):
-            raise
-        except KafkaError as e:
-            if e.code in COORDINATOR_RETRIABLE:
-                raise TransactionsCommandError(
-                    "the transaction coordinator is not available; check that the brokers are up"
-                ) from None
-            raise TransactionsCommandError(str(e)) from None
-        state: dict[str, Any] = r["transaction_states"][0]
-        if state["error_code"] != Errors.NONE:
-            raise TransactionsCommandError(_message(state["error_code"], None))
-    except TransactionsCommandError as e:
-        raise TransactionsCommandError(
-            f"{failed}: {e}. Enable debug logging for additional detail."
-        ) from None
-    start = state["transaction_start_time_ms"]
-    partitions = ",".join(f"{t['topic']}-{p}" for t in state["topics"] for p in t["partitions"])
+        d = await admin.describe_transaction(transactional_id)
+    except TransactionAdminError as e:
+        raise TransactionAdminError(f"{e}. Enable debug logging for additional detail.") from None
+    start = d.transaction_start_time_ms
+    partitions = ",".join(f"{tp.topic}-{tp.partition}" for tp in d.topic_partitions)
     return [
-        str(node), transactional_id, str(state["producer_id"]), str(state["producer_epoch"]),
-        state["transaction_state"], str(state["transaction_timeout_ms"]),
+        str(d.coordinator), transactional_id, str(d.producer_id), str(d.producer_epoch),
+        d.state, str(d.transaction_timeout_ms),
         str(start) if start >= 0 else "None", str(now_ms - start) if start >= 0 else "None", partitions,
     ]  # fmt: skip
 
@@ -115,62 +68,33 @@ HANGING_HEADERS = [
 ]  # fmt: skip
 
 
-async def _open_transactions(
-    client: KafkaClient, broker_id: int, by_topic: dict[str, list[int]], max_ms: int, now_ms: int
-) -> list[tuple[str, int, dict[str, Any]]]:
-    r = await client.send_to_node(broker_id, ApiKey.DESCRIBE_PRODUCERS, {
-        "topics": [{"name": t, "partition_indexes": ps} for t, ps in by_topic.items()]})  # fmt: skip
-    found = []
-    for t in r["topics"]:
-        for p in t["partitions"]:
-            if p["error_code"] != Errors.NONE:
-                raise TransactionsCommandError(
-                    f"Failed to describe producers of {t['name']}-{p['partition_index']}: "
-                    f"{_message(p['error_code'], p['error_message'])}"
-                )
-            for producer in p["active_producers"]:
-                started = producer["current_txn_start_offset"] >= 0
-                if started and now_ms - producer["last_timestamp"] > max_ms:
-                    found.append((t["name"], p["partition_index"], producer))
-    return found
-
-
 async def _partitions_in_transactions(
-    client: KafkaClient, producer_ids: list[int]
+    admin: TransactionAdmin, producer_ids: list[int]
 ) -> set[tuple[int, str, int]]:
     """(producer id, topic, partition) of every partition a coordinator has in a transaction."""
-    await client.refresh_metadata([])
-    transactional_ids: dict[int, tuple[str, int]] = {}
-    for node in sorted(client.cluster.brokers):
-        body = {"state_filters": [], "producer_id_filters": producer_ids}
-        listing = await client.send_to_node(node, ApiKey.LIST_TRANSACTIONS, body)
-        if listing["error_code"] != Errors.NONE:
-            raise TransactionsCommandError(
-                f"Failed to list transactions: {_message(listing['error_code'], None)}"
-            )
-        for s in listing["transaction_states"]:
-            transactional_ids[s["producer_id"]] = (s["transactional_id"], node)
+    transactional_ids = {
+        t.producer_id: (t.transactional_id, t.coordinator)
+        for t in await admin.list_transactions(producer_ids)
+    }
     found: set[tuple[int, str, int]] = set()
     for producer_id, (tid, node) in transactional_ids.items():
-        d = await client.send_to_node(
-            node, ApiKey.DESCRIBE_TRANSACTIONS, {"transactional_ids": [tid]}
-        )
-        state = d["transaction_states"][0]
-        if state["error_code"] == Errors.NONE:
-            found.update(
-                (producer_id, x["topic"], p) for x in state["topics"] for p in x["partitions"]
-            )
+        try:
+            d = await admin.describe_transaction(tid, coordinator=node)
+        except TransactionAdminError:
+            continue
+        found.update((producer_id, tp.topic, tp.partition) for tp in d.topic_partitions)
     return found
 
 
 async def find_hanging(
-    client: KafkaClient, broker_id: int, max_transaction_timeout_min: int, now_ms: int,
+    admin: TransactionAdmin, broker_id: int, max_transaction_timeout_min: int, now_ms: int,
     topic: str | None = None, partition: int | None = None,
 ) -> list[list[str]]:  # fmt: skip
     """Kafka 3.0's FindHangingTransactionsCommand, for the partitions broker `broker_id` holds."""
+    client = admin.client
     await client.refresh_metadata(None if topic is None else [topic])
     if broker_id not in client.cluster.brokers:
-        raise TransactionsCommandError(f"Broker {broker_id} is not a live broker of the cluster")
+        raise TransactionAdminError(f"Broker {broker_id} is not a live broker of the cluster")
     by_topic: dict[str, list[int]] = {}
     for name, info in sorted(client.cluster.topics.items()):
         if topic is not None and name != topic:
@@ -181,18 +105,21 @@ async def find_hanging(
     if not by_topic:
         return []
     max_ms = max_transaction_timeout_min * 60_000
-    open_txns = await _open_transactions(client, broker_id, by_topic, max_ms, now_ms)
+    open_txns = [
+        s
+        for s in await admin.describe_producers(broker_id, by_topic)
+        if s.current_txn_start_offset >= 0 and now_ms - s.last_timestamp > max_ms
+    ]
     if not open_txns:
         return []
-    known = await _partitions_in_transactions(
-        client, sorted({s["producer_id"] for _, _, s in open_txns})
-    )
+    known = await _partitions_in_transactions(admin, sorted({s.producer_id for s in open_txns}))
     return [
-        [name, str(index), str(s["producer_id"]), str(s["producer_epoch"]), str(s["coordinator_epoch"]),
-         str(s["current_txn_start_offset"]), str(s["last_timestamp"]),
-         str((now_ms - s["last_timestamp"]) // 60_000)]
-        for name, index, s in open_txns
-        if (s["producer_id"], name, index) not in known  # else the coordinator will end it
+        [s.topic_partition.topic, str(s.topic_partition.partition), str(s.producer_id),
+         str(s.producer_epoch), str(s.coordinator_epoch), str(s.current_txn_start_offset),
+         str(s.last_timestamp), str((now_ms - s.last_timestamp) // 60_000)]
+        for s in open_txns
+        # else the coordinator will end it
+        if (s.producer_id, s.topic_partition.topic, s.topic_partition.partition) not in known
     ]  # fmt: skip
 
 
@@ -240,18 +167,19 @@ def command(
 
     async def main() -> list[str]:
         client = KafkaClient(bootstrap_server, client_id="kafpy-transactions", retries=3)
+        admin = TransactionAdmin(client)
         try:
             if action == "list":
-                return pretty_print_table(LIST_HEADERS, await list_transactions(client))
+                return pretty_print_table(LIST_HEADERS, await list_transactions(admin))
             if action == "find-hanging":
                 assert broker_id is not None
                 now = int(time.time() * 1000)
                 rows = await find_hanging(
-                    client, broker_id, max_transaction_timeout, now, topic, partition
+                    admin, broker_id, max_transaction_timeout, now, topic, partition
                 )
                 return pretty_print_table(HANGING_HEADERS, rows)
             assert transactional_id is not None
-            row = await describe_transaction(client, transactional_id, int(time.time() * 1000))
+            row = await describe_transaction(admin, transactional_id, int(time.time() * 1000))
             return pretty_print_table(DESCRIBE_HEADERS, [row])
         finally:
             await client.close()
@@ -259,7 +187,7 @@ def command(
     quiet_logging()
     try:
         lines = asyncio.run(main())
-    except TransactionsCommandError as e:
+    except TransactionAdminError as e:
         raise OneLineError(str(e)) from None
     except KeyboardInterrupt:
         raise OneLineError("Error: interrupted") from None

@@ -50,6 +50,8 @@ CONSUMER_CONFIG_DEF = (
             "how long the group coordinator waits for a heartbeat")
     .define("heartbeat.interval.ms", ConfigType.INT, 3000, None, Importance.HIGH,
             "how often heartbeats are sent to the group coordinator")
+    .define("socket.connection.setup.timeout.ms", ConfigType.LONG, 10000, None, Importance.MEDIUM,
+            "how long the client waits for a connection to be established")
     .define("security.protocol", ConfigType.STRING, "PLAINTEXT", None, Importance.MEDIUM,
             "PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL")
     # not a Kafka consumer key (Kafka's consumer retries until its timeouts): kafpy's client

@@ -16,6 +16,7 @@ import asyncio
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from kafpy.client.consumer_config import CONSUMER_CONFIG_DEF
 from kafpy.client.find_coordinator import COORDINATOR_RETRIABLE, CoordinatorType, find_coordinator
 from kafpy.client.kafka_client import KafkaClient
 from kafpy.client.response_errors import error_for_code
@@ -71,9 +72,9 @@ class ConsumerCoordinator:
         group_id: str,
         topics: Iterable[str],
         *,
-        session_timeout_ms: int = 10000,
-        rebalance_timeout_ms: int = 300000,
-        heartbeat_interval_ms: int = 3000,
+        session_timeout_ms: int = CONSUMER_CONFIG_DEF.default("session.timeout.ms"),
+        rebalance_timeout_ms: int = 300000,  # max.poll.interval.ms, which kafpy does not take
+        heartbeat_interval_ms: int = CONSUMER_CONFIG_DEF.default("heartbeat.interval.ms"),
     ) -> None:
         self.client = client
         self.group_id = group_id

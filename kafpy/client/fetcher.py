@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kafpy.client.consumer_config import CONSUMER_CONFIG_DEF
 from kafpy.client.kafka_client import KafkaClient
 from kafpy.client.response_errors import error_for_code
 from kafpy.common.errors import KafkaError
@@ -97,10 +98,10 @@ class Fetcher:
         self,
         client: KafkaClient,
         *,
-        max_wait_ms: int = 500,
+        max_wait_ms: int = CONSUMER_CONFIG_DEF.default("fetch.max.wait.ms"),
         min_bytes: int = 1,
-        max_bytes: int = 52428800,
-        max_partition_bytes: int = 1048576,
+        max_bytes: int = CONSUMER_CONFIG_DEF.default("fetch.max.bytes"),
+        max_partition_bytes: int = CONSUMER_CONFIG_DEF.default("max.partition.fetch.bytes"),
         isolation_level: int = 0,
         reset: OffsetResetStrategy = OffsetResetStrategy.LATEST,
     ) -> None:

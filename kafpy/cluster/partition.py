@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kafpy.cluster.replication_config import REPLICA_LAG_TIME_MAX_MS, REPLICATION_CONFIG_DEF
 from kafpy.common.errors import (
     FencedLeaderEpochError,
     NotEnoughReplicasError,
@@ -92,7 +93,7 @@ class Partition:
         high_watermark_checkpoint: Callable[[TopicPartition, Log], int | None] = lambda tp, log: (
             None
         ),
-        replica_lag_time_max_ms: int = 30000,
+        replica_lag_time_max_ms: int = REPLICATION_CONFIG_DEF.default(REPLICA_LAG_TIME_MAX_MS),
     ) -> None:
         self.topic_partition = tp
         self.local_broker_id = local_broker_id

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from kafpy.common.logger import component_logger
 from kafpy.common.topic_partition import TopicPartition
+from kafpy.controller.controller_config import CONTROLLER_CONFIG_DEF
 from kafpy.controller.controller_context import ControllerContext, PartitionAndReplica
 from kafpy.controller.log_format import comma_list
 from kafpy.controller.state_change_logger import StateChangeLogger
@@ -76,7 +77,9 @@ ChannelFactory = Callable[[int, str, int], ControllerChannel]
 
 
 def broker_connection_factory(
-    controller_id: int, request_timeout_ms: int = 30000, security: ClientSecurity | None = None
+    controller_id: int,
+    request_timeout_ms: int = CONTROLLER_CONFIG_DEF.default("controller.socket.timeout.ms"),
+    security: ClientSecurity | None = None,
 ) -> ChannelFactory:
     """The production ChannelFactory: a kafpy BrokerConnection per broker, secured as the
     inter-broker listener asks (`security`)."""

@@ -148,16 +148,20 @@ class ConnectionQuotaConfig:
     [connection.failed.authentication.delay.ms].
     """
 
-    max_connections_per_ip: int = INT_MAX
+    max_connections_per_ip: int = CONNECTION_QUOTA_CONFIG_DEF.default(MAX_CONNECTIONS_PER_IP)
     max_connections_per_ip_overrides: Mapping[str, int] = field(default_factory=dict)
-    max_connections: int = INT_MAX
-    max_connection_creation_rate: int = INT_MAX
+    max_connections: int = CONNECTION_QUOTA_CONFIG_DEF.default(MAX_CONNECTIONS)
+    max_connection_creation_rate: int = CONNECTION_QUOTA_CONFIG_DEF.default(
+        MAX_CONNECTION_CREATION_RATE
+    )
     listener_max_connections: Mapping[str, int] = field(default_factory=dict)
     listener_max_connection_creation_rate: Mapping[str, int] = field(default_factory=dict)
     inter_broker_listener_name: str = ""
     quota_window_num: int = 11
     quota_window_size_seconds: int = 1
-    failed_authentication_delay_ms: int = 100
+    failed_authentication_delay_ms: int = CONNECTION_QUOTA_CONFIG_DEF.default(
+        FAILED_AUTHENTICATION_DELAY_MS
+    )
 
     @classmethod
     def from_props(

@@ -45,13 +45,23 @@ from typing import Any, TypeVar
 from kafpy.common.logger import component_logger
 from kafpy.common.time import SYSTEM_TIME, Time
 from kafpy.network.acceptor import Acceptor, open_server_sockets
-from kafpy.network.connection_quotas import ConnectionQuotaConfig, ConnectionQuotas
+from kafpy.network.connection_quotas import (
+    CONNECTION_QUOTA_CONFIG_DEF,
+    FAILED_AUTHENTICATION_DELAY_MS,
+    ConnectionQuotaConfig,
+    ConnectionQuotas,
+)
 from kafpy.network.request_channel import (
     CloseConnection,
     Request,
     RequestHandler,
     RequestMetrics,
     ResponseParts,
+)
+from kafpy.network.socket_server_config import (
+    CONNECTIONS_MAX_IDLE_MS,
+    SOCKET_REQUEST_MAX_BYTES,
+    SOCKET_SERVER_CONFIG_DEF,
 )
 from kafpy.protocol.api_keys import ApiKey, api_name
 from kafpy.protocol.api_versions import is_supported
@@ -710,16 +720,20 @@ class SocketServer:
         listeners: Sequence[tuple[str, str, int]],
         handler: RequestHandler | None = None,
         *,
-        max_request_size: int = 104857600,
+        max_request_size: int = SOCKET_SERVER_CONFIG_DEF.default(SOCKET_REQUEST_MAX_BYTES),
         broker_id: int = 0,
         time: Time = SYSTEM_TIME,
         security_protocols: Mapping[str, str] | None = None,
         ssl_factories: Mapping[str, SslFactory] | None = None,
-        ssl_handshake_timeout_ms: int = 600000,
+        ssl_handshake_timeout_ms: int = SOCKET_SERVER_CONFIG_DEF.default(CONNECTIONS_MAX_IDLE_MS),
         sasl_configs: Mapping[str, SaslListenerConfig] | None = None,
-        sasl_authentication_timeout_ms: int = 600000,
+        sasl_authentication_timeout_ms: int = SOCKET_SERVER_CONFIG_DEF.default(
+            CONNECTIONS_MAX_IDLE_MS
+        ),
         connection_quotas: ConnectionQuotas | None = None,
-        failed_authentication_delay_ms: int = 100,
+        failed_authentication_delay_ms: int = CONNECTION_QUOTA_CONFIG_DEF.default(
+            FAILED_AUTHENTICATION_DELAY_MS
+        ),
     ) -> None:
         self.listeners = list(listeners)
         self.connection_quotas = connection_quotas or ConnectionQuotas(

@@ -21,6 +21,7 @@ from kafpy.client.connection import BrokerConnection
 from kafpy.metadata.kafka_zk_client import KafkaZkClient
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.errors import Errors
+from kafpy.server.kafka_config import KAFKA_CONFIG_DEF
 
 
 async def controlled_shutdown(
@@ -31,7 +32,7 @@ async def controlled_shutdown(
     max_retries: int,
     retry_backoff_ms: int,
     log: logging.LoggerAdapter[logging.Logger] | logging.Logger,
-    request_timeout_ms: int = 30000,
+    request_timeout_ms: int = KAFKA_CONFIG_DEF.default("controller.socket.timeout.ms"),
     security: ClientSecurity | None = None,
 ) -> bool:
     """True once the controller moved every partition this broker led (or there were none)."""

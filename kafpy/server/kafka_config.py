@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from kafpy.cluster.replication_config import REPLICATION_CONFIG_DEF
 from kafpy.common.config_def import (
     ConfigDef,
     ConfigKey,
@@ -41,6 +42,7 @@ from kafpy.network.connection_quotas import (
     ConnectionQuotaConfig,
 )
 from kafpy.network.listener_name import listener_config_prefix
+from kafpy.network.socket_server_config import SOCKET_SERVER_CONFIG_DEF
 from kafpy.security.authorizer.acl_authorizer import AUTHORIZER_CLASS_NAMES, parse_super_users
 from kafpy.security.sasl_configs import (
     BROKER_SASL_CONFIG_DEF,
@@ -183,6 +185,8 @@ def _broker_config_def() -> ConfigDef:
             **CONTROLLER_CONFIG_DEF.config_keys,
             **ZOOKEEPER_CONFIG_DEF.config_keys,
             **CONNECTION_QUOTA_CONFIG_DEF.config_keys,
+            **SOCKET_SERVER_CONFIG_DEF.config_keys,
+            **REPLICATION_CONFIG_DEF.config_keys,
         })
         .define("broker.id", t.INT, -1, None, h, "The broker id; -1 generates one from ZooKeeper.")
         .define("broker.id.generation.enable", t.BOOLEAN, True, None, m)
@@ -214,13 +218,9 @@ def _broker_config_def() -> ConfigDef:
         .define("num.network.threads", t.INT, 3, Range.at_least(1), h)
         .define("num.io.threads", t.INT, 8, Range.at_least(1), h)
         .define("controlled.shutdown.enable", t.BOOLEAN, True, None, m)
-        .define("socket.request.max.bytes", t.INT, 104857600, Range.at_least(1), h,
-                "The largest request a client may send; a bigger one closes its connection.")
         .define("socket.send.buffer.bytes", t.INT, 102400, None, h)
         .define("socket.receive.buffer.bytes", t.INT, 102400, None, h)
         .define("queued.max.requests", t.INT, 500, Range.at_least(1), h)
-        .define("connections.max.idle.ms", t.LONG, 600000, None, m)
-        .define("replica.lag.time.max.ms", t.LONG, 30000, None, h)
         .define("replica.fetch.max.bytes", t.INT, 1048576, Range.at_least(0), m)
         .define(REPLICA_SELECTOR_CLASS_CONFIG, t.STRING, None, None, m,
                 "The replica selector a leader asks which replica a consumer with a "

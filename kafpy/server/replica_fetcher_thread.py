@@ -27,6 +27,7 @@ from kafpy.common.topic_partition import TopicPartition
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.errors import Errors
 from kafpy.records.memory_records import MemoryRecords
+from kafpy.server.kafka_config import KAFKA_CONFIG_DEF
 from kafpy.server.replication_quota_manager import ReplicationQuotaManager, throttled_by
 
 if TYPE_CHECKING:
@@ -72,17 +73,20 @@ class BrokerEndPoint:
     port: int
 
 
+_default = KAFKA_CONFIG_DEF.default
+
+
 @dataclass(frozen=True, slots=True)
 class ReplicaFetcherConfig:
     """The replica.* settings of the fetchers, with Kafka's defaults."""
 
-    num_replica_fetchers: int = 1
-    fetch_max_bytes: int = 1048576  # replica.fetch.max.bytes (per partition)
-    fetch_response_max_bytes: int = 10485760  # replica.fetch.response.max.bytes
-    fetch_wait_max_ms: int = 500  # replica.fetch.wait.max.ms
-    fetch_min_bytes: int = 1  # replica.fetch.min.bytes
-    fetch_backoff_ms: int = 1000  # replica.fetch.backoff.ms
-    socket_timeout_ms: int = 30000  # replica.socket.timeout.ms
+    num_replica_fetchers: int = _default("num.replica.fetchers")
+    fetch_max_bytes: int = _default("replica.fetch.max.bytes")  # per partition
+    fetch_response_max_bytes: int = _default("replica.fetch.response.max.bytes")
+    fetch_wait_max_ms: int = _default("replica.fetch.wait.max.ms")
+    fetch_min_bytes: int = _default("replica.fetch.min.bytes")
+    fetch_backoff_ms: int = _default("replica.fetch.backoff.ms")
+    socket_timeout_ms: int = _default("replica.socket.timeout.ms")
     security: ClientSecurity | None = None  # the inter-broker listener's protocol and TLS
 
 

@@ -53,6 +53,7 @@ from kafpy.server.delayed_fetch import (
     PartitionFetchInfo,
 )
 from kafpy.server.delayed_produce import DelayedProduce, ProducePartitionStatus
+from kafpy.server.kafka_config import KAFKA_CONFIG_DEF
 from kafpy.server.lazy_offset_checkpoints import (
     HIGH_WATERMARK_CHECKPOINT_FILE,
     LazyOffsetCheckpoints,
@@ -69,8 +70,6 @@ from kafpy.server.replica_selector import ReplicaSelector, find_preferred_read_r
 from kafpy.server.replica_state_changes import ReplicaStateChanges
 from kafpy.server.replication_quota_manager import ReplicationQuotaManager, throttled_by
 from kafpy.server.zk_isr_manager import (
-    ISR_CHANGE_PROPAGATION_BLACKOUT_MS,
-    ISR_CHANGE_PROPAGATION_MAX_INTERVAL_MS,
     ZkIsrManager,
 )
 from kafpy.storage.log import LogDirFailedError
@@ -108,6 +107,9 @@ class FetchPartitionData:
     preferred_read_replica: int = -1
 
 
+_default = KAFKA_CONFIG_DEF.default
+
+
 class ReplicaManager:
     """Hosts this broker's partitions and serves every produce, fetch and offset lookup on them."""
 
@@ -119,17 +121,26 @@ class ReplicaManager:
         scheduler: Scheduler,
         time: Time,
         *,
-        replica_lag_time_max_ms: int = 30000,
-        high_watermark_checkpoint_interval_ms: int = 5000,
-        fetch_purgatory_purge_interval: int = 1000,
-        producer_purgatory_purge_interval: int = 1000,
+        replica_lag_time_max_ms: int = _default("replica.lag.time.max.ms"),
+        high_watermark_checkpoint_interval_ms: int = _default(
+            "replica.high.watermark.checkpoint.interval.ms"
+        ),
+        fetch_purgatory_purge_interval: int = _default("fetch.purgatory.purge.interval.requests"),
+        producer_purgatory_purge_interval: int = _default(
+            "producer.purgatory.purge.interval.requests"
+        ),
+        # Kafka's delete.records.purgatory.purge.interval.requests, a key kafpy does not take
         delete_records_purgatory_purge_interval: int = 1,
         timer: TimerScheduler | None = None,
         zk_client: KafkaZkClient | None = None,
         fetcher_config: ReplicaFetcherConfig | None = None,
         fetcher_connect: Callable[[BrokerEndPoint], FetcherChannel] | None = None,
-        isr_change_propagation_blackout_ms: int = ISR_CHANGE_PROPAGATION_BLACKOUT_MS,
-        isr_change_propagation_max_interval_ms: int = ISR_CHANGE_PROPAGATION_MAX_INTERVAL_MS,
+        isr_change_propagation_blackout_ms: int = _default(
+            "replica.isr.change.propagation.blackout.ms"
+        ),
+        isr_change_propagation_max_interval_ms: int = _default(
+            "replica.isr.change.propagation.max.interval.ms"
+        ),
         log_dir_failure_channel: LogDirFailureChannel | None = None,
         log_dir_failure_timeout_ms: int = LOG_DIR_FAILURE_TIMEOUT_MS,
         halt: Callable[[int], None] | None = None,

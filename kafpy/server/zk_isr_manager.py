@@ -32,11 +32,17 @@ from kafpy.metadata.zk_data import (
     LeaderAndIsr,
     LeaderIsrAndControllerEpoch,
 )
+from kafpy.server.kafka_config import KAFKA_CONFIG_DEF
 
 # Kafka 2.x's ReplicaManager.IsrChangePropagationBlackOut / IsrChangePropagationInterval;
 # the isr-change-propagation task runs every half blackout (2500 ms)
-ISR_CHANGE_PROPAGATION_BLACKOUT_MS = 5000
-ISR_CHANGE_PROPAGATION_MAX_INTERVAL_MS = 60000
+# (kafpy takes them as replica.isr.change.propagation.*; their defaults are declared there)
+ISR_CHANGE_PROPAGATION_BLACKOUT_MS: int = KAFKA_CONFIG_DEF.default(
+    "replica.isr.change.propagation.blackout.ms"
+)
+ISR_CHANGE_PROPAGATION_MAX_INTERVAL_MS: int = KAFKA_CONFIG_DEF.default(
+    "replica.isr.change.propagation.max.interval.ms"
+)
 
 # (partition, leader epoch the change was made at, new ISR, its znode version)
 IsrWritten = Callable[[Partition, int, list[int], int], None]

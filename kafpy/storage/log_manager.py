@@ -27,7 +27,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kafpy.common.config_def import LONG_MAX
 from kafpy.common.errors import KafkaStorageError
 from kafpy.common.file_descriptors import is_out_of_file_descriptors, too_many_open_files
 from kafpy.common.logger import component_logger
@@ -48,7 +47,7 @@ from kafpy.storage.log import (
     log_delete_dir_name,
     parse_topic_partition_name,
 )
-from kafpy.storage.log_config import LogConfig
+from kafpy.storage.log_config import BROKER_LOG_CONFIG_DEF, LogConfig
 from kafpy.storage.log_dir_checkpoints import (
     LogDirCheckpoints,
 )
@@ -59,11 +58,13 @@ if TYPE_CHECKING:
 
 LOCK_FILE_NAME = ".lock"
 # Kafka waits this long after start-up before the first run of each periodic task.
-INITIAL_TASK_DELAY_MS = 30 * 1000
+INITIAL_TASK_DELAY_MS: int = BROKER_LOG_CONFIG_DEF.default("log.initial.task.delay.ms")
 
 # kafka-delete-logs never reschedules itself sooner than this when nothing is due, so
 # file.delete.delay.ms=0 does not turn it into a busy loop.
 _MIN_DELETE_LOGS_POLL_MS = 1000
+
+_default = BROKER_LOG_CONFIG_DEF.default
 
 
 def _halt(status: int) -> None:
@@ -110,11 +111,15 @@ class LogManager:
         topic_configs: Mapping[str, LogConfig] | None = None,
         initial_default_config: LogConfig | None = None,
         cleaner_config: CleanerConfig | None = None,
-        recovery_threads_per_data_dir: int = 1,
-        flush_check_ms: int = LONG_MAX,
-        flush_recovery_offset_checkpoint_ms: int = 60000,
-        flush_start_offset_checkpoint_ms: int = 60000,
-        retention_check_ms: int = 5 * 60 * 1000,
+        recovery_threads_per_data_dir: int = _default("num.recovery.threads.per.data.dir"),
+        flush_check_ms: int = _default("log.flush.scheduler.interval.ms"),
+        flush_recovery_offset_checkpoint_ms: int = _default(
+            "log.flush.offset.checkpoint.interval.ms"
+        ),
+        flush_start_offset_checkpoint_ms: int = _default(
+            "log.flush.start.offset.checkpoint.interval.ms"
+        ),
+        retention_check_ms: int = _default("log.retention.check.interval.ms"),
         initial_task_delay_ms: int = INITIAL_TASK_DELAY_MS,
         scheduler: Scheduler,
         time: Time = SYSTEM_TIME,

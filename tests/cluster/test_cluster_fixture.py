@@ -4,6 +4,8 @@ cause and the brokers' log tails."""
 
 from __future__ import annotations
 
+import os
+import signal
 import socket
 import threading
 from collections.abc import Callable
@@ -138,3 +140,33 @@ def test_a_registration_that_stays_fails_the_wait_for_its_end(
     with pytest.raises(LocalClusterError) as failed:
         cluster.wait_unregistered(0, timeout_s=1)
     assert str(failed.value) == "Broker 0 is still registered after 1 s."
+
+
+def test_a_broker_that_stops_answering_fails_the_waits_naming_it(
+    tmp_path: Path, zookeeper_connect: str
+) -> None:
+    cluster = LocalCluster(
+        tmp_path / "dev", 1, zookeeper_connect=zookeeper_connect,
+        overrides={"zookeeper.session.timeout.ms": "2000"},
+    )  # fmt: skip
+    cluster.start()
+    broker = cluster.brokers[0]
+    try:
+        os.kill(broker.pid, signal.SIGSTOP)  # it keeps its port and answers nothing
+        try:
+            with pytest.raises(LocalClusterError) as no_metadata:
+                cluster.wait_for_metadata([0], timeout_s=1)
+            cluster.wait_unregistered(0, timeout_s=30)  # its ZooKeeper session expired
+            with pytest.raises(LocalClusterError) as unregistered:
+                cluster.wait_registered([0], timeout_s=1)
+        finally:
+            os.kill(broker.pid, signal.SIGCONT)
+    finally:
+        cluster.stop(timeout_s=15)
+    assert str(no_metadata.value) == (
+        "Broker(s) 0 did not answer Metadata with every live broker and a controller within "
+        f"1 s (see {broker.output_path})."
+    )
+    assert str(unregistered.value) == (
+        f"Broker(s) 0 did not register in ZooKeeper within 1 s (see {broker.output_path})."
+    )

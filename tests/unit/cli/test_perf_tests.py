@@ -1,11 +1,12 @@
 """The statistics and formats of `kafpy producer-perf-test` and `kafpy consumer-perf-test`."""
 
 from datetime import datetime
+from pathlib import Path
 
 import pytest
 
 from kafpy.cli.command_line_utils import OneLineError
-from kafpy.cli.consumer_perf_test import ConsumerStats, date_formatter
+from kafpy.cli.consumer_perf_test import ConsumerStats, consumer_options, date_formatter
 from kafpy.cli.producer_perf_test import Stats, producer_settings
 
 
@@ -74,3 +75,36 @@ def test_consumer_stats_line() -> None:
         "1.3333",
         "666.6667",
     ]
+
+
+def test_consumer_config_is_read_as_consumer_properties(tmp_path: Path) -> None:
+    path = tmp_path / "consumer.properties"
+    path.write_text(
+        "client.id=perf\nrequest.timeout.ms=1500\nretries= 3\nretry.backoff.ms=20\n"
+        "socket.connection.setup.timeout.ms=700\nfetch.min.bytes=1\n"
+    )
+    warnings: list[str] = []
+    options = consumer_options(str(path), warnings.append)
+    assert options == {"client_id": "perf", "request_timeout_ms": 1500, "retries": 3,
+                       "retry_backoff_ms": 20, "connect_timeout_ms": 700}  # fmt: skip
+    assert warnings == [
+        f"WARNING: The configuration 'fetch.min.bytes' in {path} isn't used by kafpy's admin client."
+    ]
+    assert consumer_options(None, warnings.append) == {}
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("request.timeout.ms=soon", "Invalid value soon for configuration request.timeout.ms in {}: not a number of type int"),
+        ("retries=-1", "Invalid value -1 for configuration retries in {}: the value must be at least 0"),
+    ],
+)  # fmt: skip
+def test_a_bad_consumer_config_number_names_the_key_and_file(
+    tmp_path: Path, line: str, message: str
+) -> None:
+    path = tmp_path / "consumer.properties"
+    path.write_text(line + "\n")
+    with pytest.raises(OneLineError) as e:
+        consumer_options(str(path), lambda m: None)
+    assert str(e.value) == message.format(path)

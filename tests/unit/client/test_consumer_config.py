@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import inspect
+from typing import Any
+
 import pytest
 
 from kafpy.client.client_config import ClientConfigError, Expected
 from kafpy.client.consumer_config import CONSUMER_CONFIG_DEF, ConsumerConfig
+from kafpy.client.consumer_coordinator import ConsumerCoordinator
+from kafpy.client.fetcher import Fetcher
 
 KAFKA_DEFAULTS = {
     "bootstrap.servers": [],
@@ -22,6 +27,7 @@ KAFKA_DEFAULTS = {
     "auto.commit.interval.ms": 5000,
     "session.timeout.ms": 10000,
     "heartbeat.interval.ms": 3000,
+    "socket.connection.setup.timeout.ms": 10000,
     "security.protocol": "PLAINTEXT",
     "retries": 2147483647,  # kafpy's client only; not a Kafka consumer key
 }
@@ -67,3 +73,19 @@ def test_validate_applies_kafkas_validators(
     with pytest.raises(ClientConfigError, match=detail) as e:
         ConsumerConfig(props).validate()
     assert e.value.expected is expected and e.value.key == next(iter(props))
+
+
+@pytest.mark.parametrize(
+    ("func", "param", "key"),
+    [
+        (Fetcher, "max_wait_ms", "fetch.max.wait.ms"),
+        (Fetcher, "max_bytes", "fetch.max.bytes"),
+        (Fetcher, "max_partition_bytes", "max.partition.fetch.bytes"),
+        (ConsumerCoordinator, "session_timeout_ms", "session.timeout.ms"),
+        (ConsumerCoordinator, "heartbeat_interval_ms", "heartbeat.interval.ms"),
+    ],
+)
+def test_the_consumers_parts_default_to_the_declared_values(
+    func: Any, param: str, key: str
+) -> None:
+    assert inspect.signature(func).parameters[param].default == KAFKA_DEFAULTS[key]

@@ -16,6 +16,8 @@ from kafpy.metadata.zookeeper_server import (
 )
 from kafpy.metadata.zookeeper_server import free_port as real_free_port
 
+pytest_plugins = ["pytester"]
+
 
 def test_the_shared_server_is_standalone_and_serves(zookeeper_server: ZooKeeperServer) -> None:
     assert zookeeper_server.running
@@ -87,3 +89,17 @@ def test_a_free_port_taken_before_the_server_binds_it_is_given_up_for_another(
     with ZooKeeperServer(tmp_path, tick_time_ms=200, force_sync=False) as server:
         assert server.port != zookeeper_server.port
         assert "Mode: standalone" in four_letter_word("127.0.0.1", server.port, "srvr")
+
+
+def test_the_session_fixture_fails_the_test_when_zookeeper_cannot_start(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a JVM that finds no ZooKeeper on its classpath exits at once
+    monkeypatch.setenv(CLASSPATH_ENV, str(pytester.path / "no-zookeeper.jar"))
+    pytester.makeconftest('pytest_plugins = ["tests.fixtures.zookeeper"]\n')
+    pytester.makepyfile("def test_needs_zookeeper(zookeeper_server):\n    pass\n")
+    result = pytester.runpytest("-p", "no:cacheprovider", "-p", "no:xdist")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        ["*Failed: A real ZooKeeper is needed for this test and could not start: *"]
+    )

@@ -2,13 +2,25 @@
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from kafpy.cluster.partition import Partition
 from kafpy.common.config_def import ConfigKey, ConfigType, Importance
 from kafpy.common.errors import InvalidConfigurationError
-from kafpy.server.kafka_config import KafkaConfig, logged_value
+from kafpy.controller.controller_channel_manager import broker_connection_factory
+from kafpy.network.connection_quotas import ConnectionQuotaConfig
+from kafpy.network.socket_server import SocketServer
+from kafpy.server.controlled_shutdown import controlled_shutdown
+from kafpy.server.kafka_config import KAFKA_CONFIG_DEF, KafkaConfig, logged_value
+from kafpy.server.replica_fetcher_thread import ReplicaFetcherConfig
+from kafpy.server.replica_manager import ReplicaManager
+from kafpy.server.zk_isr_manager import ZkIsrManager
+from kafpy.storage.log_manager import LogManager
 
 
 def test_defaults_are_kafkas() -> None:
@@ -268,3 +280,59 @@ def test_replica_selector_class_is_unset_or_kafkas_rack_aware_selector() -> None
         match="Invalid value com.example.ClosestSelector for configuration replica.selector.class",
     ):
         KafkaConfig({"broker.id": "0", "replica.selector.class": "com.example.ClosestSelector"})
+
+
+def _param_default(func: Any, name: str) -> Any:
+    if dataclasses.is_dataclass(func):
+        return {f.name: f.default for f in dataclasses.fields(func)}[name]
+    return inspect.signature(func).parameters[name].default
+
+
+# (constructor, its parameter, the key it stands for, Kafka 2.8's default)
+_CONSTRUCTOR_DEFAULTS = [
+    (ReplicaManager, "replica_lag_time_max_ms", "replica.lag.time.max.ms", 30000),
+    (ReplicaManager, "high_watermark_checkpoint_interval_ms",
+     "replica.high.watermark.checkpoint.interval.ms", 5000),
+    (ReplicaManager, "fetch_purgatory_purge_interval", "fetch.purgatory.purge.interval.requests", 1000),
+    (ReplicaManager, "producer_purgatory_purge_interval",
+     "producer.purgatory.purge.interval.requests", 1000),
+    (ReplicaManager, "isr_change_propagation_blackout_ms", "replica.isr.change.propagation.blackout.ms", 5000),
+    (ReplicaManager, "isr_change_propagation_max_interval_ms",
+     "replica.isr.change.propagation.max.interval.ms", 60000),
+    (ZkIsrManager, "blackout_ms", "replica.isr.change.propagation.blackout.ms", 5000),
+    (ZkIsrManager, "max_interval_ms", "replica.isr.change.propagation.max.interval.ms", 60000),
+    (ReplicaFetcherConfig, "num_replica_fetchers", "num.replica.fetchers", 1),
+    (ReplicaFetcherConfig, "fetch_max_bytes", "replica.fetch.max.bytes", 1048576),
+    (ReplicaFetcherConfig, "fetch_response_max_bytes", "replica.fetch.response.max.bytes", 10485760),
+    (ReplicaFetcherConfig, "fetch_wait_max_ms", "replica.fetch.wait.max.ms", 500),
+    (ReplicaFetcherConfig, "fetch_min_bytes", "replica.fetch.min.bytes", 1),
+    (ReplicaFetcherConfig, "fetch_backoff_ms", "replica.fetch.backoff.ms", 1000),
+    (ReplicaFetcherConfig, "socket_timeout_ms", "replica.socket.timeout.ms", 30000),
+    (SocketServer, "max_request_size", "socket.request.max.bytes", 104857600),
+    (SocketServer, "ssl_handshake_timeout_ms", "connections.max.idle.ms", 600000),
+    (SocketServer, "sasl_authentication_timeout_ms", "connections.max.idle.ms", 600000),
+    (SocketServer, "failed_authentication_delay_ms", "connection.failed.authentication.delay.ms", 100),
+    (LogManager, "recovery_threads_per_data_dir", "num.recovery.threads.per.data.dir", 1),
+    (LogManager, "flush_check_ms", "log.flush.scheduler.interval.ms", 2**63 - 1),
+    (LogManager, "flush_recovery_offset_checkpoint_ms", "log.flush.offset.checkpoint.interval.ms", 60000),
+    (LogManager, "flush_start_offset_checkpoint_ms",
+     "log.flush.start.offset.checkpoint.interval.ms", 60000),
+    (LogManager, "retention_check_ms", "log.retention.check.interval.ms", 300000),
+    (LogManager, "initial_task_delay_ms", "log.initial.task.delay.ms", 30000),
+    (Partition, "replica_lag_time_max_ms", "replica.lag.time.max.ms", 30000),
+    (broker_connection_factory, "request_timeout_ms", "controller.socket.timeout.ms", 30000),
+    (controlled_shutdown, "request_timeout_ms", "controller.socket.timeout.ms", 30000),
+    (ConnectionQuotaConfig, "max_connections_per_ip", "max.connections.per.ip", 2**31 - 1),
+    (ConnectionQuotaConfig, "max_connections", "max.connections", 2**31 - 1),
+    (ConnectionQuotaConfig, "max_connection_creation_rate", "max.connection.creation.rate", 2**31 - 1),
+    (ConnectionQuotaConfig, "failed_authentication_delay_ms",
+     "connection.failed.authentication.delay.ms", 100),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("func", "param", "key", "kafkas"), _CONSTRUCTOR_DEFAULTS)
+def test_constructor_defaults_are_the_declared_ones(
+    func: Any, param: str, key: str, kafkas: int
+) -> None:
+    assert KAFKA_CONFIG_DEF.default(key) == kafkas
+    assert _param_default(func, param) == kafkas

@@ -5,16 +5,21 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
 import socket
 import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import kafpy.testing.broker as testing_broker
+from kafpy.client.admin_client import AdminClient, ConfigResource
 from kafpy.common.topic_partition import TopicPartition
+from kafpy.server.broker_launcher import BrokerLauncher
 from kafpy.testing import KafkaBroker, KafkaCluster
 from kafpy.testing.broker import Mode, running_clusters
 from kafpy.testing.wait import wait_until
@@ -215,3 +220,75 @@ def test_a_child_broker_not_binding_in_time_is_stopped_and_fails_the_start(
             broker.start()
     assert "Broker 0's process did not bind its listener within 2 s" in str(failed.value)
     assert broker not in running_clusters()
+
+
+class _FrozenOnceBound(BrokerLauncher):
+    """A launcher whose child is stopped (SIGSTOP) as soon as it has bound its listener:
+    a broker that accepts connections and never answers. The wait for readiness that
+    follows is then cut to 1 s (the bind had the usual time)."""
+
+    def start(self, *args: Any, **kwargs: Any) -> dict[str, int]:
+        ports = super().start(*args, **kwargs)
+        assert self.process is not None
+        os.kill(self.process.pid, signal.SIGSTOP)
+        testing_broker.START_TIMEOUT_S = 1.0  # the test's monkeypatch restores it
+        return ports
+
+
+def test_a_broker_that_never_answers_fails_the_start_and_is_stopped(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(testing_broker, "BrokerLauncher", _FrozenOnceBound)
+    monkeypatch.setattr(testing_broker, "START_TIMEOUT_S", testing_broker.START_TIMEOUT_S)
+    monkeypatch.setattr(testing_broker, "STOP_TIMEOUT_S", 1.0)
+    broker = KafkaBroker(mode="subprocess")
+    with pytest.raises(TimeoutError) as failed:
+        broker.start()
+    assert str(failed.value) == (
+        "kafpy brokers [0] did not all see each other and a controller within 1 s."
+    )
+    assert broker not in running_clusters()
+
+
+def _follower(cluster: KafkaCluster, topic: str) -> tuple[int, int]:
+    """(leader, a follower) of partition 0 of `topic`, as broker 0 knows them."""
+    cache = cluster.server(0).metadata_cache
+    assert cache is not None
+    info = cache.get_partition_info(TopicPartition(topic, 0))
+    assert info is not None
+    return info.leader, next(r for r in info.replicas if r != info.leader)
+
+
+async def _throttle_leaders(bootstrap: str, broker_ids: list[int]) -> None:
+    """Leaders send throttled replicas' data at 1 byte/s: a new replica never catches up."""
+    async with AdminClient.connect(bootstrap) as admin:
+        for b in broker_ids:
+            await admin.alter_configs(
+                ConfigResource.broker(b), {"leader.replication.throttled.rate": "1"}
+            )
+
+
+def test_move_leader_times_out_naming_the_step_it_waited_for(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with KafkaCluster(2) as cluster:
+        cluster.create_topic("led", replication_factor=2)
+        cluster.create_topic("slow", config={"leader.replication.throttled.replicas": "*"})
+        # more than a fetch holds (replica.fetch.max.bytes), so the throttle bites
+        cluster.produce("slow", [bytes(500_000)] * 6)
+        asyncio.run(_throttle_leaders(cluster.bootstrap_servers, cluster.broker_ids))
+        leader, follower = _follower(cluster, "led")
+        slow = cluster.server(0).metadata_cache
+        assert slow is not None
+        info = slow.get_partition_info(TopicPartition("slow", 0))
+        assert info is not None
+        newcomer = 1 - info.leader
+        monkeypatch.setattr(testing_broker, "START_TIMEOUT_S", 1.0)
+        with pytest.raises(TimeoutError, match="^The reassignment of slow-0 did not complete.$"):
+            cluster.faults.move_leader("slow", 0, newcomer)
+        # a replica that is down cannot be elected
+        cluster.faults.stop_broker(follower)
+        with pytest.raises(
+            TimeoutError, match=f"^Broker {follower} did not become the leader of led-0: "
+        ):
+            cluster.faults.move_leader("led", 0, follower)

@@ -1,0 +1,164 @@
+"""TransactionAdmin against FakeBrokers: listings from every broker, a transaction described
+by its coordinator, a partition's active producers, and failures as sentences naming what
+failed."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from kafpy.client.kafka_client import KafkaClient
+from kafpy.client.transaction_admin import (
+    ProducerState,
+    TransactionAdmin,
+    TransactionAdminError,
+    TransactionDescription,
+    TransactionListing,
+)
+from kafpy.common.errors import Errors
+from kafpy.common.topic_partition import TopicPartition
+from kafpy.protocol.api_keys import ApiKey
+from tests.unit.client.fake_broker import FakeBroker, metadata_body, no_sleep
+
+
+def run(coro: Any) -> Any:
+    return asyncio.run(asyncio.wait_for(coro, 30))
+
+
+class Brokers:
+    """Brokers 0 and 1; FindCoordinator names broker 1 (or answers `find_error`)."""
+
+    def __init__(self) -> None:
+        self.b0 = FakeBroker(node_id=0)
+        self.b1 = FakeBroker(node_id=1)
+        self.find_error = 0
+
+    async def __aenter__(self) -> TransactionAdmin:
+        for b in (self.b0, self.b1):
+            await b.start()
+            b.handlers[ApiKey.METADATA] = lambda h, body: metadata_body([self.b0, self.b1])
+            b.handlers[ApiKey.FIND_COORDINATOR] = self.find_coordinator
+        self.client = KafkaClient(self.b0.address, sleep=no_sleep, retries=3)
+        await self.client.start()
+        return TransactionAdmin(self.client, timeout_ms=200)
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.client.close()
+        for b in (self.b0, self.b1):
+            await b.stop()
+
+    def find_coordinator(self, header: Any, body: dict[str, Any]) -> dict[str, Any]:
+        return {"error_code": self.find_error, "node_id": 1, "host": "127.0.0.1",
+                "port": self.b1.port}  # fmt: skip
+
+
+def listed(*states: tuple[str, int, str], code: int = 0) -> dict[str, Any]:
+    return {"error_code": code, "unknown_state_filters": [], "transaction_states": [
+        {"transactional_id": t, "producer_id": p, "transaction_state": s} for t, p, s in states]}  # fmt: skip
+
+
+def described(tid: str, code: int = 0, start_ms: int = 1000) -> dict[str, Any]:
+    return {"transaction_states": [{
+        "error_code": code, "transactional_id": tid, "transaction_state": "Ongoing",
+        "transaction_timeout_ms": 60000, "transaction_start_time_ms": start_ms,
+        "producer_id": 7, "producer_epoch": 2,
+        "topics": [{"topic": "t", "partitions": [0, 1]}]}]}  # fmt: skip
+
+
+def test_list_transactions_asks_every_broker_with_the_producer_filter() -> None:
+    async def go() -> None:
+        brokers = Brokers()
+        async with brokers as admin:
+            brokers.b0.handlers[ApiKey.LIST_TRANSACTIONS] = lambda h, b: listed(("a", 1, "Ongoing"))
+            brokers.b1.handlers[ApiKey.LIST_TRANSACTIONS] = lambda h, b: listed(("b", 2, "Empty"))
+            assert await admin.list_transactions([1, 2]) == [
+                TransactionListing("a", 0, 1, "Ongoing"),
+                TransactionListing("b", 1, 2, "Empty"),
+            ]
+            for b in (brokers.b0, brokers.b1):
+                (request,) = b.requests_of(ApiKey.LIST_TRANSACTIONS)
+                assert request.body["producer_id_filters"] == [1, 2]
+
+    run(go())
+
+
+def test_a_failed_listing_names_the_error() -> None:
+    async def go() -> None:
+        brokers = Brokers()
+        async with brokers as admin:
+            brokers.b0.handlers[ApiKey.LIST_TRANSACTIONS] = lambda h, b: listed(
+                code=Errors.COORDINATOR_LOAD_IN_PROGRESS
+            )
+            with pytest.raises(TransactionAdminError, match="^Failed to list transactions: "):
+                await admin.list_transactions()
+
+    run(go())
+
+
+def test_describe_transaction_asks_the_coordinator() -> None:
+    async def go() -> None:
+        brokers = Brokers()
+        async with brokers as admin:
+            brokers.b1.handlers[ApiKey.DESCRIBE_TRANSACTIONS] = lambda h, b: described("x")
+            assert await admin.describe_transaction("x") == TransactionDescription(
+                1, "x", 7, 2, "Ongoing", 60000, 1000,
+                (TopicPartition("t", 0), TopicPartition("t", 1)),
+            )  # fmt: skip
+            assert brokers.b0.requests_of(ApiKey.DESCRIBE_TRANSACTIONS) == []
+            brokers.b0.handlers[ApiKey.DESCRIBE_TRANSACTIONS] = lambda h, b: described("y")
+            by_node = await admin.describe_transaction("y", coordinator=0)
+            assert (by_node.coordinator, by_node.transactional_id) == (0, "y")
+
+    run(go())
+
+
+def test_describe_failures_name_the_transactional_id() -> None:
+    async def go() -> None:
+        brokers = Brokers()
+        async with brokers as admin:
+            brokers.b1.handlers[ApiKey.DESCRIBE_TRANSACTIONS] = lambda h, b: described(
+                "x", code=Errors.TRANSACTIONAL_ID_NOT_FOUND
+            )
+            failed = "Failed to describe transaction state of transactional-id `x`: "
+            with pytest.raises(TransactionAdminError, match=f"^{failed}"):
+                await admin.describe_transaction("x")
+            brokers.find_error = Errors.COORDINATOR_NOT_AVAILABLE
+            with pytest.raises(TransactionAdminError) as e:
+                await admin.describe_transaction("x")
+            assert str(e.value) == (
+                f"{failed}the transaction coordinator is not available; check that the "
+                "brokers are up"
+            )
+
+    run(go())
+
+
+def test_describe_producers_of_a_brokers_partitions() -> None:
+    producer = {"producer_id": 5, "producer_epoch": 0, "last_sequence": 0,
+                "last_timestamp": 99, "coordinator_epoch": -1, "current_txn_start_offset": 3}  # fmt: skip
+
+    def answer(code: int) -> Any:
+        return lambda h, b: {"topics": [{"name": "t", "partitions": [
+            {"partition_index": 0, "error_code": 0, "error_message": None,
+             "active_producers": [producer]},
+            {"partition_index": 1, "error_code": code, "error_message": None,
+             "active_producers": []}]}]}  # fmt: skip
+
+    async def go() -> None:
+        brokers = Brokers()
+        async with brokers as admin:
+            brokers.b1.handlers[ApiKey.DESCRIBE_PRODUCERS] = answer(0)
+            assert await admin.describe_producers(1, {"t": [0, 1]}) == [
+                ProducerState(TopicPartition("t", 0), 5, 0, -1, 99, 3)
+            ]
+            (request,) = brokers.b1.requests_of(ApiKey.DESCRIBE_PRODUCERS)
+            assert request.body["topics"] == [{"name": "t", "partition_indexes": [0, 1]}]
+            brokers.b1.handlers[ApiKey.DESCRIBE_PRODUCERS] = answer(Errors.NOT_LEADER_OR_FOLLOWER)
+            with pytest.raises(
+                TransactionAdminError, match="^Failed to describe producers of t-1: "
+            ):
+                await admin.describe_producers(1, {"t": [0, 1]})
+
+    run(go())
