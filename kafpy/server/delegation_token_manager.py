@@ -212,6 +212,18 @@ class DelegationTokenManager:
                 owner, issue, expiry, max_ts, token_id, token.hmac, Errors.NONE
             )
 
+    def _token_to_change(
+        self, principal: KafkaPrincipal, hmac_bytes: bytes
+    ) -> tuple[DelegationToken, int] | int:
+        """The token `hmac_bytes` names and the time now, when `principal` owns or may renew
+        it; else the error code to answer."""
+        token = self._token_for_hmac(hmac_bytes)
+        if token is None:
+            return Errors.DELEGATION_TOKEN_NOT_FOUND
+        if not token.token_info.owner_or_renewer(principal):
+            return Errors.DELEGATION_TOKEN_OWNER_MISMATCH
+        return token, self.time.milliseconds()
+
     async def renew_token(
         self, principal: KafkaPrincipal, hmac_bytes: bytes, renew_period_ms: int
     ) -> tuple[int, int]:
@@ -219,12 +231,11 @@ class DelegationTokenManager:
         if not self.enabled:
             return Errors.DELEGATION_TOKEN_AUTH_DISABLED, ERROR_TIMESTAMP
         async with self._lock:
-            token = self._token_for_hmac(hmac_bytes)
-            if token is None:
-                return Errors.DELEGATION_TOKEN_NOT_FOUND, ERROR_TIMESTAMP
-            info, now = token.token_info, self.time.milliseconds()
-            if not info.owner_or_renewer(principal):
-                return Errors.DELEGATION_TOKEN_OWNER_MISMATCH, ERROR_TIMESTAMP
+            found = self._token_to_change(principal, hmac_bytes)
+            if isinstance(found, int):
+                return found, ERROR_TIMESTAMP
+            token, now = found
+            info = token.token_info
             if info.max_timestamp < now or info.expiry_timestamp < now:
                 return Errors.DELEGATION_TOKEN_EXPIRED, ERROR_TIMESTAMP
             period = self.config.expiry_time_ms if renew_period_ms < 0 else renew_period_ms
@@ -243,12 +254,11 @@ class DelegationTokenManager:
         if not self.enabled:
             return Errors.DELEGATION_TOKEN_AUTH_DISABLED, ERROR_TIMESTAMP
         async with self._lock:
-            token = self._token_for_hmac(hmac_bytes)
-            if token is None:
-                return Errors.DELEGATION_TOKEN_NOT_FOUND, ERROR_TIMESTAMP
-            info, now = token.token_info, self.time.milliseconds()
-            if not info.owner_or_renewer(principal):
-                return Errors.DELEGATION_TOKEN_OWNER_MISMATCH, ERROR_TIMESTAMP
+            found = self._token_to_change(principal, hmac_bytes)
+            if isinstance(found, int):
+                return found, ERROR_TIMESTAMP
+            token, now = found
+            info = token.token_info
             if expiry_period_ms < 0:
                 await self._remove_token(info.token_id)
                 self.log.info(
