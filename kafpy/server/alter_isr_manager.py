@@ -33,6 +33,8 @@ from kafpy.storage.log_config import API_VERSIONS, parse_api_version
 
 # Kafka 2.8: a top-level error is retried after 50 ms
 ALTER_ISR_RETRY_BACKOFF_MS = 50
+# how often a request waiting on the controller checks that it still is the controller
+CONTROLLER_CHECK_MS = 100
 
 
 def is_alter_isr_supported(inter_broker_protocol_version: str) -> bool:
@@ -103,17 +105,33 @@ class BrokerToControllerChannel:
         conn = BrokerConnection(endpoint.host or "localhost", endpoint.port, node_id=controller_id,
                                 client_id=self.client_id, request_timeout_ms=self.request_timeout_ms,
                                 security=self.security)  # fmt: skip
+        self._connection = conn  # closed by close(), also when the connect is cancelled
         await conn.connect()
-        self._connection = conn
         return conn
 
     async def send(self, api_key: ApiKey, body: dict[str, Any]) -> dict[str, Any]:
-        conn = await self._connection_to_controller()
+        controller_id = self.metadata_cache.controller_id
+        request = asyncio.ensure_future(self._connect_and_send(api_key, body))
         try:
-            return await conn.send(api_key, body)
+            while True:
+                done, _ = await asyncio.wait({request}, timeout=CONTROLLER_CHECK_MS / 1000)
+                if done:
+                    return request.result()
+                if self.metadata_cache.controller_id != controller_id:
+                    # as Kafka's channel does, leave a controller that is no longer the
+                    # active one (a frozen one never answers): the caller sends again
+                    raise ConnectionError(
+                        f"controller {controller_id} was replaced by "
+                        f"{self.metadata_cache.controller_id} while the request waited"
+                    )
         except BaseException:
+            request.cancel()
             await self.close()
             raise
+
+    async def _connect_and_send(self, api_key: ApiKey, body: dict[str, Any]) -> dict[str, Any]:
+        conn = await self._connection_to_controller()
+        return await conn.send(api_key, body)
 
     async def close(self) -> None:
         conn, self._connection = self._connection, None

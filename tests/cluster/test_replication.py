@@ -158,7 +158,11 @@ def test_stopped_follower_drops_out_of_isr_and_rejoins(cluster: LocalCluster, zk
     _create(cluster, zk, topic)
     leader = _leader(zk, topic, 0)
     epoch = zk.partition_state(topic, 0)["leader_epoch"]
-    follower = next(b for b in cluster.brokers if b != leader)
+    # the controller when it is a follower: the leader's AlterIsr to a frozen controller
+    # must go to the next one once it is elected
+    controller = zk.controller()[0]
+    followers = [b for b in cluster.brokers if b != leader]
+    follower = controller if controller in followers else followers[0]
     pid = cluster.brokers[follower].pid
     assert pid is not None
     os.kill(

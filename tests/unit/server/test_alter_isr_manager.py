@@ -19,9 +19,12 @@ from kafpy.server.alter_isr_manager import (
     AlterIsrItem,
     AlterIsrManager,
     AlterIsrResult,
+    BrokerToControllerChannel,
     is_alter_isr_supported,
 )
+from kafpy.server.metadata_cache import MetadataCache
 from tests.unit.controller.fixtures import ControllerCluster, run, state_json
+from tests.unit.server.fixtures import update_metadata
 
 LOG = PrefixAdapter(logging.getLogger("test"), "")
 T0, T1 = TopicPartition("t", 0), TopicPartition("t", 1)
@@ -165,3 +168,36 @@ def test_partition_errors_reach_the_callback() -> None:
 def test_alter_isr_from_2_7_iv2() -> None:
     assert is_alter_isr_supported("2.8") and is_alter_isr_supported("2.7-IV2")
     assert not is_alter_isr_supported("2.7-IV1") and not is_alter_isr_supported("2.6")
+
+
+def test_a_request_to_a_replaced_controller_is_given_up() -> None:
+    # a frozen controller accepts the connection and never answers; once UpdateMetadata
+    # names another controller, the channel leaves it instead of waiting out the timeout
+    async def body() -> None:
+        async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await reader.read()
+            writer.close()
+
+        server = await asyncio.start_server(silent, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        cache = MetadataCache(0)
+        cache.update_metadata(update_metadata([], (1, 2), controller_id=1, base_port=port - 1))
+        channel = BrokerToControllerChannel(0, cache, "PLAINTEXT", "alter-isr", 30000)
+        send = asyncio.ensure_future(channel.send(ApiKey.ALTER_ISR, ALTER_ISR_BODY))
+        await asyncio.sleep(0.3)
+        assert not send.done()  # the frozen controller holds it
+        cache.update_metadata(update_metadata([], (1, 2), controller_id=2, base_port=port - 1))
+        try:
+            await asyncio.wait_for(send, 5)
+            raise AssertionError("the request to the replaced controller returned")
+        except ConnectionError as e:
+            assert "controller 1 was replaced by 2" in str(e)
+        finally:
+            await channel.close()
+            server.close()
+            await server.wait_closed()
+
+    asyncio.run(body())
+
+
+ALTER_ISR_BODY = {"broker_id": 0, "broker_epoch": 1, "topics": []}
