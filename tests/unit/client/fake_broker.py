@@ -294,3 +294,33 @@ class FakeLog:
 
     def client(self) -> KafkaClient:
         return KafkaClient(self.broker.address, sleep=no_sleep, retries=2)
+
+
+class TwoBrokers:
+    """Fake brokers 0 and 1 serving Metadata, with FindCoordinator naming broker
+    `coordinator` (or failing with `find_error`), and a KafkaClient bootstrapped on 0;
+    `async with` starts and stops them."""
+
+    def __init__(self) -> None:
+        self.b0 = FakeBroker(node_id=0)
+        self.b1 = FakeBroker(node_id=1)
+        self.coordinator = 1
+        self.find_error = 0
+
+    async def start(self) -> KafkaClient:
+        for b in (self.b0, self.b1):
+            await b.start()
+            b.handlers[ApiKey.METADATA] = lambda h, body: metadata_body([self.b0, self.b1])
+            b.handlers[ApiKey.FIND_COORDINATOR] = self.find_coordinator
+        self.client = KafkaClient(self.b0.address, sleep=no_sleep, retries=3)
+        await self.client.start()
+        return self.client
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.client.close()
+        for b in (self.b0, self.b1):
+            await b.stop()
+
+    def find_coordinator(self, header: Any, body: dict[str, Any]) -> dict[str, Any]:
+        return {"error_code": self.find_error, "node_id": self.coordinator, "host": "127.0.0.1",
+                "port": (self.b0, self.b1)[self.coordinator].port}  # fmt: skip

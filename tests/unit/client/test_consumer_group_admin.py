@@ -9,43 +9,22 @@ from typing import Any
 import pytest
 
 from kafpy.client.consumer_group_admin import ConsumerGroupAdmin, GroupListing
-from kafpy.client.kafka_client import KafkaClient
 from kafpy.common.errors import Errors, KafkaError
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.consumer_protocol import encode_assignment
-from tests.unit.client.fake_broker import FakeBroker, metadata_body, no_sleep
+from tests.unit.client.fake_broker import TwoBrokers
 
 
 def run(coro: Any) -> Any:
     return asyncio.run(asyncio.wait_for(coro, 30))
 
 
-class Groups:
-    """Brokers 0 and 1; FindCoordinator names broker `coordinator`."""
-
-    def __init__(self) -> None:
-        self.b0 = FakeBroker(node_id=0)
-        self.b1 = FakeBroker(node_id=1)
-        self.coordinator = 1
+class Groups(TwoBrokers):
+    """Brokers 0 and 1 (FindCoordinator names broker 1) and a ConsumerGroupAdmin on them."""
 
     async def __aenter__(self) -> ConsumerGroupAdmin:
-        for b in (self.b0, self.b1):
-            await b.start()
-            b.handlers[ApiKey.METADATA] = lambda h, body: metadata_body([self.b0, self.b1])
-            b.handlers[ApiKey.FIND_COORDINATOR] = self.find_coordinator
-        self.client = KafkaClient(self.b0.address, sleep=no_sleep, retries=3)
-        await self.client.start()
-        return ConsumerGroupAdmin(self.client)
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.client.close()
-        for b in (self.b0, self.b1):
-            await b.stop()
-
-    def find_coordinator(self, header: Any, body: dict[str, Any]) -> dict[str, Any]:
-        return {"error_code": 0, "node_id": self.coordinator, "host": "127.0.0.1",
-                "port": (self.b0, self.b1)[self.coordinator].port}  # fmt: skip
+        return ConsumerGroupAdmin(await self.start())
 
 
 def described(state: str, members: list[dict[str, Any]], code: int = 0) -> dict[str, Any]:

@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-from kafpy.client.kafka_client import KafkaClient
 from kafpy.client.transaction_admin import (
     ProducerState,
     TransactionAdmin,
@@ -20,38 +19,18 @@ from kafpy.client.transaction_admin import (
 from kafpy.common.errors import Errors
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.protocol.api_keys import ApiKey
-from tests.unit.client.fake_broker import FakeBroker, metadata_body, no_sleep
+from tests.unit.client.fake_broker import TwoBrokers
 
 
 def run(coro: Any) -> Any:
     return asyncio.run(asyncio.wait_for(coro, 30))
 
 
-class Brokers:
-    """Brokers 0 and 1; FindCoordinator names broker 1 (or answers `find_error`)."""
-
-    def __init__(self) -> None:
-        self.b0 = FakeBroker(node_id=0)
-        self.b1 = FakeBroker(node_id=1)
-        self.find_error = 0
+class Brokers(TwoBrokers):
+    """Brokers 0 and 1 (FindCoordinator names broker 1) and a TransactionAdmin on them."""
 
     async def __aenter__(self) -> TransactionAdmin:
-        for b in (self.b0, self.b1):
-            await b.start()
-            b.handlers[ApiKey.METADATA] = lambda h, body: metadata_body([self.b0, self.b1])
-            b.handlers[ApiKey.FIND_COORDINATOR] = self.find_coordinator
-        self.client = KafkaClient(self.b0.address, sleep=no_sleep, retries=3)
-        await self.client.start()
-        return TransactionAdmin(self.client, timeout_ms=200)
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.client.close()
-        for b in (self.b0, self.b1):
-            await b.stop()
-
-    def find_coordinator(self, header: Any, body: dict[str, Any]) -> dict[str, Any]:
-        return {"error_code": self.find_error, "node_id": 1, "host": "127.0.0.1",
-                "port": self.b1.port}  # fmt: skip
+        return TransactionAdmin(await self.start(), timeout_ms=200)
 
 
 def listed(*states: tuple[str, int, str], code: int = 0) -> dict[str, Any]:
