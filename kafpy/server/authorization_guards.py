@@ -10,7 +10,7 @@ it in front of the handler.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from kafpy.network.request_channel import CloseConnection, Request
@@ -70,26 +70,55 @@ def _with_body(request: Request, body: Body) -> Request:
     return replace(request, body=body)
 
 
+@dataclass(frozen=True)
+class TopicLayout:
+    """Where a request keeps its topics and their partitions, and where its response
+    answers them (the field names differ from API to API)."""
+
+    topics: str
+    name: str
+    parts: str
+    part_index: str
+    response_topics: str
+    response_name: str
+    response_parts: str
+
+
+# topics[].name, partitions[].partition_index, answered in topics[].partitions[]
+BY_NAME = TopicLayout(
+    "topics", "name", "partitions", "partition_index", "topics", "name", "partitions"
+)
+PRODUCE_LAYOUT = TopicLayout(
+    "topic_data", "name", "partition_data", "index", "responses", "name", "partition_responses"
+)
+FETCH_LAYOUT = TopicLayout(
+    "topics", "topic", "partitions", "partition", "responses", "topic", "partitions"
+)
+OFFSET_FOR_LEADER_EPOCH_LAYOUT = TopicLayout(
+    "topics", "topic", "partitions", "partition", "topics", "topic", "partitions"
+)
+
+
 async def _per_topic(
-    auth: AuthHelper, request: Request, handler: Handler, op: AclOperation | None, *,
-    topics_key: str, name_key: str, parts_key: str, part_index_key: str,
-    response_topics_key: str, response_name_key: str, response_parts_key: str,
-    error_entry: Callable[[int, int], Body], error: int = Errors.TOPIC_AUTHORIZATION_FAILED,
+    auth: AuthHelper, request: Request, handler: Handler, op: AclOperation | None,
+    layout: TopicLayout, error_entry: Callable[[int, int], Body],
+    error: int = Errors.TOPIC_AUTHORIZATION_FAILED,
 ) -> Any:  # fmt: skip
     """Run `handler` on the topics allowed `op`, answering the others `error` per partition
     (every topic when `op` is None)."""
     body = request.body or {}
-    topics = list(body.get(topics_key) or ())
-    allowed, denied = ([], topics) if op is None else auth.split(request, topics, name_key, op)
+    lo = layout
+    topics = list(body.get(lo.topics) or ())
+    allowed, denied = ([], topics) if op is None else auth.split(request, topics, lo.name, op)
     if not denied:
         return await handler(request)
-    response = await handler(_with_body(request, {**body, topics_key: allowed}))
+    response = await handler(_with_body(request, {**body, lo.topics: allowed}))
     if response is None:
         return None
-    response.setdefault(response_topics_key, [])
-    response[response_topics_key].extend(
-        {response_name_key: t[name_key],
-         response_parts_key: [error_entry(p[part_index_key], error) for p in t[parts_key]]}
+    response.setdefault(lo.response_topics, [])
+    response[lo.response_topics].extend(
+        {lo.response_name: t[lo.name],
+         lo.response_parts: [error_entry(p[lo.part_index], error) for p in t[lo.parts]]}
         for t in denied
     )  # fmt: skip
     return response
@@ -147,34 +176,24 @@ async def produce_guard(auth: AuthHelper, request: Request, handler: Handler) ->
                 f"TOPIC_AUTHORIZATION_FAILED for topics {sorted(denied)}"
             )
     return await _per_topic(
-        auth, request, handler, Op.WRITE, topics_key="topic_data", name_key="name",
-        parts_key="partition_data", part_index_key="index", response_topics_key="responses",
-        response_name_key="name", response_parts_key="partition_responses",
-        error_entry=produce.partition_error,
-    )  # fmt: skip
+        auth, request, handler, Op.WRITE, PRODUCE_LAYOUT, produce.partition_error
+    )
 
 
 async def fetch_guard(auth: AuthHelper, request: Request, handler: Handler) -> Any:
     body = request.body or {}
-    args = dict(topics_key="topics", name_key="topic", parts_key="partitions",
-                part_index_key="partition", response_topics_key="responses",
-                response_name_key="topic", response_parts_key="partitions",
-                error_entry=fetch.partition_error)  # fmt: skip
     if body.get("replica_id", CONSUMER_REPLICA_ID) >= 0:
         # a follower's fetch needs ClusterAction; without it every partition is refused
         if auth.cluster(request, Op.CLUSTER_ACTION):
             return await handler(request)
-        return await _per_topic(auth, request, handler, None, **args)  # type: ignore[arg-type]
-    return await _per_topic(auth, request, handler, Op.READ, **args)  # type: ignore[arg-type]
+        return await _per_topic(auth, request, handler, None, FETCH_LAYOUT, fetch.partition_error)
+    return await _per_topic(auth, request, handler, Op.READ, FETCH_LAYOUT, fetch.partition_error)
 
 
 async def list_offsets_guard(auth: AuthHelper, request: Request, handler: Handler) -> Any:
     return await _per_topic(
-        auth, request, handler, Op.DESCRIBE, topics_key="topics", name_key="name",
-        parts_key="partitions", part_index_key="partition_index", response_topics_key="topics",
-        response_name_key="name", response_parts_key="partitions",
-        error_entry=list_offsets.partition_error,
-    )  # fmt: skip
+        auth, request, handler, Op.DESCRIBE, BY_NAME, list_offsets.partition_error
+    )
 
 
 async def offset_for_leader_epoch_guard(
@@ -184,20 +203,19 @@ async def offset_for_leader_epoch_guard(
     if auth.cluster(request, Op.CLUSTER_ACTION, log_if_denied=False):
         return await handler(request)
     return await _per_topic(
-        auth, request, handler, Op.DESCRIBE, topics_key="topics", name_key="topic",
-        parts_key="partitions", part_index_key="partition", response_topics_key="topics",
-        response_name_key="topic", response_parts_key="partitions",
-        error_entry=offset_for_leader_epoch.partition_error,
-    )  # fmt: skip
+        auth,
+        request,
+        handler,
+        Op.DESCRIBE,
+        OFFSET_FOR_LEADER_EPOCH_LAYOUT,
+        offset_for_leader_epoch.partition_error,
+    )
 
 
 async def delete_records_guard(auth: AuthHelper, request: Request, handler: Handler) -> Any:
     return await _per_topic(
-        auth, request, handler, Op.DELETE, topics_key="topics", name_key="name",
-        parts_key="partitions", part_index_key="partition_index", response_topics_key="topics",
-        response_name_key="name", response_parts_key="partitions",
-        error_entry=delete_records.partition_error,
-    )  # fmt: skip
+        auth, request, handler, Op.DELETE, BY_NAME, delete_records.partition_error
+    )
 
 
 # -- Metadata and DescribeCluster ---------------------------------------------------------------
@@ -369,13 +387,9 @@ async def group_guard(auth: AuthHelper, request: Request, handler: Handler) -> A
 async def offset_commit_guard(auth: AuthHelper, request: Request, handler: Handler) -> Any:
     body = request.body or {}
     group_ok = auth.authorize(request, Op.READ, GROUP, body.get("group_id", ""))
-    args = dict(topics_key="topics", name_key="name", parts_key="partitions",
-                part_index_key="partition_index", response_topics_key="topics",
-                response_name_key="name", response_parts_key="partitions",
-                error_entry=offset_commit.partition_error)  # fmt: skip
     if not group_ok:
         return _refused(request, Errors.GROUP_AUTHORIZATION_FAILED)
-    return await _per_topic(auth, request, handler, Op.READ, **args)  # type: ignore[arg-type]
+    return await _per_topic(auth, request, handler, Op.READ, BY_NAME, offset_commit.partition_error)
 
 
 async def offset_fetch_guard(auth: AuthHelper, request: Request, handler: Handler) -> Any:
@@ -411,12 +425,7 @@ async def offset_delete_guard(auth: AuthHelper, request: Request, handler: Handl
     body = request.body or {}
     if not auth.authorize(request, Op.DELETE, GROUP, body.get("group_id", "")):
         return _refused(request, Errors.GROUP_AUTHORIZATION_FAILED)
-    return await _per_topic(
-        auth, request, handler, Op.READ, topics_key="topics", name_key="name",
-        parts_key="partitions", part_index_key="partition_index", response_topics_key="topics",
-        response_name_key="name", response_parts_key="partitions",
-        error_entry=offset_delete.partition_error,
-    )  # fmt: skip
+    return await _per_topic(auth, request, handler, Op.READ, BY_NAME, offset_delete.partition_error)
 
 
 async def list_groups_guard(auth: AuthHelper, request: Request, handler: Handler) -> Any:
