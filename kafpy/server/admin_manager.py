@@ -175,7 +175,7 @@ class AdminManager:
                 if not validate_only:
                     changed[name] = partitions
             except Exception as e:
-                set_error(self.log, result, e, error_context.format(name))
+                set_error(self.log, result, e, error_context.format(name), controller_only=True)
         if changed:
             if timeout_ms <= 0:
                 for name in changed:
@@ -301,7 +301,13 @@ class AdminManager:
                     pass  # still wait for it, so that repeated calls all see the deletion
                 marked.append(name)
             except Exception as e:
-                set_error(self.log, r, e, f"Error processing delete topic request for topic {name}")
+                set_error(
+                    self.log,
+                    r,
+                    e,
+                    f"Error processing delete topic request for topic {name}",
+                    controller_only=True,
+                )
         if marked:
             if timeout_ms <= 0:
                 for name in marked:

@@ -2,8 +2,11 @@
 
 `set_error` answers one topic or resource with the error of an exception: a KafkaError is
 the request's fault and is logged at INFO with its message; anything else is a bug, logged
-at ERROR with its traceback, and answers UNKNOWN_SERVER_ERROR. `error_response` answers
-every topic or resource of a request with one error (e.g. NOT_CONTROLLER).
+at ERROR with its traceback, and answers UNKNOWN_SERVER_ERROR. A controller-only operation
+that meets an expired ZooKeeper session answers NOT_CONTROLLER: the session held /controller,
+so this broker is no longer the controller, and clients retry with the new one. (Kafka 2.8
+answers UNKNOWN_SERVER_ERROR there, which admin clients do not retry.) `error_response`
+answers every topic or resource of a request with one error (e.g. NOT_CONTROLLER).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from typing import Any
 
 from kafpy.common.errors import KafkaError
 from kafpy.common.logger import PrefixAdapter
+from kafpy.metadata.errors import SessionExpiredError
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.errors import Errors, error_code_of
 from kafpy.protocol.messages import API_SCHEMAS
@@ -36,8 +40,23 @@ def config_response(rtype: int, rname: str) -> dict[str, Any]:
     }
 
 
-def set_error(log: PrefixAdapter, result: dict[str, Any], e: Exception, what: str) -> None:
-    """Answer one topic or resource with the error of `e`; `what` names the operation."""
+def set_error(
+    log: PrefixAdapter,
+    result: dict[str, Any],
+    e: Exception,
+    what: str,
+    *,
+    controller_only: bool = False,
+) -> None:
+    """Answer one topic or resource with the error of `e`; `what` names the operation,
+    `controller_only` whether only the active controller performs it."""
+    if controller_only and isinstance(e, SessionExpiredError):
+        result["error_code"] = Errors.NOT_CONTROLLER
+        result["error_message"] = (
+            f"{e} The broker is no longer the controller; retry with the new controller."
+        )
+        log.warning("%s: %s", what, result["error_message"])
+        return
     result["error_code"] = error_code_of(e)
     result["error_message"] = str(e) or None
     if isinstance(e, KafkaError):

@@ -184,6 +184,12 @@ def test_stopped_follower_drops_out_of_isr_and_rejoins(cluster: LocalCluster, zk
         "the follower to rejoin the ISR",
         retry_on=ANY_ERROR,
     )
+    # stopped longer than its session under load, it registers again: let the cluster settle
+    wait_until(
+        lambda: sorted(zk.children("/brokers/ids")) == sorted(map(str, cluster.brokers))
+        and zk.controller()[0] is not None,
+        FAILOVER_S, "every broker registered and a controller elected", retry_on=ANY_ERROR,
+    )  # fmt: skip
 
 
 def test_killed_follower_catches_up_after_restart(cluster: LocalCluster, zk: Zk) -> None:

@@ -9,6 +9,7 @@ import pytest
 
 from kafpy.common.errors import TopicExistsError
 from kafpy.common.logger import component_logger
+from kafpy.metadata.errors import SessionExpiredError
 from kafpy.protocol.errors import Errors
 from kafpy.server.admin_results import duplicates, error_response, set_error
 
@@ -38,6 +39,23 @@ def test_any_other_exception_is_a_bug(caplog: pytest.LogCaptureFixture) -> None:
     assert result == {"error_code": Errors.UNKNOWN_SERVER_ERROR, "error_message": "boom"}
     [record] = caplog.records
     assert record.levelno == logging.ERROR and record.exc_info is not None
+
+
+def test_an_expired_session_on_a_controller_only_operation_is_not_controller(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    expired = SessionExpiredError("Cannot list the children of /brokers/ids: expired.")
+    result: dict[str, object] = {"name": "t", "error_code": 0, "error_message": None}
+    with caplog.at_level(logging.INFO):
+        set_error(LOG, result, expired, "Creating t", controller_only=True)
+    assert result["error_code"] == Errors.NOT_CONTROLLER
+    assert "no longer the controller" in str(result["error_message"])
+    [record] = caplog.records
+    assert (record.levelno, record.exc_info) == (logging.WARNING, None)
+    # elsewhere an expired session stays an unexpected failure
+    other: dict[str, object] = {"error_code": 0, "error_message": None}
+    set_error(LOG, other, expired, "Describing t")
+    assert other["error_code"] == Errors.UNKNOWN_SERVER_ERROR
 
 
 def test_error_response_answers_every_item() -> None:
