@@ -38,6 +38,7 @@ from kafpy.common.topic_partition import TopicPartition
 from kafpy.common.wait import async_wait_until, wait_until
 from kafpy.network.bound_ports import BIND_RETRY_S
 from kafpy.protocol.api_keys import ApiKey
+from kafpy.protocol.errors import Errors
 from kafpy.server.broker_launcher import BrokerExited, BrokerLauncher, BrokerStartTimeout, PortHeld
 from kafpy.server.kafka_config import KafkaConfig
 from kafpy.server.kafka_server import KafkaServer
@@ -538,7 +539,7 @@ class KafkaCluster:
             on_timeout=_timeout(
                 lambda: (
                     f"The other brokers did not notice broker {broker_id} stopping within "
-                    f"{START_TIMEOUT_S:.0f} s."
+                    f"{START_TIMEOUT_S:g} s."
                 )
             ),
         )
@@ -756,9 +757,18 @@ def _timeout(message: Callable[[], str]) -> Callable[[], NoReturn]:
 
 
 async def _wait_for_leaders(client: KafkaClient, topic: str, partitions: int) -> None:
+    seen = "no answer"
+
     async def all_led() -> bool:
-        await client.refresh_metadata([topic])
+        nonlocal seen
+        response = await client.refresh_metadata([topic])
+        entry = next((t for t in response["topics"] if t["name"] == topic), None)
         info = client.cluster.topic(topic)
+        if entry is not None and entry["error_code"] != Errors.NONE:
+            seen = Errors(entry["error_code"]).name
+        elif info is not None:
+            led = sum(p.leader >= 0 for p in info.partitions.values())
+            seen = f"{led} of {partitions} partitions led"
         return (
             info is not None
             and len(info.partitions) == partitions
@@ -769,7 +779,12 @@ async def _wait_for_leaders(client: KafkaClient, topic: str, partitions: int) ->
         all_led,
         START_TIMEOUT_S,
         interval_s=0.01,
-        on_timeout=_timeout(lambda: f"Topic {topic!r} has partitions without a leader."),
+        on_timeout=_timeout(
+            lambda: (
+                f"Topic {topic!r} has partitions without a leader after {START_TIMEOUT_S:g} s "
+                f"(Metadata: {seen})."
+            )
+        ),
     )
 
 

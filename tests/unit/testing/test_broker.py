@@ -292,3 +292,65 @@ def test_move_leader_times_out_naming_the_step_it_waited_for(
             TimeoutError, match=f"^Broker {follower} did not become the leader of led-0: "
         ):
             cluster.faults.move_leader("led", 0, follower)
+
+
+def test_create_topic_times_out_naming_what_metadata_answered(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the topic is created (no ACL guards the cluster) but Describe on it is denied: its
+    # partitions never show a leader to the fixture's client
+    config = {
+        "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+        "allow.everyone.if.no.acl.found": "true",
+    }
+    with KafkaBroker(config=config) as broker:
+        subprocess.run(
+            [sys.executable, "-m", "kafpy", "acls", "--bootstrap-server", broker.bootstrap_servers,
+             "--add", "--deny-principal", "User:ANONYMOUS", "--operation", "Describe",
+             "--topic", "hidden"],
+            check=True, capture_output=True, timeout=60,
+        )  # fmt: skip
+        monkeypatch.setattr(testing_broker, "START_TIMEOUT_S", 1.0)
+        with pytest.raises(TimeoutError) as failed:
+            broker.create_topic("hidden")
+        assert str(failed.value) == (
+            "Topic 'hidden' has partitions without a leader after 1 s "
+            "(Metadata: TOPIC_AUTHORIZATION_FAILED)."
+        )
+
+
+async def _never(*_: Any) -> bool:
+    return False
+
+
+def test_stop_broker_times_out_when_the_others_never_forget_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with KafkaCluster(2) as cluster:
+        # the others' view is read through _has_forgotten; here it never changes
+        monkeypatch.setattr(testing_broker, "_has_forgotten", _never)
+        monkeypatch.setattr(testing_broker, "START_TIMEOUT_S", 0.5)
+        with pytest.raises(TimeoutError) as failed:
+            cluster.stop_broker(1)
+        assert str(failed.value) == (
+            "The other brokers did not notice broker 1 stopping within 0.5 s."
+        )
+
+
+async def _no_leader(address: str, tp: TopicPartition) -> int | None:
+    return None
+
+
+def test_move_leader_times_out_when_a_broker_never_names_the_new_leader(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with KafkaCluster(2) as cluster:
+        cluster.create_topic("t", replication_factor=2)
+        _, follower = _follower(cluster, "t")
+        # reassignment and election succeed; the brokers' Metadata is read through
+        # _leader_known_to, which here never names one
+        monkeypatch.setattr(testing_broker, "_leader_known_to", _no_leader)
+        with pytest.raises(
+            TimeoutError, match=f"^Broker 0 does not name {follower} as the leader of t-0$"
+        ):
+            cluster.move_leader("t", 0, follower)
