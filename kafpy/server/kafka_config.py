@@ -44,6 +44,7 @@ from kafpy.network.connection_quotas import (
 from kafpy.network.listener_name import listener_config_prefix
 from kafpy.network.socket_server_config import SOCKET_SERVER_CONFIG_DEF
 from kafpy.security.authorizer.acl_authorizer import AUTHORIZER_CLASS_NAMES, parse_super_users
+from kafpy.security.password_encoder import PasswordEncoder, PasswordEncoderError
 from kafpy.security.sasl_configs import (
     BROKER_SASL_CONFIG_DEF,
     SASL_SECURITY_PROTOCOLS,
@@ -285,6 +286,20 @@ def _broker_config_def() -> ConfigDef:
                 "How long a token lives unless renewed (and what a renewal adds by default).")
         .define("delegation.token.expiry.check.interval.ms", t.LONG, 3600 * 1000, Range.at_least(1),
                 Importance.LOW, "How often the controller removes expired tokens.")
+        # dynamic password configs, encrypted in ZooKeeper (security/password_encoder.py)
+        .define("password.encoder.secret", t.PASSWORD, None, None, m,
+                "The secret dynamically configured passwords of this broker are encrypted with.")
+        .define("password.encoder.old.secret", t.PASSWORD, None, None, m,
+                "The previous secret: at start-up the stored passwords it decodes are encrypted "
+                "again with password.encoder.secret.")
+        .define("password.encoder.keyfactory.algorithm", t.STRING, None, None, Importance.LOW,
+                "The PBKDF2 key factory (default PBKDF2WithHmacSHA512).")
+        .define("password.encoder.cipher.algorithm", t.STRING, "AES/CBC/PKCS5Padding", None,
+                Importance.LOW, "The cipher dynamically configured passwords are encrypted with.")
+        .define("password.encoder.key.length", t.INT, 128, Range.at_least(8), Importance.LOW,
+                "The key length, in bits, of that cipher.")
+        .define("password.encoder.iterations", t.INT, 4096, Range.at_least(1024), Importance.LOW,
+                "The PBKDF2 iteration count.")
     )  # fmt: skip
 
 
@@ -318,10 +333,38 @@ class KafkaConfig:
         self._validate_authorizer()
         self._replica_selector = replica_selector(self._values[REPLICA_SELECTOR_CLASS_CONFIG])
         self._connection_quotas = self._connection_quota_config()
+        self._password_encoder = self._encoder("password.encoder.secret")
+        self._password_decoder = self._encoder("password.encoder.old.secret")
         # Fails here, not at start-up, when a log key is out of range.
         self._log_defaults = log_config_defaults_from_broker(
             {k: v for k, v in props.items() if k in BROKER_LOG_CONFIG_DEF}
         )
+
+    def _encoder(self, secret_key: str) -> PasswordEncoder | None:
+        secret = self._values[secret_key]
+        if not secret:
+            return None
+        try:
+            return PasswordEncoder(
+                str(secret),
+                self._values["password.encoder.keyfactory.algorithm"],
+                self._values["password.encoder.cipher.algorithm"],
+                self._values["password.encoder.key.length"],
+                self._values["password.encoder.iterations"],
+            )
+        except PasswordEncoderError as e:
+            raise InvalidConfigurationError(str(e)) from e
+
+    @property
+    def password_encoder(self) -> PasswordEncoder | None:
+        """Encodes and decodes dynamic password configs (None without
+        password.encoder.secret)."""
+        return self._password_encoder
+
+    @property
+    def password_old_encoder(self) -> PasswordEncoder | None:
+        """Decodes passwords stored under password.encoder.old.secret (None if unset)."""
+        return self._password_decoder
 
     @classmethod
     def from_file(cls, path: str | Path, overrides: Mapping[str, str] | None = None) -> KafkaConfig:
