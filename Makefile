@@ -19,11 +19,13 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-# A real ZooKeeper for the metadata-store and CLI tests; kcat for the client tests.
+# A real ZooKeeper for the metadata-store and CLI tests; kcat for the client tests; a JDK
+# for the stored-password reference.
 system-deps:
 	@need=""; \
 	[ -e /usr/share/java/zookeeper.jar ] || need="$$need zookeeper"; \
 	command -v kcat >/dev/null 2>&1 || need="$$need kcat"; \
+	command -v javac >/dev/null 2>&1 || need="$$need default-jdk-headless"; \
 	command -v chromium >/dev/null 2>&1 || need="$$need chromium"; \
 	command -v chromedriver >/dev/null 2>&1 || need="$$need chromium-driver"; \
 	if [ -n "$$need" ]; then \
