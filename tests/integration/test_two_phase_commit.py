@@ -2,8 +2,9 @@
 (InitProducerId v6 with enable2Pc, AddPartitionsToTxn, Produce, then a "crash": the
 connection closed with no EndTxn) is kept by a second process (keepPreparedTxn), which
 commits or aborts it; confluent-kafka's read_committed consumer is the referee. Also: the
-broker config refusing it, a prepared transaction outliving its transaction.timeout.ms and
-a broker kill, and `kafpy transactions --find-hanging` / `--abort` on one nobody completes.
+broker config refusing it, an authorizing broker wanting the TwoPhaseCommit ACL, a prepared
+transaction outliving its transaction.timeout.ms and a broker kill, and
+`kafpy transactions --find-hanging` / `--abort` on one nobody completes.
 
 The two "processes" are kafpy's own BrokerConnection sending raw requests, since no client
 library sends InitProducerId v6 yet."""
@@ -14,6 +15,7 @@ import asyncio
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,9 +24,11 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kafpy.client.connection import BrokerConnection
+from kafpy.protocol.acl_operations import AclOperation as Op
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.errors import Errors
 from kafpy.records.builder import build_batch
+from kafpy.security.authorizer import acl
 from kafpy.testing.wait import wait_until
 from tests.fixtures.broker import KafpyBroker
 
@@ -314,3 +318,31 @@ def test_the_transactions_tool_finds_and_aborts_a_prepared_transaction_nobody_co
     assert read(broker, topic, "read_committed") == []
     again = runner.invoke(command, hanging)
     assert again.exit_code == 0 and again.output.splitlines()[1:] == []
+
+
+def test_a_secured_broker_wants_the_two_phase_commit_acl_too(tmp_path: Path) -> None:
+    from tests.integration.test_acls import ANONYMOUS, initial_acls, write_acls
+
+    def allow(tid: str, op: Op) -> acl.AclBinding:
+        return acl.AclBinding(
+            acl.ResourcePattern(acl.ResourceType.TRANSACTIONAL_ID, tid, acl.PatternType.LITERAL),
+            acl.AccessControlEntry(ANONYMOUS, "*", op, acl.AclPermissionType.ALLOW),
+        )
+
+    b = KafpyBroker(tmp_path / "secured", {**TWO_PC, "allow.everyone.if.no.acl.found": "false",
+                    "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer"})  # fmt: skip
+    write_acls(b.log_dir, [*initial_acls(), allow("writer", Op.WRITE),
+                           allow("sink", Op.WRITE), allow("sink", Op.TWO_PHASE_COMMIT)])  # fmt: skip
+    b.start()
+    try:
+        writer, sink = Process(b, "writer"), Process(b, "sink")
+        try:
+            refused = writer.init()
+            assert refused["error_code"] == Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+            assert writer.init(enable_2pc=False)["error_code"] == Errors.NONE
+            assert sink.init()["error_code"] == Errors.NONE
+        finally:
+            writer.close()
+            sink.close()
+    finally:
+        b.stop()
