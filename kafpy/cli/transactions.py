@@ -7,7 +7,9 @@ producers of the partitions it holds (DescribeProducers), keeps the open transac
 older than `--max-transaction-timeout` minutes, and reports those their coordinator does
 not know as part of a transaction (ListTransactions by producer id, DescribeTransactions),
 and those of two-phase-commit transactions (KIP-939), which their coordinator never ends
-by itself; `--abort --topic T --partition P --start-offset O` (or `--producer-id`,
+by itself; `--describe-producers --topic T --partition P [--broker-id N]` lists a
+partition's active producers (DescribeProducers on its leader, or on broker N);
+`--abort --topic T --partition P --start-offset O` (or `--producer-id`,
 `--producer-epoch`, `--coordinator-epoch`) writes an ABORT marker for a partition's open
 transaction (WriteTxnMarkers), printing nothing when it succeeds.
 The requests are `kafpy.client.transaction_admin`'s (TransactionAdmin); this module parses
@@ -70,6 +72,34 @@ async def describe_transaction(
         str(d.coordinator), transactional_id, str(d.producer_id), str(d.producer_epoch),
         d.state, str(d.transaction_timeout_ms),
         str(start) if start >= 0 else "None", str(now_ms - start) if start >= 0 else "None", partitions,
+    ]  # fmt: skip
+
+
+PRODUCERS_HEADERS = [
+    "ProducerId", "ProducerEpoch", "LatestCoordinatorEpoch", "LastSequence", "LastTimestamp",
+    "CurrentTransactionStartOffset",
+]  # fmt: skip
+
+
+async def describe_producers(
+    admin: TransactionAdmin, tp: TopicPartition, broker_id: int | None
+) -> list[list[str]]:
+    """Kafka 3.0's DescribeProducersCommand: the active producers of `tp` on its leader (or
+    on broker `broker_id`)."""
+    on = "leader" if broker_id is None else f"broker {broker_id}"
+    try:
+        node = await admin.client.leader_for(tp) if broker_id is None else broker_id
+        states = await admin.describe_producers(node, {tp.topic: [tp.partition]})
+    except (TransactionAdminError, KafkaError) as e:
+        raise TransactionAdminError(
+            f"Failed to describe producers for partition {tp} on {on}: {e}. "
+            "Enable debug logging for additional detail."
+        ) from None
+    return [
+        [str(s.producer_id), str(s.producer_epoch), str(s.coordinator_epoch), str(s.last_sequence),
+         str(s.last_timestamp),
+         str(s.current_txn_start_offset) if s.current_txn_start_offset >= 0 else "None"]
+        for s in states
     ]  # fmt: skip
 
 
@@ -174,11 +204,17 @@ async def abort_transaction(admin: TransactionAdmin, spec: AbortTransactionSpec)
 @click.option("--describe", "do_describe", is_flag=True,
               help="Describe the state of an active transactional-id.")  # fmt: skip
 @click.option("--find-hanging", "do_find_hanging", is_flag=True, help="Find hanging transactions.")
+@click.option("--describe-producers", "do_describe_producers", is_flag=True,
+              help="Describe the states of active producers for a topic partition.")  # fmt: skip
 @click.option("--abort", "do_abort", is_flag=True,
               help="Abort a hanging transaction (requires administrative privileges).")  # fmt: skip
 @click.option("--transactional-id", default=None, help="With --describe: the transactional id.")
 @click.option(
-    "--broker-id", type=int, default=None, help="With --find-hanging: the broker to look at."
+    "--broker-id",
+    type=int,
+    default=None,
+    help="With --find-hanging: the broker to look at. With --describe-producers: a replica's "
+    "broker instead of the leader.",
 )
 @click.option("--topic", default=None,
               help="With --find-hanging: only this topic. With --abort: the topic.")  # fmt: skip
@@ -199,21 +235,26 @@ async def abort_transaction(admin: TransactionAdmin, spec: AbortTransactionSpec)
 @click.option("--max-transaction-timeout", type=int, default=15, show_default=True,
               help="With --find-hanging: minutes an open transaction may last (transaction.max.timeout.ms).")  # fmt: skip
 def command(
-    bootstrap_server: str, do_list: bool, do_describe: bool, do_find_hanging: bool, do_abort: bool,
+    bootstrap_server: str, do_list: bool, do_describe: bool, do_find_hanging: bool,
+    do_describe_producers: bool, do_abort: bool,
     transactional_id: str | None, broker_id: int | None, topic: str | None, partition: int | None,
     start_offset: int | None, producer_id: int | None, producer_epoch: int | None,
     coordinator_epoch: int | None, max_transaction_timeout: int,
 ) -> None:  # fmt: skip
-    """List, describe, find hanging or abort transactions (Kafka 3.0's kafka-transactions.sh)."""
+    """List, describe, find hanging or abort transactions, describe a partition's producers
+    (Kafka 3.0's kafka-transactions.sh)."""
     actions = [a for a, on in (("list", do_list), ("describe", do_describe),
+                               ("describe-producers", do_describe_producers),
                                ("find-hanging", do_find_hanging), ("abort", do_abort)) if on]  # fmt: skip
     if len(actions) != 1:
         raise OneLineError(
-            "Command must include exactly one action: --list, --describe, --find-hanging, "
-            f"--abort {_USAGE}"
+            "Command must include exactly one action: --list, --describe, --describe-producers, "
+            f"--find-hanging, --abort {_USAGE}"
         )
     action = actions[0]
     spec: AbortTransactionSpec | None = None
+    if action == "describe-producers" and (topic is None or partition is None):
+        raise OneLineError(f"Option --describe-producers requires --topic and --partition {_USAGE}")
     if action == "abort":
         if topic is None or partition is None:
             raise OneLineError(f"Option --abort requires --topic and --partition {_USAGE}")
@@ -248,6 +289,10 @@ def command(
         try:
             if action == "list":
                 return pretty_print_table(LIST_HEADERS, await list_transactions(admin))
+            if action == "describe-producers":
+                assert topic is not None and partition is not None
+                rows = await describe_producers(admin, TopicPartition(topic, partition), broker_id)
+                return pretty_print_table(PRODUCERS_HEADERS, rows)
             if action == "abort":
                 assert topic is not None and partition is not None
                 tp = TopicPartition(topic, partition)

@@ -68,6 +68,7 @@ class ProducerState:
     coordinator_epoch: int
     last_timestamp: int
     current_txn_start_offset: int
+    last_sequence: int = -1
 
 
 @dataclass(frozen=True)
@@ -181,6 +182,7 @@ class TransactionAdmin:
                         s["coordinator_epoch"],
                         s["last_timestamp"],
                         s["current_txn_start_offset"],
+                        s["last_sequence"],
                     )  # fmt: skip
                     for s in p["active_producers"]
                 )

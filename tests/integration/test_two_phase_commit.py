@@ -4,7 +4,8 @@ connection closed with no EndTxn) is kept by a second process (keepPreparedTxn),
 commits or aborts it; confluent-kafka's read_committed consumer is the referee. Also: the
 broker config refusing it, an authorizing broker wanting the TwoPhaseCommit ACL, a prepared
 transaction outliving its transaction.timeout.ms and a broker kill, and
-`kafpy transactions --find-hanging` / `--abort` on one nobody completes.
+`kafpy transactions --find-hanging` / `--describe-producers` / `--abort` on one nobody
+completes.
 
 The two "processes" are kafpy's own BrokerConnection sending raw requests, since no client
 library sends InitProducerId v6 yet."""
@@ -303,6 +304,15 @@ def test_the_transactions_tool_finds_and_aborts_a_prepared_transaction_nobody_co
     header, *rows = found.output.splitlines()
     assert header.split()[:3] == ["Topic", "Partition", "ProducerId"]
     assert [r.split()[:6] for r in rows] == [[topic, "0", str(pid), str(epoch), "-1", str(offset)]]
+    described = runner.invoke(command, ["--bootstrap-server", broker.bootstrap, "--describe-producers",
+                                        "--topic", topic, "--partition", "0"])  # fmt: skip
+    assert described.exit_code == 0, described.output
+    header, *rows = described.output.splitlines()
+    assert header.split() == ["ProducerId", "ProducerEpoch", "LatestCoordinatorEpoch", "LastSequence",
+                              "LastTimestamp", "CurrentTransactionStartOffset"]  # fmt: skip
+    assert [(r.split()[:4], r.split()[5]) for r in rows] == [
+        ([str(pid), str(epoch), "-1", "0"], str(offset))
+    ]
     wrong = runner.invoke(command, ["--bootstrap-server", broker.bootstrap, "--abort", "--topic", topic,
                                     "--partition", "0", "--start-offset", str(offset + 5)])  # fmt: skip
     assert wrong.exit_code == 1

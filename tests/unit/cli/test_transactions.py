@@ -1,4 +1,5 @@
-"""`kafpy transactions`: its argument checks (Kafka 3.0's), the abort ones included. The
+"""`kafpy transactions`: its argument checks (Kafka 3.0's), --abort's and
+--describe-producers' included. The
 operations against a broker are in tests/integration/test_transactions.py and
 tests/integration/test_two_phase_commit.py."""
 
@@ -15,9 +16,11 @@ B = ["--bootstrap-server", "127.0.0.1:1"]
 @pytest.mark.parametrize(
     "args,message",
     [
-        ([*B], "Command must include exactly one action: --list, --describe, --find-hanging, --abort"),
+        ([*B], "Command must include exactly one action: --list, --describe, --describe-producers, --find-hanging, --abort"),
         ([*B, "--list", "--abort"], "exactly one action"),
         ([*B, "--abort", "--topic", "t"], "Option --abort requires --topic and --partition"),
+        ([*B, "--describe-producers", "--partition", "0"],
+         "Option --describe-producers requires --topic and --partition"),
         ([*B, "--abort", "--topic", "t", "--partition", "0"],
          "The transaction to abort must be identified either with --start-offset (for brokers on "
          "3.0 or above) or with --producer-id, --producer-epoch, and --coordinator-epoch (for "
