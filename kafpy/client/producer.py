@@ -22,8 +22,9 @@ batch, through the TransactionManager), `send_offsets_to_transaction()`, and
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -179,6 +180,7 @@ class BatchProducer:
             )
         self._in_flight = 0
         self._flushed: asyncio.Event | None = None
+        self._partition_locks: dict[TopicPartition, asyncio.Lock] = {}
 
     @property
     def producer_id(self) -> int:
@@ -307,8 +309,12 @@ class BatchProducer:
         """Produce `records` ((key, value) or (key, value, headers)) to `topic`, to
         `partition` if given; returns where each batch was written, in the order sent.
         Raises RecordsNotDeliveredError (indexes into `records`) if some were not."""
-        if self.transaction_manager is not None:
-            self.transaction_manager.fail_if_not_ready_for_send()
+        with self._counted():
+            return await self._send_to_topic(topic, records, partition)
+
+    async def _send_to_topic(
+        self, topic: str, records: Sequence[ProducerRecord], partition: int | None
+    ) -> list[ProduceResult]:
         await self.client.start()
         partitions = await self.partitions_for(topic)
         by_partition: dict[TopicPartition, list[tuple[int, ProducerRecord]]] = {}
@@ -330,8 +336,12 @@ class BatchProducer:
     ) -> list[ProduceResult]:
         """Produce records already assigned to partitions. A failure's index counts the
         records in the mapping's order ({tp0: [r0, r1], tp1: [r2]})."""
-        if self.transaction_manager is not None:
-            self.transaction_manager.fail_if_not_ready_for_send()
+        with self._counted():
+            return await self._send_records(records)
+
+    async def _send_records(
+        self, records: Mapping[TopicPartition, Sequence[ProducerRecord]]
+    ) -> list[ProduceResult]:
         await self.client.start()
         indexed: dict[TopicPartition, list[tuple[int, ProducerRecord]]] = {}
         index = 0
@@ -409,31 +419,33 @@ class BatchProducer:
             size += len(batch.data)
         return requests
 
-    async def _send_indexed(
-        self, records: Mapping[TopicPartition, list[tuple[int, ProducerRecord]]]
-    ) -> list[ProduceResult]:
-        """Count the send in flight (for flush) while it runs."""
+    @contextlib.contextmanager
+    def _counted(self) -> Iterator[None]:
+        """Count a send in flight (for flush) from its first step to its last; in a
+        transaction, only while the transaction is open."""
+        if self.transaction_manager is not None:
+            self.transaction_manager.fail_if_not_ready_for_send()
         self._in_flight += 1
         if self._flushed is not None:
             self._flushed.clear()
         try:
-            return await self._send_in_transaction(records)
+            yield
         finally:
             self._in_flight -= 1
             if not self._in_flight and self._flushed is not None:
                 self._flushed.set()
 
-    async def _send_in_transaction(
+    async def _send_indexed(
         self, records: Mapping[TopicPartition, list[tuple[int, ProducerRecord]]]
     ) -> list[ProduceResult]:
         """Without a transaction, just send; in one, add the partitions first, and let a
         failure make the transaction abortable (or the producer unusable)."""
         tm = self.transaction_manager
         if tm is None:
-            return await self._send_batches_of(records)
+            return await self._send_in_sequence(records)
         try:
             await tm.maybe_add_partitions(records.keys())
-            return await self._send_batches_of(records)
+            return await self._send_in_sequence(records)
         except TransactionStateError:
             raise
         except RecordsNotDeliveredError as e:
@@ -445,6 +457,21 @@ class BatchProducer:
             if tm.last_error is not e:  # not already classed by the TransactionManager
                 tm.handle_failed_send(e)
             raise
+
+    async def _send_in_sequence(
+        self, records: Mapping[TopicPartition, list[tuple[int, ProducerRecord]]]
+    ) -> list[ProduceResult]:
+        """An idempotent producer's sends run one at a time per partition (their
+        partitions locked in order, so concurrent sends never deadlock): a partition's
+        sequence numbers then go to the broker in order, retries included."""
+        if self.producer_id == NO_PRODUCER_ID:
+            return await self._send_batches_of(records)
+        async with contextlib.AsyncExitStack() as locked:
+            for tp in sorted(records):
+                await locked.enter_async_context(
+                    self._partition_locks.setdefault(tp, asyncio.Lock())
+                )
+            return await self._send_batches_of(records)
 
     async def _send_batches_of(
         self, records: Mapping[TopicPartition, list[tuple[int, ProducerRecord]]]
