@@ -40,6 +40,7 @@ from kafpy.client.find_coordinator import CoordinatorType, find_coordinator
 from kafpy.client.kafka_client import KafkaClient
 from kafpy.client.response_errors import error_for_code
 from kafpy.common.errors import (
+    BrokerNotAvailableError,
     Errors,
     KafkaConnectionError,
     KafkaError,
@@ -192,6 +193,15 @@ class TransactionManager:
     @property
     def partitions_in_transaction(self) -> frozenset[TopicPartition]:
         return frozenset(self._partitions)
+
+    async def coordinator(self) -> int:
+        """The id of the broker coordinating the transactional id (as last found; looked
+        up when not known)."""
+        return await self._coordinator(
+            CoordinatorType.TRANSACTION,
+            self.transactional_id,
+            _Deadline(self.max_block_ms, "FindCoordinator"),
+        )
 
     def has_producer_id(self) -> bool:
         return self._producer_id != NO_PRODUCER_ID
@@ -428,7 +438,7 @@ class TransactionManager:
                     node, api, body(), timeout_ms=max(1, deadline.remaining_ms())
                 )
                 outcome = handle(response)
-            except (KafkaConnectionError, RequestTimedOutError) as e:
+            except (KafkaConnectionError, RequestTimedOutError, BrokerNotAvailableError) as e:
                 if deadline.remaining_ms() == 0:
                     raise deadline.expired() from e
                 self._log.debug("Disconnected from coordinator %d (%s). Will retry.", node, e)
