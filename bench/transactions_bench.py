@@ -2,12 +2,13 @@
 
     python bench/transactions_bench.py [--records 50000] [--size 100] [--single 2000]
                                        [--timed-records 1000000] [--kafpy-records 200000]
+                                       [--rounds 3]
 
 First, issue 32's figure: the same `--size`-byte records sent by an idempotent producer, and
 by a transactional producer committing every 100 ms, with confluent-kafka
 (`--timed-records` records) and with kafpy's own client (`--kafpy-records` records, driven
 as `kafpy producer-perf-test` drives it: batch.size chunks, 5 in flight,
---transaction-duration-ms 100). Prints records/s for each and the transactional rate as a
+--transaction-duration-ms 100; `--rounds` alternated runs of each, the median shown). Prints records/s for each and the transactional rate as a
 share of the idempotent one (the goal: at least 90 %).
 
 Starts a broker on a free port in a temporary directory, then with confluent-kafka sends
@@ -31,6 +32,7 @@ import argparse
 import asyncio
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -128,18 +130,27 @@ def kafpy_rate(bootstrap: str, topic: str, n: int, value: bytes, transactional: 
     return asyncio.run(run(n))
 
 
-def timed_comparison(bootstrap: str, confluent_n: int, kafpy_n: int, value: bytes) -> None:
+def timed_comparison(
+    bootstrap: str, confluent_n: int, kafpy_n: int, value: bytes, rounds: int
+) -> None:
     print(f"transactions committed every {COMMIT_EVERY_MS} ms against the idempotent producer:")
     base = idempotent_rate(bootstrap, "bench-c-idempotent", confluent_n, value)
     rate, txns = timed_transactions_rate(bootstrap, "bench-c-timed", confluent_n, value)
     print(f"  confluent-kafka  idempotent     {confluent_n:>9,} records  {base:>10,.0f} rec/s")
     print(f"  confluent-kafka  transactional  {confluent_n:>9,} records  {rate:>10,.0f} rec/s  "
           f"{rate / base:>6.1%} of idempotent ({txns} transactions)")  # fmt: skip
-    base = kafpy_rate(bootstrap, "bench-k-idempotent", kafpy_n, value, transactional=False)
-    rate = kafpy_rate(bootstrap, "bench-k-timed", kafpy_n, value, transactional=True)
-    print(f"  kafpy            idempotent     {kafpy_n:>9,} records  {base:>10,.0f} rec/s")
+    bases, rates = [], []
+    for _ in range(rounds):  # alternated, median taken: the machine's noise hits both alike
+        bases.append(
+            kafpy_rate(bootstrap, "bench-k-idempotent", kafpy_n, value, transactional=False)
+        )
+        rates.append(kafpy_rate(bootstrap, "bench-k-timed", kafpy_n, value, transactional=True))
+    base, rate = statistics.median(bases), statistics.median(rates)
+    print(f"  kafpy            idempotent     {kafpy_n:>9,} records  {base:>10,.0f} rec/s  "
+          f"(median of {rounds}: {', '.join(f'{b:,.0f}' for b in bases)})")  # fmt: skip
     print(f"  kafpy            transactional  {kafpy_n:>9,} records  {rate:>10,.0f} rec/s  "
-          f"{rate / base:>6.1%} of idempotent")  # fmt: skip
+          f"{rate / base:>6.1%} of idempotent (median of {rounds}: "
+          f"{', '.join(f'{r:,.0f}' for r in rates)})")  # fmt: skip
 
 
 TXN_APIS = ("AddPartitionsToTxn", "Produce", "EndTxn", "WriteTxnMarkers")
@@ -191,7 +202,7 @@ def main() -> None:
         wait_port(metrics_port)
         bootstrap = f"127.0.0.1:{port}"
         value = os.urandom(args.size // 2).hex().encode()[: args.size]
-        timed_comparison(bootstrap, args.timed_records, args.kafpy_records, value)
+        timed_comparison(bootstrap, args.timed_records, args.kafpy_records, value, args.rounds)
         print("transactions of a fixed size (confluent-kafka):")
         base = idempotent_rate(bootstrap, "bench-idempotent", args.records, value)
         print(f"idempotent              {args.records:>8,} records  {base:>12,.0f} rec/s")

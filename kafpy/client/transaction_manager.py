@@ -305,6 +305,8 @@ class TransactionManager:
     async def maybe_add_partitions(self, partitions: Collection[TopicPartition]) -> None:
         """AddPartitionsToTxn for those of `partitions` not yet in the transaction, all in
         one request; returns once they are in it."""
+        if self._partitions.issuperset(partitions):  # the common case: no wait on the lock
+            return
         async with self._requests:
             new = set(partitions) - self._partitions
             if not new:
