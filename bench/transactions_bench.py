@@ -1,8 +1,8 @@
 """Transactional produce against the idempotent producer alone, on one `kafpy server`.
 
     python bench/transactions_bench.py [--records 50000] [--size 100] [--single 2000]
-                                       [--timed-records 1000000] [--kafpy-records 200000]
-                                       [--rounds 3]
+                                       [--timed-records 1000000] [--kafpy-records 100000]
+                                       [--rounds 5]
 
 First, issue 32's figure: the same `--size`-byte records sent by an idempotent producer, and
 by a transactional producer committing every 100 ms, with confluent-kafka
@@ -182,8 +182,14 @@ def main() -> None:
     ap.add_argument(
         "--kafpy-records",
         type=int,
-        default=200_000,
+        default=100_000,
         help="kafpy's client's records for the commit-every-100-ms comparison",
+    )
+    ap.add_argument(
+        "--rounds",
+        type=int,
+        default=5,
+        help="kafpy's runs of each producer (alternated; the median is shown)",
     )
     args = ap.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="kafpy-bench-"))

@@ -166,6 +166,8 @@ class BatchProducer:
         self.batch_size = batch_size
         self.max_request_size = max_request_size
         self.time = time
+        # the idempotent producer's id and epoch; with transactions (whose id and epoch
+        # the TransactionManager holds) the epoch the sequences count from
         self._producer_id = NO_PRODUCER_ID
         self._producer_epoch = NO_PRODUCER_EPOCH
         self._sequences: dict[TopicPartition, int] = {}

@@ -392,7 +392,9 @@ class TransactionManager:
             return self._fenced()
         if error.code in _FATAL_PRODUCE:
             return self._fatal(error)
-        return self._abortable(error, bump_epoch=self._state is State.IN_TRANSACTION)
+        # Kafka bumps only outside a commit and moves later sequences back instead; this
+        # producer keeps no batches to move, so any failed send bumps the epoch at the abort
+        return self._abortable(error, bump_epoch=True)
 
     # --- requests ---
 
