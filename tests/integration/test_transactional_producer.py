@@ -293,3 +293,53 @@ def test_a_coordinator_moving_to_another_broker_is_followed() -> None:
         assert after != before
         assert read_values(cluster.bootstrap_servers, [("moving", 0)], "read_committed") == [
             b"across the move"]  # fmt: skip
+
+
+async def _committed_once_markers_land(member: Any, tp: TopicPartition) -> int:
+    """The group's offset of `tp` once the commit's marker reached __consumer_offsets
+    (EndTxn answers before the markers are written)."""
+    for _ in range(100):
+        found: dict[TopicPartition, int] = await member.committed([tp])
+        if tp in found:
+            return found[tp]
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"no committed offset of {tp} after 10 s")
+
+
+def test_a_members_offsets_are_fenced_by_its_generation(
+    broker: KafpyBroker, kafpy_producers: Callable[..., KafpyProducer]
+) -> None:
+    """KIP-447 with kafpy's own consumer coordinator: offsets sent with the member's group
+    metadata commit; with a generation the group never had, the group coordinator refuses
+    them (ILLEGAL_GENERATION) and the transaction can only be aborted."""
+    from kafpy.client.consumer_coordinator import ConsumerCoordinator
+    from kafpy.client.consumer_group_metadata import ConsumerGroupMetadata
+    from kafpy.common.errors import KafkaError
+
+    source, group = _name("member-in"), _name("member-group")
+    _create(broker, source)
+    p = kafpy_producers(broker, _name("tx"))
+    tp = TopicPartition(source, 0)
+
+    async def run(producer: BatchProducer) -> tuple[int, State]:
+        member = ConsumerCoordinator(producer.client, group, [source])
+        try:
+            await member.ensure_active_group()
+            metadata = member.group_metadata()
+            producer.begin_transaction()
+            await producer.send_offsets_to_transaction({tp: 3}, metadata)
+            await producer.commit_transaction()
+            committed = await _committed_once_markers_land(member, tp)
+            stale = ConsumerGroupMetadata(group, metadata.generation_id + 5, metadata.member_id)
+            producer.begin_transaction()
+            with pytest.raises(KafkaError, match="consumer group metadata mismatch"):
+                await producer.send_offsets_to_transaction({tp: 9}, stale)
+            assert producer.transaction_manager is not None
+            state = producer.transaction_manager.state
+            await producer.abort_transaction()
+            return committed, state
+        finally:
+            await member.close()
+
+    committed, state = p(run)
+    assert (committed, state) == (3, State.ABORTABLE_ERROR)
