@@ -25,7 +25,7 @@ from kafka import TopicPartition as KafkaPythonTopicPartition
 from kafpy.client.kafka_client import KafkaClient
 from kafpy.client.producer import BatchProducer
 from kafpy.client.transaction_manager import State
-from kafpy.common.errors import ProducerFencedError
+from kafpy.common.errors import KafkaError, ProducerFencedError
 from kafpy.common.topic_partition import TopicPartition
 from tests.fixtures.broker import KafpyBroker
 from tests.fixtures.transactions import TXN_OVERRIDES, WAIT_S, read_values
@@ -314,7 +314,6 @@ def test_a_members_offsets_are_fenced_by_its_generation(
     them (ILLEGAL_GENERATION) and the transaction can only be aborted."""
     from kafpy.client.consumer_coordinator import ConsumerCoordinator
     from kafpy.client.consumer_group_metadata import ConsumerGroupMetadata
-    from kafpy.common.errors import KafkaError
 
     source, group = _name("member-in"), _name("member-group")
     _create(broker, source)
@@ -343,3 +342,32 @@ def test_a_members_offsets_are_fenced_by_its_generation(
 
     committed, state = p(run)
     assert (committed, state) == (3, State.ABORTABLE_ERROR)
+
+
+def test_transaction_timeout_ms_is_the_coordinators_limit(
+    broker: KafpyBroker, kafpy_producers: Callable[..., KafpyProducer]
+) -> None:
+    """The coordinator aborts a transaction open longer than transaction.timeout.ms (and
+    bumps the epoch, so the late commit is fenced); a timeout above the broker's
+    transaction.max.timeout.ms is refused at init."""
+    topic = _name("txn-timeout")
+    _create(broker, topic)
+    p = kafpy_producers(broker, _name("tx"), transaction_timeout_ms=1000)
+
+    async def forgotten(producer: BatchProducer) -> None:
+        producer.begin_transaction()
+        await producer.send(topic, [(None, b"forgotten")], partition=0)
+        await asyncio.sleep(3)  # past the timeout and the 200 ms abort check
+
+    p(forgotten)
+    with pytest.raises(ProducerFencedError):
+        p(lambda producer: producer.commit_transaction())
+    assert read_values(broker.bootstrap, [(topic, 0)], "read_committed") == []
+    too_long = KafpyProducer(broker, _name("tx"), transaction_timeout_ms=900001)
+    try:
+        with pytest.raises(KafkaError, match="transaction.max.timeout.ms"):
+            too_long.init()
+        assert too_long.producer.transaction_manager is not None
+        assert too_long.producer.transaction_manager.state is State.FATAL_ERROR
+    finally:
+        too_long.close()
