@@ -315,14 +315,15 @@ class OAuthBearerUnsecuredLogin:
             validate_extensions(self.extensions)
         except InvalidClientResponseError as e:
             raise InvalidConfigurationError(f"{e} ({key})") from None
-        self.token(_time.time())  # a bad option fails now, not at the first connection
+        self.token()  # a bad option fails now, not at the first connection
 
     def token_value(self) -> str:
         return self.token().value
 
     def token(self, now_s: float | None = None) -> OAuthBearerToken:
-        """A new token, issued now."""
-        now = _time.time() if now_s is None else now_s
+        """A new token, issued now (in whole ms, as Kafka's: a finer `iat` could be after
+        the validator's clock in ms)."""
+        now = _time.time_ns() // 1_000_000 / 1000 if now_s is None else now_s
         claims: dict[str, Any] = {"exp": now + self.lifetime_seconds, "iat": now}
         for name, value in self.options.items():
             for prefix in (STRING_CLAIM_PREFIX, NUMBER_CLAIM_PREFIX, LIST_CLAIM_PREFIX):
