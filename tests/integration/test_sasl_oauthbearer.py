@@ -9,13 +9,18 @@ confluent-kafka (librdkafka's unsecured JWT builder, `sasl.oauthbearer.config`) 
 and consumes as User:alice, which has ACLs on topic `a` only; kafka-python sends tokens the
 test makes (signed with RS256 and ES256), and librdkafka's oauthbearer_token_refresh_cb
 gives the bad ones (expired, forged, wrong issuer or audience, unsigned); `kafpy topics`
-logs in with OAUTHBEARER too.
+logs in with OAUTHBEARER too. On the wire: the error JSON comes as a challenge, `\x01`
+then fails, and the session lifetime (KIP-368) is the token's; librdkafka re-authenticates
+before a short-lived token ends its session.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import logging
+import socket
+import struct
 import subprocess
 import sys
 import time
@@ -32,6 +37,9 @@ from kafka import KafkaProducer
 from kafka.errors import KafkaError as KafkaPythonError
 from kafka.net.sasl.oauth import AbstractTokenProvider
 
+from kafpy.common.errors import Errors
+from kafpy.protocol.api_keys import ApiKey
+from kafpy.protocol.headers import RequestHeader, decode_response, encode_request
 from kafpy.testing.wait import wait_until
 from tests.fixtures.broker import KafpyBroker
 
@@ -284,3 +292,74 @@ def test_kafpy_tool_logs_in_with_oauthbearer(oauth_broker: OAuthBroker, tmp_path
                  "--command-config", str(config), "--list")  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert {"a", "b"} <= set(done.stdout.split())
+
+
+def _call(sock: socket.socket, api_key: ApiKey, version: int, body: dict[str, Any]) -> Any:
+    sock.sendall(encode_request(RequestHeader(api_key, version, 1, "raw"), body))
+    head = sock.recv(4, socket.MSG_WAITALL)
+    if len(head) < 4:
+        return None
+    (size,) = struct.unpack(">i", head)
+    return decode_response(api_key, version, sock.recv(size, socket.MSG_WAITALL))[1]
+
+
+def test_wire_exchange_session_lifetime_is_the_tokens(oauth_broker: OAuthBroker) -> None:
+    now = time.time()
+    token = unsecured({"sub": "alice", "scope": "kafka", "iat": now, "exp": now + 30})
+    port = oauth_broker.broker.ports["SASL_PLAINTEXT"]
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        handshake = _call(sock, ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "OAUTHBEARER"})
+        assert handshake["error_code"] == 0 and handshake["mechanisms"] == ["OAUTHBEARER"]
+        first = f"n,,\x01auth=Bearer {token}\x01\x01".encode()
+        body = _call(sock, ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": first})
+        assert body["error_code"] == Errors.NONE and body["auth_bytes"] == b""
+        # connections.max.reauth.ms is not set: the token's expiry ends the session
+        assert 25_000 < body["session_lifetime_ms"] <= 30_000
+
+
+def test_wire_exchange_error_json_then_failure(oauth_broker: OAuthBroker) -> None:
+    now = time.time()
+    token = unsecured({"sub": "alice", "iat": now, "exp": now + 30})  # no scope `kafka`
+    port = oauth_broker.broker.ports["SASL_PLAINTEXT"]
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        assert (
+            _call(sock, ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "OAUTHBEARER"})["error_code"] == 0
+        )
+        first = f"n,,\x01auth=Bearer {token}\x01\x01".encode()
+        body = _call(sock, ApiKey.SASL_AUTHENTICATE, 1, {"auth_bytes": first})
+        assert body["error_code"] == Errors.NONE
+        assert body["auth_bytes"] == b'{"status":"insufficient_scope", "scope":"[kafka]"}'
+        body = _call(sock, ApiKey.SASL_AUTHENTICATE, 1, {"auth_bytes": b"\x01"})
+        assert body["error_code"] == Errors.SASL_AUTHENTICATION_FAILED
+        assert body["error_message"] == '{"status":"insufficient_scope", "scope":"[kafka]"}'
+        assert sock.recv(1) == b""  # and the connection is closed
+
+
+def test_librdkafka_reauthenticates_before_its_token_expires(oauth_broker: OAuthBroker) -> None:
+    """The session ends with the 10 s token; librdkafka (told the lifetime) re-authenticates
+    in-band with its refreshed token and keeps producing, never cut off."""
+    log = oauth_broker.broker.log_path
+    expired_before = log.read_text(errors="replace").count("did not re-authenticate")
+    errors: list[str] = []
+    debug: list[str] = []
+    client_log = logging.getLogger("librdkafka-oauthbearer")
+    client_log.propagate = False
+    client_log.setLevel(logging.DEBUG)
+    handler = logging.Handler()
+    handler.emit = lambda record: debug.append(record.getMessage())  # type: ignore[method-assign]
+    client_log.addHandler(handler)
+    props = librdkafka_props(oauth_broker, "principal=alice scope=kafka lifeSeconds=10")
+    producer = Producer({**props, "error_cb": lambda e: errors.append(e.str()),
+                         "debug": "security", "logger": client_log})  # fmt: skip
+    try:
+        deadline = time.monotonic() + 13
+        while time.monotonic() < deadline:
+            producer.produce("a", b"x")
+            producer.flush(10)
+            time.sleep(0.2)
+        assert producer.flush(10) == 0
+    finally:
+        client_log.removeHandler(handler)
+    assert errors == []
+    assert any("Auth in state REAUTH" in line for line in debug)
+    assert log.read_text(errors="replace").count("did not re-authenticate") == expired_before
