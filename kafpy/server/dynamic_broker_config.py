@@ -21,9 +21,9 @@ max.connection.creation.rate, and `listener.name.<l>.max.connections` /
 `.max.connection.creation.rate`) and the listeners' security (KIP-226: `ssl.*` keys, a
 listener's key and trust stores only with its `listener.name.<l>.` prefix, rebuild its
 SslFactory for new connections; `sasl.enabled.mechanisms` and
-`listener.name.<l>.connections.max.reauth.ms` its SASL settings; the Kerberos and
-OAUTHBEARER login keys are accepted without effect, as in Kafka on a broker without those
-mechanisms). Security and listener keys are per broker only, as in Kafka. Password keys
+`listener.name.<l>.connections.max.reauth.ms` its SASL settings; the Kerberos keys are
+accepted without effect, as in Kafka on a broker without GSSAPI, and so are OAUTHBEARER's
+login refresh keys, kafpy's login making a new token for each authentication). Security and listener keys are per broker only, as in Kafka. Password keys
 (store passwords, inline stores, JAAS configs) are refused: Kafka keeps them encrypted with
 password.encoder.secret, which kafpy does not have yet. The others (the other thread pools,
 listeners, sasl.mechanism.inter.broker.protocol, principal.builder.class) are refused by
