@@ -11,11 +11,12 @@ test makes (signed with RS256 and ES256), and librdkafka's oauthbearer_token_ref
 gives the bad ones (expired, forged, wrong issuer or audience, unsigned); `kafpy topics`
 logs in with OAUTHBEARER too. On the wire: the error JSON comes as a challenge, `\x01`
 then fails, and the session lifetime (KIP-368) is the token's; librdkafka re-authenticates
-before a short-lived token ends its session.
+before a short-lived token ends its session, and so does kafpy's own client.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import logging
@@ -37,9 +38,12 @@ from kafka import KafkaProducer
 from kafka.errors import KafkaError as KafkaPythonError
 from kafka.net.sasl.oauth import AbstractTokenProvider
 
+from kafpy.client.client_security import ClientSecurity, SaslCredentials
+from kafpy.client.connection import BrokerConnection
 from kafpy.common.errors import Errors
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.headers import RequestHeader, decode_response, encode_request
+from kafpy.security.oauthbearer_unsecured import OAuthBearerUnsecuredLogin
 from kafpy.testing.wait import wait_until
 from tests.fixtures.broker import KafpyBroker
 
@@ -362,4 +366,35 @@ def test_librdkafka_reauthenticates_before_its_token_expires(oauth_broker: OAuth
         client_log.removeHandler(handler)
     assert errors == []
     assert any("Auth in state REAUTH" in line for line in debug)
+    assert log.read_text(errors="replace").count("did not re-authenticate") == expired_before
+
+
+def test_kafpy_client_reauthenticates_in_band(oauth_broker: OAuthBroker) -> None:
+    """kafpy's own client (as the broker's inter-broker connections use it) re-authenticates
+    on the same connection before its 2 s token ends the session: requests keep being
+    answered over three lifetimes and the broker never cuts it off."""
+    log = oauth_broker.broker.log_path
+    expired_before = log.read_text(errors="replace").count("did not re-authenticate")
+    login = OAuthBearerUnsecuredLogin({
+        "unsecuredLoginStringClaim_sub": "admin",
+        "unsecuredLoginListClaim_scope": ",kafka",
+        "unsecuredLoginLifetimeSeconds": "2",
+    })  # fmt: skip
+    security = ClientSecurity(
+        "SASL_PLAINTEXT", None, SaslCredentials("OAUTHBEARER", oauthbearer=login)
+    )
+
+    async def requests_for(seconds: float) -> int:
+        port = oauth_broker.broker.ports["SASL_PLAINTEXT"]
+        async with BrokerConnection("127.0.0.1", port, security=security) as conn:
+            answered = 0
+            deadline = time.monotonic() + seconds
+            while time.monotonic() < deadline:
+                body = await conn.send(ApiKey.METADATA, {"topics": None}, 1)
+                answered += len(body["brokers"])
+                await asyncio.sleep(0.1)
+            assert conn.connected
+            return answered
+
+    assert asyncio.run(requests_for(6)) > 30
     assert log.read_text(errors="replace").count("did not re-authenticate") == expired_before
