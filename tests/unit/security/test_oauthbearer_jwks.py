@@ -5,6 +5,7 @@ and the key id; options refused at configuration."""
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -141,3 +142,26 @@ def test_key_set_that_is_not_json_is_refused(tmp_path: Path) -> None:
     path.write_text("not json")
     with pytest.raises(InvalidConfigurationError, match="cannot read the JSON Web Key Set"):
         validator(path.as_uri())
+
+
+def test_unknown_kid_refetches_the_key_set_in_the_background(tmp_path: Path) -> None:
+    path = tmp_path / "jwks.json"
+    path.write_text(json.dumps({"keys": [jwk(RSA_KEY.public_key(), "r1")]}))
+    v = validator(path.as_uri())
+    rotated = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    keys = [jwk(RSA_KEY.public_key(), "r1"), jwk(rotated.public_key(), "r2")]
+    path.write_text(json.dumps({"keys": keys}))
+    new = token(kid="r2", key=rotated)
+    v._fetched_at -= 60  # the last fetch is old enough to fetch again
+    with pytest.raises(OAuthBearerIllegalTokenError, match="No key with kid r2"):
+        v.validate(new, NOW_MS)
+    refresh = next(t for t in threading.enumerate() if t.name == "kafpy-jwks-refresh")
+    refresh.join(10)
+    assert v.validate(new, NOW_MS).principal_name == "alice"
+
+
+def test_unknown_kid_soon_after_a_fetch_does_not_refetch(jwks_url: str) -> None:
+    v = validator(jwks_url)
+    with pytest.raises(OAuthBearerIllegalTokenError, match="No key with kid r9"):
+        v.validate(token(kid="r9"), NOW_MS)
+    assert not any(t.name == "kafpy-jwks-refresh" for t in threading.enumerate())
