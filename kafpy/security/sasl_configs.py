@@ -113,11 +113,16 @@ def ensure_sasl_mechanisms_supported(mechanisms: Iterable[str], key: str) -> Non
         )
 
 
+_SCRAM_SERVER_CALLBACK_HANDLER = (
+    "org.apache.kafka.common.security.scram.internals.ScramServerCallbackHandler"
+)
 SERVER_CALLBACK_HANDLERS: dict[str, tuple[str, ...]] = {
+    PLAIN: ("org.apache.kafka.common.security.plain.internals.PlainServerCallbackHandler",),
+    **{name: (_SCRAM_SERVER_CALLBACK_HANDLER,) for name in ScramMechanism.names()},
     OAUTHBEARER: (UNSECURED_VALIDATOR_CALLBACK_HANDLER, JWKS_VALIDATOR_CALLBACK_HANDLER),
 }
-"""Mechanism -> the server callback handler classes kafpy has (the first is Kafka's
-default for it); PLAIN and SCRAM have only their defaults, so no class may be named."""
+"""Mechanism -> the server callback handler classes kafpy has: Kafka's default for it
+first, then for OAUTHBEARER kafpy's JWKS validator."""
 
 LOGIN_CLASSES: dict[str, tuple[str, ...]] = {
     "sasl.login.callback.handler.class": (UNSECURED_LOGIN_CALLBACK_HANDLER,),
@@ -144,12 +149,7 @@ def ensure_callback_class_supported(
         known = LOGIN_CLASSES[key]
     if name in known:
         return
-    hint = (
-        f" (kafpy has: {', '.join(known)})"
-        if known
-        else " (kafpy serves PLAIN from the JAAS users and SCRAM from ZooKeeper's credentials)"
-    )
     raise InvalidConfigurationError(
-        f"{where} names the Java class {name}, which kafpy cannot run{hint}. Remove it"
-        + (" or name one of those classes." if known else ".")
+        f"{where} names the Java class {name}, which kafpy cannot run (kafpy has: "
+        f"{', '.join(known)}). Remove it or name one of those classes."
     )

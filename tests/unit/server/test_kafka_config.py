@@ -351,7 +351,8 @@ OAUTH_JAAS = (
          "com.example.MyValidator", "names the Java class com.example.MyValidator, which kafpy "
          "cannot run"),
         ("listener.name.sasl_plaintext.plain.sasl.server.callback.handler.class",
-         "com.example.LdapCallback", "kafpy serves PLAIN from the JAAS users"),
+         "com.example.LdapCallback", "kafpy has: org.apache.kafka.common.security.plain.internals."
+         "PlainServerCallbackHandler"),
         ("sasl.login.callback.handler.class", "com.example.TokenFetcher",
          "sasl.login.callback.handler.class names the Java class com.example.TokenFetcher"),
         ("listener.name.sasl_plaintext.oauthbearer.sasl.login.class", "com.example.Login",
