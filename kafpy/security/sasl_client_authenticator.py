@@ -7,6 +7,12 @@ from __future__ import annotations
 from typing import Protocol
 
 from kafpy.common.errors import SaslAuthenticationError
+from kafpy.security.oauthbearer import (
+    OAUTHBEARER,
+    OAuthBearerClientInitialResponse,
+    OAuthBearerLogin,
+    OAuthBearerSaslClient,
+)
 from kafpy.security.plain import PLAIN, plain_client_message
 from kafpy.security.scram import TOKEN_AUTH_CONFIG, ScramMechanism, ScramSaslClient
 
@@ -20,6 +26,8 @@ class _Credentials(Protocol):
     def password(self) -> str: ...
     @property
     def token_auth(self) -> bool: ...
+    @property
+    def oauthbearer(self) -> OAuthBearerLogin | None: ...
 
 
 class SaslClientAuthenticator:
@@ -30,8 +38,18 @@ class SaslClientAuthenticator:
         self.mechanism = credentials.mechanism
         self._scram: ScramSaslClient | None = None
         self._plain: bytes | None = None
+        self._oauthbearer: OAuthBearerSaslClient | None = None
         if credentials.mechanism == PLAIN:
             self._plain = plain_client_message(credentials.username, credentials.password)
+        elif credentials.mechanism == OAUTHBEARER:
+            login = credentials.oauthbearer
+            if login is None:
+                raise SaslAuthenticationError("OAUTHBEARER needs a token and none was given")
+            self._oauthbearer = OAuthBearerSaslClient(
+                OAuthBearerClientInitialResponse(
+                    login.token_value(), extensions=dict(login.extensions)
+                )
+            )
         else:
             scram = ScramMechanism.for_name(credentials.mechanism)
             if scram is None:
@@ -46,10 +64,16 @@ class SaslClientAuthenticator:
     def first_message(self) -> bytes:
         if self._plain is not None:
             return self._plain
+        if self._oauthbearer is not None:
+            return self._oauthbearer.first_message()
         assert self._scram is not None
         return self._scram.first_message()
 
     def evaluate_challenge(self, challenge: bytes) -> bytes | None:
+        if self._oauthbearer is not None:
+            # an error JSON is answered with \x01, after which the broker fails the exchange
+            answer = self._oauthbearer.evaluate_challenge(challenge)
+            return None if self._oauthbearer.is_complete() else answer
         if self._scram is None or self._scram.is_complete():
             return None
         token = self._scram.evaluate_challenge(challenge)
