@@ -3,8 +3,11 @@
 
 SASL credentials come from `sasl.jaas.config` (the Java client's key: PlainLoginModule or
 ScramLoginModule with username and password) or `sasl.username`/`sasl.password`
-(librdkafka's); `sasl.mechanism` is PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (Kafka's
-default, GSSAPI, is refused: kafpy cannot honour it).
+(librdkafka's); `sasl.mechanism` is GSSAPI (Kafka's default), PLAIN, SCRAM-SHA-256 or
+SCRAM-SHA-512. GSSAPI (the `kerberos` extra) logs in with Krb5LoginModule's keyTab and
+principal (or the ticket cache) from `sasl.jaas.config` and `sasl.kerberos.service.name`,
+or librdkafka's `sasl.kerberos.keytab`, `sasl.kerberos.principal` and
+`sasl.kerberos.service.name` (default kafka).
 """
 
 from __future__ import annotations
@@ -14,6 +17,12 @@ from dataclasses import dataclass, field
 
 from kafpy.common.errors import InvalidConfigurationError
 from kafpy.security.jaas_config import SCRAM_LOGIN_MODULE, login_credentials, parse_jaas_config
+from kafpy.security.kerberos_login import (
+    GSSAPI,
+    KRB5_LOGIN_MODULE,
+    SERVICE_NAME_CONFIG,
+    KerberosLogin,
+)
 from kafpy.security.sasl_configs import ensure_sasl_mechanisms_supported
 from kafpy.security.scram import TOKEN_AUTH_CONFIG
 from kafpy.security.ssl_configs import SSL_CONFIG_DEF
@@ -27,12 +36,14 @@ CLIENT_SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 class SaslCredentials:
     """The SASL mechanism a client authenticates with, and its user and password;
     `token_auth` (ScramLoginModule's `tokenauth="true"`) for a delegation token: its id as
-    the user, the base64 of its HMAC as the password."""
+    the user, the base64 of its HMAC as the password. For GSSAPI, `kerberos` is the login
+    (the principal is also the user; no password)."""
 
     mechanism: str
     username: str
     password: str = field(repr=False)
     token_auth: bool = False
+    kerberos: KerberosLogin | None = None
 
     @classmethod
     def from_config(cls, props: Mapping[str, object], *, source: str) -> SaslCredentials:
@@ -40,6 +51,8 @@ class SaslCredentials:
         InvalidConfigurationError naming the key when something is missing or unsupported."""
         mechanism = str(props.get("sasl.mechanism", "GSSAPI")).strip().upper()
         ensure_sasl_mechanisms_supported([mechanism], f"sasl.mechanism in {source}")
+        if mechanism == GSSAPI:
+            return cls._kerberos(props, source=source)
         jaas = props.get("sasl.jaas.config")
         if jaas is not None:
             entries = parse_jaas_config(str(jaas), key=f"sasl.jaas.config in {source}")
@@ -60,6 +73,42 @@ class SaslCredentials:
                 "sasl.username and sasl.password"
             )
         return cls(mechanism, str(username), str(password))
+
+    @classmethod
+    def _kerberos(cls, props: Mapping[str, object], *, source: str) -> SaslCredentials:
+        service_name = props.get(SERVICE_NAME_CONFIG)
+        jaas = props.get("sasl.jaas.config")
+        if jaas is not None:
+            key = f"sasl.jaas.config in {source}"
+            login = KerberosLogin.from_jaas(
+                parse_jaas_config(str(jaas), key=key),
+                key=key,
+                configured_service_name=None if service_name is None else str(service_name),
+                acceptor=False,
+            )
+        else:  # librdkafka's keys
+            keytab = props.get("sasl.kerberos.keytab")
+            principal = props.get("sasl.kerberos.principal")
+            if keytab is None and principal is None:
+                raise InvalidConfigurationError(
+                    f"sasl.mechanism in {source} is GSSAPI, which needs a Kerberos login: set "
+                    f"sasl.jaas.config (e.g. {KRB5_LOGIN_MODULE} required useKeyTab=true "
+                    'keyTab="/path/client.keytab" principal="alice@EXAMPLE.COM"; or '
+                    "useTicketCache=true; after kinit) or sasl.kerberos.keytab and "
+                    "sasl.kerberos.principal"
+                )
+            options = {"useKeyTab": str(keytab is not None).lower()}
+            if keytab is not None:
+                options["keyTab"] = str(keytab)
+            if principal is not None:
+                options["principal"] = str(principal)
+            login = KerberosLogin.from_options(
+                options,
+                key=f"sasl.kerberos.keytab and sasl.kerberos.principal in {source}",
+                configured_service_name=str(service_name or "kafka"),
+                acceptor=False,
+            )
+        return cls(GSSAPI, login.principal or "", "", kerberos=login)
 
 
 @dataclass(frozen=True)

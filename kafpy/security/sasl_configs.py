@@ -1,9 +1,9 @@
 """Kafka's SASL configuration keys (SaslConfigs and the broker's BrokerSecurityConfigs),
 with Kafka's defaults, and the mechanisms kafpy can honour.
 
-Kafka's default mechanism is GSSAPI (Kerberos); kafpy does not speak GSSAPI or
-OAUTHBEARER, so a listener or client asking for them is refused at start-up by name,
-never served with something weaker.
+GSSAPI (Kerberos, Kafka's default mechanism) needs python-gssapi, the `kerberos` extra; a
+listener or client asking for it without the extra, or for OAUTHBEARER, is refused at
+start-up by name, never served with something weaker.
 """
 
 from __future__ import annotations
@@ -12,10 +12,11 @@ from collections.abc import Iterable
 
 from kafpy.common.config_def import ConfigDef, ConfigType, Importance, Range
 from kafpy.common.errors import InvalidConfigurationError
+from kafpy.security.kerberos_login import GSSAPI, require_kerberos_extra
 from kafpy.security.plain import PLAIN
 from kafpy.security.scram import ScramMechanism
 
-SUPPORTED_SASL_MECHANISMS = (PLAIN, *ScramMechanism.names())
+SUPPORTED_SASL_MECHANISMS = (GSSAPI, PLAIN, *ScramMechanism.names())
 """The SASL mechanisms kafpy serves and speaks."""
 
 SASL_SECURITY_PROTOCOLS = frozenset({"SASL_PLAINTEXT", "SASL_SSL"})
@@ -27,8 +28,8 @@ SaslServerAuthenticator.MAX_RECEIVE_SIZE)."""
 BROKER_SASL_CONFIG_DEF: ConfigDef = (
     ConfigDef()
     .define("sasl.enabled.mechanisms", ConfigType.LIST, "GSSAPI", None, Importance.MEDIUM,
-            "The SASL mechanisms a SASL listener offers (kafpy: PLAIN, SCRAM-SHA-256, "
-            "SCRAM-SHA-512); listener.name.<listener>.sasl.enabled.mechanisms overrides it.")
+            "The SASL mechanisms a SASL listener offers (kafpy: GSSAPI, PLAIN, "
+            "SCRAM-SHA-256, SCRAM-SHA-512); listener.name.<listener>.sasl.enabled.mechanisms overrides it.")
     .define("sasl.mechanism.inter.broker.protocol", ConfigType.STRING, "GSSAPI", None,
             Importance.MEDIUM, "The SASL mechanism brokers use with each other.")
     .define("sasl.jaas.config", ConfigType.PASSWORD, None, None, Importance.MEDIUM,
@@ -38,21 +39,26 @@ BROKER_SASL_CONFIG_DEF: ConfigDef = (
             Importance.MEDIUM,
             "When positive, the longest a SASL session lasts before the client must "
             "re-authenticate (KIP-368); 0 disables re-authentication.")
-    # Kerberos (GSSAPI) and OAUTHBEARER login refresh: without effect in kafpy, which
-    # enables neither mechanism on any listener, as in Kafka without them.
+    # Kerberos (GSSAPI): the service name and the short-name rules apply; the kinit and
+    # renew keys are accepted without effect, as MIT Kerberos renews a keytab login itself.
+    # OAUTHBEARER's login refresh: without effect in kafpy, which has no OAUTHBEARER.
     .define("sasl.kerberos.service.name", ConfigType.STRING, None, None, Importance.MEDIUM,
-            "Kerberos principal name Kafka runs as (no effect: kafpy has no GSSAPI).")
+            "The Kerberos service name of the brokers' principals (kafka in "
+            "kafka/host@REALM); JAAS's serviceName option may give it instead.")
     .define("sasl.kerberos.kinit.cmd", ConfigType.STRING, "/usr/bin/kinit", None,
-            Importance.LOW, "Kerberos kinit command path (no effect: kafpy has no GSSAPI).")
+            Importance.LOW, "Kerberos kinit command path (no effect: kafpy renews through "
+            "the Kerberos library, never runs kinit).")
     .define("sasl.kerberos.ticket.renew.window.factor", ConfigType.DOUBLE, 0.8, None,
-            Importance.LOW, "Kerberos ticket renewal point (no effect: kafpy has no GSSAPI).")
+            Importance.LOW, "Kerberos ticket renewal point (no effect: the Kerberos library "
+            "gets a new ticket from the keytab when the old one expires).")
     .define("sasl.kerberos.ticket.renew.jitter", ConfigType.DOUBLE, 0.05, None,
-            Importance.LOW, "Kerberos ticket renewal jitter (no effect: kafpy has no GSSAPI).")
+            Importance.LOW, "Kerberos ticket renewal jitter (no effect, as the window).")
     .define("sasl.kerberos.min.time.before.relogin", ConfigType.LONG, 60000, None,
-            Importance.LOW, "Kerberos relogin sleep time (no effect: kafpy has no GSSAPI).")
+            Importance.LOW, "Kerberos relogin sleep time (no effect, as the window).")
     .define("sasl.kerberos.principal.to.local.rules", ConfigType.LIST, "DEFAULT", None,
             Importance.MEDIUM,
-            "Kerberos principal to short name rules (no effect: kafpy has no GSSAPI).")
+            "Rules mapping a Kerberos principal to the short name of its KafkaPrincipal "
+            "(DEFAULT: the first component, for the default realm).")
     .define("sasl.login.refresh.window.factor", ConfigType.DOUBLE, 0.8,
             Range.between(0.5, 1.0), Importance.LOW,
             "OAUTHBEARER login refresh point (no effect: kafpy has no OAUTHBEARER).")
@@ -79,8 +85,8 @@ without effect, as there."""
 
 
 def ensure_sasl_mechanisms_supported(mechanisms: Iterable[str], key: str) -> None:
-    """Refuse mechanisms kafpy cannot honour (GSSAPI, OAUTHBEARER, anything unknown),
-    naming the key and what to use instead."""
+    """Refuse mechanisms kafpy cannot honour (OAUTHBEARER, anything unknown, GSSAPI
+    without the `kerberos` extra), naming the key and what to use instead."""
     unsupported = [m for m in mechanisms if m not in SUPPORTED_SASL_MECHANISMS]
     if unsupported:
         raise InvalidConfigurationError(
@@ -88,3 +94,5 @@ def ensure_sasl_mechanisms_supported(mechanisms: Iterable[str], key: str) -> Non
             f"support (supported: {', '.join(SUPPORTED_SASL_MECHANISMS)}). Set {key} to "
             "mechanisms from that list (Kafka's default is GSSAPI)."
         )
+    if GSSAPI in mechanisms:
+        require_kerberos_extra(f"SASL mechanism GSSAPI in {key}")

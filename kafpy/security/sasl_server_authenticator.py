@@ -33,7 +33,9 @@ from kafpy.protocol.headers import RequestHeader, decode_request_header, encode_
 from kafpy.protocol.messages import REQUESTS
 from kafpy.security.credential_cache import CredentialCache
 from kafpy.security.delegation_token_cache import DelegationTokenCache
+from kafpy.security.gssapi_server import GssapiServerConfig
 from kafpy.security.kafka_principal import USER_TYPE, KafkaPrincipal
+from kafpy.security.kerberos_login import GSSAPI
 from kafpy.security.plain import PLAIN, PlainSaslServer
 from kafpy.security.sasl_configs import MAX_RECEIVE_SIZE
 from kafpy.security.scram import ScramCredential, ScramMechanism, ScramSaslServer
@@ -66,8 +68,8 @@ class SaslServer(Protocol):
 @dataclass
 class SaslListenerConfig:
     """What a SASL listener offers: its enabled mechanisms, PLAIN's users (from its JAAS
-    config), the SCRAM credential cache, the delegation tokens (SCRAM with `tokenauth`)
-    and `connections.max.reauth.ms`."""
+    config), the SCRAM credential cache, the delegation tokens (SCRAM with `tokenauth`),
+    `connections.max.reauth.ms` and GSSAPI's keys and short-name rules."""
 
     listener_name: str
     enabled_mechanisms: list[str]
@@ -75,10 +77,14 @@ class SaslListenerConfig:
     credential_cache: CredentialCache = field(default_factory=CredentialCache)
     max_reauth_ms: int = 0
     token_cache: DelegationTokenCache | None = None
+    gssapi: GssapiServerConfig | None = None
 
     def create_sasl_server(self, mechanism: str) -> SaslServer:
         if mechanism == PLAIN:
             return PlainSaslServer(self.plain_users)
+        if mechanism == GSSAPI:
+            assert self.gssapi is not None, "GSSAPI listeners are configured at start-up"
+            return self.gssapi.create_sasl_server()
         scram = ScramMechanism.for_name(mechanism)
         assert scram is not None, "enabled mechanisms are validated at start-up"
         cache, tokens = self.credential_cache, self.token_cache

@@ -1,0 +1,306 @@
+"""SASL/GSSAPI (Kerberos) against a real MIT KDC and a real `kafpy server`: kafka-python and
+kcat (Cyrus SASL's GSSAPI) authenticate as alice with her key table, produce and consume;
+the ACLs apply to User:alice, the principal's short name; kafpy's own tools log in from a
+Krb5LoginModule JAAS config; a broker holding stale keys refuses clients with Kafka's
+message; a broker with no usable keys refuses to start."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from kafpy.common.errors import InvalidConfigurationError
+from kafpy.network.channel_builders import listener_sasl_configs
+from kafpy.security.credential_cache import CredentialCache
+from kafpy.server.kafka_config import KafkaConfig
+from tests.fixtures.broker import KafpyBroker
+from tests.fixtures.kerberos import (
+    BROKER_PRINCIPAL,
+    REALM,
+    KerberosRealm,
+    broker_jaas,
+    gssapi_broker_overrides,
+)
+
+KCAT = shutil.which("kcat")
+FAILED = "Authentication failed during authentication due to invalid credentials with SASL mechanism GSSAPI"
+
+
+@pytest.fixture(scope="module")
+def keytabs(kerberos_realm: KerberosRealm) -> dict[str, Path]:
+    """Key tables: the broker's (and a stale one, exported before it), alice's, bob's."""
+    stale = kerberos_realm.add_principal(BROKER_PRINCIPAL)
+    kerberos_realm.rotate_keys(BROKER_PRINCIPAL)
+    return {
+        "stale": stale,
+        "kafka": kerberos_realm.export_keytab(BROKER_PRINCIPAL, name="kafka-current"),
+        "alice": kerberos_realm.add_principal(f"alice@{REALM}"),
+        "bob": kerberos_realm.add_principal(f"bob@{REALM}"),
+    }
+
+
+def kafpy(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "kafpy", *args], capture_output=True,
+                          text=True, timeout=60)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def broker(
+    tmp_path_factory: pytest.TempPathFactory, keytabs: dict[str, Path]
+) -> Iterator[KafpyBroker]:
+    """An AclAuthorizer broker: PLAINTEXT for the operator (User:ANONYMOUS, a super user),
+    SASL_PLAINTEXT with GSSAPI; alice may produce to and consume `krb`, bob nothing."""
+    kafpy_broker = KafpyBroker(tmp_path_factory.mktemp("gssapi-broker"))
+    kafpy_broker.overrides.update(gssapi_broker_overrides(keytabs["kafka"]))
+    kafpy_broker.overrides.update({
+        "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+        "super.users": "User:ANONYMOUS",
+        "auto.create.topics.enable": "false",
+    })  # fmt: skip
+    kafpy_broker.start()
+    try:
+        plain = kafpy_broker.bootstrap
+        for args in (
+            ["topics", "--create", "--topic", "krb", "--partitions", "1", "--replication-factor", "1"],
+            ["acls", "--add", "--producer", "--idempotent", "--consumer", "--topic", "krb", "--group", "*",
+             "--allow-principal", "User:alice"],
+        ):  # fmt: skip
+            done = kafpy(args[0], "--bootstrap-server", plain, *args[1:])
+            assert done.returncode == 0, done.stderr
+        yield kafpy_broker
+    finally:
+        kafpy_broker.stop()
+
+
+def sasl_bootstrap(broker: KafpyBroker) -> str:
+    return f"127.0.0.1:{broker.ports['SASL_PLAINTEXT']}"
+
+
+AsUser = Callable[[str], None]
+
+
+@pytest.fixture
+def as_user(
+    kerberos_realm: KerberosRealm, keytabs: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> AsUser:
+    """`as_user("alice")`: this process's default Kerberos identity becomes the user's (a
+    ticket cache of its own, filled from the user's key table), as kafka-python uses it."""
+
+    def switch(user: str) -> None:
+        monkeypatch.setenv("KRB5_CLIENT_KTNAME", str(keytabs[user]))
+        monkeypatch.setenv(
+            "KRB5CCNAME", f"FILE:{kerberos_realm.ccache(f'{user}-{uuid.uuid4().hex[:6]}')}"
+        )
+
+    return switch
+
+
+def kcat_args(bootstrap: str, keytab: Path) -> list[str]:
+    """kcat logging in as alice from her key table (librdkafka runs kinit with it)."""
+    assert KCAT is not None
+    return [
+        KCAT, "-b", bootstrap, "-X", "security.protocol=SASL_PLAINTEXT",
+        "-X", "sasl.mechanisms=GSSAPI", "-X", "sasl.kerberos.service.name=kafka",
+        "-X", f"sasl.kerberos.keytab={keytab}", "-X", "sasl.kerberos.principal=alice",
+    ]  # fmt: skip
+
+
+def client_properties(directory: Path, keytab: Path) -> Path:
+    """A kafpy tool's --command-config logging in as alice (a Java client's keys)."""
+    config = directory / "client.properties"
+    config.write_text(
+        "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=GSSAPI\n"
+        "sasl.kerberos.service.name=kafka\n"
+        "sasl.jaas.config=com.sun.security.auth.module.Krb5LoginModule required "
+        f'useKeyTab=true storeKey=true keyTab="{keytab}" principal="alice@{REALM}";\n'
+    )
+    return config
+
+
+def kafka_python_config(broker: KafpyBroker) -> dict[str, object]:
+    return {
+        "bootstrap_servers": sasl_bootstrap(broker),
+        "security_protocol": "SASL_PLAINTEXT",
+        "sasl_mechanism": "GSSAPI",
+        "sasl_kerberos_service_name": "kafka",
+    }
+
+
+def test_kafka_python_produces_and_consumes_as_alice(broker: KafpyBroker, as_user: AsUser) -> None:
+    from kafka import KafkaConsumer, KafkaProducer
+
+    as_user("alice")
+    producer = KafkaProducer(**kafka_python_config(broker))
+    try:
+        for i in range(3):
+            producer.send("krb", f"kp-{i}".encode()).get(timeout=30)
+    finally:
+        producer.close()
+    consumer = KafkaConsumer(
+        "krb", group_id="kp-group", auto_offset_reset="earliest", consumer_timeout_ms=15000,
+        **kafka_python_config(broker),
+    )  # fmt: skip
+    try:
+        values = [m.value for m in consumer]
+    finally:
+        consumer.close()
+    assert [v for v in values if v.startswith(b"kp-")] == [b"kp-0", b"kp-1", b"kp-2"]
+    assert f"authenticationID=alice@{REALM}" in broker.log_path.read_text()
+
+
+def test_acls_apply_to_the_short_name(broker: KafpyBroker, as_user: AsUser) -> None:
+    """bob authenticates (his Kerberos principal is valid) but User:bob has no ACL."""
+    from kafka import KafkaProducer
+    from kafka.errors import TopicAuthorizationFailedError
+
+    as_user("bob")
+    producer = KafkaProducer(**kafka_python_config(broker), max_block_ms=15000)
+    try:
+        with pytest.raises(TopicAuthorizationFailedError):
+            producer.send("krb", b"from bob").get(timeout=30)
+    finally:
+        producer.close(timeout=5)
+
+
+@pytest.mark.skipif(KCAT is None, reason="kcat is not installed (apt-get install kcat)")
+def test_kcat_produces_and_consumes_as_alice(
+    broker: KafpyBroker, kerberos_realm: KerberosRealm, keytabs: dict[str, Path]
+) -> None:
+    assert KCAT is not None
+    env = {
+        **os.environ,
+        "KRB5CCNAME": f"FILE:{kerberos_realm.ccache('kcat')}",
+    }
+    base = kcat_args(sasl_bootstrap(broker), keytabs["alice"])
+
+    def kcat(*args: str, stdin: str | None = None) -> str:
+        done = subprocess.run([*base, *args], input=stdin, capture_output=True, text=True,
+                              timeout=60, env=env)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    kcat("-P", "-t", "krb", stdin="kcat-one\nkcat-two\n")
+    out = kcat("-C", "-t", "krb", "-e", "-o", "beginning", "-f", "%s\n", "-X", "group.id=kcat")
+    assert [line for line in out.splitlines() if line.startswith("kcat-")] == [
+        "kcat-one",
+        "kcat-two",
+    ]
+
+
+def test_kafpy_tools_log_in_from_a_krb5_jaas_config(
+    broker: KafpyBroker, keytabs: dict[str, Path], tmp_path: Path
+) -> None:
+    """kafpy's client (kafpy topics) as alice: she may describe `krb` only."""
+    config = client_properties(tmp_path, keytabs["alice"])
+    done = kafpy("topics", "--bootstrap-server", sasl_bootstrap(broker),
+                 "--command-config", str(config), "--list")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["krb"]
+
+
+@pytest.mark.skipif(KCAT is None, reason="kcat is not installed (apt-get install kcat)")
+def test_a_broker_with_stale_keys_refuses_with_kafkas_message(
+    tmp_path: Path, kerberos_realm: KerberosRealm, keytabs: dict[str, Path]
+) -> None:
+    """The broker's key table holds an older key version than the KDC's tickets use: kcat
+    and kafpy's tools are told Kafka's message, the broker logs the Kerberos reason."""
+    assert KCAT is not None
+    stale = KafpyBroker(tmp_path / "stale", gssapi_broker_overrides(keytabs["stale"]))
+    stale.start()
+    try:
+        done = subprocess.run(
+            [*kcat_args(sasl_bootstrap(stale), keytabs["alice"]), "-L", "-m", "5"],
+            capture_output=True, text=True, timeout=60,
+            env={**os.environ, "KRB5CCNAME": f"FILE:{kerberos_realm.ccache('kcat-stale')}"},
+        )  # fmt: skip
+        assert done.returncode != 0
+        assert FAILED in done.stderr
+        tool = kafpy("topics", "--bootstrap-server", sasl_bootstrap(stale),
+                     "--command-config", str(client_properties(tmp_path, keytabs["alice"])),
+                     "--list")  # fmt: skip
+        assert tool.returncode != 0
+        assert FAILED in tool.stderr
+        log = stale.log_path.read_text()
+        assert "GSSAPI authentication failed" in log
+    finally:
+        stale.stop()
+
+
+# -- start-up checks ------------------------------------------------------------------------
+
+
+def listener_config(**overrides: str) -> KafkaConfig:
+    return KafkaConfig({
+        "listeners": "PLAINTEXT://127.0.0.1:9092,SASL_PLAINTEXT://127.0.0.1:9093",
+        "sasl.enabled.mechanisms": "GSSAPI",
+        "sasl.kerberos.service.name": "kafka",
+        **overrides,
+    })  # fmt: skip
+
+
+JAAS = "listener.name.sasl_plaintext.gssapi.sasl.jaas.config"
+
+
+@pytest.mark.parametrize(
+    ("jaas", "message"),
+    [
+        (None, "has no JAAS configuration"),
+        ('org.apache.kafka.common.security.plain.PlainLoginModule required user_a="a";',
+         "has no com.sun.security.auth.module.Krb5LoginModule entry"),
+        ("com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true;",
+         'storeKey=true, keyTab="...", principal="..."'),
+        (broker_jaas(Path("/nonexistent/kafka.keytab")),
+         "The keyTab /nonexistent/kafka.keytab of " + JAAS + " does not exist"),
+    ],
+)  # fmt: skip
+def test_startup_refuses_a_listener_without_keys(
+    kerberos_realm: KerberosRealm, jaas: str | None, message: str
+) -> None:
+    config = listener_config(**({JAAS: jaas} if jaas is not None else {}))
+    with pytest.raises(InvalidConfigurationError, match=re.escape(message)):
+        listener_sasl_configs(config, CredentialCache())
+
+
+def test_startup_refuses_a_keytab_without_the_principal(
+    kerberos_realm: KerberosRealm, keytabs: dict[str, Path]
+) -> None:
+    config = listener_config(**{JAAS: broker_jaas(keytabs["alice"])})
+    with pytest.raises(InvalidConfigurationError) as refused:
+        listener_sasl_configs(config, CredentialCache())
+    assert f"Could not login as {BROKER_PRINCIPAL} with the keyTab {keytabs['alice']}" in str(
+        refused.value
+    )
+
+
+def test_startup_refuses_missing_service_name_and_bad_rules(
+    kerberos_realm: KerberosRealm, keytabs: dict[str, Path]
+) -> None:
+    no_service = KafkaConfig({
+        "listeners": "PLAINTEXT://127.0.0.1:9092,SASL_PLAINTEXT://127.0.0.1:9093",
+        "sasl.enabled.mechanisms": "GSSAPI", JAAS: broker_jaas(keytabs["kafka"]),
+    })  # fmt: skip
+    with pytest.raises(InvalidConfigurationError, match="No serviceName defined"):
+        listener_sasl_configs(no_service, CredentialCache())
+    bad_rules = listener_config(**{
+        JAAS: broker_jaas(keytabs["kafka"]),
+        "sasl.kerberos.principal.to.local.rules": "RULE:[1:$1]/l",
+    })  # fmt: skip
+    with pytest.raises(InvalidConfigurationError, match="Invalid rule `RULE:\\[1:\\$1\\]/l`"):
+        listener_sasl_configs(bad_rules, CredentialCache())
+
+
+def test_kafpy_server_exits_naming_the_missing_keytab(
+    tmp_path: Path, kerberos_realm: KerberosRealm
+) -> None:
+    broker = KafpyBroker(tmp_path, gssapi_broker_overrides(tmp_path / "missing.keytab"))
+    with pytest.raises(pytest.fail.Exception):
+        broker.start()
+    assert f"The keyTab {tmp_path / 'missing.keytab'} of {JAAS} does not exist" in broker.log_tail()
