@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from kafpy.common.errors import InvalidConfigurationError
+from kafpy.common.errors import InvalidConfigurationError, SaslAuthenticationError
 from kafpy.network.channel_builders import listener_sasl_configs
 from kafpy.security.credential_cache import CredentialCache
 from kafpy.server.kafka_config import KafkaConfig
@@ -295,6 +295,19 @@ def test_startup_refuses_missing_service_name_and_bad_rules(
     })  # fmt: skip
     with pytest.raises(InvalidConfigurationError, match="Invalid rule `RULE:\\[1:\\$1\\]/l`"):
         listener_sasl_configs(bad_rules, CredentialCache())
+
+
+def test_a_token_that_is_not_kerberos_fails_with_kafkas_message(
+    kerberos_realm: KerberosRealm, keytabs: dict[str, Path]
+) -> None:
+    config = listener_config(**{JAAS: broker_jaas(keytabs["kafka"])})
+    gssapi = listener_sasl_configs(config, CredentialCache())["SASL_PLAINTEXT"].gssapi
+    assert gssapi is not None
+    server = gssapi.create_sasl_server()
+    with pytest.raises(SaslAuthenticationError) as failed:
+        server.evaluate_response(b"\x60\x03garbage")
+    assert str(failed.value) == FAILED
+    assert not server.is_complete()
 
 
 def test_kafpy_server_exits_naming_the_missing_keytab(
