@@ -5,7 +5,8 @@ Until the connection has authenticated it may send only ApiVersions (answered by
 broker as usual), SaslHandshake and SaslAuthenticate, each frame at most
 MAX_RECEIVE_SIZE bytes. SaslHandshake v1 picks a mechanism and the tokens then come in
 SaslAuthenticate requests (v0-v2); after SaslHandshake v0 they come as raw size-prefixed
-frames, as old clients send them. An unknown mechanism is answered with
+frames, as old clients send them; a first frame that is no Kafka request is a Kafka 0.9
+client's GSSAPI token when the listener enables GSSAPI. An unknown mechanism is answered with
 UNSUPPORTED_SASL_MECHANISM and the enabled list, a failed exchange with
 SASL_AUTHENTICATION_FAILED and Kafka's message, a SaslAuthenticate before the handshake
 with ILLEGAL_SASL_STATE; each then closes the connection. Any other request before
@@ -163,10 +164,14 @@ class SaslServerAuthenticator:
         try:
             header, offset = decode_request_header(frame)
         except ProtocolDecodeError as e:
+            if self._gssapi_without_handshake():
+                return self._raw_token(bytes(frame), now_ms)
             return AuthenticationStep(
                 close_reason=f"a frame during SASL authentication does not decode: {e}"
             )
         api_key = header.api_key
+        if not _is_api_key(api_key) and self._gssapi_without_handshake():
+            return self._raw_token(bytes(frame), now_ms)
         if self.complete:
             if api_key == ApiKey.SASL_HANDSHAKE and (self._session_expiration_ms is not None):
                 self._reauthenticating = True
@@ -232,6 +237,20 @@ class SaslServerAuthenticator:
             self.state = SaslState.FAILED
             return AuthenticationStep(close_reason=f"the {name} request does not decode")
         return body
+
+    def _gssapi_without_handshake(self) -> bool:
+        """Kafka 0.9 clients send their first GSSAPI token with no SaslHandshake: a first
+        frame that is no Kafka request is taken as one when the listener enables GSSAPI
+        (then raw tokens follow, as after SaslHandshake v0)."""
+        if (
+            self.state is not SaslState.INITIAL_REQUEST
+            or GSSAPI not in self.config.enabled_mechanisms
+        ):
+            return False
+        self.mechanism = GSSAPI
+        self._server = self.config.create_sasl_server(GSSAPI)
+        self.state = SaslState.RAW_TOKEN
+        return True
 
     # -- handshake ----------------------------------------------------------------------------
 
@@ -345,6 +364,14 @@ def _decode(api_key: ApiKey, version: int, frame: memoryview, offset: int) -> di
         return REQUESTS[api_key].decode(version, frame, offset)
     except ProtocolDecodeError:
         return None
+
+
+def _is_api_key(api_key: int) -> bool:
+    try:
+        ApiKey(api_key)
+    except ValueError:
+        return False
+    return True
 
 
 def _api_name(api_key: int) -> str:

@@ -14,12 +14,18 @@ import sys
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from kafpy.common.errors import InvalidConfigurationError, SaslAuthenticationError
+from kafpy.common.errors import Errors, InvalidConfigurationError, SaslAuthenticationError
 from kafpy.network.channel_builders import listener_sasl_configs
+from kafpy.protocol.api_keys import ApiKey
+from kafpy.protocol.headers import RequestHeader, decode_response, encode_request
 from kafpy.security.credential_cache import CredentialCache
+from kafpy.security.gssapi_client import GssapiSaslClient
+from kafpy.security.kerberos_login import KerberosLogin
+from kafpy.security.sasl_server_authenticator import AuthenticationStep, SaslServerAuthenticator
 from kafpy.server.kafka_config import KafkaConfig
 from tests.fixtures.broker import KafpyBroker
 from tests.fixtures.kerberos import (
@@ -232,6 +238,88 @@ def test_a_broker_with_stale_keys_refuses_with_kafkas_message(
         assert "GSSAPI authentication failed" in log
     finally:
         stale.stop()
+
+
+# -- the exchange on one connection, in process ---------------------------------------------
+
+
+def _frame(api_key: ApiKey, version: int, body: dict[str, Any]) -> memoryview:
+    return memoryview(encode_request(RequestHeader(api_key, version, 7, "c"), body)[4:])
+
+
+def _answer(step: AuthenticationStep, api_key: ApiKey, version: int) -> dict[str, Any]:
+    assert step.response is not None
+    _, body = decode_response(api_key, version, b"".join(bytes(p) for p in step.response)[4:])
+    return body
+
+
+def _gssapi_login(
+    auth: SaslServerAuthenticator, client: GssapiSaslClient, now: int
+) -> dict[str, Any]:
+    """SaslHandshake v1 and SaslAuthenticate v2 until the client is done; the last answer."""
+    handshake = auth.handle_frame(_frame(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "GSSAPI"}), now)
+    assert _answer(handshake, ApiKey.SASL_HANDSHAKE, 1)["error_code"] == Errors.NONE
+    token: bytes | None = client.first_message()
+    body: dict[str, Any] = {}
+    while token is not None:
+        step = auth.handle_frame(_frame(ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": token}), now)
+        body = _answer(step, ApiKey.SASL_AUTHENTICATE, 2)
+        if body["error_code"] != Errors.NONE:
+            return body
+        token = client.evaluate_challenge(bytes(body["auth_bytes"]))
+    return body
+
+
+def test_reauthentication_keeps_the_principal(
+    kerberos_realm: KerberosRealm, keytabs: dict[str, Path]
+) -> None:
+    """KIP-368 with GSSAPI: the session lifetime is connections.max.reauth.ms (the JDK's
+    server states no credential lifetime), re-authenticating as alice keeps the session,
+    as bob is refused."""
+    config = listener_config(**{JAAS: broker_jaas(keytabs["kafka"]),
+                                "connections.max.reauth.ms": "60000"})  # fmt: skip
+    auth = SaslServerAuthenticator(
+        listener_sasl_configs(config, CredentialCache())["SASL_PLAINTEXT"]
+    )
+
+    def client(user: str) -> GssapiSaslClient:
+        login = KerberosLogin(f"{user}@{REALM}", keytabs[user], "kafka")
+        return GssapiSaslClient(login, login.credentials(acceptor=False, where="test"), "127.0.0.1")
+
+    body = _gssapi_login(auth, client("alice"), 0)
+    assert body["error_code"] == Errors.NONE and body["session_lifetime_ms"] == 60000
+    assert str(auth.principal) == "User:alice"
+    body = _gssapi_login(auth, client("alice"), 30000)
+    assert body["error_code"] == Errors.NONE and body["session_lifetime_ms"] == 60000
+    body = _gssapi_login(auth, client("bob"), 40000)
+    assert body["error_code"] == Errors.SASL_AUTHENTICATION_FAILED
+    assert body["error_message"] == (
+        "Cannot change principals during re-authentication from User:alice: User:bob"
+    )
+
+
+def test_handshake_v0_sends_raw_tokens(
+    kerberos_realm: KerberosRealm, keytabs: dict[str, Path]
+) -> None:
+    """After SaslHandshake v0 the GSSAPI tokens are raw size-prefixed frames; the server's
+    last (empty) answer is not sent, as the JDK's server returns none."""
+    config = listener_config(**{JAAS: broker_jaas(keytabs["kafka"])})
+    auth = SaslServerAuthenticator(
+        listener_sasl_configs(config, CredentialCache())["SASL_PLAINTEXT"]
+    )
+    login = KerberosLogin(f"alice@{REALM}", keytabs["alice"], "kafka")
+    client = GssapiSaslClient(login, login.credentials(acceptor=False, where="test"), "127.0.0.1")
+    handshake = auth.handle_frame(_frame(ApiKey.SASL_HANDSHAKE, 0, {"mechanism": "GSSAPI"}), 0)
+    assert _answer(handshake, ApiKey.SASL_HANDSHAKE, 0)["error_code"] == Errors.NONE
+    token: bytes | None = client.first_message()
+    while token is not None:
+        step = auth.handle_frame(memoryview(token), 0)
+        if auth.complete:
+            assert step.response is None
+            break
+        assert step.response is not None
+        token = client.evaluate_challenge(b"".join(bytes(p) for p in step.response)[4:])
+    assert auth.complete and str(auth.principal) == "User:alice"
 
 
 # -- start-up checks ------------------------------------------------------------------------
