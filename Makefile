@@ -33,6 +33,7 @@ system-deps:
 	[ -x /usr/sbin/kadmin.local ] || need="$$need krb5-admin-server"; \
 	command -v kinit >/dev/null 2>&1 || need="$$need krb5-user"; \
 	command -v krb5-config >/dev/null 2>&1 || need="$$need libkrb5-dev"; \
+	command -v gcc >/dev/null 2>&1 || need="$$need gcc"; \
 	ls /usr/lib/*/sasl2/libgssapiv2.so >/dev/null 2>&1 || need="$$need libsasl2-modules-gssapi-mit"; \
 	command -v chromium >/dev/null 2>&1 || need="$$need chromium"; \
 	command -v chromedriver >/dev/null 2>&1 || need="$$need chromium-driver"; \
