@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from kafpy.client.client_security import ClientSecurity, SaslCredentials
+from kafpy.common.config_def import parse_type
 from kafpy.common.errors import InvalidConfigurationError
 from kafpy.network.listener_name import TLS_SECURITY_PROTOCOLS, listener_config_prefix
 from kafpy.security.credential_cache import CredentialCache
@@ -31,7 +32,7 @@ from kafpy.security.kerberos_login import (
 )
 from kafpy.security.kerberos_short_namer import PRINCIPAL_TO_LOCAL_RULES_CONFIG
 from kafpy.security.plain import PLAIN
-from kafpy.security.sasl_configs import SASL_SECURITY_PROTOCOLS
+from kafpy.security.sasl_configs import BROKER_SASL_CONFIG_DEF, SASL_SECURITY_PROTOCOLS
 from kafpy.security.sasl_server_authenticator import SaslListenerConfig
 from kafpy.security.ssl_factory import SslFactory, SslMode
 
@@ -154,13 +155,22 @@ def _kerberos_login(
     return KerberosLogin.from_jaas(
         parse_jaas_config(jaas[1], key=jaas[0]),
         key=jaas[0],
-        configured_service_name=config.get(SERVICE_NAME_CONFIG),
+        configured_service_name=_listener_value(config, listener_name, SERVICE_NAME_CONFIG),
         acceptor=acceptor,
     )
 
 
+def _listener_value(config: ListenerSecurityConfig, listener_name: str, key: str) -> Any:
+    """`listener.name.<listener>.<key>`, else `<key>` (Kafka's listener prefix override),
+    typed as `key` is."""
+    raw = config.originals.get(f"{listener_config_prefix(listener_name)}{key}")
+    if raw is None:
+        return config.get(key)
+    return parse_type(key, raw, BROKER_SASL_CONFIG_DEF.key(key).type)
+
+
 def _gssapi_server_config(config: ListenerSecurityConfig, listener_name: str) -> GssapiServerConfig:
-    rules = config.get(PRINCIPAL_TO_LOCAL_RULES_CONFIG)
+    rules = _listener_value(config, listener_name, PRINCIPAL_TO_LOCAL_RULES_CONFIG)
     return GssapiServerConfig.create(
         _kerberos_login(config, listener_name, acceptor=True),
         None if rules is None else [str(r) for r in rules],

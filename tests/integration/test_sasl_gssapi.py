@@ -398,6 +398,38 @@ def test_a_token_that_is_not_kerberos_fails_with_kafkas_message(
     assert not server.is_complete()
 
 
+def _alice_logs_in(
+    rules: str | None, keytabs: dict[str, Path]
+) -> tuple[SaslServerAuthenticator, dict[str, Any]]:
+    overrides = {JAAS: broker_jaas(keytabs["kafka"])}
+    if rules is not None:
+        overrides["listener.name.sasl_plaintext.sasl.kerberos.principal.to.local.rules"] = rules
+    config = listener_config(**overrides)
+    assert config.unknown_keys() == []
+    auth = SaslServerAuthenticator(
+        listener_sasl_configs(config, CredentialCache())["SASL_PLAINTEXT"]
+    )
+    login = KerberosLogin(f"alice@{REALM}", keytabs["alice"], "kafka")
+    client = GssapiSaslClient(login, login.credentials(acceptor=False, where="test"), "127.0.0.1")
+    return auth, _gssapi_login(auth, client, 0)
+
+
+def test_principal_to_local_rules_give_the_principal(
+    kerberos_realm: KerberosRealm, keytabs: dict[str, Path]
+) -> None:
+    """The listener's rules (listener.name.<l>. prefix): Kafka's documented realm-stripping
+    rule upper-cased gives User:ALICE; rules that map no one-component name refuse alice
+    with Kafka's message."""
+    auth, body = _alice_logs_in(f"RULE:[1:$1@$0](.*@{REALM})s/@.*///U,DEFAULT", keytabs)
+    assert body["error_code"] == Errors.NONE and str(auth.principal) == "User:ALICE"
+    auth, body = _alice_logs_in("RULE:[2:$1]", keytabs)
+    assert body["error_code"] == Errors.SASL_AUTHENTICATION_FAILED
+    assert body["error_message"] == (
+        f"Failed to set name for 'alice@{REALM}' based on Kerberos authentication rules."
+    )
+    assert not auth.complete
+
+
 def test_kafpy_server_exits_naming_the_missing_keytab(
     tmp_path: Path, kerberos_realm: KerberosRealm
 ) -> None:
