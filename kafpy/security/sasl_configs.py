@@ -79,9 +79,9 @@ NO_EFFECT_SASL_CONFIGS = frozenset(
     for key in BROKER_SASL_CONFIG_DEF.names()
     if key.startswith(("sasl.kerberos.", "sasl.login.refresh."))
 )
-"""SASL keys for mechanisms kafpy never enables (GSSAPI's Kerberos login, OAUTHBEARER's
-login refresh): accepted, as Kafka accepts them on a broker without those mechanisms, and
-without effect, as there."""
+"""The Kerberos (GSSAPI) and OAUTHBEARER login keys, accepted per listener as Kafka accepts
+them: the Kerberos service name and short-name rules apply to GSSAPI listeners; the
+kinit, renew and OAUTHBEARER refresh keys have no effect."""
 
 
 def ensure_sasl_mechanisms_supported(mechanisms: Iterable[str], key: str) -> None:

@@ -18,7 +18,12 @@ from typing import Any
 
 import pytest
 
-from kafpy.common.errors import Errors, InvalidConfigurationError, SaslAuthenticationError
+from kafpy.common.errors import (
+    Errors,
+    InvalidConfigurationError,
+    InvalidRequestError,
+    SaslAuthenticationError,
+)
 from kafpy.network.channel_builders import listener_sasl_configs
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.headers import RequestHeader, decode_response, encode_request
@@ -428,6 +433,40 @@ def test_principal_to_local_rules_give_the_principal(
         f"Failed to set name for 'alice@{REALM}' based on Kerberos authentication rules."
     )
     assert not auth.complete
+
+
+def test_rules_change_dynamically_for_new_connections(
+    kerberos_realm: KerberosRealm, keytabs: dict[str, Path]
+) -> None:
+    """`kafpy configs --alter --entity-type brokers` of a listener's rules (KIP-226, as
+    Kafka's DynamicListenerConfig): new connections get the new short names; rules that do
+    not parse are refused."""
+    from kafpy.network.socket_server import SocketServer
+    from kafpy.server.dynamic_broker_config import (
+        DynamicBrokerConfig,
+        DynamicListenerSecurityConfig,
+    )
+
+    static = listener_config(
+        **{"broker.id": "0", "log.dirs": "/tmp/x", JAAS: broker_jaas(keytabs["kafka"])}
+    )
+    cache = CredentialCache()
+    server = SocketServer(static.listeners, sasl_configs=listener_sasl_configs(static, cache))
+    dynamic = DynamicBrokerConfig(static)
+    listener_security = DynamicListenerSecurityConfig(server, cache)
+    dynamic.add_validator(listener_security.validate)
+    dynamic.add_reconfigurable(listener_security)
+    key = "listener.name.sasl_plaintext.sasl.kerberos.principal.to.local.rules"
+    with pytest.raises(InvalidRequestError, match="Invalid rule `RULE:x`"):
+        dynamic.validate({key: "RULE:x"}, per_broker=True)
+    dynamic.update_broker_config({key: "RULE:[1:$1]/U"})
+    gssapi = server.sasl_configs["SASL_PLAINTEXT"].gssapi
+    assert gssapi is not None and gssapi.rules == ("RULE:[1:$1]/U",)
+    auth = SaslServerAuthenticator(server.sasl_configs["SASL_PLAINTEXT"])
+    login = KerberosLogin(f"alice@{REALM}", keytabs["alice"], "kafka")
+    client = GssapiSaslClient(login, login.credentials(acceptor=False, where="test"), "127.0.0.1")
+    assert _gssapi_login(auth, client, 0)["error_code"] == Errors.NONE
+    assert str(auth.principal) == "User:ALICE"
 
 
 def test_kafpy_server_exits_naming_the_missing_keytab(
