@@ -95,4 +95,4 @@ def ensure_sasl_mechanisms_supported(mechanisms: Iterable[str], key: str) -> Non
             "mechanisms from that list (Kafka's default is GSSAPI)."
         )
     if GSSAPI in mechanisms:
-        require_kerberos_extra(f"SASL mechanism GSSAPI in {key}")
+        require_kerberos_extra(f"SASL mechanism GSSAPI ({key})")

@@ -30,6 +30,7 @@ from kafpy.protocol.headers import RequestHeader, decode_response, encode_reques
 from kafpy.security.credential_cache import CredentialCache
 from kafpy.security.gssapi_client import GssapiSaslClient
 from kafpy.security.kerberos_login import KerberosLogin
+from kafpy.security.local_pki import TestPki
 from kafpy.security.sasl_server_authenticator import AuthenticationStep, SaslServerAuthenticator
 from kafpy.server.kafka_config import KafkaConfig
 from tests.fixtures.broker import KafpyBroker
@@ -40,6 +41,7 @@ from tests.fixtures.kerberos import (
     broker_jaas,
     gssapi_broker_overrides,
 )
+from tests.fixtures.tls import broker_ssl_overrides
 
 KCAT = shutil.which("kcat")
 FAILED = "Authentication failed during authentication due to invalid credentials with SASL mechanism GSSAPI"
@@ -215,6 +217,38 @@ def test_kafpy_tools_log_in_from_a_krb5_jaas_config(
                  "--command-config", str(config), "--list")  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["krb"]
+
+
+def test_gssapi_over_sasl_ssl(
+    tmp_path: Path, keytabs: dict[str, Path], test_pki: TestPki, as_user: AsUser
+) -> None:
+    """GSSAPI on a SASL_SSL listener: TLS first, then the same exchange inside it
+    (kafka-python trusting the test CA; no ACLs on this broker)."""
+    from kafka import KafkaProducer
+
+    broker = KafpyBroker(tmp_path / "sasl-ssl", {
+        "listeners": "PLAINTEXT://127.0.0.1:{port},SASL_SSL://127.0.0.1:0",
+        "sasl.enabled.mechanisms": "GSSAPI",
+        "sasl.kerberos.service.name": "kafka",
+        "listener.name.sasl_ssl.gssapi.sasl.jaas.config": broker_jaas(keytabs["kafka"]),
+        **broker_ssl_overrides(test_pki),
+    })  # fmt: skip
+    broker.start()
+    try:
+        as_user("alice")
+        producer = KafkaProducer(
+            bootstrap_servers=f"127.0.0.1:{broker.ports['SASL_SSL']}",
+            security_protocol="SASL_SSL", ssl_cafile=str(test_pki.ca_certificate),
+            sasl_mechanism="GSSAPI", sasl_kerberos_service_name="kafka",
+        )  # fmt: skip
+        try:
+            metadata = producer.send("over-tls", b"x").get(timeout=30)
+        finally:
+            producer.close()
+        assert metadata.topic == "over-tls" and metadata.offset == 0
+        assert f"authenticationID=alice@{REALM}" in broker.log_path.read_text()
+    finally:
+        broker.stop()
 
 
 @pytest.mark.skipif(KCAT is None, reason="kcat is not installed (apt-get install kcat)")

@@ -56,4 +56,6 @@ def test_gssapi_without_the_kerberos_extra_is_refused(monkeypatch: pytest.Monkey
             "listeners": "PLAINTEXT://127.0.0.1:9092,SASL_PLAINTEXT://127.0.0.1:9093",
             "sasl.enabled.mechanisms": "GSSAPI",
         })  # fmt: skip
-    assert str(refused.value).startswith("SASL mechanism GSSAPI in sasl.enabled.mechanisms needs")
+    assert str(refused.value).startswith(
+        "SASL mechanism GSSAPI (sasl.enabled.mechanisms) needs `pip install 'kafpy[kerberos]'`"
+    )
