@@ -22,13 +22,15 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-# A real ZooKeeper for the metadata-store and CLI tests; kcat for the client tests; an MIT
-# KDC (krb5kdc, kdb5_util, kadmin.local, kinit), Cyrus SASL's GSSAPI plugin for kcat and
-# the Kerberos headers python-gssapi builds against, for the GSSAPI tests.
+# A real ZooKeeper for the metadata-store and CLI tests; kcat for the client tests; a JDK
+# for the stored-password reference; an MIT KDC (krb5kdc, kdb5_util, kadmin.local, kinit),
+# Cyrus SASL's GSSAPI plugin for kcat and the Kerberos headers python-gssapi builds
+# against, for the GSSAPI tests.
 system-deps:
 	@need=""; \
 	[ -e /usr/share/java/zookeeper.jar ] || need="$$need zookeeper"; \
 	command -v kcat >/dev/null 2>&1 || need="$$need kcat"; \
+	command -v javac >/dev/null 2>&1 || need="$$need default-jdk-headless"; \
 	[ -x /usr/sbin/krb5kdc ] || need="$$need krb5-kdc"; \
 	[ -x /usr/sbin/kadmin.local ] || need="$$need krb5-admin-server"; \
 	command -v kinit >/dev/null 2>&1 || need="$$need krb5-user"; \

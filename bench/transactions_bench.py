@@ -1,6 +1,15 @@
 """Transactional produce against the idempotent producer alone, on one `kafpy server`.
 
     python bench/transactions_bench.py [--records 50000] [--size 100] [--single 2000]
+                                       [--timed-records 1000000] [--kafpy-records 100000]
+                                       [--rounds 5]
+
+First, issue 32's figure: the same `--size`-byte records sent by an idempotent producer, and
+by a transactional producer committing every 100 ms, with confluent-kafka
+(`--timed-records` records) and with kafpy's own client (`--kafpy-records` records, driven
+as `kafpy producer-perf-test` drives it: batch.size chunks, 5 in flight,
+--transaction-duration-ms 100; `--rounds` alternated runs of each, the median shown). Prints records/s for each and the transactional rate as a
+share of the idempotent one (the goal: at least 90 %).
 
 Starts a broker on a free port in a temporary directory, then with confluent-kafka sends
 `--records` records of `--size` bytes with the idempotent producer (enable.idempotence,
@@ -20,8 +29,10 @@ broker's is the client's own round trips and scheduling, a floor no broker can l
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -31,6 +42,10 @@ from pathlib import Path
 
 from bench_support import free_port, wait_port  # noqa: E402
 from confluent_kafka import Producer
+
+from kafpy.cli.producer_perf_test import producer_settings, run_perf
+
+COMMIT_EVERY_MS = 100
 
 COMMON = {"linger.ms": 5, "batch.size": 1 << 20, "queue.buffering.max.messages": 2_000_000,
           "queue.buffering.max.kbytes": 2_000_000}  # fmt: skip
@@ -74,6 +89,70 @@ def transactional_rate(bootstrap: str, topic: str, n: int, per_txn: int, value: 
     return n / (time.perf_counter() - start)
 
 
+def timed_transactions_rate(bootstrap: str, topic: str, n: int, value: bytes) -> tuple[float, int]:
+    """confluent-kafka: `n` records in transactions committed every COMMIT_EVERY_MS
+    (records/s, transactions)."""
+    p = Producer(
+        {"bootstrap.servers": bootstrap, "transactional.id": f"bench-timed-{topic}", **COMMON}
+    )
+    p.init_transactions(60)
+    p.begin_transaction()  # warm up: coordinator, partition, topic
+    produce(p, topic, n // 10, value)
+    p.commit_transaction(60)
+    start = time.perf_counter()
+    sent = transactions = 0
+    while sent < n:
+        p.begin_transaction()
+        began = time.perf_counter()
+        while sent < n and (time.perf_counter() - began) * 1000 < COMMIT_EVERY_MS:
+            k = min(1000, n - sent)
+            produce(p, topic, k, value)
+            sent += k
+        p.commit_transaction(60)
+        transactions += 1
+    return n / (time.perf_counter() - start), transactions
+
+
+def kafpy_rate(bootstrap: str, topic: str, n: int, value: bytes, transactional: bool) -> float:
+    """kafpy's BatchProducer as producer-perf-test runs it: records/s of `n` records,
+    idempotent, or transactional committing every COMMIT_EVERY_MS."""
+    props = {"bootstrap.servers": bootstrap, "enable.idempotence": "true"}
+    if transactional:
+        props["transactional.id"] = f"bench-kafpy-{topic}"
+    settings = producer_settings(props, print)
+    duration = COMMIT_EVERY_MS if transactional else 0
+
+    async def run(count: int) -> float:
+        stats = await run_perf(topic, count, [value], -1, settings, lambda _: None, duration)
+        return stats.count / (stats.clock() - stats.start)
+
+    asyncio.run(run(max(1, n // 10)))  # warm up: topic, producer id, page cache
+    return asyncio.run(run(n))
+
+
+def timed_comparison(
+    bootstrap: str, confluent_n: int, kafpy_n: int, value: bytes, rounds: int
+) -> None:
+    print(f"transactions committed every {COMMIT_EVERY_MS} ms against the idempotent producer:")
+    base = idempotent_rate(bootstrap, "bench-c-idempotent", confluent_n, value)
+    rate, txns = timed_transactions_rate(bootstrap, "bench-c-timed", confluent_n, value)
+    print(f"  confluent-kafka  idempotent     {confluent_n:>9,} records  {base:>10,.0f} rec/s")
+    print(f"  confluent-kafka  transactional  {confluent_n:>9,} records  {rate:>10,.0f} rec/s  "
+          f"{rate / base:>6.1%} of idempotent ({txns} transactions)")  # fmt: skip
+    bases, rates = [], []
+    for _ in range(rounds):  # alternated, median taken: the machine's noise hits both alike
+        bases.append(
+            kafpy_rate(bootstrap, "bench-k-idempotent", kafpy_n, value, transactional=False)
+        )
+        rates.append(kafpy_rate(bootstrap, "bench-k-timed", kafpy_n, value, transactional=True))
+    base, rate = statistics.median(bases), statistics.median(rates)
+    print(f"  kafpy            idempotent     {kafpy_n:>9,} records  {base:>10,.0f} rec/s  "
+          f"(median of {rounds}: {', '.join(f'{b:,.0f}' for b in bases)})")  # fmt: skip
+    print(f"  kafpy            transactional  {kafpy_n:>9,} records  {rate:>10,.0f} rec/s  "
+          f"{rate / base:>6.1%} of idempotent (median of {rounds}: "
+          f"{', '.join(f'{r:,.0f}' for r in rates)})")  # fmt: skip
+
+
 TXN_APIS = ("AddPartitionsToTxn", "Produce", "EndTxn", "WriteTxnMarkers")
 
 
@@ -94,6 +173,24 @@ def main() -> None:
     ap.add_argument("--records", type=int, default=50_000)
     ap.add_argument("--size", type=int, default=100)
     ap.add_argument("--single", type=int, default=2_000, help="records sent one per transaction")
+    ap.add_argument(
+        "--timed-records",
+        type=int,
+        default=1_000_000,
+        help="confluent-kafka's records for the commit-every-100-ms comparison",
+    )
+    ap.add_argument(
+        "--kafpy-records",
+        type=int,
+        default=100_000,
+        help="kafpy's client's records for the commit-every-100-ms comparison",
+    )
+    ap.add_argument(
+        "--rounds",
+        type=int,
+        default=5,
+        help="kafpy's runs of each producer (alternated; the median is shown)",
+    )
     args = ap.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="kafpy-bench-"))
     port, metrics_port = free_port(), free_port()
@@ -111,6 +208,8 @@ def main() -> None:
         wait_port(metrics_port)
         bootstrap = f"127.0.0.1:{port}"
         value = os.urandom(args.size // 2).hex().encode()[: args.size]
+        timed_comparison(bootstrap, args.timed_records, args.kafpy_records, value, args.rounds)
+        print("transactions of a fixed size (confluent-kafka):")
         base = idempotent_rate(bootstrap, "bench-idempotent", args.records, value)
         print(f"idempotent              {args.records:>8,} records  {base:>12,.0f} rec/s")
         for per_txn, n in ((1, args.single), (100, args.records), (10_000, args.records)):

@@ -80,7 +80,8 @@ def _many(*names: str, help: str, metavar: str) -> Callable[[_F], _F]:  # noqa: 
     "--operation",
     metavar="OP",
     help="An operation: Read, Write, Create, Delete, Alter, Describe, "
-    "ClusterAction, DescribeConfigs, AlterConfigs, IdempotentWrite, All (default All).",
+    "ClusterAction, DescribeConfigs, AlterConfigs, IdempotentWrite, TwoPhaseCommit (KIP-939, "
+    "on a transactional id), All (default All).",
 )
 @_many("--principal", metavar="PRINCIPAL", help="With --list: only this principal's ACLs.")
 @click.option(

@@ -20,6 +20,7 @@ import click
 from kafpy.cli.command_line_utils import OneLineError, quiet_logging
 from kafpy.tools.local_cluster import (
     CLUSTER_FILE,
+    DEFAULT_ROLLING_WAIT_S,
     DEFAULT_STOP_TIMEOUT_S,
     ClusterStatus,
     LocalCluster,
@@ -194,6 +195,30 @@ def restart(broker_id: int, directory: Path, timeout_s: float) -> None:
         raise OneLineError(f"Cannot restart broker {broker_id}: {e}") from None
     except KeyboardInterrupt:
         raise OneLineError("Interrupted.") from None
+
+
+@command.command("rolling-restart")
+@_dir_option
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0), default=DEFAULT_STOP_TIMEOUT_S,
+              show_default=True, help="Seconds to wait after SIGTERM before SIGKILL.")  # fmt: skip
+@click.option("--wait-timeout", "wait_timeout_s", type=click.FloatRange(min=1),
+              default=DEFAULT_ROLLING_WAIT_S, show_default=True,
+              help="Seconds to wait before each broker for every partition to be in sync.")  # fmt: skip
+def rolling_restart(directory: Path, timeout_s: float, wait_timeout_s: float) -> None:
+    """Restart every broker, one at a time, the controller last: before each, wait until
+    no partition is under-replicated, so the controlled shutdown hands every leadership to
+    an in-sync replica and clients see no unavailable partition."""
+    try:
+        cluster = LocalCluster.load(directory)
+        order = cluster.rolling_restart(timeout_s, _echo, wait_timeout_s)
+    except LocalClusterError as e:
+        raise OneLineError(f"Rolling restart stopped: {e}") from None
+    except KeyboardInterrupt:
+        raise OneLineError("Interrupted.") from None
+    _echo(
+        f"Rolling restart complete: brokers {', '.join(map(str, order))} restarted, "
+        "no under-replicated partition."
+    )
 
 
 @command.command("status")

@@ -7,6 +7,12 @@ max.request.size). A line that cannot be delivered is named on stderr; the lines
 it are delivered, and the command stops there with exit status 1 (or, with
 `--property ignore.error=true`, goes on and exits 1 at the end). Errors are one line on
 stderr, exit 1.
+
+Kafka 2.8's console producer has no transactions: given a `transactional.id`, its producer
+is built (refusing settings that conflict with idempotence, as the acks of 1 that
+--request-required-acks defaults to) and then refuses to send before initTransactions,
+which the tool never calls. kafpy refuses the same way, with the same sentences, before
+reading a line.
 """
 
 from __future__ import annotations
@@ -153,6 +159,30 @@ def producer_settings(
         ) from None
     except ValueError as e:
         raise OneLineError(str(e)) from None
+
+
+def refuse_transactional_id(
+    props: Mapping[str, str], acks_option: str | None, retries_option: int | None
+) -> None:
+    """Refuse a `transactional.id` as Kafka 2.8's console producer does (see the module's
+    docstring): the tool's acks and retries go into the producer's config as Kafka's tool
+    merges them (the option, else the property, else the option's default)."""
+    if "transactional.id" not in props:
+        return
+    merged = {
+        **props,
+        "acks": acks_option if acks_option is not None else props.get("acks", "1"),
+        "retries": str(retries_option) if retries_option is not None else props.get("retries", "3"),
+    }
+    try:
+        ProducerConfig(merged).idempotence_enabled()
+    except ClientConfigError as e:
+        raise OneLineError(str(e)) from None
+    raise OneLineError(
+        "Cannot perform a 'send' before completing a call to initTransactions when "
+        "transactions are enabled. (kafpy console-producer, as Kafka 2.8's, does not run "
+        "transactions: leave transactional.id out.)"
+    )
 
 
 def line_ranges(numbers: Sequence[int]) -> str:
@@ -421,6 +451,7 @@ def command(
         **parse_key_value_args(producer_properties, "--producer-property", "console-producer"),
     }
     security = client_security(props, producer_config or "--producer-property")
+    refuse_transactional_id(props, request_required_acks, retries)
     settings = producer_settings(
         props,
         request_required_acks,

@@ -11,6 +11,13 @@ handed to the producer to its acknowledgement.
 
 The producer is kafpy's own BatchProducer: records are handed over in chunks of
 `batch.size` bytes with up to `max.in.flight.requests.per.connection` chunks in flight.
+
+Transactions as Kafka 2.8's: only with `--transaction-duration-ms` above 0 (default 0, off),
+and then with `--transactional-id` (default `performance-producer-default-transactional-id`,
+over any transactional.id of the properties); a transaction is begun before the first
+record, committed once a record is handed over `--transaction-duration-ms` or more after it
+began, and the last one committed at the end. A transactional.id in the properties without
+a duration is refused, as Kafka's tool fails its first send.
 """
 
 from __future__ import annotations
@@ -42,11 +49,13 @@ from kafpy.records.compression import CompressionType
 
 REPORTING_INTERVAL_S = 5.0
 MB = 1024.0 * 1024.0
+DEFAULT_TRANSACTIONAL_ID = "performance-producer-default-transactional-id"
 # the producer configs kafpy's producer honours here; security ones are refused
 _KNOWN = {
     "bootstrap.servers", "client.id", "acks", "compression.type", "batch.size",
     "max.request.size", "request.timeout.ms", "enable.idempotence",
     "max.in.flight.requests.per.connection", "retries", "retry.backoff.ms",
+    "transactional.id", "transaction.timeout.ms", "max.block.ms",
 }  # fmt: skip
 # accepted and without effect on kafpy's producer (it has no client-side buffer or linger)
 _IGNORED = {
@@ -146,9 +155,11 @@ def producer_settings(props: Mapping[str, str], warn: Callable[[str], None]) -> 
             ) from None
 
     try:
+        idempotent = config.idempotence_enabled()
+        transactional_id = config.transactional_id()
         acks = parse_acks(config.get_string("acks", "all"))
         compression = CompressionType.from_name(config.get_string("compression.type"))
-    except ValueError as e:
+    except ValueError as e:  # ClientConfigError is one: Kafka's sentence
         raise OneLineError(str(e)) from None
     for key in props:
         if key not in _KNOWN and key not in _IGNORED and key != "security.protocol":
@@ -162,14 +173,34 @@ def producer_settings(props: Mapping[str, str], warn: Callable[[str], None]) -> 
             "retry_backoff_ms": integer("retry.backoff.ms", None, 0),
         },
         "producer": {
-            "acks": acks,
+            "acks": -1 if transactional_id is not None else acks,
             "compression": compression,
             "batch_size": integer("batch.size", None, 0),
             "max_request_size": integer("max.request.size", None, 1),
+            "transactional_id": transactional_id,
+            "transaction_timeout_ms": integer("transaction.timeout.ms", None, 1),
+            "max_block_ms": integer("max.block.ms", None, 0),
         },
         "in_flight": integer("max.in.flight.requests.per.connection", None, 1),
-        "idempotent": config.get_bool("enable.idempotence"),
+        "idempotent": idempotent,
     }
+
+
+def with_transactions(
+    props: Mapping[str, str], transactional_id: str, transaction_duration_ms: int
+) -> dict[str, str]:
+    """The producer properties as Kafka 2.8's ProducerPerformance builds them: with a
+    positive duration, `transactional_id` replaces any transactional.id; without one, a
+    transactional.id is refused (Kafka's producer would refuse the first send)."""
+    if transaction_duration_ms > 0:
+        return {**props, "transactional.id": transactional_id}
+    if "transactional.id" in props:
+        raise OneLineError(
+            "Cannot perform a 'send' before completing a call to initTransactions when "
+            "transactions are enabled. (producer-perf-test runs transactions only with "
+            "--transaction-duration-ms above 0, as Kafka 2.8's.)"
+        )
+    return dict(props)
 
 
 def load_payloads(path: str, delimiter: str) -> list[bytes]:
@@ -191,16 +222,21 @@ async def run_perf(
     throughput: float,
     settings: Mapping[str, Any],
     echo: Callable[[str], None],
+    transaction_duration_ms: int = 0,
 ) -> Stats:
     """Produce `num_records` records of `payloads` (picked at random) at about
-    `throughput` records/s (no limit when <= 0) and return the statistics."""
+    `throughput` records/s (no limit when <= 0) and return the statistics; with a
+    transactional producer, in transactions of `transaction_duration_ms` each."""
     client = KafkaClient(**settings["client"])
     producer = BatchProducer(client, **settings["producer"])
     stats = Stats(echo)
     rng = random.Random(0)
     try:
         await client.start()
-        if settings["idempotent"]:
+        transactional = producer.transaction_manager is not None
+        if transactional:
+            await producer.init_transactions()
+        elif settings["idempotent"]:
             await producer.init_producer_id()
         await producer.partitions_for(topic)
         chunk = max(1, settings["producer"]["batch_size"] // max(1, len(payloads[0])))
@@ -222,8 +258,17 @@ async def run_perf(
             for _key, value in records:
                 stats.record(latency, len(value or b""))
 
+        async def commit() -> None:
+            if pending:  # every send of the transaction has begun (and counts for flush)
+                await asyncio.gather(*pending)
+            await producer.commit_transaction()
+
         sent = 0
+        transaction_start: float | None = None
         while sent < num_records:
+            if transactional and transaction_start is None:
+                producer.begin_transaction()
+                transaction_start = time.monotonic()
             n = min(chunk, num_records - sent)
             if throughput > 0:
                 ahead = (sent + n) / throughput - (time.monotonic() - start)
@@ -238,6 +283,14 @@ async def run_perf(
             pending.add(task)
             task.add_done_callback(pending.discard)
             sent += n
+            if (
+                transaction_start is not None
+                and (time.monotonic() - transaction_start) * 1000 >= transaction_duration_ms
+            ):
+                await commit()
+                transaction_start = None
+        if transaction_start is not None:
+            await commit()
         if pending:
             await asyncio.gather(*pending)
         if failures:
@@ -287,6 +340,15 @@ async def run_perf(
                    "text files. Payloads will be read from this file and a payload will be "
                    "randomly selected when sending messages. Note that you must provide "
                    "exactly one of --record-size or --payload-file.")  # fmt: skip
+@click.option("--transactional-id", default=DEFAULT_TRANSACTIONAL_ID, show_default=True,
+              metavar="TRANSACTIONAL-ID",
+              help="The transactionalId to use if transaction-duration-ms is > 0. Useful when "
+                   "testing the performance of concurrent transactions.")  # fmt: skip
+@click.option("--transaction-duration-ms", type=int, default=0, show_default=True,
+              metavar="TRANSACTION-DURATION",
+              help="The max age of each transaction. The commitTransaction will be called after "
+                   "this time has elapsed. Transactions are only enabled if this value is "
+                   "positive.")  # fmt: skip
 @click.argument("more_props", nargs=-1, metavar="")
 def command(
     topic: str | None,
@@ -297,6 +359,8 @@ def command(
     producer_config: str | None,
     record_size: int | None,
     payload_file: str | None,
+    transactional_id: str,
+    transaction_duration_ms: int,
     more_props: tuple[str, ...],
 ) -> None:
     """This tool is used to verify the producer performance."""
@@ -318,6 +382,7 @@ def command(
         raise OneLineError(f"--num-records {num_records}: it must be 1 or more")
     props = load_config_file(producer_config)
     props.update(parse_key_value_args(producer_props, "--producer-props", "producer-perf-test"))
+    props = with_transactions(props, transactional_id, transaction_duration_ms)
     settings = producer_settings(props, lambda m: click.echo(m, err=True))
     if record_size is not None:
         if record_size < 1:
@@ -332,7 +397,9 @@ def command(
         click.echo(f"Number of messages read: {len(payloads)}")
 
     async def main() -> None:
-        stats = await run_perf(topic, num_records, payloads, throughput, settings, click.echo)
+        stats = await run_perf(
+            topic, num_records, payloads, throughput, settings, click.echo, transaction_duration_ms
+        )
         click.echo(stats.total_line())
 
     run_command(main, "Error while running the producer performance test: ")

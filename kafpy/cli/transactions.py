@@ -5,7 +5,13 @@
 DescribeTransactions); `--find-hanging --broker-id N` asks broker N for the active
 producers of the partitions it holds (DescribeProducers), keeps the open transactions
 older than `--max-transaction-timeout` minutes, and reports those their coordinator does
-not know as part of a transaction (ListTransactions by producer id, DescribeTransactions).
+not know as part of a transaction (ListTransactions by producer id, DescribeTransactions),
+and those of two-phase-commit transactions (KIP-939), which their coordinator never ends
+by itself; `--describe-producers --topic T --partition P [--broker-id N]` lists a
+partition's active producers (DescribeProducers on its leader, or on broker N);
+`--abort --topic T --partition P --start-offset O` (or `--producer-id`,
+`--producer-epoch`, `--coordinator-epoch`) writes an ABORT marker for a partition's open
+transaction (WriteTxnMarkers), printing nothing when it succeeds.
 The requests are `kafpy.client.transaction_admin`'s (TransactionAdmin); this module parses
 the options and prints. Output is Kafka's table: every column padded to its widest value, then a tab.
 """
@@ -19,7 +25,14 @@ import click
 
 from kafpy.cli.command_line_utils import AdminCommand, OneLineError, quiet_logging
 from kafpy.client.kafka_client import KafkaClient
-from kafpy.client.transaction_admin import TransactionAdmin, TransactionAdminError
+from kafpy.client.transaction_admin import (
+    AbortTransactionSpec,
+    TransactionAdmin,
+    TransactionAdminError,
+)
+from kafpy.common.errors import KafkaError
+from kafpy.common.topic_partition import TopicPartition
+from kafpy.coordinator.transaction.transaction_metadata import TWO_PHASE_COMMIT_TIMEOUT_MS
 
 LIST_HEADERS = ["TransactionalId", "Coordinator", "ProducerId", "TransactionState"]
 DESCRIBE_HEADERS = [
@@ -62,6 +75,34 @@ async def describe_transaction(
     ]  # fmt: skip
 
 
+PRODUCERS_HEADERS = [
+    "ProducerId", "ProducerEpoch", "LatestCoordinatorEpoch", "LastSequence", "LastTimestamp",
+    "CurrentTransactionStartOffset",
+]  # fmt: skip
+
+
+async def describe_producers(
+    admin: TransactionAdmin, tp: TopicPartition, broker_id: int | None
+) -> list[list[str]]:
+    """Kafka 3.0's DescribeProducersCommand: the active producers of `tp` on its leader (or
+    on broker `broker_id`)."""
+    on = "leader" if broker_id is None else f"broker {broker_id}"
+    try:
+        node = await admin.client.leader_for(tp) if broker_id is None else broker_id
+        states = await admin.describe_producers(node, {tp.topic: [tp.partition]})
+    except (TransactionAdminError, KafkaError) as e:
+        raise TransactionAdminError(
+            f"Failed to describe producers for partition {tp} on {on}: {e}. "
+            "Enable debug logging for additional detail."
+        ) from None
+    return [
+        [str(s.producer_id), str(s.producer_epoch), str(s.coordinator_epoch), str(s.last_sequence),
+         str(s.last_timestamp),
+         str(s.current_txn_start_offset) if s.current_txn_start_offset >= 0 else "None"]
+        for s in states
+    ]  # fmt: skip
+
+
 HANGING_HEADERS = [
     "Topic", "Partition", "ProducerId", "ProducerEpoch", "CoordinatorEpoch", "StartOffset",
     "LastTimestamp", "Duration(min)",
@@ -71,7 +112,9 @@ HANGING_HEADERS = [
 async def _partitions_in_transactions(
     admin: TransactionAdmin, producer_ids: list[int]
 ) -> set[tuple[int, str, int]]:
-    """(producer id, topic, partition) of every partition a coordinator has in a transaction."""
+    """(producer id, topic, partition) of every partition a coordinator has in a transaction
+    it will end by itself: not a two-phase-commit one, which waits for its external
+    coordinator however long it takes (KIP-939)."""
     transactional_ids = {
         t.producer_id: (t.transactional_id, t.coordinator)
         for t in await admin.list_transactions(producer_ids)
@@ -81,6 +124,8 @@ async def _partitions_in_transactions(
         try:
             d = await admin.describe_transaction(tid, coordinator=node)
         except TransactionAdminError:
+            continue
+        if d.transaction_timeout_ms == TWO_PHASE_COMMIT_TIMEOUT_MS:
             continue
         found.update((producer_id, tp.topic, tp.partition) for tp in d.topic_partitions)
     return found
@@ -123,38 +168,111 @@ async def find_hanging(
     ]  # fmt: skip
 
 
+async def abort_spec(
+    admin: TransactionAdmin, tp: TopicPartition, start_offset: int
+) -> AbortTransactionSpec:
+    """Kafka 3.0's AbortTransactionCommand with --start-offset: the producer whose open
+    transaction on `tp` starts at `start_offset` (DescribeProducers on the leader)."""
+    try:
+        leader = await admin.client.leader_for(tp)
+        states = await admin.describe_producers(leader, {tp.topic: [tp.partition]})
+    except (TransactionAdminError, KafkaError) as e:
+        raise TransactionAdminError(
+            f"Failed to validate producer state for partition {tp}: {e}. "
+            "Enable debug logging for additional detail."
+        ) from None
+    for s in states:
+        if s.current_txn_start_offset >= 0 and s.current_txn_start_offset == start_offset:
+            return AbortTransactionSpec(
+                tp, s.producer_id, s.producer_epoch, max(s.coordinator_epoch, 0)
+            )
+    raise TransactionAdminError(
+        f"Could not find any open transactions starting at offset {start_offset} on partition {tp}"
+    )
+
+
+async def abort_transaction(admin: TransactionAdmin, spec: AbortTransactionSpec) -> None:
+    try:
+        await admin.abort_transaction(spec)
+    except TransactionAdminError as e:
+        raise TransactionAdminError(f"{e}. Enable debug logging for additional detail.") from None
+
+
 @click.command(cls=AdminCommand, name="transactions")
 @click.option("--bootstrap-server", required=True, help="REQUIRED: The server(s) to connect to.")
 @click.option("--list", "do_list", is_flag=True, help="List transactions.")
 @click.option("--describe", "do_describe", is_flag=True,
               help="Describe the state of an active transactional-id.")  # fmt: skip
 @click.option("--find-hanging", "do_find_hanging", is_flag=True, help="Find hanging transactions.")
+@click.option("--describe-producers", "do_describe_producers", is_flag=True,
+              help="Describe the states of active producers for a topic partition.")  # fmt: skip
+@click.option("--abort", "do_abort", is_flag=True,
+              help="Abort a hanging transaction (requires administrative privileges).")  # fmt: skip
 @click.option("--transactional-id", default=None, help="With --describe: the transactional id.")
 @click.option(
-    "--broker-id", type=int, default=None, help="With --find-hanging: the broker to look at."
+    "--broker-id",
+    type=int,
+    default=None,
+    help="With --find-hanging: the broker to look at. With --describe-producers: a replica's "
+    "broker instead of the leader.",
 )
-@click.option("--topic", default=None, help="With --find-hanging: only this topic.")
+@click.option("--topic", default=None,
+              help="With --find-hanging: only this topic. With --abort: the topic.")  # fmt: skip
 @click.option(
     "--partition",
     type=int,
     default=None,
-    help="With --find-hanging and --topic: only this partition.",
+    help="With --find-hanging and --topic: only this partition. With --abort: the partition.",
 )
+@click.option("--start-offset", type=int, default=None,
+              help="With --abort: the start offset of the transaction to abort.")  # fmt: skip
+@click.option("--producer-id", type=int, default=None,
+              help="With --abort, instead of --start-offset: the producer id.")  # fmt: skip
+@click.option("--producer-epoch", type=int, default=None,
+              help="With --abort and --producer-id: the producer epoch.")  # fmt: skip
+@click.option("--coordinator-epoch", type=int, default=None,
+              help="With --abort and --producer-id: the coordinator epoch.")  # fmt: skip
 @click.option("--max-transaction-timeout", type=int, default=15, show_default=True,
               help="With --find-hanging: minutes an open transaction may last (transaction.max.timeout.ms).")  # fmt: skip
 def command(
     bootstrap_server: str, do_list: bool, do_describe: bool, do_find_hanging: bool,
+    do_describe_producers: bool, do_abort: bool,
     transactional_id: str | None, broker_id: int | None, topic: str | None, partition: int | None,
-    max_transaction_timeout: int,
+    start_offset: int | None, producer_id: int | None, producer_epoch: int | None,
+    coordinator_epoch: int | None, max_transaction_timeout: int,
 ) -> None:  # fmt: skip
-    """List, describe or find hanging transactions (Kafka 3.0's kafka-transactions.sh)."""
+    """List, describe, find hanging or abort transactions, describe a partition's producers
+    (Kafka 3.0's kafka-transactions.sh)."""
     actions = [a for a, on in (("list", do_list), ("describe", do_describe),
-                               ("find-hanging", do_find_hanging)) if on]  # fmt: skip
+                               ("describe-producers", do_describe_producers),
+                               ("find-hanging", do_find_hanging), ("abort", do_abort)) if on]  # fmt: skip
     if len(actions) != 1:
         raise OneLineError(
-            f"Command must include exactly one action: --list, --describe, --find-hanging {_USAGE}"
+            "Command must include exactly one action: --list, --describe, --describe-producers, "
+            f"--find-hanging, --abort {_USAGE}"
         )
     action = actions[0]
+    spec: AbortTransactionSpec | None = None
+    if action == "describe-producers" and (topic is None or partition is None):
+        raise OneLineError(f"Option --describe-producers requires --topic and --partition {_USAGE}")
+    if action == "abort":
+        if topic is None or partition is None:
+            raise OneLineError(f"Option --abort requires --topic and --partition {_USAGE}")
+        if start_offset is None and producer_id is None:
+            raise OneLineError(
+                "The transaction to abort must be identified either with --start-offset (for "
+                "brokers on 3.0 or above) or with --producer-id, --producer-epoch, and "
+                "--coordinator-epoch (for older brokers)"
+            )
+        if start_offset is None:
+            if producer_epoch is None:
+                raise OneLineError("Missing required argument --producer-epoch")
+            if coordinator_epoch is None:
+                raise OneLineError("Missing required argument --coordinator-epoch")
+            spec = AbortTransactionSpec(
+                TopicPartition(topic, partition), producer_id or 0, producer_epoch,
+                max(coordinator_epoch, 0),
+            )  # fmt: skip
     if action == "describe" and not transactional_id:
         raise OneLineError(f"Option --describe requires --transactional-id {_USAGE}")
     if action == "find-hanging":
@@ -171,6 +289,19 @@ def command(
         try:
             if action == "list":
                 return pretty_print_table(LIST_HEADERS, await list_transactions(admin))
+            if action == "describe-producers":
+                assert topic is not None and partition is not None
+                rows = await describe_producers(admin, TopicPartition(topic, partition), broker_id)
+                return pretty_print_table(PRODUCERS_HEADERS, rows)
+            if action == "abort":
+                assert topic is not None and partition is not None
+                tp = TopicPartition(topic, partition)
+                if start_offset is not None:
+                    await abort_transaction(admin, await abort_spec(admin, tp, start_offset))
+                else:
+                    assert spec is not None
+                    await abort_transaction(admin, spec)
+                return []
             if action == "find-hanging":
                 assert broker_id is not None
                 now = int(time.time() * 1000)

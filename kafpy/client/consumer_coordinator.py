@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kafpy.client.consumer_config import CONSUMER_CONFIG_DEF
+from kafpy.client.consumer_group_metadata import ConsumerGroupMetadata
 from kafpy.client.find_coordinator import COORDINATOR_RETRIABLE, CoordinatorType, find_coordinator
 from kafpy.client.kafka_client import KafkaClient
 from kafpy.client.response_errors import error_for_code
@@ -92,6 +93,11 @@ class ConsumerCoordinator:
             "kafpy.client.consumer_coordinator",
             f"Consumer clientId={client.client_id}, groupId={group_id}",
         )
+
+    def group_metadata(self) -> ConsumerGroupMetadata:
+        """The member's group, generation and member id (Kafka's KafkaConsumer
+        groupMetadata), for a transactional producer's send_offsets_to_transaction."""
+        return ConsumerGroupMetadata(self.group_id, self.generation_id, self.member_id)
 
     async def _coordinator_id(self) -> int:
         if self._coordinator is None:

@@ -12,19 +12,27 @@ sent again, so a record too large fails alone and its neighbours are delivered.
 Partitions failing with a retriable error (NOT_LEADER_OR_FOLLOWER, ...) are retried after
 a metadata refresh. With `init_producer_id()` the producer is idempotent (a producer id
 and sequence numbers per partition). It keeps no batches in memory between calls.
+
+With a `transactional_id` it is Kafka's transactional producer: `init_transactions()`, then
+`begin_transaction()`, sends (each partition added to the transaction before its first
+batch, through the TransactionManager), `send_offsets_to_transaction()`, and
+`commit_transaction()` or `abort_transaction()`, which wait for the sends in flight first.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kafpy.client.consumer_group_metadata import ConsumerGroupMetadata, OffsetAndMetadata
 from kafpy.client.kafka_client import KafkaClient
 from kafpy.client.partitioner import StickyPartitioner, partition_for_key
 from kafpy.client.response_errors import error_for_code
+from kafpy.client.transaction_manager import State, TransactionManager, TransactionStateError
 from kafpy.common.errors import KafkaError, LeaderNotAvailableError, MessageTooLargeError
 from kafpy.common.time import SYSTEM_TIME, Time
 from kafpy.common.topic_partition import TopicPartition
@@ -114,21 +122,30 @@ class BatchProducer:
     `timeout_ms` (the Produce request's ack timeout), `batch_size` (Kafka's `batch.size`,
     the bytes of records one batch holds at most, default 16384), `max_request_size`
     (Kafka's `max.request.size`, the largest Produce request and so the largest record,
-    default 1048576), `time` (timestamps).
+    default 1048576), `time` (timestamps); for transactions `transactional_id`,
+    `transaction_timeout_ms` and `max_block_ms` (Kafka's keys, default 60000 each), with
+    which `acks` must be -1 (its default then).
     Raises RecordsNotDeliveredError naming the records not delivered (a record too large,
-    a partition's error once retries are used up) after delivering all the others."""
+    a partition's error once retries are used up) after delivering all the others. In a
+    transaction such a failure makes the transaction abortable; a send that fences or
+    otherwise ends the producer raises that error (ProducerFencedError) instead."""
 
     def __init__(
         self,
         client: KafkaClient,
         *,
-        acks: int = 1,
+        acks: int | None = None,
         compression: CompressionType = CompressionType.NONE,
         timeout_ms: int = 30000,
         batch_size: int = DEFAULT_BATCH_SIZE,
         max_request_size: int = DEFAULT_MAX_REQUEST_SIZE,
         time: Time = SYSTEM_TIME,
+        transactional_id: str | None = None,
+        transaction_timeout_ms: int = 60000,
+        max_block_ms: int = 60000,
     ) -> None:
+        if acks is None:
+            acks = 1 if transactional_id is None else -1
         if acks not in (-1, 0, 1):
             raise ValueError(f"Invalid value {acks} for acks: expected -1, 0 or 1")
         if batch_size < 0:
@@ -137,6 +154,11 @@ class BatchProducer:
             raise ValueError(
                 f"Invalid value {max_request_size} for max.request.size: expected 1 or more"
             )
+        if transactional_id is not None and acks != -1:
+            raise ValueError(
+                "Must set acks to all in order to use the idempotent producer. Otherwise we "
+                "cannot guarantee idempotence."
+            )
         self.client = client
         self.acks = acks
         self.compression = compression
@@ -144,22 +166,120 @@ class BatchProducer:
         self.batch_size = batch_size
         self.max_request_size = max_request_size
         self.time = time
-        self.producer_id = NO_PRODUCER_ID
-        self.producer_epoch = NO_PRODUCER_EPOCH
+        # the idempotent producer's id and epoch; with transactions (whose id and epoch
+        # the TransactionManager holds) the epoch the sequences count from
+        self._producer_id = NO_PRODUCER_ID
+        self._producer_epoch = NO_PRODUCER_EPOCH
         self._sequences: dict[TopicPartition, int] = {}
         self._sticky = StickyPartitioner()
+        self.transaction_manager: TransactionManager | None = None
+        if transactional_id is not None:
+            self.transaction_manager = TransactionManager(
+                client,
+                transactional_id,
+                transaction_timeout_ms=transaction_timeout_ms,
+                max_block_ms=max_block_ms,
+            )
+        self._in_flight = 0
+        self._flushed: asyncio.Event | None = None
+        self._partition_locks: dict[TopicPartition, asyncio.Lock] = {}
+
+    @property
+    def producer_id(self) -> int:
+        """The producer id (-1 before init_producer_id / init_transactions)."""
+        tm = self.transaction_manager
+        return self._producer_id if tm is None else tm.producer_id
+
+    @property
+    def producer_epoch(self) -> int:
+        """The producer's epoch (-1 before init_producer_id / init_transactions)."""
+        tm = self.transaction_manager
+        return self._producer_epoch if tm is None else tm.producer_epoch
+
+    @property
+    def transactional_id(self) -> str | None:
+        tm = self.transaction_manager
+        return None if tm is None else tm.transactional_id
+
+    def _transactions(self) -> TransactionManager:
+        if self.transaction_manager is None:
+            raise TransactionStateError(
+                "Cannot use transactional methods without enabling transactions by setting "
+                "the transactional.id configuration property"
+            )
+        return self.transaction_manager
+
+    async def init_transactions(self) -> None:
+        """Get the producer id and epoch of the transactional id (fencing its older
+        producers and having the coordinator finish their open transaction). Call once,
+        before the first transaction; called again after a timeout, it resumes."""
+        tm = self._transactions()
+        await self.client.start()
+        await tm.initialize()
+        self._new_epoch()
+
+    def begin_transaction(self) -> None:
+        """Open a transaction: the sends until commit or abort belong to it."""
+        self._transactions().begin()
+
+    async def send_offsets_to_transaction(
+        self,
+        offsets: Mapping[TopicPartition, int | OffsetAndMetadata],
+        group: ConsumerGroupMetadata | str,
+    ) -> None:
+        """Commit `offsets` (the next offset to read of each partition) for the consumer
+        group `group` (its metadata, or its id alone) with the transaction: readers see
+        them committed once the transaction commits, never if it aborts."""
+        metadata = ConsumerGroupMetadata(group) if isinstance(group, str) else group
+        await self._transactions().send_offsets(offsets, metadata)
+
+    async def commit_transaction(self) -> None:
+        """Wait for the sends in flight, then commit (EndTxn). If a send failed, the
+        transaction is abortable and this raises; only abort_transaction() is then allowed."""
+        tm = self._transactions()
+        tm.begin_commit()
+        await self.flush()
+        await tm.end_transaction()
+        if self.producer_epoch != self._producer_epoch:
+            self._new_epoch()
+
+    async def abort_transaction(self) -> None:
+        """Wait for the sends in flight, then abort (EndTxn): readers with
+        isolation.level=read_committed never see the transaction's records."""
+        tm = self._transactions()
+        tm.begin_abort()
+        await self.flush()
+        await tm.end_transaction()
+        if self.producer_epoch != self._producer_epoch:
+            self._new_epoch()
+
+    def _new_epoch(self) -> None:
+        """The epoch was bumped: sequences start again from 0 in every partition."""
+        self._producer_epoch = self.producer_epoch
+        self._sequences.clear()
+
+    async def flush(self) -> None:
+        """Return once every send in flight has finished (delivered or failed)."""
+        while self._in_flight:
+            if self._flushed is None:
+                self._flushed = asyncio.Event()
+            await self._flushed.wait()
 
     async def init_producer_id(self) -> None:
         """Become idempotent: get a producer id (InitProducerId without a transactional
         id) and number each partition's batches from sequence 0, so a retried Produce is
         not written twice."""
+        if self.transaction_manager is not None:
+            raise TransactionStateError(
+                "A transactional producer gets its producer id from init_transactions()"
+            )
         await self.client.start()
         init = await self.client.send_to_any(
             ApiKey.INIT_PRODUCER_ID, {"transactional_id": None, "transaction_timeout_ms": 60000}
         )
         if init["error_code"]:
             raise error_for_code(init["error_code"], None, "Getting an idempotent producer id")
-        self.producer_id, self.producer_epoch = init["producer_id"], init["producer_epoch"]
+        self._producer_id, self._producer_epoch = init["producer_id"], init["producer_epoch"]
         self._sequences.clear()
 
     async def partitions_for(self, topic: str) -> list[int]:
@@ -191,6 +311,12 @@ class BatchProducer:
         """Produce `records` ((key, value) or (key, value, headers)) to `topic`, to
         `partition` if given; returns where each batch was written, in the order sent.
         Raises RecordsNotDeliveredError (indexes into `records`) if some were not."""
+        with self._counted():
+            return await self._send_to_topic(topic, records, partition)
+
+    async def _send_to_topic(
+        self, topic: str, records: Sequence[ProducerRecord], partition: int | None
+    ) -> list[ProduceResult]:
         await self.client.start()
         partitions = await self.partitions_for(topic)
         by_partition: dict[TopicPartition, list[tuple[int, ProducerRecord]]] = {}
@@ -212,6 +338,12 @@ class BatchProducer:
     ) -> list[ProduceResult]:
         """Produce records already assigned to partitions. A failure's index counts the
         records in the mapping's order ({tp0: [r0, r1], tp1: [r2]})."""
+        with self._counted():
+            return await self._send_records(records)
+
+    async def _send_records(
+        self, records: Mapping[TopicPartition, Sequence[ProducerRecord]]
+    ) -> list[ProduceResult]:
         await self.client.start()
         indexed: dict[TopicPartition, list[tuple[int, ProducerRecord]]] = {}
         index = 0
@@ -268,6 +400,7 @@ class BatchProducer:
                 producer_id=self.producer_id,
                 producer_epoch=self.producer_epoch,
                 base_sequence=self._sequences.get(batch.tp, 0) if idempotent else -1,
+                is_transactional=self.transaction_manager is not None,
             )
             for _, record in batch.records:
                 builder.append(now, record[0], record[1], record[2] if len(record) > 2 else ())
@@ -288,7 +421,61 @@ class BatchProducer:
             size += len(batch.data)
         return requests
 
+    @contextlib.contextmanager
+    def _counted(self) -> Iterator[None]:
+        """Count a send in flight (for flush) from its first step to its last; in a
+        transaction, only while the transaction is open."""
+        if self.transaction_manager is not None:
+            self.transaction_manager.fail_if_not_ready_for_send()
+        self._in_flight += 1
+        if self._flushed is not None:
+            self._flushed.clear()
+        try:
+            yield
+        finally:
+            self._in_flight -= 1
+            if not self._in_flight and self._flushed is not None:
+                self._flushed.set()
+
     async def _send_indexed(
+        self, records: Mapping[TopicPartition, list[tuple[int, ProducerRecord]]]
+    ) -> list[ProduceResult]:
+        """Without a transaction, just send; in one, add the partitions first, and let a
+        failure make the transaction abortable (or the producer unusable)."""
+        tm = self.transaction_manager
+        if tm is None:
+            return await self._send_in_sequence(records)
+        try:
+            await tm.maybe_add_partitions(records.keys())
+            return await self._send_in_sequence(records)
+        except TransactionStateError:
+            raise
+        except RecordsNotDeliveredError as e:
+            error = tm.handle_failed_send(e.errors[0][1])
+            if tm.state is State.FATAL_ERROR:
+                raise error from e
+            raise
+        except KafkaError as e:
+            if tm.last_error is not e:  # not already classed by the TransactionManager
+                tm.handle_failed_send(e)
+            raise
+
+    async def _send_in_sequence(
+        self, records: Mapping[TopicPartition, list[tuple[int, ProducerRecord]]]
+    ) -> list[ProduceResult]:
+        """An idempotent producer's sends run one at a time per partition (their
+        partitions locked in order, so concurrent sends never deadlock): a partition's
+        sequence numbers then go to the broker in order, retries included."""
+        if self.producer_id == NO_PRODUCER_ID:
+            return await self._send_batches_of(records)
+        async with contextlib.AsyncExitStack() as locked:
+            for tp in sorted(records):
+                await locked.enter_async_context(
+                    self._partition_locks.setdefault(tp, asyncio.Lock())
+                )
+            return await self._send_batches_of(records)
+
+    async def _send_batches_of(
         self, records: Mapping[TopicPartition, list[tuple[int, ProducerRecord]]]
     ) -> list[ProduceResult]:
         """Send each partition's batches in order, one batch per partition in flight."""
@@ -361,7 +548,13 @@ class BatchProducer:
     ) -> list[ProduceResult]:
         """Send ready-made batches ({tp: (batch bytes, record count)}, each within
         max.request.size), retrying the partitions that fail with a retriable error; the
-        first error left once retries are used up is raised."""
+        first error left once retries are used up is raised. Not for a transactional
+        producer, which builds its batches itself."""
+        if self.transaction_manager is not None:
+            raise TransactionStateError(
+                "A transactional producer sends records, not ready-made batches: their "
+                "producer id and sequences are its own"
+            )
         pending = dict(batches)
         results: dict[TopicPartition, ProduceResult] = {}
         for tries_left in range(self.client.retries, -1, -1):
@@ -419,7 +612,7 @@ class BatchProducer:
         for tp, (data, _) in batches.items():
             topics.setdefault(tp.topic, []).append({"index": tp.partition, "records": data})
         body = {
-            "transactional_id": None,
+            "transactional_id": self.transactional_id,
             "acks": self.acks,
             "timeout_ms": self.timeout_ms,
             "topic_data": [

@@ -8,8 +8,16 @@ where they differ from Kafka's (it passes them to the getters) and words errors 
 
 from __future__ import annotations
 
-from kafpy.client.client_config import ClientConfig
-from kafpy.common.config_def import INT_MAX, ConfigDef, ConfigType, Importance, Range, ValidString
+from kafpy.client.client_config import ClientConfig, ClientConfigError, Expected
+from kafpy.common.config_def import (
+    INT_MAX,
+    ConfigDef,
+    ConfigType,
+    Importance,
+    NonEmptyString,
+    Range,
+    ValidString,
+)
 
 PRODUCER_CONFIG_DEF = (
     ConfigDef()
@@ -41,6 +49,13 @@ PRODUCER_CONFIG_DEF = (
             Importance.LOW, "unacknowledged requests on one connection at most")
     .define("security.protocol", ConfigType.STRING, "PLAINTEXT", None, Importance.MEDIUM,
             "PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL")
+    .define("max.block.ms", ConfigType.LONG, 60000, Range.at_least(0), Importance.MEDIUM,
+            "how long init, commit and abort of transactions and sending offsets may block")
+    .define("transaction.timeout.ms", ConfigType.INT, 60000, None, Importance.LOW,
+            "how long the transaction coordinator waits for a transaction to end before it "
+            "aborts it (at most the broker's transaction.max.timeout.ms)")
+    .define("transactional.id", ConfigType.STRING, None, NonEmptyString(), Importance.LOW,
+            "the id that lets transactions span producer sessions; implies enable.idempotence")
 )  # fmt: skip
 
 
@@ -48,3 +63,51 @@ class ProducerConfig(ClientConfig):
     """A producer's properties, read through PRODUCER_CONFIG_DEF."""
 
     definition = PRODUCER_CONFIG_DEF
+
+    def transactional_id(self) -> str | None:
+        """`transactional.id`, None when not set; ClientConfigError when empty."""
+        raw = self.props.get("transactional.id")
+        if raw is not None and not raw:
+            raise ClientConfigError(
+                "transactional.id", raw, Expected.VALID,
+                detail="Invalid value  for configuration transactional.id: String must be non-empty",
+            )  # fmt: skip
+        return raw
+
+    def idempotence_enabled(self) -> bool:
+        """Kafka's idempotenceEnabled with the checks KafkaProducer makes of it: idempotence
+        is on when `enable.idempotence=true` or a `transactional.id` is set, and then
+        retries must not be 0, a configured `acks` must be all, and at most 5 requests may
+        be in flight; each conflict raises ClientConfigError with Kafka's sentence."""
+        transactional = self.transactional_id() is not None
+        configured = "enable.idempotence" in self.props
+        if configured and not self.get_bool("enable.idempotence"):
+            if transactional:
+                self._conflict(
+                    "enable.idempotence",
+                    "Cannot set a transactional.id without also enabling idempotence.",
+                )
+            return False
+        if not (configured or transactional):
+            return False
+        if self.get_int("retries") == 0:
+            self._conflict(
+                "retries", "Must set retries to non-zero when using the idempotent producer."
+            )
+        acks = self.props.get("acks")
+        if acks is not None and acks.strip().lower() not in ("all", "-1"):
+            self._conflict(
+                "acks",
+                "Must set acks to all in order to use the idempotent producer. Otherwise we "
+                "cannot guarantee idempotence.",
+            )
+        if self.get_int("max.in.flight.requests.per.connection") > 5:
+            self._conflict(
+                "max.in.flight.requests.per.connection",
+                "Must set max.in.flight.requests.per.connection to at most 5 to use the "
+                "idempotent producer.",
+            )
+        return True
+
+    def _conflict(self, key: str, sentence: str) -> None:
+        raise ClientConfigError(key, self.props.get(key, ""), Expected.VALID, detail=sentence)

@@ -2,8 +2,9 @@
 
 After the transaction half of Kafka 3.0's `KafkaAdminClient`: listTransactions
 (ListTransactions on every broker), describeTransactions (FindCoordinator key_type 1, then
-DescribeTransactions on the coordinator) and describeProducers (DescribeProducers on the
-broker holding the partitions). The three APIs are Kafka 3.0's: kafpy's brokers serve them
+DescribeTransactions on the coordinator), describeProducers (DescribeProducers on the
+broker holding the partitions) and abortTransaction (an ABORT marker written with
+WriteTxnMarkers by the partition's leader, as a coordinator writes it). The three APIs are Kafka 3.0's: kafpy's brokers serve them
 beyond 2.8 for `kafpy transactions`, which prints what this service returns.
 """
 
@@ -67,6 +68,24 @@ class ProducerState:
     coordinator_epoch: int
     last_timestamp: int
     current_txn_start_offset: int
+    last_sequence: int = -1
+
+
+@dataclass(frozen=True)
+class AbortTransactionSpec:
+    """The open transaction of one partition to abort (Kafka's AbortTransactionSpec)."""
+
+    topic_partition: TopicPartition
+    producer_id: int
+    producer_epoch: int
+    coordinator_epoch: int
+
+    def __str__(self) -> str:
+        return (
+            f"AbortTransactionSpec(topicPartition={self.topic_partition}, "
+            f"producerId={self.producer_id}, producerEpoch={self.producer_epoch}, "
+            f"coordinatorEpoch={self.coordinator_epoch})"
+        )
 
 
 def _message(code: int, message: str | None = None) -> str:
@@ -163,7 +182,31 @@ class TransactionAdmin:
                         s["coordinator_epoch"],
                         s["last_timestamp"],
                         s["current_txn_start_offset"],
+                        s["last_sequence"],
                     )  # fmt: skip
                     for s in p["active_producers"]
                 )
         return found
+
+    async def abort_transaction(self, spec: AbortTransactionSpec) -> None:
+        """Write an ABORT marker for `spec`'s transaction on its partition (WriteTxnMarkers to
+        the leader, ClusterAction needed), as Kafka's Admin.abortTransaction."""
+        tp = spec.topic_partition
+        failed = f"Failed to abort transaction {spec}"
+        try:
+            leader = await self.client.leader_for(tp)
+        except KafkaError as e:
+            raise TransactionAdminError(f"{failed}: {e}") from None
+        r = await self.client.send_to_node(leader, ApiKey.WRITE_TXN_MARKERS, {"markers": [{
+            "producer_id": spec.producer_id, "producer_epoch": spec.producer_epoch,
+            "transaction_result": False, "coordinator_epoch": max(spec.coordinator_epoch, 0),
+            "topics": [{"name": tp.topic, "partition_indexes": [tp.partition]}]}]})  # fmt: skip
+        codes = [
+            p["error_code"] for m in r["markers"] for t in m["topics"] for p in t["partitions"]
+        ]
+        if len(codes) != 1:
+            raise TransactionAdminError(
+                f"{failed}: the WriteTxnMarkers response names {len(codes)} partitions, not 1"
+            )
+        if codes[0] != Errors.NONE:
+            raise TransactionAdminError(f"{failed}: {_message(codes[0])}")

@@ -767,6 +767,13 @@ class TransactionCoordinatorFencedError(KafkaError):
     error = Errors.TRANSACTION_COORDINATOR_FENCED
 
 
+class ProducerFencedError(KafkaError):
+    """Another producer with the same transactional.id has been started and fenced this one
+    (PRODUCER_FENCED): it can only be closed."""
+
+    error = Errors.PRODUCER_FENCED
+
+
 class UnknownProducerIdError(KafkaError):
     """The partition has no state for the producer id of a batch that does not start at
     sequence 0 (UNKNOWN_PRODUCER_ID), e.g. because retention removed its batches."""

@@ -27,6 +27,8 @@ class AclOperation(IntEnum):
     DESCRIBE_CONFIGS = 10
     ALTER_CONFIGS = 11
     IDEMPOTENT_WRITE = 12
+    # 13 and 14 are Kafka 3's CreateTokens and DescribeTokens, which kafpy does not have.
+    TWO_PHASE_COMMIT = 15  # KIP-939: InitProducerId with enable2Pc, on a TransactionalId
 
 
 _OP = AclOperation
@@ -35,6 +37,7 @@ TOPIC_OPERATIONS = frozenset({_OP.READ, _OP.WRITE, _OP.CREATE, _OP.DESCRIBE, _OP
 GROUP_OPERATIONS = frozenset({_OP.READ, _OP.DESCRIBE, _OP.DELETE})
 CLUSTER_OPERATIONS = frozenset({_OP.CREATE, _OP.CLUSTER_ACTION, _OP.DESCRIBE_CONFIGS, _OP.ALTER_CONFIGS,
                                 _OP.IDEMPOTENT_WRITE, _OP.ALTER, _OP.DESCRIBE})  # fmt: skip
+TRANSACTIONAL_ID_OPERATIONS = frozenset({_OP.DESCRIBE, _OP.WRITE, _OP.TWO_PHASE_COMMIT})
 
 
 def to_bit_field(operations: Iterable[AclOperation]) -> int:

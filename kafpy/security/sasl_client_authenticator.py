@@ -9,6 +9,12 @@ from typing import TYPE_CHECKING, Protocol
 from kafpy.common.errors import InvalidConfigurationError, SaslAuthenticationError
 from kafpy.security.gssapi_client import GssapiSaslClient
 from kafpy.security.kerberos_login import GSSAPI, KerberosLogin
+from kafpy.security.oauthbearer import (
+    OAUTHBEARER,
+    OAuthBearerClientInitialResponse,
+    OAuthBearerLogin,
+    OAuthBearerSaslClient,
+)
 from kafpy.security.plain import PLAIN, plain_client_message
 from kafpy.security.scram import TOKEN_AUTH_CONFIG, ScramMechanism, ScramSaslClient
 
@@ -27,6 +33,8 @@ class _Credentials(Protocol):
     def token_auth(self) -> bool: ...
     @property
     def kerberos(self) -> KerberosLogin | None: ...
+    @property
+    def oauthbearer(self) -> OAuthBearerLogin | None: ...
 
 
 class SaslClientAuthenticator:
@@ -38,12 +46,22 @@ class SaslClientAuthenticator:
         self.mechanism = credentials.mechanism
         self._scram: ScramSaslClient | None = None
         self._plain: bytes | None = None
+        self._oauthbearer: OAuthBearerSaslClient | None = None
         self._gssapi: GssapiSaslClient | None = None
         if credentials.mechanism == GSSAPI:
             assert credentials.kerberos is not None, "GSSAPI credentials carry their login"
             self._gssapi = _gssapi_client(credentials.kerberos, host)
         elif credentials.mechanism == PLAIN:
             self._plain = plain_client_message(credentials.username, credentials.password)
+        elif credentials.mechanism == OAUTHBEARER:
+            login = credentials.oauthbearer
+            if login is None:
+                raise SaslAuthenticationError("OAUTHBEARER needs a token and none was given")
+            self._oauthbearer = OAuthBearerSaslClient(
+                OAuthBearerClientInitialResponse(
+                    login.token_value(), extensions=dict(login.extensions)
+                )
+            )
         else:
             scram = ScramMechanism.for_name(credentials.mechanism)
             if scram is None:
@@ -61,12 +79,18 @@ class SaslClientAuthenticator:
             return self._gssapi.first_message()
         if self._plain is not None:
             return self._plain
+        if self._oauthbearer is not None:
+            return self._oauthbearer.first_message()
         assert self._scram is not None
         return self._scram.first_message()
 
     def evaluate_challenge(self, challenge: bytes) -> bytes | None:
         if self._gssapi is not None:
             return self._gssapi.evaluate_challenge(challenge)
+        if self._oauthbearer is not None:
+            # an error JSON is answered with \x01, after which the broker fails the exchange
+            answer = self._oauthbearer.evaluate_challenge(challenge)
+            return None if self._oauthbearer.is_complete() else answer
         if self._scram is None or self._scram.is_complete():
             return None
         token = self._scram.evaluate_challenge(challenge)

@@ -15,8 +15,8 @@ authentication closes it without an answer.
 With `connections.max.reauth.ms` set the session has that lifetime (told to clients in
 SaslAuthenticate v1+): the client may re-authenticate in-band with a new SaslHandshake,
 and a connection that sends anything else after its session expired is closed (KIP-368).
-A session authenticated with a delegation token ends at the token's expiry at the latest,
-whatever `connections.max.reauth.ms` is.
+A session authenticated with a token (a delegation token, an OAUTHBEARER token) ends at the
+token's expiry at the latest, whatever `connections.max.reauth.ms` is.
 """
 
 from __future__ import annotations
@@ -37,6 +37,12 @@ from kafpy.security.delegation_token_cache import DelegationTokenCache
 from kafpy.security.gssapi_server import GssapiServerConfig
 from kafpy.security.kafka_principal import USER_TYPE, KafkaPrincipal
 from kafpy.security.kerberos_login import GSSAPI
+from kafpy.security.oauthbearer import OAUTHBEARER, OAuthBearerSaslServer, OAuthBearerValidator
+from kafpy.security.oauthbearer_jwks import (
+    JWKS_VALIDATOR_CALLBACK_HANDLER,
+    OAuthBearerJwksValidator,
+)
+from kafpy.security.oauthbearer_unsecured import OAuthBearerUnsecuredValidator
 from kafpy.security.plain import PLAIN, PlainSaslServer
 from kafpy.security.sasl_configs import MAX_RECEIVE_SIZE
 from kafpy.security.scram import ScramCredential, ScramMechanism, ScramSaslServer
@@ -66,11 +72,36 @@ class SaslServer(Protocol):
     def evaluate_response(self, response: bytes) -> bytes: ...
 
 
+@dataclass(frozen=True)
+class OAuthBearerListenerConfig:
+    """A listener's OAUTHBEARER validation (Kafka's server callback handler for the
+    mechanism): the handler class (Kafka's unsecured validator, or kafpy's JWKS one) and
+    the options of the listener's OAuthBearerLoginModule entry. Equal settings are equal
+    configs; the validator is built once, here, so a bad option or an unreadable key set
+    fails at start-up."""
+
+    callback_handler_class: str
+    options: tuple[tuple[str, str], ...]
+    jaas_key: str = "sasl.jaas.config"
+    validator: OAuthBearerValidator = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        options = dict(self.options)
+        validator: OAuthBearerValidator
+        if self.callback_handler_class == JWKS_VALIDATOR_CALLBACK_HANDLER:
+            validator = OAuthBearerJwksValidator(options, key=self.jaas_key)
+        else:
+            validator = OAuthBearerUnsecuredValidator(options, key=self.jaas_key)
+        object.__setattr__(self, "validator", validator)
+
+
 @dataclass
 class SaslListenerConfig:
     """What a SASL listener offers: its enabled mechanisms, PLAIN's users (from its JAAS
     config), the SCRAM credential cache, the delegation tokens (SCRAM with `tokenauth`),
-    `connections.max.reauth.ms` and GSSAPI's keys and short-name rules."""
+    OAUTHBEARER's validation, GSSAPI's keys and short-name rules, and
+    `connections.max.reauth.ms` (per mechanism when
+    `listener.name.<l>.<mechanism>.connections.max.reauth.ms` sets it)."""
 
     listener_name: str
     enabled_mechanisms: list[str]
@@ -78,7 +109,12 @@ class SaslListenerConfig:
     credential_cache: CredentialCache = field(default_factory=CredentialCache)
     max_reauth_ms: int = 0
     token_cache: DelegationTokenCache | None = None
+    oauthbearer: OAuthBearerListenerConfig | None = None
     gssapi: GssapiServerConfig | None = None
+    max_reauth_ms_by_mechanism: Mapping[str, int] = field(default_factory=dict)
+
+    def max_reauth_ms_for(self, mechanism: str | None) -> int:
+        return self.max_reauth_ms_by_mechanism.get(mechanism or "", self.max_reauth_ms)
 
     def create_sasl_server(self, mechanism: str) -> SaslServer:
         if mechanism == PLAIN:
@@ -86,6 +122,9 @@ class SaslListenerConfig:
         if mechanism == GSSAPI:
             assert self.gssapi is not None, "GSSAPI listeners are configured at start-up"
             return self.gssapi.create_sasl_server()
+        if mechanism == OAUTHBEARER:
+            assert self.oauthbearer is not None, "OAUTHBEARER listeners are configured at start-up"
+            return OAuthBearerSaslServer(self.oauthbearer.validator)
         scram = ScramMechanism.for_name(mechanism)
         assert scram is not None, "enabled mechanisms are validated at start-up"
         cache, tokens = self.credential_cache, self.token_cache
@@ -180,7 +219,8 @@ class SaslServerAuthenticator:
                 return AuthenticationStep(
                     close_reason=(
                         f"the SASL session of {self.principal} expired (connections.max.reauth.ms"
-                        f"={self.config.max_reauth_ms}, or its delegation token's expiry) and "
+                        f"={self.config.max_reauth_ms_for(self.mechanism)}, or its token's "
+                        "expiry) and "
                         "the client did not re-authenticate"
                     )
                 )
@@ -318,7 +358,8 @@ class SaslServerAuthenticator:
         `connections.max.reauth.ms` and with the credential (a delegation token's expiry),
         whichever comes first; None when neither limits it."""
         assert self._server is not None
-        expiry, max_reauth = self._server.credential_expiration_ms, self.config.max_reauth_ms
+        expiry = self._server.credential_expiration_ms
+        max_reauth = self.config.max_reauth_ms_for(self.mechanism)
         if expiry is None:
             return max_reauth if max_reauth > 0 else None
         left = expiry - now_ms

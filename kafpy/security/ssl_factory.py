@@ -387,8 +387,14 @@ def _load_key_store(ctx: ssl.SSLContext, values: Mapping[str, Any], where: str) 
 def _load_cert_chain(
     ctx: ssl.SSLContext, path: str, password: str | None, what: str, where: str
 ) -> None:
+    def no_password() -> bytes:
+        # OpenSSL would otherwise ask for the pass phrase on the terminal
+        raise InvalidConfigurationError(
+            f"The private key of {what} for {where} is encrypted and ssl.key.password is not set"
+        )
+
     try:
-        ctx.load_cert_chain(path, password=password or None)
+        ctx.load_cert_chain(path, password=password or no_password)
     except (ssl.SSLError, ValueError, TypeError) as e:
         raise InvalidConfigurationError(
             f"The key store {what} for {where} does not load ({e}): it must hold a PEM "

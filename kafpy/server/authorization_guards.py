@@ -484,9 +484,12 @@ async def find_coordinator_guard(auth: AuthHelper, request: Request, handler: Ha
 
 
 async def init_producer_id_guard(auth: AuthHelper, request: Request, handler: Handler) -> Any:
-    transactional_id = (request.body or {}).get("transactional_id")
+    body = request.body or {}
+    transactional_id = body.get("transactional_id")
     if transactional_id is not None:
         ok = auth.authorize(request, Op.WRITE, TRANSACTIONAL_ID, transactional_id)
+        if ok and body.get("enable2_pc"):  # KIP-939: two-phase commit needs its own ACL too
+            ok = auth.authorize(request, Op.TWO_PHASE_COMMIT, TRANSACTIONAL_ID, transactional_id)
         error = Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
     else:
         ok = auth.cluster(request, Op.IDEMPOTENT_WRITE)

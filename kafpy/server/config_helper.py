@@ -34,6 +34,7 @@ from kafpy.server.dynamic_broker_config import (
     ALL_DYNAMIC_CONFIGS,
     DynamicBrokerConfig,
     broker_config_synonyms,
+    loggable,
 )
 from kafpy.server.kafka_config import KAFKA_CONFIG_DEF
 from kafpy.storage.log_config import (
@@ -333,9 +334,9 @@ class ConfigHelper:
                 _apply_incremental(ops, props)
                 await self._alter_topic_configs(rname, props, validate_only)
             elif rtype == ConfigResourceType.BROKER:
-                props = await self.admin_zk_client.fetch_entity_config(
-                    ZkConfigType.BROKER, self._broker_entity(rname)
-                )
+                entity = self._broker_entity(rname)
+                stored = await self.admin_zk_client.fetch_entity_config(ZkConfigType.BROKER, entity)
+                props = self.dynamic_config.from_persistent(stored, entity)
                 _apply_incremental(ops, props, KAFKA_CONFIG_DEF)
                 await self._alter_broker_configs(rname, props, validate_only)
             elif rtype == ConfigResourceType.BROKER_LOGGER:
@@ -406,8 +407,10 @@ class ConfigHelper:
         except InvalidRequestError as e:
             raise InvalidRequestError(f"Invalid config value for resource {resource}: {e}") from e
         if not validate_only:
-            self.log.info("Updating dynamic configs of %s: %s", resource, dict(props))
-            await self.admin_zk_client.change_broker_config(broker_id, props)
+            self.log.info("Updating dynamic configs of %s: %s", resource, loggable(props))
+            await self.admin_zk_client.change_broker_config(
+                broker_id, self.dynamic_config.to_persistent(props)
+            )
 
 
 def _alter_not_supported(rtype: int) -> InvalidRequestError:

@@ -105,6 +105,12 @@ class CoordinatorApis:
             # KIP-360 (v3+): an existing producer id comes with its epoch, or neither is given
             return {"throttle_time_ms": 0, "error_code": Errors.INVALID_REQUEST,
                     "producer_id": -1, "producer_epoch": -1}  # fmt: skip
+        if request.body.get("transactional_id") is None and (
+            request.body.get("enable2_pc") or request.body.get("keep_prepared_txn")
+        ):
+            # KIP-939's flags belong to a transactional producer
+            return {"throttle_time_ms": 0, "error_code": Errors.INVALID_REQUEST,
+                    "producer_id": -1, "producer_epoch": -1}  # fmt: skip
         if request.body.get("transactional_id") is not None and self.txn_apis is not None:
             return await self.txn_apis.init_producer_id(request.body, request.api_version)
         # Without a transactional id Kafka hands out a new producer id, given one or not.

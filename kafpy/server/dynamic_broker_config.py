@@ -21,11 +21,15 @@ max.connection.creation.rate, and `listener.name.<l>.max.connections` /
 `.max.connection.creation.rate`) and the listeners' security (KIP-226: `ssl.*` keys, a
 listener's key and trust stores only with its `listener.name.<l>.` prefix, rebuild its
 SslFactory for new connections; `sasl.enabled.mechanisms` and
-`listener.name.<l>.connections.max.reauth.ms` its SASL settings; the Kerberos and
-OAUTHBEARER login keys are accepted without effect, as in Kafka on a broker without those
-mechanisms). Security and listener keys are per broker only, as in Kafka. Password keys
-(store passwords, inline stores, JAAS configs) are refused: Kafka keeps them encrypted with
-password.encoder.secret, which kafpy does not have yet. The others (the other thread pools,
+`listener.name.<l>.connections.max.reauth.ms` its SASL settings; the Kerberos keys are
+accepted without effect, as in Kafka on a broker without GSSAPI, and so are OAUTHBEARER's
+login refresh keys, kafpy's login making a new token for each authentication). Security
+and listener keys are per broker only, as in Kafka. Password keys (store passwords, inline
+stores, JAAS configs) are stored encrypted with password.encoder.secret
+(security/password_encoder.py; refused without it, as Kafka refuses them) and decoded when
+read; a stored password that does not decode is logged and ignored, and at start-up those
+encrypted with password.encoder.old.secret are encrypted again with the new secret. The
+others (the other thread pools,
 listeners, sasl.mechanism.inter.broker.protocol, principal.builder.class) are refused by
 name, since kafpy cannot change them on a running broker yet.
 """
@@ -37,6 +41,7 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
+from kafpy.admin.admin_zk_client import AdminZkClient
 from kafpy.common.errors import InvalidConfigurationError, InvalidRequestError
 from kafpy.common.logger import component_logger
 from kafpy.common.time import Time
@@ -51,6 +56,7 @@ from kafpy.network.connection_quotas import (
 )
 from kafpy.security.credential_cache import CredentialCache
 from kafpy.security.delegation_token_cache import DelegationTokenCache
+from kafpy.security.password_encoder import PasswordEncoderError
 from kafpy.security.sasl_configs import NO_EFFECT_SASL_CONFIGS
 from kafpy.security.sasl_server_authenticator import SaslListenerConfig
 from kafpy.security.ssl_configs import BROKER_SSL_CONFIG_DEF
@@ -77,6 +83,7 @@ __all__ = [
     "DynamicReplicaFetcherConfig",
     "RECONFIGURABLE_LOG_CONFIGS",
     "broker_config_synonyms",
+    "loggable",
 ]
 
 DEFAULT_ENTITY_NAME = ConfigEntityName.DEFAULT
@@ -212,6 +219,11 @@ def _is_password(name: str) -> bool:
     return any(name.endswith(p) for p in _PASSWORD_CONFIGS)
 
 
+def loggable(props: Mapping[str, str]) -> dict[str, str]:
+    """`props` fit for a log line: password configs as `[hidden]`, as Kafka logs them."""
+    return {k: "[hidden]" if _is_password(k) else v for k, v in props.items()}
+
+
 def _is_applied(name: str) -> bool:
     if name in APPLIED_DYNAMIC_CONFIGS:
         return True
@@ -309,14 +321,13 @@ class DynamicBrokerConfig:
                 f"specified: {_scala_set(per_broker_only)}"
             )
         passwords = sorted(k for k in props if _is_password(k))
-        if passwords:
+        if passwords and not per_broker:
+            raise InvalidRequestError("Password config can be defined only at broker level")
+        if passwords and self.static.password_encoder is None:
             raise InvalidRequestError(
                 f"Password encoder secret not configured: the password configs "
-                f"{_scala_set(passwords)} would be stored in ZooKeeper, which Kafka does "
-                "encrypted with password.encoder.secret and kafpy cannot yet. Use a key "
-                "store file without a store password (ssl.keystore.type=PEM, the key "
-                "unencrypted, the file readable by the broker only), or set them in "
-                "server.properties and restart the broker"
+                f"{_scala_set(passwords)} are stored in ZooKeeper encrypted with "
+                "password.encoder.secret; set it in server.properties and restart the broker"
             )
         not_applied = sorted(k for k in props if not _is_applied(k))
         if not_applied:
@@ -337,6 +348,66 @@ class DynamicBrokerConfig:
             except InvalidConfigurationError as e:
                 raise InvalidRequestError(f"Invalid dynamic configuration: {e}") from e
 
+    # -- stored form (Kafka's toPersistentProps / fromPersistentProps) --------------------------
+
+    def to_persistent(self, props: Mapping[str, str]) -> dict[str, str]:
+        """`props` as stored in ZooKeeper: password configs encrypted (after `validate`,
+        which refuses them without password.encoder.secret)."""
+        encoder = self.static.password_encoder
+        stored = dict(props)
+        for name, value in props.items():
+            if _is_password(name) and value is not None:
+                if encoder is None:
+                    raise InvalidRequestError("Password encoder secret not configured")
+                stored[name] = encoder.encode(value)
+        return stored
+
+    def from_persistent(self, props: Mapping[str, str], where: str) -> dict[str, str]:
+        """Stored configs with their passwords decoded; one that does not decode (another
+        secret, or no secret) is logged and left out, as Kafka leaves it out."""
+        encoder = self.static.password_encoder
+        usable: dict[str, str] = {}
+        for name, value in props.items():
+            if _is_password(name) and value is not None:
+                try:
+                    if encoder is None:
+                        raise PasswordEncoderError("password.encoder.secret is not set")
+                    value = encoder.decode(value)
+                except PasswordEncoderError as e:
+                    self.log.error(
+                        "Dynamic password config %s of %s could not be decoded, ignoring: %s",
+                        name,
+                        where,
+                        e,
+                    )
+                    continue
+            usable[name] = value
+        return usable
+
+    async def _re_encode_passwords(
+        self, zk_client: KafkaZkClient, stored: Mapping[str, str]
+    ) -> dict[str, str]:
+        """With password.encoder.old.secret set: this broker's stored passwords that it
+        decodes are encrypted again with password.encoder.secret and written back (Kafka's
+        maybeReEncodePasswords)."""
+        old, new = self.static.password_old_encoder, self.static.password_encoder
+        if old is None or new is None or not any(_is_password(k) for k in stored):
+            return dict(stored)
+        props = dict(stored)
+        for name, value in stored.items():
+            if _is_password(name) and value is not None:
+                try:
+                    props[name] = new.encode(old.decode(value))
+                except PasswordEncoderError:
+                    self.log.debug(
+                        "Dynamic password config %s could not be decoded using old secret, "
+                        "new secret will be used.",
+                        name,
+                    )
+        await AdminZkClient(zk_client).change_broker_config(self.broker_id, props)
+        self.log.info("Dynamic password configs encrypted again with password.encoder.secret")
+        return props
+
     # -- updates from /config/brokers (DynamicConfigManager's BrokerConfigHandler) -------------
 
     async def initialize(self, zk_client: KafkaZkClient) -> None:
@@ -345,6 +416,7 @@ class DynamicBrokerConfig:
         start with them rather than with server.properties alone."""
         default = await zk_client.get_entity_configs(ConfigType.BROKER, DEFAULT_ENTITY_NAME)
         own = await zk_client.get_entity_configs(ConfigType.BROKER, str(self.broker_id))
+        own = await self._re_encode_passwords(zk_client, own)
         self.dynamic_default_configs = self._usable(default, "default")
         self.dynamic_broker_configs = self._usable(own, f"broker {self.broker_id}")
         self._update()
@@ -361,18 +433,22 @@ class DynamicBrokerConfig:
 
     def _usable(self, props: Mapping[str, str], where: str) -> dict[str, str]:
         usable: dict[str, str] = {}
-        for name, value in props.items():
+        for name, value in self.from_persistent(props, where).items():
             try:
-                if not _is_applied(name) or _is_password(name):
+                if not _is_applied(name):
                     raise InvalidConfigurationError("it cannot be updated dynamically")
-                if where == "default" and _is_per_broker(name):
+                if where == "default" and (_is_per_broker(name) or _is_password(name)):
                     raise InvalidConfigurationError("it can be set per broker only")
                 definition = _config_def_name(name)
                 if definition is not None:
                     KAFKA_CONFIG_DEF.parse_value(definition, value)
             except InvalidConfigurationError as e:
                 self.log.error(
-                    "Ignoring the stored dynamic config %s=%s of %s: %s", name, value, where, e
+                    "Ignoring the stored dynamic config %s=%s of %s: %s",
+                    name,
+                    "[hidden]" if _is_password(name) else value,
+                    where,
+                    e,
                 )
                 continue
             usable[name] = value
@@ -393,8 +469,8 @@ class DynamicBrokerConfig:
         old, self.current = self.current, new
         self.log.info(
             "Dynamic broker configs now: default %s, broker %s",
-            self.dynamic_default_configs,
-            self.dynamic_broker_configs,
+            loggable(self.dynamic_default_configs),
+            loggable(self.dynamic_broker_configs),
         )
         for reconfigurable in self._reconfigurables:
             try:

@@ -44,9 +44,11 @@ from kafpy.network.connection_quotas import (
 from kafpy.network.listener_name import listener_config_prefix
 from kafpy.network.socket_server_config import SOCKET_SERVER_CONFIG_DEF
 from kafpy.security.authorizer.acl_authorizer import AUTHORIZER_CLASS_NAMES, parse_super_users
+from kafpy.security.password_encoder import PasswordEncoder, PasswordEncoderError
 from kafpy.security.sasl_configs import (
     BROKER_SASL_CONFIG_DEF,
     SASL_SECURITY_PROTOCOLS,
+    ensure_callback_class_supported,
     ensure_sasl_mechanisms_supported,
 )
 from kafpy.security.ssl_configs import BROKER_SSL_CONFIG_DEF
@@ -285,6 +287,20 @@ def _broker_config_def() -> ConfigDef:
                 "How long a token lives unless renewed (and what a renewal adds by default).")
         .define("delegation.token.expiry.check.interval.ms", t.LONG, 3600 * 1000, Range.at_least(1),
                 Importance.LOW, "How often the controller removes expired tokens.")
+        # dynamic password configs, encrypted in ZooKeeper (security/password_encoder.py)
+        .define("password.encoder.secret", t.PASSWORD, None, None, m,
+                "The secret dynamically configured passwords of this broker are encrypted with.")
+        .define("password.encoder.old.secret", t.PASSWORD, None, None, m,
+                "The previous secret: at start-up the stored passwords it decodes are encrypted "
+                "again with password.encoder.secret.")
+        .define("password.encoder.keyfactory.algorithm", t.STRING, None, None, Importance.LOW,
+                "The PBKDF2 key factory (default PBKDF2WithHmacSHA512).")
+        .define("password.encoder.cipher.algorithm", t.STRING, "AES/CBC/PKCS5Padding", None,
+                Importance.LOW, "The cipher dynamically configured passwords are encrypted with.")
+        .define("password.encoder.key.length", t.INT, 128, Range.at_least(8), Importance.LOW,
+                "The key length, in bits, of that cipher.")
+        .define("password.encoder.iterations", t.INT, 4096, Range.at_least(1024), Importance.LOW,
+                "The PBKDF2 iteration count.")
     )  # fmt: skip
 
 
@@ -318,10 +334,38 @@ class KafkaConfig:
         self._validate_authorizer()
         self._replica_selector = replica_selector(self._values[REPLICA_SELECTOR_CLASS_CONFIG])
         self._connection_quotas = self._connection_quota_config()
+        self._password_encoder = self._encoder("password.encoder.secret")
+        self._password_decoder = self._encoder("password.encoder.old.secret")
         # Fails here, not at start-up, when a log key is out of range.
         self._log_defaults = log_config_defaults_from_broker(
             {k: v for k, v in props.items() if k in BROKER_LOG_CONFIG_DEF}
         )
+
+    def _encoder(self, secret_key: str) -> PasswordEncoder | None:
+        secret = self._values[secret_key]
+        if not secret:
+            return None
+        try:
+            return PasswordEncoder(
+                str(secret),
+                self._values["password.encoder.keyfactory.algorithm"],
+                self._values["password.encoder.cipher.algorithm"],
+                self._values["password.encoder.key.length"],
+                self._values["password.encoder.iterations"],
+            )
+        except PasswordEncoderError as e:
+            raise InvalidConfigurationError(str(e)) from e
+
+    @property
+    def password_encoder(self) -> PasswordEncoder | None:
+        """Encodes and decodes dynamic password configs (None without
+        password.encoder.secret)."""
+        return self._password_encoder
+
+    @property
+    def password_old_encoder(self) -> PasswordEncoder | None:
+        """Decodes passwords stored under password.encoder.old.secret (None if unset)."""
+        return self._password_decoder
 
     @classmethod
     def from_file(cls, path: str | Path, overrides: Mapping[str, str] | None = None) -> KafkaConfig:
@@ -443,6 +487,21 @@ class KafkaConfig:
         value = self._values["sasl.jaas.config"]
         return ("sasl.jaas.config", str(value)) if value is not None else None
 
+    def sasl_callback_class(
+        self, listener_name: str, mechanism: str, key: str
+    ) -> tuple[str, str] | None:
+        """(key as set, class name) of a listener's SASL callback for a mechanism:
+        `listener.name.<listener>.<mechanism in lower case>.<key>` (the only form Kafka reads
+        for a server callback handler), else, for the login keys, `<key>`; None when unset."""
+        prefixed = f"{listener_config_prefix(listener_name)}{mechanism.lower()}.{key}"
+        raw = self.originals.get(prefixed)
+        if raw is not None and str(raw).strip():
+            return prefixed, str(raw).strip()
+        if key == "sasl.server.callback.handler.class":
+            return None
+        value = self._values[key]
+        return (key, str(value).strip()) if value is not None and str(value).strip() else None
+
     @property
     def connections_max_reauth_ms(self) -> int:
         return int(self._values["connections.max.reauth.ms"])
@@ -455,9 +514,18 @@ class KafkaConfig:
         if not mechanisms:
             raise InvalidConfigurationError(
                 f"{key} is empty for SASL listener {listener_name}: enable PLAIN, "
-                "SCRAM-SHA-256 or SCRAM-SHA-512"
+                "SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER"
             )
         ensure_sasl_mechanisms_supported(mechanisms, key)
+        for mechanism in mechanisms:
+            for base in (
+                "sasl.server.callback.handler.class",
+                "sasl.login.callback.handler.class",
+                "sasl.login.class",
+            ):
+                found = self.sasl_callback_class(listener_name, mechanism, base)
+                if found is not None:
+                    ensure_callback_class_supported(base, found[1], mechanism, where=found[0])
 
     def _validate_listeners(self) -> None:
         """Kafka's checks of `listeners` and `advertised.listeners` against the protocol map
@@ -752,6 +820,13 @@ def ensure_security_protocol_supported(listener: str, protocol: str) -> None:
         )
 
 
+_MECHANISM_OVERRIDES = frozenset({
+    "sasl.jaas.config", "sasl.server.callback.handler.class", "sasl.login.callback.handler.class",
+    "sasl.login.class", "connections.max.reauth.ms",
+})  # fmt: skip
+"""Keys Kafka reads per listener and mechanism (`listener.name.<l>.<mechanism>.<key>`)."""
+
+
 def _is_listener_override(key: str) -> bool:
     """`listener.name.<listener>.<key>` for a key a listener may override."""
     if not key.startswith("listener.name."):
@@ -765,7 +840,7 @@ def _is_listener_override(key: str) -> bool:
     ):
         return True
     _, _, after_mechanism = rest.partition(".")
-    return after_mechanism == "sasl.jaas.config"
+    return after_mechanism in _MECHANISM_OVERRIDES
 
 
 def _parse_listeners(value: str) -> list[tuple[str, str, int]]:

@@ -92,6 +92,8 @@ DEFAULT_START_TIMEOUT_S = 60.0
 # the super user of a --secure cluster
 ADMIN_USER = "admin"
 DEFAULT_STOP_TIMEOUT_S = 30.0
+# how long a rolling restart waits for the replicas to be in sync before each broker
+DEFAULT_ROLLING_WAIT_S = 300.0
 
 T = TypeVar("T")
 Progress = Callable[[str], None]
@@ -536,6 +538,92 @@ class LocalCluster:
         self.start_broker(broker_id)
         say(f"broker {broker_id} registered at {broker.address} (pid {broker.pid})")
         return broker
+
+    def rolling_restart(
+        self,
+        timeout_s: float = DEFAULT_STOP_TIMEOUT_S,
+        progress: Progress | None = None,
+        wait_timeout_s: float = DEFAULT_ROLLING_WAIT_S,
+    ) -> list[int]:
+        """Restart every broker, one at a time, as an operator does a rolling restart:
+        before each, wait until no partition is under-replicated (so the controlled
+        shutdown can hand every leadership to an in-sync replica); the controller goes
+        last, so the controller moves once. Returns the brokers in the order restarted."""
+        say = progress or (lambda _: None)
+        down = [b.broker_id for b in self.brokers.values() if not b.alive]
+        if down:
+            raise LocalClusterError(
+                f"Broker(s) {', '.join(map(str, down))} not running: a rolling restart needs "
+                f"every broker up (start one with `kafpy cluster restart <id> --dir "
+                f"{self.base_dir}`)."
+            )
+        controller = self.zk_call(lambda zk: zk.get_controller_id(), timeout_s=10.0)
+        order = sorted(self.brokers, key=lambda i: (i == controller, i))
+        for broker_id in order:
+            self.wait_fully_replicated(wait_timeout_s, say)
+            say(
+                f"restarting broker {broker_id}"
+                + (" (controller)" if broker_id == controller else "")
+            )
+            self.restart_broker(broker_id, timeout_s, say)
+        self.wait_fully_replicated(wait_timeout_s, say)
+        return order
+
+    def under_replicated_partitions(self) -> list[str]:
+        """`topic-partition` of each partition whose ISR lacks one of its replicas, as a live
+        broker's Metadata tells it."""
+
+        async def read() -> list[str]:
+            for broker in [b for b in self.brokers.values() if b.alive]:
+                conn = BrokerConnection(
+                    broker.host, broker.port, request_timeout_ms=5000,
+                    security=self.client_security(),
+                )  # fmt: skip
+                try:
+                    await conn.connect()
+                    body = await conn.send(ApiKey.METADATA, {"topics": None})
+                except (KafkaError, OSError):
+                    continue
+                finally:
+                    await conn.close()
+                return [
+                    f"{t['name']}-{p['partition_index']}"
+                    for t in body["topics"]
+                    for p in t["partitions"]
+                    if set(p["replica_nodes"]) - set(p["isr_nodes"])
+                ]
+            raise LocalClusterError("No broker of the cluster answers Metadata.")
+
+        return asyncio.run(read())
+
+    def wait_fully_replicated(self, timeout_s: float, progress: Progress | None = None) -> None:
+        """Wait until no partition of the cluster is under-replicated."""
+        say = progress or (lambda _: None)
+        lagging: list[str] = []
+        told = -1
+
+        def replicated() -> bool:
+            nonlocal lagging, told
+            lagging = self.under_replicated_partitions()
+            if lagging and len(lagging) != told:
+                told = len(lagging)
+                say(f"waiting for {len(lagging)} under-replicated partition(s) to catch up")
+            return not lagging
+
+        wait_until(
+            replicated,
+            timeout_s,
+            interval_s=POLL_S * 2,
+            retry_on=(LocalClusterError,),
+            on_timeout=_failure(
+                lambda: (
+                    f"{len(lagging)} partition(s) still under-replicated after {timeout_s:.0f} s "
+                    f"({', '.join(lagging[:5])}{', ...' if len(lagging) > 5 else ''}); the "
+                    "rolling restart stops here so that no leadership moves to a replica out "
+                    "of sync."
+                )
+            ),
+        )
 
     # --- waiting ---
 

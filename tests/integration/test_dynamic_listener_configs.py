@@ -2,7 +2,8 @@
 store rotated with `kafpy configs --entity-type brokers --entity-name 0` is served to new
 connections while an open one keeps working; a store that does not load, or whose
 certificate names another subject, is refused and the served certificate stays; the
-Kerberos relogin key librdkafka's test 0081 alters is accepted."""
+Kerberos relogin key librdkafka's test 0081 alters is accepted; a key password is stored
+encrypted with password.encoder.secret and decoded again after a restart."""
 
 from __future__ import annotations
 
@@ -15,7 +16,9 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from cryptography import x509
+from cryptography.hazmat.primitives import serialization
 
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.headers import RequestHeader, encode_request
@@ -125,3 +128,62 @@ def configs_describe(broker: KafpyBroker) -> str:
                         "--describe"], capture_output=True, text=True, timeout=60)  # fmt: skip
     assert r.returncode == 0, r.stderr
     return r.stdout
+
+
+def _encrypted_keystore(identity_key: Path, chain: Path, path: Path, password: bytes) -> Path:
+    """A PEM key store whose private key is encrypted with `password` (ssl.key.password)."""
+    key = serialization.load_pem_private_key(identity_key.read_bytes(), None)
+    encrypted = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.BestAvailableEncryption(password),
+    )
+    path.write_bytes(encrypted + chain.read_bytes())
+    return path
+
+
+def test_a_key_store_password_is_stored_encrypted_and_survives_a_restart(
+    kafpy_broker_factory: Callable[..., KafpyBroker], tmp_path: Path
+) -> None:
+    first, second = make_test_pki(tmp_path / "first"), make_test_pki(tmp_path / "second")
+    password = "rotated-key-pass-4711"
+    rotated = _encrypted_keystore(second.broker.key, second.broker.certificate,
+                                  tmp_path / "rotated.keystore.pem", password.encode())  # fmt: skip
+    broker = kafpy_broker_factory({
+        "listeners": "PLAINTEXT://127.0.0.1:{port},SSL://127.0.0.1:0",
+        **broker_ssl_overrides(first), "password.encoder.secret": "encoder-secret",
+    })  # fmt: skip
+    # a key store and its key password together, the password sent as AlterConfigs has it
+    out = configs(broker, "--add-config",
+                  f"{KEYSTORE_KEY}={rotated},listener.name.ssl.ssl.key.password={password}")  # fmt: skip
+    assert "Completed updating config for broker 0." in out
+    wait_until(
+        lambda: new_connection_serial(broker) == serial_of(second.broker.keystore) or None,
+        15, "the rotated key store is served",
+    )  # fmt: skip
+    described = configs_describe(broker)
+    assert "listener.name.ssl.ssl.key.password=null" in described and password not in described
+    # neither the metadata store nor the broker's log holds the password in clear
+    for f in broker.data_dir.rglob("*"):
+        if f.is_file():
+            assert password.encode() not in f.read_bytes(), f
+
+    broker.restart()  # decoded again at start-up: the rotated store is served at once
+    assert new_connection_serial(broker) == serial_of(second.broker.keystore)
+
+    # another secret: the password does not decode, so the stored key store cannot load
+    # and the broker refuses to start, saying why (as Kafka's does)
+    broker.overrides["password.encoder.secret"] = "another-secret"
+    broker.stop()
+    with pytest.raises(pytest.fail.Exception):
+        broker.start()
+    log = broker.log_path.read_text()
+    assert (
+        "Dynamic password config listener.name.ssl.ssl.key.password of broker 0 could not be "
+        "decoded, ignoring" in log
+    )
+    assert f"The private key of ssl.keystore.location {rotated} for listener SSL" in log
+    assert "is encrypted and ssl.key.password is not set" in log
+    broker.overrides["password.encoder.secret"] = "encoder-secret"
+    broker.start()
+    assert new_connection_serial(broker) == serial_of(second.broker.keystore)

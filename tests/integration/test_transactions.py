@@ -20,17 +20,13 @@ from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.errors import Errors
 from kafpy.testing.wait import wait_until
 from tests.fixtures.broker import KafpyBroker
-from tests.fixtures.transactions import ExactlyOnceCopier, produce_numbered
-
-TXN_OVERRIDES = {
-    "transaction.state.log.replication.factor": "1",
-    "transaction.state.log.min.isr": "1",
-    "transaction.state.log.num.partitions": "4",
-    "offsets.topic.num.partitions": "4",
-    "group.initial.rebalance.delay.ms": "0",
-    "transaction.abort.timed.out.transaction.cleanup.interval.ms": "200",
-}
-WAIT_S = 30.0
+from tests.fixtures.transactions import (
+    TXN_OVERRIDES,
+    WAIT_S,
+    ExactlyOnceCopier,
+    produce_numbered,
+    read_values,
+)
 
 
 @pytest.fixture(scope="module")
@@ -54,33 +50,7 @@ def _producer(broker: KafpyBroker, tid: str, **extra: Any) -> Producer:
 
 
 def _read(broker: KafpyBroker, partitions: list[tuple[str, int]], isolation: str) -> list[bytes]:
-    """Every record value up to the end of each partition (the LSO for read_committed)."""
-    c = Consumer({
-        "bootstrap.servers": broker.bootstrap, "group.id": _name("reader"),
-        "isolation.level": isolation, "enable.partition.eof": True, "enable.auto.commit": False,
-    })  # fmt: skip
-    try:
-        c.assign([TopicPartition(t, p, 0) for t, p in partitions])
-        values: list[bytes] = []
-        at_end: set[tuple[str, int]] = set()
-
-        def read_to_the_end() -> bool:
-            m = c.poll(0.5)
-            if m is not None:
-                err = m.error()
-                if err is None:
-                    at_end.discard((m.topic(), m.partition()))
-                    values.append(m.value())
-                elif err.code() == -191:  # _PARTITION_EOF
-                    at_end.add((m.topic(), m.partition()))
-                else:
-                    raise KafkaException(err)
-            return len(at_end) >= len(partitions)
-
-        wait_until(read_to_the_end, WAIT_S, f"the end of {partitions}", interval_s=0)
-        return sorted(values)
-    finally:
-        c.close()
+    return read_values(broker.bootstrap, partitions, isolation)
 
 
 def _create(broker: KafpyBroker, topic: str, partitions: int = 1) -> None:

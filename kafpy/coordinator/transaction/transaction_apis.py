@@ -43,13 +43,17 @@ class TransactionApis:
         pid, epoch = body.get("producer_id", -1), body.get("producer_epoch", -1)
         expected = None if pid == -1 and epoch == -1 else (pid, epoch)
         result = await self.coordinator.handle_init_producer_id(
-            body.get("transactional_id"), body["transaction_timeout_ms"], expected
-        )
+            body.get("transactional_id"), body["transaction_timeout_ms"], expected,
+            enable_2pc=bool(body.get("enable2_pc")),
+            keep_prepared_txn=bool(body.get("keep_prepared_txn")),
+        )  # fmt: skip
         return {
             "throttle_time_ms": 0,
             "error_code": _fenced_for(version, 4, result.error),
             "producer_id": result.producer_id,
             "producer_epoch": result.producer_epoch,
+            "ongoing_txn_producer_id": result.ongoing_txn_producer_id,
+            "ongoing_txn_producer_epoch": result.ongoing_txn_producer_epoch,
         }
 
     async def add_partitions_to_txn(self, body: dict[str, Any], version: int) -> dict[str, Any]:

@@ -1,5 +1,6 @@
 """TransactionConfig: the broker settings the transaction coordinator reads (transaction.* and
-transactional.id.expiration.ms), with Kafka 2.8's defaults.
+transactional.id.expiration.ms), with Kafka 2.8's defaults, and KIP-939's
+`transaction.two.phase.commit.enable` (Kafka 4's key, off by default; read at start-up).
 
 The keys are declared here (`TRANSACTION_CONFIG_DEF`, which KafkaConfig takes in), and the
 dataclass defaults are those declarations' defaults, so a default is written once.
@@ -28,6 +29,10 @@ def _transaction_config_def() -> ConfigDef:
                 Range.at_least(1), low)
         .define("transaction.remove.expired.transaction.cleanup.interval.ms", t.INT, 3600000,
                 Range.at_least(1), low)
+        .define("transaction.two.phase.commit.enable", t.BOOLEAN, False, None, low,
+                "Allow transactional producers to take part in two-phase commit (KIP-939): "
+                "InitProducerId with enable2Pc, whose transactions never time out. Off: such "
+                "requests are refused with TRANSACTIONAL_ID_AUTHORIZATION_FAILED.")
     )  # fmt: skip
 
 
@@ -59,6 +64,7 @@ class TransactionConfig:
         "transaction.remove.expired.transaction.cleanup.interval.ms"
     )
     request_timeout_ms: int = DEFAULT_REQUEST_TIMEOUT_MS
+    transaction_two_phase_commit_enable: bool = _D("transaction.two.phase.commit.enable")
 
     @classmethod
     def from_config(cls, config: ConfigSource) -> TransactionConfig:
@@ -72,6 +78,7 @@ class TransactionConfig:
             config.get("transaction.state.log.min.isr"),
             config.get("transaction.abort.timed.out.transaction.cleanup.interval.ms"),
             config.get("transaction.remove.expired.transaction.cleanup.interval.ms"),
+            transaction_two_phase_commit_enable=config.get("transaction.two.phase.commit.enable"),
         )
 
     def topic_configs(self) -> dict[str, str]:

@@ -7,6 +7,14 @@ takes over or gives up __transaction_state partitions as leadership moves.
 Errors are returned as Kafka 2.8 returns them, PRODUCER_FENCED included; the API layer
 turns PRODUCER_FENCED into INVALID_PRODUCER_EPOCH for request versions older than the
 ones that know it, as KafkaApis does.
+
+KIP-939 (two-phase commit), InitProducerId v6: `enable_2pc` (allowed only with
+`transaction.two.phase.commit.enable`, else TRANSACTIONAL_ID_AUTHORIZATION_FAILED) gives
+the id the never-timing-out timeout; `keep_prepared_txn` (with `enable_2pc`) keeps an open
+two-phase-commit transaction instead of aborting it: the caller gets the next epoch (the
+process that prepared it is fenced) and the kept transaction's producer id and epoch, and
+commits or aborts it with EndTxn at its new epoch. Without `keep_prepared_txn`, an open
+two-phase-commit transaction is aborted as any other (Kafka's forceTerminateTransaction).
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ from kafpy.coordinator.transaction.transaction_marker_channel_manager import (
 from kafpy.coordinator.transaction.transaction_metadata import (
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
+    TWO_PHASE_COMMIT_TIMEOUT_MS,
     TransactionMetadata,
     TransactionState,
     TxnTransitMetadata,
@@ -44,9 +53,13 @@ class ProducerIdGenerator(Protocol):
 
 @dataclass(frozen=True)
 class InitProducerIdResult:
+    """InitProducerId's answer; `ongoing_txn_*` name a transaction kept by keepPreparedTxn."""
+
     error: int
     producer_id: int = NO_PRODUCER_ID
     producer_epoch: int = NO_PRODUCER_EPOCH
+    ongoing_txn_producer_id: int = NO_PRODUCER_ID
+    ongoing_txn_producer_epoch: int = NO_PRODUCER_EPOCH
 
 
 class TransactionCoordinator:
@@ -153,16 +166,32 @@ class TransactionCoordinator:
         transactional_id: str | None,
         transaction_timeout_ms: int,
         expected: tuple[int, int] | None = None,
+        enable_2pc: bool = False,
+        keep_prepared_txn: bool = False,
     ) -> InitProducerIdResult:
         """A producer id and epoch for `transactional_id` (a new one when None). `expected`:
-        the producer's current (producer id, epoch) from InitProducerId v3+ (KIP-360)."""
+        the producer's current (producer id, epoch) from InitProducerId v3+ (KIP-360).
+        `enable_2pc`, `keep_prepared_txn`: KIP-939's flags (InitProducerId v6)."""
         if transactional_id is None:
+            if enable_2pc or keep_prepared_txn:
+                return InitProducerIdResult(Errors.INVALID_REQUEST)
             return InitProducerIdResult(
                 Errors.NONE, await self.producer_ids.generate_producer_id(), 0
             )
         if not transactional_id:
             return InitProducerIdResult(Errors.INVALID_REQUEST)
-        if not self.state_manager.validate_transaction_timeout_ms(transaction_timeout_ms):
+        if keep_prepared_txn and (not enable_2pc or expected is not None):
+            # a kept transaction belongs to a two-phase-commit producer starting afresh
+            return InitProducerIdResult(Errors.INVALID_REQUEST)
+        if enable_2pc:
+            if not self.config.transaction_two_phase_commit_enable:
+                self.log.info(
+                    "Refusing two-phase commit for transactionalId %s: "
+                    "transaction.two.phase.commit.enable is false", transactional_id,
+                )  # fmt: skip
+                return InitProducerIdResult(Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+            transaction_timeout_ms = TWO_PHASE_COMMIT_TIMEOUT_MS
+        elif not self.state_manager.validate_transaction_timeout_ms(transaction_timeout_ms):
             return InitProducerIdResult(Errors.INVALID_TRANSACTION_TIMEOUT)
         error, entry = self.state_manager.get_transaction_state(transactional_id)
         if error == Errors.NONE and entry is None:
@@ -175,6 +204,8 @@ class TransactionCoordinator:
         if error != Errors.NONE or entry is None:
             return InitProducerIdResult(error)
         coordinator_epoch, metadata = entry.coordinator_epoch, entry.transaction_metadata
+        if keep_prepared_txn and metadata.state is S.ONGOING:
+            return await self._keep_prepared_txn(metadata, coordinator_epoch)
         prepared = await self._prepare_init_producer_id(metadata, transaction_timeout_ms, expected)
         if isinstance(prepared, int):
             return InitProducerIdResult(prepared)
@@ -207,6 +238,43 @@ class TransactionCoordinator:
             TRANSACTION_STATE_TOPIC_NAME, self.partition_for(transactional_id),
         )  # fmt: skip
         return InitProducerIdResult(Errors.NONE, prepared.producer_id, prepared.producer_epoch)
+
+    async def _keep_prepared_txn(
+        self, m: TransactionMetadata, coordinator_epoch: int
+    ) -> InitProducerIdResult:
+        """KIP-939's keepPreparedTxn on an open transaction: the next epoch, the transaction kept."""
+        tid = m.transactional_id
+        if m.pending_transition_in_progress:
+            return InitProducerIdResult(Errors.CONCURRENT_TRANSACTIONS)
+        if not m.is_distributed_two_phase_commit_txn:
+            self.log.info(
+                "Cannot keep the open transaction of %s: it was not begun with two-phase commit "
+                "(its timeout is %d ms)", tid, m.txn_timeout_ms,
+            )  # fmt: skip
+            return InitProducerIdResult(Errors.INVALID_TXN_STATE)
+        if m.is_producer_epoch_exhausted:
+            self.log.info(
+                "Cannot keep the open transaction of %s: producerId %d has no epoch left",
+                tid, m.producer_id,
+            )  # fmt: skip
+            return InitProducerIdResult(Errors.INVALID_TXN_STATE)
+        transit = m.prepare_keep_prepared_txn(self.time.milliseconds())
+        error = await self.state_manager.append_transaction_to_log(tid, coordinator_epoch, transit)
+        if error != Errors.NONE:
+            self.log.info(
+                "Returning %s error code to client for %s's InitProducerId request",
+                Errors(error).name, tid,
+            )  # fmt: skip
+            return InitProducerIdResult(error)
+        self.log.info(
+            "Kept the prepared transaction of transactionalId %s (producerId %d, epoch %d); "
+            "its new owner has producer epoch %d",
+            tid, transit.producer_id, transit.ongoing_txn_producer_epoch, transit.producer_epoch,
+        )  # fmt: skip
+        return InitProducerIdResult(
+            Errors.NONE, transit.producer_id, transit.producer_epoch,
+            transit.producer_id, transit.ongoing_txn_producer_epoch,
+        )  # fmt: skip
 
     async def _prepare_init_producer_id(
         self, m: TransactionMetadata, timeout_ms: int, expected: tuple[int, int] | None
@@ -265,6 +333,8 @@ class TransactionCoordinator:
             return Errors.PRODUCER_FENCED
         if m.pending_transition_in_progress or m.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
             return Errors.CONCURRENT_TRANSACTIONS
+        if m.is_kept_prepared_txn:
+            return Errors.INVALID_TXN_STATE  # a prepared transaction only commits or aborts
         if m.state is S.ONGOING and partitions <= m.topic_partitions:
             return Errors.NONE
         transit = m.prepare_add_partitions(frozenset(partitions), self.time.milliseconds())

@@ -6,6 +6,13 @@ A change goes in two steps, as in Kafka: `prepare_*` checks the transition again
 state to write to __transaction_state); once the write succeeded,
 `complete_transition_to` applies it (or `pending_state` is cleared when it failed). While
 a transition is pending, other requests for the id get CONCURRENT_TRANSACTIONS.
+
+KIP-939 (two-phase commit): a transaction begun after InitProducerId with enable2Pc has
+the timeout `TWO_PHASE_COMMIT_TIMEOUT_MS` (Kafka's Int.MaxValue marker), so it is never
+aborted on a timeout and the marker survives in __transaction_state. InitProducerId with
+keepPreparedTxn on such an open transaction bumps the epoch (fencing the process that
+prepared it) but keeps the transaction: `ongoing_txn_producer_epoch` then holds the epoch
+it was prepared at, and `producer_epoch` the new owner's, which ends it with EndTxn.
 """
 
 from __future__ import annotations
@@ -18,6 +25,8 @@ from kafpy.common.topic_partition import TopicPartition
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
 _SHORT_MAX = 2**15 - 1
+TWO_PHASE_COMMIT_TIMEOUT_MS = 2**31 - 1
+"""The transaction timeout of a two-phase-commit transaction (Kafka's Integer.MAX_VALUE)."""
 
 
 class TransactionState(enum.IntEnum):
@@ -96,6 +105,7 @@ class TxnTransitMetadata:
     topic_partitions: frozenset[TopicPartition]
     txn_start_timestamp: int
     txn_last_update_timestamp: int
+    ongoing_txn_producer_epoch: int = NO_PRODUCER_EPOCH
 
 
 @dataclass
@@ -114,6 +124,9 @@ class TransactionMetadata:
     txn_last_update_timestamp: int = -1
     pending_state: TransactionState | None = None
     has_failed_epoch_fence: bool = False
+    ongoing_txn_producer_epoch: int = NO_PRODUCER_EPOCH
+    """While a two-phase-commit transaction kept by InitProducerId(keepPreparedTxn) is open:
+    the epoch it was prepared at (`producer_epoch` is the new owner's); else -1."""
 
     @property
     def pending_transition_in_progress(self) -> bool:
@@ -122,6 +135,16 @@ class TransactionMetadata:
     @property
     def is_producer_epoch_exhausted(self) -> bool:
         return is_epoch_exhausted(self.producer_epoch)
+
+    @property
+    def is_distributed_two_phase_commit_txn(self) -> bool:
+        """Whether the id takes part in two-phase commit: its transactions never time out."""
+        return self.txn_timeout_ms == TWO_PHASE_COMMIT_TIMEOUT_MS
+
+    @property
+    def is_kept_prepared_txn(self) -> bool:
+        """Whether the open transaction was kept by InitProducerId(keepPreparedTxn)."""
+        return self.ongoing_txn_producer_epoch != NO_PRODUCER_EPOCH
 
     # -- preparing transitions -------------------------------------------------------------
 
@@ -136,6 +159,28 @@ class TransactionMetadata:
         return self._prepare(
             S.PREPARE_EPOCH_FENCE, self.producer_id, bumped, NO_PRODUCER_EPOCH, self.txn_timeout_ms,
             frozenset(self.topic_partitions), self.txn_start_timestamp, self.txn_last_update_timestamp,
+        )  # fmt: skip
+
+    def prepare_keep_prepared_txn(self, now_ms: int) -> TxnTransitMetadata:
+        """KIP-939's InitProducerId(keepPreparedTxn) on an open two-phase-commit transaction:
+        the next epoch for the new owner (the old one is fenced), the transaction kept open
+        with its partitions, and the epoch it was prepared at remembered."""
+        if self.state is not S.ONGOING or not self.is_distributed_two_phase_commit_txn:
+            raise IllegalTransactionStateError(
+                f"Cannot keep the transaction of {self.transactional_id} in state "
+                f"{self.state.kafka_name}: only an open two-phase-commit transaction is kept"
+            )
+        if self.is_producer_epoch_exhausted:
+            raise IllegalTransactionStateError(
+                f"Cannot allocate any more producer epochs for producerId {self.producer_id}"
+            )
+        prepared_at = (
+            self.ongoing_txn_producer_epoch if self.is_kept_prepared_txn else self.producer_epoch
+        )
+        return self._prepare(
+            S.ONGOING, self.producer_id, self.producer_epoch + 1, self.last_producer_epoch,
+            self.txn_timeout_ms, frozenset(self.topic_partitions), self.txn_start_timestamp, now_ms,
+            ongoing_epoch=prepared_at,
         )  # fmt: skip
 
     def prepare_increment_producer_epoch(
@@ -171,6 +216,7 @@ class TransactionMetadata:
             frozenset(),
             -1,
             now_ms,
+            ongoing_epoch=NO_PRODUCER_EPOCH,
         )
 
     def prepare_producer_id_rotation(
@@ -183,8 +229,9 @@ class TransactionMetadata:
             )
         last_epoch = self.producer_epoch if record_last_epoch else NO_PRODUCER_EPOCH
         return self._prepare(
-            S.EMPTY, new_producer_id, 0, last_epoch, new_txn_timeout_ms, frozenset(), -1, now_ms
-        )
+            S.EMPTY, new_producer_id, 0, last_epoch, new_txn_timeout_ms, frozenset(), -1, now_ms,
+            ongoing_epoch=NO_PRODUCER_EPOCH,
+        )  # fmt: skip
 
     def prepare_add_partitions(
         self, added: frozenset[TopicPartition], now_ms: int
@@ -213,12 +260,14 @@ class TransactionMetadata:
         return self._prepare(
             new_state, self.producer_id, self.producer_epoch, self.last_producer_epoch,
             self.txn_timeout_ms, frozenset(), self.txn_start_timestamp, now_ms,
+            ongoing_epoch=NO_PRODUCER_EPOCH,
         )  # fmt: skip
 
     def prepare_dead(self) -> TxnTransitMetadata:
         return self._prepare(
             S.DEAD, self.producer_id, self.producer_epoch, self.last_producer_epoch,
             self.txn_timeout_ms, frozenset(), self.txn_start_timestamp, self.txn_last_update_timestamp,
+            ongoing_epoch=NO_PRODUCER_EPOCH,
         )  # fmt: skip
 
     def _prepare(
@@ -231,7 +280,9 @@ class TransactionMetadata:
         new_partitions: frozenset[TopicPartition],
         new_start: int,
         update_timestamp: int,
+        ongoing_epoch: int | None = None,
     ) -> TxnTransitMetadata:
+        """`ongoing_epoch`: the new `ongoing_txn_producer_epoch` (None keeps the current one)."""
         if self.pending_state is not None:
             raise IllegalTransactionStateError(
                 f"Preparing transaction state transition to {new_state.kafka_name} while it already "
@@ -250,6 +301,7 @@ class TransactionMetadata:
         return TxnTransitMetadata(
             new_producer_id, self.producer_id, new_epoch, new_last_epoch, new_txn_timeout_ms,
             new_state, new_partitions, new_start, update_timestamp,
+            self.ongoing_txn_producer_epoch if ongoing_epoch is None else ongoing_epoch,
         )  # fmt: skip
 
     # -- completing them -------------------------------------------------------------------
@@ -277,12 +329,14 @@ class TransactionMetadata:
             self.producer_id = transit.producer_id
             self.last_producer_id = transit.last_producer_id
         elif to_state is S.ONGOING:
+            kept = self.state is S.ONGOING and self._valid_keep_prepared(transit)
             if (
-                not self._valid_epoch(transit)
+                not (self._valid_epoch(transit) or kept)
                 or not self.topic_partitions <= transit.topic_partitions
                 or self.txn_timeout_ms != transit.txn_timeout_ms
             ):
                 raise self._failure(transit)
+            self.producer_epoch = transit.producer_epoch
             self.txn_start_timestamp = transit.txn_start_timestamp
             self.topic_partitions |= transit.topic_partitions
         elif to_state in (S.PREPARE_ABORT, S.PREPARE_COMMIT):
@@ -309,12 +363,22 @@ class TransactionMetadata:
                 raise self._failure(transit)
         self.state = to_state
         self.txn_last_update_timestamp = transit.txn_last_update_timestamp
+        self.ongoing_txn_producer_epoch = transit.ongoing_txn_producer_epoch
         self.pending_state = None
 
     def _valid_epoch(self, transit: TxnTransitMetadata) -> bool:
         return (
             transit.producer_epoch == self.producer_epoch
             and transit.producer_id == self.producer_id
+        )
+
+    def _valid_keep_prepared(self, transit: TxnTransitMetadata) -> bool:
+        """A keepPreparedTxn transition: the next epoch, same producer id, same partitions."""
+        return (
+            transit.ongoing_txn_producer_epoch != NO_PRODUCER_EPOCH
+            and transit.producer_id == self.producer_id
+            and transit.producer_epoch == self.producer_epoch + 1
+            and transit.topic_partitions == frozenset(self.topic_partitions)
         )
 
     def _valid_epoch_bump(self, transit: TxnTransitMetadata) -> bool:
@@ -336,5 +400,10 @@ class TransactionMetadata:
             f"state={self.state.kafka_name}, pendingState="
             f"{self.pending_state.kafka_name if self.pending_state else None}, "
             f"topicPartitions=[{partitions}], txnStartTimestamp={self.txn_start_timestamp}, "
-            f"txnLastUpdateTimestamp={self.txn_last_update_timestamp})"
+            f"txnLastUpdateTimestamp={self.txn_last_update_timestamp}"
+            + (
+                f", ongoingTxnProducerEpoch={self.ongoing_txn_producer_epoch})"
+                if self.is_kept_prepared_txn
+                else ")"
+            )
         )

@@ -168,7 +168,8 @@ class TransactionStateManager:
         ]
 
     def timed_out_transactions(self) -> list[TransactionalIdAndProducerIdEpoch]:
-        """Ongoing transactions older than their timeout, with no transition pending."""
+        """Ongoing transactions older than their timeout, with no transition pending; never
+        a two-phase-commit one (KIP-939: only its external coordinator may end it)."""
         now = self.time.milliseconds()
         out = []
         for partition, entry in self.transaction_metadata_cache.items():
@@ -178,6 +179,7 @@ class TransactionStateManager:
                 if (
                     m.state in (TransactionState.ONGOING, TransactionState.PREPARE_EPOCH_FENCE)
                     and m.pending_state is None
+                    and not m.is_distributed_two_phase_commit_txn
                     and m.txn_start_timestamp + m.txn_timeout_ms < now
                 ):
                     out.append(

@@ -1,4 +1,12 @@
-"""InitProducerId (key 22): a producer id and epoch for idempotent/transactional producers."""
+"""InitProducerId (key 22): a producer id and epoch for idempotent/transactional producers.
+
+Versions 0-4 are Kafka 2.8's. Version 5 only lets the broker answer TRANSACTION_ABORTABLE
+(KIP-890), which kafpy never does, so it is answered as version 4. Version 6 is KIP-939's
+two-phase commit: `enable2_pc` and `keep_prepared_txn` in the request, the kept
+transaction's `ongoing_txn_producer_id`/`_epoch` in the response (-1 when none). Kafka
+marks version 6 unstable (advertised only with `unstable.api.versions.enable`); kafpy
+advertises it, and refuses `enable2_pc` unless `transaction.two.phase.commit.enable` is on.
+"""
 
 from __future__ import annotations
 
@@ -37,13 +45,14 @@ INIT_PRODUCER_ID_RESPONSE = Message(
 def error_response(
     body: Mapping[str, Any], version: int, code: int, message: str | None = None
 ) -> Body:
-    """No producer id: `code`."""
-    return {"throttle_time_ms": 0, "error_code": code, "producer_id": -1, "producer_epoch": -1}
+    """No producer id and no ongoing transaction: `code`."""
+    return {"throttle_time_ms": 0, "error_code": code, "producer_id": -1, "producer_epoch": -1,
+            "ongoing_txn_producer_id": -1, "ongoing_txn_producer_epoch": -1}  # fmt: skip
 
 
 INIT_PRODUCER_ID_API = ApiSchema(
     INIT_PRODUCER_ID_REQUEST,
     INIT_PRODUCER_ID_RESPONSE,
-    versions=(0, 4),
+    versions=(0, 6),
     error_response=error_response,
 )

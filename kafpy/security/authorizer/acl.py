@@ -17,6 +17,7 @@ from kafpy.protocol.acl_operations import (
     CLUSTER_OPERATIONS,
     GROUP_OPERATIONS,
     TOPIC_OPERATIONS,
+    TRANSACTIONAL_ID_OPERATIONS,
     AclOperation,
 )
 from kafpy.security.kafka_principal import KafkaPrincipal
@@ -81,6 +82,7 @@ _OPERATION_NAMES = {
     AclOperation.DESCRIBE_CONFIGS: "DescribeConfigs",
     AclOperation.ALTER_CONFIGS: "AlterConfigs",
     AclOperation.IDEMPOTENT_WRITE: "IdempotentWrite",
+    AclOperation.TWO_PHASE_COMMIT: "TwoPhaseCommit",
 }
 _PERMISSION_NAMES = {
     AclPermissionType.ALLOW: "Allow",
@@ -93,7 +95,7 @@ SUPPORTED_OPERATIONS: dict[ResourceType, frozenset[AclOperation]] = {
     ResourceType.TOPIC: TOPIC_OPERATIONS,
     ResourceType.GROUP: GROUP_OPERATIONS,
     ResourceType.CLUSTER: CLUSTER_OPERATIONS,
-    ResourceType.TRANSACTIONAL_ID: frozenset({AclOperation.DESCRIBE, AclOperation.WRITE}),
+    ResourceType.TRANSACTIONAL_ID: TRANSACTIONAL_ID_OPERATIONS,
     ResourceType.DELEGATION_TOKEN: frozenset({AclOperation.DESCRIBE}),
 }
 """The operations an ACL on each resource type may name (All always may)."""

@@ -109,7 +109,7 @@ async def test_list_by_principal(authorizer: AclAuthorizer) -> None:
         ({"add": True, "topics": ["t"]}, "You must specify one of: --allow-principal, --deny-principal when trying to add ACLs."),
         ({"add": True, "allow_principals": ["User:a"]}, "You must provide at least one resource: --topic <topic> or --cluster or --group <group> or --delegation-token <Delegation Token ID>"),
         ({"add": True, "topics": ["t"], "allow_principals": ["alice"]}, "Invalid principal 'alice': expected the form 'User:name' (type, colon, name)"),
-        ({"add": True, "topics": ["t"], "allow_principals": ["User:a"], "operations": ["Fly"]}, "Unknown operation 'Fly': expected one of All, Read, Write, Create, Delete, Alter, Describe, ClusterAction, DescribeConfigs, AlterConfigs, IdempotentWrite."),
+        ({"add": True, "topics": ["t"], "allow_principals": ["User:a"], "operations": ["Fly"]}, "Unknown operation 'Fly': expected one of All, Read, Write, Create, Delete, Alter, Describe, ClusterAction, DescribeConfigs, AlterConfigs, IdempotentWrite, TwoPhaseCommit."),
         ({"add": True, "groups": ["g"], "allow_principals": ["User:a"], "operations": ["Write"]}, "ResourceType GROUP only supports operations ALL,READ,DELETE,DESCRIBE"),
         ({"add": True, "topics": ["t"], "allow_principals": ["User:a"], "resource_pattern_type": "match"}, "A '--resource-pattern-type' value of 'MATCH' is not valid when adding acls."),
         ({"list_acls": True, "resource_pattern_type": "fuzzy"}, "Unknown resource-pattern-type: fuzzy"),
@@ -119,3 +119,17 @@ def test_usage_errors_are_kafkas(options: dict[str, object], message: str) -> No
     with pytest.raises(AclCommandError) as raised:
         AclCommandOptions(**options).check_args()  # type: ignore[arg-type]
     assert str(raised.value) == message
+
+
+@pytest.mark.asyncio
+async def test_two_phase_commit_is_named_on_a_transactional_id(authorizer: AclAuthorizer) -> None:
+    lines = await run(authorizer, add=True, transactional_ids=["sink"], allow_principals=["User:alice"],
+                      operations=["TwoPhaseCommit"])  # fmt: skip
+    assert "operation=TWO_PHASE_COMMIT, permissionType=ALLOW" in lines[0]
+    assert authorizer.authorize(
+        ALICE, "h", Op.TWO_PHASE_COMMIT, ResourceType.TRANSACTIONAL_ID, "sink"
+    )
+    assert not authorizer.authorize(ALICE, "h", Op.WRITE, ResourceType.TRANSACTIONAL_ID, "sink")
+    with pytest.raises(AclCommandError, match="ResourceType TOPIC only supports operations"):
+        await run(authorizer, add=True, topics=["t"], allow_principals=["User:alice"],
+                  operations=["two-phase-commit"])  # fmt: skip

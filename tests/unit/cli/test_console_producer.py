@@ -144,3 +144,27 @@ def test_the_properties_it_uses_are_producer_configs() -> None:
     from kafpy.client.producer_config import PRODUCER_CONFIG_DEF
 
     assert USED_PRODUCER_PROPERTIES <= set(PRODUCER_CONFIG_DEF.names())
+
+
+def test_a_transactional_id_is_refused_as_kafkas_console_producer_refuses_it(
+    tmp_path: Any,
+) -> None:
+    base = ("--bootstrap-server", "h:1", "--topic", "t", "--producer-property")
+    # the tool's acks of 1 conflicts with the idempotence a transactional id implies
+    assert one_line_error(invoke(*base, "transactional.id=tx", stdin=b"a\n")) == (
+        "Must set acks to all in order to use the idempotent producer. Otherwise we cannot "
+        "guarantee idempotence."
+    )
+    for acks in (("--request-required-acks", "all"), ("--producer-property", "acks=-1")):
+        error = one_line_error(invoke(*base, "transactional.id=tx", *acks, stdin=b"a\n"))
+        assert error.startswith(
+            "Cannot perform a 'send' before completing a call to initTransactions when "
+            "transactions are enabled."
+        )
+    config = tmp_path / "producer.properties"
+    config.write_text("transactional.id=tx\nacks=all\n")
+    error = one_line_error(
+        invoke("--bootstrap-server", "h:1", "--topic", "t", "--producer.config", str(config))
+    )
+    assert "before completing a call to initTransactions" in error
+    assert "String must be non-empty" in one_line_error(invoke(*base, "transactional.id="))

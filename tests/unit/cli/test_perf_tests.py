@@ -7,7 +7,12 @@ import pytest
 
 from kafpy.cli.command_line_utils import OneLineError
 from kafpy.cli.consumer_perf_test import ConsumerStats, consumer_options, date_formatter
-from kafpy.cli.producer_perf_test import Stats, producer_settings
+from kafpy.cli.producer_perf_test import (
+    DEFAULT_TRANSACTIONAL_ID,
+    Stats,
+    producer_settings,
+    with_transactions,
+)
 
 
 class Clock:
@@ -49,6 +54,25 @@ def test_producer_settings() -> None:
                            ({"bootstrap.servers": "h:1", "security.protocol": "SSL"}, "cannot be honoured")]:  # fmt: skip
         with pytest.raises(OneLineError, match=message):
             producer_settings(props, print)
+
+
+def test_transactions_only_with_a_positive_duration_as_kafkas_tool() -> None:
+    props = {"bootstrap.servers": "h:1"}
+    assert with_transactions(props, DEFAULT_TRANSACTIONAL_ID, 0) == props
+    assert with_transactions({**props, "transactional.id": "mine"}, "tool", 100) == {
+        **props, "transactional.id": "tool"}  # fmt: skip
+    with pytest.raises(OneLineError, match="before completing a call to initTransactions"):
+        with_transactions({**props, "transactional.id": "mine"}, DEFAULT_TRANSACTIONAL_ID, 0)
+    s = producer_settings(
+        {**props, "transactional.id": "t", "transaction.timeout.ms": "9000"}, print
+    )
+    assert s["idempotent"] and s["producer"]["acks"] == -1
+    assert (s["producer"]["transactional_id"], s["producer"]["transaction_timeout_ms"]) == (
+        "t",
+        9000,
+    )
+    with pytest.raises(OneLineError, match="Must set acks to all"):
+        producer_settings({**props, "transactional.id": "t", "acks": "1"}, print)
 
 
 def test_java_date_format() -> None:

@@ -233,3 +233,25 @@ def test_parse_acks() -> None:
     assert [parse_acks(v) for v in ("all", "-1", "0", "1", 1)] == [-1, -1, 0, 1, 1]
     with pytest.raises(ValueError, match="acks"):
         parse_acks("2")
+
+
+def test_concurrent_idempotent_sends_to_one_partition_keep_its_sequence() -> None:
+    """Sends run concurrently (as producer-perf-test's chunks) reach the broker in sequence
+    order; before, they could overtake each other (OUT_OF_ORDER_SEQUENCE_NUMBER)."""
+    from kafpy.testing import KafkaBroker
+
+    with KafkaBroker() as broker:
+        broker.create_topic("seq", partitions=1)
+
+        async def go() -> None:
+            async with KafkaClient(broker.bootstrap_servers) as client:
+                producer = BatchProducer(client, acks=-1, batch_size=300)
+                await producer.init_producer_id()
+                sends = [
+                    producer.send("seq", [(None, b"%d-%d" % (i, j)) for j in range(20)])
+                    for i in range(8)
+                ]
+                await asyncio.gather(*sends)
+
+        run(go())
+        assert len(broker.consume("seq", 160)) == 160

@@ -23,6 +23,9 @@ KAFKA_DEFAULTS = {
     "client.id": "",
     "bootstrap.servers": [],
     "security.protocol": "PLAINTEXT",
+    "max.block.ms": 60000,
+    "transaction.timeout.ms": 60000,
+    "transactional.id": None,
 }
 
 
@@ -84,3 +87,39 @@ def test_validate_parses_good_values() -> None:
         "acks": "all",
         "linger.ms": 5,
     }
+
+
+def test_a_transactional_id_implies_idempotence() -> None:
+    assert ProducerConfig({"transactional.id": "t"}).idempotence_enabled() is True
+    assert ProducerConfig({"transactional.id": "t", "acks": "all"}).idempotence_enabled()
+    assert ProducerConfig({}).idempotence_enabled() is False
+    assert ProducerConfig({"enable.idempotence": "false"}).idempotence_enabled() is False
+
+
+@pytest.mark.parametrize(
+    ("props", "key", "sentence"),
+    [
+        ({"enable.idempotence": "false"}, "enable.idempotence",
+         "Cannot set a transactional.id without also enabling idempotence."),
+        ({"acks": "1"}, "acks", "Must set acks to all in order to use the idempotent producer. "
+         "Otherwise we cannot guarantee idempotence."),
+        ({"retries": "0"}, "retries",
+         "Must set retries to non-zero when using the idempotent producer."),
+        ({"max.in.flight.requests.per.connection": "6"}, "max.in.flight.requests.per.connection",
+         "Must set max.in.flight.requests.per.connection to at most 5 to use the idempotent "
+         "producer."),
+    ],
+)  # fmt: skip
+def test_settings_conflicting_with_a_transactional_id_get_kafkas_sentence(
+    props: dict[str, str], key: str, sentence: str
+) -> None:
+    with pytest.raises(ClientConfigError) as e:
+        ProducerConfig({"transactional.id": "t", **props}).idempotence_enabled()
+    assert (e.value.key, str(e.value)) == (key, sentence)
+
+
+def test_an_empty_transactional_id_is_refused() -> None:
+    with pytest.raises(ClientConfigError, match="String must be non-empty"):
+        ProducerConfig({"transactional.id": ""}).transactional_id()
+    with pytest.raises(ClientConfigError, match="String must be non-empty"):
+        ProducerConfig({"transactional.id": ""}).validate()

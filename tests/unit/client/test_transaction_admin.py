@@ -1,6 +1,6 @@
 """TransactionAdmin against FakeBrokers: listings from every broker, a transaction described
-by its coordinator, a partition's active producers, and failures as sentences naming what
-failed."""
+by its coordinator, a partition's active producers, a transaction aborted by a marker on
+its partition's leader, and failures as sentences naming what failed."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from kafpy.client.transaction_admin import (
+    AbortTransactionSpec,
     ProducerState,
     TransactionAdmin,
     TransactionAdminError,
@@ -19,7 +20,7 @@ from kafpy.client.transaction_admin import (
 from kafpy.common.errors import Errors
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.protocol.api_keys import ApiKey
-from tests.unit.client.fake_broker import TwoBrokers
+from tests.unit.client.fake_broker import TwoBrokers, metadata_body
 
 
 def run(coro: Any) -> Any:
@@ -115,7 +116,7 @@ def test_describe_failures_name_the_transactional_id() -> None:
 
 
 def test_describe_producers_of_a_brokers_partitions() -> None:
-    producer = {"producer_id": 5, "producer_epoch": 0, "last_sequence": 0,
+    producer = {"producer_id": 5, "producer_epoch": 0, "last_sequence": 7,
                 "last_timestamp": 99, "coordinator_epoch": -1, "current_txn_start_offset": 3}  # fmt: skip
 
     def answer(code: int) -> Any:
@@ -130,7 +131,7 @@ def test_describe_producers_of_a_brokers_partitions() -> None:
         async with brokers as admin:
             brokers.b1.handlers[ApiKey.DESCRIBE_PRODUCERS] = answer(0)
             assert await admin.describe_producers(1, {"t": [0, 1]}) == [
-                ProducerState(TopicPartition("t", 0), 5, 0, -1, 99, 3)
+                ProducerState(TopicPartition("t", 0), 5, 0, -1, 99, 3, last_sequence=7)
             ]
             (request,) = brokers.b1.requests_of(ApiKey.DESCRIBE_PRODUCERS)
             assert request.body["topics"] == [{"name": "t", "partition_indexes": [0, 1]}]
@@ -139,5 +140,40 @@ def test_describe_producers_of_a_brokers_partitions() -> None:
                 TransactionAdminError, match="^Failed to describe producers of t-1: "
             ):
                 await admin.describe_producers(1, {"t": [0, 1]})
+
+    run(go())
+
+
+def test_abort_transaction_writes_an_abort_marker_on_the_leader() -> None:
+    spec = AbortTransactionSpec(
+        TopicPartition("t", 0), producer_id=5, producer_epoch=2, coordinator_epoch=-1
+    )
+
+    def markers(code: int) -> Any:
+        return lambda h, b: {"markers": [{"producer_id": 5, "topics": [
+            {"name": "t", "partitions": [{"partition_index": 0, "error_code": code}]}]}]}  # fmt: skip
+
+    async def go() -> None:
+        brokers = Brokers()
+        async with brokers as admin:
+            for b in (brokers.b0, brokers.b1):
+                b.handlers[ApiKey.METADATA] = lambda h, body: metadata_body(
+                    [brokers.b0, brokers.b1], topics={"t": {0: 1}}
+                )
+            brokers.b1.handlers[ApiKey.WRITE_TXN_MARKERS] = markers(0)
+            await admin.abort_transaction(spec)
+            (request,) = brokers.b1.requests_of(ApiKey.WRITE_TXN_MARKERS)
+            assert request.body["markers"] == [{
+                "producer_id": 5, "producer_epoch": 2, "transaction_result": False,
+                "coordinator_epoch": 0, "topics": [{"name": "t", "partition_indexes": [0]}]}]  # fmt: skip
+            brokers.b1.handlers[ApiKey.WRITE_TXN_MARKERS] = markers(
+                Errors.CLUSTER_AUTHORIZATION_FAILED
+            )
+            with pytest.raises(TransactionAdminError) as e:
+                await admin.abort_transaction(spec)
+            assert str(e.value).startswith(
+                "Failed to abort transaction AbortTransactionSpec(topicPartition=t-0, producerId=5, "
+                "producerEpoch=2, coordinatorEpoch=-1): "
+            )
 
     run(go())

@@ -40,9 +40,11 @@ KAFKA_2_8: dict[ApiKey, tuple[int, int, int | None]] = {
 # Where kafpy advertises less than Kafka 2.8, and why (nowhere now).
 NARROWER: dict[ApiKey, tuple[int, int]] = {}
 
-# Served beyond Kafka 2.8, and why: Kafka 3.0's (KIP-664) APIs `kafpy transactions` needs.
+# Served beyond Kafka 2.8, and why: Kafka 3.0's (KIP-664) APIs `kafpy transactions` needs,
+# and InitProducerId v5-6 for KIP-939's two-phase commit (v5 answered as v4).
 BEYOND_2_8 = {
     K.DESCRIBE_TRANSACTIONS: (0, 0), K.LIST_TRANSACTIONS: (0, 0), K.DESCRIBE_PRODUCERS: (0, 0),
+    K.INIT_PRODUCER_ID: (0, 6),
 }  # fmt: skip
 
 

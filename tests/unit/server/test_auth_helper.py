@@ -269,3 +269,29 @@ async def test_every_cluster_level_refusal_is_a_well_formed_response(auth: AuthH
         assert answer["error_code"] == Errors.CLUSTER_AUTHORIZATION_FAILED
         for version in range(REQUESTS[key].valid_versions[0], 1):
             encode_response(key, version, 1, answer)
+
+
+@pytest.mark.parametrize(
+    ("operations", "enable_2pc", "error"),
+    [
+        ([Op.WRITE], False, Errors.NONE),
+        ([Op.WRITE], True, Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED),  # KIP-939
+        ([Op.TWO_PHASE_COMMIT], True, Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
+        ([Op.WRITE, Op.TWO_PHASE_COMMIT], True, Errors.NONE),
+        ([Op.ALL], True, Errors.NONE),
+    ],
+)
+async def test_init_producer_id_with_two_phase_commit_needs_its_acl_too(
+    auth: AuthHelper, operations: list[Op], enable_2pc: bool, error: int
+) -> None:
+    assert auth.authorizer is not None
+    await auth.authorizer.create_acls(
+        [allow(ResourceType.TRANSACTIONAL_ID, "tx", op) for op in operations]
+    )
+    inner = Recorder(lambda b: {"error_code": 0, "producer_id": 5, "producer_epoch": 0})
+    body = {"transactional_id": "tx", "transaction_timeout_ms": 1000, "enable2_pc": enable_2pc}
+    response = await auth.guard(ApiKey.INIT_PRODUCER_ID, inner)(
+        request(ApiKey.INIT_PRODUCER_ID, body, 6)
+    )
+    assert response["error_code"] == error
+    assert len(inner.bodies) == (1 if error == Errors.NONE else 0)

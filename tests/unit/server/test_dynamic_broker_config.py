@@ -3,10 +3,15 @@ configs, and the log defaults it hands to the LogManager without a restart."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from kafpy.admin.admin_zk_client import AdminZkClient
 from kafpy.common.errors import InvalidRequestError
 from kafpy.controller.controller_config import ControllerConfig
+from kafpy.metadata.embedded_store import EmbeddedStore
+from kafpy.metadata.kafka_zk_client import KafkaZkClient
 from kafpy.server.dynamic_broker_config import (
     ALL_DYNAMIC_CONFIGS,
     RECONFIGURABLE_LOG_CONFIGS,
@@ -163,3 +168,52 @@ def test_sasl_mechanisms_of_a_listener_change_for_new_connections() -> None:
     d.update_broker_config({key: "SCRAM-SHA-256"})
     assert server.sasl_configs["SASL_PLAINTEXT"].enabled_mechanisms == ["SCRAM-SHA-256"]
     assert before.enabled_mechanisms == ["PLAIN", "SCRAM-SHA-256"]
+
+
+KEY_PASSWORD = "listener.name.ssl.ssl.key.password"
+ENCODER = {"password.encoder.secret": "s3cret", "password.encoder.iterations": "1024"}
+
+
+def test_passwords_are_stored_encrypted_and_read_back_decoded(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    d = dynamic(**ENCODER)
+    with pytest.raises(InvalidRequestError, match="broker id must be specified"):
+        d.validate({KEY_PASSWORD: "p"}, per_broker=False)
+    d.validate({KEY_PASSWORD: "key-pass"}, per_broker=True)
+    stored = d.to_persistent({KEY_PASSWORD: "key-pass", "log.retention.ms": "5000"})
+    assert stored["log.retention.ms"] == "5000"
+    assert "key-pass" not in stored[KEY_PASSWORD]
+    assert stored[KEY_PASSWORD].startswith("keyFactoryAlgorithm:PBKDF2WithHmacSHA512,")
+    d.update_broker_config(stored)
+    assert d.dynamic_broker_configs == {KEY_PASSWORD: "key-pass", "log.retention.ms": "5000"}
+    assert d.current.get("ssl.key.password") is None  # the static key; the listener's is set
+    assert "key-pass" not in caplog.text  # logged as [hidden]
+    # another broker's secret: the password is left out, the rest applies
+    other = dynamic(**{**ENCODER, "password.encoder.secret": "other"})
+    other.update_broker_config(stored)
+    assert other.dynamic_broker_configs == {"log.retention.ms": "5000"}
+    assert f"Dynamic password config {KEY_PASSWORD} of broker 0 could not be decoded" in caplog.text
+
+
+@pytest.mark.asyncio
+async def test_passwords_of_the_old_secret_are_encrypted_again_at_start_up(tmp_path: Path) -> None:
+    store = EmbeddedStore(tmp_path)
+    await store.start()
+    try:
+        zk = KafkaZkClient(store)
+        await zk.make_sure_persistent_paths_exist()
+        old = dynamic(**ENCODER)
+        await AdminZkClient(zk).change_broker_config(
+            0, old.to_persistent({KEY_PASSWORD: "key-pass"})
+        )
+        renewed = dynamic(**{**ENCODER, "password.encoder.secret": "new",
+                             "password.encoder.old.secret": "s3cret"})  # fmt: skip
+        await renewed.initialize(zk)
+        assert renewed.dynamic_broker_configs == {KEY_PASSWORD: "key-pass"}
+        stored = await zk.get_entity_configs("brokers", "0")
+        # the stored value now decodes with the new secret alone
+        later = dynamic(**{**ENCODER, "password.encoder.secret": "new"})
+        assert later.from_persistent(stored, "broker 0") == {KEY_PASSWORD: "key-pass"}
+    finally:
+        await store.close()

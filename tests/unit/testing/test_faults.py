@@ -84,6 +84,7 @@ def test_every_failable_api_encodes_its_error_answer(key: ApiKey) -> None:
             {"topic": "t", "name": "t", "partitions": [{"partition": 0, "partition_index": 0}]}
         ],
         "member_id": "m",
+        "v3_and_below_topics": [{"name": "t", "partitions": [0]}],
     }
     code = FAILABLE_ERRORS[key][0]
     lo, hi = SUPPORTED_VERSIONS[key]
@@ -94,9 +95,10 @@ def test_every_failable_api_encodes_its_error_answer(key: ApiKey) -> None:
 
 
 def _error_codes(value: object) -> set[int]:
-    """Every error_code anywhere in a decoded response."""
+    """Every error code anywhere in a decoded response (AddPartitionsToTxn names it
+    partition_error_code)."""
     if isinstance(value, dict):
-        found = {value["error_code"]} if "error_code" in value else set()
+        found = {v for k, v in value.items() if k in ("error_code", "partition_error_code")}
         for v in value.values():
             found |= _error_codes(v)
         return found

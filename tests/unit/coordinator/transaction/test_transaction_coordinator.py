@@ -1,6 +1,7 @@
 """TransactionCoordinator with its state manager and marker channel manager: Kafka 2.8's
 answers to InitProducerId, AddPartitionsToTxn and EndTxn, fencing, timeouts, expiration and
-failover, over an in-memory __transaction_state and recording marker channels."""
+failover, and KIP-939's two-phase commit (enable2Pc, keepPreparedTxn), over an in-memory
+__transaction_state and recording marker channels."""
 
 from __future__ import annotations
 
@@ -8,7 +9,11 @@ from kafpy.common.topic import TRANSACTION_STATE_TOPIC_NAME
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.coordinator.transaction import transaction_log
 from kafpy.coordinator.transaction.transaction_config import TransactionConfig
-from kafpy.coordinator.transaction.transaction_metadata import TransactionState
+from kafpy.coordinator.transaction.transaction_metadata import (
+    TWO_PHASE_COMMIT_TIMEOUT_MS,
+    TransactionMetadata,
+    TransactionState,
+)
 from kafpy.protocol.errors import Errors
 from kafpy.testing.wait import async_wait_until
 from tests.unit.coordinator.fakes import FakePartition
@@ -350,3 +355,199 @@ def test_a_new_leader_loads_up_to_its_log_end_not_its_high_watermark() -> None:
         assert pid == r.producer_id or r.producer_id == -1
 
     run(t)
+
+
+# -- KIP-939: two-phase commit ------------------------------------------------------------------
+
+TWO_PC = TransactionConfig(
+    transaction_log_num_partitions=TXN_PARTITIONS, transaction_two_phase_commit_enable=True
+)
+
+
+def _metadata(h: TxnHarness, tid: str) -> TransactionMetadata:
+    _, entry = h.state_manager.get_transaction_state(tid)
+    assert entry is not None
+    return entry.transaction_metadata
+
+
+async def _prepare_2pc(h: TxnHarness, tid: str, *tps: TopicPartition) -> tuple[int, int]:
+    """A two-phase-commit transaction on `tps`, left open (prepared) by its producer."""
+    r = await h.coordinator.handle_init_producer_id(tid, 1000, enable_2pc=True)
+    assert r.error == Errors.NONE and (r.ongoing_txn_producer_id, r.ongoing_txn_producer_epoch) == (
+        -1,
+        -1,
+    )
+    for tp in tps:
+        h.cluster.leaders.setdefault(tp, 1)
+    code = await h.coordinator.handle_add_partitions_to_transaction(
+        tid, r.producer_id, r.producer_epoch, set(tps)
+    )
+    assert code == Errors.NONE
+    return r.producer_id, r.producer_epoch
+
+
+def test_two_phase_commit_is_refused_unless_the_broker_allows_it() -> None:
+    async def t(h: TxnHarness) -> None:
+        await h.own_all()
+        off = await h.coordinator.handle_init_producer_id("tx", 1000, enable_2pc=True)
+        assert off.error == Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        assert (off.producer_id, off.producer_epoch) == (-1, -1)
+        assert h.state_manager.get_transaction_state("tx") == (Errors.NONE, None)
+        assert _written(h, "tx") == []
+
+    run(t)
+
+
+def test_two_phase_commit_flags_out_of_place_are_invalid_requests() -> None:
+    async def t(h: TxnHarness) -> None:
+        await h.own_all()
+        init = h.coordinator.handle_init_producer_id
+        assert (await init("tx", 1000, keep_prepared_txn=True)).error == Errors.INVALID_REQUEST
+        assert (
+            await init("tx", 1000, (5, 0), enable_2pc=True, keep_prepared_txn=True)
+        ).error == Errors.INVALID_REQUEST
+        assert (await init(None, 1000, enable_2pc=True)).error == Errors.INVALID_REQUEST
+        assert _written(h, "tx") == []
+
+    run(t, TWO_PC)
+
+
+def test_a_two_phase_commit_transaction_never_times_out() -> None:
+    async def t(h: TxnHarness) -> None:
+        await h.own_all()
+        await _prepare_2pc(h, "tx", A0)
+        assert _metadata(h, "tx").txn_timeout_ms == TWO_PHASE_COMMIT_TIMEOUT_MS
+        h.time.advance(TWO_PHASE_COMMIT_TIMEOUT_MS + 1)  # past even the marker timeout itself
+        assert await h.coordinator.abort_timed_out_transactions() == 0
+        assert _state(h, "tx") is S.ONGOING and h.cluster.marked() == []
+
+    run(t, TWO_PC)
+
+
+def test_keep_prepared_txn_keeps_the_transaction_and_fences_its_preparer() -> None:
+    async def t(h: TxnHarness) -> None:
+        await h.own_all()
+        pid, epoch = await _prepare_2pc(h, "tx", A0, B0)
+        kept = await h.coordinator.handle_init_producer_id(
+            "tx", 1000, enable_2pc=True, keep_prepared_txn=True
+        )
+        assert (kept.error, kept.producer_id, kept.producer_epoch) == (Errors.NONE, pid, epoch + 1)
+        assert (kept.ongoing_txn_producer_id, kept.ongoing_txn_producer_epoch) == (pid, epoch)
+        assert _written(h, "tx") == ["Empty", "Ongoing", "Ongoing"]
+        m = _metadata(h, "tx")
+        assert (m.state, m.topic_partitions, m.ongoing_txn_producer_epoch) == (
+            S.ONGOING,
+            {A0, B0},
+            epoch,
+        )
+        # the preparer is fenced; the new owner may not grow the prepared transaction
+        end, add = (
+            h.coordinator.handle_end_transaction,
+            h.coordinator.handle_add_partitions_to_transaction,
+        )
+        assert await end("tx", pid, epoch, True) == Errors.PRODUCER_FENCED
+        assert await add("tx", pid, epoch, {A1}) == Errors.PRODUCER_FENCED
+        assert await add("tx", pid, epoch + 1, {A1}) == Errors.INVALID_TXN_STATE
+        # a second recovery: a newer owner, the same prepared transaction
+        again = await h.coordinator.handle_init_producer_id(
+            "tx", 1000, enable_2pc=True, keep_prepared_txn=True
+        )
+        assert (again.producer_epoch, again.ongoing_txn_producer_epoch) == (epoch + 2, epoch)
+        assert await end("tx", pid, epoch + 1, True) == Errors.PRODUCER_FENCED
+        assert await end("tx", pid, epoch + 2, True) == Errors.NONE
+        await h.settle()
+        assert sorted(h.cluster.marked()) == [(1, A0, True, epoch + 2), (1, B0, True, epoch + 2)]
+        m = _metadata(h, "tx")
+        assert (m.state, m.ongoing_txn_producer_epoch) == (S.COMPLETE_COMMIT, -1)
+        assert _written(h, "tx")[-2:] == ["PrepareCommit", "CompleteCommit"]
+
+    run(t, TWO_PC)
+
+
+def test_a_kept_transaction_survives_coordinator_failover() -> None:
+    async def t(h: TxnHarness) -> None:
+        await h.own_all()
+        pid, epoch = await _prepare_2pc(h, "tx", A0)
+        await h.coordinator.handle_init_producer_id(
+            "tx", 1000, enable_2pc=True, keep_prepared_txn=True
+        )
+        partition = h.state_manager.partition_for("tx")
+        h.coordinator.on_resignation(partition, 0)
+        h.coordinator.on_election(partition, 1)
+        await async_wait_until(
+            lambda: not h.state_manager.loading_partitions, 5.0, interval_s=0.001
+        )
+        m = _metadata(h, "tx")
+        assert (m.state, m.producer_epoch, m.ongoing_txn_producer_epoch) == (
+            S.ONGOING,
+            epoch + 1,
+            epoch,
+        )
+        assert m.is_distributed_two_phase_commit_txn
+        h.time.advance(10 * 900000)
+        assert await h.coordinator.abort_timed_out_transactions() == 0
+        again = await h.coordinator.handle_init_producer_id(
+            "tx", 1000, enable_2pc=True, keep_prepared_txn=True
+        )
+        assert (again.producer_id, again.producer_epoch) == (pid, epoch + 2)
+        assert (again.ongoing_txn_producer_id, again.ongoing_txn_producer_epoch) == (pid, epoch)
+        assert (
+            await h.coordinator.handle_end_transaction("tx", pid, epoch + 2, False) == Errors.NONE
+        )
+        await h.settle()
+        assert h.cluster.marked() == [(1, A0, False, epoch + 2)]
+        assert _state(h, "tx") is S.COMPLETE_ABORT
+
+    run(t, TWO_PC)
+
+
+def test_keep_prepared_txn_with_nothing_open_initializes_as_usual() -> None:
+    async def t(h: TxnHarness) -> None:
+        await h.own_all()
+        pid, epoch = await _prepare_2pc(h, "tx", A0)
+        assert await h.coordinator.handle_end_transaction("tx", pid, epoch, True) == Errors.NONE
+        await h.settle()
+        r = await h.coordinator.handle_init_producer_id(
+            "tx", 1000, enable_2pc=True, keep_prepared_txn=True
+        )
+        assert (r.error, r.producer_id, r.producer_epoch) == (Errors.NONE, pid, epoch + 1)
+        assert (r.ongoing_txn_producer_id, r.ongoing_txn_producer_epoch) == (-1, -1)
+        assert _state(h, "tx") is S.EMPTY
+
+    run(t, TWO_PC)
+
+
+def test_keep_prepared_txn_refuses_a_transaction_begun_without_two_phase_commit() -> None:
+    async def t(h: TxnHarness) -> None:
+        await h.own_all()
+        await _begin(h, "tx", A0)
+        r = await h.coordinator.handle_init_producer_id(
+            "tx", 1000, enable_2pc=True, keep_prepared_txn=True
+        )
+        assert r.error == Errors.INVALID_TXN_STATE
+        assert _state(h, "tx") is S.ONGOING and _written(h, "tx") == ["Empty", "Ongoing"]
+
+    run(t, TWO_PC)
+
+
+def test_init_without_keep_prepared_txn_aborts_a_prepared_transaction() -> None:
+    async def t(h: TxnHarness) -> None:
+        await h.own_all()
+        pid, epoch = await _prepare_2pc(h, "tx", A0)
+        await h.coordinator.handle_init_producer_id(
+            "tx", 1000, enable_2pc=True, keep_prepared_txn=True
+        )
+        r = await h.coordinator.handle_init_producer_id("tx", 1000, enable_2pc=True)
+        assert r.error == Errors.CONCURRENT_TRANSACTIONS  # fenced and aborted; the client retries
+        await h.settle()
+        assert h.cluster.marked() == [(1, A0, False, epoch + 2)]
+        m = _metadata(h, "tx")
+        assert (m.state, m.ongoing_txn_producer_epoch) == (S.COMPLETE_ABORT, -1)
+        retried = await h.coordinator.handle_init_producer_id("tx", 1000, enable_2pc=True)
+        assert (retried.error, retried.producer_id, retried.producer_epoch) == (
+            Errors.NONE,
+            pid,
+            epoch + 3,
+        )
+
+    run(t, TWO_PC)

@@ -99,3 +99,50 @@ def test_format_record_is_kafkas_decoder_line() -> None:
         "txnLastUpdateTimestamp=1700000000500,txnTimeoutMs=60000"
     )
     assert txn_log.format_record(txn_log.key_to_bytes("tx"), None)[1] == "<DELETE>"
+
+
+def _compact_string(s: str) -> bytes:
+    raw = s.encode()
+    return bytes([len(raw) + 1]) + raw
+
+
+def test_a_kept_two_phase_commit_transaction_is_version_1_with_both_epochs() -> None:
+    from dataclasses import replace
+
+    kept = replace(
+        _transit(TransactionState.ONGOING, frozenset({TopicPartition("out", 0)})),
+        producer_epoch=8, txn_timeout_ms=2**31 - 1, ongoing_txn_producer_epoch=7,
+    )  # fmt: skip
+    expected = (
+        struct.pack(">h", 1)  # value version 1 (flexible)
+        + struct.pack(">q", 1234)  # producer id: the kept transaction's
+        + struct.pack(">h", 7)  # producer epoch: the one it was prepared at
+        + struct.pack(">i", 2**31 - 1)  # the two-phase-commit timeout
+        + struct.pack(">b", 1)  # Ongoing
+        + b"\x02"  # one topic (compact array)
+        + _compact_string("out") + b"\x02" + struct.pack(">i", 0) + b"\x00"
+        + struct.pack(">q", 1_700_000_000_500)
+        + struct.pack(">q", 1_700_000_000_000)
+        + b"\x02"  # two tagged fields
+        + b"\x01\x08" + struct.pack(">q", 1234)  # tag 1, NextProducerId
+        + b"\xe8\x07\x02" + struct.pack(">h", 8)  # tag 1000, kafpy's next producer epoch
+    )  # fmt: skip
+    assert txn_log.value_to_bytes(kept) == expected
+    read = txn_log.read_value("t", expected)
+    assert read is not None
+    assert (read.producer_id, read.producer_epoch, read.ongoing_txn_producer_epoch) == (1234, 8, 7)
+    assert read.is_distributed_two_phase_commit_txn and read.is_kept_prepared_txn
+    # an ordinary two-phase-commit transaction stays version 0
+    plain = replace(kept, ongoing_txn_producer_epoch=-1)
+    assert txn_log.value_to_bytes(plain)[:2] == b"\x00\x00"
+
+
+def test_a_version_1_value_of_transaction_version_2_is_refused() -> None:
+    value = (
+        struct.pack(">h", 1) + struct.pack(">q", 1) + struct.pack(">h", 0)
+        + struct.pack(">i", 1000) + struct.pack(">b", 0) + b"\x00"  # null partitions
+        + struct.pack(">q", 0) + struct.pack(">q", -1)
+        + b"\x01" + b"\x02\x02" + struct.pack(">h", 2)  # tag 2, ClientTransactionVersion 2
+    )  # fmt: skip
+    with pytest.raises(ValueError, match="transaction version 2"):
+        txn_log.read_value("t", value)

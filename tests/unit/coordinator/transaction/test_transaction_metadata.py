@@ -1,4 +1,5 @@
-"""TransactionMetadata's state machine: Kafka's valid transitions and the two-step changes."""
+"""TransactionMetadata's state machine: Kafka's valid transitions and the two-step changes,
+and KIP-939's kept prepared transaction."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import pytest
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.coordinator.transaction.transaction_metadata import (
     NO_PRODUCER_EPOCH,
+    TWO_PHASE_COMMIT_TIMEOUT_MS,
     VALID_PREVIOUS_STATES,
     IllegalTransactionStateError,
     TransactionMetadata,
@@ -110,3 +112,36 @@ def test_rotation_gives_a_new_producer_id_with_epoch_0() -> None:
         10,
         32766,
     )
+
+
+def test_keeping_a_prepared_transaction_bumps_the_epoch_and_remembers_the_first() -> None:
+    m = TransactionMetadata("tx", producer_id=10, producer_epoch=3,
+                            txn_timeout_ms=TWO_PHASE_COMMIT_TIMEOUT_MS, state=S.ONGOING,
+                            topic_partitions={TP0}, txn_start_timestamp=5)  # fmt: skip
+    for owner_epoch in (4, 5):
+        transit = m.prepare_keep_prepared_txn(now_ms=10)
+        assert (transit.txn_state, transit.producer_epoch) == (S.ONGOING, owner_epoch)
+        assert transit.ongoing_txn_producer_epoch == 3
+        m.complete_transition_to(transit)
+        assert (m.producer_epoch, m.ongoing_txn_producer_epoch, m.topic_partitions) == (
+            owner_epoch,
+            3,
+            {TP0},
+        )
+    commit = m.prepare_abort_or_commit(S.PREPARE_COMMIT, now_ms=11)
+    assert commit.ongoing_txn_producer_epoch == 3
+    m.complete_transition_to(commit)
+    m.complete_transition_to(m.prepare_complete(now_ms=12))
+    assert (m.state, m.ongoing_txn_producer_epoch, m.producer_epoch) == (S.COMPLETE_COMMIT, -1, 5)
+
+
+def test_only_an_open_two_phase_commit_transaction_is_kept() -> None:
+    ordinary = TransactionMetadata("tx", producer_id=10, producer_epoch=3, txn_timeout_ms=1000,
+                                   state=S.ONGOING, topic_partitions={TP0})  # fmt: skip
+    with pytest.raises(IllegalTransactionStateError, match="only an open two-phase-commit"):
+        ordinary.prepare_keep_prepared_txn(now_ms=1)
+    idle = _new(3)
+    idle.txn_timeout_ms = TWO_PHASE_COMMIT_TIMEOUT_MS
+    with pytest.raises(IllegalTransactionStateError, match="state Empty"):
+        idle.prepare_keep_prepared_txn(now_ms=1)
+    assert ordinary.pending_state is None and idle.pending_state is None
