@@ -284,6 +284,48 @@ def test_a_broker_with_stale_keys_refuses_with_kafkas_message(
         stale.stop()
 
 
+def test_kafpys_client_reauthenticates_with_gssapi(
+    tmp_path: Path, keytabs: dict[str, Path], kerberos_realm: KerberosRealm
+) -> None:
+    """KIP-368 end to end: with connections.max.reauth.ms=1500 kafpy's client keeps one
+    connection working over several session lifetimes by authenticating again with a new
+    GSSAPI context each time (the broker logs each)."""
+    import asyncio
+
+    from kafpy.client.client_security import ClientSecurity, SaslCredentials
+    from kafpy.client.connection import BrokerConnection
+
+    broker = KafpyBroker(tmp_path / "reauth", {
+        **gssapi_broker_overrides(keytabs["kafka"]), "connections.max.reauth.ms": "1500",
+    })  # fmt: skip
+    broker.start()
+    login = KerberosLogin(f"alice@{REALM}", keytabs["alice"], "kafka")
+    security = ClientSecurity("SASL_PLAINTEXT", None, SaslCredentials("GSSAPI", kerberos=login))
+
+    async def over_several_sessions() -> int:
+        conn = BrokerConnection("127.0.0.1", broker.ports["SASL_PLAINTEXT"], security=security)
+        await conn.connect()
+        answered = 0
+        try:
+            for _ in range(20):  # 5 s: more than three sessions
+                body = await conn.send(
+                    ApiKey.METADATA, {"topics": [], "allow_auto_topic_creation": False}
+                )
+                answered += len(body["brokers"]) == 1
+                await asyncio.sleep(0.25)
+        finally:
+            await conn.close()
+        return answered
+
+    try:
+        assert asyncio.run(over_several_sessions()) == 20
+        log = broker.log_path.read_text()
+        assert log.count(f"authenticationID=alice@{REALM}") >= 3
+        assert "did not re-authenticate" not in log
+    finally:
+        broker.stop()
+
+
 # -- the exchange on one connection, in process ---------------------------------------------
 
 
