@@ -3,12 +3,15 @@
 
 SASL credentials come from `sasl.jaas.config` (the Java client's key: PlainLoginModule or
 ScramLoginModule with username and password) or `sasl.username`/`sasl.password`
-(librdkafka's); `sasl.mechanism` is PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER
-(Kafka's default, GSSAPI, is refused: kafpy cannot honour it). An OAUTHBEARER token is an
-unsecured one made for each connection from OAuthBearerLoginModule's `unsecuredLogin*`
-options (the Java client's) or from `sasl.oauthbearer.config` with
-`enable.sasl.oauthbearer.unsecure.jwt=true` (librdkafka's), or a token given in code
-(`SaslCredentials(OAUTHBEARER, oauthbearer=OAuthBearerGivenToken(...))`).
+(librdkafka's); `sasl.mechanism` is GSSAPI (Kafka's default), PLAIN, SCRAM-SHA-256,
+SCRAM-SHA-512 or OAUTHBEARER. GSSAPI (the `kerberos` extra) logs in with
+Krb5LoginModule's keyTab and principal (or the ticket cache) from `sasl.jaas.config` and
+`sasl.kerberos.service.name`, or librdkafka's `sasl.kerberos.keytab`,
+`sasl.kerberos.principal` and `sasl.kerberos.service.name` (default kafka). An
+OAUTHBEARER token is an unsecured one made for each connection from
+OAuthBearerLoginModule's `unsecuredLogin*` options (the Java client's) or from
+`sasl.oauthbearer.config` with `enable.sasl.oauthbearer.unsecure.jwt=true` (librdkafka's),
+or a token given in code (`SaslCredentials(OAUTHBEARER, oauthbearer=OAuthBearerGivenToken(...))`).
 """
 
 from __future__ import annotations
@@ -18,6 +21,12 @@ from dataclasses import dataclass, field
 
 from kafpy.common.errors import InvalidConfigurationError
 from kafpy.security.jaas_config import SCRAM_LOGIN_MODULE, login_credentials, parse_jaas_config
+from kafpy.security.kerberos_login import (
+    GSSAPI,
+    KRB5_LOGIN_MODULE,
+    SERVICE_NAME_CONFIG,
+    KerberosLogin,
+)
 from kafpy.security.oauthbearer import OAUTHBEARER, OAUTHBEARER_LOGIN_MODULE, OAuthBearerLogin
 from kafpy.security.oauthbearer_unsecured import (
     EXTENSION_PREFIX,
@@ -45,13 +54,15 @@ class SaslCredentials:
     """The SASL mechanism a client authenticates with, and its user and password;
     `token_auth` (ScramLoginModule's `tokenauth="true"`) for a delegation token: its id as
     the user, the base64 of its HMAC as the password; for OAUTHBEARER, where its tokens
-    come from (`oauthbearer`)."""
+    come from (`oauthbearer`); for GSSAPI, `kerberos` is the login (the principal is also
+    the user; no password)."""
 
     mechanism: str
     username: str = ""
     password: str = field(default="", repr=False)
     token_auth: bool = False
     oauthbearer: OAuthBearerLogin | None = None
+    kerberos: KerberosLogin | None = None
 
     @classmethod
     def from_config(cls, props: Mapping[str, object], *, source: str) -> SaslCredentials:
@@ -59,6 +70,8 @@ class SaslCredentials:
         InvalidConfigurationError naming the key when something is missing or unsupported."""
         mechanism = str(props.get("sasl.mechanism", "GSSAPI")).strip().upper()
         ensure_sasl_mechanisms_supported([mechanism], f"sasl.mechanism in {source}")
+        if mechanism == GSSAPI:
+            return cls._kerberos(props, source=source)
         if mechanism == OAUTHBEARER:
             return cls(mechanism, oauthbearer=_oauthbearer_login(props, source))
         jaas = props.get("sasl.jaas.config")
@@ -81,6 +94,42 @@ class SaslCredentials:
                 "sasl.username and sasl.password"
             )
         return cls(mechanism, str(username), str(password))
+
+    @classmethod
+    def _kerberos(cls, props: Mapping[str, object], *, source: str) -> SaslCredentials:
+        service_name = props.get(SERVICE_NAME_CONFIG)
+        jaas = props.get("sasl.jaas.config")
+        if jaas is not None:
+            key = f"sasl.jaas.config in {source}"
+            login = KerberosLogin.from_jaas(
+                parse_jaas_config(str(jaas), key=key),
+                key=key,
+                configured_service_name=None if service_name is None else str(service_name),
+                acceptor=False,
+            )
+        else:  # librdkafka's keys
+            keytab = props.get("sasl.kerberos.keytab")
+            principal = props.get("sasl.kerberos.principal")
+            if keytab is None and principal is None:
+                raise InvalidConfigurationError(
+                    f"sasl.mechanism in {source} is GSSAPI, which needs a Kerberos login: set "
+                    f"sasl.jaas.config (e.g. {KRB5_LOGIN_MODULE} required useKeyTab=true "
+                    'keyTab="/path/client.keytab" principal="alice@EXAMPLE.COM"; or '
+                    "useTicketCache=true; after kinit) or sasl.kerberos.keytab and "
+                    "sasl.kerberos.principal"
+                )
+            options = {"useKeyTab": str(keytab is not None).lower()}
+            if keytab is not None:
+                options["keyTab"] = str(keytab)
+            if principal is not None:
+                options["principal"] = str(principal)
+            login = KerberosLogin.from_options(
+                options,
+                key=f"sasl.kerberos.keytab and sasl.kerberos.principal in {source}",
+                configured_service_name=str(service_name or "kafka"),
+                acceptor=False,
+            )
+        return cls(GSSAPI, login.principal or "", "", kerberos=login)
 
 
 def _oauthbearer_login(props: Mapping[str, object], source: str) -> OAuthBearerUnsecuredLogin:

@@ -268,9 +268,10 @@ class BrokerConnection:
             raise error_for_code(
                 handshake["error_code"], None, f"SaslHandshake to {self._describe()}"
             )
-        authenticator = SaslClientAuthenticator(sasl)
+        authenticator = SaslClientAuthenticator(sasl, self.host)
         version = min(2, self.api_versions.get(int(ApiKey.SASL_AUTHENTICATE), (0, 0))[1])
-        token: bytes | None = authenticator.first_message()
+        # in a thread: GSSAPI's first token may wait on the KDC
+        token: bytes | None = await asyncio.to_thread(authenticator.first_message)
         lifetime = 0
         while token is not None:
             body = await self._request(

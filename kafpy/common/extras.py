@@ -1,8 +1,8 @@
 """The optional parts of kafpy and the pip extras that install them.
 
 `pip install kafpy` holds the broker, the client, every CLI tool and `kafpy.testing`. The
-Spark data source, the web console and the broker's Prometheus endpoint need libraries of
-their own, installed by an extra (`pip install 'kafpy[spark]'`); using one of those parts
+Spark data source, the web console, the broker's Prometheus endpoint and SASL/GSSAPI
+(Kerberos) need libraries of their own, installed by an extra (`pip install 'kafpy[spark]'`); using one of those parts
 without its extra fails at once with a MissingExtraError naming the extra.
 """
 
@@ -14,6 +14,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "spark": ("pyspark", "pyarrow", "numpy"),
     "console": ("aiohttp", "jinja2"),
     "metrics": ("prometheus_client", "aiohttp"),
+    "kerberos": ("gssapi",),
 }
 """Extra name -> the modules it installs (import names, as find_spec looks them up)."""
 

@@ -1,9 +1,9 @@
 """Kafka's SASL configuration keys (SaslConfigs and the broker's BrokerSecurityConfigs),
 with Kafka's defaults, and the mechanisms kafpy can honour.
 
-Kafka's default mechanism is GSSAPI (Kerberos); kafpy does not speak GSSAPI, so a
-listener or client asking for it is refused at start-up by name, never served with
-something weaker. Kafka names its SASL callbacks by Java class
+GSSAPI (Kerberos, Kafka's default mechanism) needs python-gssapi, the `kerberos` extra; a
+listener or client asking for it without the extra is refused at start-up by name, never
+served with something weaker. Kafka names its SASL callbacks by Java class
 (`listener.name.<listener>.<mechanism>.sasl.server.callback.handler.class`,
 `sasl.login.callback.handler.class`, `sasl.login.class`): kafpy accepts Kafka's own
 defaults and, for OAUTHBEARER's server side, its JWKS validator (a kafpy extension), and
@@ -16,6 +16,7 @@ from collections.abc import Iterable
 
 from kafpy.common.config_def import ConfigDef, ConfigType, Importance, Range
 from kafpy.common.errors import InvalidConfigurationError
+from kafpy.security.kerberos_login import GSSAPI, require_kerberos_extra
 from kafpy.security.oauthbearer import OAUTHBEARER
 from kafpy.security.oauthbearer_jwks import JWKS_VALIDATOR_CALLBACK_HANDLER
 from kafpy.security.oauthbearer_unsecured import (
@@ -25,7 +26,7 @@ from kafpy.security.oauthbearer_unsecured import (
 from kafpy.security.plain import PLAIN
 from kafpy.security.scram import ScramMechanism
 
-SUPPORTED_SASL_MECHANISMS = (PLAIN, *ScramMechanism.names(), OAUTHBEARER)
+SUPPORTED_SASL_MECHANISMS = (GSSAPI, PLAIN, *ScramMechanism.names(), OAUTHBEARER)
 """The SASL mechanisms kafpy serves and speaks."""
 
 SASL_SECURITY_PROTOCOLS = frozenset({"SASL_PLAINTEXT", "SASL_SSL"})
@@ -37,7 +38,7 @@ SaslServerAuthenticator.MAX_RECEIVE_SIZE)."""
 BROKER_SASL_CONFIG_DEF: ConfigDef = (
     ConfigDef()
     .define("sasl.enabled.mechanisms", ConfigType.LIST, "GSSAPI", None, Importance.MEDIUM,
-            "The SASL mechanisms a SASL listener offers (kafpy: PLAIN, SCRAM-SHA-256, "
+            "The SASL mechanisms a SASL listener offers (kafpy: GSSAPI, PLAIN, SCRAM-SHA-256, "
             "SCRAM-SHA-512, OAUTHBEARER); listener.name.<listener>.sasl.enabled.mechanisms overrides it.")
     .define("sasl.mechanism.inter.broker.protocol", ConfigType.STRING, "GSSAPI", None,
             Importance.MEDIUM, "The SASL mechanism brokers use with each other.")
@@ -60,22 +61,27 @@ BROKER_SASL_CONFIG_DEF: ConfigDef = (
             "OAUTHBEARER login handler.")
     .define("sasl.login.class", ConfigType.CLASS, None, None, Importance.MEDIUM,
             "The broker's own SASL login class; kafpy takes only Kafka's defaults.")
-    # Kerberos (GSSAPI): without effect in kafpy, which enables it on no listener, as in
-    # Kafka without it. OAUTHBEARER login refresh: without effect, as kafpy's login makes a
-    # new token for each authentication, so none grows old.
+    # Kerberos (GSSAPI): the service name and the short-name rules apply; the kinit and
+    # renew keys are accepted without effect, as MIT Kerberos renews a keytab login itself.
+    # OAUTHBEARER's login refresh: without effect, as kafpy's login makes a new token for
+    # each authentication, so none grows old.
     .define("sasl.kerberos.service.name", ConfigType.STRING, None, None, Importance.MEDIUM,
-            "Kerberos principal name Kafka runs as (no effect: kafpy has no GSSAPI).")
+            "The Kerberos service name of the brokers' principals (kafka in "
+            "kafka/host@REALM); JAAS's serviceName option may give it instead.")
     .define("sasl.kerberos.kinit.cmd", ConfigType.STRING, "/usr/bin/kinit", None,
-            Importance.LOW, "Kerberos kinit command path (no effect: kafpy has no GSSAPI).")
+            Importance.LOW, "Kerberos kinit command path (no effect: kafpy renews through "
+            "the Kerberos library, never runs kinit).")
     .define("sasl.kerberos.ticket.renew.window.factor", ConfigType.DOUBLE, 0.8, None,
-            Importance.LOW, "Kerberos ticket renewal point (no effect: kafpy has no GSSAPI).")
+            Importance.LOW, "Kerberos ticket renewal point (no effect: the Kerberos library "
+            "gets a new ticket from the keytab when the old one expires).")
     .define("sasl.kerberos.ticket.renew.jitter", ConfigType.DOUBLE, 0.05, None,
-            Importance.LOW, "Kerberos ticket renewal jitter (no effect: kafpy has no GSSAPI).")
+            Importance.LOW, "Kerberos ticket renewal jitter (no effect, as the window).")
     .define("sasl.kerberos.min.time.before.relogin", ConfigType.LONG, 60000, None,
-            Importance.LOW, "Kerberos relogin sleep time (no effect: kafpy has no GSSAPI).")
+            Importance.LOW, "Kerberos relogin sleep time (no effect, as the window).")
     .define("sasl.kerberos.principal.to.local.rules", ConfigType.LIST, "DEFAULT", None,
             Importance.MEDIUM,
-            "Kerberos principal to short name rules (no effect: kafpy has no GSSAPI).")
+            "Rules mapping a Kerberos principal to the short name of its KafkaPrincipal "
+            "(DEFAULT: the first component, for the default realm).")
     .define("sasl.login.refresh.window.factor", ConfigType.DOUBLE, 0.8,
             Range.between(0.5, 1.0), Importance.LOW,
             "OAUTHBEARER login refresh point (no effect: kafpy makes a token per login).")
@@ -96,14 +102,16 @@ NO_EFFECT_SASL_CONFIGS = frozenset(
     for key in BROKER_SASL_CONFIG_DEF.names()
     if key.startswith(("sasl.kerberos.", "sasl.login.refresh."))
 )
-"""SASL keys without effect in kafpy: GSSAPI's Kerberos login (kafpy never enables it),
-accepted as Kafka accepts them on a broker without GSSAPI; OAUTHBEARER's login refresh
-(kafpy's login makes a new token for each authentication)."""
+"""The Kerberos (GSSAPI) and OAUTHBEARER login keys, accepted per listener as Kafka accepts
+them: the Kerberos service name and short-name rules apply to GSSAPI listeners; the
+kinit and renew keys have no effect (MIT Kerberos renews a keytab login itself), nor do
+OAUTHBEARER's refresh keys (kafpy's login makes a new token for each authentication)."""
 
 
 def ensure_sasl_mechanisms_supported(mechanisms: Iterable[str], key: str) -> None:
-    """Refuse mechanisms kafpy cannot honour (GSSAPI, anything unknown),
-    naming the key and what to use instead."""
+    """Refuse mechanisms kafpy cannot honour (anything unknown, GSSAPI without the
+    `kerberos` extra), naming the key and what to use instead."""
+    mechanisms = list(mechanisms)
     unsupported = [m for m in mechanisms if m not in SUPPORTED_SASL_MECHANISMS]
     if unsupported:
         raise InvalidConfigurationError(
@@ -111,12 +119,15 @@ def ensure_sasl_mechanisms_supported(mechanisms: Iterable[str], key: str) -> Non
             f"support (supported: {', '.join(SUPPORTED_SASL_MECHANISMS)}). Set {key} to "
             "mechanisms from that list (Kafka's default is GSSAPI)."
         )
+    if GSSAPI in mechanisms:
+        require_kerberos_extra(f"SASL mechanism GSSAPI ({key})")
 
 
 _SCRAM_SERVER_CALLBACK_HANDLER = (
     "org.apache.kafka.common.security.scram.internals.ScramServerCallbackHandler"
 )
 SERVER_CALLBACK_HANDLERS: dict[str, tuple[str, ...]] = {
+    GSSAPI: ("org.apache.kafka.common.security.authenticator.SaslServerCallbackHandler",),
     PLAIN: ("org.apache.kafka.common.security.plain.internals.PlainServerCallbackHandler",),
     **{name: (_SCRAM_SERVER_CALLBACK_HANDLER,) for name in ScramMechanism.names()},
     OAUTHBEARER: (UNSECURED_VALIDATOR_CALLBACK_HANDLER, JWKS_VALIDATOR_CALLBACK_HANDLER),
@@ -129,6 +140,7 @@ LOGIN_CLASSES: dict[str, tuple[str, ...]] = {
     "sasl.login.class": (
         "org.apache.kafka.common.security.oauthbearer.internals.OAuthBearerRefreshingLogin",
         "org.apache.kafka.common.security.authenticator.DefaultLogin",
+        "org.apache.kafka.common.security.kerberos.KerberosLogin",
     ),
 }
 """Login key -> the Kafka classes kafpy does the work of (its defaults)."""

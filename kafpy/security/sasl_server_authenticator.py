@@ -5,7 +5,8 @@ Until the connection has authenticated it may send only ApiVersions (answered by
 broker as usual), SaslHandshake and SaslAuthenticate, each frame at most
 MAX_RECEIVE_SIZE bytes. SaslHandshake v1 picks a mechanism and the tokens then come in
 SaslAuthenticate requests (v0-v2); after SaslHandshake v0 they come as raw size-prefixed
-frames, as old clients send them. An unknown mechanism is answered with
+frames, as old clients send them; a first frame that is no Kafka request is a Kafka 0.9
+client's GSSAPI token when the listener enables GSSAPI. An unknown mechanism is answered with
 UNSUPPORTED_SASL_MECHANISM and the enabled list, a failed exchange with
 SASL_AUTHENTICATION_FAILED and Kafka's message, a SaslAuthenticate before the handshake
 with ILLEGAL_SASL_STATE; each then closes the connection. Any other request before
@@ -33,7 +34,9 @@ from kafpy.protocol.headers import RequestHeader, decode_request_header, encode_
 from kafpy.protocol.messages import REQUESTS
 from kafpy.security.credential_cache import CredentialCache
 from kafpy.security.delegation_token_cache import DelegationTokenCache
+from kafpy.security.gssapi_server import GssapiServerConfig
 from kafpy.security.kafka_principal import USER_TYPE, KafkaPrincipal
+from kafpy.security.kerberos_login import GSSAPI
 from kafpy.security.oauthbearer import OAUTHBEARER, OAuthBearerSaslServer, OAuthBearerValidator
 from kafpy.security.oauthbearer_jwks import (
     JWKS_VALIDATOR_CALLBACK_HANDLER,
@@ -96,7 +99,8 @@ class OAuthBearerListenerConfig:
 class SaslListenerConfig:
     """What a SASL listener offers: its enabled mechanisms, PLAIN's users (from its JAAS
     config), the SCRAM credential cache, the delegation tokens (SCRAM with `tokenauth`),
-    OAUTHBEARER's validation and `connections.max.reauth.ms` (per mechanism when
+    OAUTHBEARER's validation, GSSAPI's keys and short-name rules, and
+    `connections.max.reauth.ms` (per mechanism when
     `listener.name.<l>.<mechanism>.connections.max.reauth.ms` sets it)."""
 
     listener_name: str
@@ -106,6 +110,7 @@ class SaslListenerConfig:
     max_reauth_ms: int = 0
     token_cache: DelegationTokenCache | None = None
     oauthbearer: OAuthBearerListenerConfig | None = None
+    gssapi: GssapiServerConfig | None = None
     max_reauth_ms_by_mechanism: Mapping[str, int] = field(default_factory=dict)
 
     def max_reauth_ms_for(self, mechanism: str | None) -> int:
@@ -114,6 +119,9 @@ class SaslListenerConfig:
     def create_sasl_server(self, mechanism: str) -> SaslServer:
         if mechanism == PLAIN:
             return PlainSaslServer(self.plain_users)
+        if mechanism == GSSAPI:
+            assert self.gssapi is not None, "GSSAPI listeners are configured at start-up"
+            return self.gssapi.create_sasl_server()
         if mechanism == OAUTHBEARER:
             assert self.oauthbearer is not None, "OAUTHBEARER listeners are configured at start-up"
             return OAuthBearerSaslServer(self.oauthbearer.validator)
@@ -195,10 +203,14 @@ class SaslServerAuthenticator:
         try:
             header, offset = decode_request_header(frame)
         except ProtocolDecodeError as e:
+            if self._gssapi_without_handshake():
+                return self._raw_token(bytes(frame), now_ms)
             return AuthenticationStep(
                 close_reason=f"a frame during SASL authentication does not decode: {e}"
             )
         api_key = header.api_key
+        if not _is_api_key(api_key) and self._gssapi_without_handshake():
+            return self._raw_token(bytes(frame), now_ms)
         if self.complete:
             if api_key == ApiKey.SASL_HANDSHAKE and (self._session_expiration_ms is not None):
                 self._reauthenticating = True
@@ -265,6 +277,20 @@ class SaslServerAuthenticator:
             self.state = SaslState.FAILED
             return AuthenticationStep(close_reason=f"the {name} request does not decode")
         return body
+
+    def _gssapi_without_handshake(self) -> bool:
+        """Kafka 0.9 clients send their first GSSAPI token with no SaslHandshake: a first
+        frame that is no Kafka request is taken as one when the listener enables GSSAPI
+        (then raw tokens follow, as after SaslHandshake v0)."""
+        if (
+            self.state is not SaslState.INITIAL_REQUEST
+            or GSSAPI not in self.config.enabled_mechanisms
+        ):
+            return False
+        self.mechanism = GSSAPI
+        self._server = self.config.create_sasl_server(GSSAPI)
+        self.state = SaslState.RAW_TOKEN
+        return True
 
     # -- handshake ----------------------------------------------------------------------------
 
@@ -379,6 +405,14 @@ def _decode(api_key: ApiKey, version: int, frame: memoryview, offset: int) -> di
         return REQUESTS[api_key].decode(version, frame, offset)
     except ProtocolDecodeError:
         return None
+
+
+def _is_api_key(api_key: int) -> bool:
+    try:
+        ApiKey(api_key)
+    except ValueError:
+        return False
+    return True
 
 
 def _api_name(api_key: int) -> str:

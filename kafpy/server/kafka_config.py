@@ -836,6 +836,7 @@ def _is_listener_override(key: str) -> bool:
         rest in BROKER_SSL_CONFIG_DEF
         or rest in LISTENER_RECONFIGURABLE_CONFIGS
         or rest in ("sasl.enabled.mechanisms", "connections.max.reauth.ms")
+        or rest in ("sasl.kerberos.service.name", "sasl.kerberos.principal.to.local.rules")
     ):
         return True
     _, _, after_mechanism = rest.partition(".")

@@ -52,9 +52,9 @@ _PEM_KEYSTORE = {**_SSL_ONLY, "ssl.keystore.type": "PEM", "ssl.keystore.location
             {"ssl.keystore.type": "PEM", "listener.name.ssl.ssl.keystore.location": "{missing}"},
             "ssl.keystore.location {missing} for listener SSL cannot be read",
         ),
-        # Kafka's default mechanism, GSSAPI, is refused by name
+        # Kafka's default mechanism, GSSAPI, needs its keys
         ("SASL_PLAINTEXT://127.0.0.1:{port}", {"security.inter.broker.protocol": "SASL_PLAINTEXT"},
-         "sasl.enabled.mechanisms names SASL mechanism(s) GSSAPI, which kafpy does not support"),
+         "Listener SASL_PLAINTEXT uses SASL mechanism GSSAPI but has no JAAS configuration"),
         # OAUTHBEARER needs its JAAS entry; a Java callback class is refused by name
         ("SASL_PLAINTEXT://127.0.0.1:{port}",
          {"security.inter.broker.protocol": "SASL_PLAINTEXT",

@@ -224,8 +224,9 @@ def test_listener_ssl_overrides_win_key_by_key_and_are_known_keys() -> None:
     [
         ({"listener.name.ssl.ssl.client.auth": "maybe"}, "listener.name.ssl.ssl.client.auth"),
         ({"ssl.principal.mapping.rules": "RULE:x"}, "Invalid rule `RULE:x`"),
-        ({"listeners": "SASL_SSL://:9093", "security.inter.broker.protocol": "SASL_SSL"},
-         r"sasl.enabled.mechanisms names SASL mechanism\(s\) GSSAPI, which kafpy does not support"),
+        ({"listeners": "SASL_SSL://:9093", "security.inter.broker.protocol": "SASL_SSL",
+          "sasl.enabled.mechanisms": "NTLM"},
+         r"sasl.enabled.mechanisms names SASL mechanism\(s\) NTLM, which kafpy does not support"),
         ({"advertised.listeners": "PLAINTEXT://h:9092,OTHER://h:9094",
           "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SSL:SSL,OTHER:SSL"},
          "advertised.listeners listener names must be equal to or a subset"),
