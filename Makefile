@@ -9,9 +9,6 @@ STAMP := $(VENV)/.installed
 .PHONY: install system-deps run test lint package-check bench bench-deps bench-throughput bench-latency clean
 
 $(STAMP): pyproject.toml
-	@command -v krb5-config >/dev/null 2>&1 || { echo "python-gssapi (kafpy[kerberos], part of \
-	the dev install) builds against MIT Kerberos: run make system-deps, or apt-get install \
-	libkrb5-dev gcc" >&2; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	# compat mode: the editable install's .pth puts the project root on sys.path, so Spark's
@@ -21,6 +18,15 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 install: $(STAMP)
+
+# kafpy[kerberos] for the GSSAPI tests: python-gssapi builds against MIT Kerberos's headers
+# (libkrb5-dev, from system-deps), so it is installed apart and `make run` needs none of it
+KRB_STAMP := $(VENV)/.kerberos
+$(KRB_STAMP): $(STAMP)
+	@command -v krb5-config >/dev/null 2>&1 || { echo "python-gssapi (kafpy[kerberos]) builds \
+	against MIT Kerberos: run make system-deps, or apt-get install libkrb5-dev gcc" >&2; exit 1; }
+	$(PY) -m pip install -q -e '.[test,kerberos]' --config-settings editable_mode=compat
+	touch $(KRB_STAMP)
 
 # A real ZooKeeper for the metadata-store and CLI tests; kcat for the client tests; a JDK
 # for the stored-password reference; an MIT KDC (krb5kdc, kdb5_util, kadmin.local, kinit),
@@ -55,11 +61,11 @@ run: install
 # see issue 13's note), and the cluster deployed across network namespaces (three ZooKeeper
 # JVMs and three brokers at once, whose restarts are timed).
 SERIAL_TESTS = tests/spark tests/integration/test_consumer_groups.py tests/cluster/test_deploy_across_hosts.py
-test: system-deps install
+test: system-deps install $(KRB_STAMP)
 	$(PY) -m pytest -q -p no:cacheprovider -n 4 --dist loadfile $(SERIAL_TESTS:%=--ignore=%) tests
 	$(PY) -m pytest -q -p no:cacheprovider $(SERIAL_TESTS)
 
-lint: install
+lint: install $(KRB_STAMP)
 	$(VENV)/bin/ruff check kafpy tests bench
 	$(VENV)/bin/ruff format --check kafpy tests bench
 	$(VENV)/bin/mypy kafpy
