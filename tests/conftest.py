@@ -10,4 +10,5 @@ pytest_plugins = [
     "tests.fixtures.console",
     "tests.fixtures.tls",
     "tests.fixtures.sasl",
+    "tests.fixtures.schema_registry",
 ]

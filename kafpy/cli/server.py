@@ -21,6 +21,7 @@ from pathlib import Path
 
 import click
 
+from kafpy.cli.command_line_utils import parse_overrides
 from kafpy.common.errors import KafkaError
 from kafpy.common.logger import LoggingConfigError, configure_logging, load_logging_config
 from kafpy.common.properties import PropertiesError
@@ -33,16 +34,6 @@ DEFAULTS = {
     "listeners": "PLAINTEXT://127.0.0.1:9092",
     "log.dirs": "./kafpy-data",
 }
-
-
-def _parse_overrides(values: tuple[str, ...]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for v in values:
-        key, sep, value = v.partition("=")
-        if not sep or not key.strip():
-            raise click.BadParameter(f"'{v}' is not of the form key=value", param_hint="--override")
-        out[key.strip()] = value.strip()
-    return out
 
 
 LOG_CONFIG_ENV = "KAFPY_LOG_CONFIG"
@@ -123,7 +114,7 @@ def command(
     except (LoggingConfigError, PropertiesError, OSError) as e:
         click.echo(f"Invalid logging configuration {log_config_path}: {e}", err=True)
         sys.exit(1)
-    extra = _parse_overrides(overrides)
+    extra = parse_overrides(overrides)
     try:
         if properties is None:
             config = KafkaConfig({**DEFAULTS, **extra})

@@ -1,0 +1,102 @@
+"""`kafpy schema-registry schema-registry.properties [--override key=value ...]`: serve
+Confluent Schema Registry's REST API v1 over a Kafka cluster (kafpy.schema_registry,
+extra `schema-registry`).
+
+The properties are Confluent's (`listeners`, `kafkastore.bootstrap.servers`,
+`kafkastore.topic`, `schema.compatibility.level`, `kafkastore.security.protocol`, ...).
+The registry reads its topic to the end before it listens; once listening it prints one
+line per listener with the address (port 0 picks a free port, and the line says which),
+and runs until SIGINT or SIGTERM. Logs go to stderr in Kafka's layout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import sys
+from pathlib import Path
+
+import click
+from aiohttp import web
+
+from kafpy.cli.command_line_utils import OneLineError, parse_overrides
+from kafpy.common.errors import KafkaError
+from kafpy.common.logger import configure_logging
+from kafpy.common.properties import PropertiesError, load_properties
+from kafpy.schema_registry.kafka_schema_registry import KafkaSchemaRegistry
+from kafpy.schema_registry.kafka_store import StoreInitError
+from kafpy.schema_registry.schema_registry_config import SchemaRegistryConfig
+from kafpy.schema_registry.schema_registry_rest_application import create_app
+
+_log = logging.getLogger("kafpy.schema_registry")
+
+
+async def serve(config: SchemaRegistryConfig) -> None:
+    """Read the store, then serve until SIGINT or SIGTERM."""
+    registry = KafkaSchemaRegistry(config)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    runner = web.AppRunner(create_app(registry), access_log=None)
+    try:
+        init = asyncio.create_task(registry.init())
+        stopped = asyncio.create_task(stop.wait())
+        await asyncio.wait([init, stopped], return_when=asyncio.FIRST_COMPLETED)
+        if not init.done():
+            init.cancel()
+            return
+        stopped.cancel()
+        init.result()
+        await runner.setup()
+        for host, port in config.listeners:
+            site = web.TCPSite(runner, host, port)
+            try:
+                await site.start()
+            except OSError as e:
+                raise OneLineError(
+                    f"Cannot listen on {host}:{port}: {e.strerror or e}. Change listeners."
+                ) from None
+        bound = [f"http://{a[0]}:{a[1]}" for a in runner.addresses]
+        _log.info("Server started, listening for requests...")
+        click.echo(
+            f"kafpy schema-registry serving {', '.join(bound)} with the schemas of topic "
+            f"{config.topic} on cluster {config.bootstrap_servers}"
+        )
+        sys.stdout.flush()
+        await stop.wait()
+    finally:
+        await runner.cleanup()
+        await registry.close()
+
+
+@click.command("schema-registry", context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("properties", type=click.Path(dir_okay=False, path_type=Path), required=False)
+@click.option(
+    "--override",
+    "overrides",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Override a property of the file; may be repeated.",
+)
+def command(properties: Path | None, overrides: tuple[str, ...]) -> None:
+    """Serve Confluent Schema Registry's REST API from PROPERTIES (Confluent's keys:
+    listeners, kafkastore.bootstrap.servers, kafkastore.topic, schema.compatibility.level,
+    kafkastore.security.protocol, kafkastore.ssl.*, kafkastore.sasl.*)."""
+    configure_logging()
+    extra = parse_overrides(overrides)
+    try:
+        props = {} if properties is None else load_properties(properties)
+        source = "the overrides" if properties is None else str(properties)
+        config = SchemaRegistryConfig.from_props(
+            {**props, **extra}, source=source, warn=_log.warning
+        )
+    except (KafkaError, PropertiesError) as e:
+        click.echo(f"Invalid schema registry configuration: {e}", err=True)
+        sys.exit(1)
+    try:
+        asyncio.run(serve(config))
+    except StoreInitError as e:
+        click.echo(f"kafpy schema-registry: {e}", err=True)
+        sys.exit(1)

@@ -1,0 +1,274 @@
+"""kafpy schema-registry against confluent-kafka's SchemaRegistryClient and serializers,
+over a real kafpy broker: registering and evolving schemas, compatibility refusals,
+producing and consuming through AvroSerializer/JSONSerializer, the state read back after
+a restart, a foreign record in `_schemas` skipped, and Confluent's error JSON."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable
+
+import httpx
+import pytest
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.schema_registry import Schema, SchemaReference, SchemaRegistryClient
+from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
+from confluent_kafka.schema_registry.error import SchemaRegistryError
+from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer
+from confluent_kafka.serialization import MessageField, SerializationContext
+
+from tests.fixtures.broker import KafpyBroker
+from tests.fixtures.schema_registry import SchemaRegistryProcess
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
+
+USER_V1 = {
+    "type": "record",
+    "name": "User",
+    "namespace": "example",
+    "fields": [{"name": "name", "type": "string"}],
+}
+USER_V2 = {
+    **USER_V1,
+    "fields": [*USER_V1["fields"], {"name": "age", "type": "int", "default": 0}],
+}
+USER_NO_DEFAULT = {
+    **USER_V1,
+    "fields": [*USER_V1["fields"], {"name": "email", "type": "string"}],
+}
+
+Start = Callable[..., SchemaRegistryProcess]
+
+
+def avro(schema: dict[str, object]) -> Schema:
+    return Schema(json.dumps(schema), "AVRO")
+
+
+@pytest.fixture
+def registry(
+    kafpy_module_broker: KafpyBroker, schema_registry_factory: Start
+) -> SchemaRegistryProcess:
+    topic = f"_schemas_{uuid.uuid4().hex[:8]}"
+    return schema_registry_factory(kafpy_module_broker.bootstrap, {"kafkastore.topic": topic})
+
+
+def client(registry: SchemaRegistryProcess) -> SchemaRegistryClient:
+    return SchemaRegistryClient({"url": registry.url})
+
+
+def test_register_evolve_and_refuse_an_incompatible_schema(registry: SchemaRegistryProcess) -> None:
+    sr = client(registry)
+    first = sr.register_schema("users-value", avro(USER_V1))
+    assert sr.register_schema("users-value", avro(USER_V1)) == first
+    second = sr.register_schema("users-value", avro(USER_V2))
+    assert second == first + 1
+    assert sr.get_versions("users-value") == [1, 2]
+    latest = sr.get_latest_version("users-value")
+    assert (latest.version, latest.schema_id) == (2, second)
+    assert json.loads(latest.schema.schema_str) == USER_V2
+    assert json.loads(sr.get_schema(first).schema_str) == USER_V1
+    found = sr.lookup_schema("users-value", avro(USER_V1))
+    assert (found.version, found.schema_id) == (1, first)
+
+    with pytest.raises(SchemaRegistryError) as refused:
+        sr.register_schema("users-value", avro(USER_NO_DEFAULT))
+    assert (refused.value.http_status_code, refused.value.error_code) == (409, 409)
+    assert not sr.test_compatibility("users-value", avro(USER_NO_DEFAULT))
+    assert sr.test_compatibility("users-value", avro(USER_V2))
+
+    # the same schema under another subject keeps its id, as version 1 there
+    assert sr.register_schema("other-value", avro(USER_V2)) == second
+    assert sorted(sr.get_subjects()) == ["other-value", "users-value"]
+
+    assert sr.get_compatibility() == "BACKWARD"
+    sr.set_compatibility("users-value", "NONE")
+    assert sr.get_compatibility("users-value") == "NONE"
+    third = sr.register_schema("users-value", avro(USER_NO_DEFAULT))
+    assert third == second + 1
+    assert sr.get_versions("users-value") == [1, 2, 3]
+
+    assert sr.delete_version("users-value", 3) == 3
+    assert sr.get_versions("users-value") == [1, 2]
+    assert sr.delete_version("users-value", 3, permanent=True) == 3
+    assert sr.delete_subject("other-value") == [1]
+    assert sr.get_subjects() == ["users-value"]
+    assert sr.delete_subject("other-value", permanent=True) == [1]
+    # the id stays readable while a version holds it
+    assert json.loads(sr.get_schema(second).schema_str) == USER_V2
+
+
+def test_avro_references(registry: SchemaRegistryProcess) -> None:
+    sr = client(registry)
+    address = {"type": "record", "name": "Address", "namespace": "example",
+               "fields": [{"name": "city", "type": "string"}]}  # fmt: skip
+    sr.register_schema("address", avro(address))
+    person = {"type": "record", "name": "Person", "namespace": "example",
+              "fields": [{"name": "home", "type": "example.Address"}]}  # fmt: skip
+    ref = SchemaReference("example.Address", "address", 1)
+    person_id = sr.register_schema("person-value", Schema(json.dumps(person), "AVRO", [ref]))
+    got = sr.get_latest_version("person-value")
+    assert got.schema_id == person_id
+    assert [(r.name, r.subject, r.version) for r in got.schema.references] == [
+        ("example.Address", "address", 1)
+    ]
+    with pytest.raises(SchemaRegistryError) as refused:
+        sr.delete_subject("address")
+    assert refused.value.error_code == 42206
+
+
+def test_produce_and_consume_through_avro_and_json_serializers(
+    kafpy_module_broker: KafpyBroker, registry: SchemaRegistryProcess
+) -> None:
+    sr = client(registry)
+    topic = f"users-{uuid.uuid4().hex[:8]}"
+    json_schema = json.dumps(
+        {
+            "type": "object",
+            "properties": {
+                "id": {"type": "integer"},
+                "tags": {"type": "array", "items": {"type": "string"}},
+            },
+            "required": ["id"],
+        }
+    )
+    value_serializer = AvroSerializer(sr, json.dumps(USER_V2))
+    key_serializer = JSONSerializer(json_schema, sr)
+    producer = Producer({"bootstrap.servers": kafpy_module_broker.bootstrap})
+    sent = [({"id": i, "tags": [str(i)]}, {"name": f"user-{i}", "age": i}) for i in range(5)]
+    for key, value in sent:
+        producer.produce(
+            topic,
+            key=key_serializer(key, SerializationContext(topic, MessageField.KEY)),
+            value=value_serializer(value, SerializationContext(topic, MessageField.VALUE)),
+        )
+    assert producer.flush(30) == 0
+    assert sr.get_subjects() == [f"{topic}-key", f"{topic}-value"]
+    key_version = sr.get_latest_version(f"{topic}-key")
+    assert key_version.schema.schema_type == "JSON"
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": kafpy_module_broker.bootstrap,
+            "group.id": f"g-{topic}",
+            "auto.offset.reset": "earliest",
+        }
+    )
+    key_deserializer = JSONDeserializer(json_schema, schema_registry_client=sr)
+    value_deserializer = AvroDeserializer(sr)
+    received = []
+    try:
+        consumer.subscribe([topic])
+        for _ in range(60):
+            msg = consumer.poll(1.0)
+            if msg is None or msg.error():
+                if len(received) == len(sent):
+                    break
+                continue
+            received.append(
+                (
+                    key_deserializer(msg.key(), SerializationContext(topic, MessageField.KEY)),
+                    value_deserializer(
+                        msg.value(), SerializationContext(topic, MessageField.VALUE)
+                    ),
+                )
+            )
+            if len(received) == len(sent):
+                break
+    finally:
+        consumer.close()
+    assert received == sent
+
+
+def test_a_restarted_registry_reads_its_state_back(
+    kafpy_module_broker: KafpyBroker, schema_registry_factory: Start
+) -> None:
+    overrides = {"kafkastore.topic": f"_schemas_{uuid.uuid4().hex[:8]}"}
+    first = schema_registry_factory(kafpy_module_broker.bootstrap, overrides, name="first")
+    sr = client(first)
+    ids = [sr.register_schema("users-value", avro(s)) for s in (USER_V1, USER_V2)]
+    sr.set_compatibility("users-value", "FULL")
+    sr.delete_version("users-value", 2)
+    first.stop()
+
+    second = schema_registry_factory(kafpy_module_broker.bootstrap, overrides, name="second")
+    sr = client(second)
+    assert sr.get_versions("users-value") == [1]
+    assert sr.get_compatibility("users-value") == "FULL"
+    assert json.loads(sr.get_schema(ids[1]).schema_str) == USER_V2
+    assert sr.get_version("users-value", 1).schema_id == ids[0]
+    # a new schema gets the next id, never one already given
+    other = {"type": "record", "name": "Other", "fields": []}
+    assert sr.register_schema("other-value", avro(other)) == ids[1] + 1
+
+
+def test_a_foreign_record_in_the_schemas_topic_is_skipped_with_a_warning(
+    kafpy_module_broker: KafpyBroker, schema_registry_factory: Start
+) -> None:
+    topic = f"_schemas_{uuid.uuid4().hex[:8]}"
+    registry = schema_registry_factory(kafpy_module_broker.bootstrap, {"kafkastore.topic": topic})
+    sr = client(registry)
+    first = sr.register_schema("users-value", avro(USER_V1))
+    producer = Producer({"bootstrap.servers": kafpy_module_broker.bootstrap})
+    producer.produce(topic, key=b"not json", value=b"\x00\x01")
+    producer.produce(
+        topic, key=b'{"keytype":"SCHEMA","subject":"x","version":1,"magic":1}', value=b"[]"
+    )
+    assert producer.flush(30) == 0
+    assert sr.register_schema("users-value", avro(USER_V2)) == first + 1
+    log = registry.log()
+    assert "WARN" in log and "Skipping the record at offset 1" in log
+    assert "Skipping the record at offset 2" in log
+
+    registry.stop()
+    again = schema_registry_factory(
+        kafpy_module_broker.bootstrap, {"kafkastore.topic": topic}, name="again"
+    )
+    assert client(again).get_versions("users-value") == [1, 2]
+    assert "Skipping the record at offset 1" in again.log()
+
+
+def test_errors_are_confluents_json(registry: SchemaRegistryProcess) -> None:
+    with httpx.Client(base_url=registry.url) as http:
+        bad = http.post(
+            "/subjects/s/versions",
+            json={"schema": '{"type": "record", "name": "R", "fields": [{"name": "x"}]}'},
+        )
+        assert bad.status_code == 422
+        assert bad.headers["content-type"] == CONTENT_TYPE
+        assert bad.json()["error_code"] == 42201
+        not_json = http.post("/subjects/s/versions", json={"schema": "{not json"})
+        assert not_json.json()["error_code"] == 42201
+        bad_json = http.post(
+            "/subjects/s/versions",
+            json={"schema": json.dumps({"type": "object", "properties": 5}), "schemaType": "JSON"},
+        )
+        assert bad_json.json()["error_code"] == 42201
+        proto = http.post(
+            "/subjects/s/versions", json={"schema": "syntax = 'proto3';", "schemaType": "PROTOBUF"}
+        )
+        assert proto.json()["error_code"] == 42201
+        assert "Protobuf" in proto.json()["message"]
+        assert http.get("/schemas/types").json() == ["JSON", "AVRO"]
+        missing = http.get("/subjects/nope/versions")
+        assert (missing.status_code, missing.json()["error_code"]) == (404, 40401)
+        assert http.get("/schemas/ids/99").json() == {
+            "error_code": 40403,
+            "message": "Schema 99 not found",
+        }
+        http.post("/subjects/s/versions", json={"schema": '"string"'})
+        assert http.get("/subjects/s/versions/2").json()["error_code"] == 40402
+        assert http.get("/subjects/s/versions/zero").json()["error_code"] == 42202
+        assert http.put("/config", json={"compatibility": "SIDEWAYS"}).json()["error_code"] == 42203
+        assert http.put("/mode", json={"mode": "SOMETIMES"}).json()["error_code"] == 42204
+        unknown = http.get("/nowhere")
+        assert (unknown.status_code, unknown.json()["error_code"]) == (404, 404)
+        big = http.post("/subjects/s/versions", json={"schema": "x" * (2 * 1024 * 1024)})
+        assert (big.status_code, big.json()["error_code"]) == (413, 413)
+        assert http.get("/config").json() == {"compatibilityLevel": "BACKWARD"}
+        assert http.get("/mode").json() == {"mode": "READWRITE"}
+        assert http.put("/mode/s", json={"mode": "READONLY"}).json() == {"mode": "READONLY"}
+        refused = http.post("/subjects/s/versions", json={"schema": '"int"'})
+        assert refused.json() == {"error_code": 42205, "message": "Subject s is in read-only mode"}
