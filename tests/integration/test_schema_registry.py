@@ -11,7 +11,8 @@ from collections.abc import Callable
 
 import httpx
 import pytest
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, ConfigResource
 from confluent_kafka.schema_registry import Schema, SchemaReference, SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 from confluent_kafka.schema_registry.error import SchemaRegistryError
@@ -57,6 +58,23 @@ def registry(
 
 def client(registry: SchemaRegistryProcess) -> SchemaRegistryClient:
     return SchemaRegistryClient({"url": registry.url})
+
+
+def read_topic(bootstrap: str, topic: str, count: int) -> list[tuple[bytes, bytes | None]]:
+    """The first `count` records of the topic's partition 0, as (key, value) bytes."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"read-{topic}"})
+    records: list[tuple[bytes, bytes | None]] = []
+    try:
+        consumer.assign([TopicPartition(topic, 0, 0)])
+        for _ in range(30):
+            for msg in consumer.consume(count, 1.0):
+                if not msg.error():
+                    records.append((msg.key(), msg.value()))
+            if len(records) >= count:
+                break
+    finally:
+        consumer.close()
+    return records[:count]
 
 
 def test_register_evolve_and_refuse_an_incompatible_schema(registry: SchemaRegistryProcess) -> None:
@@ -192,6 +210,27 @@ def test_a_restarted_registry_reads_its_state_back(
     sr.set_compatibility("users-value", "FULL")
     sr.delete_version("users-value", 2)
     first.stop()
+
+    # the topic holds Confluent's records, as Confluent's registry would read them
+    topic = overrides["kafkastore.topic"]
+    records = read_topic(kafpy_module_broker.bootstrap, topic, 4)
+    compact = json.dumps(USER_V1, separators=(",", ":")).replace('"', '\\"')
+    assert records[0] == (
+        b'{"keytype":"SCHEMA","subject":"users-value","version":1,"magic":1}',
+        b'{"subject":"users-value","version":1,"id":%d,"schema":"%s","deleted":false}'
+        % (ids[0], compact.encode()),
+    )
+    assert records[2] == (
+        b'{"keytype":"CONFIG","subject":"users-value","magic":0}',
+        b'{"compatibilityLevel":"FULL"}',
+    )
+    assert records[3][0] == b'{"keytype":"SCHEMA","subject":"users-value","version":2,"magic":1}'
+    assert json.loads(records[3][1])["deleted"] is True
+    admin = AdminClient({"bootstrap.servers": kafpy_module_broker.bootstrap})
+    assert len(admin.list_topics(topic, timeout=10).topics[topic].partitions) == 1
+    resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
+    configs = admin.describe_configs([resource])[resource].result(10)
+    assert configs["cleanup.policy"].value == "compact"
 
     second = schema_registry_factory(kafpy_module_broker.bootstrap, overrides, name="second")
     sr = client(second)
