@@ -21,6 +21,7 @@ import click
 from aiohttp import web
 
 from kafpy.cli.command_line_utils import OneLineError, parse_overrides
+from kafpy.cli.server import settle_garbage_collector
 from kafpy.common.errors import KafkaError
 from kafpy.common.logger import configure_logging
 from kafpy.common.properties import PropertiesError, load_properties
@@ -28,6 +29,7 @@ from kafpy.schema_registry.kafka_schema_registry import KafkaSchemaRegistry
 from kafpy.schema_registry.kafka_store import StoreInitError
 from kafpy.schema_registry.schema_registry_config import SchemaRegistryConfig
 from kafpy.schema_registry.schema_registry_rest_application import create_app
+from kafpy.server.kafka_server import run_event_loop
 
 _log = logging.getLogger("kafpy.schema_registry")
 
@@ -49,6 +51,9 @@ async def serve(config: SchemaRegistryConfig) -> None:
             return
         stopped.cancel()
         init.result()
+        # what was read (every schema, parsed) lives as long as the process: out of the
+        # collector's walks, as the broker does after start-up
+        settle_garbage_collector()
         await runner.setup()
         for host, port in config.listeners:
             site = web.TCPSite(runner, host, port)
@@ -96,7 +101,7 @@ def command(properties: Path | None, overrides: tuple[str, ...]) -> None:
         click.echo(f"Invalid schema registry configuration: {e}", err=True)
         sys.exit(1)
     try:
-        asyncio.run(serve(config))
+        run_event_loop(serve(config))
     except StoreInitError as e:
         click.echo(f"kafpy schema-registry: {e}", err=True)
         sys.exit(1)

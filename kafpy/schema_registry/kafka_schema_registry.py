@@ -119,13 +119,20 @@ class KafkaSchemaRegistry:
         self.max_id = 0
         self._parsed: dict[tuple[str, str, tuple[SchemaReference, ...]], ParsedSchema] = {}
         # (type, canonical form, references) -> id, for the schemas applied and indexed
-        self._ids_by_form: dict[tuple[str, str, tuple[SchemaReference, ...]], int] = {}
+        self._ids_by_form: dict[tuple[str, str, tuple[SchemaReference, ...]], list[int]] = {}
         self._unindexed: list[SchemaValue] = []
         self._write_lock = asyncio.Lock()
         self._log = component_logger(__name__, "KafkaSchemaRegistry")
 
     async def init(self) -> None:
+        """Read `_schemas` to its end, then index what it held (parsing each schema once),
+        so that the first look-ups do not pay for it."""
         await self.store.init()
+        self._index()
+        self._log.info(
+            f"Loaded {sum(len(v) for v in self.versions.values())} versions of "
+            f"{len(self.versions)} subjects, {len(self.by_id)} schema ids"
+        )
 
     async def close(self) -> None:
         await self.store.close()
@@ -266,20 +273,47 @@ class KafkaSchemaRegistry:
         except errors.RestError:
             return False
 
-    def _id_of(self, parsed: ParsedSchema, refs: tuple[SchemaReference, ...]) -> int | None:
-        """The id a schema already has under some subject, if any."""
+    def _ids_of(self, parsed: ParsedSchema, refs: tuple[SchemaReference, ...]) -> list[int]:
+        """The ids this schema has under some subject (usually one; an import may have given
+        it more), oldest first."""
+        self._index()
+        key = (parsed.schema_type, parsed.canonical, refs)
+        ids = [i for i in self._ids_by_form.get(key, ()) if i in self.by_id]
+        if ids:
+            self._ids_by_form[key] = ids
+        else:
+            self._ids_by_form.pop(key, None)
+        return ids
+
+    def _index(self) -> None:
+        """Index the schemas applied since the last time by their identifying form."""
         pending, self._unindexed = self._unindexed, []
         for value in pending:
             try:
                 form = self._parse_stored(value).canonical
-            except errors.RestError:
-                continue  # a stored schema this registry cannot parse is never matched
-            self._ids_by_form.setdefault((value.schema_type, form, value.references), value.id)
-        found = self._ids_by_form.get((parsed.schema_type, parsed.canonical, refs))
-        if found is not None and found not in self.by_id:
-            del self._ids_by_form[(parsed.schema_type, parsed.canonical, refs)]
-            return None
-        return found
+            except errors.RestError as e:
+                # a stored schema this registry cannot parse is served by id, never matched
+                self._log.warning(
+                    f"Schema id {value.id} ({value.subject} version {value.version}) cannot "
+                    f"be parsed: {e.message}"
+                )
+                continue
+            ids = self._ids_by_form.setdefault((value.schema_type, form, value.references), [])
+            if value.id not in ids:
+                ids.append(value.id)
+
+    def _versions_holding(
+        self, subject: str, parsed: ParsedSchema, refs: tuple[SchemaReference, ...], deleted: bool
+    ) -> list[SchemaValue]:
+        """The subject's versions holding this schema (soft-deleted ones only if `deleted`)."""
+        versions = self.versions.get(subject, {})
+        found = [
+            versions[n]
+            for schema_id in self._ids_of(parsed, refs)
+            for s, n in self.id_holders.get(schema_id, ())
+            if s == subject and (deleted or not versions[n].deleted)
+        ]
+        return sorted(found, key=lambda v: v.version)
 
     # --- scopes ---
 
@@ -362,11 +396,13 @@ class KafkaSchemaRegistry:
     ) -> SchemaValue:
         """The version of `subject` holding this schema (POST /subjects/{subject})."""
         parsed = self.parse(schema_type, text, references)
-        values = self._visible(subject, deleted)
-        for v in reversed(values):
-            if self._same(parsed, references, v):
-                return v
-        raise errors.schema_not_found()
+        versions = self.versions.get(subject, {})
+        if not any(deleted or not v.deleted for v in versions.values()):
+            raise errors.subject_not_found(subject)
+        holding = self._versions_holding(subject, parsed, references, deleted)
+        if not holding:
+            raise errors.schema_not_found()
+        return holding[-1]
 
     def compatibility(
         self,
@@ -419,17 +455,16 @@ class KafkaSchemaRegistry:
             if not importing and mode is not Mode.READWRITE:
                 raise errors.operation_not_permitted(f"Subject {subject} is not in read-write mode")
             parsed = self.parse(schema_type, text, references)
-            existing = [v for _, v in sorted(self.versions.get(subject, {}).items())]
-            undeleted = [v for v in existing if not v.deleted]
+            versions = self.versions.get(subject, {})
             if not importing:
-                for v in reversed(undeleted):
-                    if self._same(parsed, references, v):
-                        return v.id
-                errors_found = compatibility_errors(
-                    self.compatibility_level(subject),
-                    parsed,
-                    [self._parse_stored(v) for v in undeleted],
-                )
+                holding = self._versions_holding(subject, parsed, references, deleted=False)
+                if holding:
+                    return holding[-1].id
+                level = self.compatibility_level(subject)
+                undeleted = [n for n, v in versions.items() if not v.deleted]
+                against = sorted(undeleted) if level.transitive else [max(undeleted, default=0)]
+                previous = [self._parse_stored(versions[n]) for n in against if n in versions]
+                errors_found = compatibility_errors(level, parsed, previous)
                 if errors_found:
                     raise errors.incompatible_schema(subject, errors_found)
             if schema_id >= 0:
@@ -439,18 +474,22 @@ class KafkaSchemaRegistry:
                         f"Overwrite new schema with id {schema_id} is not permitted."
                     )
             else:
-                found = self._id_of(parsed, references)
-                schema_id = found if found is not None else self.max_id + 1
+                ids = self._ids_of(parsed, references)
+                schema_id = ids[0] if ids else self.max_id + 1
             if version <= 0:
-                version = max((v.version for v in existing), default=0) + 1
+                version = max(versions, default=0) + 1
+            soft_deleted_same_id = [
+                n
+                for s, n in self.id_holders.get(schema_id, ())
+                if s == subject and versions[n].deleted
+            ]
             value = SchemaValue(
                 subject, version, schema_id, parsed.text, parsed.schema_type, references
             )
             await self.store.put(SchemaRegistryKey.schema(subject, version), value)
-            for old in existing:
-                if old.deleted and old.id == schema_id:
-                    # as Confluent: a re-registered schema's soft-deleted versions go
-                    await self.store.put(SchemaRegistryKey.schema(subject, old.version), None)
+            for number in sorted(soft_deleted_same_id):
+                # as Confluent: a re-registered schema's soft-deleted versions go
+                await self.store.put(SchemaRegistryKey.schema(subject, number), None)
             self._log.info(
                 f"Registered schema id {schema_id} as version {version} of subject {subject}"
             )
