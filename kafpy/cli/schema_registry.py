@@ -27,6 +27,7 @@ from kafpy.common.logger import configure_logging
 from kafpy.common.properties import PropertiesError, load_properties
 from kafpy.schema_registry.kafka_schema_registry import KafkaSchemaRegistry
 from kafpy.schema_registry.kafka_store import StoreInitError
+from kafpy.schema_registry.leader_elector import SchemaRegistryIdentity
 from kafpy.schema_registry.schema_registry_config import SchemaRegistryConfig
 from kafpy.schema_registry.schema_registry_rest_application import create_app
 from kafpy.server.kafka_server import run_event_loop
@@ -64,6 +65,10 @@ async def serve(config: SchemaRegistryConfig) -> None:
                     f"Cannot listen on {host}:{port}: {e.strerror or e}. Change listeners."
                 ) from None
         bound = [f"http://{a[0]}:{a[1]}" for a in runner.addresses]
+        port = runner.addresses[0][1] if runner.addresses else config.listeners[0][1]
+        await registry.elect(
+            SchemaRegistryIdentity(config.host_name, port, config.leader_eligibility)
+        )
         _log.info("Server started, listening for requests...")
         click.echo(
             f"kafpy schema-registry serving {', '.join(bound)} with the schemas of topic "

@@ -27,6 +27,8 @@ REFERENCE_EXISTS = 42206
 ID_DOES_NOT_MATCH = 42207
 STORE_ERROR = 50001
 OPERATION_TIMEOUT = 50002
+REQUEST_FORWARDING_FAILED = 50003
+UNKNOWN_LEADER = 50004
 
 
 class RestError(Exception):
@@ -141,6 +143,14 @@ def store_error(message: str) -> RestError:
 
 def operation_timeout(message: str) -> RestError:
     return RestError(500, OPERATION_TIMEOUT, message)
+
+
+def request_forwarding_failed(message: str) -> RestError:
+    return RestError(500, REQUEST_FORWARDING_FAILED, message)
+
+
+def unknown_leader() -> RestError:
+    return RestError(500, UNKNOWN_LEADER, "Leader not known.")
 
 
 def http_error(status: int, reason: str) -> RestError:

@@ -17,6 +17,8 @@ import enum
 from collections.abc import Iterable
 from typing import Any
 
+from kafpy.client.kafka_client import KafkaClient
+from kafpy.common.errors import KafkaError
 from kafpy.common.logger import component_logger
 from kafpy.schema_registry import errors
 from kafpy.schema_registry.avro_schema import AVRO, AvroSchema, InvalidSchemaError
@@ -26,7 +28,8 @@ from kafpy.schema_registry.compatibility import (
     compatibility_errors,
 )
 from kafpy.schema_registry.json_schema import JSON, JsonSchema
-from kafpy.schema_registry.kafka_store import KafkaStore
+from kafpy.schema_registry.kafka_store import KafkaStore, StoreInitError
+from kafpy.schema_registry.leader_elector import KafkaGroupLeaderElector, SchemaRegistryIdentity
 from kafpy.schema_registry.schema_registry_config import SchemaRegistryConfig
 from kafpy.schema_registry.schema_registry_records import (
     ConfigValue,
@@ -122,6 +125,10 @@ class KafkaSchemaRegistry:
         self._ids_by_form: dict[tuple[str, str, tuple[SchemaReference, ...]], list[int]] = {}
         self._unindexed: list[SchemaValue] = []
         self._write_lock = asyncio.Lock()
+        self.elector: KafkaGroupLeaderElector | None = None
+        self.identity: SchemaRegistryIdentity | None = None
+        self.leader: SchemaRegistryIdentity | None = None
+        """The instance that writes (None: unknown); with no elector, this one."""
         self._log = component_logger(__name__, "KafkaSchemaRegistry")
 
     async def init(self) -> None:
@@ -134,7 +141,57 @@ class KafkaSchemaRegistry:
             f"{len(self.versions)} subjects, {len(self.by_id)} schema ids"
         )
 
+    async def elect(self, identity: SchemaRegistryIdentity) -> None:
+        """Join the registries' group as `identity` and wait for the first leader election
+        (at most kafkastore.init.timeout.ms)."""
+        self.identity = identity
+        client = KafkaClient(
+            self.config.bootstrap_servers,
+            client_id="kafpy-schema-registry-elector",
+            security=self.config.security,
+        )
+        self.elector = KafkaGroupLeaderElector(
+            client, self.config.group_id, identity, self.set_leader
+        )
+        try:
+            async with asyncio.timeout(self.config.init_timeout_ms / 1000):
+                await self.elector.start()
+                await self.elector.wait_assigned()
+        except TimeoutError:
+            raise StoreInitError(
+                f"No leader elected in group {self.config.group_id} within "
+                f"{self.config.init_timeout_ms} ms (kafkastore.init.timeout.ms)"
+            ) from None
+        except KafkaError as e:
+            raise StoreInitError(f"Cannot join group {self.config.group_id}: {e}") from None
+
+    @property
+    def is_leader(self) -> bool:
+        """Whether this instance writes: it leads the group, or there is no group."""
+        if self.elector is None:
+            return True
+        return self.leader is not None and self.leader == self.identity
+
+    async def set_leader(self, leader: SchemaRegistryIdentity | None) -> None:
+        """The group's new leader (a LeaderListener). Becoming the leader, this instance
+        first reads the topic to its end, so that ids and versions follow every write the
+        previous leader made."""
+        if leader is not None and leader == self.identity:
+            async with self._write_lock:
+                await self.store.wait_until_caught_up()
+                self.leader = leader
+            self._log.info(f"This instance ({leader.url}) is the leader")
+        else:
+            self.leader = leader
+
+    def _check_leader(self) -> None:
+        if not self.is_leader:
+            raise errors.unknown_leader()
+
     async def close(self) -> None:
+        if self.elector is not None:
+            await self.elector.close()
+            await self.elector.client.close()
         await self.store.close()
 
     # --- applying the store's records ---
@@ -447,6 +504,7 @@ class KafkaSchemaRegistry:
     ) -> int:
         """Register the schema under `subject` (POST /subjects/{subject}/versions); its id."""
         async with self._write_lock:
+            self._check_leader()
             self._check_writable(subject)
             mode = self.mode(subject)
             importing = schema_id >= 0 or version > 0
@@ -511,6 +569,7 @@ class KafkaSchemaRegistry:
     async def delete_version(self, subject: str, version: str, permanent: bool) -> int:
         number = parse_version(version)
         async with self._write_lock:
+            self._check_leader()
             self._check_writable(subject)
             values = self._visible(subject, deleted=permanent)
             if number == -1:
@@ -540,6 +599,7 @@ class KafkaSchemaRegistry:
 
     async def delete_subject(self, subject: str, permanent: bool) -> list[int]:
         async with self._write_lock:
+            self._check_leader()
             self._check_writable(subject)
             values = [v for _, v in sorted(self.versions.get(subject, {}).items())]
             if not values:
@@ -572,6 +632,7 @@ class KafkaSchemaRegistry:
 
     async def set_compatibility(self, subject: str | None, level: CompatibilityLevel) -> None:
         async with self._write_lock:
+            self._check_leader()
             self._check_writable(subject)
             await self.store.put(
                 SchemaRegistryKey(KeyType.CONFIG, subject), ConfigValue(level.value)
@@ -579,6 +640,7 @@ class KafkaSchemaRegistry:
 
     async def delete_compatibility(self, subject: str | None) -> CompatibilityLevel:
         async with self._write_lock:
+            self._check_leader()
             self._check_writable(subject)
             previous = self.configs.get(subject)
             if previous is None:
@@ -590,6 +652,7 @@ class KafkaSchemaRegistry:
 
     async def set_mode(self, subject: str | None, mode: Mode, force: bool) -> None:
         async with self._write_lock:
+            self._check_leader()
             if not self.config.mode_mutability:
                 raise errors.operation_not_permitted("Mode changes are not allowed")
             if mode is Mode.IMPORT and not force:
@@ -602,6 +665,7 @@ class KafkaSchemaRegistry:
 
     async def delete_mode(self, subject: str) -> Mode:
         async with self._write_lock:
+            self._check_leader()
             if not self.config.mode_mutability:
                 raise errors.operation_not_permitted("Mode changes are not allowed")
             previous = self.modes.get(subject)

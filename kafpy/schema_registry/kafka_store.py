@@ -207,6 +207,18 @@ class KafkaStore:
         async with self._advanced:
             await self._advanced.wait_for(lambda: self.position >= offset)
 
+    async def wait_until_caught_up(self) -> None:
+        """Wait until every record written to the topic so far has been applied here
+        (RestError 50002 after kafkastore.timeout.ms)."""
+        try:
+            async with asyncio.timeout(self.config.timeout_ms / 1000):
+                await self.wait_until_offset(await self._end_offset())
+        except TimeoutError:
+            raise errors.operation_timeout(
+                f"Timed out reading the schemas topic {self.config.topic} to its end "
+                f"(kafkastore.timeout.ms={self.config.timeout_ms})"
+            ) from None
+
     # --- writing ---
 
     async def put(self, key: SchemaRegistryKey, value: SchemaRegistryValue | None) -> None:

@@ -77,6 +77,8 @@ class SchemaRegistryConfig:
     init_timeout_ms: int = DEFAULT_INIT_TIMEOUT_MS
     compatibility_level: CompatibilityLevel = CompatibilityLevel.BACKWARD
     mode_mutability: bool = True
+    group_id: str = "schema-registry"
+    leader_eligibility: bool = True
     security: ClientSecurity = field(default_factory=ClientSecurity)
 
     @classmethod
@@ -136,6 +138,16 @@ class SchemaRegistryConfig:
             ),
             compatibility_level=level,
             mode_mutability=_bool(props, "mode.mutability", True, source),
+            group_id=props.get("schema.registry.group.id", "").strip() or "schema-registry",
+            leader_eligibility=_bool(
+                {
+                    "leader.eligibility": props.get("leader.eligibility")
+                    or props.get("master.eligibility", "")
+                },
+                "leader.eligibility",
+                True,
+                source,
+            ),  # fmt: skip
             security=ClientSecurity.from_config(store_client, source=f"kafkastore.* in {source}"),
         )
 

@@ -6,14 +6,21 @@ failures are `{"error_code": ..., "message": ...}` with Confluent's codes (error
 for an unknown path (404), a wrong method (405), a body that is not JSON (400) or is larger
 than MAX_REQUEST_BYTES (413). Boolean query parameters are true only when they say "true"
 in any case, as JAX-RS reads them (confluent-kafka's Python client sends "False"/"True").
+
+Writes (registering, deleting, config and mode changes) are served by the group's leader
+only: another instance forwards the request to the leader as it came and answers what the
+leader answered, once it has read the leader's write itself (50004 while no leader is
+known, 50003 when the leader cannot be reached). Reads are served by every instance.
 """
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
+import aiohttp
 from aiohttp import web
 
 from kafpy.common.logger import component_logger
@@ -31,6 +38,10 @@ from kafpy.schema_registry.schema_registry_config import MAX_REQUEST_BYTES
 
 CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
 REGISTRY_KEY = web.AppKey("registry", KafkaSchemaRegistry)
+FORWARDING_KEY = web.AppKey("forwarding", aiohttp.ClientSession)
+FORWARDED_HEADER = "X-Kafpy-Forwarded"
+"""Marks a request one instance forwarded to another, which never forwards it again."""
+FORWARD_TIMEOUT_S = 30.0
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 _log = component_logger(__name__, "SchemaRegistryRestApplication")
@@ -100,6 +111,49 @@ def _id(request: web.Request) -> int:
         raise errors.http_error(404, "HTTP 404 Not Found") from None
 
 
+def _leader_only(handler: Handler) -> Handler:
+    """Serve a write here when this instance leads, else forward it to the leader."""
+
+    @functools.wraps(handler)
+    async def serve_or_forward(request: web.Request) -> web.StreamResponse:
+        registry = _registry(request)
+        if registry.is_leader:
+            return await handler(request)
+        leader = registry.leader
+        if leader is None or FORWARDED_HEADER in request.headers:
+            raise errors.unknown_leader()
+        body = await request.read()
+        try:
+            async with request.app[FORWARDING_KEY].request(
+                request.method,
+                leader.url + request.raw_path,
+                data=body or None,
+                headers={
+                    "Content-Type": CONTENT_TYPE,
+                    "Accept": CONTENT_TYPE,
+                    FORWARDED_HEADER: "1",
+                },
+            ) as answer:
+                payload, status = await answer.read(), answer.status
+        except (aiohttp.ClientError, TimeoutError) as e:
+            raise errors.request_forwarding_failed(
+                f"Error while forwarding {request.method} {request.path} to the leader "
+                f"{leader.url}: {e or type(e).__name__}"
+            ) from None
+        if status < 300:
+            await registry.store.wait_until_caught_up()  # answer what the leader wrote
+        return web.Response(body=payload, status=status, content_type=CONTENT_TYPE)
+
+    return serve_or_forward
+
+
+async def _forwarding_session(app: web.Application) -> AsyncIterator[None]:
+    timeout = aiohttp.ClientTimeout(total=FORWARD_TIMEOUT_S)
+    async with aiohttp.ClientSession(timeout=timeout) as session:
+        app[FORWARDING_KEY] = session
+        yield
+
+
 # --- root and schemas ---
 
 
@@ -148,6 +202,7 @@ async def list_versions(request: web.Request) -> web.Response:
     return _json(_registry(request).list_versions(subject, _flag(request, "deleted")))
 
 
+@_leader_only
 async def register(request: web.Request) -> web.Response:
     subject = request.match_info["subject"]
     body = await _body(request)
@@ -189,6 +244,7 @@ async def referenced_by(request: web.Request) -> web.Response:
     return _json(ids)
 
 
+@_leader_only
 async def delete_version(request: web.Request) -> web.Response:
     subject, version = request.match_info["subject"], request.match_info["version"]
     _log.info(f"Deleting schema version {version} from subject {subject}")
@@ -203,6 +259,7 @@ async def lookup(request: web.Request) -> web.Response:
     return _json(schema_json(value))
 
 
+@_leader_only
 async def delete_subject(request: web.Request) -> web.Response:
     subject = request.match_info["subject"]
     _log.info(f"Deleting subject {subject}")
@@ -244,6 +301,7 @@ async def get_top_level_config(request: web.Request) -> web.Response:
     return _json({"compatibilityLevel": _registry(request).compatibility_level(None).value})
 
 
+@_leader_only
 async def update_top_level_config(request: web.Request) -> web.Response:
     level = _level(await _body(request))
     await _registry(request).set_compatibility(None, level)
@@ -263,17 +321,20 @@ async def get_subject_config(request: web.Request) -> web.Response:
     return _json({"compatibilityLevel": level.value})
 
 
+@_leader_only
 async def update_subject_config(request: web.Request) -> web.Response:
     level = _level(await _body(request))
     await _registry(request).set_compatibility(request.match_info["subject"], level)
     return _json({"compatibility": level.value})
 
 
+@_leader_only
 async def delete_subject_config(request: web.Request) -> web.Response:
     previous = await _registry(request).delete_compatibility(request.match_info["subject"])
     return _json({"compatibilityLevel": previous.value})
 
 
+@_leader_only
 async def delete_top_level_config(request: web.Request) -> web.Response:
     previous = await _registry(request).delete_compatibility(None)
     return _json({"compatibilityLevel": previous.value})
@@ -291,6 +352,7 @@ async def get_top_level_mode(request: web.Request) -> web.Response:
     return _json({"mode": _registry(request).mode(None).value})
 
 
+@_leader_only
 async def update_top_level_mode(request: web.Request) -> web.Response:
     mode = _mode(await _body(request))
     await _registry(request).set_mode(None, mode, _flag(request, "force"))
@@ -308,12 +370,14 @@ async def get_subject_mode(request: web.Request) -> web.Response:
     return _json({"mode": mode.value})
 
 
+@_leader_only
 async def update_subject_mode(request: web.Request) -> web.Response:
     mode = _mode(await _body(request))
     await _registry(request).set_mode(request.match_info["subject"], mode, _flag(request, "force"))
     return _json({"mode": mode.value})
 
 
+@_leader_only
 async def delete_subject_mode(request: web.Request) -> web.Response:
     previous = await _registry(request).delete_mode(request.match_info["subject"])
     return _json({"mode": previous.value})
@@ -323,6 +387,7 @@ def create_app(registry: KafkaSchemaRegistry) -> web.Application:
     """The REST application serving `registry` (already initialized)."""
     app = web.Application(middlewares=[_errors_as_json], client_max_size=MAX_REQUEST_BYTES)
     app[REGISTRY_KEY] = registry
+    app.cleanup_ctx.append(_forwarding_session)
     subject = "/subjects/{subject}"
     version = subject + "/versions/{version}"
     app.router.add_routes(

@@ -6,6 +6,7 @@ a restart, a foreign record in `_schemas` skipped, and Confluent's error JSON.""
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from collections.abc import Callable
 
@@ -311,3 +312,45 @@ def test_errors_are_confluents_json(registry: SchemaRegistryProcess) -> None:
         assert http.put("/mode/s", json={"mode": "READONLY"}).json() == {"mode": "READONLY"}
         refused = http.post("/subjects/s/versions", json={"schema": '"int"'})
         assert refused.json() == {"error_code": 42205, "message": "Subject s is in read-only mode"}
+
+
+def test_instances_over_one_topic_elect_a_leader_and_forward_writes_to_it(
+    kafpy_module_broker: KafpyBroker, schema_registry_factory: Start
+) -> None:
+    overrides = {"kafkastore.topic": f"_schemas_{uuid.uuid4().hex[:8]}"}
+    a = schema_registry_factory(kafpy_module_broker.bootstrap, overrides, name="a")
+    b = schema_registry_factory(kafpy_module_broker.bootstrap, overrides, name="b")
+    # the eligible member with the smallest URL leads
+    leader, follower = (a, b) if a.url < b.url else (b, a)
+    first = client(follower).register_schema("users-value", avro(USER_V1))
+    # the follower answers with what the leader wrote, and has read it already
+    assert client(follower).get_latest_version("users-value").schema_id == first
+    assert client(leader).get_latest_version("users-value").schema_id == first
+    assert "Registering new schema: subject users-value" in leader.log()
+    assert "Registering new schema" not in follower.log()
+    with pytest.raises(SchemaRegistryError) as refused:
+        client(follower).register_schema("users-value", avro(USER_NO_DEFAULT))
+    assert refused.value.error_code == 409  # the leader's answer, relayed
+    client(follower).set_compatibility("users-value", "FULL")
+    assert client(leader).get_compatibility("users-value") == "FULL"
+
+    ids = {
+        client(r).register_schema(f"s{i}-value", avro({**USER_V1, "name": f"U{i}"}))
+        for i, r in enumerate([a, b, a, b])
+    }
+    assert ids == {first + 1, first + 2, first + 3, first + 4}
+
+    # the leader leaves the group on stop: the other instance takes over and goes on
+    leader.stop()
+    survivor = client(follower)
+    for _ in range(100):
+        try:
+            new_id = survivor.register_schema("users-value", avro(USER_V2))
+            break
+        except SchemaRegistryError as e:
+            assert e.error_code in (50003, 50004), e
+            time.sleep(0.2)
+    else:
+        pytest.fail(f"no new leader; the survivor's log:\n{follower.log()}")
+    assert new_id == first + 5
+    assert "is the leader" in follower.log()
