@@ -102,7 +102,35 @@ def _check(schema: Any) -> None:
                 raise InvalidSchemaError(f"Invalid schema: duplicate field {f['name']}")
             seen.add(f["name"])
             _check(f.get("type"))
+            if "default" in f and isinstance(f.get("type"), list) and f["type"]:
+                _check_union_default(f["name"], f["type"][0], f["default"])
     elif kind == "array":
         _check(schema.get("items"))
     elif kind == "map":
         _check(schema.get("values"))
+
+
+_DEFAULT_TYPES: dict[str, tuple[type, ...]] = {
+    "null": (type(None),),
+    "boolean": (bool,),
+    "int": (int,),
+    "long": (int,),
+    "float": (int, float),
+    "double": (int, float),
+    "bytes": (str,),
+    "string": (str,),
+}
+
+
+def _check_union_default(field: str, first: Any, default: Any) -> None:
+    """A union field's default is a value of the union's first branch (the specification's
+    rule, which fastavro does not check); checked here for primitive first branches."""
+    kind = first.get("type") if isinstance(first, dict) else first
+    allowed = _DEFAULT_TYPES.get(kind) if isinstance(kind, str) else None
+    if allowed is None:
+        return
+    if not isinstance(default, allowed) or (kind != "boolean" and isinstance(default, bool)):
+        raise InvalidSchemaError(
+            f"Invalid schema: invalid default for field {field}: {json.dumps(default)} is not "
+            f"a {kind}, the first type of its union"
+        )

@@ -213,6 +213,14 @@ class KafkaSchemaRegistry:
     def _apply_schema(self, key: SchemaRegistryKey, value: SchemaRegistryValue | None) -> None:
         assert key.subject is not None and key.version is not None
         subject, number = key.subject, key.version
+        if value is not None:
+            if not isinstance(value, SchemaValue):
+                raise SchemaRegistryRecordError("the SCHEMA key has a value of another kind")
+            if value.subject != subject or value.version != number or value.id < 0:
+                raise SchemaRegistryRecordError(
+                    f"the SCHEMA value ({value.subject} version {value.version} id {value.id}) "
+                    f"does not match its key ({subject} version {number})"
+                )
         old = self.versions.get(subject, {}).get(number)
         if old is not None:
             self._release_id(old.id, subject, number)
@@ -222,13 +230,6 @@ class KafkaSchemaRegistry:
                 if not self.versions[subject]:
                     del self.versions[subject]
             return
-        if not isinstance(value, SchemaValue):
-            raise SchemaRegistryRecordError("the SCHEMA key has a value of another kind")
-        if value.subject != subject or value.version != number or value.id < 0:
-            raise SchemaRegistryRecordError(
-                f"the SCHEMA value ({value.subject} version {value.version} id {value.id}) "
-                f"does not match its key ({subject} version {number})"
-            )
         self.versions.setdefault(subject, {})[number] = value
         self.id_holders.setdefault(value.id, set()).add((subject, number))
         self.by_id.setdefault(value.id, value)

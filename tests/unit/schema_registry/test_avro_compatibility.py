@@ -122,6 +122,8 @@ def test_the_identifying_form_ignores_layout_not_defaults() -> None:
         '["null", ["int"]]',
         '{"type": "fixed", "name": "F"}',
         '{"type": "array"}',
+        '{"type": "record", "name": "R", "fields": [{"name": "a", "type": ["null", "int"], "default": 1}]}',
+        '{"type": "record", "name": "R", "fields": [{"name": "a", "type": ["int", "null"], "default": null}]}',
     ],
 )
 def test_invalid_schemas_are_refused(text: str) -> None:
@@ -135,3 +137,9 @@ def test_references_supply_named_types() -> None:
     assert person.read_errors(person) == []
     with pytest.raises(InvalidSchemaError):
         AvroSchema(json.dumps(record(field("home", "n.Address"), name="P")))
+
+
+def test_a_union_default_of_its_first_type_is_taken() -> None:
+    AvroSchema(json.dumps(record(field("a", ["null", "int"], default=None))))
+    AvroSchema(json.dumps(record(field("a", ["int", "null"], default=1))))
+    AvroSchema(json.dumps(record(field("a", ["double", "null"], default=1))))

@@ -19,6 +19,7 @@ from kafpy.schema_registry.schema_registry_config import SchemaRegistryConfig
 from kafpy.schema_registry.schema_registry_records import (
     SchemaReference,
     SchemaRegistryKey,
+    SchemaRegistryRecordError,
     SchemaRegistryValue,
     deserialize_key,
     deserialize_value,
@@ -242,3 +243,21 @@ def test_invalid_versions(version: str) -> None:
     with pytest.raises(RestError) as refused:
         r.get_version("s", version)
     assert code(refused) == errors.INVALID_VERSION
+
+
+def test_a_schema_record_that_does_not_match_its_key_changes_nothing() -> None:
+    store = InMemoryStore()
+    r = new_registry(store)
+    run(r.register("s", "AVRO", V1, ()))
+    before = (dict(r.versions["s"]), dict(r.by_id), {k: set(v) for k, v in r.id_holders.items()})
+    key = deserialize_key(b'{"keytype":"SCHEMA","subject":"s","version":1,"magic":1}')
+    value = deserialize_value(
+        key, b'{"subject":"other","version":1,"id":9,"schema":"\\"int\\"","deleted":false}'
+    )
+    with pytest.raises(SchemaRegistryRecordError):
+        r.apply(key, value)
+    assert (
+        dict(r.versions["s"]),
+        dict(r.by_id),
+        {k: set(v) for k, v in r.id_holders.items()},
+    ) == before
