@@ -47,3 +47,13 @@ def test_a_broker_serving_metrics_without_the_extra_is_refused(console_missing: 
     with pytest.raises(InvalidConfigurationError, match=r"kafpy\[metrics\]"):
         KafkaConfig({"kafpy.metrics.listener": "http://127.0.0.1:0"})
     KafkaConfig({"kafpy.metrics.listener": ""})  # no endpoint: no extra needed
+
+
+def test_the_schema_registry_without_its_extra_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(extras.EXTRAS, "schema-registry", ("aiohttp", "kafpy_no_such_module"))
+    result = CliRunner().invoke(cli_main.main, ["schema-registry", "sr.properties"])
+    assert result.exit_code == 1
+    assert (
+        "Error: kafpy schema-registry needs `pip install 'kafpy[schema-registry]'` "
+        "(not installed: kafpy_no_such_module)"
+    ) in result.output
