@@ -354,3 +354,23 @@ def test_instances_over_one_topic_elect_a_leader_and_forward_writes_to_it(
         pytest.fail(f"no new leader; the survivor's log:\n{follower.log()}")
     assert new_id == first + 5
     assert "is the leader" in follower.log()
+
+
+def test_json_schemas_evolve_by_confluents_rules(registry: SchemaRegistryProcess) -> None:
+    sr = client(registry)
+
+    def closed(props: dict[str, object], required: list[str]) -> Schema:
+        body = {"type": "object", "properties": props, "required": required,
+                "additionalProperties": False}  # fmt: skip
+        return Schema(json.dumps(body), "JSON")
+
+    first = sr.register_schema("orders-value", closed({"id": {"type": "integer"}}, ["id"]))
+    optional = closed({"id": {"type": "integer"}, "note": {"type": "string"}}, ["id"])
+    assert sr.register_schema("orders-value", optional) == first + 1
+    required = closed({"id": {"type": "integer"}, "note": {"type": "string"}, "qty": {"type": "integer"}}, ["id", "qty"])  # fmt: skip
+    with pytest.raises(SchemaRegistryError) as refused:
+        sr.register_schema("orders-value", required)
+    assert refused.value.error_code == 409
+    assert "REQUIRED_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL" in refused.value.error_message
+    widened = closed({"id": {"type": "number"}, "note": {"type": "string"}}, ["id"])
+    assert sr.test_compatibility("orders-value", widened)
