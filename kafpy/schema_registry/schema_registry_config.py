@@ -8,8 +8,9 @@
 `kafkastore.security.protocol`, `kafkastore.ssl.*` and `kafkastore.sasl.*` are the store
 client's `security.protocol`, `ssl.*` and `sasl.*` (kafpy's ClientSecurity). Keys Confluent
 knows that kafpy cannot honour (ZooKeeper election, https listeners, REST authentication,
-schema providers) are refused; keys nobody knows are warned about as Kafka's AbstractConfig
-does ("The configuration 'x' was supplied but isn't a known config.").
+schema providers) are refused; other keys are ignored with the warning Kafka's clients give
+("The configuration 'x' was supplied but isn't a known config."): Confluent gives it for the
+`kafkastore.*` keys its clients do not know, and says nothing about unknown top-level keys.
 """
 
 from __future__ import annotations
