@@ -13,7 +13,7 @@ from collections.abc import Callable
 import httpx
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, ConfigResource
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 from confluent_kafka.schema_registry import Schema, SchemaReference, SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 from confluent_kafka.schema_registry.error import SchemaRegistryError
@@ -374,3 +374,45 @@ def test_json_schemas_evolve_by_confluents_rules(registry: SchemaRegistryProcess
     assert "REQUIRED_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL" in refused.value.error_message
     widened = closed({"id": {"type": "number"}, "note": {"type": "string"}}, ["id"])
     assert sr.test_compatibility("orders-value", widened)
+
+
+def test_a_topic_confluents_registry_wrote_is_served(
+    kafpy_module_broker: KafpyBroker, schema_registry_factory: Start
+) -> None:
+    """Records as Confluent Platform writes them (a later release's md5 and schemaType
+    fields included, a soft delete, a global config) are read and served with their ids."""
+    topic = f"_schemas_{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": kafpy_module_broker.bootstrap})
+    created = admin.create_topics([NewTopic(topic, 1, 1, config={"cleanup.policy": "compact"})])
+    created[topic].result(30)
+    v1 = json.dumps(USER_V1, separators=(",", ":"))
+    v2 = json.dumps(USER_V2, separators=(",", ":"))
+    records = [
+        (b'{"keytype":"NOOP","magic":0}', None),
+        (b'{"keytype":"SCHEMA","subject":"users-value","version":1,"magic":1}',
+         json.dumps({"subject": "users-value", "version": 1, "id": 21, "md5": "x", "schemaType": "AVRO",
+                     "schema": v1, "deleted": False}).encode()),
+        (b'{"keytype":"SCHEMA","subject":"users-value","version":2,"magic":1}',
+         json.dumps({"subject": "users-value", "version": 2, "id": 22, "schema": v2, "deleted": False}).encode()),
+        (b'{"keytype":"CONFIG","magic":0}', b'{"compatibilityLevel":"FULL"}'),
+        (b'{"keytype":"SCHEMA","subject":"users-value","version":2,"magic":1}',
+         json.dumps({"subject": "users-value", "version": 2, "id": 22, "schema": v2, "deleted": True}).encode()),
+    ]  # fmt: skip
+    producer = Producer({"bootstrap.servers": kafpy_module_broker.bootstrap})
+    for key, value in records:
+        producer.produce(topic, key=key, value=value, partition=0)
+    assert producer.flush(30) == 0
+
+    registry = schema_registry_factory(kafpy_module_broker.bootstrap, {"kafkastore.topic": topic})
+    sr = client(registry)
+    assert sr.get_versions("users-value") == [1]
+    assert sr.get_versions("users-value", deleted=True) == [1, 2]
+    assert sr.get_compatibility() == "FULL"
+    assert json.loads(sr.get_schema(22).schema_str) == USER_V2
+    assert sr.lookup_schema("users-value", avro(USER_V1)).schema_id == 21
+    # a new schema gets the next id after the highest read, and re-registering the
+    # soft-deleted one brings it back under its id as a new version
+    assert sr.register_schema("other-value", avro({"type": "string"})) == 23
+    assert sr.register_schema("users-value", avro(USER_V2)) == 22
+    assert sr.get_versions("users-value") == [1, 3]
+    assert "Skipping" not in registry.log()
