@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import json
 import time
+import urllib.error
+import urllib.request
 import uuid
 from collections.abc import Callable
 
-import httpx
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
@@ -22,8 +23,6 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 
 from tests.fixtures.broker import KafpyBroker
 from tests.fixtures.schema_registry import SchemaRegistryProcess
-
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
 
@@ -270,48 +269,71 @@ def test_a_foreign_record_in_the_schemas_topic_is_skipped_with_a_warning(
     assert "Skipping the record at offset 1" in again.log()
 
 
+class Http:
+    """Raw requests to a registry: (status, content type, JSON body)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+    def call(self, method: str, path: str, body: object = None) -> tuple[int, str, object]:
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(self.url + path, data=data, method=method)
+        request.add_header("Content-Type", CONTENT_TYPE)
+        try:
+            with urllib.request.urlopen(request, timeout=30) as answer:
+                return answer.status, answer.headers["Content-Type"], json.loads(answer.read())
+        except urllib.error.HTTPError as e:
+            return e.code, e.headers["Content-Type"], json.loads(e.read())
+
+    def code(self, method: str, path: str, body: object = None) -> object:
+        """The error_code of the answer (None when there is none)."""
+        answer = self.call(method, path, body)[2]
+        return answer.get("error_code") if isinstance(answer, dict) else None
+
+
 def test_errors_are_confluents_json(registry: SchemaRegistryProcess) -> None:
-    with httpx.Client(base_url=registry.url) as http:
-        bad = http.post(
-            "/subjects/s/versions",
-            json={"schema": '{"type": "record", "name": "R", "fields": [{"name": "x"}]}'},
-        )
-        assert bad.status_code == 422
-        assert bad.headers["content-type"] == CONTENT_TYPE
-        assert bad.json()["error_code"] == 42201
-        not_json = http.post("/subjects/s/versions", json={"schema": "{not json"})
-        assert not_json.json()["error_code"] == 42201
-        bad_json = http.post(
-            "/subjects/s/versions",
-            json={"schema": json.dumps({"type": "object", "properties": 5}), "schemaType": "JSON"},
-        )
-        assert bad_json.json()["error_code"] == 42201
-        proto = http.post(
-            "/subjects/s/versions", json={"schema": "syntax = 'proto3';", "schemaType": "PROTOBUF"}
-        )
-        assert proto.json()["error_code"] == 42201
-        assert "Protobuf" in proto.json()["message"]
-        assert http.get("/schemas/types").json() == ["JSON", "AVRO"]
-        missing = http.get("/subjects/nope/versions")
-        assert (missing.status_code, missing.json()["error_code"]) == (404, 40401)
-        assert http.get("/schemas/ids/99").json() == {
-            "error_code": 40403,
-            "message": "Schema 99 not found",
-        }
-        http.post("/subjects/s/versions", json={"schema": '"string"'})
-        assert http.get("/subjects/s/versions/2").json()["error_code"] == 40402
-        assert http.get("/subjects/s/versions/zero").json()["error_code"] == 42202
-        assert http.put("/config", json={"compatibility": "SIDEWAYS"}).json()["error_code"] == 42203
-        assert http.put("/mode", json={"mode": "SOMETIMES"}).json()["error_code"] == 42204
-        unknown = http.get("/nowhere")
-        assert (unknown.status_code, unknown.json()["error_code"]) == (404, 404)
-        big = http.post("/subjects/s/versions", json={"schema": "x" * (2 * 1024 * 1024)})
-        assert (big.status_code, big.json()["error_code"]) == (413, 413)
-        assert http.get("/config").json() == {"compatibilityLevel": "BACKWARD"}
-        assert http.get("/mode").json() == {"mode": "READWRITE"}
-        assert http.put("/mode/s", json={"mode": "READONLY"}).json() == {"mode": "READONLY"}
-        refused = http.post("/subjects/s/versions", json={"schema": '"int"'})
-        assert refused.json() == {"error_code": 42205, "message": "Subject s is in read-only mode"}
+    http = Http(registry.url)
+    bad_field = '{"type": "record", "name": "R", "fields": [{"name": "x"}]}'
+    status, content_type, answer = http.call("POST", "/subjects/s/versions", {"schema": bad_field})
+    assert (status, content_type) == (422, CONTENT_TYPE)
+    assert isinstance(answer, dict) and answer["error_code"] == 42201
+    assert http.code("POST", "/subjects/s/versions", {"schema": "{not json"}) == 42201
+    bad_json = {"schema": json.dumps({"type": "object", "properties": 5}), "schemaType": "JSON"}
+    assert http.code("POST", "/subjects/s/versions", bad_json) == 42201
+    proto = {"schema": "syntax = 'proto3';", "schemaType": "PROTOBUF"}
+    answer = http.call("POST", "/subjects/s/versions", proto)[2]
+    assert isinstance(answer, dict) and answer["error_code"] == 42201
+    assert "Protobuf" in answer["message"]
+    assert http.call("GET", "/schemas/types")[2] == ["JSON", "AVRO"]
+    assert http.call("GET", "/subjects/nope/versions")[::2] == (
+        404,
+        {"error_code": 40401, "message": "Subject 'nope' not found."},
+    )
+    assert http.call("GET", "/schemas/ids/99")[2] == {
+        "error_code": 40403,
+        "message": "Schema 99 not found",
+    }
+    assert http.call("POST", "/subjects/s/versions", {"schema": '"string"'})[2] == {"id": 1}
+    assert http.code("GET", "/subjects/s/versions/2") == 40402
+    assert http.code("GET", "/subjects/s/versions/zero") == 42202
+    assert http.code("PUT", "/config", {"compatibility": "SIDEWAYS"}) == 42203
+    assert http.code("PUT", "/mode", {"mode": "SOMETIMES"}) == 42204
+    assert http.call("GET", "/nowhere")[::2] == (
+        404,
+        {"error_code": 404, "message": "HTTP 404 Not Found"},
+    )
+    assert http.call("DELETE", "/schemas/types")[0] == 405
+    status, _, answer = http.call(
+        "POST", "/subjects/s/versions", {"schema": "x" * (2 * 1024 * 1024)}
+    )
+    assert status == 413 and isinstance(answer, dict) and answer["error_code"] == 413
+    assert http.call("GET", "/config")[2] == {"compatibilityLevel": "BACKWARD"}
+    assert http.call("GET", "/mode")[2] == {"mode": "READWRITE"}
+    assert http.call("PUT", "/mode/s", {"mode": "READONLY"})[2] == {"mode": "READONLY"}
+    assert http.call("POST", "/subjects/s/versions", {"schema": '"int"'})[2] == {
+        "error_code": 42205,
+        "message": "Subject s is in read-only mode",
+    }
 
 
 def test_instances_over_one_topic_elect_a_leader_and_forward_writes_to_it(

@@ -13,8 +13,6 @@ from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from tests.fixtures.sasl import SaslBroker
 from tests.fixtures.schema_registry import SchemaRegistryProcess
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
-
 JAAS = (
     "org.apache.kafka.common.security.plain.PlainLoginModule required "
     'username="alice" password="alice-secret";'
