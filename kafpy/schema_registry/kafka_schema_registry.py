@@ -178,7 +178,12 @@ class KafkaSchemaRegistry:
         previous leader made."""
         if leader is not None and leader == self.identity:
             async with self._write_lock:
-                await self.store.wait_until_caught_up()
+                while True:
+                    try:
+                        await self.store.wait_until_caught_up()
+                        break
+                    except errors.RestError as e:  # a slow cluster: keep reading, then lead
+                        self._log.warning(f"Becoming the leader: {e.message}; still reading")
                 self.leader = leader
             self._log.info(f"This instance ({leader.url}) is the leader")
         else:

@@ -160,7 +160,7 @@ class KafkaGroupLeaderElector:
                 await self._heartbeat_until_rebalance()
             except asyncio.CancelledError:
                 raise
-            except KafkaError as e:
+            except Exception as e:  # the elector outlives any failure, and logs it
                 self._log.warning(f"Membership of group {self.group_id} failed: {e}; retrying")
                 self._coordinator = None
                 await asyncio.sleep(self.client.retry_backoff_ms / 1000)
