@@ -438,3 +438,27 @@ def test_a_topic_confluents_registry_wrote_is_served(
     assert sr.register_schema("users-value", avro(USER_V2)) == 22
     assert sr.get_versions("users-value") == [1, 3]
     assert "Skipping" not in registry.log()
+
+
+def test_a_killed_leader_is_replaced_after_its_session_times_out(
+    kafpy_module_broker: KafpyBroker, schema_registry_factory: Start
+) -> None:
+    overrides = {"kafkastore.topic": f"_schemas_{uuid.uuid4().hex[:8]}"}
+    a = schema_registry_factory(kafpy_module_broker.bootstrap, overrides, name="a")
+    b = schema_registry_factory(kafpy_module_broker.bootstrap, overrides, name="b")
+    leader, follower = (a, b) if a.url < b.url else (b, a)
+    first = client(follower).register_schema("users-value", avro(USER_V1))
+    leader.kill()
+    codes = set()
+    for _ in range(150):  # the group's session timeout is 10 s
+        try:
+            second = client(follower).register_schema("users-value", avro(USER_V2))
+            break
+        except SchemaRegistryError as e:
+            codes.add(e.error_code)
+            time.sleep(0.2)
+    else:
+        pytest.fail(f"no new leader; the survivor's log:\n{follower.log()}")
+    assert second == first + 1
+    assert codes <= {50003, 50004}  # refused while the leader was gone, never half-done
+    assert client(follower).get_versions("users-value") == [1, 2]
