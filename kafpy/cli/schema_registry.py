@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+import socket
 import sys
 from pathlib import Path
 
@@ -35,8 +36,53 @@ from kafpy.server.kafka_server import run_event_loop
 _log = logging.getLogger("kafpy.schema_registry")
 
 
+def _bind(host: str, port: int) -> socket.socket:
+    """A socket bound to the listener's address, not yet listening (connections are refused
+    until the registry serves)."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+        sock = socket.socket(family, kind, proto)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+    except OSError as e:
+        raise OneLineError(
+            f"Cannot listen on {host}:{port}: {e.strerror or e}. Change listeners."
+        ) from None
+    sock.setblocking(False)
+    return sock
+
+
+async def _start(
+    registry: KafkaSchemaRegistry, runner: web.AppRunner, config: SchemaRegistryConfig
+) -> list[str]:
+    """Read the store, join the group under the first listener's bound port, then listen;
+    the URLs served."""
+    await registry.init()
+    # what was read (every schema, parsed) lives as long as the process: out of the
+    # collector's walks, as the broker does after start-up
+    settle_garbage_collector()
+    sockets = [_bind(host, port) for host, port in config.listeners]
+    try:
+        port = sockets[0].getsockname()[1]
+        await registry.elect(
+            SchemaRegistryIdentity(config.host_name, port, config.leader_eligibility)
+        )
+        await runner.setup()
+        for sock in sockets:
+            await web.SockSite(runner, sock).start()
+    except BaseException:
+        for sock in sockets:
+            sock.close()
+        raise
+    return [
+        f"http://{host}:{sock.getsockname()[1]}"
+        for (host, _), sock in zip(config.listeners, sockets, strict=True)
+    ]
+
+
 async def serve(config: SchemaRegistryConfig) -> None:
-    """Read the store, then serve until SIGINT or SIGTERM."""
+    """Read the store, be elected, listen, then serve until SIGINT or SIGTERM (which also
+    ends a start-up under way)."""
     registry = KafkaSchemaRegistry(config)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -44,31 +90,14 @@ async def serve(config: SchemaRegistryConfig) -> None:
         loop.add_signal_handler(sig, stop.set)
     runner = web.AppRunner(create_app(registry), access_log=None)
     try:
-        init = asyncio.create_task(registry.init())
+        starting = asyncio.create_task(_start(registry, runner, config))
         stopped = asyncio.create_task(stop.wait())
-        await asyncio.wait([init, stopped], return_when=asyncio.FIRST_COMPLETED)
-        if not init.done():
-            init.cancel()
+        await asyncio.wait([starting, stopped], return_when=asyncio.FIRST_COMPLETED)
+        if not starting.done():
+            starting.cancel()
             return
         stopped.cancel()
-        init.result()
-        # what was read (every schema, parsed) lives as long as the process: out of the
-        # collector's walks, as the broker does after start-up
-        settle_garbage_collector()
-        await runner.setup()
-        for host, port in config.listeners:
-            site = web.TCPSite(runner, host, port)
-            try:
-                await site.start()
-            except OSError as e:
-                raise OneLineError(
-                    f"Cannot listen on {host}:{port}: {e.strerror or e}. Change listeners."
-                ) from None
-        bound = [f"http://{a[0]}:{a[1]}" for a in runner.addresses]
-        port = runner.addresses[0][1] if runner.addresses else config.listeners[0][1]
-        await registry.elect(
-            SchemaRegistryIdentity(config.host_name, port, config.leader_eligibility)
-        )
+        bound = starting.result()
         _log.info("Server started, listening for requests...")
         click.echo(
             f"kafpy schema-registry serving {', '.join(bound)} with the schemas of topic "
