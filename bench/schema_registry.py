@@ -12,7 +12,9 @@ Starts one broker and one `kafpy schema-registry` (separate processes), then:
 3. for --duration seconds at --rate requests/s (open loop: latency counts from when the
    request was due, so a stall is not hidden), half look-ups by id
    (GET /schemas/ids/{id}) and half by schema (POST /subjects/{subject}): the achieved rate
-   and p50/p99/p99.9/max in ms.
+   and p50/p99/p99.9/max in ms, the CPU time the registry and the client spent per
+   look-up, the host's load average (the figures mean little on a busy host), and the
+   slowest request of each second.
 """
 
 from __future__ import annotations
@@ -112,6 +114,8 @@ async def look_up(
     by_id: list[float] = []
     by_schema: list[float] = []
     failures = 0
+    worst: dict[int, float] = {}  # second of the run -> its slowest request, ms
+    start = 0.0
     rng = random.Random(7)
     # the request bodies are made before the clock starts, so the client's own work is small
     bodies = {(s, v): json.dumps({"schema": schema(s, v)}) for s, v, _ in registered}
@@ -128,11 +132,14 @@ async def look_up(
                 await r.read()
                 if r.status != 200:
                     failures += 1
-            (by_id if i % 2 else by_schema).append((time.perf_counter() - due) * 1000)
+            latency = (time.perf_counter() - due) * 1000
+            (by_id if i % 2 else by_schema).append(latency)
+            second = int(due - start)
+            worst[second] = max(worst.get(second, 0.0), latency)
 
         total = int(rate * duration)
         tasks = []
-        cpu_before = cpu_seconds(pid)
+        cpu_before, own_before = cpu_seconds(pid), time.process_time()
         start = time.perf_counter()
         for i in range(total):
             due = start + i / rate
@@ -143,12 +150,15 @@ async def look_up(
         await asyncio.gather(*tasks)
         elapsed = time.perf_counter() - start
         cpu = cpu_seconds(pid) - cpu_before
+        own = time.process_time() - own_before
     print(
         f"look-ups at {rate}/s for {duration:g} s: {total / elapsed:.0f}/s achieved, "
-        f"{failures} failed; registry CPU {cpu / total * 1e6:.0f} µs per look-up"
+        f"{failures} failed; CPU per look-up: registry {cpu / total * 1e6:.0f} µs, this "
+        f"client {own / total * 1e6:.0f} µs; load average {os.getloadavg()[0]:.1f}"
     )
     print(f"  by id     (GET /schemas/ids/{{id}})    {percentiles(by_id)}")
     print(f"  by schema (POST /subjects/{{subject}}) {percentiles(by_schema)}")
+    print("  slowest request per second: " + " ".join(f"{worst[s]:.0f}" for s in sorted(worst)))
 
 
 def main() -> None:
