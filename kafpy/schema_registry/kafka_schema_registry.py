@@ -341,7 +341,13 @@ class KafkaSchemaRegistry:
         it more), oldest first."""
         self._index()
         key = (parsed.schema_type, parsed.canonical, refs)
-        ids = [i for i in self._ids_by_form.get(key, ()) if i in self.by_id]
+        # an id whose versions were all removed, or rewritten with another schema (by a
+        # foreign writer of the topic), no longer stands for this schema
+        ids = [
+            i
+            for i in self._ids_by_form.get(key, ())
+            if i in self.by_id and self._same(parsed, refs, self.by_id[i])
+        ]
         if ids:
             self._ids_by_form[key] = ids
         else:

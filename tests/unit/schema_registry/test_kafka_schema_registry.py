@@ -21,6 +21,7 @@ from kafpy.schema_registry.schema_registry_records import (
     SchemaRegistryKey,
     SchemaRegistryRecordError,
     SchemaRegistryValue,
+    SchemaValue,
     deserialize_key,
     deserialize_value,
     serialize_key,
@@ -261,3 +262,14 @@ def test_a_schema_record_that_does_not_match_its_key_changes_nothing() -> None:
         dict(r.by_id),
         {k: set(v) for k, v in r.id_holders.items()},
     ) == before
+
+
+def test_an_id_rewritten_with_another_schema_no_longer_stands_for_the_first() -> None:
+    r = new_registry()
+    run(r.register("s", "AVRO", V1, ()))
+    run(r.set_compatibility(None, CompatibilityLevel.NONE))
+    # a foreign writer of the topic puts another schema under version 1 and id 1
+    foreign = SchemaValue("s", 1, 1, '"string"')
+    key = SchemaRegistryKey.schema("s", 1)
+    replay(r, [(serialize_key(key), serialize_value(foreign))])
+    assert run(r.register("t", "AVRO", V1, ())) == 2
