@@ -128,7 +128,7 @@ class KafkaSchemaRegistry:
         self.elector: KafkaGroupLeaderElector | None = None
         self.identity: SchemaRegistryIdentity | None = None
         self.leader: SchemaRegistryIdentity | None = None
-        """The instance that writes (None: unknown); with no elector, this one."""
+        """The instance that writes (None: unknown); with no identity, this one."""
         self._log = component_logger(__name__, "KafkaSchemaRegistry")
 
     async def init(self) -> None:
@@ -167,8 +167,9 @@ class KafkaSchemaRegistry:
 
     @property
     def is_leader(self) -> bool:
-        """Whether this instance writes: it leads the group, or there is no group."""
-        if self.elector is None:
+        """Whether this instance writes: it leads the group, or it is in none (no identity:
+        a registry used alone, as the unit tests do)."""
+        if self.identity is None:
             return True
         return self.leader is not None and self.leader == self.identity
 

@@ -176,8 +176,16 @@ async def schema_by_id(request: web.Request) -> web.Response:
     return _json(out)
 
 
+def _schema_only(text: str) -> web.Response:
+    """A schema alone: its JSON (AVRO, JSON), or its text as stored (a foreign type)."""
+    try:
+        return _json(json.loads(text))
+    except ValueError:
+        return web.Response(text=text, content_type=CONTENT_TYPE)
+
+
 async def schema_text_by_id(request: web.Request) -> web.Response:
-    return _json(json.loads(_registry(request).schema_by_id(_id(request)).schema))
+    return _schema_only(_registry(request).schema_by_id(_id(request)).schema)
 
 
 async def id_versions(request: web.Request) -> web.Response:
@@ -234,7 +242,7 @@ async def get_version_schema(request: web.Request) -> web.Response:
     value = _registry(request).get_version(
         request.match_info["subject"], request.match_info["version"], _flag(request, "deleted")
     )
-    return _json(json.loads(value.schema))
+    return _schema_only(value.schema)
 
 
 async def referenced_by(request: web.Request) -> web.Response:

@@ -14,49 +14,20 @@ import pytest
 from kafpy.schema_registry import errors
 from kafpy.schema_registry.compatibility import CompatibilityLevel
 from kafpy.schema_registry.errors import RestError
-from kafpy.schema_registry.kafka_schema_registry import KafkaSchemaRegistry, Mode
-from kafpy.schema_registry.schema_registry_config import SchemaRegistryConfig
+from kafpy.schema_registry.kafka_schema_registry import Mode
 from kafpy.schema_registry.schema_registry_records import (
     SchemaReference,
     SchemaRegistryKey,
     SchemaRegistryRecordError,
-    SchemaRegistryValue,
     SchemaValue,
     deserialize_key,
     deserialize_value,
     serialize_key,
     serialize_value,
 )
+from tests.unit.schema_registry.fixtures import InMemoryStore, new_registry, replay
 
 T = TypeVar("T")
-CONFIG = SchemaRegistryConfig.from_props({"kafkastore.bootstrap.servers": "localhost:9092"})
-
-
-class InMemoryStore:
-    """The topic as a list of (key, value) bytes, applied as soon as written."""
-
-    def __init__(self) -> None:
-        self.records: list[tuple[bytes, bytes | None]] = []
-        self.registry: KafkaSchemaRegistry | None = None
-
-    async def put(self, key: SchemaRegistryKey, value: SchemaRegistryValue | None) -> None:
-        record = (serialize_key(key), serialize_value(value))
-        self.records.append(record)
-        assert self.registry is not None
-        replay(self.registry, [record])
-
-
-def replay(registry: KafkaSchemaRegistry, records: list[tuple[bytes, bytes | None]]) -> None:
-    for key_bytes, value_bytes in records:
-        key = deserialize_key(key_bytes)
-        registry.apply(key, deserialize_value(key, value_bytes))
-
-
-def new_registry(store: InMemoryStore | None = None) -> KafkaSchemaRegistry:
-    store = store or InMemoryStore()
-    registry = KafkaSchemaRegistry(CONFIG, store=store)  # type: ignore[arg-type]
-    store.registry = registry
-    return registry
 
 
 def run(coro: Coroutine[Any, Any, T]) -> T:
