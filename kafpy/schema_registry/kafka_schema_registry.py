@@ -410,6 +410,19 @@ class KafkaSchemaRegistry:
             if any(deleted or not v.deleted for v in vs.values())
         )
 
+    def schemas(
+        self, prefix: str = "", deleted: bool = False, latest_only: bool = False
+    ) -> list[SchemaValue]:
+        """The versions of the subjects starting with `prefix`, by subject then version
+        (GET /schemas)."""
+        out: list[SchemaValue] = []
+        for subject in sorted(s for s in self.versions if s.startswith(prefix)):
+            values = [
+                v for _, v in sorted(self.versions[subject].items()) if deleted or not v.deleted
+            ]
+            out.extend(values[-1:] if latest_only else values)
+        return out
+
     def _visible(self, subject: str, deleted: bool) -> list[SchemaValue]:
         """The subject's versions in order (soft-deleted ones only if `deleted`);
         RestError 40401 when there are none."""

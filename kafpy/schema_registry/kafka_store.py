@@ -166,6 +166,11 @@ class KafkaStore:
                 await asyncio.sleep(RETRY_BACKOFF_S)
                 await self.writer_client.refresh_metadata([self.config.topic])
 
+    @property
+    def kafka_cluster_id(self) -> str | None:
+        """The cluster's id, as its metadata gave it."""
+        return self.writer_client.cluster.cluster_id
+
     # --- reading ---
 
     async def _read_forever(self) -> None:

@@ -165,14 +165,44 @@ async def schema_types(request: web.Request) -> web.Response:
     return _json(list(SCHEMA_TYPES))
 
 
+async def list_schemas(request: web.Request) -> web.Response:
+    values = _registry(request).schemas(
+        request.query.get("subjectPrefix", ""),
+        _flag(request, "deleted"),
+        _flag(request, "latestOnly"),
+    )
+    offset, limit = _int_query(request, "offset", 0), _int_query(request, "limit", -1)
+    values = values[offset : offset + limit if limit > 0 else None]
+    return _json([schema_json(v) for v in values])
+
+
+def _int_query(request: web.Request, name: str, default: int) -> int:
+    try:
+        return int(request.query.get(name, default))
+    except ValueError:
+        raise errors.http_error(404, "HTTP 404 Not Found") from None  # as JAX-RS answers
+
+
+async def server_metadata_id(request: web.Request) -> web.Response:
+    registry = _registry(request)
+    clusters = {
+        "kafka-cluster": registry.store.kafka_cluster_id,
+        "schema-registry-cluster": registry.config.group_id,
+    }
+    return _json({"scope": {"path": [], "clusters": clusters}})
+
+
 async def schema_by_id(request: web.Request) -> web.Response:
-    value = _registry(request).schema_by_id(_id(request))
+    registry = _registry(request)
+    value = registry.schema_by_id(_id(request))
     out: dict[str, Any] = {}
     if value.schema_type != AVRO:
         out["schemaType"] = value.schema_type
     if value.references:
         out["references"] = [r.as_json() for r in value.references]
     out["schema"] = value.schema
+    if _flag(request, "fetchMaxId"):
+        out["maxId"] = registry.max_id
     return _json(out)
 
 
@@ -401,6 +431,9 @@ def create_app(registry: KafkaSchemaRegistry) -> web.Application:
     app.router.add_routes(
         [
             web.get("/", root),
+            web.post("/", root),
+            web.get("/v1/metadata/id", server_metadata_id),
+            web.get("/schemas", list_schemas),
             web.get("/schemas/types", schema_types),
             web.get("/schemas/ids/{id}", schema_by_id),
             web.get("/schemas/ids/{id}/schema", schema_text_by_id),

@@ -21,6 +21,8 @@ class InMemoryStore:
     """The topic as a list of (key, value) bytes (shared by the registries over it), and
     how far this registry has applied it; a write is applied at once."""
 
+    kafka_cluster_id = "in-memory-cluster"
+
     def __init__(self, topic: list[tuple[bytes, bytes | None]] | None = None) -> None:
         self.records: list[tuple[bytes, bytes | None]] = [] if topic is None else topic
         self.position = 0

@@ -137,3 +137,32 @@ def test_a_follower_forwards_writes_to_its_leader_and_serves_reads_itself() -> N
                 assert (await answer(forwarded))[1]["error_code"] == 50004
 
     asyncio.run(run())
+
+
+def test_the_listing_the_max_id_and_the_metadata() -> None:
+    async def test(client: TestClient[Any, Any], _: KafkaSchemaRegistry) -> None:
+        for subject, schema in [("a", '"string"'), ("a", '"int"'), ("b", '"long"')]:
+            await client.put("/config", data=json.dumps({"compatibility": "NONE"}))
+            await client.post(f"/subjects/{subject}/versions", data=json.dumps({"schema": schema}))
+        status, listed = await answer(await client.get("/schemas"))
+        assert [(s["subject"], s["version"], s["id"]) for s in listed] == [
+            ("a", 1, 1),
+            ("a", 2, 2),
+            ("b", 1, 3),
+        ]
+        _, latest = await answer(await client.get("/schemas?latestOnly=true&subjectPrefix=a"))
+        assert [(s["subject"], s["version"]) for s in latest] == [("a", 2)]
+        _, page = await answer(await client.get("/schemas?offset=1&limit=1"))
+        assert [s["id"] for s in page] == [2]
+        assert await answer(await client.get("/schemas/ids/1?fetchMaxId=true")) == (
+            200,
+            {"schema": '"string"', "maxId": 3},
+        )
+        assert await answer(await client.get("/v1/metadata/id")) == (
+            200,
+            {"scope": {"path": [], "clusters": {"kafka-cluster": "in-memory-cluster",
+                                                 "schema-registry-cluster": "schema-registry"}}},
+        )  # fmt: skip
+        assert await answer(await client.post("/", data="{}")) == (200, {})
+
+    with_client(test)
