@@ -327,6 +327,12 @@ def test_errors_are_confluents_json(registry: SchemaRegistryProcess) -> None:
         "POST", "/subjects/s/versions", {"schema": "x" * (2 * 1024 * 1024)}
     )
     assert status == 413 and isinstance(answer, dict) and answer["error_code"] == 413
+    metadata = http.call("GET", "/v1/metadata/id")[2]
+    assert isinstance(metadata, dict)
+    clusters = metadata["scope"]["clusters"]
+    assert clusters["kafka-cluster"] and clusters["schema-registry-cluster"].startswith(
+        "schema-registry"
+    )
     assert http.call("GET", "/config")[2] == {"compatibilityLevel": "BACKWARD"}
     assert http.call("GET", "/mode")[2] == {"mode": "READWRITE"}
     assert http.call("PUT", "/mode/s", {"mode": "READONLY"})[2] == {"mode": "READONLY"}
