@@ -144,6 +144,14 @@ class KafkaStore:
                 f"The schema topic {topic} should have only 1 partition but has "
                 f"{len(info.partitions)}."
             )
+        replicas = len(next(iter(info.partitions.values())).replicas)
+        if replicas < self.config.replication_factor:
+            self._log.warning(
+                f"The replication factor of the schema topic {topic} is less than the desired "
+                f"one of {self.config.replication_factor}. If this is a production "
+                "environment, it's crucial to add more brokers and increase the replication "
+                "factor of the topic."
+            )
         resource = ConfigResource.topic(topic)
         entries = (await admin.describe_configs([resource]))[resource]
         policy = next((e.value for e in entries if e.name == "cleanup.policy"), None)

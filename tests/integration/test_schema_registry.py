@@ -11,6 +11,7 @@ import urllib.error
 import urllib.request
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
@@ -468,3 +469,28 @@ def test_a_killed_leader_is_replaced_after_its_session_times_out(
     assert second == first + 1
     assert codes <= {50003, 50004}  # refused while the leader was gone, never half-done
     assert client(follower).get_versions("users-value") == [1, 2]
+
+
+@pytest.mark.parametrize(
+    ("partitions", "config", "refusal"),
+    [
+        (2, {"cleanup.policy": "compact"}, "should have only 1 partition but has 2"),
+        (1, {"cleanup.policy": "delete"}, "You must configure the topic to 'compact'"),
+    ],
+)
+def test_a_schemas_topic_that_could_lose_schemas_is_refused(
+    kafpy_module_broker: KafpyBroker,
+    tmp_path: Path,
+    partitions: int,
+    config: dict[str, str],
+    refusal: str,
+) -> None:
+    topic = f"_schemas_{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": kafpy_module_broker.bootstrap})
+    admin.create_topics([NewTopic(topic, partitions, 1, config=config)])[topic].result(30)
+    registry = SchemaRegistryProcess(
+        kafpy_module_broker.bootstrap, tmp_path, {"kafkastore.topic": topic}
+    )
+    with pytest.raises(pytest.fail.Exception):
+        registry.start()
+    assert refusal in registry.log()
