@@ -22,8 +22,8 @@ import click
 from aiohttp import web
 
 from kafpy.cli.command_line_utils import OneLineError, parse_overrides
-from kafpy.cli.server import settle_garbage_collector
 from kafpy.common.errors import KafkaError
+from kafpy.common.event_loop import run_event_loop, settle_garbage_collector
 from kafpy.common.logger import configure_logging
 from kafpy.common.properties import PropertiesError, load_properties
 from kafpy.schema_registry.kafka_schema_registry import KafkaSchemaRegistry
@@ -31,7 +31,6 @@ from kafpy.schema_registry.kafka_store import StoreInitError
 from kafpy.schema_registry.leader_elector import SchemaRegistryIdentity
 from kafpy.schema_registry.schema_registry_config import SchemaRegistryConfig
 from kafpy.schema_registry.schema_registry_rest_application import create_app
-from kafpy.server.kafka_server import run_event_loop
 
 _log = logging.getLogger("kafpy.schema_registry")
 
