@@ -11,4 +11,5 @@ pytest_plugins = [
     "tests.fixtures.tls",
     "tests.fixtures.sasl",
     "tests.fixtures.kerberos",
+    "tests.fixtures.schema_registry",
 ]

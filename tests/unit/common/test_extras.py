@@ -59,3 +59,13 @@ def test_gssapi_without_the_kerberos_extra_is_refused(monkeypatch: pytest.Monkey
     assert str(refused.value).startswith(
         "SASL mechanism GSSAPI (sasl.enabled.mechanisms) needs `pip install 'kafpy[kerberos]'`"
     )
+
+
+def test_the_schema_registry_without_its_extra_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(extras.EXTRAS, "schema-registry", ("aiohttp", "kafpy_no_such_module"))
+    result = CliRunner().invoke(cli_main.main, ["schema-registry", "sr.properties"])
+    assert result.exit_code == 1
+    assert (
+        "Error: kafpy schema-registry needs `pip install 'kafpy[schema-registry]'` "
+        "(not installed: kafpy_no_such_module)"
+    ) in result.output
