@@ -1,9 +1,12 @@
 """Message format v0 and v1: the message sets of Kafka before 0.11 (Kafka's LegacyRecord).
 
-Old clients (Produce v0–v2, Fetch v0–v3) speak this format; kafpy stores only record
-batch v2, so produce requests are converted up on the way in (`up_convert`) and fetch
+Old clients (Produce v0–v2, Fetch v0–v3) speak this format. A log of format v2 gets
+their produce requests converted up on the way in (`up_convert`) and its fetch
 responses down on the way out (`down_convert`), as Kafka's LogValidator and its lazy
-down-conversion do.
+down-conversion do. A log whose message.format.version is below 0.11.0 stores these
+message sets themselves: the LogValidator converts what it is sent to them
+(`to_message_set`), and they stay in the log, next to any v2 batches written before or
+after, when the version changes.
 
 One message on the wire (`LOG_OVERHEAD` = offset + size, then the message itself):
 
@@ -25,7 +28,12 @@ import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from kafpy.common.errors import CorruptRecordError, InvalidRecordError
+from kafpy.common.errors import (
+    CorruptRecordError,
+    InvalidRecordError,
+    KafkaError,
+    UnsupportedForMessageFormatError,
+)
 from kafpy.records.builder import RecordBatchBuilder
 from kafpy.records.compression import (
     CompressionType,
@@ -49,6 +57,8 @@ _CRC_MAGIC_ATTR = struct.Struct(">Ibb")
 _INT32 = struct.Struct(">i")
 _INT64 = struct.Struct(">q")
 RECORD_OVERHEAD = {MAGIC_V0: 14, MAGIC_V1: 22}
+# How far a stored wrapper may decompress when read back (it was checked on append).
+_STORED_LIMIT = 1 << 31
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,14 +216,25 @@ def build_message_set(
     records: Iterable[tuple[int, int, bytes | None, bytes | None]],
     compression: CompressionType = CompressionType.NONE,
     timestamp_type: TimestampType = TimestampType.CREATE_TIME,
+    log_append_time: int | None = None,
 ) -> bytes:
     """A message set of `magic` from (offset, timestamp, key, value) tuples, as one
-    compressed wrapper when `compression` is set (zstd cannot be written in v0/v1)."""
+    compressed wrapper when `compression` is set (zstd cannot be written in v0/v1), the
+    way Kafka's MemoryRecordsBuilder writes it.
+
+    With LogAppendTime (magic 1) every message, inner ones included, carries the
+    timestamp-type bit, and `log_append_time` (when given) replaces every timestamp; the
+    wrapper's timestamp is the log append time, or the largest inner one for CreateTime.
+    """
     if magic not in (MAGIC_V0, MAGIC_V1):
         raise ValueError(f"magic {magic} is not a message set format (0 or 1)")
     items = list(records)
     lat = magic == MAGIC_V1 and timestamp_type is TimestampType.LOG_APPEND_TIME
     ts_bit = TIMESTAMP_TYPE_MASK if lat else 0
+    if magic == MAGIC_V0:
+        items = [(o, NO_TIMESTAMP, k, v) for o, _t, k, v in items]
+    elif lat and log_append_time is not None:
+        items = [(o, log_append_time, k, v) for o, _t, k, v in items]
     if compression is CompressionType.NONE:
         return b"".join(_message(o, magic, ts_bit, t, k, v) for o, t, k, v in items)
     if compression is CompressionType.ZSTD:
@@ -222,13 +243,92 @@ def build_message_set(
         return b""
     first = items[0][0]
     inner = b"".join(
-        _message(o - first if magic == MAGIC_V1 else o, magic, 0, t, k, v) for o, t, k, v in items
+        _message(o - first if magic == MAGIC_V1 else o, magic, ts_bit, t, k, v)
+        for o, t, k, v in items
     )
     payload = compress(compression, inner)
     if compression is CompressionType.LZ4 and magic == MAGIC_V0:
         payload = lz4_frame_to_legacy(payload)
     wrapper_ts = max(t for _o, t, _k, _v in items) if magic == MAGIC_V1 else NO_TIMESTAMP
     return _message(items[-1][0], magic, int(compression) | ts_bit, wrapper_ts, None, payload)
+
+
+@dataclass(frozen=True, slots=True)
+class ConvertedMessageSet:
+    """What `to_message_set` made: the bytes and the append's largest timestamp with the
+    offset the log indexes it at (Kafka's RecordsInfo)."""
+
+    data: bytes
+    max_timestamp: int
+    offset_of_max_timestamp: int
+
+
+def to_message_set(
+    data: bytes | bytearray | memoryview,
+    magic: int,
+    compression: CompressionType | None,
+    log_append_time: int | None,
+) -> ConvertedMessageSet:
+    """Validated record batches v2 (offsets assigned) as a message set of `magic`, for a
+    log whose message.format.version is below 0.11.0 (Kafka's LogValidator converting
+    on the way in).
+
+    Uncompressed (`compression` NONE) gives one message per record; a codec gives one
+    wrapper message per batch, whose inner messages have relative offsets in v1 and
+    absolute ones in v0; None keeps each batch's own codec (compression.type=producer).
+    `log_append_time` (message.timestamp.type=LogAppendTime) stamps every v1 message.
+
+    Raises UnsupportedForMessageFormatError for a batch with a producer id (idempotent
+    or transactional), and KafkaError (UNKNOWN_SERVER_ERROR, as Kafka's builder fails)
+    for a record with headers or a zstd codec, which v0/v1 cannot carry.
+    """
+    ts_type = (
+        TimestampType.LOG_APPEND_TIME
+        if magic == MAGIC_V1 and log_append_time is not None
+        else TimestampType.CREATE_TIME
+    )
+    parts: list[bytes] = []
+    max_ts = NO_TIMESTAMP
+    offset_of_max_ts = -1
+    last_offset = -1
+    for batch in MemoryRecords(data).batches():
+        if batch.is_transactional:
+            raise UnsupportedForMessageFormatError(
+                f"Transactional records cannot be used with magic version {magic}"
+            )
+        if batch.has_producer_id:
+            raise UnsupportedForMessageFormatError(
+                f"Idempotent records cannot be used with magic version {magic}"
+            )
+        codec = batch.compression_type if compression is None else compression
+        if codec is CompressionType.ZSTD:
+            raise KafkaError(f"ZStandard compression is not supported for magic {magic}")
+        items = []
+        for r in batch.records():
+            if r.headers:
+                raise KafkaError(
+                    f"Magic v{magic} does not support record headers (the record at offset "
+                    f"{r.offset}: the topic's message.format.version is below 0.11.0)"
+                )
+            items.append((r.offset, r.timestamp, r.key, r.value))
+        if not items:
+            continue
+        parts.append(build_message_set(magic, items, codec, ts_type, log_append_time))
+        last_offset = items[-1][0]
+        if magic == MAGIC_V0:
+            continue
+        if ts_type is TimestampType.LOG_APPEND_TIME:
+            if max_ts == NO_TIMESTAMP:
+                max_ts = log_append_time if log_append_time is not None else NO_TIMESTAMP
+                offset_of_max_ts = items[-1][0] if codec else items[0][0]
+            continue
+        for o, t, _k, _v in items:
+            if t > max_ts:
+                max_ts = t
+                offset_of_max_ts = items[-1][0] if codec else o
+    if max_ts == NO_TIMESTAMP:
+        offset_of_max_ts = last_offset
+    return ConvertedMessageSet(b"".join(parts), max_ts, offset_of_max_ts)
 
 
 def up_convert(
@@ -265,8 +365,19 @@ def down_convert(
     """
     parts: list[bytes] = []
     for batch in MemoryRecords(data).batches_allow_partial():
-        if batch.magic != MAGIC_V2:
-            raise CorruptRecordError(f"Stored batch at offset {batch.base_offset} is not magic 2")
+        if batch.magic < MAGIC_V2:
+            # A log that was (or is) of format v0/v1 holds messages stored as they came:
+            # one of the fetch's magic or older goes out as it is, a v1 one to a v0
+            # client is rewritten.
+            if batch.magic <= magic:
+                parts.append(bytes(batch.buffer()))
+                continue
+            legacy = [r for r in iter_legacy_records(batch.buffer(), _STORED_LIMIT)]
+            items = [(r.offset, NO_TIMESTAMP, r.key, r.value) for r in legacy]
+            items = [i for i in items if i[0] >= first_offset]
+            if items:
+                parts.append(build_message_set(magic, items, legacy[0].compression))
+            continue
         if batch.is_control or batch.last_offset < first_offset:
             continue
         codec = batch.compression_type

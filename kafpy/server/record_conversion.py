@@ -1,10 +1,10 @@
 """Serving clients of message format v0/v1: produce up-conversion and fetch down-conversion.
 
-kafpy stores record batch v2 only. A Produce v0–v2 request carrying a v0/v1 message set
-is converted into one v2 batch before the append (Kafka's LogValidator does the same when
-the log's format is newer than the producer's); a Fetch v0–v3 response is converted from
-the stored v2 batches to the message format the fetch version can carry (magic 0 for
-v0–v1, magic 1 for v2–v3), as Kafka's down-conversion does. Both cost per record, so
+A Produce v0–v2 request carrying a v0/v1 message set is converted into one v2 batch
+before the append (the LogValidator then converts it once more when the log's
+message.format.version is below 0.11.0); a Fetch v0–v3 response is converted from the
+stored v2 batches (and v1 messages, for magic 0) to the message format the fetch version
+can carry (magic 0 for v0–v1, magic 1 for v2–v3), as Kafka's down-conversion does. Both cost per record, so
 they cost only the old clients that need them; large sets are converted off the event
 loop.
 """
@@ -16,6 +16,7 @@ import asyncio
 from kafpy.common.errors import UnsupportedCompressionTypeError, UnsupportedVersionError
 from kafpy.records.compression import CompressionType, decompressed_limit
 from kafpy.records.legacy_record import MAGIC_V0, MAGIC_V1, down_convert, up_convert
+from kafpy.records.record_batch import H_MAGIC, iter_headers
 from kafpy.storage.log_config import LogConfig
 from kafpy.storage.log_validator import target_codec
 
@@ -53,13 +54,18 @@ async def down_convert_fetch(
     Raises UnsupportedVersionError when the topic disables down-conversion
     (message.downconversion.enable=false) and UnsupportedCompressionTypeError for zstd
     data, which message format v0/v1 cannot carry (Kafka answers both per partition).
+    Stored messages of the version's format or older (a log of format v0/v1) need no
+    conversion and are sent as they are.
     """
+    magic = fetch_magic(fetch_version)
+    if all(h[H_MAGIC] <= magic for _pos, h in iter_headers(data)):
+        # Only messages the version can carry as they are (a log of format v0/v1).
+        return bytes(data)
     if not config.message_downconversion_enable:
         raise UnsupportedVersionError(
             f"Fetch v{fetch_version} needs down-conversion, which this topic disables "
             "(message.downconversion.enable=false)"
         )
-    magic = fetch_magic(fetch_version)
     if len(data) > _OFF_LOOP_BYTES:
         converted, zstd = await asyncio.to_thread(down_convert, data, magic, fetch_offset)
     else:

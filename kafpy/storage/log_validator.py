@@ -40,6 +40,7 @@ from kafpy.common.errors import (
 )
 from kafpy.records.builder import RecordBatchBuilder
 from kafpy.records.compression import CompressionType, decompress, decompressed_limit
+from kafpy.records.legacy_record import to_message_set
 from kafpy.records.record_batch import (
     ATTRIBUTES_OFFSET,
     COMPRESSION_CODEC_MASK,
@@ -65,6 +66,7 @@ from kafpy.records.record_batch import (
     TimestampType,
     batch_too_small,
     ensure_batch_valid,
+    ensure_entry_valid,
     header_at,
     iter_headers,
 )
@@ -130,7 +132,7 @@ def analyze_and_validate(
             break
         size = header[H_LENGTH] + LOG_OVERHEAD
         _check_size(size, max_message_bytes)
-        ensure_batch_valid(buffer, pos, header)
+        ensure_entry_valid(buffer, pos, header)
         base = header[H_BASE_OFFSET]
         last = base + header[H_LAST_OFFSET_DELTA]
         if first_offset < 0 and count == 0:
@@ -179,6 +181,7 @@ class LogValidator:
         "producer_codec",
         "compacted",
         "topic_partition",
+        "record_version",
     )
 
     def __init__(self, config: LogConfig, topic_partition: object = None) -> None:
@@ -190,6 +193,7 @@ class LogValidator:
         self.producer_codec = config.compression_type == "producer"
         self.compacted = config.compact
         self.topic_partition = topic_partition
+        self.record_version = config.record_version
 
     def validate_and_assign_offsets(
         self,
@@ -322,6 +326,8 @@ class LogValidator:
             info.max_timestamp = now
             info.offset_of_max_timestamp = offset - 1
             info.log_append_time = now
+        if self.record_version < MAGIC_V2 and count:
+            return self._to_message_set(patched[:pos], info, now if log_append_time else None)
         if target != source_codec and count:
             rebuilt = _recompress(
                 patched[:pos], info, self.config, leader_epoch, now if log_append_time else None
@@ -329,6 +335,21 @@ class LogValidator:
             info.producer_batches = None  # positions moved: the producer check walks again
             return rebuilt, info
         return (patched if pos == end else patched[:pos]), info
+
+    def _to_message_set(
+        self, data: memoryview, info: LogAppendInfo, log_append_time: int | None
+    ) -> tuple[memoryview, LogAppendInfo]:
+        """The checked v2 batches as the message set of the log's format (v0/v1), as Kafka's
+        LogValidator converts to an older message.format.version on the way in."""
+        codec = None if self.producer_codec else CompressionType(info.target_codec)
+        converted = to_message_set(data, self.record_version, codec, log_append_time)
+        info.max_timestamp = converted.max_timestamp
+        info.offset_of_max_timestamp = converted.offset_of_max_timestamp
+        info.valid_bytes = len(converted.data)
+        info.producer_batches = []
+        for _pos, header in iter_headers(converted.data, where=_WHERE):
+            _check_size(header[H_LENGTH] + LOG_OVERHEAD, self.max_message_bytes)
+        return memoryview(converted.data), info
 
     def validate_records(self, buffer: memoryview, now: int) -> None:
         """The record checks of validate_and_assign_offsets alone, for a client's batches.

@@ -1,0 +1,166 @@
+"""Topics stored in message format v0/v1 (`message.format.version` below 0.11.0) against a
+real `kafpy server`, with confluent-kafka and kafka-python as the referees.
+
+The mixed-format test follows librdkafka's 0092_mixed_msgver: one partition written while
+its message.format.version moves 2.8 -> 0.10.0 -> 0.9.0 -> 2.8 holds v2 batches, v1 and
+v0 messages side by side, and a consumer reads them in one go, in order.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, Producer
+from confluent_kafka import TopicPartition as CkTopicPartition
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewTopic,
+)
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+
+from kafpy.records.memory_records import MemoryRecords
+from tests.fixtures.broker import KafpyBroker
+
+T0 = 1_700_000_000_000
+PER_STEP = 20
+STEPS = [("2.8", None), ("0.10.0", "gzip"), ("0.10.0", None), ("0.9.0", "lz4"), ("0.9.0", None),
+         ("2.8", "snappy")]  # fmt: skip
+MAGIC_OF = {"2.8": 2, "0.10.0": 1, "0.9.0": 0}
+
+
+def topic_name(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def create_topic(bootstrap: str, name: str, config: dict[str, str] | None = None) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    futures = admin.create_topics([NewTopic(name, 1, 1, config=config or {})])
+    futures[name].result(30)
+
+
+def set_message_format(bootstrap: str, topic: str, version: str) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    entry = ConfigEntry("message.format.version", version,
+                        incremental_operation=AlterConfigOpType.SET)  # fmt: skip
+    resource = ConfigResource("topic", topic, incremental_configs=[entry])
+    admin.incremental_alter_configs([resource])[resource].result(30)
+
+
+def stored_magics(broker: KafpyBroker, topic: str) -> list[int]:
+    """The magic of every entry (batch or message) in the partition's segment files."""
+    data = b"".join(
+        p.read_bytes() for p in sorted((broker.data_dir / "logs" / f"{topic}-0").glob("*.log"))
+    )
+    return [b.magic for b in MemoryRecords(data).batches()]
+
+
+def produce(bootstrap: str, topic: str, first: int, n: int, compression: str | None) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 50,
+                         "compression.codec": compression or "none"})  # fmt: skip
+    errors: list[object] = []
+    for i in range(first, first + n):
+        producer.produce(topic, key=b"k%d" % i, value=b"v%d" % i, partition=0,
+                         timestamp=T0 + i, on_delivery=lambda e, m: e and errors.append(e))  # fmt: skip
+    assert producer.flush(30) == 0
+    assert not errors
+
+
+def expected_timestamp(version: str, i: int) -> int | None:
+    """v0 messages have no timestamp; v1 and v2 keep the producer's CreateTime."""
+    return None if MAGIC_OF[version] == 0 else T0 + i
+
+
+def test_mixed_message_formats_in_one_partition(kafpy_broker: KafpyBroker) -> None:
+    bootstrap = kafpy_broker.bootstrap
+    topic = topic_name("mixed")
+    create_topic(bootstrap, topic)
+    expected = []
+    for step, (version, compression) in enumerate(STEPS):
+        set_message_format(bootstrap, topic, version)
+        first = step * PER_STEP
+        produce(bootstrap, topic, first, PER_STEP, compression)
+        expected += [(first + j, b"k%d" % (first + j), b"v%d" % (first + j),
+                      expected_timestamp(version, first + j)) for j in range(PER_STEP)]  # fmt: skip
+    total = len(expected)
+    # every format is on disk, in the order it was written
+    magics = stored_magics(kafpy_broker, topic)
+    assert [m for i, m in enumerate(magics) if i == 0 or magics[i - 1] != m] == [2, 1, 0, 2]
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": topic,
+                         "enable.auto.commit": False, "fetch.wait.max.ms": 100})  # fmt: skip
+    try:
+        consumer.assign([CkTopicPartition(topic, 0, 0)])
+        got = []
+        while len(got) < total:
+            msgs = consumer.consume(total, timeout=10)
+            assert msgs, f"confluent-kafka read {len(got)} of {total}"
+            for m in msgs:
+                assert m.error() is None, m.error()
+                ts_type, ts = m.timestamp()
+                got.append((m.offset(), m.key(), m.value(), ts if ts_type else None))
+    finally:
+        consumer.close()
+    assert got == expected
+
+    kp = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
+                       consumer_timeout_ms=10000, auto_offset_reset="earliest")  # fmt: skip
+    try:
+        kp.assign([TopicPartition(topic, 0)])
+        got = []
+        for msg in kp:
+            got.append((msg.offset, msg.key, msg.value,
+                        None if msg.timestamp in (None, -1) else msg.timestamp))  # fmt: skip
+            if len(got) == total:
+                break
+    finally:
+        kp.close()
+    assert got == expected
+
+
+@pytest.mark.parametrize("compression", [None, "gzip"])
+def test_kafka_python_0_10_on_a_v1_topic(
+    kafpy_broker: KafpyBroker, compression: str | None
+) -> None:
+    bootstrap = kafpy_broker.bootstrap
+    topic = topic_name("v1")
+    create_topic(bootstrap, topic, {"message.format.version": "0.10.2"})
+    producer = KafkaProducer(bootstrap_servers=bootstrap, api_version=(0, 10),
+                             compression_type=compression, linger_ms=100)  # fmt: skip
+    futures = [producer.send(topic, key=b"k%d" % i, value=b"v%d" % i, partition=0,
+                             timestamp_ms=T0 + i) for i in range(30)]  # fmt: skip
+    producer.flush(30)
+    assert [f.get(10).offset for f in futures] == list(range(30))
+    producer.close()
+    assert set(stored_magics(kafpy_broker, topic)) == {1}
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, api_version=(0, 10),
+                             enable_auto_commit=False, consumer_timeout_ms=10000,
+                             auto_offset_reset="earliest")  # fmt: skip
+    try:
+        consumer.assign([TopicPartition(topic, 0)])
+        got = []
+        for msg in consumer:
+            got.append((msg.offset, msg.key, msg.value, msg.timestamp))
+            if len(got) == 30:
+                break
+    finally:
+        consumer.close()
+    assert got == [(i, b"k%d" % i, b"v%d" % i, T0 + i) for i in range(30)]
+
+
+def test_idempotent_producer_is_refused_on_a_v1_topic(kafpy_broker: KafpyBroker) -> None:
+    bootstrap = kafpy_broker.bootstrap
+    topic = topic_name("idem")
+    create_topic(bootstrap, topic, {"message.format.version": "0.10.0"})
+    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True,
+                         "message.timeout.ms": 10000})  # fmt: skip
+    errors: list[object] = []
+    producer.produce(topic, b"v", partition=0, on_delivery=lambda e, m: errors.append(e))
+    producer.flush(15)
+    assert len(errors) == 1
+    error = errors[0]
+    assert isinstance(error, KafkaError)
+    assert error.code() == KafkaError.UNSUPPORTED_FOR_MESSAGE_FORMAT, error
