@@ -67,6 +67,7 @@ class LegacyRecord:
 
     `timestamp` is -1 in magic 0; `timestamp_type` is the wrapper's for inner messages
     of a compressed set (LogAppendTime wrappers give their timestamp to every inner one).
+    `crc` is the message's own stored CRC-32 (an inner message's, in a wrapper).
     """
 
     offset: int
@@ -76,6 +77,7 @@ class LegacyRecord:
     key: bytes | None
     value: bytes | None
     compression: CompressionType
+    crc: int = 0
 
 
 def _read_bytes(buf: memoryview, pos: int, end: int, what: str) -> tuple[bytes | None, int]:
@@ -95,7 +97,7 @@ def _read_bytes(buf: memoryview, pos: int, end: int, what: str) -> tuple[bytes |
 def _shallow(
     buf: memoryview,
 ) -> Iterator[tuple[int, int, int, int, int, bytes | None, bytes | None]]:
-    """(offset, magic, attributes, timestamp, size, key, value) of each whole message,
+    """(offset, magic, attributes, timestamp, crc, key, value) of each whole message,
     checking each CRC. A partial trailing message is dropped, as Kafka's readers do."""
     pos, end = 0, len(buf)
     while pos + LOG_OVERHEAD <= end:
@@ -135,7 +137,7 @@ def _shallow(
             raise CorruptRecordError(
                 f"Message at offset {offset} has {stop - p} bytes after its value"
             )
-        yield offset, magic, attributes, timestamp, size, key, value
+        yield offset, magic, attributes, timestamp, crc, key, value
         pos = stop
 
 
@@ -153,7 +155,7 @@ def iter_legacy_records(
     Checks every CRC; raises CorruptRecordError for damage and InvalidRecordError for a
     compressed message nested in another or a wrapper with a key.
     """
-    for offset, magic, attributes, ts, _size, key, value in _shallow(memoryview(data)):
+    for offset, magic, attributes, ts, crc, key, value in _shallow(memoryview(data)):
         codec = CompressionType.from_id(attributes & CODEC_MASK)
         ts_type = (
             TimestampType.NO_TIMESTAMP_TYPE
@@ -163,7 +165,7 @@ def iter_legacy_records(
             else TimestampType.CREATE_TIME
         )
         if codec is CompressionType.NONE:
-            yield LegacyRecord(offset, magic, ts, ts_type, key, value, codec)
+            yield LegacyRecord(offset, magic, ts, ts_type, key, value, codec, crc)
             continue
         if codec is CompressionType.ZSTD:
             raise InvalidRecordError(
@@ -180,7 +182,7 @@ def iter_legacy_records(
         if not inner:
             raise CorruptRecordError(f"Compressed message at offset {offset} holds no messages")
         last_relative = inner[-1][0]
-        for i_offset, i_magic, i_attr, i_ts, _s, i_key, i_value in inner:
+        for i_offset, i_magic, i_attr, i_ts, i_crc, i_key, i_value in inner:
             if i_attr & CODEC_MASK:
                 raise InvalidRecordError(
                     f"Compressed message at offset {offset} holds another compressed message"
@@ -192,7 +194,7 @@ def iter_legacy_records(
                 )
             absolute = offset - last_relative + i_offset if magic == MAGIC_V1 else i_offset
             timestamp = ts if ts_type is TimestampType.LOG_APPEND_TIME else i_ts
-            yield LegacyRecord(absolute, magic, timestamp, ts_type, i_key, i_value, codec)
+            yield LegacyRecord(absolute, magic, timestamp, ts_type, i_key, i_value, codec, i_crc)
 
 
 def _message(

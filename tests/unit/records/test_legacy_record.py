@@ -267,17 +267,27 @@ def test_log_append_time_stamps_every_v1_message() -> None:
 def test_what_message_format_v0_v1_cannot_hold_is_refused() -> None:
     idempotent = RecordBatchBuilder(producer_id=5, producer_epoch=0, base_sequence=0)
     idempotent.append(1, b"k", b"v")
-    with pytest.raises(UnsupportedForMessageFormatError, match="^Idempotent records cannot be used with magic version 1$"):
+    with pytest.raises(
+        UnsupportedForMessageFormatError,
+        match="^Idempotent records cannot be used with magic version 1$",
+    ):
         to_message_set(idempotent.build(), 1, CompressionType.NONE, None)
-    txn = RecordBatchBuilder(producer_id=5, producer_epoch=0, base_sequence=0, is_transactional=True)
+    txn = RecordBatchBuilder(
+        producer_id=5, producer_epoch=0, base_sequence=0, is_transactional=True
+    )
     txn.append(1, b"k", b"v")
-    with pytest.raises(UnsupportedForMessageFormatError, match="^Transactional records cannot be used with magic version 0$"):
+    with pytest.raises(
+        UnsupportedForMessageFormatError,
+        match="^Transactional records cannot be used with magic version 0$",
+    ):
         to_message_set(txn.build(), 0, CompressionType.NONE, None)
     headers = RecordBatchBuilder()
     headers.append(1, b"k", b"v", (("h", b"1"),))
     with pytest.raises(KafkaError, match="^Magic v1 does not support record headers") as info:
         to_message_set(headers.build(), 1, CompressionType.NONE, None)
-    assert info.value.code == -1  # UNKNOWN_SERVER_ERROR: Kafka's builder throws IllegalArgumentException
+    assert (
+        info.value.code == -1
+    )  # UNKNOWN_SERVER_ERROR: Kafka's builder throws IllegalArgumentException
     with pytest.raises(KafkaError, match="^ZStandard compression is not supported for magic 1$"):
         to_message_set(_v2_batch(0), 1, CompressionType.ZSTD, None)
 

@@ -555,7 +555,9 @@ def test_a_log_of_format_v0_has_no_timestamps_to_search(log_dir: Path, clock: Cl
 
 
 def test_log_append_time_on_a_v1_log(log_dir: Path, clock: Clock) -> None:
-    log = open_log(log_dir, clock, legacy_config("0.10.0", **{"message.timestamp.type": "LogAppendTime"}))
+    log = open_log(
+        log_dir, clock, legacy_config("0.10.0", **{"message.timestamp.type": "LogAppendTime"})
+    )
     info = log.append_as_leader(records(batch([b"a", b"b"], timestamp=5)), 0)
     now = clock.time.milliseconds()
     assert (info.log_append_time, info.max_timestamp) == (now, now)
