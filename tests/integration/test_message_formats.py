@@ -11,7 +11,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka import TopicPartition as CkTopicPartition
 from confluent_kafka.admin import (
     AdminClient,
@@ -164,3 +164,117 @@ def test_idempotent_producer_is_refused_on_a_v1_topic(kafpy_broker: KafpyBroker)
     error = errors[0]
     assert isinstance(error, KafkaError)
     assert error.code() == KafkaError.UNSUPPORTED_FOR_MESSAGE_FORMAT, error
+
+
+def test_records_with_headers_are_refused_by_a_v1_topic(kafpy_broker: KafpyBroker) -> None:
+    # Kafka's builder throws IllegalArgumentException("Magic v1 does not support record
+    # headers"), which the produce answers as UNKNOWN_SERVER_ERROR; nothing is written
+    bootstrap = kafpy_broker.bootstrap
+    topic = topic_name("headers")
+    create_topic(bootstrap, topic, {"message.format.version": "0.10.0"})
+    producer = Producer({"bootstrap.servers": bootstrap, "message.timeout.ms": 10000,
+                         "retries": 0})  # fmt: skip
+    errors: list[object] = []
+    producer.produce(topic, b"v", partition=0, headers=[("h", b"1")],
+                     on_delivery=lambda e, m: errors.append(e))  # fmt: skip
+    producer.flush(15)
+    assert len(errors) == 1
+    error = errors[0]
+    assert isinstance(error, KafkaError)
+    assert error.code() == KafkaError.UNKNOWN, error
+    assert stored_magics(kafpy_broker, topic) == []
+    produce(bootstrap, topic, 0, 3, None)  # records without headers go in
+    assert stored_magics(kafpy_broker, topic) == [1, 1, 1]
+
+
+@pytest.mark.parametrize(("api_version", "fetch_magic"), [((0, 9), 0), ((0, 10, 1), 1)])
+def test_old_consumers_read_a_mixed_log(
+    kafpy_broker: KafpyBroker, api_version: tuple[int, ...], fetch_magic: int
+) -> None:
+    # Fetch v0-1 (magic 0) and v2-3 (magic 1): stored messages of the fetch's magic or
+    # older go out as they are, newer ones are converted down
+    bootstrap = kafpy_broker.bootstrap
+    topic = topic_name("old-mixed")
+    create_topic(bootstrap, topic)
+    expected = []
+    for step, (version, compression) in enumerate(STEPS):
+        set_message_format(bootstrap, topic, version)
+        first = step * PER_STEP
+        produce(bootstrap, topic, first, PER_STEP, compression)
+        has_ts = fetch_magic == 1 and MAGIC_OF[version] > 0
+        expected += [(first + j, b"k%d" % (first + j), b"v%d" % (first + j),
+                      T0 + first + j if has_ts else None) for j in range(PER_STEP)]  # fmt: skip
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, api_version=api_version,
+                             enable_auto_commit=False, consumer_timeout_ms=10000,
+                             auto_offset_reset="earliest")  # fmt: skip
+    try:
+        consumer.assign([TopicPartition(topic, 0)])
+        got = []
+        for msg in consumer:
+            got.append((msg.offset, msg.key, msg.value,
+                        None if msg.timestamp in (None, -1) else msg.timestamp))  # fmt: skip
+            if len(got) == len(expected):
+                break
+    finally:
+        consumer.close()
+    assert got == expected
+
+
+def test_kafka_python_0_9_on_a_v0_topic(kafpy_broker: KafpyBroker) -> None:
+    bootstrap = kafpy_broker.bootstrap
+    topic = topic_name("v0")
+    create_topic(bootstrap, topic, {"message.format.version": "0.9.0", "compression.type": "gzip"})
+    producer = KafkaProducer(bootstrap_servers=bootstrap, api_version=(0, 9), linger_ms=100)
+    futures = [producer.send(topic, key=b"k%d" % i, value=b"v%d" % i, partition=0)
+               for i in range(25)]  # fmt: skip
+    producer.flush(30)
+    assert [f.get(10).offset for f in futures] == list(range(25))
+    producer.close()
+    assert set(stored_magics(kafpy_broker, topic)) == {0}
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, api_version=(0, 9),
+                             enable_auto_commit=False, consumer_timeout_ms=10000,
+                             auto_offset_reset="earliest")  # fmt: skip
+    try:
+        consumer.assign([TopicPartition(topic, 0)])
+        got = [(m.offset, m.key, m.value) for _, m in zip(range(25), consumer, strict=False)]
+    finally:
+        consumer.close()
+    assert got == [(i, b"k%d" % i, b"v%d" % i) for i in range(25)]
+    # a v0 log has no timestamps: ListOffsets by time is refused as Kafka refuses it
+    ck = Consumer({"bootstrap.servers": bootstrap, "group.id": topic})
+    try:
+        with pytest.raises(KafkaException) as info:
+            ck.offsets_for_times([CkTopicPartition(topic, 0, T0)], 10)
+    finally:
+        ck.close()
+    assert info.value.args[0].code() == KafkaError.UNSUPPORTED_FOR_MESSAGE_FORMAT
+
+
+def test_a_v1_log_recovers_after_kill_9(kafpy_broker: KafpyBroker) -> None:
+    bootstrap = kafpy_broker.bootstrap
+    topic = topic_name("kill")
+    create_topic(bootstrap, topic, {"message.format.version": "0.10.2"})
+    produce(bootstrap, topic, 0, 30, None)
+    produce(bootstrap, topic, 30, 30, "gzip")
+    kafpy_broker.kill()
+    segment = next((kafpy_broker.log_dir / f"{topic}-0").glob("*.log"))
+    whole = segment.read_bytes()
+    segment.write_bytes(whole + whole[:20])  # a message torn by the kill
+    kafpy_broker.start()
+    bootstrap = kafpy_broker.bootstrap
+    assert segment.read_bytes() == whole
+    produce(bootstrap, topic, 60, 10, None)
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": topic,
+                         "enable.auto.commit": False})  # fmt: skip
+    try:
+        consumer.assign([CkTopicPartition(topic, 0, 0)])
+        got: list[int] = []
+        while len(got) < 70:
+            msgs = consumer.consume(70, timeout=10)
+            assert msgs, f"read {len(got)} of 70"
+            got += [m.offset() for m in msgs if m.error() is None]
+        offsets = consumer.offsets_for_times([CkTopicPartition(topic, 0, T0 + 45)], 10)
+    finally:
+        consumer.close()
+    assert got == list(range(70))
+    assert offsets[0].offset == 45
