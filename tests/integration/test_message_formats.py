@@ -9,6 +9,7 @@ v0 messages side by side, and a consumer reads them in one go, in order.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
@@ -278,3 +279,78 @@ def test_a_v1_log_recovers_after_kill_9(kafpy_broker: KafpyBroker) -> None:
         consumer.close()
     assert got == list(range(70))
     assert offsets[0].offset == 45
+
+
+def test_a_broker_at_log_message_format_version_0_10_keeps_group_offsets(
+    kafpy_broker_factory: Callable[..., KafpyBroker],
+) -> None:
+    # the broker-wide default reaches every topic, __consumer_offsets included: the
+    # group's offsets are stored as v1 messages, and read back after a restart
+    broker = kafpy_broker_factory({"log.message.format.version": "0.10.0"})
+    topic = topic_name("broker-wide")
+    create_topic(broker.bootstrap, topic)
+    produce(broker.bootstrap, topic, 0, 10, None)
+    assert set(stored_magics(broker, topic)) == {1}
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "g-" + topic,
+                         "enable.auto.commit": False, "auto.offset.reset": "earliest"})  # fmt: skip
+    try:
+        consumer.subscribe([topic])
+        got: list[int] = []
+        while len(got) < 7:
+            got += [m.offset() for m in consumer.consume(7 - len(got), timeout=10)]
+        consumer.commit(offsets=[CkTopicPartition(topic, 0, 7)], asynchronous=False)
+    finally:
+        consumer.close()
+    data = b"".join(p.read_bytes() for p in broker.log_dir.glob("__consumer_offsets-*/*.log"))
+    assert data and {b.magic for b in MemoryRecords(data).batches()} == {1}
+    broker.restart()
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "g-" + topic,
+                         "enable.auto.commit": False})  # fmt: skip
+    try:
+        committed = consumer.committed([CkTopicPartition(topic, 0)], timeout=20)
+    finally:
+        consumer.close()
+    assert committed[0].offset == 7
+
+
+def test_a_transaction_touching_a_v1_topic_is_refused_and_aborts(
+    kafpy_broker_factory: Callable[..., KafpyBroker],
+) -> None:
+    kafpy_broker = kafpy_broker_factory({"transaction.state.log.replication.factor": "1",
+                                         "transaction.state.log.min.isr": "1",
+                                         "transaction.state.log.num.partitions": "2"})  # fmt: skip
+    bootstrap = kafpy_broker.bootstrap
+    old, new = topic_name("txn-v1"), topic_name("txn-v2")
+    create_topic(bootstrap, old, {"message.format.version": "0.10.0"})
+    create_topic(bootstrap, new)
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": old,
+                         "message.timeout.ms": 10000})  # fmt: skip
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    errors: list[object] = []
+    producer.produce(old, b"v", partition=0, on_delivery=lambda e, m: errors.append(e))
+    producer.flush(15)
+    assert len(errors) == 1
+    error = errors[0]
+    assert isinstance(error, KafkaError)
+    assert error.code() == KafkaError.UNSUPPORTED_FOR_MESSAGE_FORMAT, error
+    # the abort's marker for the v1 partition is answered UNSUPPORTED_FOR_MESSAGE_FORMAT
+    # and dropped, so the transaction completes and the producer goes on
+    producer.abort_transaction(30)
+    assert (
+        f"Sending {old}'s transaction marker from partition {old}-0 has failed with  "
+        "UNSUPPORTED_FOR_MESSAGE_FORMAT. This partition will be removed from the set of "
+        "partitions waiting for completion"
+    ) in kafpy_broker.log_path.read_text()
+    producer.begin_transaction()
+    producer.produce(new, b"committed", partition=0)
+    producer.commit_transaction(30)
+    assert stored_magics(kafpy_broker, old) == []
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": new,
+                         "isolation.level": "read_committed"})  # fmt: skip
+    try:
+        consumer.assign([CkTopicPartition(new, 0, 0)])
+        msgs = consumer.consume(1, timeout=10)
+    finally:
+        consumer.close()
+    assert [m.value() for m in msgs] == [b"committed"]
