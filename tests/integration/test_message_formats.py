@@ -24,6 +24,7 @@ from confluent_kafka.admin import (
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 from kafpy.records.memory_records import MemoryRecords
+from kafpy.testing.wait import wait_until
 from tests.fixtures.broker import KafpyBroker
 
 T0 = 1_700_000_000_000
@@ -337,11 +338,12 @@ def test_a_transaction_touching_a_v1_topic_is_refused_and_aborts(
     # the abort's marker for the v1 partition is answered UNSUPPORTED_FOR_MESSAGE_FORMAT
     # and dropped, so the transaction completes and the producer goes on
     producer.abort_transaction(30)
-    assert (
+    line = (
         f"Sending {old}'s transaction marker from partition {old}-0 has failed with  "
         "UNSUPPORTED_FOR_MESSAGE_FORMAT. This partition will be removed from the set of "
         "partitions waiting for completion"
-    ) in kafpy_broker.log_path.read_text()
+    )
+    wait_until(lambda: line in kafpy_broker.log_path.read_text(), 20, "the dropped marker")
     producer.begin_transaction()
     producer.produce(new, b"committed", partition=0)
     producer.commit_transaction(30)
