@@ -25,6 +25,10 @@ batches that carry a producer id (`LogAppendInfo.producer_batches`).
 
 The offset of the max timestamp is the last offset of the batch holding it (as Kafka
 reports it for compressed batches).
+
+A log whose message.format.version is below 0.11.0 stores message format v0/v1: after
+these checks the batches are rewritten in that format (`to_message_set`), and what it
+cannot hold (producer ids, headers, zstd) is refused as Kafka refuses it.
 """
 
 from __future__ import annotations

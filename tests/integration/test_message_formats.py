@@ -8,6 +8,8 @@ v0 messages side by side, and a consumer reads them in one go, in order.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import uuid
 from collections.abc import Callable
 
@@ -356,3 +358,21 @@ def test_a_transaction_touching_a_v1_topic_is_refused_and_aborts(
     finally:
         consumer.close()
     assert [m.value() for m in msgs] == [b"committed"]
+
+
+def test_kafpys_console_consumer_reads_a_mixed_log(kafpy_broker: KafpyBroker) -> None:
+    bootstrap = kafpy_broker.bootstrap
+    topic = topic_name("console")
+    create_topic(bootstrap, topic)
+    for step, (version, compression) in enumerate(STEPS):
+        set_message_format(bootstrap, topic, version)
+        produce(bootstrap, topic, step * PER_STEP, PER_STEP, compression)
+    total = len(STEPS) * PER_STEP
+    result = subprocess.run(
+        [sys.executable, "-m", "kafpy", "console-consumer", "--bootstrap-server", bootstrap,
+         "--topic", topic, "--from-beginning", "--max-messages", str(total),
+         "--timeout-ms", "10000"],
+        capture_output=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr.decode()
+    assert result.stdout.decode().splitlines() == [f"v{i}" for i in range(total)]
