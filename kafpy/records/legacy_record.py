@@ -43,7 +43,7 @@ from kafpy.records.compression import (
     lz4_frame_to_legacy,
 )
 from kafpy.records.memory_records import MemoryRecords
-from kafpy.records.record_batch import MAGIC_V2, TimestampType
+from kafpy.records.record_batch import MAGIC_V2, TimestampType, iter_headers
 
 MAGIC_V0 = 0
 MAGIC_V1 = 1
@@ -258,11 +258,44 @@ def build_message_set(
 @dataclass(frozen=True, slots=True)
 class ConvertedMessageSet:
     """What `to_message_set` made: the bytes and the append's largest timestamp with the
-    offset the log indexes it at (Kafka's RecordsInfo)."""
+    offset the log indexes it at (Kafka's RecordsInfo), and what it was made of and for:
+    the first record offset of the input, the magic, the codec asked for (None: the
+    producer's) and the LogAppendTime given."""
 
     data: bytes
     max_timestamp: int
     offset_of_max_timestamp: int
+    first_offset: int = 0
+    magic: int = MAGIC_V1
+    compression: CompressionType | None = None
+    log_append_time: int | None = None
+
+    def can_move(self) -> bool:
+        """True when the set can be given other offsets by rewriting only the offset
+        fields, which the CRCs do not cover: not with LogAppendTime (the time is known
+        only at the append) and not for magic 0 wrappers, whose inner offsets are
+        absolute (Kafka never assigns those in place either)."""
+        if self.log_append_time is not None:
+            return False
+        return self.magic == MAGIC_V1 or not any(
+            h[5] & CODEC_MASK for _p, h in iter_headers(self.data)
+        )
+
+    def moved_to(self, first_offset: int) -> ConvertedMessageSet:
+        """The same messages from `first_offset` on (see can_move)."""
+        delta = first_offset - self.first_offset
+        data = bytearray(self.data)
+        for pos, header in iter_headers(data):
+            _INT64.pack_into(data, pos, header[0] + delta)
+        return ConvertedMessageSet(
+            bytes(data),
+            self.max_timestamp,
+            self.offset_of_max_timestamp + delta,
+            first_offset,
+            self.magic,
+            self.compression,
+            self.log_append_time,
+        )
 
 
 def to_message_set(
@@ -293,7 +326,10 @@ def to_message_set(
     max_ts = NO_TIMESTAMP
     offset_of_max_ts = -1
     last_offset = -1
+    first_offset = -1
     for batch in MemoryRecords(data).batches():
+        if first_offset < 0:
+            first_offset = batch.base_offset
         if batch.is_transactional:
             raise UnsupportedForMessageFormatError(
                 f"Transactional records cannot be used with magic version {magic}"
@@ -330,7 +366,10 @@ def to_message_set(
                 offset_of_max_ts = items[-1][0] if codec else o
     if max_ts == NO_TIMESTAMP:
         offset_of_max_ts = last_offset
-    return ConvertedMessageSet(b"".join(parts), max_ts, offset_of_max_ts)
+    return ConvertedMessageSet(
+        b"".join(parts), max_ts, offset_of_max_ts, first_offset, magic, compression,
+        log_append_time,
+    )  # fmt: skip
 
 
 def up_convert(

@@ -315,7 +315,13 @@ class Log:
                 self._check_open()
             now = self.time.milliseconds()
             data, info = self._validator.validate_and_assign_offsets(
-                buffer, self._leo, now, leader_epoch, is_from_client, records.records_validated
+                buffer,
+                self._leo,
+                now,
+                leader_epoch,
+                is_from_client,
+                records.records_validated,
+                records.converted,
             )
             if not info.shallow_count:
                 return info

@@ -44,7 +44,7 @@ from kafpy.common.errors import (
 )
 from kafpy.records.builder import RecordBatchBuilder
 from kafpy.records.compression import CompressionType, decompress, decompressed_limit
-from kafpy.records.legacy_record import to_message_set
+from kafpy.records.legacy_record import ConvertedMessageSet, to_message_set
 from kafpy.records.record_batch import (
     ATTRIBUTES_OFFSET,
     COMPRESSION_CODEC_MASK,
@@ -207,11 +207,14 @@ class LogValidator:
         leader_epoch: int,
         is_from_client: bool = True,
         records_validated: bool = False,
+        converted: ConvertedMessageSet | None = None,
     ) -> tuple[memoryview, LogAppendInfo]:
         """Validate the batches of a leader append and give them offsets from `next_offset`.
 
         With `records_validated` (validate_records already passed for these bytes) only
-        the headers are checked.
+        the headers are checked. `converted` is these bytes already written in the log's
+        message format v0/v1 (off the event loop); when it was made for this log's
+        format and codec it is only moved to its offsets.
 
         Returns the bytes to write (the same buffer, patched in place, unless it was
         read-only or had to be re-compressed) and the append info, whose
@@ -331,7 +334,10 @@ class LogValidator:
             info.offset_of_max_timestamp = offset - 1
             info.log_append_time = now
         if self.record_version < MAGIC_V2 and count:
-            return self._to_message_set(patched[:pos], info, now if log_append_time else None)
+            lat = now if log_append_time else None
+            if converted is not None and pos == end:
+                return self._to_message_set(patched[:pos], info, lat, converted)
+            return self._to_message_set(patched[:pos], info, lat)
         if target != source_codec and count:
             rebuilt = _recompress(
                 patched[:pos], info, self.config, leader_epoch, now if log_append_time else None
@@ -341,12 +347,24 @@ class LogValidator:
         return (patched if pos == end else patched[:pos]), info
 
     def _to_message_set(
-        self, data: memoryview, info: LogAppendInfo, log_append_time: int | None
+        self,
+        data: memoryview,
+        info: LogAppendInfo,
+        log_append_time: int | None,
+        done: ConvertedMessageSet | None = None,
     ) -> tuple[memoryview, LogAppendInfo]:
         """The checked v2 batches as the message set of the log's format (v0/v1), as Kafka's
-        LogValidator converts to an older message.format.version on the way in."""
+        LogValidator converts to an older message.format.version on the way in; `done`
+        when that conversion was made ahead for this format and codec."""
         codec = None if self.producer_codec else CompressionType(info.target_codec)
-        converted = to_message_set(data, self.record_version, codec, log_append_time)
+        if done is not None and (done.magic, done.compression, done.log_append_time) == (
+            self.record_version,
+            codec,
+            log_append_time,
+        ):
+            converted = done.moved_to(info.first_offset)
+        else:
+            converted = to_message_set(data, self.record_version, codec, log_append_time)
         info.max_timestamp = converted.max_timestamp
         info.offset_of_max_timestamp = converted.offset_of_max_timestamp
         info.valid_bytes = len(converted.data)

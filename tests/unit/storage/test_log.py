@@ -18,7 +18,7 @@ from kafpy.common.errors import (
 )
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.records import CompressionType, MemoryRecords, TimestampType
-from kafpy.records.legacy_record import build_message_set
+from kafpy.records.legacy_record import build_message_set, to_message_set
 from kafpy.storage.log import (
     Log,
     UnexpectedAppendOffsetError,
@@ -600,3 +600,49 @@ def test_recovery_of_a_v1_segment_cut_mid_message(log_dir: Path, clock: Clock) -
     assert log.fetch_offset_by_timestamp(T0 + 11).offset == 11  # type: ignore[union-attr]
     info = log.append_as_leader(records(batch([b"next"])), 0)
     assert info.first_offset == 12
+
+
+@pytest.mark.parametrize(
+    ("version", "codec"),
+    [("0.10.0", "uncompressed"), ("0.10.0", "gzip"), ("0.10.0", "producer"),
+     ("0.9.0", "uncompressed")],
+)  # fmt: skip
+def test_a_conversion_made_ahead_is_moved_to_the_appends_offsets(
+    tmp_path: Path, clock: Clock, version: str, codec: str
+) -> None:
+    # the broker converts large appends off its event loop; the log only moves them
+    config = legacy_config(version, **{"compression.type": codec})
+    logs = [open_log(tmp_path / name / "t-0", clock, config) for name in ("ahead", "inline")]
+    for log in logs:
+        log.append_as_leader(records(batch([b"first"])), 0)
+    data = batch([b"a", b"b", b"c"], compression=CompressionType.SNAPPY)
+    target = {"producer": None, "uncompressed": CompressionType.NONE}.get(
+        codec, CompressionType.GZIP
+    )
+    ahead = to_message_set(data, config.record_version, target, None)
+    assert ahead.can_move()
+    logs[0].append_as_leader(MemoryRecords(bytearray(data), converted=ahead), 0)
+    logs[1].append_as_leader(records(data), 0)
+    files = [log_file_name(tmp_path / name / "t-0", 0).read_bytes() for name in ("ahead", "inline")]
+    assert files[0] == files[1]
+    assert record_offsets(logs[0]) == [0, 1, 2, 3]
+    # the log trusts what was made ahead (it is made from the same bytes): only moved
+    other = to_message_set(batch([b"x", b"y"]), config.record_version, target, None)
+    logs[0].append_as_leader(MemoryRecords(bytearray(batch([b"p", b"q"])), converted=other), 0)
+    values = [r.value for r in logs[0].read(4, 1 << 20).records.records() if r.offset >= 4]
+    assert values == [b"x", b"y"]
+    # one made for another format is not used
+    wrong = to_message_set(data, 1 - config.record_version, target, None)
+    logs[0].append_as_leader(MemoryRecords(bytearray(data), converted=wrong), 0)
+    assert {b.magic for b in logs[0].read(0, 1 << 20).records.batches()} == {config.record_version}
+    assert record_offsets(logs[0]) == list(range(9))
+
+
+def test_v0_wrappers_and_log_append_time_cannot_be_moved() -> None:
+    data = batch([b"a", b"b"])
+    assert not to_message_set(data, 0, CompressionType.GZIP, None).can_move()
+    assert to_message_set(data, 0, CompressionType.NONE, None).can_move()
+    assert not to_message_set(data, 1, CompressionType.NONE, 5).can_move()
+    moved = to_message_set(data, 1, CompressionType.GZIP, None).moved_to(40)
+    assert [r.offset for r in MemoryRecords(moved.data).records()] == [40, 41]
+    assert (moved.first_offset, moved.offset_of_max_timestamp) == (40, 41)
