@@ -376,3 +376,33 @@ def test_kafpys_console_consumer_reads_a_mixed_log(kafpy_broker: KafpyBroker) ->
     )  # fmt: skip
     assert result.returncode == 0, result.stderr.decode()
     assert result.stdout.decode().splitlines() == [f"v{i}" for i in range(total)]
+
+
+@pytest.mark.parametrize("compression", [None, "gzip"])
+def test_large_batches_to_a_v1_topic(kafpy_broker: KafpyBroker, compression: str | None) -> None:
+    # batches over 64 KiB are converted ahead of the append, off the event loop
+    bootstrap = kafpy_broker.bootstrap
+    topic = topic_name("large")
+    create_topic(bootstrap, topic, {"message.format.version": "0.10.0"})
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 200,
+                         "compression.codec": compression or "none"})  # fmt: skip
+    n = 5000
+    for i in range(n):
+        producer.produce(topic, key=b"k%d" % i, value=b"%0100d" % i, partition=0, timestamp=T0 + i)
+    assert producer.flush(30) == 0
+    magics = stored_magics(kafpy_broker, topic)
+    assert set(magics) == {1}
+    if compression:  # one wrapper per produced batch, some of them large
+        assert len(magics) < n / 10
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": topic,
+                         "enable.auto.commit": False})  # fmt: skip
+    try:
+        consumer.assign([CkTopicPartition(topic, 0, 0)])
+        got: list[tuple[int, bytes | None, int]] = []
+        while len(got) < n:
+            msgs = consumer.consume(n, timeout=10)
+            assert msgs, f"read {len(got)} of {n}"
+            got += [(m.offset(), m.value(), m.timestamp()[1]) for m in msgs if m.error() is None]
+    finally:
+        consumer.close()
+    assert got == [(i, b"%0100d" % i, T0 + i) for i in range(n)]
