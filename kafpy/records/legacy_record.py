@@ -269,6 +269,7 @@ class ConvertedMessageSet:
     magic: int = MAGIC_V1
     compression: CompressionType | None = None
     log_append_time: int | None = None
+    largest_entry: int = 0  # bytes of the largest message (wrapper), offset and size included
 
     def can_move(self) -> bool:
         """True when the set can be given other offsets by rewriting only the offset
@@ -285,8 +286,11 @@ class ConvertedMessageSet:
         """The same messages from `first_offset` on (see can_move)."""
         delta = first_offset - self.first_offset
         data = bytearray(self.data)
-        for pos, header in iter_headers(data):
-            _INT64.pack_into(data, pos, header[0] + delta)
+        pos, end = 0, len(data)
+        while pos < end:  # the set was built here: every message is whole
+            offset, size = _OFFSET_SIZE.unpack_from(data, pos)
+            _INT64.pack_into(data, pos, offset + delta)
+            pos += LOG_OVERHEAD + size
         return ConvertedMessageSet(
             bytes(data),
             self.max_timestamp,
@@ -295,6 +299,7 @@ class ConvertedMessageSet:
             self.magic,
             self.compression,
             self.log_append_time,
+            self.largest_entry,
         )
 
 
@@ -327,6 +332,7 @@ def to_message_set(
     offset_of_max_ts = -1
     last_offset = -1
     first_offset = -1
+    largest = 0
     for batch in MemoryRecords(data).batches():
         if first_offset < 0:
             first_offset = batch.base_offset
@@ -342,7 +348,10 @@ def to_message_set(
         if codec is CompressionType.ZSTD:
             raise KafkaError(f"ZStandard compression is not supported for magic {magic}")
         items = []
+        max_record_size = 0
         for r in batch.records():
+            size = RECORD_OVERHEAD[magic] + len(r.key or b"") + len(r.value or b"")
+            max_record_size = max(max_record_size, size)
             if r.headers:
                 raise KafkaError(
                     f"Magic v{magic} does not support record headers (the record at offset "
@@ -351,7 +360,9 @@ def to_message_set(
             items.append((r.offset, r.timestamp, r.key, r.value))
         if not items:
             continue
-        parts.append(build_message_set(magic, items, codec, ts_type, log_append_time))
+        part = build_message_set(magic, items, codec, ts_type, log_append_time)
+        parts.append(part)
+        largest = max(largest, len(part) if codec else LOG_OVERHEAD + max_record_size)
         last_offset = items[-1][0]
         if magic == MAGIC_V0:
             continue
@@ -368,7 +379,7 @@ def to_message_set(
         offset_of_max_ts = last_offset
     return ConvertedMessageSet(
         b"".join(parts), max_ts, offset_of_max_ts, first_offset, magic, compression,
-        log_append_time,
+        log_append_time, largest,
     )  # fmt: skip
 
 

@@ -369,8 +369,7 @@ class LogValidator:
         info.offset_of_max_timestamp = converted.offset_of_max_timestamp
         info.valid_bytes = len(converted.data)
         info.producer_batches = []
-        for _pos, header in iter_headers(converted.data, where=_WHERE):
-            _check_size(header[H_LENGTH] + LOG_OVERHEAD, self.max_message_bytes)
+        _check_size(converted.largest_entry, self.max_message_bytes)
         return memoryview(converted.data), info
 
     def validate_records(self, buffer: memoryview, now: int) -> None:

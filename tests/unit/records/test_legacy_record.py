@@ -304,3 +304,24 @@ def test_stored_v0_v1_messages_go_to_old_fetches_as_they_are_or_as_v0() -> None:
         (21, None, None, b"v1" * 50), (22, None, b"k2", None), (23, None, b"z", b"0"),
         (24, None, b"y", b"2"),
     ]  # fmt: skip
+
+
+@pytest.mark.parametrize("magic", [0, 1])
+@pytest.mark.parametrize("codec", [CompressionType.NONE, CompressionType.GZIP])
+def test_converted_sets_know_their_largest_message_and_move_whole(
+    magic: int, codec: CompressionType
+) -> None:
+    data = build_batch([(b"k", b"x" * 10), (None, b"y" * 300), (b"kk", None)], base_offset=5,
+                       timestamp=7)  # fmt: skip
+    data += build_batch([(b"z", b"w" * 50)], base_offset=8, timestamp=9)
+    converted = to_message_set(data, magic, codec, None)
+    sizes = [b.size_in_bytes for b in MemoryRecords(converted.data).batches()]
+    assert converted.largest_entry == max(sizes)
+    assert converted.first_offset == 5
+    if converted.can_move():
+        moved = converted.moved_to(1000)
+        got = [(r.offset, r.key) for r in MemoryRecords(moved.data).records()]
+        assert got == [(1000, b"k"), (1001, None), (1002, b"kk"), (1003, b"z")]
+        assert moved.largest_entry == converted.largest_entry
+    else:
+        assert magic == 0 and codec is CompressionType.GZIP
