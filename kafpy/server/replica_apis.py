@@ -19,7 +19,11 @@ from kafpy.records.memory_records import MemoryRecords
 from kafpy.server.api_context import ApiContext, body_of
 from kafpy.server.describe_producers import describe_producers
 from kafpy.server.produce_validation import validate_compressed_records, validate_produce_records
-from kafpy.server.record_conversion import down_convert_fetch, up_convert_produce
+from kafpy.server.record_conversion import (
+    convert_for_old_message_formats,
+    down_convert_fetch,
+    up_convert_produce,
+)
 from kafpy.server.replica_manager import (
     DEBUGGING_CONSUMER_ID,
     FetchParams,
@@ -79,6 +83,7 @@ class ReplicaApis:
                 )
         elif entries:
             await validate_compressed_records(self.ctx.replica_manager, entries)
+            await convert_for_old_message_formats(self._old_format_logs(entries), entries)
             answers.update(
                 await self.ctx.replica_manager.append_records(
                     body["timeout_ms"],
@@ -186,6 +191,18 @@ class ReplicaApis:
         partition = self.ctx.replica_manager.get_partition(tp)
         log = partition.log if partition is not None else None
         return log.config if log is not None else LogConfig()
+
+    def _old_format_logs(
+        self, entries: Mapping[TopicPartition, object]
+    ) -> dict[TopicPartition, LogConfig]:
+        """The configs of the leader logs among `entries` whose format is v0/v1."""
+        out = {}
+        for tp in entries:
+            partition = self.ctx.replica_manager.get_partition(tp)
+            log = partition.log if partition is not None and partition.is_leader else None
+            if log is not None and log.config.record_version < 2:
+                out[tp] = log.config
+        return out
 
     async def _down_convert(
         self,

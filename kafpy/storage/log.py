@@ -22,6 +22,7 @@ from kafpy.common.errors import (
     KafkaStorageError,
     OffsetOutOfRangeError,
     RecordListTooLargeError,
+    UnsupportedForMessageFormatError,
 )
 from kafpy.common.file_descriptors import is_out_of_file_descriptors, too_many_open_files
 from kafpy.common.kafka_uuid import uuid_to_string
@@ -34,7 +35,7 @@ from kafpy.storage.abstract_index import (
     InvalidOffsetError,
 )
 from kafpy.storage.log_append_info import FetchDataInfo, LogAppendInfo, LogOffsetMetadata
-from kafpy.storage.log_config import LogConfig
+from kafpy.storage.log_config import LogConfig, parse_api_version
 from kafpy.storage.log_loader import LogLoader
 from kafpy.storage.log_segment import (
     CLEANED_FILE_SUFFIX,
@@ -247,6 +248,11 @@ class Log:
 
     def update_config(self, config: LogConfig) -> None:
         with self.lock:
+            old, new = self.config.record_version, config.record_version
+            if new < old:
+                self.log.warning(
+                    "Record format version has been downgraded from V%d to V%d.", old, new
+                )
             self.config = config
             self._validator = LogValidator(config, self.topic_partition)
 
@@ -309,7 +315,13 @@ class Log:
                 self._check_open()
             now = self.time.milliseconds()
             data, info = self._validator.validate_and_assign_offsets(
-                buffer, self._leo, now, leader_epoch, is_from_client, records.records_validated
+                buffer,
+                self._leo,
+                now,
+                leader_epoch,
+                is_from_client,
+                records.records_validated,
+                records.converted,
             )
             if not info.shallow_count:
                 return info
@@ -666,6 +678,13 @@ class Log:
                 return TimestampOffset(NO_TIMESTAMP, self.log_start_offset)
             if target_timestamp == LATEST_TIMESTAMP:
                 return TimestampOffset(NO_TIMESTAMP, self._leo)
+            if self.config.record_version == 0:
+                raise UnsupportedForMessageFormatError(
+                    "Cannot search offsets based on timestamp because message format version "
+                    f"for partition {self.topic_partition} is "
+                    f"{parse_api_version(self.config.message_format_version)} which is earlier "
+                    "than the minimum required version 0.10.0-IV0"
+                )
             for segment in segments:
                 if segment.largest_timestamp >= target_timestamp:
                     return segment.find_offset_by_timestamp(target_timestamp, self.log_start_offset)
