@@ -23,7 +23,15 @@ from kafpy.server.fetch_session import (
     SessionErrorContext,
     SessionlessFetchContext,
 )
-from tests.unit.server.fixtures import Broker, leader_and_isr, partition_state, update_metadata
+from kafpy.server.write_txn_markers import TxnMarkerWriter
+from tests.unit.server.fixtures import (
+    Broker,
+    leader_and_isr,
+    partition_state,
+    txn_batch,
+    txn_marker,
+    update_metadata,
+)
 from tests.unit.server.test_kafka_apis import apis_for, call, make_request, produce_body
 
 EVICTION_MS = 120_000
@@ -446,3 +454,27 @@ def test_a_long_poll_on_an_idle_session_wakes_for_new_records_only(broker: Broke
     assert by_partition(resp)[("t", 1)]["high_watermark"] == 1
     assert by_partition(resp)[("t", 1)]["records"]
     assert rm.delayed_fetch_purgatory.delayed == 0
+
+
+def test_a_read_committed_session_gets_the_records_once_their_transaction_commits(
+    broker: Broker,
+) -> None:
+    broker.lead("t")
+    tp = TopicPartition("t", 0)
+    apis = apis_for(broker)
+    rm = broker.replica_manager
+    session_id = fetch(apis, 0, 0, [("t", 0, 0)], isolation_level=1)["session_id"]
+    answer = asyncio.run(rm.append_records(1000, 1, {tp: txn_batch(b"a", pid=7000)}))[tp]
+    assert answer["error_code"] == 0
+    # the high watermark moved, the last stable offset not: told, nothing to read
+    resp = fetch(apis, session_id, 1, isolation_level=1)
+    assert answered(resp) == [("t", 0)]
+    p0 = by_partition(resp)[("t", 0)]
+    assert (p0["high_watermark"], p0["last_stable_offset"]) == (1, 0) and not p0["records"]
+    assert answered(fetch(apis, session_id, 2, isolation_level=1)) == []
+    writer = TxnMarkerWriter(rm, None, broker.time)
+    asyncio.run(writer.write_txn_markers({"markers": [txn_marker(7000, True, {"t": [0]})]}))
+    resp = fetch(apis, session_id, 3, isolation_level=1)
+    assert answered(resp) == [("t", 0)]
+    p0 = by_partition(resp)[("t", 0)]
+    assert (p0["high_watermark"], p0["last_stable_offset"]) == (2, 2) and p0["records"]
