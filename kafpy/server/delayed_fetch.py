@@ -101,6 +101,11 @@ class IdlePartitions(Protocol):
         """Call `wake` (on the event loop) when one of them changes; None: no longer."""
         ...
 
+    def count_by_topic(self) -> dict[str, int]:
+        """How many partitions the fetch left unread, per topic (each still counts as a
+        partition read in TotalFetchRequestsPerSec, as in Kafka, which reads them all)."""
+        ...
+
 
 class DelayedFetch(DelayedOperation):
     """A fetch waiting for `params.min_bytes` over its partitions, or `params.max_wait_ms`."""

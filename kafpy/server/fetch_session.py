@@ -28,6 +28,7 @@ duplicate of it arrives.
 
 from __future__ import annotations
 
+import logging
 import random
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -147,6 +148,13 @@ class FetchSession:
     last_order: int = 0
     # wakes the fetch parked on the session's idle partitions
     wake: Callable[[], None] | None = None
+    # topic -> how many of its partitions the session holds
+    topic_sizes: dict[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        sizes = self.topic_sizes
+        for tp in self.partitions:
+            sizes[tp.topic] = sizes.get(tp.topic, 0) + 1
 
     def mark(self, tp: TopicPartition) -> None:
         """`tp` changed (or must be read for another reason): the next fetch reads it."""
@@ -180,6 +188,7 @@ class FetchSession:
             cached = self.partitions.get(tp)
             if cached is None:
                 self.partitions[tp] = CachedPartition(tp, info, order=self.next_order())
+                self.topic_sizes[tp.topic] = self.topic_sizes.get(tp.topic, 0) + 1
                 added.append(tp)
             else:
                 cached.request = info
@@ -189,6 +198,7 @@ class FetchSession:
         for tp in to_forget:
             if self.partitions.pop(tp, None) is not None:
                 self.dirty.pop(tp, None)
+                self.topic_sizes[tp.topic] -= 1
                 removed.append(tp)
         return added, updated, removed
 
@@ -328,6 +338,7 @@ class IncrementalFetchContext(FetchContext):
         self.reads_all = reads_all or session.privileged
         # the partitions read, each with its mark when read (0: it was not dirty)
         self._read: dict[TopicPartition, int] = {}
+        self._wake: Callable[[], None] | None = None
 
     def partitions(self) -> Iterator[tuple[TopicPartition, PartitionFetchInfo]]:
         session = self.session
@@ -370,7 +381,18 @@ class IncrementalFetchContext(FetchContext):
         return [(tp, cached[tp].request) for tp in tps]
 
     def watch(self, wake: Callable[[], None] | None) -> None:
-        self.session.wake = wake
+        session = self.session
+        if wake is not None:
+            session.wake = self._wake = wake
+        elif session.wake is self._wake:  # not a later fetch's (a duplicate request's)
+            session.wake = self._wake = None
+
+    def count_by_topic(self) -> dict[str, int]:
+        counts = dict(self.session.topic_sizes)
+        for tp in self._read:
+            if tp.topic in counts:
+                counts[tp.topic] -= 1
+        return counts
 
     # -------------------------------------------------------------------------------------
 
@@ -614,10 +636,11 @@ class FetchManager:
             return SessionlessFetchContext(fetch_data)
         self.cache.touch(session, self.time.milliseconds())
         session.epoch = next_epoch(session.epoch)
-        _log.debug("Created a new incremental FetchContext for session id %d, epoch %d: added "
-                   "%s, updated %s, removed %s", session.id, session.epoch,
-                   _partitions_to_log_string(added), _partitions_to_log_string(updated),
-                   _partitions_to_log_string(removed_tps))  # fmt: skip
+        if _log.isEnabledFor(logging.DEBUG):
+            _log.debug("Created a new incremental FetchContext for session id %d, epoch %d: "
+                       "added %s, updated %s, removed %s", session.id, session.epoch,
+                       _partitions_to_log_string(added), _partitions_to_log_string(updated),
+                       _partitions_to_log_string(removed_tps))  # fmt: skip
         return IncrementalFetchContext(metadata, session, read_committed, reads_all)
 
 

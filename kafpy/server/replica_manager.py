@@ -569,8 +569,11 @@ class ReplicaManager:
         An incremental fetch also waits on its session's `idle` partitions, which it reads
         only once they change (the results then include them)."""
         results = await self._fetch_messages(params, fetch_infos, idle)
-        if self.broker_topic_stats is not None:
-            self.broker_topic_stats.record_fetch(params.is_from_follower, results)
+        stats = self.broker_topic_stats
+        if stats is not None:
+            stats.record_fetch(params.is_from_follower, results)
+            if idle is not None:
+                stats.record_idle_fetch(idle.count_by_topic())
         return results
 
     async def _fetch_messages(

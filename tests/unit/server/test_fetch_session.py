@@ -14,6 +14,7 @@ from kafpy.protocol.errors import Errors
 from kafpy.protocol.headers import decode_response
 from kafpy.protocol.messages.fetch import FetchMetadata
 from kafpy.records.builder import build_batch
+from kafpy.server.broker_metrics import BrokerTopicStats
 from kafpy.server.delayed_fetch import FetchParams, PartitionFetchInfo
 from kafpy.server.fetch_session import (
     FetchManager,
@@ -478,3 +479,22 @@ def test_a_read_committed_session_gets_the_records_once_their_transaction_commit
     assert answered(resp) == [("t", 0)]
     p0 = by_partition(resp)[("t", 0)]
     assert (p0["high_watermark"], p0["last_stable_offset"]) == (2, 2) and p0["records"]
+
+
+def test_idle_partitions_still_count_as_partition_reads_in_the_metrics(broker: Broker) -> None:
+    # TotalFetchRequestsPerSec counts each partition of a session at each fetch, as Kafka,
+    # which reads them all, does
+    broker.lead("t", partitions=3)
+    broker.lead("u", partitions=2)
+    stats = broker.replica_manager.broker_topic_stats = BrokerTopicStats()
+    apis = apis_for(broker)
+    session_id = fetch(apis, 0, 0, [("t", p, 0) for p in range(3)] + [("u", 0, 0), ("u", 1, 0)])[
+        "session_id"
+    ]
+    append(broker, TopicPartition("t", 1), b"a")  # read again; the others idle
+    fetch(apis, session_id, 1)
+    fetch(apis, session_id, 2)
+    assert stats.topic_stats("t").total_fetch_requests == 3 * 3
+    assert stats.topic_stats("u").total_fetch_requests == 2 * 3
+    assert stats.all_topics.total_fetch_requests == 5 * 3
+    assert stats.topic_stats("t").bytes_out > 0 and stats.topic_stats("u").bytes_out == 0
