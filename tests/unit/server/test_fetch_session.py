@@ -24,6 +24,7 @@ from kafpy.server.fetch_session import (
     SessionErrorContext,
     SessionlessFetchContext,
 )
+from kafpy.server.replica_selector import RackAwareReplicaSelector
 from kafpy.server.write_txn_markers import TxnMarkerWriter
 from tests.unit.server.fixtures import (
     Broker,
@@ -498,3 +499,25 @@ def test_idle_partitions_still_count_as_partition_reads_in_the_metrics(broker: B
     assert stats.topic_stats("u").total_fetch_requests == 2 * 3
     assert stats.all_topics.total_fetch_requests == 5 * 3
     assert stats.topic_stats("t").bytes_out > 0 and stats.topic_stats("u").bytes_out == 0
+
+
+def test_a_session_that_may_be_sent_to_a_preferred_replica_reads_every_partition(
+    broker: Broker,
+) -> None:
+    # the choice of a preferred read replica (KIP-392) depends on more than the partition
+    # (here: broker 1 coming alive); such a consumer's session reads every partition
+    states = [partition_state("t", p, 0, replicas=[0, 1]) for p in range(2)]
+    broker.metadata_cache.update_metadata(update_metadata(states, [0], racks={0: "a"}))
+    broker.replica_manager.become_leader_or_follower(leader_and_isr(states))
+    broker.replica_manager.replica_selector = RackAwareReplicaSelector()
+    tp = TopicPartition("t", 0)
+    append(broker, tp, b"a", b"b")
+    follower_fetch(broker, tp, 2)
+    apis = apis_for(broker)
+    parts = [("t", 0, 2), ("t", 1, 0)]
+    session_id = fetch(apis, 0, 0, parts, rack_id="b")["session_id"]
+    assert answered(fetch(apis, session_id, 1, rack_id="b")) == []
+    broker.metadata_cache.update_metadata(update_metadata(states, [0, 1], racks={0: "a", 1: "b"}))
+    resp = fetch(apis, session_id, 2, rack_id="b")
+    assert answered(resp) == [("t", 0)]
+    assert by_partition(resp)[("t", 0)]["preferred_read_replica"] == 1
