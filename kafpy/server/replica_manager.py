@@ -609,11 +609,10 @@ class ReplicaManager:
         )
 
         def complete() -> None:
+            if idle is not None:
+                idle.watch(None)
             if not future.done():
-                infos = fetch_infos
-                if idle is not None:
-                    idle.watch(None)
-                    infos = [*fetch_infos, *idle.take_changed()]
+                infos = fetch_infos if idle is None else [*fetch_infos, *idle.take_changed()]
                 results = self._read_from_local_log(params, infos)
                 if params.is_from_follower:
                     self._record_leader_throttled(results)
