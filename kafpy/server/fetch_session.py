@@ -150,6 +150,9 @@ class FetchSession:
     wake: Callable[[], None] | None = None
     # topic -> how many of its partitions the session holds
     topic_sizes: dict[str, int] = field(default_factory=dict)
+    # the last fetch's read rules (read_committed, from the leader only), which decided
+    # which partitions are idle; a fetch with other rules reads every partition
+    read_rules: tuple[bool, bool] = (False, True)
 
     def __post_init__(self) -> None:
         sizes = self.topic_sizes
@@ -286,12 +289,14 @@ class FullFetchContext(FetchContext):
         fetch_data: Mapping[TopicPartition, PartitionFetchInfo],
         is_from_follower: bool,
         read_committed: bool = False,
+        from_leader_only: bool = True,
     ) -> None:
         self.time = time
         self.cache = cache
         self.fetch_data = fetch_data
         self.is_from_follower = is_from_follower
         self.read_committed = read_committed
+        self.from_leader_only = from_leader_only
 
     def partitions(self) -> Iterator[tuple[TopicPartition, PartitionFetchInfo]]:
         return iter(self.fetch_data.items())
@@ -317,6 +322,9 @@ class FullFetchContext(FetchContext):
         session_id = self.cache.maybe_create_session(
             self.time.milliseconds(), self.is_from_follower, len(updates), cached_partitions
         )
+        session = self.cache.get(session_id)
+        if session is not None:
+            session.read_rules = (self.read_committed, self.from_leader_only)
         return FetchResponseData(Errors.NONE, session_id, updates)
 
 
@@ -331,11 +339,15 @@ class IncrementalFetchContext(FetchContext):
         session: FetchSession,
         read_committed: bool = False,
         reads_all: bool = False,
+        from_leader_only: bool = True,
     ) -> None:
         self.metadata = metadata
         self.session = session
         self.read_committed = read_committed
-        self.reads_all = reads_all or session.privileged
+        rules = (read_committed, from_leader_only)
+        # idle partitions were judged by the session's last rules: other rules, read all
+        self.reads_all = reads_all or session.privileged or session.read_rules != rules
+        session.read_rules = rules
         # the partitions read, each with its mark when read (0: it was not dirty)
         self._read: dict[TopicPartition, int] = {}
         self._wake: Callable[[], None] | None = None
@@ -598,10 +610,12 @@ class FetchManager:
         is_from_follower: bool,
         read_committed: bool = False,
         reads_all: bool = False,
+        from_leader_only: bool = True,
     ) -> FetchContext:
         """The request's context; `read_committed`: its isolation level is
-        read_committed; `reads_all`: an incremental fetch must read every partition of its
-        session (its answers may name a preferred read replica, KIP-392)."""
+        read_committed; `from_leader_only`: it may not read a follower; `reads_all`: an
+        incremental fetch must read every partition of its session (its answers may name
+        a preferred read replica, KIP-392)."""
         if metadata.is_full:
             removed = ""
             # a full fetch closes the session it names
@@ -614,7 +628,7 @@ class FetchManager:
             else:
                 suffix = ""
                 context = FullFetchContext(self.time, self.cache, fetch_data, is_from_follower,
-                                           read_committed)  # fmt: skip
+                                           read_committed, from_leader_only)  # fmt: skip
             _log.debug("Created a new full FetchContext with %s.%s%s",
                        _partitions_to_log_string(fetch_data), removed, suffix)  # fmt: skip
             return context
@@ -641,7 +655,9 @@ class FetchManager:
                        "added %s, updated %s, removed %s", session.id, session.epoch,
                        _partitions_to_log_string(added), _partitions_to_log_string(updated),
                        _partitions_to_log_string(removed_tps))  # fmt: skip
-        return IncrementalFetchContext(metadata, session, read_committed, reads_all)
+        return IncrementalFetchContext(
+            metadata, session, read_committed, reads_all, from_leader_only
+        )
 
 
 _log = component_logger("kafpy.server.FetchSession")

@@ -5,6 +5,7 @@ DescribeProducers and WriteTxnMarkers.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
@@ -129,15 +130,22 @@ class ReplicaApis:
                          for t in body["forgotten_topics_data"] for p in t["partitions"]]  # fmt: skip
         else:
             metadata, to_forget = LEGACY_FETCH_METADATA, []
-        isolation_level = body.get("isolation_level", 0)
-        client_metadata = _client_metadata(request) if version >= 11 else None
+        params = FetchParams(
+            replica_id=replica_id,
+            max_wait_ms=body["max_wait_ms"],
+            min_bytes=body["min_bytes"],
+            max_bytes=body.get("max_bytes", _INT32_MAX),
+            isolation_level=body.get("isolation_level", 0),
+            client_metadata=_client_metadata(request) if version >= 11 else None,
+        )
         # a consumer's answers may name a preferred read replica, whose choice depends on
         # more than the partition: its session reads every partition (as Kafka's does)
-        redirectable = (replica_id < 0 and client_metadata is not None
+        redirectable = (not params.is_from_follower and params.client_metadata is not None
                         and self.ctx.replica_manager.replica_selector is not None)  # fmt: skip
         context = self.ctx.fetch_manager.new_context(
-            metadata, fetch_data, to_forget, replica_id >= 0,
-            read_committed=isolation_level == READ_COMMITTED, reads_all=redirectable,
+            metadata, fetch_data, to_forget, params.is_from_follower,
+            read_committed=params.isolation_level == READ_COMMITTED, reads_all=redirectable,
+            from_leader_only=params.fetch_only_from_leader,
         )  # fmt: skip
         if context.error != Errors.NONE:
             return {"throttle_time_ms": 0, "error_code": context.error,
@@ -154,16 +162,9 @@ class ReplicaApis:
                 infos.append((tp, info))
             else:
                 answers[tp] = answer
-        diverged = len(infos) < len(answers)
-        params = FetchParams(
-            replica_id=replica_id,
+        if len(infos) < len(answers):
             # an answer about a diverging epoch goes out at once, as Kafka's does
-            max_wait_ms=0 if diverged else body["max_wait_ms"],
-            min_bytes=body["min_bytes"],
-            max_bytes=body.get("max_bytes", _INT32_MAX),
-            isolation_level=isolation_level,
-            client_metadata=client_metadata,
-        )
+            params = dataclasses.replace(params, max_wait_ms=0)
         idle = context.idle_partitions()
         results = (
             await self.ctx.replica_manager.fetch_messages(params, infos, idle)

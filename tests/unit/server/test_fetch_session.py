@@ -521,3 +521,21 @@ def test_a_session_that_may_be_sent_to_a_preferred_replica_reads_every_partition
     resp = fetch(apis, session_id, 2, rack_id="b")
     assert answered(resp) == [("t", 0)]
     assert by_partition(resp)[("t", 0)]["preferred_read_replica"] == 1
+
+
+def test_a_fetch_with_other_read_rules_than_the_sessions_last_reads_every_partition(
+    broker: Broker,
+) -> None:
+    # idle under read_committed (at the last stable offset) is not idle under
+    # read_uncommitted (below the high watermark): a session changing its isolation
+    # level mid-way (no client does; sessions outlive connections) reads everything
+    broker.lead("t", partitions=2)
+    tp = TopicPartition("t", 0)
+    apis = apis_for(broker)
+    rm = broker.replica_manager
+    session_id = fetch(apis, 0, 0, [("t", 0, 0), ("t", 1, 0)], isolation_level=1)["session_id"]
+    asyncio.run(rm.append_records(1000, 1, {tp: txn_batch(b"open", pid=7000)}))
+    assert answered(fetch(apis, session_id, 1, isolation_level=1)) == [("t", 0)]  # hw 1
+    assert answered(fetch(apis, session_id, 2, isolation_level=1)) == []
+    resp = fetch(apis, session_id, 3, isolation_level=0)
+    assert answered(resp) == [("t", 0)] and by_partition(resp)[("t", 0)]["records"]
