@@ -148,6 +148,9 @@ class FetchSession:
     last_order: int = 0
     # wakes the fetch parked on the session's idle partitions
     wake: Callable[[], None] | None = None
+    # set when the session left the cache while a fetch was parked on it: stops watching
+    # its partitions once that fetch is answered
+    unwatch: Callable[[], None] | None = None
     # topic -> how many of its partitions the session holds
     topic_sizes: dict[str, int] = field(default_factory=dict)
     # the last fetch's read rules (read_committed, from the leader only), which decided
@@ -398,6 +401,9 @@ class IncrementalFetchContext(FetchContext):
             session.wake = self._wake = wake
         elif session.wake is self._wake:  # not a later fetch's (a duplicate request's)
             session.wake = self._wake = None
+            if session.unwatch is not None:
+                session.unwatch()
+                session.unwatch = None
 
     def count_by_topic(self) -> dict[str, int]:
         counts = dict(self.session.topic_sizes)
@@ -578,8 +584,12 @@ class FetchSessionCache:
         if session is not None:
             self._num_partitions -= max(0, session.cached_size)
             session.cached_size = -1
-            self.watch(session, (), session.partitions)
-            session.wake = None
+            if session.wake is None:
+                self.watch(session, (), session.partitions)
+            else:
+                # a fetch is parked on it (evicted meanwhile): it is still answered when
+                # one of its partitions changes, as Kafka's, and then stops watching
+                session.unwatch = lambda: self.watch(session, (), session.partitions)
         return session
 
     def touch(self, session: FetchSession, now: int) -> None:

@@ -18,6 +18,7 @@ from kafpy.server.broker_metrics import BrokerTopicStats
 from kafpy.server.delayed_fetch import FetchParams, PartitionFetchInfo
 from kafpy.server.fetch_session import (
     FetchManager,
+    FetchSession,
     FetchSessionCache,
     FullFetchContext,
     IncrementalFetchContext,
@@ -539,3 +540,36 @@ def test_a_fetch_with_other_read_rules_than_the_sessions_last_reads_every_partit
     assert answered(fetch(apis, session_id, 2, isolation_level=1)) == []
     resp = fetch(apis, session_id, 3, isolation_level=0)
     assert answered(resp) == [("t", 0)] and by_partition(resp)[("t", 0)]["records"]
+
+
+def test_a_long_poll_whose_session_is_evicted_meanwhile_is_still_woken_by_new_records(
+    broker: Broker,
+) -> None:
+    broker.lead("t", partitions=2)
+    tp = TopicPartition("t", 1)
+    apis = apis_for(broker, **{"max.incremental.fetch.session.cache.slots": "1"})
+    cache = apis.ctx.fetch_manager.cache
+
+    async def scenario() -> tuple[dict[str, Any], FetchSession]:
+        opened = await apis_fetch(apis, 0, 0, [("t", 0, 0), ("t", 1, 0)])
+        session_id = opened["session_id"]
+        session = cache.get(session_id)
+        assert session is not None
+        poll = asyncio.ensure_future(apis_fetch(apis, session_id, 1, max_wait_ms=30_000))
+        for _ in range(3):
+            await asyncio.sleep(0)
+        assert not poll.done()
+        # a follower's new session evicts the consumer's at once
+        await apis_fetch(apis, 0, 0, [("t", 0, 0)], replica_id=1)
+        assert cache.get(session_id) is None and cache.evictions == 1
+        await broker.replica_manager.append_records(
+            1000, 1, {tp: memoryview(bytearray(build_batch([b"x"])))}
+        )
+        return await asyncio.wait_for(poll, 10), session
+
+    resp, evicted = asyncio.run(scenario())
+    assert answered(resp) == [("t", 1)] and by_partition(resp)[("t", 1)]["records"]
+    # answered: the evicted session no longer hears of its partitions
+    marks = evicted.marks
+    cache.partition_changed(tp)
+    assert evicted.marks == marks
