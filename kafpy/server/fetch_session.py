@@ -227,6 +227,9 @@ class FetchContext:
     """What one Fetch request reads and how its answer is cut (Kafka's FetchContext)."""
 
     error: int = Errors.NONE
+    # whether update_and_generate_response_data wants the read positions (a session's
+    # contexts: they tell idle partitions); the others are spared building them
+    keeps_positions = False
 
     def partitions(self) -> Iterator[tuple[TopicPartition, PartitionFetchInfo]]:
         """The partitions to read, in order, with their fetch parameters."""
@@ -285,6 +288,8 @@ class FullFetchContext(FetchContext):
     """A full fetch with epoch 0: answers every partition and opens a session for them
     when the cache has (or can make) room."""
 
+    keeps_positions = True
+
     def __init__(
         self,
         time: Time,
@@ -335,6 +340,8 @@ class IncrementalFetchContext(FetchContext):
     """A fetch within a session: reads the session's dirty partitions (every partition
     when `reads_all`) and answers those with something new to say. It is also the
     IdlePartitions a delayed fetch watches: the session's partitions it did not read."""
+
+    keeps_positions = True
 
     def __init__(
         self,

@@ -184,9 +184,10 @@ class ReplicaApis:
                 "preferred_read_replica": r.preferred_read_replica,
                 "records": r.records if r.records is not None else b"",
             }  # fmt: skip
-        response = context.update_and_generate_response_data(
-            answers, {tp: r.fetch_offset_metadata for tp, r in results}
+        positions = (
+            {tp: r.fetch_offset_metadata for tp, r in results} if context.keeps_positions else None
         )
+        response = context.update_and_generate_response_data(answers, positions)
         by_topic: dict[str, list[dict[str, Any]]] = {}
         for tp, answer in response.partitions.items():
             by_topic.setdefault(tp.topic, []).append(answer)
