@@ -155,6 +155,10 @@ class Log:
         self._validator = LogValidator(config, self.topic_partition)
         self.recovery_point = recovery_point
         self.log_start_offset = log_start_offset
+        # called (on whichever thread made the change) after a truncation or a move of the
+        # log start offset, changes that may bypass the Partition (retention, LogManager):
+        # the Partition that serves this log listens, for the fetch sessions (KIP-227)
+        self.change_listener: Callable[[], None] | None = None
         # guards every change of state; the cleaner holds it while it swaps segments in
         self.lock = threading.RLock()
         self.segments = LogSegments()
@@ -745,7 +749,8 @@ class Log:
                 self.recovery_point = min(self._leo, self.recovery_point)
                 self.log_start_offset = min(self._leo, self.log_start_offset)
                 self._load_producer_state(self._leo)
-            return True
+        self._changed()
+        return True
 
     def truncate_fully_and_start_at(self, new_offset: int) -> None:
         """Delete every segment and start an empty log at `new_offset`."""
@@ -768,6 +773,7 @@ class Log:
             self.log_start_offset = new_offset
             self.producer_state_manager.truncate()
             self.producer_state_manager.update_map_end_offset(new_offset)
+        self._changed()
 
     # -- retention ----------------------------------------------------------------------------------
 
@@ -780,10 +786,17 @@ class Log:
                     f"{self.topic_partition} since it is larger than the log end offset {self._leo}"
                 )
             self._check_open()
-            if new_log_start_offset > self.log_start_offset:
-                self.log.info("Incrementing log start offset to %d", new_log_start_offset)
-                self.log_start_offset = new_log_start_offset
-                self.producer_state_manager.truncate_head(new_log_start_offset)
+            if new_log_start_offset <= self.log_start_offset:
+                return
+            self.log.info("Incrementing log start offset to %d", new_log_start_offset)
+            self.log_start_offset = new_log_start_offset
+            self.producer_state_manager.truncate_head(new_log_start_offset)
+        self._changed()
+
+    def _changed(self) -> None:
+        listener = self.change_listener
+        if listener is not None:
+            listener()
 
     def delete_old_segments(
         self,
