@@ -45,7 +45,7 @@ from kafpy.metadata.zk_data import LeaderAndIsr
 from kafpy.protocol.errors import Errors, error_code_of
 from kafpy.records.memory_records import MemoryRecords
 from kafpy.server.alter_isr_manager import AlterIsrItem, AlterIsrManager, AlterIsrResult
-from kafpy.server.delayed_delete_records import DelayedDeleteRecords, DeleteRecordsPartitionStatus
+from kafpy.server.delayed_delete_records import DelayedDeleteRecords, delete_records_on_leaders
 from kafpy.server.delayed_fetch import (
     DEBUGGING_CONSUMER_ID,
     DelayedFetch,
@@ -961,67 +961,13 @@ class ReplicaManager:
     async def delete_records(
         self, timeout_ms: int, offsets: Mapping[TopicPartition, int]
     ) -> dict[TopicPartition, tuple[int, int]]:
-        """DeleteRecords on the partitions this broker leads: tp -> (low watermark, error code).
-
-        The leader moves its log start offset at once; the answer waits (in the
-        DeleteRecords purgatory) until every live replica moved its own, i.e. until the
-        low watermark reaches the requested offset, or answers REQUEST_TIMED_OUT after
-        `timeout_ms`.
-        """
-        statuses: dict[TopicPartition, DeleteRecordsPartitionStatus] = {}
-        for tp, offset in offsets.items():
-            response: dict[str, Any] = {
-                "partition_index": tp.partition,
-                "low_watermark": -1,
-                "error_code": Errors.NONE,
-            }
-            required = -1
-            try:
-                partition = self.get_partition_or_error(tp)
-                required, response["low_watermark"] = partition.delete_records_on_leader(
-                    offset, self.broker_alive
-                )
-            except KafkaError as e:
-                response["error_code"] = error_code_of(e)
-            except (
-                Exception
-            ) as e:  # a bug or an I/O failure: the partition answers, the broker lives
-                self.log.exception("Error processing delete records operation on partition %s", tp)
-                response["error_code"] = Errors.UNKNOWN_SERVER_ERROR
-                response["error_message"] = str(e)
-            statuses[tp] = DeleteRecordsPartitionStatus(required, response)
-            if response["error_code"] == Errors.NONE:
-                self.complete_delayed_requests(tp)
-        if all(s.response["error_code"] != Errors.NONE for s in statuses.values()):
-            return {
-                tp: (s.response["low_watermark"], s.response["error_code"])
-                for tp, s in statuses.items()
-            }
-        future: asyncio.Future[dict[TopicPartition, dict[str, Any]]] = (
-            asyncio.get_running_loop().create_future()
-        )
-
-        def done(answer: dict[TopicPartition, dict[str, Any]]) -> None:
-            if not future.done():
-                future.set_result(answer)
-
-        op = DelayedDeleteRecords(timeout_ms, statuses, self._low_watermark, done)
-        self.delayed_delete_records_purgatory.try_complete_else_watch(op, list(offsets))
-        answer = await future
-        return {tp: (r["low_watermark"], r["error_code"]) for tp, r in answer.items()}
+        """DeleteRecords on the partitions this broker leads: tp -> (low watermark, error
+        code), once every live replica moved its log start (delayed_delete_records.py)."""
+        return await delete_records_on_leaders(self, timeout_ms, offsets)
 
     def broker_alive(self, broker_id: int) -> bool:
         """Whether `broker_id` is alive in the metadata cache."""
         return self.metadata_cache.get_alive_broker(broker_id) is not None
-
-    def _low_watermark(self, tp: TopicPartition) -> tuple[int, int]:
-        """(error code, low watermark) for DelayedDeleteRecords."""
-        partition = self.partitions.get(tp)
-        if partition is None:
-            return Errors.UNKNOWN_TOPIC_OR_PARTITION, -1
-        if not partition.is_leader or partition.log is None:
-            return Errors.NOT_LEADER_OR_FOLLOWER, -1
-        return Errors.NONE, partition.low_watermark_if_leader(self.broker_alive)
 
 
 def _aborted_transactions(aborted: list[AbortedTxn] | None) -> list[dict[str, int]] | None:
