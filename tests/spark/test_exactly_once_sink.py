@@ -7,8 +7,9 @@ is the referee: the sink topic holds every input record exactly once.
 - a streaming query whose last micro-batch is replayed after its transactions committed
   (Spark's commit log entry removed, as when the driver dies between the sink's commit and
   the log): the replay skips what is committed;
-- in a query process of its own (tests.spark.eos_query): (a) every task failing on its
-  first attempt, (b) the driver SIGKILLed mid-batch, then restarted from its checkpoint;
+- the query of tests.spark.eos_query: in a process of its own, (a) every task failing on
+  its first attempt, (b) the driver SIGKILLed mid-batch, then the query restarted from its
+  checkpoint; on the shared session, (c) the broker SIGKILLed mid-batch and restarted;
 - refusals: a broker without two-phase commit, and options that contradict exactlyOnce.
 """
 
@@ -31,6 +32,7 @@ from kafpy.client.transaction_admin import TransactionAdmin
 from kafpy.testing.wait import wait_until
 from tests.fixtures.broker import KafpyBroker
 from tests.fixtures.transactions import TXN_OVERRIDES, read_values
+from tests.spark.eos_query import start_query
 from tests.spark.fixtures import create_topic, module_root, produce, topic_name
 
 TWO_PC = {**TXN_OVERRIDES, "transaction.two.phase.commit.enable": "true"}
@@ -216,12 +218,12 @@ def query_process(
 
 
 def test_tasks_failing_then_the_driver_killed_mid_batch_and_restarted(
-    broker: KafpyBroker, query_process: tuple[QueryProcess, list[bytes], str, str],
+    spark: Any, broker: KafpyBroker, query_process: tuple[QueryProcess, list[bytes], str, str],
     tmp_path: Path,
 ) -> None:  # fmt: skip
-    """(a) and (b) in one query process, to start one JVM less: every task's first attempt
-    fails; in micro-batch 1 the retried task of partition 1 hangs and the driver is
-    SIGKILLed; the query restarted from its checkpoint finishes the input."""
+    """(a) and (b) in one query process (one JVM): every task's first attempt fails; in
+    micro-batch 1 the retried task of partition 1 hangs and the driver is SIGKILLed; the
+    query restarted from its checkpoint (on the shared session) finishes the input."""
     q, expected, sink, prefix = query_process
     q.start("fail_once+hang")
     wait_until(
@@ -242,7 +244,40 @@ def test_tasks_failing_then_the_driver_killed_mid_batch_and_restarted(
         "failed-0-0", "failed-0-1", "failed-1-0", "failed-1-1"
     }  # fmt: skip
     assert "failing the first attempt of batch 0 task 1" in q.log.read_text(errors="replace")
-    assert q.start("plain").wait() == 0, q.tail()
+    # restarted from its checkpoint on the shared session (no second JVM to start)
+    restarted = start_query(spark, {**q.config, "mode": "plain"})
+    assert restarted.awaitTermination(120)
+    assert restarted.exception() is None
+    assert read_values(broker.bootstrap, [(sink, 0), (sink, 1)], "read_committed") == expected
+    assert open_transactions(broker.bootstrap, prefix) == []
+
+
+def test_the_broker_killed_mid_batch(
+    spark: Any, broker: KafpyBroker,
+    query_process: tuple[QueryProcess, list[bytes], str, str], tmp_path: Path,
+) -> None:  # fmt: skip
+    """(c) on the shared session (no JVM to start): in micro-batch 2 the broker is
+    SIGKILLed and restarted while partition 1's transaction is prepared and partition 0's
+    task waits; the driver then commits both."""
+    q, expected, sink, prefix = query_process
+    config = {**q.config, "mode": "pause"}
+    query = start_query(spark, config)
+    try:
+        wait_until(lambda: (tmp_path / "paused").exists(), 120, "micro-batch 2")
+        wait_until(
+            lambda: open_transactions(broker.bootstrap, prefix) == [f"{prefix}-1"],
+            60, "partition 1's transaction of micro-batch 2",
+            context=lambda: str(transaction_states(broker.bootstrap, prefix)),
+        )  # fmt: skip
+        broker.kill()
+        broker.restart()
+        (tmp_path / "resume").touch()
+        assert query.awaitTermination(120)
+    finally:
+        query.stop()
+    # the tasks' and the source's clients reconnect to the restarted broker
+    assert query.exception() is None
+    assert (Path(config["checkpoint"]) / "commits" / "2").exists()
     assert read_values(broker.bootstrap, [(sink, 0), (sink, 1)], "read_committed") == expected
     assert open_transactions(broker.bootstrap, prefix) == []
 
