@@ -19,13 +19,30 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+# kafpy[kerberos] for the GSSAPI tests: python-gssapi builds against MIT Kerberos's headers
+# (libkrb5-dev, from system-deps), so it is installed apart and `make run` needs none of it
+KRB_STAMP := $(VENV)/.kerberos
+$(KRB_STAMP): $(STAMP)
+	@command -v krb5-config >/dev/null 2>&1 || { echo "python-gssapi (kafpy[kerberos]) builds \
+	against MIT Kerberos: run make system-deps, or apt-get install libkrb5-dev gcc" >&2; exit 1; }
+	$(PY) -m pip install -q -e '.[test,kerberos]' --config-settings editable_mode=compat
+	touch $(KRB_STAMP)
+
 # A real ZooKeeper for the metadata-store and CLI tests; kcat for the client tests; a JDK
-# for the stored-password reference.
+# for the stored-password reference; an MIT KDC (krb5kdc, kdb5_util, kadmin.local, kinit),
+# Cyrus SASL's GSSAPI plugin for kcat and the Kerberos headers python-gssapi builds
+# against, for the GSSAPI tests.
 system-deps:
 	@need=""; \
 	[ -e /usr/share/java/zookeeper.jar ] || need="$$need zookeeper"; \
 	command -v kcat >/dev/null 2>&1 || need="$$need kcat"; \
 	command -v javac >/dev/null 2>&1 || need="$$need default-jdk-headless"; \
+	[ -x /usr/sbin/krb5kdc ] || need="$$need krb5-kdc"; \
+	[ -x /usr/sbin/kadmin.local ] || need="$$need krb5-admin-server"; \
+	command -v kinit >/dev/null 2>&1 || need="$$need krb5-user"; \
+	command -v krb5-config >/dev/null 2>&1 || need="$$need libkrb5-dev"; \
+	command -v gcc >/dev/null 2>&1 || need="$$need gcc"; \
+	ls /usr/lib/*/sasl2/libgssapiv2.so >/dev/null 2>&1 || need="$$need libsasl2-modules-gssapi-mit"; \
 	command -v chromium >/dev/null 2>&1 || need="$$need chromium"; \
 	command -v chromedriver >/dev/null 2>&1 || need="$$need chromium-driver"; \
 	if [ -n "$$need" ]; then \
@@ -44,18 +61,18 @@ run: install
 # see issue 13's note), and the cluster deployed across network namespaces (three ZooKeeper
 # JVMs and three brokers at once, whose restarts are timed).
 SERIAL_TESTS = tests/spark tests/integration/test_consumer_groups.py tests/cluster/test_deploy_across_hosts.py
-test: install system-deps
+test: system-deps install $(KRB_STAMP)
 	$(PY) -m pytest -q -p no:cacheprovider -n 4 --dist loadfile $(SERIAL_TESTS:%=--ignore=%) tests
 	$(PY) -m pytest -q -p no:cacheprovider $(SERIAL_TESTS)
 
-lint: install
+lint: install $(KRB_STAMP)
 	$(VENV)/bin/ruff check kafpy tests bench
 	$(VENV)/bin/ruff format --check kafpy tests bench
 	$(VENV)/bin/mypy kafpy
 
 # The wheel and sdist built and checked; the core wheel installed alone in a fresh venv
 # serves a record (needs kcat, from system-deps, and the package registry for the build).
-package-check: install system-deps
+package-check: system-deps install
 	$(PY) .ci/package_check.py
 
 bench: install

@@ -10,4 +10,6 @@ pytest_plugins = [
     "tests.fixtures.console",
     "tests.fixtures.tls",
     "tests.fixtures.sasl",
+    "tests.fixtures.kerberos",
+    "tests.fixtures.schema_registry",
 ]

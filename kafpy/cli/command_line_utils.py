@@ -31,6 +31,18 @@ from kafpy.security.ssl_configs import SSL_CONFIG_DEF
 CONNECTION_TIMEOUT_MS = 30000
 
 
+def parse_overrides(values: tuple[str, ...]) -> dict[str, str]:
+    """`--override key=value` options as a dict (a later one wins); BadParameter for one
+    that is not key=value."""
+    out: dict[str, str] = {}
+    for v in values:
+        key, sep, value = v.partition("=")
+        if not sep or not key.strip():
+            raise click.BadParameter(f"'{v}' is not of the form key=value", param_hint="--override")
+        out[key.strip()] = value.strip()
+    return out
+
+
 class OneLineError(click.ClickException):
     """A failure shown to the user as one line on stderr, exit status 1."""
 

@@ -31,10 +31,13 @@ from kafpy.coordinator.group_metadata_records import (
 )
 from kafpy.coordinator.transaction import transaction_log
 from kafpy.protocol.consumer_protocol import read_assignment
+from kafpy.records.compression import MAX_DECOMPRESSED_BATCH_BYTES
 from kafpy.records.control_record import ControlRecordType, EndTransactionMarker
+from kafpy.records.legacy_record import iter_legacy_records
 from kafpy.records.record import Record
 from kafpy.records.record_batch import (
     COMPRESSION_CODEC_MASK,
+    LEGACY_MIN_LENGTH,
     LENGTH_OFFSET,
     LOG_OVERHEAD,
     MAGIC_OFFSET,
@@ -53,6 +56,8 @@ from kafpy.storage.time_index import TimeIndex
 from kafpy.storage.transaction_index import TransactionIndex
 
 _INT32 = struct.Struct(">i")
+# The smallest length field of a message v0, v1 and a batch v2.
+_MIN_LENGTH = (*LEGACY_MIN_LENGTH, MIN_BATCH_LENGTH)
 
 
 class DumpError(Exception):
@@ -104,6 +109,15 @@ def _bool(b: bool) -> str:
 
 
 def _batch_line(batch: RecordBatch, position: int) -> str:
+    if batch.is_legacy:
+        # a message of format v0/v1 (Kafka's printBatchLevel: its offset is its last one)
+        return (
+            f"offset: {batch.last_offset} position: {position} "
+            f"{batch.timestamp_type.kafka_name}: {batch.max_timestamp} "
+            f"size: {batch.size_in_bytes} magic: {batch.magic} "
+            f"compresscodec: {_codec_name(batch)} crc: {batch.crc} "
+            f"isvalid: {_bool(batch.is_entry_valid())}"
+        )
     return (
         f"baseOffset: {batch.base_offset} lastOffset: {batch.last_offset} count: {batch.record_count} "
         f"baseSequence: {batch.base_sequence} lastSequence: {batch.last_sequence} "
@@ -222,17 +236,29 @@ def _control_record(r: Record) -> str:
     return f" controlType: {control_type.name}({type_id})"
 
 
+def _legacy_crcs(batch: RecordBatch) -> list[int] | None:
+    """The CRC-32 of each message of a v0/v1 entry (inner ones for a wrapper); None for v2."""
+    if not batch.is_legacy:
+        return None
+    return [r.crc for r in iter_legacy_records(batch.buffer(), MAX_DECOMPRESSED_BATCH_BYTES)]
+
+
 def _record_lines(
     batch: RecordBatch, print_data: bool, parser: MessageParser = text_message_parser
 ) -> Iterator[str]:
     ts_name = batch.timestamp_type.kafka_name
-    for r in batch.records():
+    legacy = _legacy_crcs(batch)
+    for i, r in enumerate(batch.records()):
         line = (
             f"| offset: {r.offset} {ts_name}: {r.timestamp} "
             f"keysize: {-1 if r.key is None else len(r.key)} "
-            f"valuesize: {-1 if r.value is None else len(r.value)} "
-            f"sequence: {r.sequence} headerKeys: [{','.join(k for k, _ in r.headers)}]"
+            f"valuesize: {-1 if r.value is None else len(r.value)}"
         )
+        if legacy is None:
+            line += f" sequence: {r.sequence} headerKeys: [{','.join(k for k, _ in r.headers)}]"
+        else:
+            # a v0/v1 message has a CRC of its own, checked when it was read
+            line += f" crc: {legacy[i]} isvalid: true"
         if batch.is_control:
             line += _control_record(r)
         elif print_data:
@@ -253,7 +279,7 @@ def dump_log(
         if segment.size >= LOG_OVERHEAD:
             (length,) = _INT32.unpack_from(segment.view, LENGTH_OFFSET)
             magic = segment.view[MAGIC_OFFSET] if segment.size > MAGIC_OFFSET else -1
-            if length < MIN_BATCH_LENGTH or magic not in (0, 1, 2):
+            if magic not in (0, 1, 2) or length < _MIN_LENGTH[magic]:
                 raise DumpError(
                     f"{path} is not a Kafka log segment: its first batch has length {length} and "
                     f"magic byte {magic}"

@@ -46,10 +46,11 @@ COMMANDS: dict[str, str] = {
     "acls": "kafpy.cli.acls",
     "features": "kafpy.cli.features",
     "delegation-tokens": "kafpy.cli.delegation_tokens",
+    "schema-registry": "kafpy.cli.schema_registry",
 }
 
 # the commands that need an extra beyond the core install (kafpy/common/extras.py)
-COMMAND_EXTRAS: dict[str, str] = {"console": "console"}
+COMMAND_EXTRAS: dict[str, str] = {"console": "console", "schema-registry": "schema-registry"}
 
 OUTPUT_CLOSED_EXIT_STATUS = 128 + signal.SIGPIPE
 

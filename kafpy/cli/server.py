@@ -13,7 +13,6 @@ every hour; without it, logs go to stderr only.
 from __future__ import annotations
 
 import asyncio
-import gc
 import os
 import signal
 import sys
@@ -21,12 +20,14 @@ from pathlib import Path
 
 import click
 
+from kafpy.cli.command_line_utils import parse_overrides
 from kafpy.common.errors import KafkaError
+from kafpy.common.event_loop import run_event_loop, settle_garbage_collector
 from kafpy.common.logger import LoggingConfigError, configure_logging, load_logging_config
 from kafpy.common.properties import PropertiesError
 from kafpy.metadata.errors import MetadataStoreError
 from kafpy.server.kafka_config import KafkaConfig
-from kafpy.server.kafka_server import KafkaServer, run_event_loop
+from kafpy.server.kafka_server import KafkaServer
 
 DEFAULTS = {
     "broker.id": "0",
@@ -35,19 +36,8 @@ DEFAULTS = {
 }
 
 
-def _parse_overrides(values: tuple[str, ...]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for v in values:
-        key, sep, value = v.partition("=")
-        if not sep or not key.strip():
-            raise click.BadParameter(f"'{v}' is not of the form key=value", param_hint="--override")
-        out[key.strip()] = value.strip()
-    return out
-
-
 LOG_CONFIG_ENV = "KAFPY_LOG_CONFIG"
 LOG_CONFIG_FILE = "log4j.properties"
-GENERATION_2_THRESHOLD = 100
 
 
 def _logging_config_path(properties: Path | None) -> Path | None:
@@ -71,22 +61,6 @@ async def _run(config: KafkaConfig, bound_ports_file: Path | None = None) -> Non
         await server.serve_forever()
     finally:
         await server.shutdown()
-
-
-def settle_garbage_collector() -> None:
-    """Once start-up is done: what it built (recovered logs, configs, caches) lives as long
-    as the broker; moved out of the collector's reach, it is no longer walked by every
-    generation-2 collection, which stops the loop for as long as it takes
-    (bench/metadata_load.py: the longest went from 157 to 76-104 ms)."""
-    gc.collect()
-    gc.freeze()
-    # A generation-2 collection walks every object the broker keeps (logs, indexes, groups,
-    # connections: 50-90 ms under bench/metadata_load.py's load on 2 busy cores), and the
-    # broker makes next to no cyclic garbage for it to find. Run one per 100 generation-1
-    # collections instead of 10: 2 in that bench's run instead of 3-8, Metadata p99 5-8 ms
-    # instead of 3-61 ms; generations 0 and 1 (sub-millisecond pauses) are left as they are.
-    gen0, gen1, _ = gc.get_threshold()
-    gc.set_threshold(gen0, gen1, GENERATION_2_THRESHOLD)
 
 
 @click.command("server", context_settings={"help_option_names": ["-h", "--help"]})
@@ -123,7 +97,7 @@ def command(
     except (LoggingConfigError, PropertiesError, OSError) as e:
         click.echo(f"Invalid logging configuration {log_config_path}: {e}", err=True)
         sys.exit(1)
-    extra = _parse_overrides(overrides)
+    extra = parse_overrides(overrides)
     try:
         if properties is None:
             config = KafkaConfig({**DEFAULTS, **extra})

@@ -6,13 +6,17 @@ be in flight at once, pipelined), ApiVersions on connect to learn which versions
 speaks, per-request timeouts, and every in-flight request failed when the connection drops.
 With `security.protocol=SSL` (a ClientSecurity with an SslFactory) the TCP connection is
 wrapped in TLS before ApiVersions, checking the broker's certificate (and host name, unless
-`ssl.endpoint.identification.algorithm` is empty).
+`ssl.endpoint.identification.algorithm` is empty). With SASL, a session the broker gives a
+lifetime (KIP-368: `connections.max.reauth.ms`, a token's expiry) is re-authenticated
+in-band before it ends, as Kafka's client does: at 85 to 95% of the lifetime, the next
+request waits for those in flight to finish, authenticates again, then goes.
 """
 
 from __future__ import annotations
 
 import asyncio
 import enum
+import random
 import ssl
 from collections.abc import Generator, Mapping
 from dataclasses import dataclass
@@ -144,6 +148,9 @@ class BrokerConnection:
         self._in_flight: dict[int, _InFlight] = {}
         self._next_correlation_id = 0
         self._connect_lock = asyncio.Lock()
+        self._reauthenticate_at: float | None = None  # loop time
+        self._requests_open = asyncio.Event()  # cleared while re-authenticating
+        self._requests_open.set()
         self._log = component_logger(__name__, "BrokerConnection", f"{node_id} {host}:{port}")
 
     def __repr__(self) -> str:
@@ -214,7 +221,7 @@ class BrokerConnection:
             try:
                 self.api_versions = await self._negotiate_api_versions()
                 if self.security.sasl is not None:
-                    await self._authenticate(self.security.sasl)
+                    self._schedule_reauthentication(await self._authenticate(self.security.sasl))
             except BaseException:
                 self._shutdown(KafkaConnectionError(f"Connection to {self._describe()} closed"))
                 raise
@@ -244,9 +251,10 @@ class BrokerConnection:
             raise error_for_code(body["error_code"], None, f"ApiVersions to {self._describe()}")
         return {e["api_key"]: (e["min_version"], e["max_version"]) for e in body["api_keys"]}
 
-    async def _authenticate(self, sasl: SaslCredentials) -> None:
+    async def _authenticate(self, sasl: SaslCredentials) -> int:
         """SaslHandshake v1 then SaslAuthenticate until the mechanism is done (Kafka's
-        SaslClientAuthenticator); SaslAuthenticationError with the broker's message."""
+        SaslClientAuthenticator); SaslAuthenticationError with the broker's message. Returns
+        the session lifetime the broker gave (0: none)."""
         timeout = self.connect_timeout_ms
         handshake = await self._request(
             ApiKey.SASL_HANDSHAKE, {"mechanism": sasl.mechanism}, 1, timeout, connecting=True
@@ -260,9 +268,11 @@ class BrokerConnection:
             raise error_for_code(
                 handshake["error_code"], None, f"SaslHandshake to {self._describe()}"
             )
-        authenticator = SaslClientAuthenticator(sasl)
+        authenticator = SaslClientAuthenticator(sasl, self.host)
         version = min(2, self.api_versions.get(int(ApiKey.SASL_AUTHENTICATE), (0, 0))[1])
-        token: bytes | None = authenticator.first_message()
+        # in a thread: GSSAPI's first token may wait on the KDC
+        token: bytes | None = await asyncio.to_thread(authenticator.first_message)
+        lifetime = 0
         while token is not None:
             body = await self._request(
                 ApiKey.SASL_AUTHENTICATE, {"auth_bytes": token}, version, timeout,
@@ -273,8 +283,50 @@ class BrokerConnection:
                     body["error_code"], body["error_message"],
                     f"SASL authentication with {self._describe()}",
                 )  # fmt: skip
+            lifetime = int(body.get("session_lifetime_ms", 0))
             token = authenticator.evaluate_challenge(bytes(body["auth_bytes"]))
         self._log.debug("authenticated as %s with %s", sasl.username, sasl.mechanism)
+        return lifetime
+
+    def _schedule_reauthentication(self, lifetime_ms: int) -> None:
+        """Re-authenticate at 85 to 95% of the session's lifetime (Kafka's client's window)."""
+        if lifetime_ms <= 0:
+            self._reauthenticate_at = None
+            return
+        at = lifetime_ms * (0.85 + 0.1 * random.random()) / 1000  # noqa: S311
+        self._reauthenticate_at = asyncio.get_running_loop().time() + at
+
+    async def _before_request(self) -> None:
+        """Wait out a re-authentication in progress, or run one that is due."""
+        if not self._requests_open.is_set():
+            await self._requests_open.wait()
+        due = self._reauthenticate_at
+        if due is not None and asyncio.get_running_loop().time() >= due:
+            await self._reauthenticate()
+        self._ensure_ready()
+
+    async def _reauthenticate(self) -> None:
+        """KIP-368 in-band: no request may be sent meanwhile, so new ones wait and those in
+        flight are let finish first. A failure closes the connection."""
+        sasl = self.security.sasl
+        assert sasl is not None
+        self._reauthenticate_at = None
+        self._requests_open.clear()
+        try:
+            pending = [r.future for r in self._in_flight.values() if not r.future.done()]
+            if pending:
+                await asyncio.wait(pending)
+            self._ensure_ready()
+            self._log.debug("re-authenticating with %s", sasl.mechanism)
+            self._schedule_reauthentication(await self._authenticate(sasl))
+        except BaseException as e:
+            if self.state is ConnectionState.READY:
+                self._shutdown(
+                    KafkaConnectionError(f"Re-authentication with {self._describe()} failed: {e}")
+                )
+            raise
+        finally:
+            self._requests_open.set()
 
     # --- sending ---
 
@@ -323,6 +375,8 @@ class BrokerConnection:
         the request timeout). Requests may be sent concurrently; they are pipelined.
         Error codes inside the response are returned as they are, not raised."""
         self._ensure_ready()
+        if self._reauthenticate_at is not None or not self._requests_open.is_set():
+            await self._before_request()
         if version is None:
             version = self.pick_version(api_key)
         else:
@@ -335,6 +389,8 @@ class BrokerConnection:
     ) -> None:
         """Send a request the broker does not answer (Produce with acks=0)."""
         self._ensure_ready()
+        if self._reauthenticate_at is not None or not self._requests_open.is_set():
+            await self._before_request()
         if version is None:
             version = self.pick_version(api_key)
         else:

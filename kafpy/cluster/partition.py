@@ -94,8 +94,13 @@ class Partition:
             None
         ),
         replica_lag_time_max_ms: int = REPLICATION_CONFIG_DEF.default(REPLICA_LAG_TIME_MAX_MS),
+        change_listener: Callable[[TopicPartition], None] | None = None,
     ) -> None:
         self.topic_partition = tp
+        # told (with the partition) of every change a fetch may answer differently after:
+        # an append, a truncation, the high watermark, the log start offset, the leader or
+        # its epoch, the log replaced or dropped (ReplicaManager.partition_changed)
+        self.change_listener = change_listener
         self.local_broker_id = local_broker_id
         self.log_manager = log_manager
         self.time = time
@@ -164,8 +169,7 @@ class Partition:
         log = self.log_manager.get_log(self.topic_partition)
         if log is None:
             log = self.log_manager.create_log(self.topic_partition)
-        self.log = log
-        self.leader_epoch_cache = LeaderEpochFileCache(self.topic_partition, lambda: log.dir)
+        self._adopt_log(log)
         checkpointed = self._hw_checkpoint(self.topic_partition, log)
         if checkpointed is None:
             self.log_ident.info(
@@ -181,9 +185,20 @@ class Partition:
         between log dirs), keeping the high watermark (Kafka's
         maybeReplaceCurrentWithFutureReplica)."""
         hw = self.high_watermark
-        self.log = new
-        self.leader_epoch_cache = LeaderEpochFileCache(self.topic_partition, lambda: new.dir)
+        if self.log is not None:
+            self.log.change_listener = None
+        self._adopt_log(new)
         self._set_hw(hw)
+
+    def _adopt_log(self, log: Log) -> None:
+        self.log = log
+        self.leader_epoch_cache = LeaderEpochFileCache(self.topic_partition, lambda: log.dir)
+        log.change_listener = self._changed
+
+    def _changed(self) -> None:
+        listener = self.change_listener
+        if listener is not None:
+            listener(self.topic_partition)
 
     def check_or_set_topic_id(self, topic_id: uuid.UUID | None) -> bool:
         """Whether a LeaderAndIsr request's topic id (KIP-516) fits this replica's log; a log
@@ -205,6 +220,7 @@ class Partition:
             self._hw = self.log.log_end_offset_metadata
         else:
             self._hw = LogOffsetMetadata(offset)
+        self._changed()
 
     def _update_assignment_and_isr(self, replicas: list[int], isr: list[int]) -> None:
         self.assigned_replicas = list(replicas)
@@ -244,6 +260,7 @@ class Partition:
             replica.last_caught_up_time_ms = now if replica.broker_id in self.isr else 0
         if is_new_leader:
             self.leader_replica_id = self.local_broker_id
+        self._changed()
         self.log_ident.info(
             "%s starts at leader epoch %d from offset %d with high watermark %d.",
             self.topic_partition,
@@ -265,6 +282,7 @@ class Partition:
         self.leader_epoch = state["leader_epoch"]
         self.leader_epoch_start_offset = None
         self.zk_version = state["zk_version"]
+        self._changed()  # leadership, or the epoch a fetch is checked against
         if self.leader_replica_id == new_leader and self.leader_epoch == old_epoch:
             return False
         self.leader_replica_id = new_leader
@@ -345,7 +363,8 @@ class Partition:
         info = log.append_as_leader(
             records, self.leader_epoch, is_from_client=origin is AppendOrigin.CLIENT
         )
-        self.maybe_increment_leader_hw()
+        if not self.maybe_increment_leader_hw():
+            self._changed()  # the log end offset moved (and perhaps the LSO)
         return info
 
     # -- fetch ----------------------------------------------------------------------------
@@ -469,6 +488,7 @@ class Partition:
                 f"Log for partition {self.topic_partition} is not available on broker {self.local_broker_id}"
             )
         info = log.append_as_follower(records)
+        self._changed()
         cache = self.leader_epoch_cache
         if cache is not None and info.shallow_count:
             latest = cache.latest_epoch
@@ -625,8 +645,11 @@ class Partition:
         self.assigned_replicas = []
         self.isr = []
         self.remote_replicas = {}
+        if self.log is not None:
+            self.log.change_listener = None
         self.log = None
         self.leader_epoch_cache = None
+        self._changed()
 
 
 def _batch_epochs(buffer: memoryview, size: int) -> list[tuple[int, int]]:

@@ -644,6 +644,13 @@ class UnsupportedCompressionTypeError(KafkaError):
     error = Errors.UNSUPPORTED_COMPRESSION_TYPE
 
 
+class UnsupportedForMessageFormatError(KafkaError):
+    """The log's message format cannot hold what was asked (idempotent or transactional
+    records in a log of format v0/v1, a timestamp search in a v0 log)."""
+
+    error = Errors.UNSUPPORTED_FOR_MESSAGE_FORMAT
+
+
 class TopicExistsError(KafkaError):
     error = Errors.TOPIC_ALREADY_EXISTS
 

@@ -1,9 +1,10 @@
 """The optional parts of kafpy and the pip extras that install them.
 
 `pip install kafpy` holds the broker, the client, every CLI tool and `kafpy.testing`. The
-Spark data source, the web console and the broker's Prometheus endpoint need libraries of
-their own, installed by an extra (`pip install 'kafpy[spark]'`); using one of those parts
-without its extra fails at once with a MissingExtraError naming the extra.
+Spark data source, the web console, the broker's Prometheus endpoint, SASL/GSSAPI
+(Kerberos) and the schema registry need libraries of their own, installed by an extra
+(`pip install 'kafpy[spark]'`); using one of those parts without its extra fails at once
+with a MissingExtraError naming the extra.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "spark": ("pyspark", "pyarrow", "numpy"),
     "console": ("aiohttp", "jinja2"),
     "metrics": ("prometheus_client", "aiohttp"),
+    "kerberos": ("gssapi",),
+    "schema-registry": ("aiohttp", "fastavro", "jsonschema"),
 }
 """Extra name -> the modules it installs (import names, as find_spec looks them up)."""
 

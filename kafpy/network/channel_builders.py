@@ -6,25 +6,43 @@ Server side: one SslFactory per listener whose protocol runs over TLS, from that
 controller channel, the replica fetchers and controlled shutdown connect to the
 inter-broker listener with its protocol and its `ssl.*` settings in client mode.
 SASL listeners get their authenticator's settings (mechanisms, PLAIN's JAAS users, the
-SCRAM credential cache); the broker's own SASL login comes from the inter-broker
-listener's JAAS config.
+SCRAM credential cache, OAUTHBEARER's validator, GSSAPI's keys from the key table its JAAS
+config names); the broker's own SASL login comes from the inter-broker listener's JAAS
+config (for OAUTHBEARER, an unsecured token made from its `unsecuredLogin*` options; for
+GSSAPI, its Krb5LoginModule keyTab and principal).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Any, Protocol, overload
 
 from kafpy.client.client_security import ClientSecurity, SaslCredentials
+from kafpy.common.config_def import parse_type
 from kafpy.common.errors import InvalidConfigurationError
 from kafpy.network.listener_name import TLS_SECURITY_PROTOCOLS, listener_config_prefix
 from kafpy.security.credential_cache import CredentialCache
 from kafpy.security.delegation_token_cache import DelegationTokenCache
+from kafpy.security.gssapi_server import GssapiServerConfig
 from kafpy.security.jaas_config import PLAIN_LOGIN_MODULE, login_credentials, parse_jaas_config
 from kafpy.security.jaas_config import plain_users as plain_users_of
+from kafpy.security.kerberos_login import (
+    GSSAPI,
+    KRB5_LOGIN_MODULE,
+    SERVICE_NAME_CONFIG,
+    KerberosLogin,
+)
+from kafpy.security.kerberos_short_namer import PRINCIPAL_TO_LOCAL_RULES_CONFIG
+from kafpy.security.oauthbearer import OAUTHBEARER, OAUTHBEARER_LOGIN_MODULE
+from kafpy.security.oauthbearer_jwks import JWKS_VALIDATOR_CALLBACK_HANDLER
+from kafpy.security.oauthbearer_unsecured import OAuthBearerUnsecuredLogin
 from kafpy.security.plain import PLAIN
-from kafpy.security.sasl_configs import SASL_SECURITY_PROTOCOLS
-from kafpy.security.sasl_server_authenticator import SaslListenerConfig
+from kafpy.security.sasl_configs import (
+    BROKER_SASL_CONFIG_DEF,
+    SASL_SECURITY_PROTOCOLS,
+    SERVER_CALLBACK_HANDLERS,
+)
+from kafpy.security.sasl_server_authenticator import OAuthBearerListenerConfig, SaslListenerConfig
 from kafpy.security.ssl_factory import SslFactory, SslMode
 
 
@@ -46,6 +64,10 @@ class ListenerSecurityConfig(Protocol):
     def ssl_values(self, listener_name: str) -> dict[str, Any]: ...
     def sasl_enabled_mechanisms(self, listener_name: str) -> list[str]: ...
     def sasl_jaas_config(self, listener_name: str, mechanism: str) -> tuple[str, str] | None: ...
+    def get(self, key: str) -> Any: ...
+    def sasl_callback_class(
+        self, listener_name: str, mechanism: str, key: str
+    ) -> tuple[str, str] | None: ...
 
 
 def listener_ssl_factories(config: ListenerSecurityConfig) -> dict[str, SslFactory]:
@@ -99,8 +121,9 @@ def listener_sasl_configs(
     token_cache: DelegationTokenCache | None = None,
 ) -> dict[str, SaslListenerConfig]:
     """Listener name -> what its SASL authenticator offers, for each SASL_PLAINTEXT and
-    SASL_SSL listener. PLAIN needs the listener's JAAS users; a listener enabling PLAIN
-    without them is refused (Kafka would not start either)."""
+    SASL_SSL listener. PLAIN needs the listener's JAAS users, GSSAPI its Krb5LoginModule
+    keys; a listener enabling either without them is refused (Kafka would not start
+    either)."""
     out: dict[str, SaslListenerConfig] = {}
     for name, _, _ in config.listeners:
         if config.security_protocol(name) not in SASL_SECURITY_PROTOCOLS:
@@ -124,16 +147,108 @@ def listener_sasl_configs(
             credential_cache,
             _max_reauth_ms(config, name),
             token_cache,
+            _oauthbearer_config(config, name) if OAUTHBEARER in mechanisms else None,
+            _gssapi_server_config(config, name) if GSSAPI in mechanisms else None,
+            {
+                mechanism: ms
+                for mechanism in mechanisms
+                if (ms := _max_reauth_ms(config, name, mechanism)) is not None
+            },
         )
     return out
 
 
-def _max_reauth_ms(config: ListenerSecurityConfig, listener_name: str) -> int:
-    """`listener.name.<listener>.connections.max.reauth.ms`, else `connections.max.reauth.ms`."""
-    key = f"{listener_config_prefix(listener_name)}connections.max.reauth.ms"
+def _kerberos_login(
+    config: ListenerSecurityConfig, listener_name: str, *, acceptor: bool
+) -> KerberosLogin:
+    """The broker's Kerberos login on a listener, from its GSSAPI JAAS config."""
+    jaas = config.sasl_jaas_config(listener_name, GSSAPI)
+    if jaas is None:
+        raise InvalidConfigurationError(
+            f"Listener {listener_name} uses SASL mechanism GSSAPI but has no JAAS configuration: "
+            f"set {listener_config_prefix(listener_name)}gssapi.sasl.jaas.config (or "
+            f"sasl.jaas.config) to {KRB5_LOGIN_MODULE} required useKeyTab=true storeKey=true "
+            'keyTab="/path/kafka.keytab" principal="kafka/<host>@<REALM>";'
+        )
+    return KerberosLogin.from_jaas(
+        parse_jaas_config(jaas[1], key=jaas[0]),
+        key=jaas[0],
+        configured_service_name=_listener_value(config, listener_name, SERVICE_NAME_CONFIG),
+        acceptor=acceptor,
+    )
+
+
+def _listener_value(config: ListenerSecurityConfig, listener_name: str, key: str) -> Any:
+    """`listener.name.<listener>.<key>`, else `<key>` (Kafka's listener prefix override),
+    typed as `key` is."""
+    raw = config.originals.get(f"{listener_config_prefix(listener_name)}{key}")
+    if raw is None:
+        return config.get(key)
+    return parse_type(key, raw, BROKER_SASL_CONFIG_DEF.key(key).type)
+
+
+def _gssapi_server_config(config: ListenerSecurityConfig, listener_name: str) -> GssapiServerConfig:
+    rules = _listener_value(config, listener_name, PRINCIPAL_TO_LOCAL_RULES_CONFIG)
+    return GssapiServerConfig.create(
+        _kerberos_login(config, listener_name, acceptor=True),
+        None if rules is None else [str(r) for r in rules],
+        listener_name=listener_name,
+    )
+
+
+def _oauthbearer_entry(
+    config: ListenerSecurityConfig, listener_name: str
+) -> tuple[str, dict[str, str]]:
+    """(key, options) of the listener's OAuthBearerLoginModule entry, which Kafka requires
+    on an OAUTHBEARER listener (it holds the validator's and the broker's login options)."""
+    jaas = config.sasl_jaas_config(listener_name, OAUTHBEARER)
+    example = (
+        f"{listener_config_prefix(listener_name)}oauthbearer.sasl.jaas.config="
+        f'{OAUTHBEARER_LOGIN_MODULE} required unsecuredLoginStringClaim_sub="admin";'
+    )
+    if jaas is None:
+        raise InvalidConfigurationError(
+            f"Listener {listener_name} enables SASL mechanism OAUTHBEARER but has no JAAS "
+            f"configuration for it: set {example}"
+        )
+    entries = parse_jaas_config(jaas[1], key=jaas[0])
+    if len(entries) != 1 or entries[0].login_module != OAUTHBEARER_LOGIN_MODULE:
+        raise InvalidConfigurationError(
+            f"{jaas[0]} must hold exactly one {OAUTHBEARER_LOGIN_MODULE} entry for OAUTHBEARER "
+            f"on listener {listener_name} (found {', '.join(e.login_module for e in entries)}); "
+            f"e.g. {example}"
+        )
+    return jaas[0], entries[0].options
+
+
+def _oauthbearer_config(
+    config: ListenerSecurityConfig, listener_name: str
+) -> OAuthBearerListenerConfig:
+    key, options = _oauthbearer_entry(config, listener_name)
+    found = config.sasl_callback_class(
+        listener_name, OAUTHBEARER, "sasl.server.callback.handler.class"
+    )
+    handler = found[1] if found is not None else SERVER_CALLBACK_HANDLERS[OAUTHBEARER][0]
+    return OAuthBearerListenerConfig(handler, tuple(sorted(options.items())), key)
+
+
+@overload
+def _max_reauth_ms(config: ListenerSecurityConfig, listener_name: str) -> int: ...
+@overload
+def _max_reauth_ms(
+    config: ListenerSecurityConfig, listener_name: str, mechanism: str
+) -> int | None: ...
+def _max_reauth_ms(
+    config: ListenerSecurityConfig, listener_name: str, mechanism: str | None = None
+) -> int | None:
+    """`listener.name.<listener>.connections.max.reauth.ms`, else `connections.max.reauth.ms`;
+    with a mechanism, `listener.name.<listener>.<mechanism>.connections.max.reauth.ms` or
+    None when that is not set."""
+    infix = f"{mechanism.lower()}." if mechanism else ""
+    key = f"{listener_config_prefix(listener_name)}{infix}connections.max.reauth.ms"
     raw = config.originals.get(key)
     if raw is None:
-        return config.connections_max_reauth_ms
+        return None if mechanism else config.connections_max_reauth_ms
     try:
         value = int(str(raw).strip())
     except ValueError:
@@ -154,6 +269,22 @@ def inter_broker_sasl_credentials(config: ListenerSecurityConfig) -> SaslCredent
     if config.security_protocol(name) not in SASL_SECURITY_PROTOCOLS:
         return None
     mechanism = config.sasl_mechanism_inter_broker_protocol
+    if mechanism == GSSAPI:
+        login = _kerberos_login(config, name, acceptor=False)
+        return SaslCredentials(mechanism, login.principal or "", "", kerberos=login)
+    if mechanism == OAUTHBEARER:
+        key, options = _oauthbearer_entry(config, name)
+        handler = config.sasl_callback_class(
+            name, OAUTHBEARER, "sasl.server.callback.handler.class"
+        )
+        if handler is not None and handler[1] == JWKS_VALIDATOR_CALLBACK_HANDLER:
+            raise InvalidConfigurationError(
+                f"The inter-broker listener {name} validates OAUTHBEARER tokens with "
+                f"{handler[1]} ({handler[0]}), which refuses the unsecured token a broker logs "
+                "in with: set sasl.mechanism.inter.broker.protocol to another mechanism "
+                "(SCRAM-SHA-512, PLAIN) or use another inter-broker listener"
+            )
+        return SaslCredentials(mechanism, oauthbearer=OAuthBearerUnsecuredLogin(options, key=key))
     jaas = config.sasl_jaas_config(name, mechanism)
     credentials = login_credentials(parse_jaas_config(jaas[1], key=jaas[0])) if jaas else None
     if credentials is None:

@@ -1,9 +1,12 @@
 """Message format v0 and v1: the message sets of Kafka before 0.11 (Kafka's LegacyRecord).
 
-Old clients (Produce v0–v2, Fetch v0–v3) speak this format; kafpy stores only record
-batch v2, so produce requests are converted up on the way in (`up_convert`) and fetch
+Old clients (Produce v0–v2, Fetch v0–v3) speak this format. A log of format v2 gets
+their produce requests converted up on the way in (`up_convert`) and its fetch
 responses down on the way out (`down_convert`), as Kafka's LogValidator and its lazy
-down-conversion do.
+down-conversion do. A log whose message.format.version is below 0.11.0 stores these
+message sets themselves: the LogValidator converts what it is sent to them
+(`to_message_set`), and they stay in the log, next to any v2 batches written before or
+after, when the version changes.
 
 One message on the wire (`LOG_OVERHEAD` = offset + size, then the message itself):
 
@@ -25,7 +28,12 @@ import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from kafpy.common.errors import CorruptRecordError, InvalidRecordError
+from kafpy.common.errors import (
+    CorruptRecordError,
+    InvalidRecordError,
+    KafkaError,
+    UnsupportedForMessageFormatError,
+)
 from kafpy.records.builder import RecordBatchBuilder
 from kafpy.records.compression import (
     CompressionType,
@@ -35,7 +43,7 @@ from kafpy.records.compression import (
     lz4_frame_to_legacy,
 )
 from kafpy.records.memory_records import MemoryRecords
-from kafpy.records.record_batch import MAGIC_V2, TimestampType
+from kafpy.records.record_batch import MAGIC_V2, TimestampType, iter_headers
 
 MAGIC_V0 = 0
 MAGIC_V1 = 1
@@ -49,6 +57,8 @@ _CRC_MAGIC_ATTR = struct.Struct(">Ibb")
 _INT32 = struct.Struct(">i")
 _INT64 = struct.Struct(">q")
 RECORD_OVERHEAD = {MAGIC_V0: 14, MAGIC_V1: 22}
+# How far a stored wrapper may decompress when read back (it was checked on append).
+_STORED_LIMIT = 1 << 31
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +67,7 @@ class LegacyRecord:
 
     `timestamp` is -1 in magic 0; `timestamp_type` is the wrapper's for inner messages
     of a compressed set (LogAppendTime wrappers give their timestamp to every inner one).
+    `crc` is the message's own stored CRC-32 (an inner message's, in a wrapper).
     """
 
     offset: int
@@ -66,6 +77,7 @@ class LegacyRecord:
     key: bytes | None
     value: bytes | None
     compression: CompressionType
+    crc: int = 0
 
 
 def _read_bytes(buf: memoryview, pos: int, end: int, what: str) -> tuple[bytes | None, int]:
@@ -85,7 +97,7 @@ def _read_bytes(buf: memoryview, pos: int, end: int, what: str) -> tuple[bytes |
 def _shallow(
     buf: memoryview,
 ) -> Iterator[tuple[int, int, int, int, int, bytes | None, bytes | None]]:
-    """(offset, magic, attributes, timestamp, size, key, value) of each whole message,
+    """(offset, magic, attributes, timestamp, crc, key, value) of each whole message,
     checking each CRC. A partial trailing message is dropped, as Kafka's readers do."""
     pos, end = 0, len(buf)
     while pos + LOG_OVERHEAD <= end:
@@ -125,7 +137,7 @@ def _shallow(
             raise CorruptRecordError(
                 f"Message at offset {offset} has {stop - p} bytes after its value"
             )
-        yield offset, magic, attributes, timestamp, size, key, value
+        yield offset, magic, attributes, timestamp, crc, key, value
         pos = stop
 
 
@@ -143,7 +155,7 @@ def iter_legacy_records(
     Checks every CRC; raises CorruptRecordError for damage and InvalidRecordError for a
     compressed message nested in another or a wrapper with a key.
     """
-    for offset, magic, attributes, ts, _size, key, value in _shallow(memoryview(data)):
+    for offset, magic, attributes, ts, crc, key, value in _shallow(memoryview(data)):
         codec = CompressionType.from_id(attributes & CODEC_MASK)
         ts_type = (
             TimestampType.NO_TIMESTAMP_TYPE
@@ -153,7 +165,7 @@ def iter_legacy_records(
             else TimestampType.CREATE_TIME
         )
         if codec is CompressionType.NONE:
-            yield LegacyRecord(offset, magic, ts, ts_type, key, value, codec)
+            yield LegacyRecord(offset, magic, ts, ts_type, key, value, codec, crc)
             continue
         if codec is CompressionType.ZSTD:
             raise InvalidRecordError(
@@ -170,7 +182,7 @@ def iter_legacy_records(
         if not inner:
             raise CorruptRecordError(f"Compressed message at offset {offset} holds no messages")
         last_relative = inner[-1][0]
-        for i_offset, i_magic, i_attr, i_ts, _s, i_key, i_value in inner:
+        for i_offset, i_magic, i_attr, i_ts, i_crc, i_key, i_value in inner:
             if i_attr & CODEC_MASK:
                 raise InvalidRecordError(
                     f"Compressed message at offset {offset} holds another compressed message"
@@ -182,7 +194,7 @@ def iter_legacy_records(
                 )
             absolute = offset - last_relative + i_offset if magic == MAGIC_V1 else i_offset
             timestamp = ts if ts_type is TimestampType.LOG_APPEND_TIME else i_ts
-            yield LegacyRecord(absolute, magic, timestamp, ts_type, i_key, i_value, codec)
+            yield LegacyRecord(absolute, magic, timestamp, ts_type, i_key, i_value, codec, i_crc)
 
 
 def _message(
@@ -206,14 +218,25 @@ def build_message_set(
     records: Iterable[tuple[int, int, bytes | None, bytes | None]],
     compression: CompressionType = CompressionType.NONE,
     timestamp_type: TimestampType = TimestampType.CREATE_TIME,
+    log_append_time: int | None = None,
 ) -> bytes:
     """A message set of `magic` from (offset, timestamp, key, value) tuples, as one
-    compressed wrapper when `compression` is set (zstd cannot be written in v0/v1)."""
+    compressed wrapper when `compression` is set (zstd cannot be written in v0/v1), the
+    way Kafka's MemoryRecordsBuilder writes it.
+
+    With LogAppendTime (magic 1) every message, inner ones included, carries the
+    timestamp-type bit, and `log_append_time` (when given) replaces every timestamp; the
+    wrapper's timestamp is the log append time, or the largest inner one for CreateTime.
+    """
     if magic not in (MAGIC_V0, MAGIC_V1):
         raise ValueError(f"magic {magic} is not a message set format (0 or 1)")
     items = list(records)
     lat = magic == MAGIC_V1 and timestamp_type is TimestampType.LOG_APPEND_TIME
     ts_bit = TIMESTAMP_TYPE_MASK if lat else 0
+    if magic == MAGIC_V0:
+        items = [(o, NO_TIMESTAMP, k, v) for o, _t, k, v in items]
+    elif lat and log_append_time is not None:
+        items = [(o, log_append_time, k, v) for o, _t, k, v in items]
     if compression is CompressionType.NONE:
         return b"".join(_message(o, magic, ts_bit, t, k, v) for o, t, k, v in items)
     if compression is CompressionType.ZSTD:
@@ -222,13 +245,142 @@ def build_message_set(
         return b""
     first = items[0][0]
     inner = b"".join(
-        _message(o - first if magic == MAGIC_V1 else o, magic, 0, t, k, v) for o, t, k, v in items
+        _message(o - first if magic == MAGIC_V1 else o, magic, ts_bit, t, k, v)
+        for o, t, k, v in items
     )
     payload = compress(compression, inner)
     if compression is CompressionType.LZ4 and magic == MAGIC_V0:
         payload = lz4_frame_to_legacy(payload)
     wrapper_ts = max(t for _o, t, _k, _v in items) if magic == MAGIC_V1 else NO_TIMESTAMP
     return _message(items[-1][0], magic, int(compression) | ts_bit, wrapper_ts, None, payload)
+
+
+@dataclass(frozen=True, slots=True)
+class ConvertedMessageSet:
+    """What `to_message_set` made: the bytes and the append's largest timestamp with the
+    offset the log indexes it at (Kafka's RecordsInfo), and what it was made of and for:
+    the first record offset of the input, the magic, the codec asked for (None: the
+    producer's) and the LogAppendTime given."""
+
+    data: bytes
+    max_timestamp: int
+    offset_of_max_timestamp: int
+    first_offset: int = 0
+    magic: int = MAGIC_V1
+    compression: CompressionType | None = None
+    log_append_time: int | None = None
+    largest_entry: int = 0  # bytes of the largest message (wrapper), offset and size included
+
+    def can_move(self) -> bool:
+        """True when the set can be given other offsets by rewriting only the offset
+        fields, which the CRCs do not cover: not with LogAppendTime (the time is known
+        only at the append) and not for magic 0 wrappers, whose inner offsets are
+        absolute (Kafka never assigns those in place either)."""
+        if self.log_append_time is not None:
+            return False
+        return self.magic == MAGIC_V1 or not any(
+            h[5] & CODEC_MASK for _p, h in iter_headers(self.data)
+        )
+
+    def moved_to(self, first_offset: int) -> ConvertedMessageSet:
+        """The same messages from `first_offset` on (see can_move)."""
+        delta = first_offset - self.first_offset
+        data = bytearray(self.data)
+        pos, end = 0, len(data)
+        while pos < end:  # the set was built here: every message is whole
+            offset, size = _OFFSET_SIZE.unpack_from(data, pos)
+            _INT64.pack_into(data, pos, offset + delta)
+            pos += LOG_OVERHEAD + size
+        return ConvertedMessageSet(
+            bytes(data),
+            self.max_timestamp,
+            self.offset_of_max_timestamp + delta,
+            first_offset,
+            self.magic,
+            self.compression,
+            self.log_append_time,
+            self.largest_entry,
+        )
+
+
+def to_message_set(
+    data: bytes | bytearray | memoryview,
+    magic: int,
+    compression: CompressionType | None,
+    log_append_time: int | None,
+) -> ConvertedMessageSet:
+    """Validated record batches v2 (offsets assigned) as a message set of `magic`, for a
+    log whose message.format.version is below 0.11.0 (Kafka's LogValidator converting
+    on the way in).
+
+    Uncompressed (`compression` NONE) gives one message per record; a codec gives one
+    wrapper message per batch, whose inner messages have relative offsets in v1 and
+    absolute ones in v0; None keeps each batch's own codec (compression.type=producer).
+    `log_append_time` (message.timestamp.type=LogAppendTime) stamps every v1 message.
+
+    Raises UnsupportedForMessageFormatError for a batch with a producer id (idempotent
+    or transactional), and KafkaError (UNKNOWN_SERVER_ERROR, as Kafka's builder fails)
+    for a record with headers or a zstd codec, which v0/v1 cannot carry.
+    """
+    ts_type = (
+        TimestampType.LOG_APPEND_TIME
+        if magic == MAGIC_V1 and log_append_time is not None
+        else TimestampType.CREATE_TIME
+    )
+    parts: list[bytes] = []
+    max_ts = NO_TIMESTAMP
+    offset_of_max_ts = -1
+    last_offset = -1
+    first_offset = -1
+    largest = 0
+    for batch in MemoryRecords(data).batches():
+        if first_offset < 0:
+            first_offset = batch.base_offset
+        if batch.is_transactional:
+            raise UnsupportedForMessageFormatError(
+                f"Transactional records cannot be used with magic version {magic}"
+            )
+        if batch.has_producer_id:
+            raise UnsupportedForMessageFormatError(
+                f"Idempotent records cannot be used with magic version {magic}"
+            )
+        codec = batch.compression_type if compression is None else compression
+        if codec is CompressionType.ZSTD:
+            raise KafkaError(f"ZStandard compression is not supported for magic {magic}")
+        items = []
+        max_record_size = 0
+        for r in batch.records():
+            size = RECORD_OVERHEAD[magic] + len(r.key or b"") + len(r.value or b"")
+            max_record_size = max(max_record_size, size)
+            if r.headers:
+                raise KafkaError(
+                    f"Magic v{magic} does not support record headers (the record at offset "
+                    f"{r.offset}: the topic's message.format.version is below 0.11.0)"
+                )
+            items.append((r.offset, r.timestamp, r.key, r.value))
+        if not items:
+            continue
+        part = build_message_set(magic, items, codec, ts_type, log_append_time)
+        parts.append(part)
+        largest = max(largest, len(part) if codec else LOG_OVERHEAD + max_record_size)
+        last_offset = items[-1][0]
+        if magic == MAGIC_V0:
+            continue
+        if ts_type is TimestampType.LOG_APPEND_TIME:
+            if max_ts == NO_TIMESTAMP:
+                max_ts = log_append_time if log_append_time is not None else NO_TIMESTAMP
+                offset_of_max_ts = items[-1][0] if codec else items[0][0]
+            continue
+        for o, t, _k, _v in items:
+            if t > max_ts:
+                max_ts = t
+                offset_of_max_ts = items[-1][0] if codec else o
+    if max_ts == NO_TIMESTAMP:
+        offset_of_max_ts = last_offset
+    return ConvertedMessageSet(
+        b"".join(parts), max_ts, offset_of_max_ts, first_offset, magic, compression,
+        log_append_time, largest,
+    )  # fmt: skip
 
 
 def up_convert(
@@ -265,8 +417,19 @@ def down_convert(
     """
     parts: list[bytes] = []
     for batch in MemoryRecords(data).batches_allow_partial():
-        if batch.magic != MAGIC_V2:
-            raise CorruptRecordError(f"Stored batch at offset {batch.base_offset} is not magic 2")
+        if batch.magic < MAGIC_V2:
+            # A log that was (or is) of format v0/v1 holds messages stored as they came:
+            # one of the fetch's magic or older goes out as it is, a v1 one to a v0
+            # client is rewritten.
+            if batch.magic <= magic:
+                parts.append(bytes(batch.buffer()))
+                continue
+            legacy = [r for r in iter_legacy_records(batch.buffer(), _STORED_LIMIT)]
+            items = [(r.offset, NO_TIMESTAMP, r.key, r.value) for r in legacy]
+            items = [i for i in items if i[0] >= first_offset]
+            if items:
+                parts.append(build_message_set(magic, items, legacy[0].compression))
+            continue
         if batch.is_control or batch.last_offset < first_offset:
             continue
         codec = batch.compression_type

@@ -6,9 +6,13 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from kafpy.records.record import Record
 from kafpy.records.record_batch import LENGTH_OFFSET, LOG_OVERHEAD, RecordBatch, as_byte_view
+
+if TYPE_CHECKING:
+    from kafpy.records.legacy_record import ConvertedMessageSet
 
 _INT32 = struct.Struct(">i")
 
@@ -23,16 +27,22 @@ class MemoryRecords:
 
     `records_validated` says the records inside the batches were already walked by the
     LogValidator's record checks (the broker does that off its event loop for compressed
-    batches), so the append path checks only the headers.
+    batches), so the append path checks only the headers. `converted` is these batches
+    already written as the message set of a log of format v0/v1 (also done off the loop,
+    for large appends), which the append then only moves to its offsets.
     """
 
-    __slots__ = ("_buf", "records_validated")
+    __slots__ = ("_buf", "records_validated", "converted")
 
     def __init__(
-        self, buffer: bytes | bytearray | memoryview, records_validated: bool = False
+        self,
+        buffer: bytes | bytearray | memoryview,
+        records_validated: bool = False,
+        converted: ConvertedMessageSet | None = None,
     ) -> None:
         self._buf = as_byte_view(buffer)
         self.records_validated = records_validated
+        self.converted = converted
 
     @classmethod
     def empty(cls) -> MemoryRecords:

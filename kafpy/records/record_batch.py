@@ -18,6 +18,14 @@ Layout (big-endian), as on the wire and in a segment file::
     57 recordCount int32
     61 records (compressed as one stream when the codec is not none)
 
+A log may also hold the message sets of formats v0 and v1 (a topic whose
+message.format.version is below 0.11.0, now or earlier). Their entries share the first
+17 bytes' meaning (offset, then a length counting the bytes after it, then the magic at
+byte 16), so the walkers below read either: for a v0/v1 entry they hand out a header
+synthesized from the message (`legacy_header`), whose offset is the entry's offset (the
+last offset of a compressed wrapper) and whose lastOffsetDelta is 0, as Kafka's legacy
+batches answer lastOffset without decompressing.
+
 The broker's hot paths use only the header: `RecordBatch` parses it with one
 `struct.unpack_from` on the caller's buffer, checks the CRC over a memoryview slice and
 patches offsets in place. Records are decoded only when `records()` is called.
@@ -27,6 +35,7 @@ from __future__ import annotations
 
 import os
 import struct
+import zlib
 from collections.abc import Callable, Iterator
 from enum import IntEnum
 from functools import partial
@@ -120,6 +129,8 @@ _INT32 = struct.Struct(">i")
 _UINT32 = struct.Struct(">I")
 _INT16 = struct.Struct(">h")
 _INT32_MAX = (1 << 31) - 1
+# How far a stored v0/v1 wrapper may decompress when read back (it was checked on append).
+_LEGACY_DECOMPRESSED_LIMIT = 1 << 31
 
 Buffer = bytes | bytearray | memoryview
 
@@ -153,6 +164,72 @@ def as_byte_view(buffer: object) -> memoryview:
     return view
 
 
+# Message format v0/v1: offset int64, size int32, crc uint32, magic int8, attributes int8.
+_LEGACY_PREFIX = struct.Struct(">qiIbb")
+# LegacyRecord.RECORD_OVERHEAD_V0 / _V1: the smallest message length of each magic.
+LEGACY_MIN_LENGTH = (14, 22)
+_LEGACY_TIMESTAMP_OFFSET = 18
+_LEGACY_CODEC_AND_TIMESTAMP_TYPE = (
+    COMPRESSION_CODEC_MASK,
+    COMPRESSION_CODEC_MASK | TIMESTAMP_TYPE_MASK,
+)
+
+
+def legacy_header(buffer: Buffer, at: int) -> BatchHeader:
+    """A v2-shaped header for the v0/v1 message at `at` (whose length was checked).
+
+    baseOffset and lastOffset are both the message's offset (for a compressed wrapper,
+    the offset of its last inner message), the record count is 1 (inner messages are
+    counted only by decompressing), firstTimestamp and maxTimestamp are the message's
+    timestamp (-1 in v0), and there is no producer id, epoch or sequence.
+    """
+    offset, length, crc, magic, attributes = _LEGACY_PREFIX.unpack_from(buffer, at)
+    timestamp = NO_TIMESTAMP
+    if magic == 1:
+        (timestamp,) = _INT64.unpack_from(buffer, at + _LEGACY_TIMESTAMP_OFFSET)
+    attributes &= _LEGACY_CODEC_AND_TIMESTAMP_TYPE[magic]
+    return (
+        offset,
+        length,
+        NO_PARTITION_LEADER_EPOCH,
+        magic,
+        crc,
+        attributes,
+        0,
+        timestamp,
+        timestamp,
+        NO_PRODUCER_ID,
+        NO_PRODUCER_EPOCH,
+        NO_SEQUENCE,
+        1,
+    )
+
+
+def legacy_too_small(length: int, magic: int, position: int, where: str) -> CorruptRecordError:
+    """The error for a v0/v1 message whose length cannot hold its own fields."""
+    return CorruptRecordError(
+        f"Message at position {position}{where} is corrupt: its size field says {length} "
+        f"bytes, fewer than the minimum of {LEGACY_MIN_LENGTH[magic]} for magic {magic}"
+    )
+
+
+def entry_header(buffer: Buffer, at: int, length: int, position: int, where: str) -> BatchHeader:
+    """The header of the whole entry (v2 batch or v0/v1 message) at `at`, whose length
+    field `length` was read and whose bytes are all in `buffer`; CorruptRecordError for a
+    length its format cannot have."""
+    if length < _MIN_LENGTH_TO_MAGIC:
+        raise batch_too_small(length, position, where)
+    magic = buffer[at + MAGIC_OFFSET]
+    if magic < MAGIC_V2:
+        if length < LEGACY_MIN_LENGTH[magic]:
+            raise legacy_too_small(length, magic, position, where)
+        return legacy_header(buffer, at)
+    if length < MIN_BATCH_LENGTH:
+        raise batch_too_small(length, position, where)
+    header: BatchHeader = HEADER.unpack_from(buffer, at)
+    return header
+
+
 def batch_too_small(length: int, position: int, where: str) -> CorruptRecordError:
     """The error for a length field too small to hold a v2 batch header."""
     return CorruptRecordError(
@@ -169,15 +246,25 @@ def header_at(
 
     `buffer` holds the bytes from `offset` (default: `position`, i.e. the whole buffer is
     the log): a file reader passes the 61 bytes it read. CorruptRecordError (naming
-    `where`, e.g. " in file X") for a length field too small to be a v2 batch.
+    `where`, e.g. " in file X") for a length field too small for its format. A v0/v1
+    message gets the header `legacy_header` synthesizes.
     """
     if end - position < LOG_OVERHEAD:
         return None
     at = position if offset is None else offset
-    if len(buffer) - at < RECORD_BATCH_OVERHEAD:
-        if len(buffer) - at >= LOG_OVERHEAD:
+    available = len(buffer) - at
+    if available > MAGIC_OFFSET and buffer[at + MAGIC_OFFSET] < MAGIC_V2:
+        (length,) = _INT32.unpack_from(buffer, at + LENGTH_OFFSET)
+        if position + LOG_OVERHEAD + length > end and length >= _MIN_LENGTH_TO_MAGIC:
+            return None
+        # The whole message ends by `end`, so a file reader's 61 bytes hold its fields.
+        return entry_header(buffer, at, length, position, where)
+    if available < RECORD_BATCH_OVERHEAD:
+        if available >= LOG_OVERHEAD:
             (length,) = _INT32.unpack_from(buffer, at + LENGTH_OFFSET)
-            if length < MIN_BATCH_LENGTH:
+            if length < _MIN_LENGTH_TO_MAGIC:
+                raise batch_too_small(length, position, where)
+            if available > MAGIC_OFFSET and length < MIN_BATCH_LENGTH:
                 raise batch_too_small(length, position, where)
         return None
     header: BatchHeader = HEADER.unpack_from(buffer, at)
@@ -237,12 +324,16 @@ def iter_file_batches(
         off = 0
         while n - off >= LOG_OVERHEAD:
             (length,) = _INT32.unpack_from(chunk, off + LENGTH_OFFSET)
-            if length < MIN_BATCH_LENGTH:
+            if length < _MIN_LENGTH_TO_MAGIC:
                 raise batch_too_small(length, pos + off, where)
             size = length + LOG_OVERHEAD
             if off + size > n:
                 break  # the batch runs past this chunk
-            yield pos + off, HEADER.unpack_from(chunk, off), chunk[off : off + size]
+            yield (
+                pos + off,
+                entry_header(chunk, off, length, pos + off, where),
+                chunk[off : off + size],
+            )
             off += size
         if off == 0:
             # The batch at `pos` is larger than a chunk, or torn at the end of the file.
@@ -251,7 +342,7 @@ def iter_file_batches(
             if pos + size > end:
                 return
             data = memoryview(os.pread(fd, size, pos))
-            yield pos, HEADER.unpack_from(data, 0), data
+            yield pos, entry_header(data, 0, length, pos, where), data
             off = size
         pos += off
 
@@ -270,12 +361,29 @@ def ensure_batch_valid(buffer: Buffer, position: int, header: tuple[int, ...]) -
         )
 
 
+def ensure_entry_valid(buffer: Buffer, position: int, header: tuple[int, ...]) -> None:
+    """`ensure_batch_valid` for stored data, which may also hold v0/v1 messages: those
+    are checked against their CRC-32 (Kafka's LegacyRecord.ensureValid)."""
+    magic = header[H_MAGIC]
+    if magic >= MAGIC_V2:
+        ensure_batch_valid(buffer, position, header)
+        return
+    size = header[H_LENGTH] + LOG_OVERHEAD
+    computed = zlib.crc32(buffer[position + MAGIC_OFFSET : position + size])
+    if computed != header[H_CRC]:
+        raise CorruptRecordError(
+            f"Message at offset {header[H_BASE_OFFSET]} is corrupt: stored CRC-32 "
+            f"{header[H_CRC]:#010x} does not match {computed:#010x} computed over its "
+            f"{size - MAGIC_OFFSET} bytes from the magic byte"
+        )
+
+
 def _ensure_magic(header: tuple[int, ...]) -> None:
     magic = header[H_MAGIC]
     if magic != MAGIC_V2:
         raise InvalidRecordError(
-            f"Record batch magic byte {magic} is not supported; kafpy stores only "
-            f"magic 2 (Kafka 0.11 and later). The batch at base offset "
+            f"Record batch magic byte {magic} is not supported here: a record batch must "
+            f"be magic 2 (Kafka 0.11 and later). The batch at base offset "
             f"{header[H_BASE_OFFSET]} comes from an older client: upgrade it or configure "
             "it for broker version 0.11 or newer"
         )
@@ -331,9 +439,13 @@ class RecordBatch:
                     f"{_MIN_V2_LENGTH} its own header takes"
                 )
             header = HEADER.unpack_from(buf, position)
+        elif magic < MAGIC_V2:
+            if length < LEGACY_MIN_LENGTH[magic]:
+                raise legacy_too_small(length, magic, position, "")
+            header = legacy_header(buf, position)
         else:
-            # Only the magic byte means anything in an older message set; parse the
-            # rest from a padded copy so properties work and ensure_valid() can say why.
+            # An unknown magic: parse the rest from a padded copy so that properties
+            # work and ensure_valid() can say why the batch is refused.
             raw = bytes(buf[position : position + min(needed, RECORD_BATCH_OVERHEAD)])
             header = HEADER.unpack(raw.ljust(RECORD_BATCH_OVERHEAD, b"\x00"))
         self._buf = buf
@@ -384,6 +496,8 @@ class RecordBatch:
 
     @property
     def timestamp_type(self) -> TimestampType:
+        if self._header[3] == 0:
+            return TimestampType.NO_TIMESTAMP_TYPE
         if self._header[5] & TIMESTAMP_TYPE_MASK:
             return TimestampType.LOG_APPEND_TIME
         return TimestampType.CREATE_TIME
@@ -461,9 +575,27 @@ class RecordBatch:
         """True if the batch is magic 2 and its stored CRC matches its bytes."""
         return self._header[3] == MAGIC_V2 and self._header[4] == self.compute_crc()
 
+    def is_entry_valid(self) -> bool:
+        """`is_valid` that also accepts a v0/v1 message with a matching CRC-32 (what a
+        log may hold)."""
+        try:
+            self.ensure_entry_valid()
+        except (CorruptRecordError, InvalidRecordError):
+            return False
+        return True
+
     def ensure_valid(self) -> None:
         """Raise InvalidRecordError for a magic other than 2, CorruptRecordError for a bad CRC."""
         ensure_batch_valid(self._buf, self._pos, self._header)
+
+    def ensure_entry_valid(self) -> None:
+        """`ensure_valid` that also accepts a v0/v1 message with a matching CRC-32."""
+        ensure_entry_valid(self._buf, self._pos, self._header)
+
+    @property
+    def is_legacy(self) -> bool:
+        """True for a message of format v0/v1 (a wrapper, when compressed)."""
+        return self._header[3] < MAGIC_V2
 
     def ensure_offsets_match_count(self) -> None:
         """Raise InvalidRecordError unless the batch has records and lastOffsetDelta + 1 of them.
@@ -548,8 +680,10 @@ class RecordBatch:
         stream that does not decompress, a record whose length runs past the batch, or a
         record count that does not match the records present.
         """
-        _ensure_magic(self._header)
         header = self._header
+        if header[3] < MAGIC_V2:
+            return self._legacy_records()
+        _ensure_magic(header)
         base_offset = header[0]
         count = header[12]
         if count < 0:
@@ -571,6 +705,19 @@ class RecordBatch:
             data = bytes(payload)
         log_append_time = header[8] if header[5] & TIMESTAMP_TYPE_MASK else None
         return _decode_records(data, count, base_offset, header[7], log_append_time, header[11])
+
+    def _legacy_records(self) -> Iterator[Record]:
+        # legacy_record builds on this module, so it is imported when first needed.
+        from kafpy.records.legacy_record import iter_legacy_records
+
+        try:
+            for r in iter_legacy_records(self.buffer(), _LEGACY_DECOMPRESSED_LIMIT):
+                yield Record(r.offset, r.timestamp, r.key, r.value)
+        except (CorruptRecordError, InvalidRecordError) as exc:
+            raise type(exc)(
+                f"Record batch at offset {self._header[0]} (a message of format "
+                f"v{self._header[3]}) is corrupt: {exc}"
+            ) from exc
 
     def __iter__(self) -> Iterator[Record]:
         return self.records()

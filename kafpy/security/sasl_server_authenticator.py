@@ -5,7 +5,8 @@ Until the connection has authenticated it may send only ApiVersions (answered by
 broker as usual), SaslHandshake and SaslAuthenticate, each frame at most
 MAX_RECEIVE_SIZE bytes. SaslHandshake v1 picks a mechanism and the tokens then come in
 SaslAuthenticate requests (v0-v2); after SaslHandshake v0 they come as raw size-prefixed
-frames, as old clients send them. An unknown mechanism is answered with
+frames, as old clients send them; a first frame that is no Kafka request is a Kafka 0.9
+client's GSSAPI token when the listener enables GSSAPI. An unknown mechanism is answered with
 UNSUPPORTED_SASL_MECHANISM and the enabled list, a failed exchange with
 SASL_AUTHENTICATION_FAILED and Kafka's message, a SaslAuthenticate before the handshake
 with ILLEGAL_SASL_STATE; each then closes the connection. Any other request before
@@ -14,8 +15,8 @@ authentication closes it without an answer.
 With `connections.max.reauth.ms` set the session has that lifetime (told to clients in
 SaslAuthenticate v1+): the client may re-authenticate in-band with a new SaslHandshake,
 and a connection that sends anything else after its session expired is closed (KIP-368).
-A session authenticated with a delegation token ends at the token's expiry at the latest,
-whatever `connections.max.reauth.ms` is.
+A session authenticated with a token (a delegation token, an OAUTHBEARER token) ends at the
+token's expiry at the latest, whatever `connections.max.reauth.ms` is.
 """
 
 from __future__ import annotations
@@ -33,7 +34,15 @@ from kafpy.protocol.headers import RequestHeader, decode_request_header, encode_
 from kafpy.protocol.messages import REQUESTS
 from kafpy.security.credential_cache import CredentialCache
 from kafpy.security.delegation_token_cache import DelegationTokenCache
+from kafpy.security.gssapi_server import GssapiServerConfig
 from kafpy.security.kafka_principal import USER_TYPE, KafkaPrincipal
+from kafpy.security.kerberos_login import GSSAPI
+from kafpy.security.oauthbearer import OAUTHBEARER, OAuthBearerSaslServer, OAuthBearerValidator
+from kafpy.security.oauthbearer_jwks import (
+    JWKS_VALIDATOR_CALLBACK_HANDLER,
+    OAuthBearerJwksValidator,
+)
+from kafpy.security.oauthbearer_unsecured import OAuthBearerUnsecuredValidator
 from kafpy.security.plain import PLAIN, PlainSaslServer
 from kafpy.security.sasl_configs import MAX_RECEIVE_SIZE
 from kafpy.security.scram import ScramCredential, ScramMechanism, ScramSaslServer
@@ -63,11 +72,36 @@ class SaslServer(Protocol):
     def evaluate_response(self, response: bytes) -> bytes: ...
 
 
+@dataclass(frozen=True)
+class OAuthBearerListenerConfig:
+    """A listener's OAUTHBEARER validation (Kafka's server callback handler for the
+    mechanism): the handler class (Kafka's unsecured validator, or kafpy's JWKS one) and
+    the options of the listener's OAuthBearerLoginModule entry. Equal settings are equal
+    configs; the validator is built once, here, so a bad option or an unreadable key set
+    fails at start-up."""
+
+    callback_handler_class: str
+    options: tuple[tuple[str, str], ...]
+    jaas_key: str = "sasl.jaas.config"
+    validator: OAuthBearerValidator = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        options = dict(self.options)
+        validator: OAuthBearerValidator
+        if self.callback_handler_class == JWKS_VALIDATOR_CALLBACK_HANDLER:
+            validator = OAuthBearerJwksValidator(options, key=self.jaas_key)
+        else:
+            validator = OAuthBearerUnsecuredValidator(options, key=self.jaas_key)
+        object.__setattr__(self, "validator", validator)
+
+
 @dataclass
 class SaslListenerConfig:
     """What a SASL listener offers: its enabled mechanisms, PLAIN's users (from its JAAS
-    config), the SCRAM credential cache, the delegation tokens (SCRAM with `tokenauth`)
-    and `connections.max.reauth.ms`."""
+    config), the SCRAM credential cache, the delegation tokens (SCRAM with `tokenauth`),
+    OAUTHBEARER's validation, GSSAPI's keys and short-name rules, and
+    `connections.max.reauth.ms` (per mechanism when
+    `listener.name.<l>.<mechanism>.connections.max.reauth.ms` sets it)."""
 
     listener_name: str
     enabled_mechanisms: list[str]
@@ -75,10 +109,22 @@ class SaslListenerConfig:
     credential_cache: CredentialCache = field(default_factory=CredentialCache)
     max_reauth_ms: int = 0
     token_cache: DelegationTokenCache | None = None
+    oauthbearer: OAuthBearerListenerConfig | None = None
+    gssapi: GssapiServerConfig | None = None
+    max_reauth_ms_by_mechanism: Mapping[str, int] = field(default_factory=dict)
+
+    def max_reauth_ms_for(self, mechanism: str | None) -> int:
+        return self.max_reauth_ms_by_mechanism.get(mechanism or "", self.max_reauth_ms)
 
     def create_sasl_server(self, mechanism: str) -> SaslServer:
         if mechanism == PLAIN:
             return PlainSaslServer(self.plain_users)
+        if mechanism == GSSAPI:
+            assert self.gssapi is not None, "GSSAPI listeners are configured at start-up"
+            return self.gssapi.create_sasl_server()
+        if mechanism == OAUTHBEARER:
+            assert self.oauthbearer is not None, "OAUTHBEARER listeners are configured at start-up"
+            return OAuthBearerSaslServer(self.oauthbearer.validator)
         scram = ScramMechanism.for_name(mechanism)
         assert scram is not None, "enabled mechanisms are validated at start-up"
         cache, tokens = self.credential_cache, self.token_cache
@@ -157,10 +203,14 @@ class SaslServerAuthenticator:
         try:
             header, offset = decode_request_header(frame)
         except ProtocolDecodeError as e:
+            if self._gssapi_without_handshake():
+                return self._raw_token(bytes(frame), now_ms)
             return AuthenticationStep(
                 close_reason=f"a frame during SASL authentication does not decode: {e}"
             )
         api_key = header.api_key
+        if not _is_api_key(api_key) and self._gssapi_without_handshake():
+            return self._raw_token(bytes(frame), now_ms)
         if self.complete:
             if api_key == ApiKey.SASL_HANDSHAKE and (self._session_expiration_ms is not None):
                 self._reauthenticating = True
@@ -169,7 +219,8 @@ class SaslServerAuthenticator:
                 return AuthenticationStep(
                     close_reason=(
                         f"the SASL session of {self.principal} expired (connections.max.reauth.ms"
-                        f"={self.config.max_reauth_ms}, or its delegation token's expiry) and "
+                        f"={self.config.max_reauth_ms_for(self.mechanism)}, or its token's "
+                        "expiry) and "
                         "the client did not re-authenticate"
                     )
                 )
@@ -226,6 +277,20 @@ class SaslServerAuthenticator:
             self.state = SaslState.FAILED
             return AuthenticationStep(close_reason=f"the {name} request does not decode")
         return body
+
+    def _gssapi_without_handshake(self) -> bool:
+        """Kafka 0.9 clients send their first GSSAPI token with no SaslHandshake: a first
+        frame that is no Kafka request is taken as one when the listener enables GSSAPI
+        (then raw tokens follow, as after SaslHandshake v0)."""
+        if (
+            self.state is not SaslState.INITIAL_REQUEST
+            or GSSAPI not in self.config.enabled_mechanisms
+        ):
+            return False
+        self.mechanism = GSSAPI
+        self._server = self.config.create_sasl_server(GSSAPI)
+        self.state = SaslState.RAW_TOKEN
+        return True
 
     # -- handshake ----------------------------------------------------------------------------
 
@@ -293,7 +358,8 @@ class SaslServerAuthenticator:
         `connections.max.reauth.ms` and with the credential (a delegation token's expiry),
         whichever comes first; None when neither limits it."""
         assert self._server is not None
-        expiry, max_reauth = self._server.credential_expiration_ms, self.config.max_reauth_ms
+        expiry = self._server.credential_expiration_ms
+        max_reauth = self.config.max_reauth_ms_for(self.mechanism)
         if expiry is None:
             return max_reauth if max_reauth > 0 else None
         left = expiry - now_ms
@@ -339,6 +405,14 @@ def _decode(api_key: ApiKey, version: int, frame: memoryview, offset: int) -> di
         return REQUESTS[api_key].decode(version, frame, offset)
     except ProtocolDecodeError:
         return None
+
+
+def _is_api_key(api_key: int) -> bool:
+    try:
+        ApiKey(api_key)
+    except ValueError:
+        return False
+    return True
 
 
 def _api_name(api_key: int) -> str:

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 
 from kafpy.common.errors import InvalidConfigurationError
+from kafpy.common.java_regex import java_replace
 
 DEFAULT_SSL_PRINCIPAL_MAPPING_RULES = "DEFAULT"
 
@@ -39,35 +40,12 @@ class _Rule:
             return None
         # Java's String.replaceAll: every match replaced (a pattern that can match the
         # empty string matches again at the end, as in Java)
-        result = self.pattern.sub(self._expand, dn)
+        result = java_replace(self.pattern, dn, self.replacement, every=True)
         if self.to_lower:
             return result.lower()
         if self.to_upper:
             return result.upper()
         return result
-
-    def _expand(self, m: re.Match[str]) -> str:
-        """Java's replacement syntax: `$n` a group (as many digits as name a group), `\\x`
-        the literal x; a reference to a group the pattern lacks is literal, as Kafka escapes it."""
-        text, groups, out, i = self.replacement, m.re.groups, [], 0
-        while i < len(text):
-            c = text[i]
-            if c == "\\" and i + 1 < len(text):
-                out.append(text[i + 1])
-                i += 2
-                continue
-            if c == "$" and i + 1 < len(text) and text[i + 1].isdigit():
-                ref = int(text[i + 1])
-                if ref <= groups:
-                    i += 2
-                    while i < len(text) and text[i].isdigit() and ref * 10 + int(text[i]) <= groups:
-                        ref = ref * 10 + int(text[i])
-                        i += 1
-                    out.append(m.group(ref) or "")
-                    continue
-            out.append(c)
-            i += 1
-        return "".join(out)
 
     def __str__(self) -> str:
         if self.pattern is None:

@@ -74,6 +74,8 @@ class ApiContext:
     def __post_init__(self) -> None:
         cache = FetchSessionCache(self.config.max_incremental_fetch_session_cache_slots)
         self.fetch_manager = FetchManager(self.replica_manager.time, cache)
+        # a session reads only the partitions that changed since its last fetch
+        self.replica_manager.add_partition_change_listener(cache.partition_changed)
 
     @property
     def broker_id(self) -> int:

@@ -14,7 +14,7 @@ several brokers in one process (tests) do not share metrics.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry
@@ -164,6 +164,14 @@ class BrokerTopicStats:
             else:
                 ts.bytes_out += size
                 all_.bytes_out += size
+
+    def record_idle_fetch(self, count_by_topic: Mapping[str, int]) -> None:
+        """An incremental fetch's idle partitions (not read, nothing to say): a read each."""
+        all_ = self.all_topics
+        for topic, count in count_by_topic.items():
+            if count > 0:
+                self.topic_stats(topic).total_fetch_requests += count
+                all_.total_fetch_requests += count
 
 
 class RequestStats:

@@ -5,12 +5,18 @@ high-watermark moves on its partitions call `check_and_complete`, and `try_compl
 decides, from log positions only (no reads), whether the fetch can be answered now.
 Completion re-reads the logs and hands the result to the callback (Kafka's cases A-I:
 leadership lost, partition gone, segment rolled or truncated, enough bytes).
+
+An incremental fetch (KIP-227) does not read the partitions of its session that had
+nothing to say when last read and have not changed since (IdlePartitions); its delayed
+fetch watches them under one key, woken when one of them changes, and counts only those.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
+from itertools import chain
+from typing import Protocol
 
 from kafpy.common.delayed_operation import DelayedOperation
 from kafpy.common.errors import KafkaError
@@ -71,6 +77,36 @@ class FetchPartitionStatus:
     fetch_info: PartitionFetchInfo
 
 
+class IdlePartitions(Protocol):
+    """The partitions of an incremental fetch session (KIP-227) a fetch leaves unread: when
+    last read they had nothing to say (no records, no error, the fetcher at their end, the
+    high watermark and log start offset it was told still theirs) and they have not
+    changed since."""
+
+    @property
+    def watch_key(self) -> Hashable:
+        """The purgatory key a delayed fetch watches them under."""
+        ...
+
+    def changed(self) -> Iterable[tuple[TopicPartition, FetchPartitionStatus]]:
+        """Those that changed since the fetch began, with where their fetch starts."""
+        ...
+
+    def take_changed(self) -> list[tuple[TopicPartition, PartitionFetchInfo]]:
+        """Those that changed since the fetch began, to be read by it now (in the session's
+        order)."""
+        ...
+
+    def watch(self, wake: Callable[[], None] | None) -> None:
+        """Call `wake` (on the event loop) when one of them changes; None: no longer."""
+        ...
+
+    def count_by_topic(self) -> dict[str, int]:
+        """How many partitions the fetch left unread, per topic (each still counts as a
+        partition read in TotalFetchRequestsPerSec, as in Kafka, which reads them all)."""
+        ...
+
+
 class DelayedFetch(DelayedOperation):
     """A fetch waiting for `params.min_bytes` over its partitions, or `params.max_wait_ms`."""
 
@@ -80,16 +116,20 @@ class DelayedFetch(DelayedOperation):
         statuses: Sequence[tuple[TopicPartition, FetchPartitionStatus]],
         end_offset_of: Callable[[TopicPartition, PartitionFetchInfo], LogOffsetMetadata],
         on_complete: Callable[[], None],
+        idle: IdlePartitions | None = None,
     ) -> None:
         super().__init__(params.max_wait_ms)
         self.params = params
         self.statuses = statuses
+        self.idle = idle
         self._end_offset_of = end_offset_of
         self._complete_callback = on_complete
 
     def try_complete(self) -> bool:
         accumulated = 0
-        for tp, status in self.statuses:
+        idle = self.idle
+        statuses = self.statuses if idle is None else chain(self.statuses, idle.changed())
+        for tp, status in statuses:
             start = status.start_offset_metadata
             try:
                 end = self._end_offset_of(tp, status.fetch_info)

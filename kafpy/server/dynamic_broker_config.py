@@ -21,14 +21,15 @@ max.connection.creation.rate, and `listener.name.<l>.max.connections` /
 `.max.connection.creation.rate`) and the listeners' security (KIP-226: `ssl.*` keys, a
 listener's key and trust stores only with its `listener.name.<l>.` prefix, rebuild its
 SslFactory for new connections; `sasl.enabled.mechanisms` and
-`listener.name.<l>.connections.max.reauth.ms` its SASL settings; the Kerberos and
-OAUTHBEARER login keys are accepted without effect, as in Kafka on a broker without those
-mechanisms). Security and listener keys are per broker only, as in Kafka. Password keys
-(store passwords, inline stores, JAAS configs) are stored encrypted with
-password.encoder.secret (security/password_encoder.py; refused without it, as Kafka
-refuses them) and decoded when read; a stored password that does not decode is logged and
-ignored, and at start-up those encrypted with password.encoder.old.secret are encrypted
-again with the new secret. The others (the other thread pools,
+`listener.name.<l>.connections.max.reauth.ms` its SASL settings; the Kerberos keys are
+accepted without effect, as in Kafka on a broker without GSSAPI, and so are OAUTHBEARER's
+login refresh keys, kafpy's login making a new token for each authentication). Security
+and listener keys are per broker only, as in Kafka. Password keys (store passwords, inline
+stores, JAAS configs) are stored encrypted with password.encoder.secret
+(security/password_encoder.py; refused without it, as Kafka refuses them) and decoded when
+read; a stored password that does not decode is logged and ignored, and at start-up those
+encrypted with password.encoder.old.secret are encrypted again with the new secret. The
+others (the other thread pools,
 listeners, sasl.mechanism.inter.broker.protocol, principal.builder.class) are refused by
 name, since kafpy cannot change them on a running broker yet.
 """

@@ -48,6 +48,7 @@ from kafpy.security.password_encoder import PasswordEncoder, PasswordEncoderErro
 from kafpy.security.sasl_configs import (
     BROKER_SASL_CONFIG_DEF,
     SASL_SECURITY_PROTOCOLS,
+    ensure_callback_class_supported,
     ensure_sasl_mechanisms_supported,
 )
 from kafpy.security.ssl_configs import BROKER_SSL_CONFIG_DEF
@@ -486,6 +487,21 @@ class KafkaConfig:
         value = self._values["sasl.jaas.config"]
         return ("sasl.jaas.config", str(value)) if value is not None else None
 
+    def sasl_callback_class(
+        self, listener_name: str, mechanism: str, key: str
+    ) -> tuple[str, str] | None:
+        """(key as set, class name) of a listener's SASL callback for a mechanism:
+        `listener.name.<listener>.<mechanism in lower case>.<key>` (the only form Kafka reads
+        for a server callback handler), else, for the login keys, `<key>`; None when unset."""
+        prefixed = f"{listener_config_prefix(listener_name)}{mechanism.lower()}.{key}"
+        raw = self.originals.get(prefixed)
+        if raw is not None and str(raw).strip():
+            return prefixed, str(raw).strip()
+        if key == "sasl.server.callback.handler.class":
+            return None
+        value = self._values[key]
+        return (key, str(value).strip()) if value is not None and str(value).strip() else None
+
     @property
     def connections_max_reauth_ms(self) -> int:
         return int(self._values["connections.max.reauth.ms"])
@@ -498,9 +514,18 @@ class KafkaConfig:
         if not mechanisms:
             raise InvalidConfigurationError(
                 f"{key} is empty for SASL listener {listener_name}: enable PLAIN, "
-                "SCRAM-SHA-256 or SCRAM-SHA-512"
+                "SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER"
             )
         ensure_sasl_mechanisms_supported(mechanisms, key)
+        for mechanism in mechanisms:
+            for base in (
+                "sasl.server.callback.handler.class",
+                "sasl.login.callback.handler.class",
+                "sasl.login.class",
+            ):
+                found = self.sasl_callback_class(listener_name, mechanism, base)
+                if found is not None:
+                    ensure_callback_class_supported(base, found[1], mechanism, where=found[0])
 
     def _validate_listeners(self) -> None:
         """Kafka's checks of `listeners` and `advertised.listeners` against the protocol map
@@ -795,6 +820,13 @@ def ensure_security_protocol_supported(listener: str, protocol: str) -> None:
         )
 
 
+_MECHANISM_OVERRIDES = frozenset({
+    "sasl.jaas.config", "sasl.server.callback.handler.class", "sasl.login.callback.handler.class",
+    "sasl.login.class", "connections.max.reauth.ms",
+})  # fmt: skip
+"""Keys Kafka reads per listener and mechanism (`listener.name.<l>.<mechanism>.<key>`)."""
+
+
 def _is_listener_override(key: str) -> bool:
     """`listener.name.<listener>.<key>` for a key a listener may override."""
     if not key.startswith("listener.name."):
@@ -804,10 +836,11 @@ def _is_listener_override(key: str) -> bool:
         rest in BROKER_SSL_CONFIG_DEF
         or rest in LISTENER_RECONFIGURABLE_CONFIGS
         or rest in ("sasl.enabled.mechanisms", "connections.max.reauth.ms")
+        or rest in ("sasl.kerberos.service.name", "sasl.kerberos.principal.to.local.rules")
     ):
         return True
     _, _, after_mechanism = rest.partition(".")
-    return after_mechanism == "sasl.jaas.config"
+    return after_mechanism in _MECHANISM_OVERRIDES
 
 
 def _parse_listeners(value: str) -> list[tuple[str, str, int]]:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Collection, Coroutine
+from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -114,16 +114,6 @@ if TYPE_CHECKING:
 def generate_cluster_id() -> str:
     """A new cluster id as Kafka makes one: a random UUID in URL-safe base64, unpadded."""
     return uuid_to_string(uuid.uuid4())
-
-
-def run_event_loop(main: Coroutine[Any, Any, None]) -> None:
-    """Run the broker's event loop: uvloop when it is installed, else asyncio's own."""
-    try:
-        import uvloop
-    except ImportError:
-        asyncio.run(main)
-        return
-    uvloop.run(main)
 
 
 class KafkaServer:

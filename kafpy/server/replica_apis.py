@@ -5,9 +5,11 @@ DescribeProducers and WriteTxnMarkers.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+from kafpy.cluster.partition import READ_COMMITTED
 from kafpy.common.errors import KafkaError
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.network.request_channel import CloseConnection, Request
@@ -19,7 +21,11 @@ from kafpy.records.memory_records import MemoryRecords
 from kafpy.server.api_context import ApiContext, body_of
 from kafpy.server.describe_producers import describe_producers
 from kafpy.server.produce_validation import validate_compressed_records, validate_produce_records
-from kafpy.server.record_conversion import down_convert_fetch, up_convert_produce
+from kafpy.server.record_conversion import (
+    convert_for_old_message_formats,
+    down_convert_fetch,
+    up_convert_produce,
+)
 from kafpy.server.replica_manager import (
     DEBUGGING_CONSUMER_ID,
     FetchParams,
@@ -79,6 +85,7 @@ class ReplicaApis:
                 )
         elif entries:
             await validate_compressed_records(self.ctx.replica_manager, entries)
+            await convert_for_old_message_formats(self._old_format_logs(entries), entries)
             answers.update(
                 await self.ctx.replica_manager.append_records(
                     body["timeout_ms"],
@@ -128,8 +135,23 @@ class ReplicaApis:
                          for t in body["forgotten_topics_data"] for p in t["partitions"]]  # fmt: skip
         else:
             metadata, to_forget = LEGACY_FETCH_METADATA, []
-        context = self.ctx.fetch_manager.new_context(metadata, fetch_data, to_forget,
-                                                     replica_id >= 0)  # fmt: skip
+        params = FetchParams(
+            replica_id=replica_id,
+            max_wait_ms=body["max_wait_ms"],
+            min_bytes=body["min_bytes"],
+            max_bytes=body.get("max_bytes", _INT32_MAX),
+            isolation_level=body.get("isolation_level", 0),
+            client_metadata=_client_metadata(request) if version >= 11 else None,
+        )
+        # a consumer's answers may name a preferred read replica, whose choice depends on
+        # more than the partition: its session reads every partition (as Kafka's does)
+        redirectable = (not params.is_from_follower and params.client_metadata is not None
+                        and self.ctx.replica_manager.replica_selector is not None)  # fmt: skip
+        context = self.ctx.fetch_manager.new_context(
+            metadata, fetch_data, to_forget, params.is_from_follower,
+            read_committed=params.isolation_level == READ_COMMITTED, reads_all=redirectable,
+            from_leader_only=params.fetch_only_from_leader,
+        )  # fmt: skip
         if context.error != Errors.NONE:
             return {"throttle_time_ms": 0, "error_code": context.error,
                     "session_id": INVALID_SESSION_ID, "responses": []}  # fmt: skip
@@ -145,17 +167,15 @@ class ReplicaApis:
                 infos.append((tp, info))
             else:
                 answers[tp] = answer
-        diverged = len(infos) < len(answers)
-        params = FetchParams(
-            replica_id=replica_id,
+        if len(infos) < len(answers):
             # an answer about a diverging epoch goes out at once, as Kafka's does
-            max_wait_ms=0 if diverged else body["max_wait_ms"],
-            min_bytes=body["min_bytes"],
-            max_bytes=body.get("max_bytes", _INT32_MAX),
-            isolation_level=body.get("isolation_level", 0),
-            client_metadata=_client_metadata(request) if version >= 11 else None,
+            params = dataclasses.replace(params, max_wait_ms=0)
+        idle = context.idle_partitions()
+        results = (
+            await self.ctx.replica_manager.fetch_messages(params, infos, idle)
+            if infos or idle is not None
+            else []
         )
-        results = await self.ctx.replica_manager.fetch_messages(params, infos) if infos else []
         if version < 4:
             results = await self._down_convert(version, dict(infos), results)
         for tp, r in results:
@@ -169,7 +189,10 @@ class ReplicaApis:
                 "preferred_read_replica": r.preferred_read_replica,
                 "records": r.records if r.records is not None else b"",
             }  # fmt: skip
-        response = context.update_and_generate_response_data(answers)
+        positions = (
+            {tp: r.fetch_offset_metadata for tp, r in results} if context.keeps_positions else None
+        )
+        response = context.update_and_generate_response_data(answers, positions)
         by_topic: dict[str, list[dict[str, Any]]] = {}
         for tp, answer in response.partitions.items():
             by_topic.setdefault(tp.topic, []).append(answer)
@@ -186,6 +209,18 @@ class ReplicaApis:
         partition = self.ctx.replica_manager.get_partition(tp)
         log = partition.log if partition is not None else None
         return log.config if log is not None else LogConfig()
+
+    def _old_format_logs(
+        self, entries: Mapping[TopicPartition, object]
+    ) -> dict[TopicPartition, LogConfig]:
+        """The configs of the leader logs among `entries` whose format is v0/v1."""
+        out = {}
+        for tp in entries:
+            partition = self.ctx.replica_manager.get_partition(tp)
+            log = partition.log if partition is not None and partition.is_leader else None
+            if log is not None and log.config.record_version < 2:
+                out[tp] = log.config
+        return out
 
     async def _down_convert(
         self,

@@ -19,7 +19,8 @@ ZkIsrManager writes it to ZooKeeper and announces it (Kafka's path below IBP 2.7
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable, Mapping
+import threading
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from time import monotonic
@@ -44,12 +45,13 @@ from kafpy.metadata.zk_data import LeaderAndIsr
 from kafpy.protocol.errors import Errors, error_code_of
 from kafpy.records.memory_records import MemoryRecords
 from kafpy.server.alter_isr_manager import AlterIsrItem, AlterIsrManager, AlterIsrResult
-from kafpy.server.delayed_delete_records import DelayedDeleteRecords, DeleteRecordsPartitionStatus
+from kafpy.server.delayed_delete_records import DelayedDeleteRecords, delete_records_on_leaders
 from kafpy.server.delayed_fetch import (
     DEBUGGING_CONSUMER_ID,
     DelayedFetch,
     FetchParams,
     FetchPartitionStatus,
+    IdlePartitions,
     PartitionFetchInfo,
 )
 from kafpy.server.delayed_produce import DelayedProduce, ProducePartitionStatus
@@ -184,6 +186,12 @@ class ReplicaManager:
         self.hw_checkpoint_interval_ms = high_watermark_checkpoint_interval_ms
         self.controller_epoch = INITIAL_CONTROLLER_EPOCH
         self.partitions: dict[TopicPartition, Partition] = {}
+        # told of each change of a hosted partition (the fetch session cache, KIP-227)
+        self._partition_change_listeners: list[Callable[[TopicPartition], None]] = []
+        # the event loop the broker runs on, and its thread (from startup): a change made
+        # on another thread (retention) reaches the listeners through the loop
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread = -1
         # BrokerTopicMetrics, counted only while the broker serves metrics (KafkaServer sets it)
         self.broker_topic_stats: BrokerTopicStats | None = None
         self.isr_shrinks = 0
@@ -222,6 +230,7 @@ class ReplicaManager:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             return  # no loop (unit tests drive maybe_shrink_isr themselves)
+        self._loop, self._loop_thread = loop, threading.get_ident()
         self._loop_tasks = [
             loop.create_task(self._every("isr-expiration", max(1, self.replica_lag_time_max_ms // 2),
                                          self.maybe_shrink_isr)),
@@ -284,6 +293,26 @@ class ReplicaManager:
 
     def partitions_get(self, tp: TopicPartition) -> Partition | None:
         return self.partitions.get(tp)
+
+    def add_partition_change_listener(self, listener: Callable[[TopicPartition], None]) -> None:
+        """Call `listener(tp)`, on the event loop, after each change of a hosted partition
+        that a fetch may answer differently after (see Partition.change_listener)."""
+        self._partition_change_listeners.append(listener)
+
+    def partition_changed(self, tp: TopicPartition) -> None:
+        """A hosted partition changed (its Partition or its Log says so)."""
+        listeners = self._partition_change_listeners
+        if not listeners:
+            return
+        loop = self._loop
+        if loop is not None and threading.get_ident() != self._loop_thread:
+            try:
+                loop.call_soon_threadsafe(self.partition_changed, tp)
+            except RuntimeError:
+                pass  # the loop is closed: the broker is gone
+            return
+        for listener in listeners:
+            listener(tp)
 
     def _on_follower_append(self, tp: TopicPartition) -> None:
         self.delayed_fetch_purgatory.check_and_complete(tp)
@@ -530,17 +559,28 @@ class ReplicaManager:
     # -- fetch ----------------------------------------------------------------------------
 
     async def fetch_messages(
-        self, params: FetchParams, fetch_infos: list[tuple[TopicPartition, PartitionFetchInfo]]
+        self,
+        params: FetchParams,
+        fetch_infos: list[tuple[TopicPartition, PartitionFetchInfo]],
+        idle: IdlePartitions | None = None,
     ) -> list[tuple[TopicPartition, FetchPartitionData]]:
         """Read the partitions; if fewer than `min_bytes` came back (and nothing failed), wait
-        in the fetch purgatory until enough arrive or `max_wait_ms` passes, then read again."""
-        results = await self._fetch_messages(params, fetch_infos)
-        if self.broker_topic_stats is not None:
-            self.broker_topic_stats.record_fetch(params.is_from_follower, results)
+        in the fetch purgatory until enough arrive or `max_wait_ms` passes, then read again.
+        An incremental fetch also waits on its session's `idle` partitions, which it reads
+        only once they change (the results then include them)."""
+        results = await self._fetch_messages(params, fetch_infos, idle)
+        stats = self.broker_topic_stats
+        if stats is not None:
+            stats.record_fetch(params.is_from_follower, results)
+            if idle is not None:
+                stats.record_idle_fetch(idle.count_by_topic())
         return results
 
     async def _fetch_messages(
-        self, params: FetchParams, fetch_infos: list[tuple[TopicPartition, PartitionFetchInfo]]
+        self,
+        params: FetchParams,
+        fetch_infos: list[tuple[TopicPartition, PartitionFetchInfo]],
+        idle: IdlePartitions | None,
     ) -> list[tuple[TopicPartition, FetchPartitionData]]:
         results = self._read_from_local_log(params, fetch_infos)
         if params.is_from_follower:
@@ -553,7 +593,12 @@ class ReplicaManager:
                 readable += len(r.records)
             if r.error_code != Errors.NONE or r.preferred_read_replica >= 0:
                 errored = True  # (or redirected) answered at once
-        if params.max_wait_ms <= 0 or not fetch_infos or readable >= params.min_bytes or errored:
+        if (
+            params.max_wait_ms <= 0
+            or (not fetch_infos and idle is None)
+            or readable >= params.min_bytes
+            or errored
+        ):
             return results
         statuses = [
             (tp, FetchPartitionStatus(r.fetch_offset_metadata, info))
@@ -564,15 +609,41 @@ class ReplicaManager:
         )
 
         def complete() -> None:
+            if idle is not None:
+                idle.watch(None)
             if not future.done():
-                results = self._read_from_local_log(params, fetch_infos)
+                infos = fetch_infos if idle is None else [*fetch_infos, *idle.take_changed()]
+                results = self._read_from_local_log(params, infos)
                 if params.is_from_follower:
                     self._record_leader_throttled(results)
                 future.set_result(results)
 
-        op = DelayedFetch(params, statuses, self._fetch_end_offset(params), complete)
-        self.delayed_fetch_purgatory.try_complete_else_watch(op, [tp for tp, _ in fetch_infos])
+        op = DelayedFetch(params, statuses, self._fetch_end_offset(params), complete, idle)
+        keys: list[Hashable] = [tp for tp, _ in fetch_infos]
+        if idle is not None:
+            keys.append(idle.watch_key)
+            idle.watch(self._idle_fetch_waker(idle.watch_key))
+        self.delayed_fetch_purgatory.try_complete_else_watch(op, keys)
         return await future
+
+    def _idle_fetch_waker(self, key: Hashable) -> Callable[[], None]:
+        """Retries the fetches parked under `key` soon after a change of an idle partition
+        (once however many change before it runs, and after the change has finished)."""
+        loop = asyncio.get_running_loop()
+        scheduled = False
+
+        def check() -> None:
+            nonlocal scheduled
+            scheduled = False
+            self.delayed_fetch_purgatory.check_and_complete(key)
+
+        def wake() -> None:
+            nonlocal scheduled
+            if not scheduled:
+                scheduled = True
+                loop.call_soon(check)
+
+        return wake
 
     def _fetch_end_offset(
         self, params: FetchParams
@@ -890,67 +961,13 @@ class ReplicaManager:
     async def delete_records(
         self, timeout_ms: int, offsets: Mapping[TopicPartition, int]
     ) -> dict[TopicPartition, tuple[int, int]]:
-        """DeleteRecords on the partitions this broker leads: tp -> (low watermark, error code).
-
-        The leader moves its log start offset at once; the answer waits (in the
-        DeleteRecords purgatory) until every live replica moved its own, i.e. until the
-        low watermark reaches the requested offset, or answers REQUEST_TIMED_OUT after
-        `timeout_ms`.
-        """
-        statuses: dict[TopicPartition, DeleteRecordsPartitionStatus] = {}
-        for tp, offset in offsets.items():
-            response: dict[str, Any] = {
-                "partition_index": tp.partition,
-                "low_watermark": -1,
-                "error_code": Errors.NONE,
-            }
-            required = -1
-            try:
-                partition = self.get_partition_or_error(tp)
-                required, response["low_watermark"] = partition.delete_records_on_leader(
-                    offset, self.broker_alive
-                )
-            except KafkaError as e:
-                response["error_code"] = error_code_of(e)
-            except (
-                Exception
-            ) as e:  # a bug or an I/O failure: the partition answers, the broker lives
-                self.log.exception("Error processing delete records operation on partition %s", tp)
-                response["error_code"] = Errors.UNKNOWN_SERVER_ERROR
-                response["error_message"] = str(e)
-            statuses[tp] = DeleteRecordsPartitionStatus(required, response)
-            if response["error_code"] == Errors.NONE:
-                self.complete_delayed_requests(tp)
-        if all(s.response["error_code"] != Errors.NONE for s in statuses.values()):
-            return {
-                tp: (s.response["low_watermark"], s.response["error_code"])
-                for tp, s in statuses.items()
-            }
-        future: asyncio.Future[dict[TopicPartition, dict[str, Any]]] = (
-            asyncio.get_running_loop().create_future()
-        )
-
-        def done(answer: dict[TopicPartition, dict[str, Any]]) -> None:
-            if not future.done():
-                future.set_result(answer)
-
-        op = DelayedDeleteRecords(timeout_ms, statuses, self._low_watermark, done)
-        self.delayed_delete_records_purgatory.try_complete_else_watch(op, list(offsets))
-        answer = await future
-        return {tp: (r["low_watermark"], r["error_code"]) for tp, r in answer.items()}
+        """DeleteRecords on the partitions this broker leads: tp -> (low watermark, error
+        code), once every live replica moved its log start (delayed_delete_records.py)."""
+        return await delete_records_on_leaders(self, timeout_ms, offsets)
 
     def broker_alive(self, broker_id: int) -> bool:
         """Whether `broker_id` is alive in the metadata cache."""
         return self.metadata_cache.get_alive_broker(broker_id) is not None
-
-    def _low_watermark(self, tp: TopicPartition) -> tuple[int, int]:
-        """(error code, low watermark) for DelayedDeleteRecords."""
-        partition = self.partitions.get(tp)
-        if partition is None:
-            return Errors.UNKNOWN_TOPIC_OR_PARTITION, -1
-        if not partition.is_leader or partition.log is None:
-            return Errors.NOT_LEADER_OR_FOLLOWER, -1
-        return Errors.NONE, partition.low_watermark_if_leader(self.broker_alive)
 
 
 def _aborted_transactions(aborted: list[AbortedTxn] | None) -> list[dict[str, int]] | None:

@@ -321,6 +321,7 @@ class ReplicaStateChanges:
             rm.time,
             self._checkpointed_hw,
             rm.replica_lag_time_max_ms,
+            rm.partition_changed,
         )
 
     def _checkpointed_hw(self, tp: TopicPartition, log: Log) -> int | None:

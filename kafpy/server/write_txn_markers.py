@@ -28,6 +28,7 @@ from kafpy.records.control_record import (
     EndTransactionMarker,
     build_end_transaction_marker,
 )
+from kafpy.records.record_batch import MAGIC_V2
 from kafpy.server.replica_manager import ReplicaManager
 from kafpy.storage.producer_state_manager import AppendOrigin
 
@@ -78,6 +79,9 @@ class TxnMarkerWriter:
                 if partition is None or partition.log is None:
                     # as Kafka: a partition without a local log is unknown to this broker
                     errors[tp] = Errors.UNKNOWN_TOPIC_OR_PARTITION
+                elif partition.log.config.record_version < MAGIC_V2:
+                    # a log of format v0/v1 holds no transactions (as Kafka's getMagic check)
+                    errors[tp] = Errors.UNSUPPORTED_FOR_MESSAGE_FORMAT
                 else:
                     entries[tp] = control
         if entries:

@@ -23,6 +23,7 @@ import pyarrow as pa
 
 from kafpy.client.fetcher import AbortedTransactions
 from kafpy.common.errors import CorruptRecordError, MessageTooLargeError
+from kafpy.records.builder import RecordBatchBuilder
 from kafpy.records.compression import MAX_DECOMPRESSED_BATCH_BYTES, decompress
 from kafpy.records.memory_records import MemoryRecords
 from kafpy.records.record_batch import (
@@ -31,6 +32,7 @@ from kafpy.records.record_batch import (
     RECORD_BATCH_OVERHEAD,
     TIMESTAMP_TYPE_MASK,
     RecordBatch,
+    TimestampType,
 )
 from kafpy.records.varint import decode_varlong, decode_varlongs_at
 
@@ -112,6 +114,8 @@ def decode_batches(
             continue
         if batch.next_offset <= position:
             continue
+        if batch.is_legacy:
+            batch = _as_v2(batch)
         if batch.attributes & CONTROL_MASK or batch.record_count == 0:
             position = batch.next_offset
             continue
@@ -169,6 +173,23 @@ def empty_batch(include_headers: bool) -> pa.RecordBatch:
 
 
 # --- internals ---------------------------------------------------------------
+
+
+def _as_v2(batch: RecordBatch) -> RecordBatch:
+    """A message of format v0/v1 (a topic whose message.format.version is, or was, below
+    0.11.0) as a v2 batch of the same records, offsets and timestamps, so that it is
+    decoded as any other batch; its CRC-32 is checked on the way."""
+    batch.ensure_entry_valid()
+    lat = batch.timestamp_type is TimestampType.LOG_APPEND_TIME
+    records = list(batch.records())
+    builder = RecordBatchBuilder(
+        timestamp_type=TimestampType.LOG_APPEND_TIME if lat else TimestampType.CREATE_TIME,
+        base_offset=records[0].offset if records else batch.base_offset,
+        log_append_time=batch.max_timestamp if lat else None,
+    )
+    for r in records:
+        builder.append(r.timestamp, r.key, r.value, offset=r.offset)
+    return RecordBatch(builder.build())
 
 
 def _payload(batch: RecordBatch) -> bytes | memoryview:

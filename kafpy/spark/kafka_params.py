@@ -10,7 +10,7 @@ or producer. kafpy's own client honours only some of them, so this module sorts 
   `interceptor.classes`);
 - refused because kafpy's client cannot honour it and going on without it would be wrong:
   `transactional.id` (the exactly-once sink derives one per task), interceptors on writes,
-  `sasl.*` without a SASL protocol, a SASL mechanism other than PLAIN and SCRAM;
+  `sasl.*` without a SASL protocol, a SASL mechanism other than GSSAPI, PLAIN and SCRAM;
   `security.protocol` (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL) with Kafka's `ssl.*` and
   `sasl.*` client keys is passed to kafpy's client;
 - anything else is ignored with a warning naming it, as Kafka's client warns that a
@@ -49,7 +49,10 @@ _USED: dict[Role, frozenset[str]] = {
     "write": _USED_BY_BOTH | {"acks", "enable.idempotence", "compression.type"},
 }
 
-_SASL_KEYS = frozenset({"sasl.mechanism", "sasl.jaas.config", "sasl.username", "sasl.password"})
+_SASL_KEYS = frozenset({
+    "sasl.mechanism", "sasl.jaas.config", "sasl.username", "sasl.password",
+    "sasl.kerberos.service.name", "sasl.kerberos.keytab", "sasl.kerberos.principal",
+})  # fmt: skip
 _NO_SASL = (
     "kafpy's client reads kafka.sasl.* only with kafka.security.protocol SASL_PLAINTEXT or "
     "SASL_SSL; set it, or leave out the kafka.sasl.* options"

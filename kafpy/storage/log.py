@@ -22,6 +22,7 @@ from kafpy.common.errors import (
     KafkaStorageError,
     OffsetOutOfRangeError,
     RecordListTooLargeError,
+    UnsupportedForMessageFormatError,
 )
 from kafpy.common.file_descriptors import is_out_of_file_descriptors, too_many_open_files
 from kafpy.common.kafka_uuid import uuid_to_string
@@ -34,7 +35,7 @@ from kafpy.storage.abstract_index import (
     InvalidOffsetError,
 )
 from kafpy.storage.log_append_info import FetchDataInfo, LogAppendInfo, LogOffsetMetadata
-from kafpy.storage.log_config import LogConfig
+from kafpy.storage.log_config import LogConfig, parse_api_version
 from kafpy.storage.log_loader import LogLoader
 from kafpy.storage.log_segment import (
     CLEANED_FILE_SUFFIX,
@@ -154,6 +155,10 @@ class Log:
         self._validator = LogValidator(config, self.topic_partition)
         self.recovery_point = recovery_point
         self.log_start_offset = log_start_offset
+        # called (on whichever thread made the change) after a truncation or a move of the
+        # log start offset, changes that may bypass the Partition (retention, LogManager):
+        # the Partition that serves this log listens, for the fetch sessions (KIP-227)
+        self.change_listener: Callable[[], None] | None = None
         # guards every change of state; the cleaner holds it while it swaps segments in
         self.lock = threading.RLock()
         self.segments = LogSegments()
@@ -247,6 +252,11 @@ class Log:
 
     def update_config(self, config: LogConfig) -> None:
         with self.lock:
+            old, new = self.config.record_version, config.record_version
+            if new < old:
+                self.log.warning(
+                    "Record format version has been downgraded from V%d to V%d.", old, new
+                )
             self.config = config
             self._validator = LogValidator(config, self.topic_partition)
 
@@ -309,7 +319,13 @@ class Log:
                 self._check_open()
             now = self.time.milliseconds()
             data, info = self._validator.validate_and_assign_offsets(
-                buffer, self._leo, now, leader_epoch, is_from_client, records.records_validated
+                buffer,
+                self._leo,
+                now,
+                leader_epoch,
+                is_from_client,
+                records.records_validated,
+                records.converted,
             )
             if not info.shallow_count:
                 return info
@@ -666,6 +682,13 @@ class Log:
                 return TimestampOffset(NO_TIMESTAMP, self.log_start_offset)
             if target_timestamp == LATEST_TIMESTAMP:
                 return TimestampOffset(NO_TIMESTAMP, self._leo)
+            if self.config.record_version == 0:
+                raise UnsupportedForMessageFormatError(
+                    "Cannot search offsets based on timestamp because message format version "
+                    f"for partition {self.topic_partition} is "
+                    f"{parse_api_version(self.config.message_format_version)} which is earlier "
+                    "than the minimum required version 0.10.0-IV0"
+                )
             for segment in segments:
                 if segment.largest_timestamp >= target_timestamp:
                     return segment.find_offset_by_timestamp(target_timestamp, self.log_start_offset)
@@ -726,7 +749,8 @@ class Log:
                 self.recovery_point = min(self._leo, self.recovery_point)
                 self.log_start_offset = min(self._leo, self.log_start_offset)
                 self._load_producer_state(self._leo)
-            return True
+        self._changed()
+        return True
 
     def truncate_fully_and_start_at(self, new_offset: int) -> None:
         """Delete every segment and start an empty log at `new_offset`."""
@@ -749,6 +773,7 @@ class Log:
             self.log_start_offset = new_offset
             self.producer_state_manager.truncate()
             self.producer_state_manager.update_map_end_offset(new_offset)
+        self._changed()
 
     # -- retention ----------------------------------------------------------------------------------
 
@@ -761,10 +786,17 @@ class Log:
                     f"{self.topic_partition} since it is larger than the log end offset {self._leo}"
                 )
             self._check_open()
-            if new_log_start_offset > self.log_start_offset:
-                self.log.info("Incrementing log start offset to %d", new_log_start_offset)
-                self.log_start_offset = new_log_start_offset
-                self.producer_state_manager.truncate_head(new_log_start_offset)
+            if new_log_start_offset <= self.log_start_offset:
+                return
+            self.log.info("Incrementing log start offset to %d", new_log_start_offset)
+            self.log_start_offset = new_log_start_offset
+            self.producer_state_manager.truncate_head(new_log_start_offset)
+        self._changed()
+
+    def _changed(self) -> None:
+        listener = self.change_listener
+        if listener is not None:
+            listener()
 
     def delete_old_segments(
         self,

@@ -109,26 +109,18 @@ def record_version_for(api_version: str) -> int:
     """The record batch magic (0, 1, 2) an ApiVersion's message format stands for."""
     full = parse_api_version(api_version)
     index = API_VERSIONS.index(full)
-    if index < API_VERSIONS.index("0.10.0-IV1"):
+    if index < API_VERSIONS.index("0.10.0-IV0"):
         return 0
-    if index < API_VERSIONS.index("0.11.0-IV2"):
+    if index < API_VERSIONS.index("0.11.0-IV0"):
         return 1
     return 2
 
 
 def _check_api_version(value: object) -> str | None:
     try:
-        magic = record_version_for(str(value))
+        record_version_for(str(value))
     except ValueError as e:
         return str(e)
-    if magic < 2:
-        # Old clients are served by converting at the edges (Produce v0-2 up, Fetch v0-3
-        # down); storing message format v0/v1 itself is not something kafpy does.
-        return (
-            f"message format {value} (magic {magic}) cannot be stored by kafpy, which keeps "
-            "record batch v2 only (0.11.0 and later); old clients are still served, their "
-            "messages converted on the way in and out"
-        )
     return None
 
 

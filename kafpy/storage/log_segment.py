@@ -22,7 +22,7 @@ from kafpy.records.record_batch import (
     HEADER_LOCATION,
     LOG_OVERHEAD,
     MAGIC_V2,
-    ensure_batch_valid,
+    ensure_entry_valid,
 )
 from kafpy.storage.abstract_index import INT32_MAX, IndexOffsetOverflowError, InvalidOffsetError
 from kafpy.storage.file_records import FileRecords, LogOffsetPosition
@@ -400,8 +400,8 @@ class LogSegment:
     def recover(self, producer_state_manager: ProducerStateManager | None = None) -> int:
         """Rebuild the indexes from the log, cutting it at the first invalid or torn batch.
 
-        Each batch must be magic 2 with a matching CRC-32C and offsets that increase from
-        the base offset. With `producer_state_manager` (the producer state at the
+        Each batch must be magic 2 with a matching CRC-32C, or a v0/v1 message with a
+        matching CRC-32, with offsets that increase from the base offset. With `producer_state_manager` (the producer state at the
         segment's base offset) the batches of producers are replayed into it and the
         transactions aborted in this segment are written to its `.txnindex` again.
         Returns the number of bytes cut off the end of the file.
@@ -417,7 +417,7 @@ class LogSegment:
         next_expected = self.base_offset
         try:
             for position, header, data in self.log.batches_with_data(0):
-                ensure_batch_valid(data, 0, header)
+                ensure_entry_valid(data, 0, header)
                 base = header[H_BASE_OFFSET]
                 last = base + header[H_LAST_OFFSET_DELTA]
                 if base < next_expected or last < base:

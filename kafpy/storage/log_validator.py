@@ -25,6 +25,10 @@ batches that carry a producer id (`LogAppendInfo.producer_batches`).
 
 The offset of the max timestamp is the last offset of the batch holding it (as Kafka
 reports it for compressed batches).
+
+A log whose message.format.version is below 0.11.0 stores message format v0/v1: after
+these checks the batches are rewritten in that format (`to_message_set`), and what it
+cannot hold (producer ids, headers, zstd) is refused as Kafka refuses it.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from kafpy.common.errors import (
 )
 from kafpy.records.builder import RecordBatchBuilder
 from kafpy.records.compression import CompressionType, decompress, decompressed_limit
+from kafpy.records.legacy_record import ConvertedMessageSet, to_message_set
 from kafpy.records.record_batch import (
     ATTRIBUTES_OFFSET,
     COMPRESSION_CODEC_MASK,
@@ -65,6 +70,7 @@ from kafpy.records.record_batch import (
     TimestampType,
     batch_too_small,
     ensure_batch_valid,
+    ensure_entry_valid,
     header_at,
     iter_headers,
 )
@@ -130,7 +136,7 @@ def analyze_and_validate(
             break
         size = header[H_LENGTH] + LOG_OVERHEAD
         _check_size(size, max_message_bytes)
-        ensure_batch_valid(buffer, pos, header)
+        ensure_entry_valid(buffer, pos, header)
         base = header[H_BASE_OFFSET]
         last = base + header[H_LAST_OFFSET_DELTA]
         if first_offset < 0 and count == 0:
@@ -179,6 +185,7 @@ class LogValidator:
         "producer_codec",
         "compacted",
         "topic_partition",
+        "record_version",
     )
 
     def __init__(self, config: LogConfig, topic_partition: object = None) -> None:
@@ -190,6 +197,7 @@ class LogValidator:
         self.producer_codec = config.compression_type == "producer"
         self.compacted = config.compact
         self.topic_partition = topic_partition
+        self.record_version = config.record_version
 
     def validate_and_assign_offsets(
         self,
@@ -199,11 +207,14 @@ class LogValidator:
         leader_epoch: int,
         is_from_client: bool = True,
         records_validated: bool = False,
+        converted: ConvertedMessageSet | None = None,
     ) -> tuple[memoryview, LogAppendInfo]:
         """Validate the batches of a leader append and give them offsets from `next_offset`.
 
         With `records_validated` (validate_records already passed for these bytes) only
-        the headers are checked.
+        the headers are checked. `converted` is these bytes already written in the log's
+        message format v0/v1 (off the event loop); when it was made for this log's
+        format and codec it is only moved to its offsets.
 
         Returns the bytes to write (the same buffer, patched in place, unless it was
         read-only or had to be re-compressed) and the append info, whose
@@ -322,6 +333,11 @@ class LogValidator:
             info.max_timestamp = now
             info.offset_of_max_timestamp = offset - 1
             info.log_append_time = now
+        if self.record_version < MAGIC_V2 and count:
+            lat = now if log_append_time else None
+            if converted is not None and pos == end:
+                return self._to_message_set(patched[:pos], info, lat, converted)
+            return self._to_message_set(patched[:pos], info, lat)
         if target != source_codec and count:
             rebuilt = _recompress(
                 patched[:pos], info, self.config, leader_epoch, now if log_append_time else None
@@ -329,6 +345,32 @@ class LogValidator:
             info.producer_batches = None  # positions moved: the producer check walks again
             return rebuilt, info
         return (patched if pos == end else patched[:pos]), info
+
+    def _to_message_set(
+        self,
+        data: memoryview,
+        info: LogAppendInfo,
+        log_append_time: int | None,
+        done: ConvertedMessageSet | None = None,
+    ) -> tuple[memoryview, LogAppendInfo]:
+        """The checked v2 batches as the message set of the log's format (v0/v1), as Kafka's
+        LogValidator converts to an older message.format.version on the way in; `done`
+        when that conversion was made ahead for this format and codec."""
+        codec = None if self.producer_codec else CompressionType(info.target_codec)
+        if done is not None and (done.magic, done.compression, done.log_append_time) == (
+            self.record_version,
+            codec,
+            log_append_time,
+        ):
+            converted = done.moved_to(info.first_offset)
+        else:
+            converted = to_message_set(data, self.record_version, codec, log_append_time)
+        info.max_timestamp = converted.max_timestamp
+        info.offset_of_max_timestamp = converted.offset_of_max_timestamp
+        info.valid_bytes = len(converted.data)
+        info.producer_batches = []
+        _check_size(converted.largest_entry, self.max_message_bytes)
+        return memoryview(converted.data), info
 
     def validate_records(self, buffer: memoryview, now: int) -> None:
         """The record checks of validate_and_assign_offsets alone, for a client's batches.

@@ -22,9 +22,10 @@ from typing import Any
 
 import click
 
+from kafpy.common.event_loop import run_event_loop
 from kafpy.common.logger import configure_logging
 from kafpy.server.kafka_config import KafkaConfig
-from kafpy.server.kafka_server import KafkaServer, run_event_loop
+from kafpy.server.kafka_server import KafkaServer
 from kafpy.testing.faults import FaultInjector
 
 # what the parent may ask; stop_broker / start_broker are done by the parent itself

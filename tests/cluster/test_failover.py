@@ -147,7 +147,18 @@ def test_partition_leader_sigkill(cluster: LocalCluster, zk: Zk) -> None:
         f"broker {survivor} to lead led-0",
         retry_on=ANY_ERROR,
     )
-    after = {p: zk.partition_state("led", p) for p in assignment}
+    # the controller elects led-0's new leader first, then drops the dead replica from the
+    # other ISRs (Kafka's onReplicasBecomeOffline): wait for both
+    after = wait_until(
+        lambda: (
+            (a := {p: zk.partition_state("led", p) for p in assignment})
+            and all(s is not None and victim not in s["isr"] for s in a.values())
+            and a
+        ),
+        WAIT_S,
+        f"broker {victim} out of every ISR of led",
+        retry_on=ANY_ERROR,
+    )
     # led-0: the leader moved to the other in-sync replica, with a new leader epoch
     assert after[0] is not None and before[0] is not None
     assert after[0]["leader"] == survivor and after[0]["isr"] == [survivor]

@@ -12,16 +12,18 @@ import hashlib
 import os
 import signal
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import confluent_kafka
 import pytest
 
-from kafpy.client.admin_client import NewTopic
+from kafpy.client.admin_client import ConfigResource, NewTopic
 from kafpy.client.fetcher import Fetcher, OffsetResetStrategy
 from kafpy.client.kafka_client import KafkaClient
 from kafpy.common.topic_partition import TopicPartition
+from kafpy.records.memory_records import MemoryRecords
 from kafpy.testing.wait import wait_until
 from kafpy.tools.local_cluster import LocalCluster
 from tests.cluster.support import (
@@ -101,6 +103,37 @@ def test_rf3_followers_hold_identical_segment_files(cluster: LocalCluster, zk: Z
         identical, WAIT_S, "the three copies to be byte-identical", retry_on=ANY_ERROR
     )
     assert len(copies) == 3
+    assert sorted(zk.partition_state(topic, 0)["isr"]) == [0, 1, 2]
+
+
+def test_followers_copy_a_log_of_mixed_message_formats(cluster: LocalCluster, zk: Zk) -> None:
+    # a topic stored as v1 (gzip wrappers), then v0, then v2: the followers append the
+    # leader's messages as they are, so the copies stay byte-identical
+    topic = "copies-mixed-formats"
+    _create(cluster, zk, topic, **{"message.format.version": "0.10.0", "compression.type": "gzip"})
+    values = [f"value-{i}".encode() * 3 for i in range(600)]
+    for version, part in (
+        ("0.10.0", values[:200]),
+        ("0.9.0", values[200:400]),
+        ("2.8", values[400:]),
+    ):
+        admin(cluster, lambda a, v=version: a.alter_configs(
+            ConfigResource.topic(topic), {"message.format.version": v}))  # fmt: skip
+        # the leader applies the change when the config notification reaches it
+        time.sleep(2)
+        assert _produce_all(cluster, topic, part) == []
+
+    def identical() -> Any:
+        copies = {b: _segments(cluster, b, topic, 0) for b in cluster.brokers}
+        first = next(iter(copies.values()))
+        return first and all(c == first for c in copies.values()) and copies
+
+    wait_until(identical, WAIT_S, "the three copies to be byte-identical", retry_on=ANY_ERROR)
+    leader = zk.partition_state(topic, 0)["leader"]
+    d: Path = cluster.brokers[leader].data_dir / f"{topic}-0"
+    data = b"".join(f.read_bytes() for f in sorted(d.glob("*.log")))
+    magics = [b.magic for b in MemoryRecords(data).batches()]
+    assert [m for i, m in enumerate(magics) if i == 0 or magics[i - 1] != m] == [1, 0, 2]
     assert sorted(zk.partition_state(topic, 0)["isr"]) == [0, 1, 2]
 
 

@@ -114,7 +114,7 @@ def test_ssl_keystore_rotated_without_restart(
         # without the listener prefix, as Kafka refuses it
         err = configs(broker, "--add-config", f"ssl.keystore.location={keystore}", ok=False)
         assert "only per-listener using the listener prefix" in err
-        # librdkafka's test 0081: accepted, without effect (no listener enables GSSAPI)
+        # librdkafka's test 0081: accepted, without effect (MIT Kerberos renews by itself)
         configs(broker, "--add-config", "sasl.kerberos.min.time.before.relogin=58000")
         out = configs_describe(broker)
         assert "sasl.kerberos.min.time.before.relogin=58000" in out

@@ -129,6 +129,51 @@ def test_kafka_python_consumes_in_a_fetch_session(broker: SessionBroker) -> None
         consumer.close()
 
 
+def test_kafka_python_long_poll_in_an_idle_session_is_woken_by_new_records(
+    broker: SessionBroker,
+) -> None:
+    # the broker reads none of an idle session's partitions: the consumer's long poll
+    # (60 s) waits for them under the session's key, and must be answered when records
+    # arrive on them, long before its deadline
+    topic = new_topic(broker)
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 5})
+
+    def produce_to(partitions: range, tag: str) -> set[bytes]:
+        values = {f"{tag}-{p}".encode() for p in partitions}
+        for p in partitions:
+            producer.produce(topic, value=f"{tag}-{p}".encode(), partition=p)
+        assert producer.flush(30) == 0
+        return values
+
+    # records on partition 0 only: the full fetch that opens the session answers at once
+    early = produce_to(range(1), "early")
+    consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap, enable_auto_commit=False,
+                             fetch_max_wait_ms=60_000, request_timeout_ms=180_000)  # fmt: skip
+    consumer.assign([KpTopicPartition(topic, p) for p in range(PARTITIONS)])
+    consumer.seek_to_beginning()
+    try:
+        got: set[bytes] = set()
+
+        def poll_until(wanted: set[bytes]) -> bool:
+            for records in consumer.poll(200).values():
+                got.update(r.value for r in records)
+            return wanted <= got
+
+        wait_until(lambda: poll_until(early), 30, "kafka-python read partition 0")
+        # its next fetch names partition 0 (a new offset); 1 to 3 are idle, not read; it
+        # waits in the broker (kafka-python sends it from poll, and no other meanwhile)
+        deadline = time.monotonic() + 1
+        while time.monotonic() < deadline:
+            poll_until(early)
+        late = produce_to(range(1, PARTITIONS), "late")
+        wait_until(
+            lambda: poll_until(early | late), 30, "the long poll answered with the new records"
+        )
+        assert got == early | late
+    finally:
+        consumer.close()
+
+
 def fetch_v11(
     topic: str, session_id: int, epoch: int, partitions: range, offset: int = 2
 ) -> dict[str, Any]:

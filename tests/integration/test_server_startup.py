@@ -52,12 +52,24 @@ _PEM_KEYSTORE = {**_SSL_ONLY, "ssl.keystore.type": "PEM", "ssl.keystore.location
             {"ssl.keystore.type": "PEM", "listener.name.ssl.ssl.keystore.location": "{missing}"},
             "ssl.keystore.location {missing} for listener SSL cannot be read",
         ),
-        # Kafka's default mechanism, GSSAPI, and OAUTHBEARER are refused by name
+        # Kafka's default mechanism, GSSAPI, needs its keys
         ("SASL_PLAINTEXT://127.0.0.1:{port}", {"security.inter.broker.protocol": "SASL_PLAINTEXT"},
-         "sasl.enabled.mechanisms names SASL mechanism(s) GSSAPI, which kafpy does not support"),
-        ("SASL_SSL://127.0.0.1:{port}",
-         {"security.inter.broker.protocol": "SASL_SSL", "sasl.enabled.mechanisms": "OAUTHBEARER"},
-         "names SASL mechanism(s) OAUTHBEARER, which kafpy does not support"),
+         "Listener SASL_PLAINTEXT uses SASL mechanism GSSAPI but has no JAAS configuration"),
+        # OAUTHBEARER needs its JAAS entry; a Java callback class is refused by name
+        ("SASL_PLAINTEXT://127.0.0.1:{port}",
+         {"security.inter.broker.protocol": "SASL_PLAINTEXT",
+          "sasl.enabled.mechanisms": "OAUTHBEARER",
+          "sasl.mechanism.inter.broker.protocol": "OAUTHBEARER"},
+         "Listener SASL_PLAINTEXT enables SASL mechanism OAUTHBEARER but has no JAAS "
+         "configuration for it"),
+        ("SASL_PLAINTEXT://127.0.0.1:{port}",
+         {"security.inter.broker.protocol": "SASL_PLAINTEXT",
+          "sasl.enabled.mechanisms": "OAUTHBEARER",
+          "sasl.mechanism.inter.broker.protocol": "OAUTHBEARER",
+          "listener.name.sasl_plaintext.oauthbearer.sasl.server.callback.handler.class":
+              "io.strimzi.kafka.oauth.server.JaasServerOauthValidatorCallbackHandler"},
+         "names the Java class io.strimzi.kafka.oauth.server.JaasServerOauthValidatorCallbackHandler, "
+         "which kafpy cannot run"),
         (
             "EXTERNAL://127.0.0.1:{port}",
             {"listener.security.protocol.map": "EXTERNAL:SASL_PLAINTEXT",

@@ -10,6 +10,7 @@ import pytest
 from kafpy.common.errors import CorruptRecordError, MessageTooLargeError
 from kafpy.records.builder import RecordBatchBuilder, build_batch
 from kafpy.records.compression import CompressionType
+from kafpy.records.legacy_record import build_message_set
 from kafpy.records.memory_records import MemoryRecords
 from kafpy.records.record_batch import TimestampType
 from kafpy.spark.arrow import arrow_schema, decode_batches, spark_schema
@@ -214,3 +215,24 @@ def test_offset_gaps_are_skipped_up_to_the_end_of_the_range() -> None:
 def test_a_decompression_bomb_is_refused_within_the_batch_cap() -> None:
     with pytest.raises(MessageTooLargeError, match="decompresses to more than"):
         decode_batches(zstd_bomb(TS), "t", 0, 0, 10**9)  # a 1 GiB record in ~32 KB
+
+
+def test_messages_of_formats_v0_and_v1_decode_as_any_batch() -> None:
+    # a topic whose message.format.version was below 0.11.0 for a while: v1 messages (one
+    # plain, one gzip wrapper), a v0 message, then a v2 batch
+    data = build_message_set(1, [(0, TS, b"a", b"1")])
+    data += build_message_set(1, [(1, TS + 1, b"b", b"2"), (2, TS + 2, None, b"3")],
+                              CompressionType.GZIP)  # fmt: skip
+    data += build_message_set(0, [(3, -1, b"d", None)])
+    data += build_batch([(b"e", b"5")], base_offset=4, timestamp=TS + 4)
+    chunk = decode_batches(data, "t", 0, 0, 10**9)
+    assert chunk.batch is not None and chunk.next_offset == 5
+    assert rows(chunk.batch) == [{**r, "headers": None} for r in expected(data, 0, 10**9)]
+    # a range that starts inside the wrapper [1, 2]
+    chunk = decode_batches(data, "t", 0, 2, 4)
+    assert chunk.batch is not None
+    assert [r["offset"] for r in rows(chunk.batch)] == [2, 3]
+    damaged = bytearray(data)
+    damaged[30] ^= 1  # inside the first v1 message
+    with pytest.raises(CorruptRecordError, match="CRC-32"):
+        decode_batches(bytes(damaged), "t", 0, 0, 10**9)

@@ -4,6 +4,7 @@ client cannot honour them, or ignored with a warning (no Spark, no broker)."""
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 import pytest
 
@@ -62,8 +63,8 @@ def test_sasl_without_credentials_is_refused(role: str, protocol: str) -> None:
     parse = read if role == "read" else write
     with pytest.raises(
         OptionError,
-        match=r"kafka.sasl.mechanism in the kafka.\* options names SASL mechanism\(s\) GSSAPI, "
-        "which kafpy does not support",
+        match=r"kafka.sasl.mechanism in the kafka.\* options is GSSAPI, which needs a Kerberos "
+        "login",
     ):
         parse(**{"security.protocol": protocol})
     with pytest.raises(OptionError, match="SASL needs credentials in the kafka.\\* options"):
@@ -81,6 +82,21 @@ def test_sasl_settings_pass_through_to_kafpys_client(
                  'required username="alice" password="alice-secret";'}  # fmt: skip
     settings = parse(**sasl_opts).client
     assert dict(settings.security) == sasl_opts
+    assert caplog.records == []
+
+
+@pytest.mark.parametrize("role", ["read", "write"])
+def test_gssapi_settings_pass_through_to_kafpys_client(
+    role: str, caplog: pytest.LogCaptureFixture, tmp_path: Path
+) -> None:
+    caplog.set_level(logging.WARNING, logger=LOGGER)
+    parse = read if role == "read" else write
+    keytab = tmp_path / "alice.keytab"
+    keytab.write_bytes(b"\x05\x02")
+    gssapi_opts = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "GSSAPI",
+                   "sasl.kerberos.service.name": "kafka", "sasl.kerberos.keytab": str(keytab),
+                   "sasl.kerberos.principal": "alice@EXAMPLE.COM"}  # fmt: skip
+    assert dict(parse(**gssapi_opts).client.security) == gssapi_opts
     assert caplog.records == []
 
 

@@ -12,7 +12,7 @@ import kafpy
 TIERS: list[set[str]] = [
     {"__main__"},
     {"cli"},
-    {"testing", "tools", "console", "spark"},
+    {"testing", "tools", "console", "spark", "schema_registry"},
     {"server"},
     {"cluster", "network"},
     {"controller", "coordinator"},

@@ -264,6 +264,14 @@ class TransactionMarkerChannelManager:
                             "Stopped sending %s markers of %s: %s answered %s for %s",
                             result, tid, "the leader", Errors(code).name, tp,
                         )  # fmt: skip
+                    elif code == Errors.UNSUPPORTED_FOR_MESSAGE_FORMAT:
+                        # a log of format v0/v1: the producer's data never reached it
+                        self.log.info(
+                            "Sending %s's transaction marker from partition %s has failed with "
+                            " %s. This partition will be removed from the set of partitions "
+                            "waiting for completion", tid, tp, Errors(code).name,
+                        )  # fmt: skip
+                        remaining.discard(tp)
                     elif code not in _RETRY_ERRORS:
                         self.log.error(
                             "Dropping the %s marker of %s for %s after error %s",

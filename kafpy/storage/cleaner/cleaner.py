@@ -28,17 +28,26 @@ from kafpy.records.record_batch import (
     H_ATTRIBUTES,
     H_BASE_OFFSET,
     H_LAST_OFFSET_DELTA,
+    H_MAGIC,
     H_MAX_TIMESTAMP,
     H_PRODUCER_ID,
     H_RECORD_COUNT,
+    MAGIC_V2,
     MAX_TIMESTAMP_OFFSET,
     RecordBatch,
     iter_file_batches,
+    iter_headers,
 )
 from kafpy.storage.cleaner.cleaned_transaction_metadata import CleanedTransactionMetadata
 from kafpy.storage.cleaner.log_to_clean import LogToClean, in_range, segments_in_range
 from kafpy.storage.cleaner.offset_map import SkimpyOffsetMap
-from kafpy.storage.cleaner.record_scan import filter_batch, records_section, scan_records
+from kafpy.storage.cleaner.record_scan import (
+    filter_batch,
+    filter_legacy,
+    records_section,
+    scan_legacy,
+    scan_records,
+)
 from kafpy.storage.cleaner.throttler import Throttler
 from kafpy.storage.log import Log
 from kafpy.storage.log_config import LogConfig
@@ -365,7 +374,11 @@ class Cleaner:
                         "log.cleaner.dedupe.buffer.size"
                     )
                 return True
-            for record in scan_records(batch, records_section(batch, self.max_message_bytes)):
+            if header[H_MAGIC] < MAGIC_V2:
+                scanned = scan_legacy(batch)
+            else:
+                scanned = scan_records(batch, records_section(batch, self.max_message_bytes))
+            for record in scanned:
                 if record.key is not None and record.offset >= start:
                     put(record.key, record.offset)
             offset_map.update_latest_offset(last)
@@ -527,8 +540,13 @@ class Cleaner:
                 writer.add(data, last, header[H_MAX_TIMESTAMP])
                 continue
             batch = RecordBatch(data)
-            section = records_section(batch, self.max_message_bytes)
-            records = scan_records(batch, section)
+            legacy = header[H_MAGIC] < MAGIC_V2
+            if legacy:
+                section = b""
+                records = scan_legacy(batch)
+            else:
+                section = records_section(batch, self.max_message_bytes)
+                records = scan_records(batch, section)
             stats.messages_read += len(records)
             kept = []
             for r in records:
@@ -543,6 +561,12 @@ class Cleaner:
                 writer.add(data, last, header[H_MAX_TIMESTAMP])
                 continue
             if not kept and not (pid >= 0 and last_offset_of_producer.get(pid) == last):
+                continue
+            if legacy:
+                # a v0/v1 message is rewritten in its own format (it has no producer)
+                rewritten = filter_legacy(batch, kept)
+                kept_ts = max(h[H_MAX_TIMESTAMP] for _p, h in iter_headers(rewritten))
+                writer.add(rewritten, kept[-1].offset, kept_ts)
                 continue
             # a producer's last batch stays, emptied, so that its sequence survives
             filtered = filter_batch(batch, section, kept)

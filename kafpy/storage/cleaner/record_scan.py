@@ -7,6 +7,11 @@ batch holding only the records kept by splicing their bytes, unchanged, after a 
 copy of the original header (same base offset, first timestamp, lastOffsetDelta,
 producer fields and codec; new length, count, maxTimestamp and CRC). Records are never
 re-encoded.
+
+A message of format v0/v1 (a log whose message.format.version is, or was, below
+0.11.0) is scanned with `scan_legacy` and rewritten with `filter_legacy` in its own
+magic, codec and timestamp type, as Kafka's MemoryRecords.filterTo does for legacy
+batches: the kept messages of a compressed wrapper go into a new wrapper.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from kafpy.records.compression import (
     decompress,
     decompressed_limit,
 )
+from kafpy.records.legacy_record import build_message_set, iter_legacy_records
 from kafpy.records.record_batch import (
     ATTRIBUTES_OFFSET,
     CRC_OFFSET,
@@ -146,3 +152,31 @@ def filter_batch(batch: RecordBatch, data: bytes, kept: list[ScannedRecord]) -> 
     out = header + payload
     _UINT32.pack_into(out, CRC_OFFSET, crc32c(memoryview(out)[ATTRIBUTES_OFFSET:]))
     return bytes(out)
+
+
+def scan_legacy(batch: RecordBatch) -> list[ScannedRecord]:
+    """`scan_records` for a v0/v1 message (a compressed wrapper is opened): each
+    record's `start` is its index in the wrapper, `end` the one after it."""
+    return [
+        ScannedRecord(i, i + 1, r.offset, r.timestamp, r.key, r.value is None)
+        for i, r in enumerate(iter_legacy_records(batch.buffer(), MAX_DECOMPRESSED_BATCH_BYTES))
+    ]
+
+
+def filter_legacy(batch: RecordBatch, kept: list[ScannedRecord]) -> bytes:
+    """The `kept` messages of the v0/v1 message `batch`, written in its magic, codec and
+    timestamp type (a LogAppendTime wrapper keeps its time)."""
+    records = list(iter_legacy_records(batch.buffer(), MAX_DECOMPRESSED_BATCH_BYTES))
+    items = [
+        (records[r.start].offset, records[r.start].timestamp, records[r.start].key,
+         records[r.start].value)
+        for r in kept
+    ]  # fmt: skip
+    ts_type = batch.timestamp_type
+    return build_message_set(
+        batch.magic,
+        items,
+        batch.compression_type,
+        ts_type,
+        batch.max_timestamp if ts_type.value == 1 else None,
+    )

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from kafka.record.legacy_records import LegacyRecordBatch
 
 from kafpy.cli.dump_log import command
 from kafpy.common.scheduler import MockScheduler
@@ -341,3 +342,56 @@ def test_transaction_log_decoder_prints_transaction_state_records(tmp_path: Path
     path.write_bytes(build_batch([(b"\x00\x07junk", b"x")], timestamp=T0))
     code, _, err = run("--files", str(path), "--transaction-log-decoder")
     assert code == 1 and "using transaction log decoder: Unknown version 7" in err
+
+
+def test_messages_of_formats_v0_and_v1_print_as_kafkas_legacy_batches(tmp_path: Path) -> None:
+    # a log written at 0.10.0 (v1, plain then gzip), then 0.9.0 (v0), then 2.8 (v2)
+    time = MockTime(T0)
+    props = {"message.format.version": "0.10.0"}
+    log = Log(tmp_path / "t-0", LogConfig.from_props(None, props), 0, 0, MockScheduler(time), time)
+
+    def append(values: list[bytes], ts: int) -> None:
+        log.append_as_leader(MemoryRecords(bytearray(build_batch(values, timestamp=ts))), 0)
+
+    append([b"a", b"bb"], T0)
+    log.update_config(LogConfig.from_props(None, {**props, "compression.type": "gzip"}))
+    append([b"c", b"d"], T0 + 1)
+    log.update_config(LogConfig.from_props(None, {"message.format.version": "0.9.0"}))
+    append([b"e"], T0 + 2)
+    log.update_config(LogConfig())
+    append([b"f"], T0 + 3)
+    log.close()
+    path = tmp_path / "t-0" / "00000000000000000000.log"
+    code, out, err = run("--files", str(path), "--print-data-log")
+    assert code == 0, err
+    data = path.read_bytes()
+    entries = list(MemoryRecords(data).batches())
+    crcs = [b.crc for b in entries]
+    inner = [LegacyRecordBatch(bytes(entries[2].buffer()), 1)]
+    inner_crcs = [r.checksum for batch in inner for r in batch]  # kafka-python opens the wrapper
+    lines = out.splitlines()[2:]
+    sizes = [b.size_in_bytes for b in entries]
+    pos = [sum(sizes[:i]) for i in range(len(sizes))]
+    assert lines[:9] == [
+        f"offset: 0 position: 0 CreateTime: {T0} size: {sizes[0]} magic: 1 compresscodec: NONE "
+        f"crc: {crcs[0]} isvalid: true",
+        f"| offset: 0 CreateTime: {T0} keysize: -1 valuesize: 1 crc: {crcs[0]} isvalid: true "
+        "payload: a",
+        f"offset: 1 position: {pos[1]} CreateTime: {T0} size: {sizes[1]} magic: 1 "
+        f"compresscodec: NONE crc: {crcs[1]} isvalid: true",
+        f"| offset: 1 CreateTime: {T0} keysize: -1 valuesize: 2 crc: {crcs[1]} isvalid: true "
+        "payload: bb",
+        f"offset: 3 position: {pos[2]} CreateTime: {T0 + 1} size: {sizes[2]} magic: 1 "
+        f"compresscodec: GZIP crc: {crcs[2]} isvalid: true",
+        f"| offset: 2 CreateTime: {T0 + 1} keysize: -1 valuesize: 1 crc: {inner_crcs[0]} "
+        "isvalid: true payload: c",
+        f"| offset: 3 CreateTime: {T0 + 1} keysize: -1 valuesize: 1 crc: {inner_crcs[1]} "
+        "isvalid: true payload: d",
+        f"offset: 4 position: {pos[3]} NoTimestampType: -1 size: {sizes[3]} magic: 0 "
+        f"compresscodec: NONE crc: {crcs[3]} isvalid: true",
+        f"| offset: 4 NoTimestampType: -1 keysize: -1 valuesize: 1 crc: {crcs[3]} isvalid: true "
+        "payload: e",
+    ]
+    assert sizes[:2] == [35, 36] and sizes[3] == 27  # 12 + 22 (v1) / 14 (v0) + the value
+    assert lines[9].startswith("baseOffset: 5 lastOffset: 5 count: 1 ")
+    assert lines[9].endswith(f" magic: 2 compresscodec: NONE crc: {crcs[4]} isvalid: true")

@@ -33,3 +33,44 @@ def test_a_replica_taken_out_of_the_isr_no_longer_holds_the_high_watermark(
     append(broker, b"b")
     partition.update_follower_fetch_state(2, 2)
     assert partition.high_watermark == 2
+
+
+def test_the_change_listener_hears_every_change_a_fetch_can_see(broker: Broker) -> None:
+    broker.lead("t", replicas=[0, 1], isr=[0, 1])
+    partition = broker.replica_manager.get_partition(TP)
+    assert partition is not None and partition.log is not None
+    heard: list[TopicPartition] = []
+    partition.change_listener = heard.append
+
+    def hears(change: str) -> None:
+        assert heard == [TP] * len(heard) and heard, f"{change}: not heard"
+        heard.clear()
+
+    append(broker, b"a")  # the log end offset (the high watermark waits for broker 1)
+    hears("append")
+    partition.update_follower_fetch_state(1, 1)
+    hears("high watermark")
+    partition.update_follower_fetch_state(1, 1)
+    assert heard == []  # nothing moved
+    partition.delete_records_on_leader(1, lambda _: True)
+    hears("log start offset (DeleteRecords)")
+    append(broker, b"b")
+    partition.update_follower_fetch_state(1, 2)
+    heard.clear()
+    partition.log.truncate_to(1)  # a truncation made past the Partition (LogManager's)
+    hears("truncation")
+    log = partition.log
+    log.maybe_increment_log_start_offset(1)
+    assert heard == []  # not moved
+    broker.lead("t", replicas=[0, 1], isr=[0, 1], leader_epoch=1)
+    hears("new leader epoch")
+    partition.make_follower(
+        {"leader": 1, "controller_epoch": 1, "leader_epoch": 2, "replicas": [0, 1],
+         "zk_version": 0, "isr": [0, 1]}
+    )  # fmt: skip
+    hears("leadership")
+    partition.forget()
+    hears("dropped")
+    # the log it dropped no longer speaks for it
+    log.truncate_fully_and_start_at(5)
+    assert heard == []

@@ -47,3 +47,25 @@ def test_a_broker_serving_metrics_without_the_extra_is_refused(console_missing: 
     with pytest.raises(InvalidConfigurationError, match=r"kafpy\[metrics\]"):
         KafkaConfig({"kafpy.metrics.listener": "http://127.0.0.1:0"})
     KafkaConfig({"kafpy.metrics.listener": ""})  # no endpoint: no extra needed
+
+
+def test_gssapi_without_the_kerberos_extra_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(extras.EXTRAS, "kerberos", ("kafpy_no_such_module",))
+    with pytest.raises(InvalidConfigurationError, match=r"kafpy\[kerberos\]") as refused:
+        KafkaConfig({
+            "listeners": "PLAINTEXT://127.0.0.1:9092,SASL_PLAINTEXT://127.0.0.1:9093",
+            "sasl.enabled.mechanisms": "GSSAPI",
+        })  # fmt: skip
+    assert str(refused.value).startswith(
+        "SASL mechanism GSSAPI (sasl.enabled.mechanisms) needs `pip install 'kafpy[kerberos]'`"
+    )
+
+
+def test_the_schema_registry_without_its_extra_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(extras.EXTRAS, "schema-registry", ("aiohttp", "kafpy_no_such_module"))
+    result = CliRunner().invoke(cli_main.main, ["schema-registry", "sr.properties"])
+    assert result.exit_code == 1
+    assert (
+        "Error: kafpy schema-registry needs `pip install 'kafpy[schema-registry]'` "
+        "(not installed: kafpy_no_such_module)"
+    ) in result.output

@@ -1,8 +1,18 @@
 """ChannelBuilders: TLS contexts for the listeners that run over TLS, and the inter-broker
-client's security from the inter-broker listener."""
+client's security from the inter-broker listener; SASL listeners' settings, OAUTHBEARER's
+validator and the broker's own OAUTHBEARER login."""
 
 from __future__ import annotations
 
+import json
+import time
+from pathlib import Path
+
+import pytest
+from cryptography.hazmat.primitives.asymmetric import ec
+from jwt.algorithms import ECAlgorithm
+
+from kafpy.common.errors import InvalidConfigurationError
 from kafpy.network.channel_builders import (
     inter_broker_client_security,
     inter_broker_sasl_credentials,
@@ -11,6 +21,8 @@ from kafpy.network.channel_builders import (
 )
 from kafpy.security.credential_cache import CredentialCache
 from kafpy.security.local_pki import TestPki
+from kafpy.security.oauthbearer_jwks import OAuthBearerJwksValidator
+from kafpy.security.oauthbearer_unsecured import OAuthBearerUnsecuredValidator
 from kafpy.server.kafka_config import KafkaConfig
 from tests.fixtures.tls import broker_ssl_overrides
 
@@ -59,3 +71,73 @@ def test_sasl_listener_configs() -> None:
     assert sasl.enabled_mechanisms == ["PLAIN", "SCRAM-SHA-256"]
     assert dict(sasl.plain_users) == {"a": "pa"} and sasl.max_reauth_ms == 60000
     assert inter_broker_sasl_credentials(config) is None
+
+
+OAUTH_MODULE = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule"
+
+
+def oauth_config(**extra: str) -> KafkaConfig:
+    return KafkaConfig({
+        "log.dirs": "/tmp/x", "listeners": "PLAINTEXT://:9092,SASL_PLAINTEXT://:9094",
+        "sasl.enabled.mechanisms": "OAUTHBEARER",
+        "listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config":
+            f'{OAUTH_MODULE} required unsecuredLoginStringClaim_sub="broker" '
+            'unsecuredValidatorRequiredScope="kafka";',
+        **extra,
+    })  # fmt: skip
+
+
+def test_oauthbearer_listener_uses_the_unsecured_validator_by_default() -> None:
+    config = oauth_config(**{
+        "listener.name.sasl_plaintext.oauthbearer.connections.max.reauth.ms": "30000",
+    })  # fmt: skip
+    assert config.unknown_keys() == []
+    (sasl,) = listener_sasl_configs(config, CredentialCache()).values()
+    assert sasl.oauthbearer is not None
+    assert sasl.oauthbearer.callback_handler_class.endswith(
+        "OAuthBearerUnsecuredValidatorCallbackHandler"
+    )
+    assert isinstance(sasl.oauthbearer.validator, OAuthBearerUnsecuredValidator)
+    assert sasl.oauthbearer.validator.required_scope == ["kafka"]
+    assert sasl.max_reauth_ms_for("OAUTHBEARER") == 30000 and sasl.max_reauth_ms == 0
+    # equal settings are equal configs (a dynamic update that changes nothing is no change)
+    assert listener_sasl_configs(config, sasl.credential_cache)["SASL_PLAINTEXT"] == sasl
+
+
+def test_oauthbearer_inter_broker_logs_in_with_an_unsecured_token() -> None:
+    config = oauth_config(**{"inter.broker.listener.name": "SASL_PLAINTEXT",
+                             "sasl.mechanism.inter.broker.protocol": "OAUTHBEARER"})  # fmt: skip
+    credentials = inter_broker_sasl_credentials(config)
+    assert credentials is not None and credentials.oauthbearer is not None
+    token = credentials.oauthbearer.token_value()
+    assert (
+        OAuthBearerUnsecuredValidator({}).validate(token, int(time.time() * 1000)).principal_name
+        == "broker"
+    )
+
+
+def test_oauthbearer_listener_without_jaas_is_refused() -> None:
+    config = KafkaConfig({"log.dirs": "/tmp/x",
+                          "listeners": "PLAINTEXT://:9092,SASL_PLAINTEXT://:9094",
+                          "sasl.enabled.mechanisms": "OAUTHBEARER"})  # fmt: skip
+    with pytest.raises(InvalidConfigurationError, match="has no JAAS configuration for it"):
+        listener_sasl_configs(config, CredentialCache())
+
+
+def test_jwks_validator_on_the_inter_broker_listener_is_refused(tmp_path: Path) -> None:
+    jwks = tmp_path / "jwks.json"
+    key = ec.generate_private_key(ec.SECP256R1()).public_key()
+    jwks.write_text(json.dumps({"keys": [json.loads(ECAlgorithm.to_jwk(key))]}))
+    config = oauth_config(**{
+        "listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config":
+            f'{OAUTH_MODULE} required kafpyJwksUrl="{jwks.as_uri()}";',
+        "listener.name.sasl_plaintext.oauthbearer.sasl.server.callback.handler.class":
+            "kafpy.security.oauthbearer_jwks.OAuthBearerJwksValidator",
+        "inter.broker.listener.name": "SASL_PLAINTEXT",
+        "sasl.mechanism.inter.broker.protocol": "OAUTHBEARER",
+    })  # fmt: skip
+    (sasl,) = listener_sasl_configs(config, CredentialCache()).values()
+    assert sasl.oauthbearer is not None
+    assert isinstance(sasl.oauthbearer.validator, OAuthBearerJwksValidator)
+    with pytest.raises(InvalidConfigurationError, match="refuses the unsecured token"):
+        inter_broker_sasl_credentials(config)

@@ -206,11 +206,15 @@ def test_bad_magic_is_an_invalid_record() -> None:
     assert not batch.is_valid()
     with pytest.raises(
         InvalidRecordError,
-        match=r"^Record batch magic byte 1 is not supported; kafpy stores only magic 2.*base offset 9",
+        match=r"^Record batch magic byte 1 is not supported here: a record batch must be magic 2.*base offset 9",
     ):
         batch.ensure_valid()
-    with pytest.raises(InvalidRecordError):
-        batch.records()
+    # read as the v1 message its magic says it is, it fails its CRC-32
+    assert not batch.is_entry_valid()
+    with pytest.raises(CorruptRecordError, match="CRC-32"):
+        batch.ensure_entry_valid()
+    with pytest.raises(CorruptRecordError, match="^Record batch at offset 9 .*format v1"):
+        list(batch.records())
 
 
 def test_legacy_message_set_shorter_than_a_v2_header() -> None:
@@ -223,6 +227,9 @@ def test_legacy_message_set_shorter_than_a_v2_header() -> None:
     assert not batch.is_valid()
     with pytest.raises(InvalidRecordError, match="magic byte 1"):
         batch.ensure_valid()
+    # as a message of a log of format v1 it is whole and valid
+    assert batch.is_entry_valid() and batch.is_legacy
+    assert [(r.offset, r.timestamp, r.key, r.value) for r in batch.records()] == [(0, 1, None, b"")]
 
 
 def test_crc_mismatch_names_stored_and_computed_crc() -> None:

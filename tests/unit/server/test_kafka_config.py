@@ -224,8 +224,9 @@ def test_listener_ssl_overrides_win_key_by_key_and_are_known_keys() -> None:
     [
         ({"listener.name.ssl.ssl.client.auth": "maybe"}, "listener.name.ssl.ssl.client.auth"),
         ({"ssl.principal.mapping.rules": "RULE:x"}, "Invalid rule `RULE:x`"),
-        ({"listeners": "SASL_SSL://:9093", "security.inter.broker.protocol": "SASL_SSL"},
-         r"sasl.enabled.mechanisms names SASL mechanism\(s\) GSSAPI, which kafpy does not support"),
+        ({"listeners": "SASL_SSL://:9093", "security.inter.broker.protocol": "SASL_SSL",
+          "sasl.enabled.mechanisms": "NTLM"},
+         r"sasl.enabled.mechanisms names SASL mechanism\(s\) NTLM, which kafpy does not support"),
         ({"advertised.listeners": "PLAINTEXT://h:9092,OTHER://h:9094",
           "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SSL:SSL,OTHER:SSL"},
          "advertised.listeners listener names must be equal to or a subset"),
@@ -336,3 +337,51 @@ def test_constructor_defaults_are_the_declared_ones(
 ) -> None:
     assert KAFKA_CONFIG_DEF.default(key) == kafkas
     assert _param_default(func, param) == kafkas
+
+
+OAUTH_JAAS = (
+    "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required "
+    'unsecuredLoginStringClaim_sub="admin";'
+)
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        ("listener.name.sasl_plaintext.oauthbearer.sasl.server.callback.handler.class",
+         "com.example.MyValidator", "names the Java class com.example.MyValidator, which kafpy "
+         "cannot run"),
+        ("listener.name.sasl_plaintext.plain.sasl.server.callback.handler.class",
+         "com.example.LdapCallback", "kafpy has: org.apache.kafka.common.security.plain.internals."
+         "PlainServerCallbackHandler"),
+        ("sasl.login.callback.handler.class", "com.example.TokenFetcher",
+         "sasl.login.callback.handler.class names the Java class com.example.TokenFetcher"),
+        ("listener.name.sasl_plaintext.oauthbearer.sasl.login.class", "com.example.Login",
+         "listener.name.sasl_plaintext.oauthbearer.sasl.login.class names the Java class"),
+    ],
+)  # fmt: skip
+def test_sasl_callback_classes_kafpy_cannot_run_are_refused(
+    key: str, value: str, message: str
+) -> None:
+    props = {"broker.id": "0", "listeners": "PLAINTEXT://:9092,SASL_PLAINTEXT://:9094",
+             "sasl.enabled.mechanisms": "OAUTHBEARER,PLAIN", key: value}  # fmt: skip
+    with pytest.raises(InvalidConfigurationError, match=message):
+        KafkaConfig(props)
+
+
+def test_oauthbearer_and_kafkas_default_classes_accepted() -> None:
+    unsecured = "org.apache.kafka.common.security.oauthbearer.internals.unsecured."
+    cfg = KafkaConfig({
+        "broker.id": "0", "listeners": "PLAINTEXT://:9092,SASL_PLAINTEXT://:9094",
+        "inter.broker.listener.name": "SASL_PLAINTEXT",
+        "sasl.enabled.mechanisms": "OAUTHBEARER",
+        "sasl.mechanism.inter.broker.protocol": "OAUTHBEARER",
+        "listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config": OAUTH_JAAS,
+        "listener.name.sasl_plaintext.oauthbearer.sasl.server.callback.handler.class":
+            unsecured + "OAuthBearerUnsecuredValidatorCallbackHandler",
+        "listener.name.sasl_plaintext.oauthbearer.sasl.login.callback.handler.class":
+            unsecured + "OAuthBearerUnsecuredLoginCallbackHandler",
+        "sasl.login.refresh.window.factor": "0.9",
+    })  # fmt: skip
+    assert cfg.unknown_keys() == []
+    assert cfg.sasl_mechanism_inter_broker_protocol == "OAUTHBEARER"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
@@ -867,3 +868,32 @@ def test_an_isr_shrink_goes_to_the_controller_as_alter_isr(tmp_path: Path) -> No
             broker.stop()
 
     run_cluster(body)
+
+
+def test_a_partition_change_made_on_another_thread_reaches_the_listeners_on_the_loop(
+    broker: Broker,
+) -> None:
+    broker.lead("t")
+    rm = broker.replica_manager
+    heard: list[tuple[TopicPartition, int]] = []
+    rm.add_partition_change_listener(lambda tp: heard.append((tp, threading.get_ident())))
+
+    async def scenario() -> None:
+        rm.startup()  # on the loop
+        try:
+            log = broker.log_manager.get_log(TP)
+            assert log is not None
+            await rm.append_records(1000, 1, {TP: batch(b"a", b"b")})  # on the loop: heard at once
+            assert heard and all(h == (TP, threading.get_ident()) for h in heard)
+            heard.clear()
+            # retention moves the log start offset on a scheduler thread
+            mover = threading.Thread(target=log.maybe_increment_log_start_offset, args=(1,))
+            mover.start()
+            mover.join()
+            assert heard == []
+            await asyncio.sleep(0)
+            assert heard == [(TP, threading.get_ident())]
+        finally:
+            await rm.shutdown_fetchers()
+
+    run(scenario())

@@ -6,15 +6,19 @@ import logging
 from pathlib import Path
 
 import pytest
+from kafka.record.legacy_records import LegacyRecordBatchBuilder
 
 from kafpy.common.errors import (
+    CorruptRecordError,
     KafkaStorageError,
     MessageTooLargeError,
     OffsetOutOfRangeError,
     RecordListTooLargeError,
+    UnsupportedForMessageFormatError,
 )
 from kafpy.common.topic_partition import TopicPartition
-from kafpy.records import MemoryRecords
+from kafpy.records import CompressionType, MemoryRecords, TimestampType
+from kafpy.records.legacy_record import build_message_set, to_message_set
 from kafpy.storage.log import (
     Log,
     UnexpectedAppendOffsetError,
@@ -459,3 +463,186 @@ def test_preallocate_is_dynamic_new_segments_follow_it(log_dir: Path, clock: Clo
     log.truncate_fully_and_start_at(200)
     assert disk_sizes(log) == [(1000, 0)]
     log.close()
+
+
+# -- message formats v0 and v1 (message.format.version below 0.11.0) ------------------------------
+
+
+def legacy_config(version: str, **overrides: str) -> LogConfig:
+    return LogConfig.from_props(
+        None,
+        {"message.format.version": version, "segment.bytes": "1000",
+         "index.interval.bytes": "100", **overrides},
+    )  # fmt: skip
+
+
+def kafka_python_message_set(magic: int, base: int, values: list[bytes], ts: int) -> bytes:
+    builder = LegacyRecordBatchBuilder(magic, 0, 1 << 20)
+    for i, v in enumerate(values):
+        builder.append(base + i, ts if magic else None, b"k%d" % i, v)
+    return bytes(builder.build())
+
+
+@pytest.mark.parametrize(("version", "magic"), [("0.9.0", 0), ("0.10.2", 1)])
+def test_a_log_of_format_v0_v1_stores_what_kafka_python_builds(
+    log_dir: Path, clock: Clock, version: str, magic: int
+) -> None:
+    log = open_log(log_dir, clock, legacy_config(version))
+    info = log.append_as_leader(records(batch([b"a", b"b", b"c"])), leader_epoch=3)
+    assert (info.first_offset, info.last_offset) == (0, 2)
+    info = log.append_as_leader(records(batch([b"d"], timestamp=T0 + 5)), leader_epoch=3)
+    assert (info.first_offset, info.last_offset, log.log_end_offset) == (3, 3, 4)
+    expected = kafka_python_message_set(magic, 0, [b"a", b"b", b"c"], T0)
+    expected += kafka_python_message_set(magic, 3, [b"d"], T0 + 5)
+    assert log_file_name(log_dir, 0).read_bytes() == expected
+    data = log.read(0, 1 << 20).records
+    assert [b.magic for b in data.batches()] == [magic] * 4
+    assert [(r.offset, r.value, r.timestamp) for r in data.records()] == [
+        (0, b"a", T0 if magic else -1), (1, b"b", T0 if magic else -1),
+        (2, b"c", T0 if magic else -1), (3, b"d", T0 + 5 if magic else -1),
+    ]  # fmt: skip
+
+
+def record_offsets(log: Log) -> list[int]:
+    """Every record offset, read from the log start as a consumer reads (compressed v0/v1
+    wrappers are opened: their header gives only their last offset)."""
+    offset, out = log.log_start_offset, []
+    while offset < log.log_end_offset:
+        got = [r.offset for r in log.read(offset, 1 << 20).records.records() if r.offset >= offset]
+        if not got:
+            break
+        out += got
+        offset = got[-1] + 1
+    return out
+
+
+def test_a_mixed_log_reads_truncates_and_searches_by_timestamp(log_dir: Path, clock: Clock) -> None:
+    log = open_log(log_dir, clock, legacy_config("0.10.0"))
+    for i in range(10):
+        log.append_as_leader(records(batch([b"v1-%d" % i, b"x"], timestamp=T0 + i)), 0)
+    log.update_config(legacy_config("0.10.0", **{"compression.type": "gzip"}))
+    for i in range(10, 20):
+        log.append_as_leader(records(batch([b"gz-%d" % i, b"x"], timestamp=T0 + i)), 0)
+    log.update_config(legacy_config("2.8"))
+    for i in range(20, 25):
+        log.append_as_leader(records(batch([b"v2-%d" % i, b"x"], timestamp=T0 + i)), 0)
+    assert log.num_segments > 1
+    assert record_offsets(log) == list(range(50))
+    # v1 messages have timestamps, so the time index and the search work on them
+    assert log.fetch_offset_by_timestamp(T0 + 3).offset == 6  # type: ignore[union-attr]
+    assert log.fetch_offset_by_timestamp(T0 + 15).offset == 30  # type: ignore[union-attr]
+    assert log.fetch_offset_by_timestamp(T0 + 22).offset == 44  # type: ignore[union-attr]
+    assert any(s.time_index.entries > 0 for s in log.log_segments())
+    # truncating inside a compressed wrapper [30, 31] takes the wrapper whole
+    assert log.truncate_to(31)
+    assert log.log_end_offset == 30 and record_offsets(log) == list(range(30))
+    info = log.append_as_leader(records(batch([b"after"])), 0)
+    assert info.first_offset == 30
+
+
+def test_a_log_of_format_v0_has_no_timestamps_to_search(log_dir: Path, clock: Clock) -> None:
+    log = open_log(log_dir, clock, legacy_config("0.9.0"))
+    log.append_as_leader(records(batch([b"a", b"b"])), 0)
+    assert all(s.time_index.entries == 0 for s in log.log_segments())
+    assert log.fetch_offset_by_timestamp(-2).offset == 0  # type: ignore[union-attr]
+    assert log.fetch_offset_by_timestamp(-1).offset == 2  # type: ignore[union-attr]
+    with pytest.raises(
+        UnsupportedForMessageFormatError,
+        match="^Cannot search offsets based on timestamp because message format version for "
+        "partition t-0 is 0.9.0 which is earlier than the minimum required version 0.10.0-IV0$",
+    ):
+        log.fetch_offset_by_timestamp(T0)
+
+
+def test_log_append_time_on_a_v1_log(log_dir: Path, clock: Clock) -> None:
+    log = open_log(
+        log_dir, clock, legacy_config("0.10.0", **{"message.timestamp.type": "LogAppendTime"})
+    )
+    info = log.append_as_leader(records(batch([b"a", b"b"], timestamp=5)), 0)
+    now = clock.time.milliseconds()
+    assert (info.log_append_time, info.max_timestamp) == (now, now)
+    data = log.read(0, 1 << 20).records
+    assert [(b.timestamp_type, b.max_timestamp) for b in data.batches()] == [
+        (TimestampType.LOG_APPEND_TIME, now)
+    ] * 2
+
+
+def test_a_follower_appends_the_leaders_v0_v1_messages(log_dir: Path, clock: Clock) -> None:
+    log = open_log(log_dir, clock, legacy_config("0.10.0"))
+    leader_bytes = build_message_set(1, [(0, T0, b"k", b"a"), (1, T0, b"k", b"b")])
+    leader_bytes += build_message_set(1, [(2, T0, b"k", b"c"), (3, T0, b"k", b"d")],
+                                      CompressionType.GZIP)  # fmt: skip
+    info = log.append_as_follower(MemoryRecords(leader_bytes))
+    assert (info.last_offset, log.log_end_offset) == (3, 4)
+    assert log_file_name(log_dir, 0).read_bytes() == leader_bytes
+    damaged = bytearray(build_message_set(1, [(4, T0, b"k", b"e")]))
+    damaged[-1] ^= 1
+    with pytest.raises(CorruptRecordError, match="CRC-32"):
+        log.append_as_follower(MemoryRecords(damaged))
+
+
+def test_recovery_of_a_v1_segment_cut_mid_message(log_dir: Path, clock: Clock) -> None:
+    # what kill -9 leaves: the last message only partly written, indexes not flushed
+    log = open_log(log_dir, clock, legacy_config("0.10.0"))
+    for i in range(12):
+        log.append_as_leader(records(batch([b"value-%d" % i], timestamp=T0 + i)), 0)
+    active = log.active_segment.base_offset
+    log.close()
+    segment_file = log_file_name(log_dir, active)
+    whole = segment_file.read_bytes()
+    segment_file.write_bytes(whole + whole[:30])  # a torn message after the last whole one
+    for index in log_dir.glob("*index"):
+        index.unlink()
+    log = open_log(log_dir, clock, legacy_config("0.10.0"), had_clean_shutdown=False)
+    assert log.log_end_offset == 12
+    assert segment_file.read_bytes() == whole
+    assert read_all(log) == list(range(12))
+    assert log.fetch_offset_by_timestamp(T0 + 11).offset == 11  # type: ignore[union-attr]
+    info = log.append_as_leader(records(batch([b"next"])), 0)
+    assert info.first_offset == 12
+
+
+@pytest.mark.parametrize(
+    ("version", "codec"),
+    [("0.10.0", "uncompressed"), ("0.10.0", "gzip"), ("0.10.0", "producer"),
+     ("0.9.0", "uncompressed")],
+)  # fmt: skip
+def test_a_conversion_made_ahead_is_moved_to_the_appends_offsets(
+    tmp_path: Path, clock: Clock, version: str, codec: str
+) -> None:
+    # the broker converts large appends off its event loop; the log only moves them
+    config = legacy_config(version, **{"compression.type": codec})
+    logs = [open_log(tmp_path / name / "t-0", clock, config) for name in ("ahead", "inline")]
+    for log in logs:
+        log.append_as_leader(records(batch([b"first"])), 0)
+    data = batch([b"a", b"b", b"c"], compression=CompressionType.SNAPPY)
+    target = {"producer": None, "uncompressed": CompressionType.NONE}.get(
+        codec, CompressionType.GZIP
+    )
+    ahead = to_message_set(data, config.record_version, target, None)
+    assert ahead.can_move()
+    logs[0].append_as_leader(MemoryRecords(bytearray(data), converted=ahead), 0)
+    logs[1].append_as_leader(records(data), 0)
+    files = [log_file_name(tmp_path / name / "t-0", 0).read_bytes() for name in ("ahead", "inline")]
+    assert files[0] == files[1]
+    assert record_offsets(logs[0]) == [0, 1, 2, 3]
+    # the log trusts what was made ahead (it is made from the same bytes): only moved
+    other = to_message_set(batch([b"x", b"y"]), config.record_version, target, None)
+    logs[0].append_as_leader(MemoryRecords(bytearray(batch([b"p", b"q"])), converted=other), 0)
+    values = [r.value for r in logs[0].read(4, 1 << 20).records.records() if r.offset >= 4]
+    assert values == [b"x", b"y"]
+    # one made for another format is not used
+    wrong = to_message_set(data, 1 - config.record_version, target, None)
+    logs[0].append_as_leader(MemoryRecords(bytearray(data), converted=wrong), 0)
+    assert {b.magic for b in logs[0].read(0, 1 << 20).records.batches()} == {config.record_version}
+    assert record_offsets(logs[0]) == list(range(9))
+
+
+def test_v0_wrappers_and_log_append_time_cannot_be_moved() -> None:
+    data = batch([b"a", b"b"])
+    assert not to_message_set(data, 0, CompressionType.GZIP, None).can_move()
+    assert to_message_set(data, 0, CompressionType.NONE, None).can_move()
+    assert not to_message_set(data, 1, CompressionType.NONE, 5).can_move()
+    moved = to_message_set(data, 1, CompressionType.GZIP, None).moved_to(40)
+    assert [r.offset for r in MemoryRecords(moved.data).records()] == [40, 41]
+    assert (moved.first_offset, moved.offset_of_max_timestamp) == (40, 41)

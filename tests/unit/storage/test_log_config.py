@@ -291,8 +291,24 @@ def test_with_overrides() -> None:
         c.with_overrides({"x": "1"})
 
 
-@pytest.mark.parametrize("version", ["0.9.0", "0.10.2", "0.10.0-IV1"])
-def test_message_formats_kafpy_cannot_store_are_refused(version: str) -> None:
-    with pytest.raises(InvalidConfigurationError, match="cannot be stored by kafpy"):
+@pytest.mark.parametrize(
+    ("version", "magic"),
+    [("0.8.0", 0), ("0.8.2", 0), ("0.9.0", 0), ("0.9.0.1", 0), ("0.10.0-IV0", 1), ("0.10.0", 1),
+     ("0.10.1-IV2", 1), ("0.10.2", 1), ("0.11.0-IV0", 2), ("0.11.0", 2), ("1.0", 2), ("2.8", 2),
+     ("2.8-IV1", 2)],
+)  # fmt: skip
+def test_message_format_versions_map_to_their_magic(version: str, magic: int) -> None:
+    # ApiVersion.recordVersion: v0 up to 0.9.0, v1 from 0.10.0-IV0, v2 from 0.11.0-IV0
+    assert LogConfig.from_props(None, {"message.format.version": version}).record_version == magic
+    defaults = {"log.message.format.version": version}
+    assert LogConfig.from_props(log_config_defaults_from_broker(defaults)).record_version == magic
+
+
+@pytest.mark.parametrize("version", ["1.2", "0.7", "3.0", "x"])
+def test_unknown_message_format_versions_are_refused_with_kafkas_message(version: str) -> None:
+    with pytest.raises(
+        InvalidConfigurationError,
+        match=f"^Invalid value {version} for configuration message.format.version: Version "
+        f"`{version}` is not a valid version$",
+    ):
         LogConfig.from_props(None, {"message.format.version": version})
-    assert LogConfig.from_props(None, {"message.format.version": "0.11.0"}).record_version == 2

@@ -419,3 +419,37 @@ def test_aborted_data_goes_then_its_marker_once_past_the_horizon(
     assert read.pop(b"\x00\x00\x00\x01") is not None  # COMMIT's control key
     assert read == {b"k1": b"c1", b"k3": b"p", b"z": b"1"}
     assert end <= log.active_segment.base_offset
+
+
+@pytest.mark.parametrize("codec", [CompressionType.NONE, CompressionType.GZIP])
+def test_messages_of_formats_v0_and_v1_are_rewritten_in_their_own_format(
+    tmp_path: Path, clock: Clock, codec: CompressionType
+) -> None:
+    # a log written at 0.10.0 (v1), then 0.9.0 (v0), then 2.8 (v2): each part keeps its format
+    log = tmp_log(tmp_path, clock, message_format_version="0.10.0")
+    pairs = updates(6, 10)
+    third = len(pairs) // 3
+    write_each(log, pairs[:third], per_batch=4, compression=codec)
+    log.update_config(compacted_config(message_format_version="0.9.0"))
+    write_each(log, pairs[third : 2 * third], per_batch=4, compression=codec)
+    log.update_config(compacted_config())
+    write_each(log, pairs[2 * third :], per_batch=4, compression=codec)
+    magics_before = [b.magic for b in batches(log)]
+    assert {0, 1, 2} <= set(magics_before)
+    before = key_map(all_records(log))
+    ts_before = {r.offset: r.timestamp for r in all_records(log)}
+    end, stats = make_cleaner().clean(to_clean(log))
+    assert stats.messages_read > stats.messages_written
+    after = batches(log)
+    assert all(b.is_entry_valid() for b in after)
+    assert all(b.compression_type is codec for b in after)
+    # a magic never changes: the cleaned log is the old one with records left out
+    magics = [b.magic for b in after]
+    assert magics == sorted(magics, key=[1, 0, 2].index)
+    assert key_map(all_records(log)) == before
+    assert key_map(read_through_log(log)) == before
+    assert all(ts_before[r.offset] == r.timestamp for r in all_records(log))
+    offsets = [r.offset for r in all_records(log)]
+    assert offsets == sorted(offsets)
+    cleaned_keys = [r.key for r in all_records(log) if r.offset < end]
+    assert len(cleaned_keys) == len(set(cleaned_keys))
