@@ -180,12 +180,12 @@ async def _abort_quietly(producer: BatchProducer) -> None:
     """A failed task aborts its transaction (a two-phase one never times out); if it
     cannot, the next attempt's InitProducerId will."""
     try:
-        await asyncio.wait_for(producer.abort_transaction(), client_timeout(producer))
+        await asyncio.wait_for(producer.abort_transaction(), _client_timeout(producer))
     except (TimeoutError, KafkaError, OSError) as e:
         _log.warning("Could not abort the transaction of %s: %s", producer.transactional_id, e)
 
 
-def client_timeout(producer: BatchProducer) -> float:
+def _client_timeout(producer: BatchProducer) -> float:
     return producer.client.request_timeout_ms / 1000
 
 
