@@ -264,19 +264,30 @@ class KafkaClient:
         self, topics: list[str] | None = None, *, allow_auto_topic_creation: bool = False
     ) -> dict[str, Any]:
         """Ask any broker for metadata (None: all topics; []: brokers and controller only)
-        and update `cluster`. Returns the response body."""
-        conn = await self._any_connection()
-        version = conn.pick_version(ApiKey.METADATA)
-        request_topics: list[dict[str, Any]] | None
-        if topics is None:
-            request_topics = [] if version == 0 else None
-        else:
-            request_topics = [{"name": t} for t in topics]
-        body = await conn.send(
-            ApiKey.METADATA,
-            {"topics": request_topics, "allow_auto_topic_creation": allow_auto_topic_creation},
-            version,
-        )
+        and update `cluster`. Returns the response body. A connection lost on the way (a
+        broker restarted since it was opened) is replaced and the request sent again, up
+        to `retries` times."""
+        for tries_left in range(self.retries, -1, -1):
+            conn = await self._any_connection()
+            version = conn.pick_version(ApiKey.METADATA)
+            request_topics: list[dict[str, Any]] | None
+            if topics is None:
+                request_topics = [] if version == 0 else None
+            else:
+                request_topics = [{"name": t} for t in topics]
+            try:
+                body = await conn.send(
+                    ApiKey.METADATA,
+                    {"topics": request_topics,
+                     "allow_auto_topic_creation": allow_auto_topic_creation},
+                    version,
+                )  # fmt: skip
+                break
+            except KafkaConnectionError as e:
+                if tries_left == 0 or self._closed:
+                    raise
+                self._log.debug("metadata request failed (%s); retrying on another connection", e)
+                await self.backoff()
         self.cluster.update(body, topics)
         self._adopt_bootstrap_connection()
         return body

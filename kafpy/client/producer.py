@@ -17,6 +17,10 @@ With a `transactional_id` it is Kafka's transactional producer: `init_transactio
 `begin_transaction()`, sends (each partition added to the transaction before its first
 batch, through the TransactionManager), `send_offsets_to_transaction()`, and
 `commit_transaction()` or `abort_transaction()`, which wait for the sends in flight first.
+KIP-939's two-phase commit: `init_transactions(enable_2pc=True)`, then
+`prepare_transaction()` instead of a commit; another producer of the same id,
+`init_transactions(enable_2pc=True, keep_prepared_txn=True)`, takes the prepared
+transaction over and `complete_transaction(state)` commits or aborts it.
 """
 
 from __future__ import annotations
@@ -32,8 +36,18 @@ from kafpy.client.consumer_group_metadata import ConsumerGroupMetadata, OffsetAn
 from kafpy.client.kafka_client import KafkaClient
 from kafpy.client.partitioner import StickyPartitioner, partition_for_key
 from kafpy.client.response_errors import error_for_code
-from kafpy.client.transaction_manager import State, TransactionManager, TransactionStateError
-from kafpy.common.errors import KafkaError, LeaderNotAvailableError, MessageTooLargeError
+from kafpy.client.transaction_manager import (
+    PreparedTxnState,
+    State,
+    TransactionManager,
+    TransactionStateError,
+)
+from kafpy.common.errors import (
+    InvalidTxnStateError,
+    KafkaError,
+    LeaderNotAvailableError,
+    MessageTooLargeError,
+)
 from kafpy.common.time import SYSTEM_TIME, Time
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.protocol.api_keys import ApiKey
@@ -209,14 +223,58 @@ class BatchProducer:
             )
         return self.transaction_manager
 
-    async def init_transactions(self) -> None:
+    async def init_transactions(
+        self, *, enable_2pc: bool = False, keep_prepared_txn: bool = False
+    ) -> PreparedTxnState:
         """Get the producer id and epoch of the transactional id (fencing its older
         producers and having the coordinator finish their open transaction). Call once,
-        before the first transaction; called again after a timeout, it resumes."""
+        before the first transaction; called again after a timeout, it resumes.
+
+        KIP-939: `enable_2pc` for two-phase commit (InitProducerId v6; the brokers need
+        `transaction.two.phase.commit.enable`, else TransactionalIdAuthorizationFailedError);
+        with `keep_prepared_txn` a prepared transaction left by an earlier producer of the
+        id is kept, for `complete_transaction`. Returns the kept transaction's state (empty,
+        `producer_id` -1, when there was none)."""
         tm = self._transactions()
         await self.client.start()
-        await tm.initialize()
+        kept = await tm.initialize(enable_2pc=enable_2pc, keep_prepared_txn=keep_prepared_txn)
         self._new_epoch()
+        return kept
+
+    async def prepare_transaction(self) -> PreparedTxnState:
+        """KIP-939's prepareTransaction: wait for the sends in flight and leave the
+        transaction open, prepared (no EndTxn; it never times out). Returns its state
+        (producer id, epoch), which whoever completes it compares (`complete_transaction`).
+        Needs `init_transactions(enable_2pc=True)`; raises if a send failed."""
+        tm = self._transactions()
+        if not tm.is_two_phase_commit or tm.state is not State.IN_TRANSACTION:
+            tm.prepare()  # raises the error that says why
+        await self.flush()
+        return tm.prepare()
+
+    @property
+    def prepared_transaction_state(self) -> PreparedTxnState:
+        """The prepared transaction this producer holds (empty when none)."""
+        return self._transactions().prepared_transaction_state
+
+    async def complete_transaction(self, prepared: PreparedTxnState) -> bool:
+        """KIP-939's completeTransaction: commit the prepared transaction if it is the one
+        `prepared` names (same producer id and epoch), abort it otherwise. Returns True when
+        it committed. Raises InvalidTxnStateError when no transaction is prepared (after
+        `init_transactions(keep_prepared_txn=True)` found none open)."""
+        tm = self._transactions()
+        if tm.state is not State.PREPARED_TRANSACTION:
+            tm.maybe_fail_with_error()
+            raise InvalidTxnStateError(
+                "Cannot complete transaction because no transaction has been prepared. Call "
+                "prepare_transaction() first, or make sure init_transactions(enable_2pc=True, "
+                "keep_prepared_txn=True) found one."
+            )
+        if tm.prepared_transaction_state == prepared:
+            await self.commit_transaction()
+            return True
+        await self.abort_transaction()
+        return False
 
     def begin_transaction(self) -> None:
         """Open a transaction: the sends until commit or abort belong to it."""

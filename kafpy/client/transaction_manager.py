@@ -23,9 +23,14 @@ Every operation waits at most `max.block.ms`, then raises RequestTimedOutError; 
 commit and abort may then be called again and resume where they stopped.
 
 The state machine is Kafka's (an enum, a table of valid previous states, one place that
-performs and logs transitions). A later "prepare without commit" (KIP-939) fits it as one
-more state between IN_TRANSACTION and the two completions, and InitProducerId v6's
-`keep_prepared_txn` as a flag of `initialize`.
+performs and logs transitions). KIP-939's two-phase commit adds PREPARED_TRANSACTION
+between IN_TRANSACTION and the two completions: `initialize(enable_2pc=True)` sends
+InitProducerId v6 (the id's transactions then never time out), `prepare()` leaves the
+flushed transaction open and names it by a PreparedTxnState (producer id, epoch), and
+`initialize(enable_2pc=True, keep_prepared_txn=True)` in another process takes over a
+prepared transaction (the coordinator answers the next epoch and the kept transaction's
+(producer id, epoch)), which that process then completes: commit when the state it was
+handed is the kept one, abort otherwise (KIP-939's completeTransaction).
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from __future__ import annotations
 import asyncio
 import enum
 from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from kafpy.client.consumer_group_metadata import ConsumerGroupMetadata, OffsetAndMetadata
@@ -42,10 +48,12 @@ from kafpy.client.response_errors import error_for_code
 from kafpy.common.errors import (
     BrokerNotAvailableError,
     Errors,
+    InvalidTxnStateError,
     KafkaConnectionError,
     KafkaError,
     ProducerFencedError,
     RequestTimedOutError,
+    UnsupportedVersionError,
     for_code,
 )
 from kafpy.common.logger import component_logger
@@ -79,6 +87,7 @@ class State(enum.Enum):
     INITIALIZING = "INITIALIZING"
     READY = "READY"
     IN_TRANSACTION = "IN_TRANSACTION"
+    PREPARED_TRANSACTION = "PREPARED_TRANSACTION"
     COMMITTING_TRANSACTION = "COMMITTING_TRANSACTION"
     ABORTING_TRANSACTION = "ABORTING_TRANSACTION"
     ABORTABLE_ERROR = "ABORTABLE_ERROR"
@@ -91,12 +100,42 @@ VALID_PREVIOUS_STATES: dict[State, frozenset[State]] = {
     S.INITIALIZING: frozenset({S.UNINITIALIZED, S.ABORTING_TRANSACTION}),
     S.READY: frozenset({S.INITIALIZING, S.COMMITTING_TRANSACTION, S.ABORTING_TRANSACTION}),
     S.IN_TRANSACTION: frozenset({S.READY}),
-    S.COMMITTING_TRANSACTION: frozenset({S.IN_TRANSACTION}),
-    S.ABORTING_TRANSACTION: frozenset({S.IN_TRANSACTION, S.ABORTABLE_ERROR}),
+    S.PREPARED_TRANSACTION: frozenset({S.IN_TRANSACTION, S.INITIALIZING}),
+    S.COMMITTING_TRANSACTION: frozenset({S.IN_TRANSACTION, S.PREPARED_TRANSACTION}),
+    S.ABORTING_TRANSACTION: frozenset(
+        {S.IN_TRANSACTION, S.PREPARED_TRANSACTION, S.ABORTABLE_ERROR}
+    ),
     S.ABORTABLE_ERROR: frozenset({S.IN_TRANSACTION, S.COMMITTING_TRANSACTION, S.ABORTABLE_ERROR}),
     S.FATAL_ERROR: frozenset(State),  # from anywhere; never left
 }
 """Kafka's isTransitionValid: the states each state may be entered from."""
+
+
+@dataclass(frozen=True)
+class PreparedTxnState:
+    """A prepared transaction's identity (KIP-939's PreparedTxnState): the producer id and
+    epoch it was prepared at. The process that prepares it hands it to whoever completes
+    it; `str()` gives Kafka's "producerId:epoch" form and `parse` reads it back."""
+
+    producer_id: int = NO_PRODUCER_ID
+    epoch: int = NO_PRODUCER_EPOCH
+
+    def __str__(self) -> str:
+        return "" if self.producer_id == NO_PRODUCER_ID else f"{self.producer_id}:{self.epoch}"
+
+    @classmethod
+    def parse(cls, text: str) -> PreparedTxnState:
+        if not text:
+            return cls()
+        pid, sep, epoch = text.partition(":")
+        try:
+            if not sep:
+                raise ValueError
+            return cls(int(pid), int(epoch))
+        except ValueError:
+            raise ValueError(
+                f"Invalid prepared transaction state {text!r}: expected producerId:epoch"
+            ) from None
 
 
 class TransactionStateError(KafkaError):
@@ -165,6 +204,8 @@ class TransactionManager:
         self._partitions: set[TopicPartition] = set()  # added to the open transaction
         self._transaction_started = False  # a partition or the offsets were added
         self._epoch_bump_required = False
+        self._two_phase_commit = False  # initialized with enable_2pc
+        self._prepared = PreparedTxnState()  # the transaction in PREPARED_TRANSACTION
         self._coordinators: dict[tuple[CoordinatorType, str], int] = {}
         self._requests = asyncio.Lock()  # one coordinator request at a time, as Kafka's
         self._log = component_logger(
@@ -189,6 +230,19 @@ class TransactionManager:
     @property
     def producer_epoch(self) -> int:
         return self._producer_epoch
+
+    @property
+    def is_two_phase_commit(self) -> bool:
+        """Whether the producer was initialized with `enable_2pc` (KIP-939)."""
+        return self._two_phase_commit
+
+    @property
+    def prepared_transaction_state(self) -> PreparedTxnState:
+        """The prepared transaction (PREPARED_TRANSACTION): the one `prepare()` left open,
+        or the one `initialize(keep_prepared_txn=True)` kept; empty in any other state."""
+        if self._state is not State.PREPARED_TRANSACTION:
+            return PreparedTxnState()
+        return self._prepared
 
     @property
     def partitions_in_transaction(self) -> frozenset[TopicPartition]:
@@ -285,17 +339,42 @@ class TransactionManager:
 
     # --- the operations ---
 
-    async def initialize(self) -> None:
+    async def initialize(
+        self, *, enable_2pc: bool = False, keep_prepared_txn: bool = False
+    ) -> PreparedTxnState:
         """InitProducerId for the transactional id: a producer id and a new epoch, which
         fences older producers of the id and has the coordinator finish (abort) the
-        transaction they left open. Called again after a timeout, it resumes."""
+        transaction they left open. Called again after a timeout, it resumes.
+
+        KIP-939 (InitProducerId v6): `enable_2pc` makes the id's transactions two-phase
+        (they never time out; the brokers must allow it with
+        `transaction.two.phase.commit.enable`); with `keep_prepared_txn` an open prepared
+        transaction is kept instead of aborted: the producer enters PREPARED_TRANSACTION,
+        ready to complete it. Returns the kept transaction's state (empty when none was
+        open, or without `keep_prepared_txn`)."""
+        if keep_prepared_txn and not enable_2pc:
+            raise TransactionStateError(
+                "keep_prepared_txn needs enable_2pc: only a two-phase-commit producer can "
+                "take over a prepared transaction"
+            )
         if self._state is not State.INITIALIZING:
             self._transition_to(State.INITIALIZING)
             self._log.info(
                 "Invoking InitProducerId for the first time in order to acquire a producer ID"
             )
-        await self._init_producer_id(bump=False)
+        self._two_phase_commit = enable_2pc
+        ongoing = await self._init_producer_id(
+            bump=False, enable_2pc=enable_2pc, keep_prepared_txn=keep_prepared_txn
+        )
+        if keep_prepared_txn and ongoing.producer_id != NO_PRODUCER_ID:
+            # the kept transaction's partitions are the coordinator's: EndTxn completes them
+            self._prepared = ongoing
+            self._transaction_started = True
+            self._transition_to(State.PREPARED_TRANSACTION)
+            self._log.info("Kept the prepared transaction %s", ongoing)
+            return ongoing
         self._transition_to(State.READY)
+        return PreparedTxnState()
 
     def begin(self) -> None:
         """Open a transaction (nothing is sent until the first partition is added)."""
@@ -339,6 +418,20 @@ class TransactionManager:
                 await self._txn_offset_commit(offsets, group, deadline)
             except RequestTimedOutError as e:  # whether the offsets went in is not known
                 raise self._abortable(e) from None
+
+    def prepare(self) -> PreparedTxnState:
+        """KIP-939's prepareTransaction, once the producer has flushed its sends: the
+        transaction stays open (no EndTxn) for another process to complete."""
+        self.maybe_fail_with_error()
+        if not self._two_phase_commit:
+            raise InvalidTxnStateError("Cannot prepare a transaction when 2PC is not enabled")
+        if self._state is not State.IN_TRANSACTION:
+            raise TransactionStateError(
+                f"Cannot prepare a transaction in state {self._state.value}"
+            )
+        self._transition_to(State.PREPARED_TRANSACTION)
+        self._prepared = PreparedTxnState(self._producer_id, self._producer_epoch)
+        return self._prepared
 
     def begin_commit(self) -> None:
         """Enter COMMITTING_TRANSACTION (the producer then flushes its sends and calls
@@ -433,13 +526,17 @@ class TransactionManager:
         handle: Callable[[dict[str, Any]], _Outcome],
         deadline: _Deadline,
         backoff_ms: Callable[[], int] | None = None,
+        version: int | None = None,
     ) -> None:
-        """Send to the coordinator of `key` until `handle` says DONE (or raises)."""
+        """Send to the coordinator of `key` until `handle` says DONE (or raises); at
+        `version` when given (a broker without it is a fatal error)."""
         while True:
             node = await self._coordinator(kind, key, deadline)
             try:
+                if version is not None:
+                    await self._require_version(node, api, version)
                 response = await self.client.send_to_node(
-                    node, api, body(), timeout_ms=max(1, deadline.remaining_ms())
+                    node, api, body(), version=version, timeout_ms=max(1, deadline.remaining_ms())
                 )
                 outcome = handle(response)
             except (KafkaConnectionError, RequestTimedOutError, BrokerNotAvailableError) as e:
@@ -453,19 +550,46 @@ class TransactionManager:
                 self._coordinators.pop((kind, key), None)
             await deadline.backoff(backoff_ms() if backoff_ms else self.retry_backoff_ms)
 
-    async def _init_producer_id(self, *, bump: bool, deadline: _Deadline | None = None) -> None:
+    async def _require_version(self, node: int, api: ApiKey, version: int) -> None:
+        try:
+            best = (await self.client.connection(node)).pick_version(api)
+        except UnsupportedVersionError as e:
+            raise self._fatal(e) from None
+        if best < version:
+            raise self._fatal(UnsupportedVersionError(
+                f"Broker {node} does not support {api.name} version {version} (it supports up "
+                f"to {best}): two-phase commit (KIP-939) needs a broker that does"
+            ))  # fmt: skip
+
+    async def _init_producer_id(
+        self,
+        *,
+        bump: bool,
+        deadline: _Deadline | None = None,
+        enable_2pc: bool = False,
+        keep_prepared_txn: bool = False,
+    ) -> PreparedTxnState:
+        """InitProducerId; returns the ongoing transaction a v6 answer names (KIP-939)."""
         deadline = deadline or _Deadline(self.max_block_ms, "InitProducerId")
         body = {
             "transactional_id": self.transactional_id,
             "transaction_timeout_ms": self.transaction_timeout_ms,
             "producer_id": self._producer_id if bump else NO_PRODUCER_ID,
             "producer_epoch": self._producer_epoch if bump else NO_PRODUCER_EPOCH,
+            "enable2_pc": enable_2pc or (bump and self._two_phase_commit),
+            "keep_prepared_txn": keep_prepared_txn,
         }
+        ongoing = PreparedTxnState()
 
         def handle(r: dict[str, Any]) -> _Outcome:
+            nonlocal ongoing
             code = r["error_code"]
             if code == Errors.NONE:
                 self._producer_id, self._producer_epoch = r["producer_id"], r["producer_epoch"]
+                ongoing = PreparedTxnState(
+                    r.get("ongoing_txn_producer_id", NO_PRODUCER_ID),
+                    r.get("ongoing_txn_producer_epoch", NO_PRODUCER_EPOCH),
+                )
                 self._log.info(
                     "ProducerId set to %d with epoch %d", self._producer_id, self._producer_epoch
                 )
@@ -474,6 +598,12 @@ class TransactionManager:
                 return _Outcome.FIND_COORDINATOR
             if code in _BUSY:
                 return _Outcome.RETRY
+            if code == Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED and body["enable2_pc"]:
+                raise self._fatal(error_for_code(code, (
+                    f"Transactional id {self.transactional_id} may not use two-phase commit: "
+                    "enable transaction.two.phase.commit.enable on the brokers, and with an "
+                    "authorizer grant Write and TwoPhaseCommit on the transactional id"
+                )))  # fmt: skip
             if code in (
                 Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
                 Errors.CLUSTER_AUTHORIZATION_FAILED,
@@ -481,14 +611,20 @@ class TransactionManager:
                 raise self._fatal(error_for_code(code, r.get("error_message")))
             if code in _FENCED:
                 raise self._fenced()
+            if code == Errors.INVALID_TXN_STATE and keep_prepared_txn:
+                raise self._fatal(error_for_code(code, (
+                    f"The open transaction of {self.transactional_id} cannot be kept: it was "
+                    "not begun with two-phase commit"
+                )))  # fmt: skip
             raise self._fatal(
                 KafkaError(f"Unexpected error in InitProducerIdResponse; {_text(code)}")
             )
 
         await self._request(
             CoordinatorType.TRANSACTION, self.transactional_id, ApiKey.INIT_PRODUCER_ID,
-            lambda: body, handle, deadline,
+            lambda: body, handle, deadline, version=6 if body["enable2_pc"] else None,
         )  # fmt: skip
+        return ongoing
 
     async def _add_partitions(self, partitions: set[TopicPartition], deadline: _Deadline) -> None:
         pending = set(partitions)

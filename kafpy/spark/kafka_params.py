@@ -9,9 +9,10 @@ or producer. kafpy's own client honours only some of them, so this module sorts 
   itself (`auto.offset.reset`, the key and value (de)serializers, `enable.auto.commit`,
   `interceptor.classes`);
 - refused because kafpy's client cannot honour it and going on without it would be wrong:
-  transactions, interceptors on writes, `sasl.*` without a SASL protocol, a SASL mechanism
-  other than GSSAPI, PLAIN and SCRAM; `security.protocol` (PLAINTEXT, SSL, SASL_PLAINTEXT,
-  SASL_SSL) with Kafka's `ssl.*` and `sasl.*` client keys is passed to kafpy's client;
+  `transactional.id` (the exactly-once sink derives one per task), interceptors on writes,
+  `sasl.*` without a SASL protocol, a SASL mechanism other than GSSAPI, PLAIN and SCRAM;
+  `security.protocol` (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL) with Kafka's `ssl.*` and
+  `sasl.*` client keys is passed to kafpy's client;
 - anything else is ignored with a warning naming it, as Kafka's client warns that a
   configuration "was supplied but isn't a known config". `kafka.group.id` on reads gets
   its own warning (Spark 3+ accepts it with one too): kafpy joins no group.
@@ -95,8 +96,9 @@ _REFUSED: dict[Role, dict[str, str]] = {
             "before writing it instead"
         ),
         "transactional.id": (
-            "kafpy writes with an idempotent producer and acks=all, not in transactions, "
-            "so there is no transactional id to set"
+            "each task of the sink needs a transactional id of its own; for transactions "
+            "set .option('exactlyOnce', 'true'), and .option('transactionalIdPrefix', ...) "
+            "to choose the ids' prefix"
         ),
     },
 }

@@ -170,22 +170,42 @@ class ReadOptions:
 
 @dataclass(frozen=True)
 class WriteOptions:
-    """Parsed write options: where to connect and the default topic."""
+    """Parsed write options: where to connect, the default topic, and whether to write
+    exactly once (`exactlyOnce`, with `transactionalIdPrefix`; see kafpy.spark.exactly_once)."""
 
     client: ClientSettings
     topic: str | None
     batch_records: int = 16384
     compression: str = "none"
+    exactly_once: bool = False
+    transactional_id_prefix: str | None = None
 
     @classmethod
     def parse(cls, raw: Mapping[str, str]) -> WriteOptions:
         opts = _lower(raw)
         client = _client_settings(opts, "write")
+        exactly_once = _bool_option(opts, "exactlyonce", "exactlyOnce", False)
         for key in ("kafka.acks", "kafka.enable.idempotence"):
             if key in opts and opts[key].strip().lower() not in ("all", "-1", "true"):
+                why = (
+                    "exactlyOnce writes in transactions, which need acks=all and idempotence"
+                    if exactly_once
+                    else "kafpy always writes with acks=all and idempotence, so that a "
+                    "retried request is not duplicated"
+                )
+                raise OptionError(f"Option '{key}' = {opts[key]!r} is not supported: {why}.")
+        prefix = opts.get("transactionalidprefix")
+        if prefix is not None:
+            prefix = prefix.strip()
+            if not exactly_once:
                 raise OptionError(
-                    f"Option '{key}' = {opts[key]!r} is not supported: kafpy always writes with "
-                    "acks=all and idempotence, so that a retried request is not duplicated."
+                    "Option 'transactionalIdPrefix' is only used with exactlyOnce=true: set "
+                    ".option('exactlyOnce', 'true'), or leave it out."
+                )
+            if not prefix:
+                raise OptionError(
+                    "Option 'transactionalIdPrefix' is empty: name the prefix of the sink's "
+                    "transactional ids, unique to this query, or leave it out."
                 )
         topic = opts.get("topic")
         if topic is not None and not topic.strip():
@@ -202,6 +222,8 @@ class WriteOptions:
             topic=topic.strip() if topic else None,
             batch_records=batch or 16384,
             compression=compression,
+            exactly_once=exactly_once,
+            transactional_id_prefix=prefix,
         )
 
 

@@ -49,7 +49,7 @@ def test_reads_refuse_what_spark_refuses(key: str, fix: str) -> None:
         ("key.serializer", "keys are written as the bytes of the 'key' column"),
         ("value.serializer", "values are written as the bytes of the 'value' column"),
         ("interceptor.classes", "cannot run Java interceptor classes"),
-        ("transactional.id", "idempotent producer and acks=all, not in transactions"),
+        ("transactional.id", "needs a transactional id of its own; for transactions set"),
     ],
 )
 def test_writes_refuse_serializers_interceptors_and_transactions(key: str, fix: str) -> None:

@@ -146,3 +146,26 @@ def test_kafka_client_numbers_defaults_and_errors() -> None:
         WriteOptions.parse({**BOOT, "kafka.retries": " x "})
     with pytest.raises(OptionError, match=r"'kafka.fetch.max.wait.ms' must be at least 0, not -1"):
         parse(subscribe="a", **{"kafka.fetch.max.wait.ms": "-1"})
+
+
+def test_exactly_once_options() -> None:
+    assert not WriteOptions.parse({**BOOT, "topic": "t"}).exactly_once
+    w = WriteOptions.parse(
+        {**BOOT, "topic": "t", "exactlyonce": "TRUE", "transactionalidprefix": " app-1 "}
+    )
+    assert (w.exactly_once, w.transactional_id_prefix) == (True, "app-1")
+    with pytest.raises(OptionError, match="'exactlyOnce' must be true or false"):
+        WriteOptions.parse({**BOOT, "topic": "t", "exactlyonce": "yes"})
+    with pytest.raises(OptionError, match="'transactionalIdPrefix' is only used with exactlyOnce"):
+        WriteOptions.parse({**BOOT, "topic": "t", "transactionalidprefix": "p"})
+    with pytest.raises(OptionError, match="'transactionalIdPrefix' is empty"):
+        WriteOptions.parse(
+            {**BOOT, "topic": "t", "exactlyonce": "true", "transactionalidprefix": ""}
+        )
+    with pytest.raises(
+        OptionError, match="exactlyOnce writes in transactions, which need acks=all"
+    ):
+        WriteOptions.parse({**BOOT, "topic": "t", "exactlyonce": "true", "kafka.acks": "1"})
+    assert WriteOptions.parse(
+        {**BOOT, "topic": "t", "exactlyonce": "true", "kafka.acks": "-1"}
+    ).exactly_once

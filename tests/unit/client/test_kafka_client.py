@@ -268,6 +268,24 @@ def test_lost_connection_is_reopened_and_the_request_retried() -> None:
     run(scenario())
 
 
+def test_metadata_on_a_lost_connection_is_asked_again() -> None:
+    """A broker restarted since the connection opened: the Metadata request is sent again
+    on a new connection instead of failing (the Spark source's latestOffset needs it)."""
+
+    async def scenario() -> None:
+        async with Cluster2() as c:
+            async with c.client(sleep=Sleeps()) as client:
+                answers = iter([CLOSE])
+                c.b0.handlers[ApiKey.METADATA] = lambda h, b: (
+                    next(answers, None) or c.metadata(h, b)
+                )
+                body = await client.refresh_metadata(["t"])
+                assert [t["name"] for t in body["topics"]] == ["t"]
+            assert c.b0.connections == 2
+
+    run(scenario())
+
+
 def test_check_can_fail_a_response() -> None:
     async def scenario() -> None:
         async with Cluster2() as c:

@@ -105,7 +105,14 @@ def records(n: int = 3) -> list[tuple[bytes | None, bytes | None]]:
 def test_the_transition_table_is_kafkas() -> None:
     s = State
     assert VALID_PREVIOUS_STATES[s.IN_TRANSACTION] == {s.READY}
-    assert VALID_PREVIOUS_STATES[s.ABORTING_TRANSACTION] == {s.IN_TRANSACTION, s.ABORTABLE_ERROR}
+    # KIP-939: a prepared transaction (prepared here, or kept at initialization) completes
+    assert VALID_PREVIOUS_STATES[s.ABORTING_TRANSACTION] == {
+        s.IN_TRANSACTION, s.PREPARED_TRANSACTION, s.ABORTABLE_ERROR
+    }  # fmt: skip
+    assert VALID_PREVIOUS_STATES[s.PREPARED_TRANSACTION] == {s.IN_TRANSACTION, s.INITIALIZING}
+    assert VALID_PREVIOUS_STATES[s.COMMITTING_TRANSACTION] == {
+        s.IN_TRANSACTION, s.PREPARED_TRANSACTION
+    }  # fmt: skip
     assert s.FATAL_ERROR not in VALID_PREVIOUS_STATES[s.READY]
     assert VALID_PREVIOUS_STATES[s.FATAL_ERROR] == set(State)
 
