@@ -117,14 +117,15 @@ class _ParsedSchema:
 
 
 class SchemaDeserializer:
-    """Reads framed keys or values of one format: each with the schema its id names,
-    fetched from the registry once. With a `reader_schema` (AVRO), each record's writer
-    schema is resolved to it, as Avro's schema resolution says."""
+    """Reads framed keys or values of one format (of either, when `schema_format` is
+    None): each with the schema its id names, fetched from the registry once. With a
+    `reader_schema` (AVRO), each record's writer schema is resolved to it, as Avro's
+    schema resolution says."""
 
     def __init__(
         self,
         client: SchemaRegistryClient,
-        schema_format: SchemaFormat,
+        schema_format: SchemaFormat | None,
         reader_schema: str | None = None,
     ) -> None:
         self.client = client
@@ -151,16 +152,18 @@ class SchemaDeserializer:
         parsed = self._schemas.get(schema_id)
         if parsed is not None:
             return parsed
+        title = "" if self.format is None else f"{self.format.title} "
         try:
             registered = self.client.schema_by_id(schema_id)
         except SchemaRegistryClientError as e:
             raise SerializationError(
-                f"Error retrieving the {self.format.title} schema for id {schema_id}: {e}"
+                f"Error retrieving the {title}schema for id {schema_id}: {e}"
             ) from None
-        if registered.schema_type != self.format.schema_type:
+        expected = {"AVRO", "JSON"} if self.format is None else {self.format.schema_type}
+        if registered.schema_type not in expected:
             raise SerializationError(
                 f"The schema with id {schema_id} is a {registered.schema_type} schema, not "
-                f"{self.format.schema_type} (--value-format/--key-format {self.format.value})"
+                f"{' or '.join(sorted(expected))}"
             )
         parsed = self._schemas[schema_id] = _ParsedSchema(registered)
         return parsed
@@ -174,9 +177,9 @@ class SchemaDeserializer:
                 return schemaless_reader(io.BytesIO(payload), parsed.avro, self.reader)
             return json.loads(payload)
         except Exception as e:  # fastavro raises what the bytes provoke; all mean one thing
+            title = "Avro" if parsed.avro is not None else "JSON Schema"
             raise SerializationError(
-                f"Error deserializing {self.format.title} message for id {schema_id}: "
-                f"{type(e).__name__}: {e}"
+                f"Error deserializing {title} message for id {schema_id}: {type(e).__name__}: {e}"
             ) from None
 
     def to_json(self, data: bytes) -> str:
