@@ -151,8 +151,12 @@ def schema_message_reader(
     if key is not None and not line_reader.parse_key:
         raise OneLineError(f"--key-format {key_format} needs --property parse.key=true {HELP_HINT}")
     serializers = [
-        None if f is None else SchemaSerializer(client, f, topic, is_key, props.get(schema_key))
-        for f, is_key, schema_key in ((key, True, "key.schema"), (value, False, "value.schema"))
+        None
+        if f is None
+        else SchemaSerializer(
+            client, f, topic, is_key, props.get(f"{side}.schema"), schema_id(props, side)
+        )
+        for f, is_key, side in ((key, True, "key"), (value, False, "value"))
     ]
     for serializer in serializers:
         if serializer is not None:
@@ -163,6 +167,21 @@ def schema_message_reader(
     return SchemaMessageReader(
         line_reader.parse_key, line_reader.key_separator, line_reader.ignore_error, *serializers
     )
+
+
+def schema_id(props: Mapping[str, str], side: str) -> int | None:
+    """`key.schema.id`/`value.schema.id`: a registered schema to write with, by its id."""
+    text = props.get(f"{side}.schema.id")
+    if text is None:
+        return None
+    if f"{side}.schema" in props:
+        raise OneLineError(f"Give either {side}.schema or {side}.schema.id, not both. {HELP_HINT}")
+    try:
+        return int(text)
+    except ValueError:
+        raise OneLineError(
+            f"{side}.schema.id must be a number, not {text!r}. {HELP_HINT}"
+        ) from None
 
 
 @dataclass
@@ -424,7 +443,8 @@ async def produce_lines(
     metavar="KEY=VALUE",
     help="A property of the line reader (repeatable): parse.key=true|false, "
     "key.separator=SEP (default tab), ignore.error=true|false; with --key-format/"
-    "--value-format: schema.registry.url, key.schema, value.schema.",
+    "--value-format: schema.registry.url, key.schema, value.schema, key.schema.id, "
+    "value.schema.id.",
 )
 @click.option(
     "--producer-property",

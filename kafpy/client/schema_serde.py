@@ -197,8 +197,9 @@ class SchemaDeserializer:
 
 class SchemaSerializer:
     """Writes keys or values of one topic in one format: registers `schema` under the
-    topic's subject (TopicNameStrategy) at prepare(), or with no schema given, uses the
-    subject's latest version, then frames each datum with that id."""
+    topic's subject (TopicNameStrategy) at prepare(), or uses the registered schema with
+    id `schema_id`, or with neither, the subject's latest version; then frames each datum
+    with that id."""
 
     def __init__(
         self,
@@ -207,11 +208,13 @@ class SchemaSerializer:
         topic: str,
         is_key: bool = False,
         schema: str | None = None,
+        schema_id: int | None = None,
     ) -> None:
         self.client = client
         self.format = schema_format
         self.subject = subject_name(topic, is_key)
         self.schema_text = schema
+        self.given_id = schema_id
         self.schema_id: int | None = None
         self.parsed: _ParsedSchema | None = None
 
@@ -219,7 +222,9 @@ class SchemaSerializer:
         """Register the schema (or look up the subject's latest); returns its id. Raises
         SerializationError when the schema is invalid or the registry refuses it."""
         try:
-            if self.schema_text is None:
+            if self.given_id is not None:
+                registered = self.client.schema_by_id(self.given_id)
+            elif self.schema_text is None:
                 registered = self.client.latest_version(self.subject)
             else:
                 try:
@@ -233,14 +238,14 @@ class SchemaSerializer:
                     schema_id, self.format.schema_type, self.schema_text, self.subject
                 )
         except SchemaRegistryClientError as e:
-            action = "looking up" if self.schema_text is None else "registering"
+            action = "registering" if self.schema_text is not None else "looking up"
             raise SerializationError(
                 f"Error {action} the {self.format.title} schema of subject {self.subject}: {e}"
             ) from None
         if registered.schema_type != self.format.schema_type:
             raise SerializationError(
-                f"The latest schema of subject {self.subject} is {registered.schema_type}, "
-                f"not {self.format.schema_type}"
+                f"The schema of subject {self.subject} (id {registered.schema_id}) is "
+                f"{registered.schema_type}, not {self.format.schema_type}"
             )
         self.parsed = _ParsedSchema(registered)
         self.schema_id = registered.schema_id

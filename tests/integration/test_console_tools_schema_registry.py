@@ -138,13 +138,27 @@ def test_avro_lines_from_kafpy_decode_with_confluents_deserializer(
     )
     assert code == 0, err
     client = SchemaRegistryClient({"url": registry.url})
-    assert client.get_latest_version(f"{topic}-value").schema.schema_type == "AVRO"
+    latest = client.get_latest_version(f"{topic}-value")
+    assert latest.schema.schema_type == "AVRO"
+    code, err = produce_lines(  # the registered schema, by its id
+        kafpy_module_broker,
+        topic,
+        ['{"name": "cy", "age": 7, "nick": null}'],
+        "--value-format",
+        "avro",
+        "--property",
+        f"schema.registry.url={registry.url}",
+        "--property",
+        f"value.schema.id={latest.schema_id}",
+    )
+    assert code == 0, err
     deserializer = AvroDeserializer(client)
     ctx = SerializationContext(topic, MessageField.VALUE)
-    values = [deserializer(v, ctx) for _, v in read_raw(kafpy_module_broker, topic, 2)]
+    values = [deserializer(v, ctx) for _, v in read_raw(kafpy_module_broker, topic, 3)]
     assert values == [
         {"name": "ann", "age": 31, "nick": None},
         {"name": "bob", "age": 42, "nick": "bobby"},
+        {"name": "cy", "age": 7, "nick": None},
     ]
 
 
