@@ -129,7 +129,8 @@ def message_formatter(name: str | None, props: Mapping[str, str]) -> MessageForm
 
 class SchemaDecoding:
     """--key-format/--value-format avro|json-schema: Confluent-framed keys and values
-    printed as JSON (as Confluent's AvroMessageFormatter prints them), and with
+    printed as JSON (as Confluent's AvroMessageFormatter prints them; a key only with
+    print.key=true, the only case it reads one), and with
     print.schema.ids=true each one's schema id after it (schema.id.separator, default a
     tab). A record that cannot be decoded is named in an error line on stderr and
     skipped; the consumer goes on (Confluent's console consumer stops at it unless given
@@ -142,7 +143,7 @@ class SchemaDecoding:
         props: Mapping[str, str],
         err: IO[str],
     ) -> None:
-        self.key = key
+        self.key = key if property_flag(props, "print.key", False) else None
         self.value = value
         self.print_schema_ids = property_flag(props, "print.schema.ids", False)
         self.id_separator = unescape(props.get("schema.id.separator", "\t"))

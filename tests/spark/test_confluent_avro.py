@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -97,6 +98,41 @@ def test_values_of_two_schema_versions_read_with_the_latest(
         {"offset": 1, "name": "bob", "age": 42, "email": "b@x", "tags": ["a", "b"],
          "scores": {"x": 7}},
     ]  # fmt: skip
+
+
+def test_a_stream_decodes_values_with_the_schema_it_started_with(
+    spark: Any,
+    kafpy_module_broker: KafpyBroker,
+    registry: SchemaRegistryProcess,
+    tmp_path: Path,
+) -> None:
+    bootstrap = kafpy_module_broker.bootstrap
+    topic = create_topic(bootstrap, topic_name("avro-stream"))
+    client = SchemaRegistryClient({"url": registry.url})
+    ctx = SerializationContext(topic, MessageField.VALUE)
+    serializer = AvroSerializer(client, json.dumps(V1))
+    produce_raw(bootstrap, topic, [serializer({"name": f"u{i}", "age": i}, ctx) for i in range(5)])
+    seen: list[tuple[str, int]] = []
+
+    def sink(df: Any, batch_id: int) -> None:
+        seen.extend((r.name, r.age) for r in df.select("value.*").collect())
+
+    query = (
+        spark.readStream.format("kafpy")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("subscribe", topic)
+        .option("startingOffsets", "earliest")
+        .option("valueFormat", "confluent-avro")
+        .option("schemaRegistry.url", registry.url)
+        .load()
+        .writeStream.foreachBatch(sink)
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    assert query.awaitTermination(120), "the availableNow query did not finish"
+    assert query.exception() is None
+    assert sorted(seen) == [(f"u{i}", i) for i in range(5)]
 
 
 def test_a_value_not_framed_fails_fast_or_reads_as_null(
