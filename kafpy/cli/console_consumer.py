@@ -15,12 +15,13 @@ stderr, as Kafka's tool does. Errors are one line on stderr, exit 1.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 import click
 
@@ -34,6 +35,7 @@ from kafpy.cli.command_line_utils import (
     run_command,
     unescape,
 )
+from kafpy.cli.record_formats import FORMATS, registry_client, schema_format
 from kafpy.client.client_config import ClientConfigError
 from kafpy.client.consumer_config import ConsumerConfig
 from kafpy.client.consumer_coordinator import ConsumerCoordinator
@@ -48,6 +50,9 @@ from kafpy.client.kafka_client import KafkaClient, parse_bootstrap_servers
 from kafpy.common.errors import KafkaError, UnknownTopicOrPartitionError
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.records.record_batch import TimestampType
+
+if TYPE_CHECKING:
+    from kafpy.client.schema_serde import SchemaDeserializer
 
 HELP_HINT = "(see 'kafpy console-consumer --help')"
 _log = logging.getLogger("kafpy.cli.console_consumer")
@@ -122,17 +127,115 @@ def message_formatter(name: str | None, props: Mapping[str, str]) -> MessageForm
     )
 
 
-class RecordPrinter:
-    """Writes formatted records to `out` and counts them (the count survives Ctrl-C)."""
+class SchemaDecoding:
+    """--key-format/--value-format avro|json-schema: Confluent-framed keys and values
+    printed as JSON (as Confluent's AvroMessageFormatter prints them; a key only with
+    print.key=true, the only case it reads one), and with
+    print.schema.ids=true each one's schema id after it (schema.id.separator, default a
+    tab). A record that cannot be decoded is named in an error line on stderr and
+    skipped; the consumer goes on (Confluent's console consumer stops at it unless given
+    --skip-message-on-error)."""
 
-    def __init__(self, formatter: MessageFormatter, out: IO[bytes]) -> None:
+    def __init__(
+        self,
+        key: SchemaDeserializer | None,
+        value: SchemaDeserializer | None,
+        props: Mapping[str, str],
+        err: IO[str],
+    ) -> None:
+        self.key = key if property_flag(props, "print.key", False) else None
+        self.value = value
+        self.print_schema_ids = property_flag(props, "print.schema.ids", False)
+        self.id_separator = unescape(props.get("schema.id.separator", "\t"))
+        self.err = err
+        self.failed = 0
+
+    async def prefetch(self, records: list[ConsumerRecord]) -> None:
+        """Fetch the schemas these records name and were not fetched yet, on a thread
+        (the registry client blocks)."""
+        for decoder, field in ((self.key, "key"), (self.value, "value")):
+            if decoder is not None:
+                ids = decoder.unknown_ids(getattr(r, field) for r in records)
+                if ids:
+                    await asyncio.to_thread(decoder.fetch, ids)
+
+    def decode(self, record: ConsumerRecord) -> ConsumerRecord | None:
+        """The record with its key and value as JSON text; None (and an error line) when
+        one of them cannot be decoded."""
+        from kafpy.client.schema_serde import SerializationError
+
+        try:
+            return dataclasses.replace(
+                record,
+                key=self._decode(self.key, record.key),
+                value=self._decode(self.value, record.value),
+            )
+        except SerializationError as e:
+            self.failed += 1
+            self.err.write(
+                f"ERROR Error deserializing the record of {record.topic}-{record.partition} "
+                f"at offset {record.offset}, skipping it: {e}\n"
+            )
+            self.err.flush()
+            return None
+
+    def _decode(self, decoder: SchemaDeserializer | None, data: bytes | None) -> bytes | None:
+        if decoder is None or data is None:
+            return data
+        from kafpy.client.schema_serde import schema_id_of
+
+        text = decoder.to_json(data)
+        if self.print_schema_ids:
+            text += f"{self.id_separator}{schema_id_of(data)}"
+        return text.encode()
+
+
+def schema_decoding(
+    key_format: str | None, value_format: str | None, props: Mapping[str, str]
+) -> SchemaDecoding | None:
+    """The decoding --key-format/--value-format ask for; None when both are strings."""
+    key, value = schema_format(key_format), schema_format(value_format)
+    if key is None and value is None:
+        return None
+    from kafpy.client.schema_serde import SchemaDeserializer
+
+    client = registry_client(props, HELP_HINT)
+    return SchemaDecoding(
+        None if key is None else SchemaDeserializer(client, key),
+        None if value is None else SchemaDeserializer(client, value),
+        props,
+        sys.stderr,
+    )
+
+
+class RecordPrinter:
+    """Writes formatted records to `out` and counts them (the count survives Ctrl-C); with
+    `decoding`, keys and values are decoded first."""
+
+    def __init__(
+        self,
+        formatter: MessageFormatter,
+        out: IO[bytes],
+        decoding: SchemaDecoding | None = None,
+    ) -> None:
         self.formatter = formatter
         self.out = out
+        self.decoding = decoding
         self.count = 0
 
+    async def prepare(self, records: list[ConsumerRecord]) -> None:
+        """Whatever printing these records needs from the network (their schemas)."""
+        if self.decoding is not None and records:
+            await self.decoding.prefetch(records)
+
     def print(self, record: ConsumerRecord) -> None:
-        self.out.write(self.formatter.format(record))
         self.count += 1
+        if self.decoding is not None:
+            decoded = self.decoding.decode(record)
+            if decoded is None:
+                return
+            record = decoded
+        self.out.write(self.formatter.format(record))
 
     def flush(self) -> None:
         self.out.flush()
@@ -375,6 +478,7 @@ async def consume(
             records = await fetcher.fetch()
             if records:
                 last_record_at = loop.time()
+                await printer.prepare(records)
             for record in records:
                 printer.print(record)
                 count += 1
@@ -430,7 +534,8 @@ async def consume(
     metavar="KEY=VALUE",
     help="A property of the message formatter (repeatable): print.key, print.value, "
     "print.timestamp, print.partition, print.offset (true|false), key.separator, "
-    "line.separator, null.literal.",
+    "line.separator, null.literal; with --key-format/--value-format: schema.registry.url, "
+    "print.schema.ids, schema.id.separator.",
 )
 @click.option(
     "--consumer-property",
@@ -477,6 +582,18 @@ async def consume(
     help="The message formatter: kafka.tools.DefaultMessageFormatter (default, with the "
     "--property settings) or kafka.tools.NoOpMessageFormatter.",
 )
+@click.option(
+    "--key-format",
+    type=click.Choice(FORMATS),
+    help="How keys are printed: string (default, the bytes as they are), avro or "
+    "json-schema (Confluent-framed, decoded to JSON with their schema from "
+    "--property schema.registry.url=URL).",
+)
+@click.option(
+    "--value-format",
+    type=click.Choice(FORMATS),
+    help="How values are printed: string (default), avro or json-schema (as --key-format).",
+)
 def command(
     bootstrap_server: str | None,
     topic: str | None,
@@ -492,6 +609,8 @@ def command(
     consumer_config: str | None,
     isolation_level: str | None,
     formatter: str | None,
+    key_format: str | None,
+    value_format: str | None,
 ) -> None:
     """Read records from a topic and print them to standard output."""
     if not bootstrap_server:
@@ -510,9 +629,9 @@ def command(
     except ValueError as e:
         raise OneLineError(str(e)) from None
     start = starting_point(offset, from_beginning, partition)
-    printer_formatter = message_formatter(
-        formatter, parse_key_value_args(properties, "--property", "console-consumer")
-    )
+    formatter_props = parse_key_value_args(properties, "--property", "console-consumer")
+    printer_formatter = message_formatter(formatter, formatter_props)
+    decoding = schema_decoding(key_format, value_format, formatter_props)
     file_props = load_config_file(consumer_config, HELP_HINT)
     extra_props = parse_key_value_args(
         consumer_properties, "--consumer-property", "console-consumer"
@@ -544,7 +663,7 @@ def command(
     request_timeout_ms = consumer_int(config, "request.timeout.ms")
     client_id = config.get_string("client.id", "console-consumer")
     security = client_security(props, consumer_config or "--consumer-property")
-    printer = RecordPrinter(printer_formatter, sys.stdout.buffer)
+    printer = RecordPrinter(printer_formatter, sys.stdout.buffer, decoding)
     what = f"topic {topic}" if topic is not None else f"the topics matching '{whitelist}'"
 
     async def main() -> None:
@@ -571,3 +690,8 @@ def command(
 
     run_command(main, f"Error processing messages of {what}: ", interrupt_is_error=False)
     click.echo(f"Processed a total of {printer.count} messages", err=True)
+    if decoding is not None and decoding.failed:
+        raise OneLineError(
+            f"{decoding.failed} of the {printer.count} messages could not be deserialized "
+            "(see the ERROR lines above)"
+        )

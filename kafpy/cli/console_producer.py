@@ -24,7 +24,7 @@ import sys
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 import click
 
@@ -39,6 +39,7 @@ from kafpy.cli.command_line_utils import (
     unescape,
 )
 from kafpy.cli.progress import Progress
+from kafpy.cli.record_formats import FORMATS, registry_client, schema_format
 from kafpy.client.client_config import ClientConfigError
 from kafpy.client.kafka_client import KafkaClient, parse_bootstrap_servers
 from kafpy.client.producer import (
@@ -53,6 +54,11 @@ from kafpy.client.producer_config import ProducerConfig
 from kafpy.common.errors import KafkaError, MessageTooLargeError
 from kafpy.records.compression import CompressionType
 from kafpy.security.ssl_configs import SSL_CONFIG_DEF
+
+if TYPE_CHECKING:
+    from kafpy.client.schema_serde import SchemaSerializer
+
+HELP_HINT = "(see 'kafpy console-producer --help')"
 
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 # producer properties this tool acts on; others are accepted and ignored, as Kafka warns
@@ -99,6 +105,83 @@ class LineMessageReader:
                 f"{self.key_separator.decode()!r} before the value, since parse.key=true)"
             )
         return (key, value)
+
+
+class LineNotSerializedError(Exception):
+    """A line that --key-format/--value-format cannot encode (not JSON, or not matching
+    the schema)."""
+
+
+@dataclass
+class SchemaMessageReader(LineMessageReader):
+    """Confluent's AvroMessageReader and JsonSchemaMessageReader: the key (with
+    parse.key=true) and the value of a line are JSON documents, written in Confluent's
+    framing with the schema registered under `<topic>-key`/`<topic>-value` (Avro's JSON
+    encoding for avro: a union's branch is named, `{"string": "x"}`)."""
+
+    key_serializer: SchemaSerializer | None = None
+    value_serializer: SchemaSerializer | None = None
+
+    def read(self, line: bytes, line_number: int) -> ProducerRecord:
+        from kafpy.client.schema_serde import SerializationError
+
+        key, value = super().read(line, line_number)[:2]
+        try:
+            if self.key_serializer is not None and key is not None:
+                key = self.key_serializer.from_json(key.decode())
+            if self.value_serializer is not None and value is not None:
+                value = self.value_serializer.from_json(value.decode())
+        except (SerializationError, UnicodeDecodeError) as e:
+            raise LineNotSerializedError(str(e)) from None
+        return (key, value)
+
+
+def schema_message_reader(
+    topic: str, key_format: str | None, value_format: str | None, props: Mapping[str, str]
+) -> SchemaMessageReader | None:
+    """The reader --key-format/--value-format ask for, its schemas registered (or, without
+    key.schema/value.schema, the subject's latest looked up); None when both are strings."""
+    key, value = schema_format(key_format), schema_format(value_format)
+    if key is None and value is None:
+        return None
+    from kafpy.client.schema_serde import SchemaSerializer, SerializationError
+
+    client = registry_client(props, HELP_HINT)
+    line_reader = LineMessageReader.from_properties(props)
+    if key is not None and not line_reader.parse_key:
+        raise OneLineError(f"--key-format {key_format} needs --property parse.key=true {HELP_HINT}")
+    serializers = [
+        None
+        if f is None
+        else SchemaSerializer(
+            client, f, topic, is_key, props.get(f"{side}.schema"), schema_id(props, side)
+        )
+        for f, is_key, side in ((key, True, "key"), (value, False, "value"))
+    ]
+    for serializer in serializers:
+        if serializer is not None:
+            try:
+                serializer.prepare()
+            except SerializationError as e:
+                raise OneLineError(str(e)) from None
+    return SchemaMessageReader(
+        line_reader.parse_key, line_reader.key_separator, line_reader.ignore_error, *serializers
+    )
+
+
+def schema_id(props: Mapping[str, str], side: str) -> int | None:
+    """`key.schema.id`/`value.schema.id`: a registered schema to write with, by its id."""
+    text = props.get(f"{side}.schema.id")
+    if text is None:
+        return None
+    if f"{side}.schema" in props:
+        raise OneLineError(f"Give either {side}.schema or {side}.schema.id, not both. {HELP_HINT}")
+    try:
+        return int(text)
+    except ValueError:
+        raise OneLineError(
+            f"{side}.schema.id must be a number, not {text!r}. {HELP_HINT}"
+        ) from None
 
 
 @dataclass
@@ -298,7 +381,7 @@ async def produce_lines(
             except OneLineError as e:  # a line the reader cannot take: Kafka stops here
                 stop = e
                 break
-            except MessageTooLargeError as e:
+            except (MessageTooLargeError, LineNotSerializedError) as e:
                 report.failed([line_number], e)
                 if not reader.ignore_error:
                     stop = OneLineError(f"Line {line_number} was not delivered: {e}")
@@ -359,7 +442,9 @@ async def produce_lines(
     multiple=True,
     metavar="KEY=VALUE",
     help="A property of the line reader (repeatable): parse.key=true|false, "
-    "key.separator=SEP (default tab), ignore.error=true|false.",
+    "key.separator=SEP (default tab), ignore.error=true|false; with --key-format/"
+    "--value-format: schema.registry.url, key.schema, value.schema, key.schema.id, "
+    "value.schema.id.",
 )
 @click.option(
     "--producer-property",
@@ -414,6 +499,21 @@ async def produce_lines(
     type=click.IntRange(min=0),
     help="The wait before a retry, in ms (default 100).",
 )
+@click.option(
+    "--key-format",
+    type=click.Choice(FORMATS),
+    help="How keys are read (with parse.key=true): string (default, the bytes as they "
+    "are), avro or json-schema (a JSON document per key, written in Confluent's framing "
+    "with --property key.schema=SCHEMA, registered under <topic>-key at "
+    "--property schema.registry.url=URL).",
+)
+@click.option(
+    "--value-format",
+    type=click.Choice(FORMATS),
+    help="How values are read: string (default), avro or json-schema (as --key-format, "
+    "with --property value.schema=SCHEMA registered under <topic>-value; without it, the "
+    "subject's latest schema).",
+)
 def command(
     bootstrap_server: str | None,
     broker_list: str | None,
@@ -428,6 +528,8 @@ def command(
     request_timeout_ms: int | None,
     retries: int | None,
     retry_backoff_ms: int | None,
+    key_format: str | None,
+    value_format: str | None,
 ) -> None:
     """Read lines from standard input and publish them to a topic."""
     servers = bootstrap_server or broker_list
@@ -443,9 +545,10 @@ def command(
         parse_bootstrap_servers(servers)
     except ValueError as e:
         raise OneLineError(str(e)) from None
-    reader = LineMessageReader.from_properties(
-        parse_key_value_args(properties, "--property", "console-producer")
-    )
+    reader_props = parse_key_value_args(properties, "--property", "console-producer")
+    reader = schema_message_reader(
+        topic, key_format, value_format, reader_props
+    ) or LineMessageReader.from_properties(reader_props)
     props = {
         **load_config_file(producer_config),
         **parse_key_value_args(producer_properties, "--producer-property", "console-producer"),

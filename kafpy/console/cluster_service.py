@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from kafpy.client.admin_client import AdminClient, ConfigResource, LogDirDescription, NewTopic
 from kafpy.client.cluster import PartitionInfo, TopicInfo
@@ -34,7 +34,10 @@ from kafpy.common.errors import (
     UnsupportedVersionError,
 )
 from kafpy.common.topic_partition import TopicPartition
-from kafpy.console.message_format import MessageFormat, show_bytes
+from kafpy.console.message_format import MessageFormat, ShownBytes, show_bytes
+
+if TYPE_CHECKING:
+    from kafpy.console.schema_decoder import SchemaDecoder
 
 T = TypeVar("T")
 
@@ -129,6 +132,7 @@ class ClusterService:
         bootstrap_servers: where the client starts (`host:port[,host:port]`).
         client_options: KafkaClient keyword arguments (from --command-config).
         timeout_s: the bound on each console request, all broker round trips included.
+        schema_decoder: decodes Confluent-framed keys and values (`--schema-registry`).
     """
 
     def __init__(
@@ -137,8 +141,10 @@ class ClusterService:
         client_options: Mapping[str, Any] | None = None,
         *,
         timeout_s: float = DEFAULT_TIMEOUT_S,
+        schema_decoder: SchemaDecoder | None = None,
     ) -> None:
         self.bootstrap_servers = bootstrap_servers
+        self.schema_decoder = schema_decoder
         options: dict[str, Any] = {
             "client_id": "kafpy-console",
             "request_timeout_ms": 10000,
@@ -506,14 +512,18 @@ class ClusterService:
                 "deletion moved its start); reload to read from the new start.",
             ) from None
         shown = records[:limit]
+        show: Callable[[bytes | None, MessageFormat], ShownBytes] = show_bytes
+        if self.schema_decoder is not None:
+            await self.schema_decoder.prefetch(v for r in shown for v in (r.key, r.value))
+            show = self.schema_decoder.show
         result["records"] = [
             {
                 "offset": r.offset,
                 "timestamp": r.timestamp,
                 "time": format_timestamp(r.timestamp),
                 "timestamp_type": r.timestamp_type.name,
-                "key": show_bytes(r.key, fmt).as_json(),
-                "value": show_bytes(r.value, fmt).as_json(),
+                "key": show(r.key, fmt).as_json(),
+                "value": show(r.value, fmt).as_json(),
                 "headers": [
                     {"key": k, "value": show_bytes(v, fmt).as_json()} for k, v in r.headers
                 ],

@@ -6,7 +6,8 @@
           .option("subscribe", "events").load())
 
 Reads have the schema of Spark's Kafka source (key, value, topic, partition, offset,
-timestamp, timestampType, and headers with includeHeaders=true); writes take its sink's
+timestamp, timestampType, and headers with includeHeaders=true), the value a typed column
+with valueFormat=confluent-avro (kafpy.spark.confluent_avro); writes take its sink's
 columns. Options are Spark's Kafka connector's (see kafpy.spark.options).
 
 Batch writes need `.mode("append")`: Spark lets a Python data source take only append
@@ -26,8 +27,9 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 from kafpy.spark.arrow import spark_schema
+from kafpy.spark.confluent_avro import reader_schema, spark_schema_with_value, value_type
 from kafpy.spark.errors import OptionError
-from kafpy.spark.options import ReadOptions, WriteOptions, include_headers
+from kafpy.spark.options import ReadOptions, WriteOptions, include_headers, value_decoding
 from kafpy.spark.reader import KafkaBatchReader, KafkaStreamReader
 from kafpy.spark.writer import KafkaBatchWriter, KafkaStreamWriter, validate_write_schema
 
@@ -45,13 +47,27 @@ class KafpyDataSource(DataSource):
         return "kafpy"
 
     def schema(self) -> str:
-        return spark_schema(include_headers(self.options))
+        base = spark_schema(include_headers(self.options))
+        decoding = value_decoding(self.options)
+        if decoding is None:
+            return base
+        # Spark pickles this object after schema(), so reader() finds the same version
+        self._value_schema: str | None = reader_schema(decoding)
+        return spark_schema_with_value(base, value_type(self._value_schema))
+
+    def _reader_schema(self, options: ReadOptions) -> str | None:
+        if options.value_decoding is None:
+            return None
+        known = getattr(self, "_value_schema", None)
+        return known if known is not None else reader_schema(options.value_decoding)
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return KafkaBatchReader(ReadOptions.parse(self.options, streaming=False))
+        options = ReadOptions.parse(self.options, streaming=False)
+        return KafkaBatchReader(options, self._reader_schema(options))
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        return KafkaStreamReader(ReadOptions.parse(self.options, streaming=True))
+        options = ReadOptions.parse(self.options, streaming=True)
+        return KafkaStreamReader(options, self._reader_schema(options))
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         if overwrite:

@@ -60,6 +60,19 @@ class ClientSettings:
 
 
 @dataclass(frozen=True)
+class ValueDecoding:
+    """`valueFormat=confluent-avro`: values in Confluent's Avro framing, decoded into the
+    value column with the reader schema of `subject` (`valueSubject`, else
+    `<topic>-value`) at the registry `schemaRegistry.url`. `mode` is FAILFAST (a value
+    that cannot be decoded fails the query) or PERMISSIVE (it is read as null), as
+    Spark's from_avro takes it."""
+
+    registry_url: str
+    subject: str
+    mode: str = "FAILFAST"
+
+
+@dataclass(frozen=True)
 class ReadOptions:
     """Parsed read options (batch and streaming)."""
 
@@ -77,6 +90,7 @@ class ReadOptions:
     min_partitions: int | None
     include_headers: bool
     commit_offsets_to_group: str | None
+    value_decoding: ValueDecoding | None = None
 
     @classmethod
     def parse(cls, raw: Mapping[str, str], *, streaming: bool) -> ReadOptions:
@@ -165,6 +179,7 @@ class ReadOptions:
             min_partitions=_int_option(opts, "minpartitions", "minPartitions", minimum=1),
             include_headers=_bool_option(opts, "includeheaders", "includeHeaders", False),
             commit_offsets_to_group=group.strip() if group else None,
+            value_decoding=value_decoding(raw),
         )
 
 
@@ -285,6 +300,39 @@ def offsets_from_json(value: Any, name: str = "offsets") -> dict[tuple[str, int]
 def include_headers(raw: Mapping[str, str]) -> bool:
     """The `includeHeaders` option (any case) of a query's options, False when unset."""
     return _bool_option(_lower(raw), "includeheaders", "includeHeaders", False)
+
+
+def value_decoding(raw: Mapping[str, str]) -> ValueDecoding | None:
+    """The `valueFormat` option (binary, the default, or confluent-avro) with
+    `schemaRegistry.url`, `valueSubject` and `mode`."""
+    opts = _lower(raw)
+    fmt = opts.get("valueformat", "binary").strip().lower()
+    if fmt == "binary":
+        return None
+    if fmt != "confluent-avro":
+        raise OptionError(
+            f"Option 'valueFormat' must be binary or confluent-avro, not {opts['valueformat']!r}."
+        )
+    url = opts.get("schemaregistry.url", "").strip()
+    if not url:
+        raise OptionError(
+            "Option 'valueFormat' = confluent-avro needs the option 'schemaRegistry.url' "
+            "(the schema registry, http://host:port)."
+        )
+    subject = opts.get("valuesubject", "").strip()
+    if not subject:
+        topics = [t.strip() for t in opts.get("subscribe", "").split(",") if t.strip()]
+        if len(topics) != 1:
+            raise OptionError(
+                "Option 'valueFormat' = confluent-avro takes its reader schema from the "
+                "subject <topic>-value of the one topic of 'subscribe'; with several topics, "
+                "a pattern or 'assign', name the subject with the option 'valueSubject'."
+            )
+        subject = f"{topics[0]}-value"
+    mode = opts.get("mode", "FAILFAST").strip().upper()
+    if mode not in ("FAILFAST", "PERMISSIVE"):
+        raise OptionError(f"Option 'mode' must be FAILFAST or PERMISSIVE, not {opts['mode']!r}.")
+    return ValueDecoding(url, subject, mode)
 
 
 def _lower(raw: Mapping[str, str]) -> dict[str, str]:

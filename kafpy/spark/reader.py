@@ -5,6 +5,8 @@ Planning runs on the driver through a KafkaOffsetReader; each planned OffsetRang
 Spark task, read on an executor by a KafkaPartitionReader. Streaming offsets are Spark's
 Kafka offset JSON, {"topic": {"partition": offset}}, always built in sorted key order:
 Spark compares offsets as JSON text, and a different key order would plan a batch.
+With valueFormat=confluent-avro, the tasks decode the value column with the reader
+schema fixed when the query was planned (kafpy.spark.confluent_avro).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
+from kafpy.spark.confluent_avro import ConfluentAvroValues
 from kafpy.spark.group_committer import commit_offsets
 from kafpy.spark.offset_reader import KafkaOffsetReader
 from kafpy.spark.offsets import TP, OffsetRange, rate_limit, split_ranges
@@ -38,10 +41,18 @@ class KafkaInputPartition(InputPartition):
         self.range = offset_range
 
 
-def _read(options: ReadOptions, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+def _read(
+    options: ReadOptions, partition: InputPartition, value_schema: str | None = None
+) -> Iterator[pa.RecordBatch]:
     if not isinstance(partition, KafkaInputPartition):
         return  # Spark runs one task with a placeholder partition when none were planned
-    yield from KafkaPartitionReader(options, partition.range).batches()
+    batches = KafkaPartitionReader(options, partition.range).batches()
+    if options.value_decoding is None or value_schema is None:
+        yield from batches
+        return
+    values = ConfluentAvroValues(options.value_decoding, value_schema)
+    for batch in batches:
+        yield values.decode(batch)
 
 
 def _check_ranges(options: ReadOptions, ranges: list[OffsetRange]) -> list[OffsetRange]:
@@ -67,8 +78,9 @@ class KafkaBatchReader(DataSourceReader):
     """spark.read: the offsets between startingOffsets and endingOffsets (as resolved when
     the query is planned), split into at least minPartitions tasks."""
 
-    def __init__(self, options: ReadOptions) -> None:
+    def __init__(self, options: ReadOptions, value_schema: str | None = None) -> None:
         self.options = options
+        self.value_schema = value_schema
 
     def partitions(self) -> Sequence[InputPartition]:
         opts = self.options
@@ -82,7 +94,7 @@ class KafkaBatchReader(DataSourceReader):
         return [KafkaInputPartition(r) for r in split_ranges(ranges, opts.min_partitions)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        return _read(self.options, partition)
+        return _read(self.options, partition, self.value_schema)
 
 
 class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -91,8 +103,9 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     maxTriggerDelay passes). Partitions and, with subscribePattern, topics that appear
     are read from their earliest offset."""
 
-    def __init__(self, options: ReadOptions) -> None:
+    def __init__(self, options: ReadOptions, value_schema: str | None = None) -> None:
         self.options = options
+        self.value_schema = value_schema
         self._offsets: KafkaOffsetReader | None = None
         self._target: dict[TP, int] | None = None
         self._last_batch_ms = time.monotonic() * 1000
@@ -189,7 +202,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return [KafkaInputPartition(r) for r in split_ranges(ranges, self.options.min_partitions)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        return _read(self.options, partition)
+        return _read(self.options, partition, self.value_schema)
 
     def commit(self, end: dict[str, Any]) -> None:
         self._commit_to_group(end)

@@ -25,10 +25,15 @@ from typing import Any
 
 import confluent_kafka
 import pytest
+from confluent_kafka.schema_registry import SchemaRegistryClient
+from confluent_kafka.schema_registry.avro import AvroSerializer
+from confluent_kafka.schema_registry.json_schema import JSONSerializer
+from confluent_kafka.serialization import MessageField, SerializationContext
 
 from kafpy.client.admin_client import AdminClient, NewTopic
 from kafpy.testing import KafkaBroker, KafkaCluster
 from tests.fixtures.console import ConsoleServer
+from tests.fixtures.schema_registry import SchemaRegistryProcess
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -171,6 +176,52 @@ def test_message_browser_pretty_prints_json_and_escapes_binary(
     assert (
         "Offset 99 is out of range for partition web-events-0" in by_css(chromium, ".detail").text
     )
+
+
+def test_message_browser_decodes_schema_registry_records(
+    broker: KafkaBroker,
+    chromium: Any,
+    tmp_path: Path,
+    schema_registry_factory: Callable[..., SchemaRegistryProcess],
+) -> None:
+    registry = schema_registry_factory(broker.bootstrap_servers)
+    broker.create_topic("web-avro")
+    client = SchemaRegistryClient({"url": registry.url})
+    ctx = SerializationContext("web-avro", MessageField.VALUE)
+    user = {
+        "type": "record",
+        "name": "User",
+        "fields": [
+            {"name": "name", "type": "string"},
+            {"name": "nick", "type": ["null", "string"]},
+        ],
+    }
+    avro = AvroSerializer(client, json.dumps(user))({"name": "ada", "nick": "al"}, ctx)
+    json_schema = json.dumps({"type": "object", "properties": {"n": {"type": "integer"}}})
+    # a subject holds one schema type: the JSON schema under another subject
+    json_ctx = SerializationContext("web-json", MessageField.VALUE)
+    framed_json = JSONSerializer(json_schema, client)({"n": 7}, json_ctx)
+    unknown_id = b"\x00\x00\x0f\x42\x3f{}"
+    produce(broker.bootstrap_servers, "web-avro", [avro, framed_json, unknown_id, b"plain"])
+    server = ConsoleServer(broker.bootstrap_servers, schema_registry=registry.url).start()
+    try:
+        chromium.get(f"{server.url}/topics/web-avro/partitions/0/messages")
+        values = all_by_css(chromium, "td.value pre")
+        assert [v.get_attribute("data-format") for v in values] == [
+            "avro",
+            "json-schema",
+            "text",
+            "text",
+        ]
+        assert json.loads(values[0].text) == {"name": "ada", "nick": {"string": "al"}}
+        assert json.loads(values[1].text) == {"n": 7}
+        notes = [m.text for m in all_by_css(chromium, "td.value .meta")]
+        avro_id = client.get_latest_version("web-avro-value").schema_id
+        assert f"schema id {avro_id}" in notes[0]
+        assert "40403" in notes[2] and "id 999999" in notes[2]
+        screenshot(chromium, tmp_path, "messages-schema-registry")
+    finally:
+        server.stop()
 
 
 def test_forms_create_a_topic_only_with_allow_writes(
