@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
-import uuid
 from collections.abc import Callable, Coroutine, Iterator
 from typing import Any, TypeVar
 
@@ -28,23 +27,24 @@ from kafpy.client.transaction_manager import State
 from kafpy.common.errors import KafkaError, ProducerFencedError
 from kafpy.common.topic_partition import TopicPartition
 from tests.fixtures.broker import KafpyBroker
-from tests.fixtures.transactions import TXN_OVERRIDES, WAIT_S, read_values
+from tests.fixtures.transactions import (
+    TXN_OVERRIDES,
+    WAIT_S,
+    read_values,
+    running_broker,
+    unique_name,
+)
 
 T = TypeVar("T")
 
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafpyBroker]:
-    b = KafpyBroker(tmp_path_factory.mktemp("txn-producer-broker"), TXN_OVERRIDES)
-    b.start()
-    try:
+    with running_broker(tmp_path_factory.mktemp("txn-producer-broker"), TXN_OVERRIDES) as b:
         yield b
-    finally:
-        b.stop()
 
 
-def _name(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+_name = unique_name
 
 
 def _create(broker: KafpyBroker, topic: str, partitions: int = 1) -> None:

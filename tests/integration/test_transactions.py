@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,21 +25,18 @@ from tests.fixtures.transactions import (
     ExactlyOnceCopier,
     produce_numbered,
     read_values,
+    running_broker,
+    unique_name,
 )
 
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafpyBroker]:
-    b = KafpyBroker(tmp_path_factory.mktemp("txn-broker"), TXN_OVERRIDES)
-    b.start()
-    try:
+    with running_broker(tmp_path_factory.mktemp("txn-broker"), TXN_OVERRIDES) as b:
         yield b
-    finally:
-        b.stop()
 
 
-def _name(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+_name = unique_name
 
 
 def _producer(broker: KafpyBroker, tid: str, **extra: Any) -> Producer:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -32,6 +31,7 @@ from kafpy.records.builder import build_batch
 from kafpy.security.authorizer import acl
 from kafpy.testing.wait import wait_until
 from tests.fixtures.broker import KafpyBroker
+from tests.fixtures.transactions import running_broker, unique_name
 
 TXN_OVERRIDES = {
     "transaction.state.log.replication.factor": "1",
@@ -46,16 +46,11 @@ WAIT_S = 30.0
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafpyBroker]:
-    b = KafpyBroker(tmp_path_factory.mktemp("two-pc-broker"), TWO_PC)
-    b.start()
-    try:
+    with running_broker(tmp_path_factory.mktemp("two-pc-broker"), TWO_PC) as b:
         yield b
-    finally:
-        b.stop()
 
 
-def _name(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+_name = unique_name
 
 
 def _create(broker: KafpyBroker, topic: str) -> None:
