@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kafpy.client.consumer_group_metadata import OffsetAndMetadata
 from kafpy.client.find_coordinator import CoordinatorType, find_coordinator, send_to_coordinator
 from kafpy.client.kafka_client import KafkaClient
 from kafpy.client.response_errors import error_for_code, raise_for_code
@@ -140,6 +141,13 @@ class ConsumerGroupAdmin:
 
     async def list_group_offsets(self, group: str) -> dict[TopicPartition, int]:
         """The offsets `group` has committed, by partition."""
+        committed = await self.list_group_offsets_and_metadata(group)
+        return {tp: o.offset for tp, o in committed.items()}
+
+    async def list_group_offsets_and_metadata(
+        self, group: str
+    ) -> dict[TopicPartition, OffsetAndMetadata]:
+        """The offsets `group` has committed, with their metadata and leader epochs."""
         _, response = await self._to_coordinator(
             group, ApiKey.OFFSET_FETCH, {"group_id": group, "topics": None}
         )
@@ -148,7 +156,7 @@ class ConsumerGroupAdmin:
             None,
             f"Fetching the offsets of group '{group}'",
         )
-        offsets: dict[TopicPartition, int] = {}
+        offsets: dict[TopicPartition, OffsetAndMetadata] = {}
         for t in response["topics"]:
             for p in t["partitions"]:
                 if p.get("error_code", Errors.NONE):
@@ -158,7 +166,11 @@ class ConsumerGroupAdmin:
                         f"Fetching the offset of group '{group}' for {t['name']}-{p['partition_index']}",
                     )
                 if p["committed_offset"] >= 0:
-                    offsets[TopicPartition(t["name"], p["partition_index"])] = p["committed_offset"]
+                    offsets[TopicPartition(t["name"], p["partition_index"])] = OffsetAndMetadata(
+                        p["committed_offset"],
+                        p.get("metadata"),
+                        p.get("committed_leader_epoch", -1),
+                    )
         return offsets
 
     async def alter_group_offsets(self, group: str, offsets: Mapping[TopicPartition, int]) -> None:

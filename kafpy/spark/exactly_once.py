@@ -16,11 +16,16 @@ A task (micro-batch B, partition p):
    earlier attempt's, or one a crashed driver never completed.
 2. Streaming only: reads the committed offsets of the consumer group named like the
    transactional id. The group's offset is the last micro-batch whose transaction
-   committed. If it is B or later, B's rows of this partition are already in Kafka (the
-   driver died after committing them and before Spark recorded the batch), so the task
-   writes nothing and says so.
+   committed, and its metadata names the query that committed it (Spark's query id, kept
+   in the checkpoint). If it is this query's and B or later, B's rows of this partition
+   are already in Kafka (the driver died after committing them and before Spark recorded
+   the batch), so the task writes nothing and says so. An offset another query committed
+   does not count: a query whose checkpoint was deleted is a new query, with a new query
+   id and batch ids from 0 again, and with a fixed `transactionalIdPrefix` it finds the
+   old query's higher batch ids in the groups; it writes its batches all the same.
 3. Begins a transaction, writes its rows, and commits the group's offset (B for a stream,
-   the job's random token for a batch write) into the same transaction
+   with the query id in its metadata; the job's random token for a batch write) into the
+   same transaction
    (`send_offsets_to_transaction`, on partition 0 of the first topic written: a group
    offset needs an existing partition), so the offset is committed exactly when the rows are.
 4. `prepare_transaction()` and returns (transactional id, producer id, epoch). A task
@@ -49,7 +54,7 @@ from __future__ import annotations
 import asyncio
 import secrets
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from kafpy.client.consumer_group_admin import ConsumerGroupAdmin
@@ -83,6 +88,7 @@ class TaskTransaction:
     transactional_id: str
     marker: int
     streaming: bool
+    query_id: str = ""
 
     @classmethod
     def for_micro_batch(
@@ -90,19 +96,23 @@ class TaskTransaction:
     ) -> TaskTransaction:
         """Task `partition` of a streaming query's micro-batch (Spark's local properties
         give the query and batch ids)."""
+        if query_id is None:
+            raise OptionError(
+                "Option 'exactlyOnce': this task knows no streaming query id (Spark's local "
+                f"property {QUERY_ID_PROPERTY} is not set): it names the transactional ids "
+                "and tells this query's commits from another's."
+            )
         if prefix is None:
-            if query_id is None:
-                raise OptionError(
-                    "Option 'exactlyOnce': this task knows no streaming query id to name its "
-                    "transactional id after; set .option('transactionalIdPrefix', ...)."
-                )
             prefix = f"{SINK_PREFIX}-{query_id}"
         if batch_id is None:
             raise OptionError(
                 "Option 'exactlyOnce': this task knows no micro-batch id (Spark's local "
                 f"property {BATCH_ID_PROPERTY} is not set)."
             )
-        return cls(transactional_id_for(prefix, partition), int(batch_id), streaming=True)
+        return cls(
+            transactional_id_for(prefix, partition), int(batch_id), streaming=True,
+            query_id=query_id,
+        )  # fmt: skip
 
 
 def transactional_id_for(prefix: str, partition: int) -> str:
@@ -151,7 +161,7 @@ async def write_in_transaction(
     )  # fmt: skip
     try:
         await producer.init_transactions(enable_2pc=True)
-        if txn.streaming and is_committed(await committed_markers(client, tid), txn):
+        if txn.streaming and is_committed(await committed_markers(client, txn), txn):
             _log.info("Batch %d of %s is already committed: skipped", txn.marker, tid)
             return "", True
         producer.begin_transaction()
@@ -173,7 +183,14 @@ async def write_in_transaction(
 
 
 def _note(txn: TaskTransaction) -> str:
-    return f"kafpy-sink {'batch' if txn.streaming else 'job'} {txn.marker}"
+    """The committed offset's metadata: whose commit it is."""
+    if txn.streaming:
+        return f"{_query_note(txn)}{txn.marker}"
+    return f"kafpy-sink job {txn.marker}"
+
+
+def _query_note(txn: TaskTransaction) -> str:
+    return f"kafpy-sink query {txn.query_id} batch "
 
 
 async def _abort_quietly(producer: BatchProducer) -> None:
@@ -189,10 +206,23 @@ def _client_timeout(producer: BatchProducer) -> float:
     return producer.client.request_timeout_ms / 1000
 
 
-async def committed_markers(client: KafkaClient, transactional_id: str) -> set[int]:
-    """The offsets the sink's group of this transactional id has committed."""
-    offsets = await ConsumerGroupAdmin(client).list_group_offsets(transactional_id)
-    return set(offsets.values())
+async def committed_markers(client: KafkaClient, txn: TaskTransaction) -> set[int]:
+    """The offsets the sink's group of `txn`'s transactional id has committed for `txn`'s
+    query (see `markers_of`)."""
+    group = ConsumerGroupAdmin(client)
+    return markers_of(await group.list_group_offsets_and_metadata(txn.transactional_id), txn)
+
+
+def markers_of(
+    committed: Mapping[TopicPartition, OffsetAndMetadata], txn: TaskTransaction
+) -> set[int]:
+    """The committed offsets that count for `txn`: for a micro-batch, only those its own
+    query committed (their metadata names its query id); for a batch write, all (its token
+    tells its own apart)."""
+    if not txn.streaming:
+        return {o.offset for o in committed.values()}
+    note = _query_note(txn)
+    return {o.offset for o in committed.values() if (o.metadata or "").startswith(note)}
 
 
 def is_committed(markers: set[int], txn: TaskTransaction) -> bool:
@@ -223,7 +253,7 @@ async def _complete(client: KafkaClient, txn: TaskTransaction, prepared: str) ->
     except KafkaError as e:
         raise _refusal(e, tid) from e
     if kept.producer_id == -1:
-        if is_committed(await committed_markers(client, tid), txn):
+        if is_committed(await committed_markers(client, txn), txn):
             return  # committed already (an earlier completion got through)
         raise SinkTransactionError(
             f"The prepared transaction {prepared} of {tid} was aborted before the driver "

@@ -110,8 +110,9 @@ def validate_write_schema(schema: StructType, options: WriteOptions) -> None:
 class KafkaCommitMessage(WriterCommitMessage):
     """What one task wrote: records per topic partition; with exactlyOnce, its transaction
     (`transactional_id`, `prepared`: the PreparedTxnState as "producerId:epoch", empty when
-    the task opened none), the group offset marking it committed (`marker`), and whether
-    the task found its partition already committed (`skipped`)."""
+    the task opened none), the group offset marking it committed (`marker`), the streaming
+    query whose commit it is (`query_id`), and whether the task found its partition
+    already committed (`skipped`)."""
 
     records: dict[str, int] = field(default_factory=dict)
     transactional_id: str | None = None
@@ -119,11 +120,12 @@ class KafkaCommitMessage(WriterCommitMessage):
     marker: int = 0
     streaming: bool = False
     skipped: bool = False
+    query_id: str = ""
 
     def transaction(self) -> TaskTransaction | None:
         if self.transactional_id is None or not self.prepared:
             return None
-        return TaskTransaction(self.transactional_id, self.marker, self.streaming)
+        return TaskTransaction(self.transactional_id, self.marker, self.streaming, self.query_id)
 
 
 def _run(settings: ClientSettings, work: Callable[[Any], Awaitable[T]]) -> T:
@@ -174,7 +176,7 @@ class KafkaRowWriter:
                 pass
         return KafkaCommitMessage(
             records=counts, transactional_id=txn.transactional_id, prepared=prepared,
-            marker=txn.marker, streaming=txn.streaming, skipped=skipped,
+            marker=txn.marker, streaming=txn.streaming, skipped=skipped, query_id=txn.query_id,
         )  # fmt: skip
 
     async def _produce(

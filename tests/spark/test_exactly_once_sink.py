@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -72,9 +73,9 @@ def open_transactions(bootstrap: str, prefix: str) -> list[str]:
     )
 
 
-def numbered(bootstrap: str, topic: str, count: int) -> list[bytes]:
+def numbered(bootstrap: str, topic: str, count: int, tag: bytes = b"") -> list[bytes]:
     """`count` records with keys spread over the topic's partitions; their values."""
-    values = [b"%03d" % i for i in range(count)]
+    values = [tag + b"%03d" % i for i in range(count)]
     produce(bootstrap, topic, [{"key": b"k%d" % i, "value": v} for i, v in enumerate(values)])
     return values
 
@@ -116,8 +117,8 @@ def test_batch_write_aborts_every_task_when_one_fails(spark: Any, broker: KafpyB
     assert open_transactions(boot, prefix) == []
 
 
-def stream(spark: Any, boot: str, source: str, sink: str, checkpoint: Path) -> Any:
-    return (
+def stream(spark: Any, boot: str, source: str, sink: str, checkpoint: Path, **options: str) -> Any:
+    w = (
         spark.readStream.format("kafpy")
         .option("kafka.bootstrap.servers", boot)
         .option("subscribe", source)
@@ -132,8 +133,16 @@ def stream(spark: Any, boot: str, source: str, sink: str, checkpoint: Path) -> A
         .option("exactlyOnce", "true")
         .option("checkpointLocation", str(checkpoint))
         .trigger(availableNow=True)
-        .start()
     )
+    for k, v in options.items():
+        w = w.option(k, v)
+    return w.start()
+
+
+def finished(query: Any) -> Any:
+    assert query.awaitTermination(120)
+    assert query.exception() is None
+    return query
 
 
 def test_a_replayed_micro_batch_that_committed_is_not_written_again(
@@ -161,6 +170,53 @@ def test_a_replayed_micro_batch_that_committed_is_not_written_again(
     assert replay.id == query.id
     assert (checkpoint / "commits" / str(last)).exists()
     assert read_values(boot, [(sink, 0), (sink, 1)], "read_committed") == expected
+
+
+def test_two_concurrent_queries_are_each_exactly_once(
+    spark: Any, broker: KafpyBroker, tmp_path: Path
+) -> None:
+    boot = broker.bootstrap
+    topics = [
+        (create_topic(boot, topic_name(f"eos-cc{i}-in"), 2),
+         create_topic(boot, topic_name(f"eos-cc{i}-out"), 2))
+        for i in range(2)
+    ]  # fmt: skip
+    inputs = [numbered(boot, source, 50, b"q%d-" % i) for i, (source, _) in enumerate(topics)]
+    queries = [
+        stream(spark, boot, source, sink, tmp_path / f"cp{i}")
+        for i, (source, sink) in enumerate(topics)
+    ]
+    for q in queries:
+        finished(q)
+    # each query's default prefix is its own query id: no transactional id in common
+    ids = [set(transaction_states(boot, f"kafpy-sink-{q.id}")) for q in queries]
+    assert ids[0] == {f"kafpy-sink-{queries[0].id}-0", f"kafpy-sink-{queries[0].id}-1"}
+    assert ids[1] == {f"kafpy-sink-{queries[1].id}-0", f"kafpy-sink-{queries[1].id}-1"}
+    for (_, sink), values in zip(topics, inputs, strict=True):
+        got = read_values(boot, [(sink, 0), (sink, 1)], "read_committed")
+        assert got == sorted(v + b"!" for v in values)
+
+
+@pytest.mark.parametrize("fixed_prefix", [False, True], ids=["query-id-prefix", "fixed-prefix"])
+def test_a_query_started_again_without_its_checkpoint_is_a_new_query(
+    spark: Any, broker: KafpyBroker, tmp_path: Path, fixed_prefix: bool
+) -> None:
+    """A deleted checkpoint makes a new query (new query id, batch ids from 0): it reads its
+    input again from startingOffsets and writes all of it again. With a fixed
+    transactionalIdPrefix the sink's groups still hold the old query's batch ids; they
+    must not make the new query skip its batches."""
+    boot = broker.bootstrap
+    source = create_topic(boot, topic_name("eos-fresh-in"), 2)
+    sink = create_topic(boot, topic_name("eos-fresh-out"), 2)
+    values = numbered(boot, source, 50)
+    options = {"transactionalIdPrefix": topic_name("eos-fresh-tx")} if fixed_prefix else {}
+    checkpoint = tmp_path / "cp"
+    first = finished(stream(spark, boot, source, sink, checkpoint, **options))
+    shutil.rmtree(checkpoint)
+    again = finished(stream(spark, boot, source, sink, checkpoint, **options))
+    assert again.id != first.id
+    got = read_values(boot, [(sink, 0), (sink, 1)], "read_committed")
+    assert got == sorted(2 * [v + b"!" for v in values])
 
 
 class QueryProcess:
