@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from kafpy.client.consumer_group_admin import ConsumerGroupAdmin, GroupListing
+from kafpy.client.consumer_group_metadata import OffsetAndMetadata
 from kafpy.common.errors import Errors, KafkaError
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.protocol.api_keys import ApiKey
@@ -119,7 +120,8 @@ def test_offsets_fetched_and_altered() -> None:
                             {
                                 "partition_index": 0,
                                 "committed_offset": 7,
-                                "metadata": "",
+                                "committed_leader_epoch": 2,
+                                "metadata": "note",
                                 "error_code": 0,
                             },
                             {
@@ -133,6 +135,9 @@ def test_offsets_fetched_and_altered() -> None:
                 ],
             }
             assert await admin.list_group_offsets("g") == {TopicPartition("t", 0): 7}
+            assert await admin.list_group_offsets_and_metadata("g") == {
+                TopicPartition("t", 0): OffsetAndMetadata(7, "note", 2)
+            }
 
             def commit(header: Any, body: dict[str, Any]) -> dict[str, Any]:
                 code = 25 if body["topics"][0]["partitions"][0]["committed_offset"] == 99 else 0
