@@ -485,7 +485,7 @@ class ReplicaManager:
                         for i, m in e.record_errors
                     ]
                 # As Kafka: the partition's log start offset, which lets an idempotent producer
-                # tell an UNKNOWN_PRODUCER_ID caused by retention (safe to reset) from real loss.
+                # tell an error caused by retention (safe to reset) from real loss.
                 resp["log_start_offset"] = self._log_start_offset_or_unknown(tp)
                 if not isinstance(e, (NotLeaderOrFollowerError, UnknownTopicOrPartitionError)):
                     self.log.debug("Error processing append operation on partition %s: %s", tp, e)

@@ -307,7 +307,7 @@ class Log:
         (the append over segment.bytes), CorruptRecordError (bad CRC or length),
         InvalidRecordError (bad magic or header) and InvalidTimestampError; for idempotent
         producers OutOfOrderSequenceError, InvalidProducerEpochError and
-        UnknownProducerIdError. A retried batch is not written again: the returned info
+        InvalidTxnStateError. A retried batch is not written again: the returned info
         carries the offsets it was written at (shallow_count 0). An I/O error raises
         LogDirFailedError, with the active segment as it was before the append.
         """

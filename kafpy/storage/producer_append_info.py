@@ -14,7 +14,6 @@ from kafpy.common.errors import (
     InvalidTxnStateError,
     OutOfOrderSequenceError,
     TransactionCoordinatorFencedError,
-    UnknownProducerIdError,
 )
 from kafpy.common.logger import PrefixAdapter, component_logger
 from kafpy.common.topic_partition import TopicPartition
@@ -111,18 +110,14 @@ class ProducerAppendInfo:
     def _check_sequence(self, producer_epoch: int, first_seq: int, offset: int) -> None:
         updated = self.updated_entry
         if producer_epoch != updated.producer_epoch:
-            if first_seq != 0:
-                if updated.producer_epoch != NO_PRODUCER_EPOCH:
-                    raise OutOfOrderSequenceError(
-                        f"Invalid sequence number for new epoch at offset {offset} in partition "
-                        f"{self.topic_partition}: {producer_epoch} (request epoch), {first_seq} "
-                        "(seq. number); a new epoch must start at sequence 0."
-                    )
-                raise UnknownProducerIdError(
-                    f"Found no record of producerId={self.producer_id} on the broker at offset "
-                    f"{offset} in partition {self.topic_partition}. It is possible that the last "
-                    f"message with the producerId={self.producer_id} has been removed due to "
-                    "hitting the retention limit."
+            # a producer this partition knows must start a new epoch at 0; one it does not
+            # know (its records deleted by retention or DeleteRecords) may go on from any
+            # sequence (Kafka 2.5+, KIP-360)
+            if first_seq != 0 and updated.producer_epoch != NO_PRODUCER_EPOCH:
+                raise OutOfOrderSequenceError(
+                    f"Invalid sequence number for new epoch at offset {offset} in partition "
+                    f"{self.topic_partition}: {producer_epoch} (request epoch), {first_seq} "
+                    "(seq. number); a new epoch must start at sequence 0."
                 )
             return
         if not updated.is_empty:
@@ -131,16 +126,10 @@ class ProducerAppendInfo:
             current_last_seq = self.current_entry.last_seq
         else:
             current_last_seq = NO_SEQUENCE
-        if current_last_seq == NO_SEQUENCE and first_seq != 0:
-            # The epoch matches but no batch is known, e.g. only a transaction marker was written.
-            raise OutOfOrderSequenceError(
-                f"Out of order sequence number for producerId {self.producer_id} at offset {offset} "
-                f"in partition {self.topic_partition}: found {first_seq} (incoming seq. number), "
-                "but expected 0"
-            )
-        if not (
-            first_seq == current_last_seq + 1 or (first_seq == 0 and current_last_seq == INT32_MAX)
-        ):
+        in_sequence = first_seq == current_last_seq + 1 or (
+            first_seq == 0 and current_last_seq == INT32_MAX
+        )
+        if not (self.current_entry.producer_epoch == NO_PRODUCER_EPOCH or in_sequence):
             raise OutOfOrderSequenceError(
                 f"Out of order sequence number for producerId {self.producer_id} at offset {offset} "
                 f"in partition {self.topic_partition}: {first_seq} (incoming seq. number), "

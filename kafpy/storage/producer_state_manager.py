@@ -11,9 +11,9 @@ before it is written:
 - a batch whose sequence range equals one of the last five is a retry: the append
   returns the original offsets and writes nothing;
 - a batch that does not continue the last sequence is a gap (OUT_OF_ORDER_SEQUENCE_NUMBER);
-- a producer the partition does not know must start at sequence 0, else
-  UNKNOWN_PRODUCER_ID (Kafka 2.0–2.4; the client compares the log start offset in the
-  response with its last acknowledged offset to tell retention from data loss).
+- a producer the partition does not know (its records deleted by retention or
+  DeleteRecords) may go on from any sequence, as Kafka 2.5+ accepts it (KIP-360), where
+  Kafka 2.0–2.4 answered UNKNOWN_PRODUCER_ID.
 
 Followers update the state without checks. The state is written to
 `<20-digit offset>.snapshot` files in Kafka's format when a segment rolls and when the
@@ -160,7 +160,7 @@ class ProducerStateManager:
         usual non-idempotent case). For a client append, a batch repeating one of its
         producer's last five batches stops the walk: `duplicate` holds the batch already
         written and nothing must be appended. Raises InvalidProducerEpochError,
-        OutOfOrderSequenceError, UnknownProducerIdError or InvalidTxnStateError.
+        OutOfOrderSequenceError or InvalidTxnStateError.
         """
         if producer_batches is None:
             producer_batches = (

@@ -11,7 +11,6 @@ from kafpy.common.errors import (
     InvalidProducerEpochError,
     InvalidTxnStateError,
     OutOfOrderSequenceError,
-    UnknownProducerIdError,
 )
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.records import MemoryRecords
@@ -140,11 +139,13 @@ def test_new_epoch_must_start_at_sequence_zero(psm: ProducerStateManager) -> Non
     assert [b.first_seq for b in entry.batch_metadata] == [0]  # the old epoch's batches are gone
 
 
-def test_unknown_producer_must_start_at_zero(psm: ProducerStateManager) -> None:
-    with pytest.raises(UnknownProducerIdError, match="Found no record of producerId=1000"):
-        append(psm, pbatch(7))
-    assert psm.last_entry(PID) is None
-    assert append(psm, pbatch(0)) is None
+def test_an_unknown_producer_goes_on_from_any_sequence(psm: ProducerStateManager) -> None:
+    # its records were deleted (retention, DeleteRecords): Kafka 2.5+ accepts it (KIP-360)
+    assert append(psm, pbatch(7)) is None
+    entry = psm.last_entry(PID)
+    assert entry is not None and entry.last_seq == 7
+    with pytest.raises(OutOfOrderSequenceError):
+        append(psm, pbatch(9, base_offset=1))  # once known, its sequence is checked again
 
 
 def test_several_batches_of_one_producer_in_one_append_are_checked_in_order(
@@ -351,8 +352,6 @@ def test_log_refuses_gaps_and_fenced_epochs_without_writing(log_dir: Path, clock
         produce(log, 3, epoch=1)
     with pytest.raises(InvalidProducerEpochError):
         produce(log, 2, epoch=0)
-    with pytest.raises(UnknownProducerIdError):
-        produce(log, 4, pid=77)
     assert log.log_end_offset == 2
     assert produce(log, 2, epoch=1) == (2, 2)
 
@@ -422,8 +421,8 @@ def test_truncation_rewinds_the_producer_state(log_dir: Path, clock: Clock) -> N
     assert produce(log, 6, 2) == (6, 7)
     log.truncate_fully_and_start_at(100)
     assert log.producer_state_manager.is_empty and snapshot_offsets(log) == []
-    with pytest.raises(UnknownProducerIdError):
-        produce(log, 8)
+    # every record of the producer is gone: it goes on where it was (Kafka 2.5+)
+    assert produce(log, 8) == (100, 100)
 
 
 def test_retention_forgets_producers_whose_batches_are_gone(log_dir: Path, clock: Clock) -> None:
@@ -438,8 +437,9 @@ def test_retention_forgets_producers_whose_batches_are_gone(log_dir: Path, clock
     assert log.log_start_offset >= 4
     assert set(log.producer_state_manager.producers) == {2}
     assert all(o >= log.log_start_offset for o in snapshot_offsets(log))
-    with pytest.raises(UnknownProducerIdError):
-        produce(log, 1, pid=1)
+    # the forgotten producer goes on from its next sequence (Kafka 2.5+, KIP-360)
+    end = log.log_end_offset
+    assert produce(log, 1, pid=1) == (end, end)
 
 
 def test_follower_appends_update_the_state(log_dir: Path, clock: Clock) -> None:
