@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -39,19 +38,8 @@ USER_JSON_SCHEMA = {
 
 
 @pytest.fixture(scope="module")
-def registry(
-    kafpy_module_broker: KafpyBroker, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[SchemaRegistryProcess]:
-    process = SchemaRegistryProcess(
-        kafpy_module_broker.bootstrap,
-        tmp_path_factory.mktemp("registry"),
-        {"kafkastore.topic": f"_schemas_{uuid.uuid4().hex[:8]}"},
-    )
-    process.start()
-    try:
-        yield process
-    finally:
-        process.stop()
+def registry(kafpy_module_registry: SchemaRegistryProcess) -> SchemaRegistryProcess:
+    return kafpy_module_registry
 
 
 def new_topic(broker: KafpyBroker) -> str:

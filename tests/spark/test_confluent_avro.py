@@ -5,8 +5,6 @@ schemas in a real `kafpy schema-registry`; and the Avro-to-Spark type mapping.""
 from __future__ import annotations
 
 import json
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -42,19 +40,8 @@ V2 = {
 
 
 @pytest.fixture(scope="module")
-def registry(
-    kafpy_module_broker: KafpyBroker, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[SchemaRegistryProcess]:
-    process = SchemaRegistryProcess(
-        kafpy_module_broker.bootstrap,
-        tmp_path_factory.mktemp("registry"),
-        {"kafkastore.topic": f"_schemas_{uuid.uuid4().hex[:8]}"},
-    )
-    process.start()
-    try:
-        yield process
-    finally:
-        process.stop()
+def registry(kafpy_module_registry: SchemaRegistryProcess) -> SchemaRegistryProcess:
+    return kafpy_module_registry
 
 
 def produce_raw(bootstrap: str, topic: str, values: list[bytes]) -> None:
