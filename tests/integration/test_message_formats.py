@@ -78,6 +78,14 @@ def expected_timestamp(version: str, i: int) -> int | None:
     return None if MAGIC_OF[version] == 0 else T0 + i
 
 
+def old_consumer(bootstrap: str, api_version: tuple[int, ...]) -> KafkaConsumer:
+    """A kafka-python consumer speaking an old client's protocol, reading from the start and
+    stopping after 10 s without records."""
+    return KafkaConsumer(bootstrap_servers=bootstrap, api_version=api_version,
+                         enable_auto_commit=False, consumer_timeout_ms=10000,
+                         auto_offset_reset="earliest")  # fmt: skip
+
+
 def test_mixed_message_formats_in_one_partition(kafpy_broker: KafpyBroker) -> None:
     bootstrap = kafpy_broker.bootstrap
     topic = topic_name("mixed")
@@ -140,9 +148,7 @@ def test_kafka_python_0_10_on_a_v1_topic(
     assert [f.get(10).offset for f in futures] == list(range(30))
     producer.close()
     assert set(stored_magics(kafpy_broker, topic)) == {1}
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, api_version=(0, 10),
-                             enable_auto_commit=False, consumer_timeout_ms=10000,
-                             auto_offset_reset="earliest")  # fmt: skip
+    consumer = old_consumer(bootstrap, (0, 10))
     try:
         consumer.assign([TopicPartition(topic, 0)])
         got = []
@@ -208,9 +214,7 @@ def test_old_consumers_read_a_mixed_log(
         has_ts = fetch_magic == 1 and MAGIC_OF[version] > 0
         expected += [(first + j, b"k%d" % (first + j), b"v%d" % (first + j),
                       T0 + first + j if has_ts else None) for j in range(PER_STEP)]  # fmt: skip
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, api_version=api_version,
-                             enable_auto_commit=False, consumer_timeout_ms=10000,
-                             auto_offset_reset="earliest")  # fmt: skip
+    consumer = old_consumer(bootstrap, api_version)
     try:
         consumer.assign([TopicPartition(topic, 0)])
         got = []
@@ -235,9 +239,7 @@ def test_kafka_python_0_9_on_a_v0_topic(kafpy_broker: KafpyBroker) -> None:
     assert [f.get(10).offset for f in futures] == list(range(25))
     producer.close()
     assert set(stored_magics(kafpy_broker, topic)) == {0}
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, api_version=(0, 9),
-                             enable_auto_commit=False, consumer_timeout_ms=10000,
-                             auto_offset_reset="earliest")  # fmt: skip
+    consumer = old_consumer(bootstrap, (0, 9))
     try:
         consumer.assign([TopicPartition(topic, 0)])
         got = [(m.offset, m.key, m.value) for _, m in zip(range(25), consumer, strict=False)]
