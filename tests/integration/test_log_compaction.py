@@ -139,13 +139,15 @@ def test_compaction_end_to_end_and_sigkill_mid_clean(
 
     # A slow (throttled) cleaner, killed while a .cleaned segment is being written.
     broker.stop()
-    broker.overrides["log.cleaner.io.max.bytes.per.second"] = str(400 * 1024)
+    # slow enough that a .cleaned segment (64 KiB) is on disk for about half a second
+    broker.overrides["log.cleaner.io.max.bytes.per.second"] = str(128 * 1024)
     broker.start()
     expected = produce(broker.bootstrap, 1)
     wait_until(
         lambda: any(p.name.endswith(".cleaned") for p in partition_dir(broker).iterdir()),
         WAIT_S,
         "a cleaning round in progress",
+        interval_s=0.02,
         context=broker.log_tail,
     )
     assert broker.process is not None
