@@ -221,13 +221,13 @@ def refusal(broker: OAuthBroker, listener: str, token: str) -> str:
 
 
 def test_expired_unsecured_token_is_refused(oauth_broker: OAuthBroker) -> None:
-    now = time.time()
+    now = int(time.time())  # whole seconds: a finer iat can be after the broker's ms clock
     token = unsecured({"sub": "alice", "scope": "kafka", "iat": now - 120, "exp": now - 60})
     assert '{"status":"invalid_token"}' in refusal(oauth_broker, "SASL_PLAINTEXT", token)
 
 
 def test_kafka_python_unsecured_token_is_accepted(oauth_broker: OAuthBroker) -> None:
-    now = time.time()
+    now = int(time.time())  # whole seconds: a finer iat can be after the broker's ms clock
     token = unsecured({"sub": "alice", "scope": ["kafka"], "iat": now, "exp": now + 600})
     producer = kafka_python_producer(oauth_broker, "SASL_PLAINTEXT", token)
     try:
@@ -237,7 +237,7 @@ def test_kafka_python_unsecured_token_is_accepted(oauth_broker: OAuthBroker) -> 
 
 
 def signed(broker: OAuthBroker, alg: str, **claims: Any) -> str:
-    now = time.time()
+    now = int(time.time())  # whole seconds: a finer iat can be after the broker's ms clock
     body = {"sub": "alice", "iss": ISSUER, "aud": AUDIENCE, "iat": now, "exp": now + 600, **claims}
     key: Any = broker.rsa_key if alg == "RS256" else broker.ec_key
     kid = "rsa-1" if alg == "RS256" else "ec-1"
@@ -264,7 +264,7 @@ def test_jwks_principal_is_subject_for_acls(oauth_broker: OAuthBroker) -> None:
 
 def forged(broker: OAuthBroker) -> str:
     other = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    now = time.time()
+    now = int(time.time())  # whole seconds: a finer iat can be after the broker's ms clock
     claims = {"sub": "admin", "iss": ISSUER, "aud": AUDIENCE, "iat": now, "exp": now + 600}
     return jwt.encode(claims, other, algorithm="RS256", headers={"kid": "rsa-1"})
 
@@ -308,7 +308,7 @@ def _call(sock: socket.socket, api_key: ApiKey, version: int, body: dict[str, An
 
 
 def test_wire_exchange_session_lifetime_is_the_tokens(oauth_broker: OAuthBroker) -> None:
-    now = time.time()
+    now = int(time.time())  # whole seconds: a finer iat can be after the broker's ms clock
     token = unsecured({"sub": "alice", "scope": "kafka", "iat": now, "exp": now + 30})
     port = oauth_broker.broker.ports["SASL_PLAINTEXT"]
     with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
@@ -322,7 +322,7 @@ def test_wire_exchange_session_lifetime_is_the_tokens(oauth_broker: OAuthBroker)
 
 
 def test_wire_exchange_error_json_then_failure(oauth_broker: OAuthBroker) -> None:
-    now = time.time()
+    now = int(time.time())  # whole seconds: a finer iat can be after the broker's ms clock
     token = unsecured({"sub": "alice", "iat": now, "exp": now + 30})  # no scope `kafka`
     port = oauth_broker.broker.ports["SASL_PLAINTEXT"]
     with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
