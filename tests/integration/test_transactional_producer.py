@@ -26,6 +26,7 @@ from kafpy.client.producer import BatchProducer
 from kafpy.client.transaction_manager import State
 from kafpy.common.errors import KafkaError, ProducerFencedError
 from kafpy.common.topic_partition import TopicPartition
+from kafpy.testing.wait import wait_until
 from tests.fixtures.broker import KafpyBroker
 from tests.fixtures.transactions import (
     TXN_OVERRIDES,
@@ -291,8 +292,12 @@ def test_a_coordinator_moving_to_another_broker_is_followed() -> None:
 
         before, after = asyncio.run(asyncio.wait_for(go(), 60))
         assert after != before
-        assert read_values(cluster.bootstrap_servers, [("moving", 0)], "read_committed") == [
-            b"across the move"]  # fmt: skip
+        # EndTxn answers before the markers are written: read_committed sees it once they land
+        wait_until(
+            lambda: read_values(cluster.bootstrap_servers, [("moving", 0)], "read_committed")
+            == [b"across the move"],
+            30, "the committed record read_committed",
+        )  # fmt: skip
 
 
 async def _committed_once_markers_land(member: Any, tp: TopicPartition) -> int:
