@@ -61,8 +61,9 @@ def test_oauthbearer_from_librdkafkas_unsecured_jwt_config() -> None:
     sasl = ClientSecurity.from_config(props, source="f").sasl
     assert sasl is not None and sasl.oauthbearer is not None
     assert dict(sasl.oauthbearer.extensions) == {"traceId": "t1"}
-    now_ms = int(time.time() * 1000)
-    token = OAuthBearerUnsecuredValidator({}).validate(sasl.oauthbearer.token_value(), now_ms)
+    token_value = sasl.oauthbearer.token_value()
+    now_ms = time.time_ns() // 1_000_000  # after the token is issued, as a broker checks it
+    token = OAuthBearerUnsecuredValidator({}).validate(token_value, now_ms)
     assert token.principal_name == "alice" and token.scope == frozenset({"read", "write"})
     assert now_ms < token.lifetime_ms <= now_ms + 61_000
 
@@ -73,8 +74,9 @@ def test_oauthbearer_from_the_java_clients_jaas_config() -> None:
                                  'OAuthBearerLoginModule required unsecuredLoginStringClaim_sub="bob";'}  # fmt: skip
     sasl = SaslCredentials.from_config(props, source="f")
     assert sasl.oauthbearer is not None
-    now_ms = int(time.time() * 1000)
-    token = OAuthBearerUnsecuredValidator({}).validate(sasl.oauthbearer.token_value(), now_ms)
+    token_value = sasl.oauthbearer.token_value()
+    now_ms = time.time_ns() // 1_000_000
+    token = OAuthBearerUnsecuredValidator({}).validate(token_value, now_ms)
     assert token.principal_name == "bob"
 
 
