@@ -46,6 +46,11 @@ from kafpy.protocol.errors import Errors
 
 S = TransactionState
 
+COMPLETION_WAIT_S = 0.5
+"""How long AddPartitionsToTxn/AddOffsetsToTxn wait for the previous transaction's markers
+before answering CONCURRENT_TRANSACTIONS (markers held up by a leader election take longer;
+the client then retries as against Kafka)."""
+
 
 class ProducerIdGenerator(Protocol):
     async def generate_producer_id(self) -> int: ...
@@ -318,9 +323,23 @@ class TransactionCoordinator:
         producer_epoch: int,
         partitions: set[TopicPartition],
     ) -> int:
-        """Add partitions to the id's transaction (starting one); returns the error code."""
+        """Add partitions to the id's transaction (starting one); returns the error code.
+
+        A request that finds the previous transaction still writing its markers waits for
+        them, up to COMPLETION_WAIT_S, where Kafka 2.8 answers CONCURRENT_TRANSACTIONS at
+        once. That is a kafpy improvement: a producer's next transaction usually begins
+        within a millisecond of its commit, before the markers land, and the clients back
+        off 20 ms (Java) to 100 ms (librdkafka) on that error, a fifth of a transaction
+        committed every 100 ms. A client sees only the same answer, sooner."""
         if not transactional_id:
             return Errors.INVALID_REQUEST
+        error, entry = self.state_manager.get_transaction_state(transactional_id)
+        if (
+            error == Errors.NONE
+            and entry is not None
+            and entry.transaction_metadata.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT)
+        ):
+            await self.marker_manager.wait_for_completion(transactional_id, COMPLETION_WAIT_S)
         error, entry = self.state_manager.get_transaction_state(transactional_id)
         if error != Errors.NONE:
             return error

@@ -163,6 +163,15 @@ class TransactionMarkerChannelManager:
     def pending_transactional_ids(self) -> list[str]:
         return list(self._transactions)
 
+    async def wait_for_completion(self, tid: str, timeout_s: float) -> bool:
+        """Wait up to `timeout_s` for the markers of `tid`'s transaction to be written and
+        its Complete state logged; True if nothing is pending for it any more."""
+        task = self._transactions.get(tid)
+        if task is None:
+            return True
+        done, _ = await asyncio.wait({task}, timeout=timeout_s)
+        return bool(done)
+
     async def shutdown(self) -> None:
         tasks = [*self._transactions.values(), *(b.task for b in self._brokers.values() if b.task)]
         for task in tasks:

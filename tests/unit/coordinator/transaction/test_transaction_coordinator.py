@@ -5,6 +5,8 @@ __transaction_state and recording marker channels."""
 
 from __future__ import annotations
 
+import asyncio
+
 from kafpy.common.topic import TRANSACTION_STATE_TOPIC_NAME
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.coordinator.transaction import transaction_log
@@ -179,6 +181,29 @@ def test_add_partitions_errors_and_concurrent_transactions_while_markers_are_pen
         await h.settle()
         assert h.cluster.marked() == [(3, A0, False, epoch)]
         assert _state(h, "tx") is S.COMPLETE_ABORT
+
+    run(t)
+
+
+def test_add_partitions_waits_for_the_previous_transactions_markers() -> None:
+    """kafpy's improvement on Kafka 2.8: the next transaction's AddPartitionsToTxn, sent
+    while the last one's markers are still going out, is answered once they land instead
+    of with CONCURRENT_TRANSACTIONS."""
+
+    async def t(h: TxnHarness) -> None:
+        await h.own_all()
+        pid, epoch = await _begin(h, "tx", A0)
+        h.cluster.leaders[A0] = -1  # no leader yet: the commit marker waits
+        assert await h.coordinator.handle_end_transaction("tx", pid, epoch, True) == Errors.NONE
+        add = asyncio.ensure_future(
+            h.coordinator.handle_add_partitions_to_transaction("tx", pid, epoch, {A1})
+        )
+        await asyncio.sleep(0.01)
+        assert not add.done() and _state(h, "tx") is S.PREPARE_COMMIT
+        h.cluster.leaders[A0] = 2  # elected: the marker lands, then the next transaction begins
+        assert await add == Errors.NONE
+        assert h.cluster.marked() == [(2, A0, True, epoch)]
+        assert _written(h, "tx")[-3:] == ["PrepareCommit", "CompleteCommit", "Ongoing"]
 
     run(t)
 
