@@ -114,6 +114,13 @@ def main() -> None:
         assert console.returncode == 1, console
         assert "kafpy console needs `pip install 'kafpy[console]'`" in console.stderr, console
         assert "Traceback" not in console.stderr, console.stderr
+        tls = subprocess.run(
+            [bin_dir / "kafpy", "server", "--override", "listeners=SSL://127.0.0.1:0"],
+            cwd=home, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert tls.returncode != 0, tls
+        assert "needs `pip install 'kafpy[crypto]'`" in tls.stderr, tls
+        assert "Traceback" not in tls.stderr, tls.stderr
 
         # kafpy.testing installs light: an application's test suite on the core wheel
         run(bin_dir / "pip", "install", "-q", "pytest")

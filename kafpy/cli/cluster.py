@@ -18,6 +18,7 @@ from pathlib import Path
 import click
 
 from kafpy.cli.command_line_utils import OneLineError, quiet_logging
+from kafpy.common.extras import MissingExtraError, require_extra
 from kafpy.tools.local_cluster import (
     CLUSTER_FILE,
     DEFAULT_ROLLING_WAIT_S,
@@ -87,6 +88,11 @@ def up(
     ports and data.
     """
     extra = _parse_overrides(overrides)
+    if secure:
+        try:
+            require_extra("crypto", "kafpy cluster up --secure")
+        except MissingExtraError as e:
+            raise OneLineError(str(e)) from None
     fresh = not (directory / CLUSTER_FILE).exists()
     cluster = _cluster_for_up(directory, brokers, zookeeper, extra, secure)
     cluster.start_timeout_s = timeout_s

@@ -2,7 +2,9 @@
 
 `pip install kafpy` holds the broker, the client, every CLI tool and `kafpy.testing`. The
 Spark data source, the web console, the broker's Prometheus endpoint, SASL/GSSAPI
-(Kerberos) and the schema registry need libraries of their own, installed by an extra
+(Kerberos), the schema registry and the parts that need the cryptography library
+(TLS listeners, PKCS12 stores, encrypted password configs, signed OAUTHBEARER tokens,
+`kafpy cluster up --secure`) need libraries of their own, installed by an extra
 (`pip install 'kafpy[spark]'`); using one of those parts without its extra fails at once
 with a MissingExtraError naming the extra.
 """
@@ -17,6 +19,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "metrics": ("prometheus_client", "aiohttp"),
     "kerberos": ("gssapi",),
     "schema-registry": ("aiohttp", "fastavro", "jsonschema"),
+    "crypto": ("cryptography",),
 }
 """Extra name -> the modules it installs (import names, as find_spec looks them up)."""
 

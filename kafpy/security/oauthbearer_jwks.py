@@ -18,7 +18,8 @@ CALLBACK_HANDLER, with these options in the listener's OAuthBearerLoginModule en
   `kafpyJwksAllowableClockSkewMs`, as the unsecured validator's options.
 
 Tokens must carry `exp`; `iat` and `nbf` are checked when present. A refused token gets
-Kafka's error JSON, as with the unsecured validator.
+Kafka's error JSON, as with the unsecured validator. The signatures are checked with the
+cryptography library: without `kafpy[crypto]` the listener is refused at start-up.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from typing import Any
 import jwt
 
 from kafpy.common.errors import InvalidConfigurationError
+from kafpy.common.extras import MissingExtraError, require_extra
 from kafpy.common.logger import component_logger
 from kafpy.security.oauthbearer import OAuthBearerIllegalTokenError, OAuthBearerToken
 from kafpy.security.oauthbearer_unsecured import clock_skew_option, ensure_scope, parse_scope
@@ -78,6 +80,10 @@ class OAuthBearerJwksValidator:
         self.log = component_logger(
             "kafpy.security.oauthbearer_jwks.OAuthBearerJwksValidator", "OAuthBearerJwksValidator"
         )
+        try:  # pyjwt checks signatures with the cryptography library
+            require_extra("crypto", f"{JWKS_VALIDATOR_CALLBACK_HANDLER} ({key})")
+        except MissingExtraError as e:
+            raise InvalidConfigurationError(str(e)) from None
         url = options.get(URL_OPTION, "").strip()
         if not url:
             raise InvalidConfigurationError(

@@ -17,15 +17,12 @@ the same secret decodes what kafpy stored and the other way round.
 from __future__ import annotations
 
 import base64
+import hashlib
 import os
 from collections.abc import Mapping
 
-from cryptography.hazmat.primitives import hashes, padding
-from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-from cryptography.hazmat.primitives.kdf.pbkdf2 import PBKDF2HMAC
-
 from kafpy.common.errors import InvalidConfigurationError
+from kafpy.common.extras import MissingExtraError, require_extra
 
 __all__ = [
     "CIPHER_ALGORITHMS",
@@ -35,11 +32,11 @@ __all__ = [
     "PasswordEncoderError",
 ]
 
-# the JCE SecretKeyFactory names Kafka may store, and their PBKDF2 digests
-KEY_FACTORY_ALGORITHMS: Mapping[str, type[hashes.HashAlgorithm]] = {
-    "PBKDF2WithHmacSHA512": hashes.SHA512,
-    "PBKDF2WithHmacSHA256": hashes.SHA256,
-    "PBKDF2WithHmacSHA1": hashes.SHA1,
+# the JCE SecretKeyFactory names Kafka may store, and their PBKDF2 digests (hashlib names)
+KEY_FACTORY_ALGORITHMS: Mapping[str, str] = {
+    "PBKDF2WithHmacSHA512": "sha512",
+    "PBKDF2WithHmacSHA256": "sha256",
+    "PBKDF2WithHmacSHA1": "sha1",
 }
 DEFAULT_KEY_FACTORY_ALGORITHM = "PBKDF2WithHmacSHA512"
 # the JCE Cipher names kafpy encodes and decodes
@@ -85,6 +82,10 @@ class PasswordEncoder:
     ) -> None:
         if not secret:
             raise PasswordEncoderError("password.encoder.secret is empty.")
+        try:  # AES comes from the cryptography library
+            require_extra("crypto", "password.encoder.secret (encrypted password configs)")
+        except MissingExtraError as e:
+            raise PasswordEncoderError(str(e)) from None
         self.secret = secret
         self.key_factory_algorithm = key_factory_algorithm or DEFAULT_KEY_FACTORY_ALGORITHM
         self.cipher_algorithm = cipher_algorithm
@@ -93,13 +94,13 @@ class PasswordEncoder:
         _check_algorithms(self.key_factory_algorithm, cipher_algorithm, key_length)
 
     def _key(self, algorithm: str, key_length: int, salt: bytes, iterations: int) -> bytes:
-        kdf = PBKDF2HMAC(
-            algorithm=KEY_FACTORY_ALGORITHMS[algorithm](),
-            length=key_length // 8,
-            salt=salt,
-            iterations=iterations,
+        return hashlib.pbkdf2_hmac(
+            KEY_FACTORY_ALGORITHMS[algorithm],
+            self.secret.encode("utf-8"),
+            salt,
+            iterations,
+            key_length // 8,
         )
-        return kdf.derive(self.secret.encode("utf-8"))
 
     def encode(self, password: str) -> str:
         """The CSV map Kafka stores for `password`."""
@@ -113,6 +114,10 @@ class PasswordEncoder:
             "salt": _b64(salt),
             "iterations": str(self.iterations),
         }
+        from cryptography.hazmat.primitives import padding
+        from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
         if self.cipher_algorithm.startswith("AES/GCM/"):
             iv = os.urandom(_GCM_IV_BYTES)
             encrypted = AESGCM(key).encrypt(iv, data, None)
@@ -149,6 +154,10 @@ class PasswordEncoder:
             raise PasswordEncoderError(
                 f"Password could not be decoded: not an encoded password ({e!r})"
             ) from e
+        from cryptography.hazmat.primitives import padding
+        from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
         try:
             if cipher_algorithm.startswith("AES/GCM/"):
                 data = AESGCM(key).decrypt(iv, encrypted, None)

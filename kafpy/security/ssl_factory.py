@@ -16,6 +16,11 @@ A listener's factory is replaced without a restart (KIP-226, Kafka's SslFactory.
 when its settings change or its store files are modified in place (`needs_rebuild`); the
 replacement must present a certificate compatible with the old one (`ensure_compatible`:
 the same subject DN, at least the old SubjectAltNames), as Kafka's CertificateEntries check.
+
+Certificates are read with the cryptography library, which `kafpy[crypto]` installs: a
+listener's factory (peer subjects, the compatibility check) and PKCS12 stores or inline PEM
+keys on either side need it, and are refused naming the extra without it. A client with PEM
+store files needs only Python's `ssl`.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from kafpy.common.errors import InvalidConfigurationError
+from kafpy.common.extras import MissingExtraError, require_extra
 from kafpy.security.kafka_principal import ANONYMOUS, USER_TYPE, KafkaPrincipal
 from kafpy.security.ssl_principal_mapper import SslPrincipalMapper
 
@@ -68,11 +74,14 @@ class SslFactory:
         self.mode = mode
         self.where = where
         self._values = values
+        if mode is SslMode.SERVER:
+            _require_crypto(f"TLS on {where}")
         _refuse_java_only(values, where)
         self.check_hostname = _endpoint_identification(values, where)
         self._store_mtimes = _store_mtimes(values)
         self.context = self._create_context()
-        self.certificate = _key_store_certificate(values, where)
+        # a client's certificate is only presented, never compared
+        self.certificate = _key_store_certificate(values, where) if mode is SslMode.SERVER else None
         self.principal_mapper = SslPrincipalMapper(values.get("ssl.principal.mapping.rules"))
 
     @property
@@ -144,6 +153,13 @@ class SslFactory:
 
 KEYSTORE_ALIAS = "kafka"
 """The alias Kafka gives the entry of a PEM key store."""
+
+
+def _require_crypto(what: str) -> None:
+    try:
+        require_extra("crypto", what)
+    except MissingExtraError as e:
+        raise InvalidConfigurationError(str(e)) from None
 
 
 class _CertificateEntry:
@@ -407,6 +423,7 @@ def _transient_encrypted_key(
     key_pem: bytes, password: str | None, what: str, where: str
 ) -> tuple[bytes, str]:
     """The key re-encrypted with a random one-time password (returned with it)."""
+    _require_crypto(f"An inline PEM key ({what}) for {where}")
     from cryptography.hazmat.primitives import serialization
 
     try:
@@ -426,6 +443,7 @@ def _transient_encrypted_key(
 
 
 def _pkcs12_key_store_pem(values: Mapping[str, Any], where: str) -> tuple[bytes, str]:
+    _require_crypto(f"The PKCS12 key store of {where}")
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.serialization import pkcs12
 
@@ -489,6 +507,7 @@ def _load_trust_store(ctx: ssl.SSLContext, values: Mapping[str, Any], where: str
 
 
 def _pkcs12_trust_store_pem(values: Mapping[str, Any], where: str) -> str:
+    _require_crypto(f"The PKCS12 trust store of {where}")
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.serialization import pkcs12
 

@@ -818,6 +818,11 @@ def ensure_security_protocol_supported(listener: str, protocol: str) -> None:
             f"support yet (supported: {', '.join(sorted(SUPPORTED_SECURITY_PROTOCOLS))}); "
             "kafpy will not serve it as plaintext. Use a PLAINTEXT listener or remove this one."
         )
+    if protocol in ("SSL", "SASL_SSL"):
+        try:  # certificates are read with the cryptography library
+            require_extra("crypto", f"Listener {listener} ({protocol})")
+        except MissingExtraError as e:
+            raise InvalidConfigurationError(str(e)) from None
 
 
 _MECHANISM_OVERRIDES = frozenset({

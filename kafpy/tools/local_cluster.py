@@ -39,6 +39,7 @@ from kafpy.admin.scram_credentials import credential_from_config_command, write_
 from kafpy.client.client_security import ClientSecurity
 from kafpy.client.connection import BrokerConnection
 from kafpy.common.errors import KafkaError
+from kafpy.common.extras import require_extra
 from kafpy.common.properties import load_properties
 from kafpy.common.wait import async_wait_until, wait_until
 from kafpy.metadata.errors import MetadataStoreError
@@ -47,7 +48,6 @@ from kafpy.metadata.store_factory import create_store
 from kafpy.metadata.zookeeper_server import four_letter_word, free_port
 from kafpy.network.bound_ports import BIND_RETRY_S
 from kafpy.protocol.api_keys import ApiKey
-from kafpy.security.local_pki import make_test_pki
 from kafpy.server.broker_launcher import (
     BrokerExited,
     BrokerLauncher,
@@ -356,6 +356,9 @@ class LocalCluster:
         """Once per cluster directory: a CA with a broker certificate (made with the
         `cryptography` package), a random password for the super user `admin`, its
         SCRAM-SHA-512 credential in ZooKeeper, and the client config to use it."""
+        require_extra("crypto", "kafpy cluster up --secure")
+        from kafpy.security.local_pki import make_test_pki
+
         pki_dir = self.base_dir / "pki"
         if not (pki_dir / "ca.pem").exists():
             make_test_pki(pki_dir, hosts=("localhost", HOST), client_name="admin")
