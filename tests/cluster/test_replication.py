@@ -10,9 +10,9 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
+import re
 import signal
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -119,8 +119,13 @@ def test_followers_copy_a_log_of_mixed_message_formats(cluster: LocalCluster, zk
     ):
         admin(cluster, lambda a, v=version: a.alter_configs(
             ConfigResource.topic(topic), {"message.format.version": v}))  # fmt: skip
-        # the leader applies the change when the config notification reaches it
-        time.sleep(2)
+        wait_until(
+            lambda v=version: (
+                _applied_config(cluster, topic) == {f"'message.format.version': '{v}'"}
+            ),
+            WAIT_S,
+            f"every broker to apply message.format.version={version}",
+        )
         assert _produce_all(cluster, topic, part) == []
 
     def identical() -> Any:
@@ -135,6 +140,21 @@ def test_followers_copy_a_log_of_mixed_message_formats(cluster: LocalCluster, zk
     magics = [b.magic for b in MemoryRecords(data).batches()]
     assert [m for i, m in enumerate(magics) if i == 0 or magics[i - 1] != m] == [1, 0, 2]
     assert sorted(zk.partition_state(topic, 0)["isr"]) == [0, 1, 2]
+
+
+def _applied_config(cluster: LocalCluster, topic: str) -> set[str]:
+    """The message.format.version each broker last applied to `topic`, from the line its
+    DynamicConfigManager logs on a config notification (nothing for a broker that has
+    applied none yet)."""
+    marker = f"Processing override for topic {topic}: "
+    applied = set()
+    for b in cluster.brokers.values():
+        lines = [
+            line for line in (b.logs_dir / "server.log").read_text().splitlines() if marker in line
+        ]
+        found = re.search(r"'message\.format\.version': '[^']*'", lines[-1]) if lines else None
+        applied.add(found.group(0) if found else "")
+    return applied
 
 
 def _produce_all(cluster: LocalCluster, topic: str, values: list[bytes], **conf: Any) -> list[Any]:
