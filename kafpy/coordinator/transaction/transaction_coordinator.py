@@ -47,9 +47,9 @@ from kafpy.protocol.errors import Errors
 S = TransactionState
 
 COMPLETION_WAIT_S = 0.5
-"""How long AddPartitionsToTxn/AddOffsetsToTxn wait for the previous transaction's markers
-before answering CONCURRENT_TRANSACTIONS (markers held up by a leader election take longer;
-the client then retries as against Kafka)."""
+"""How long InitProducerId, AddPartitionsToTxn and AddOffsetsToTxn wait for the previous
+transaction's markers before answering CONCURRENT_TRANSACTIONS (markers held up by a leader
+election take longer; the client then retries as against Kafka)."""
 
 
 class ProducerIdGenerator(Protocol):
@@ -198,6 +198,7 @@ class TransactionCoordinator:
             transaction_timeout_ms = TWO_PHASE_COMMIT_TIMEOUT_MS
         elif not self.state_manager.validate_transaction_timeout_ms(transaction_timeout_ms):
             return InitProducerIdResult(Errors.INVALID_TRANSACTION_TIMEOUT)
+        await self._await_pending_markers(transactional_id)
         error, entry = self.state_manager.get_transaction_state(transactional_id)
         if error == Errors.NONE and entry is None:
             producer_id = await self.producer_ids.generate_producer_id()
@@ -314,6 +315,20 @@ class TransactionCoordinator:
             "This is illegal as we should never have transitioned to this state."
         )
 
+    async def _await_pending_markers(self, transactional_id: str) -> None:
+        """Wait (up to COMPLETION_WAIT_S) while the id's last transaction is still writing
+        its markers, so that a request arriving right after an EndTxn finds it complete
+        rather than being told CONCURRENT_TRANSACTIONS. A kafpy improvement on Kafka 2.8:
+        the clients back off 20 ms (Java) to `retry.backoff.ms` (librdkafka) on that error,
+        a fifth of a transaction committed every 100 ms; the answer is the same, sooner."""
+        error, entry = self.state_manager.get_transaction_state(transactional_id)
+        if (
+            error == Errors.NONE
+            and entry is not None
+            and entry.transaction_metadata.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT)
+        ):
+            await self.marker_manager.wait_for_completion(transactional_id, COMPLETION_WAIT_S)
+
     # -- AddPartitionsToTxn / AddOffsetsToTxn -----------------------------------------------
 
     async def handle_add_partitions_to_transaction(
@@ -324,22 +339,11 @@ class TransactionCoordinator:
         partitions: set[TopicPartition],
     ) -> int:
         """Add partitions to the id's transaction (starting one); returns the error code.
-
         A request that finds the previous transaction still writing its markers waits for
-        them, up to COMPLETION_WAIT_S, where Kafka 2.8 answers CONCURRENT_TRANSACTIONS at
-        once. That is a kafpy improvement: a producer's next transaction usually begins
-        within a millisecond of its commit, before the markers land, and the clients back
-        off 20 ms (Java) to 100 ms (librdkafka) on that error, a fifth of a transaction
-        committed every 100 ms. A client sees only the same answer, sooner."""
+        them first (`_await_pending_markers`)."""
         if not transactional_id:
             return Errors.INVALID_REQUEST
-        error, entry = self.state_manager.get_transaction_state(transactional_id)
-        if (
-            error == Errors.NONE
-            and entry is not None
-            and entry.transaction_metadata.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT)
-        ):
-            await self.marker_manager.wait_for_completion(transactional_id, COMPLETION_WAIT_S)
+        await self._await_pending_markers(transactional_id)
         error, entry = self.state_manager.get_transaction_state(transactional_id)
         if error != Errors.NONE:
             return error

@@ -208,6 +208,26 @@ def test_add_partitions_waits_for_the_previous_transactions_markers() -> None:
     run(t)
 
 
+def test_init_producer_id_waits_for_the_previous_transactions_markers() -> None:
+    """The same for a producer starting again right after a commit (the exactly-once
+    Spark sink's next task): InitProducerId waits for the markers, then bumps the epoch."""
+
+    async def t(h: TxnHarness) -> None:
+        await h.own_all()
+        pid, epoch = await _begin(h, "tx", A0)
+        h.cluster.leaders[A0] = -1
+        assert await h.coordinator.handle_end_transaction("tx", pid, epoch, True) == Errors.NONE
+        init = asyncio.ensure_future(h.coordinator.handle_init_producer_id("tx", 60000))
+        await asyncio.sleep(0.01)
+        assert not init.done() and _state(h, "tx") is S.PREPARE_COMMIT
+        h.cluster.leaders[A0] = 2
+        r = await init
+        assert (r.error, r.producer_id, r.producer_epoch) == (Errors.NONE, pid, epoch + 1)
+        assert _written(h, "tx")[-3:] == ["PrepareCommit", "CompleteCommit", "Empty"]
+
+    run(t)
+
+
 def test_a_new_producer_fences_the_old_one_and_aborts_its_transaction() -> None:
     async def t(h: TxnHarness) -> None:
         await h.own_all()
