@@ -28,8 +28,11 @@ from typing import Any
 
 import pytest
 
+from kafpy.client.find_coordinator import CoordinatorType, find_coordinator
 from kafpy.client.kafka_client import KafkaClient
 from kafpy.client.transaction_admin import TransactionAdmin
+from kafpy.protocol.api_keys import ApiKey
+from kafpy.protocol.errors import Errors
 from kafpy.testing.wait import wait_until
 from tests.fixtures.broker import KafpyBroker
 from tests.fixtures.transactions import TXN_OVERRIDES, read_values
@@ -71,6 +74,25 @@ def open_transactions(bootstrap: str, prefix: str) -> list[str]:
         for t, state in states.items()
         if state not in ("Empty", "CompleteCommit", "CompleteAbort")
     )
+
+
+def offset_pending(bootstrap: str, group: str, topic: str) -> bool:
+    """Whether `group` holds a transactional offset for partition 0 of `topic` that is not
+    yet committed or aborted (OffsetFetch v7 with require_stable answers
+    UNSTABLE_OFFSET_COMMIT): a sink task has written its rows and its micro-batch's offset,
+    and has nothing left to send before it prepares."""
+
+    async def run() -> bool:
+        async with KafkaClient(bootstrap) as client:
+            node = await find_coordinator(client, group, CoordinatorType.GROUP)
+            body = await client.send_to_node(node, ApiKey.OFFSET_FETCH, {
+                "group_id": group, "require_stable": True,
+                "topics": [{"name": topic, "partition_indexes": [0]}],
+            }, 7)  # fmt: skip
+        code = body["topics"][0]["partitions"][0]["error_code"]
+        return bool(code == Errors.UNSTABLE_OFFSET_COMMIT)
+
+    return asyncio.run(run())
 
 
 def numbered(bootstrap: str, topic: str, count: int, tag: bytes = b"") -> list[bytes]:
@@ -320,9 +342,11 @@ def test_the_broker_killed_mid_batch(
     query = start_query(spark, config)
     try:
         wait_until(lambda: (tmp_path / "paused").exists(), 120, "micro-batch 2")
+        # open from partition 1's first record on; prepared once its offset is written
         wait_until(
-            lambda: open_transactions(broker.bootstrap, prefix) == [f"{prefix}-1"],
-            60, "partition 1's transaction of micro-batch 2",
+            lambda: open_transactions(broker.bootstrap, prefix) == [f"{prefix}-1"]
+            and offset_pending(broker.bootstrap, f"{prefix}-1", sink),
+            60, "partition 1's transaction of micro-batch 2 to be prepared",
             context=lambda: str(transaction_states(broker.bootstrap, prefix)),
         )  # fmt: skip
         broker.kill()
