@@ -13,8 +13,9 @@ Partitions failing with a retriable error (NOT_LEADER_OR_FOLLOWER, a lost connec
 are retried after a metadata refresh, up to `retries` times and until `delivery.timeout.ms`
 has passed since the send began; as in Kafka's Sender, a batch whose leader cannot be
 connected to (a broker restarting) is not sent and waits without using a retry, and a
-batch still undelivered at the deadline fails with Kafka's "Expiring N record(s)" timeout. With `init_producer_id()` the producer is idempotent (a producer id
-and sequence numbers per partition). It keeps no batches in memory between calls.
+batch still undelivered at the deadline fails with Kafka's "Expiring N record(s)" timeout.
+With `init_producer_id()` the producer is idempotent (a producer id and sequence numbers
+per partition). It keeps no batches in memory between calls.
 
 With a `transactional_id` it is Kafka's transactional producer: `init_transactions()`, then
 `begin_transaction()`, sends (each partition added to the transaction before its first
@@ -150,9 +151,9 @@ class BatchProducer:
     default 1048576), `delivery_timeout_ms` (Kafka's `delivery.timeout.ms`, how long a
     send may take, its retries included, default 120000), `retries` (how often a batch
     failing with a retriable error is resent, within the delivery timeout; default the
-    client's `retries`), `time` (timestamps and the delivery deadline); for transactions `transactional_id`,
-    `transaction_timeout_ms` and `max_block_ms` (Kafka's keys, default 60000 each), with
-    which `acks` must be -1 (its default then).
+    client's `retries`), `time` (timestamps and the delivery deadline); for transactions
+    `transactional_id`, `transaction_timeout_ms` and `max_block_ms` (Kafka's keys, default
+    60000 each), with which `acks` must be -1 (its default then).
     Raises RecordsNotDeliveredError naming the records not delivered (a record too large,
     a partition's error once retries are used up) after delivering all the others. In a
     transaction such a failure makes the transaction abortable; a send that fences or
@@ -569,8 +570,7 @@ class BatchProducer:
     ) -> list[ProduceResult]:
         """Send each partition's batches in order, one batch per partition in flight,
         until each is delivered, fails, or delivery.timeout.ms has passed since now."""
-        now = self.time.milliseconds()
-        created = now
+        created = self.time.milliseconds()  # the records' timestamp and the deadline's start
         errors: list[tuple[int, KafkaError]] = []
         queues = {tp: self._cut(tp, recs, errors) for tp, recs in records.items()}
         results: list[ProduceResult] = []
@@ -607,7 +607,7 @@ class BatchProducer:
                         "%s waits for broker %d: %s", batch.tp, leader, unreachable[leader]
                     )
                     continue
-                self._build(batch, now)
+                self._build(batch, created)
                 by_leader.setdefault(leader, []).append(batch)
             sends = [
                 (leader, request)
@@ -637,7 +637,6 @@ class BatchProducer:
                     # the brokers may be restarting: the next round waits or retries again,
                     # until the delivery deadline
                     self._log.debug("metadata refresh before a retry failed: %s", e)
-            now = self.time.milliseconds()
         if errors:
             errors.sort(key=lambda e: e[0])
             raise RecordsNotDeliveredError(errors, results)
