@@ -40,10 +40,11 @@ from kafpy.cli.command_line_utils import (
 )
 from kafpy.cli.progress import Progress
 from kafpy.cli.record_formats import FORMATS, registry_client, schema_format
-from kafpy.client.client_config import ClientConfigError
+from kafpy.client.client_config import ClientConfigError, Expected
 from kafpy.client.kafka_client import KafkaClient, parse_bootstrap_servers
 from kafpy.client.producer import (
     DEFAULT_BATCH_SIZE,
+    DEFAULT_DELIVERY_TIMEOUT_MS,
     DEFAULT_MAX_REQUEST_SIZE,
     BatchProducer,
     ProducerRecord,
@@ -198,6 +199,7 @@ class ProducerSettings:
     client_id: str = "console-producer"
     batch_bytes: int = DEFAULT_BATCH_SIZE
     max_request_size: int = DEFAULT_MAX_REQUEST_SIZE
+    delivery_timeout_ms: int = DEFAULT_DELIVERY_TIMEOUT_MS
 
 
 def producer_settings(
@@ -224,19 +226,29 @@ def producer_settings(
                 return option
             return config.get_int(key, default)
 
+        linger = number(linger_ms, "linger.ms", 1000)
+        request_timeout = number(request_timeout_ms, "request.timeout.ms", 1500)
         return ProducerSettings(
             acks=acks,
             compression=compression,
-            linger_ms=number(linger_ms, "linger.ms", 1000),
+            linger_ms=linger,
             batch_size=batch_size,
-            request_timeout_ms=number(request_timeout_ms, "request.timeout.ms", 1500),
+            request_timeout_ms=request_timeout,
             retries=number(retries, "retries", 3),
             retry_backoff_ms=number(retry_backoff_ms, "retry.backoff.ms"),
             client_id=config.get_string("client.id", "console-producer"),
             batch_bytes=number(None, "batch.size"),
             max_request_size=number(None, "max.request.size"),
+            delivery_timeout_ms=config.delivery_timeout_ms(linger, request_timeout),
         )
     except ClientConfigError as e:
+        if e.expected is Expected.VALID:
+            raise OneLineError(str(e)) from None  # Kafka's sentence
+        if e.expected is Expected.AT_LEAST:
+            raise OneLineError(
+                f"Invalid value {e.value} for configuration {e.key}: Value must be at least "
+                f"{e.minimum}"
+            ) from None
         raise OneLineError(
             f"Invalid value {e.value!r} for producer property {e.key}: expected a number."
         ) from None
@@ -588,6 +600,7 @@ def command(
                 timeout_ms=settings.request_timeout_ms,
                 batch_size=settings.batch_bytes,
                 max_request_size=settings.max_request_size,
+                delivery_timeout_ms=settings.delivery_timeout_ms,
             )
             stdin = sys.stdin.buffer
             progress = _file_progress(stdin)

@@ -55,15 +55,15 @@ _KNOWN = {
     "bootstrap.servers", "client.id", "acks", "compression.type", "batch.size",
     "max.request.size", "request.timeout.ms", "enable.idempotence",
     "max.in.flight.requests.per.connection", "retries", "retry.backoff.ms",
-    "transactional.id", "transaction.timeout.ms", "max.block.ms",
+    "transactional.id", "transaction.timeout.ms", "max.block.ms", "delivery.timeout.ms",
 }  # fmt: skip
-# accepted and without effect on kafpy's producer (it has no client-side buffer or linger)
+# accepted and without effect on kafpy's producer (it has no client-side buffer or linger;
+# linger.ms only counts in the check of delivery.timeout.ms, as in Kafka's producer)
 _IGNORED = {
     "linger.ms",
     "buffer.memory",
     "key.serializer",
     "value.serializer",
-    "delivery.timeout.ms",
 }
 
 
@@ -154,7 +154,12 @@ def producer_settings(props: Mapping[str, str], warn: Callable[[str], None]) -> 
                 f"Invalid value {e.value} for configuration {key}: {problem}"
             ) from None
 
+    request_timeout_ms = integer("request.timeout.ms", None, 1)
+    integer("delivery.timeout.ms", None, 0)  # a number at least 0, said as the others
     try:
+        delivery_timeout_ms = config.delivery_timeout_ms(
+            integer("linger.ms", None, 0), request_timeout_ms
+        )
         idempotent = config.idempotence_enabled()
         transactional_id = config.transactional_id()
         acks = parse_acks(config.get_string("acks", "all"))
@@ -168,7 +173,7 @@ def producer_settings(props: Mapping[str, str], warn: Callable[[str], None]) -> 
         "client": {
             "bootstrap_servers": props["bootstrap.servers"],
             "client_id": config.get_string("client.id", "producer-performance"),
-            "request_timeout_ms": integer("request.timeout.ms", None, 1),
+            "request_timeout_ms": request_timeout_ms,
             "retries": integer("retries", 5, 0),
             "retry_backoff_ms": integer("retry.backoff.ms", None, 0),
         },
@@ -180,6 +185,7 @@ def producer_settings(props: Mapping[str, str], warn: Callable[[str], None]) -> 
             "transactional_id": transactional_id,
             "transaction_timeout_ms": integer("transaction.timeout.ms", None, 1),
             "max_block_ms": integer("max.block.ms", None, 0),
+            "delivery_timeout_ms": delivery_timeout_ms,
         },
         "in_flight": integer("max.in.flight.requests.per.connection", None, 1),
         "idempotent": idempotent,

@@ -9,9 +9,13 @@ Kafka's RecordAccumulator does), and sends them in Produce requests of at most
 batch per partition per request). A record larger than `max.request.size` is refused
 before sending; a batch the broker refuses as too large (MESSAGE_TOO_LARGE) is split and
 sent again, so a record too large fails alone and its neighbours are delivered.
-Partitions failing with a retriable error (NOT_LEADER_OR_FOLLOWER, ...) are retried after
-a metadata refresh. With `init_producer_id()` the producer is idempotent (a producer id
-and sequence numbers per partition). It keeps no batches in memory between calls.
+Partitions failing with a retriable error (NOT_LEADER_OR_FOLLOWER, a lost connection, ...)
+are retried after a metadata refresh, up to `retries` times and until `delivery.timeout.ms`
+has passed since the send began; as in Kafka's Sender, a batch whose leader cannot be
+connected to (a broker restarting) is not sent and waits without using a retry, and a
+batch still undelivered at the deadline fails with Kafka's "Expiring N record(s)" timeout.
+With `init_producer_id()` the producer is idempotent (a producer id and sequence numbers
+per partition). It keeps no batches in memory between calls.
 
 With a `transactional_id` it is Kafka's transactional producer: `init_transactions()`, then
 `begin_transaction()`, sends (each partition added to the transaction before its first
@@ -44,10 +48,13 @@ from kafpy.client.transaction_manager import (
 )
 from kafpy.common.errors import (
     InvalidTxnStateError,
+    KafkaConnectionError,
     KafkaError,
     LeaderNotAvailableError,
     MessageTooLargeError,
+    RequestTimedOutError,
 )
+from kafpy.common.logger import component_logger
 from kafpy.common.time import SYSTEM_TIME, Time
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.protocol.api_keys import ApiKey
@@ -64,6 +71,7 @@ ProducerRecord = (
 ACKS_NAMES = {"all": -1, "-1": -1, "0": 0, "1": 1}
 DEFAULT_BATCH_SIZE = 16384  # Kafka's batch.size
 DEFAULT_MAX_REQUEST_SIZE = 1048576  # Kafka's max.request.size
+DEFAULT_DELIVERY_TIMEOUT_MS = 120000  # Kafka's delivery.timeout.ms
 # the most a record adds to a batch besides its key, value and headers: length varint (5),
 # attributes (1), timestamp delta varlong (10), offset delta varint (5), key and value
 # length varints (5 each), header count varint (5)
@@ -118,6 +126,10 @@ class RecordsNotDeliveredError(KafkaError):
         self.retriable = first.retriable
 
 
+class DeliveryTimeoutError(RequestTimedOutError):
+    """Kafka's TimeoutException for a batch not delivered within delivery.timeout.ms."""
+
+
 @dataclass
 class _Batch:
     """Records on their way to one partition, built on first send (so an idempotent
@@ -136,9 +148,12 @@ class BatchProducer:
     `timeout_ms` (the Produce request's ack timeout), `batch_size` (Kafka's `batch.size`,
     the bytes of records one batch holds at most, default 16384), `max_request_size`
     (Kafka's `max.request.size`, the largest Produce request and so the largest record,
-    default 1048576), `time` (timestamps); for transactions `transactional_id`,
-    `transaction_timeout_ms` and `max_block_ms` (Kafka's keys, default 60000 each), with
-    which `acks` must be -1 (its default then).
+    default 1048576), `delivery_timeout_ms` (Kafka's `delivery.timeout.ms`, how long a
+    send may take, its retries included, default 120000), `retries` (how often a batch
+    failing with a retriable error is resent, within the delivery timeout; default the
+    client's `retries`), `time` (timestamps and the delivery deadline); for transactions
+    `transactional_id`, `transaction_timeout_ms` and `max_block_ms` (Kafka's keys, default
+    60000 each), with which `acks` must be -1 (its default then).
     Raises RecordsNotDeliveredError naming the records not delivered (a record too large,
     a partition's error once retries are used up) after delivering all the others. In a
     transaction such a failure makes the transaction abortable; a send that fences or
@@ -157,6 +172,8 @@ class BatchProducer:
         transactional_id: str | None = None,
         transaction_timeout_ms: int = 60000,
         max_block_ms: int = 60000,
+        delivery_timeout_ms: int = DEFAULT_DELIVERY_TIMEOUT_MS,
+        retries: int | None = None,
     ) -> None:
         if acks is None:
             acks = 1 if transactional_id is None else -1
@@ -168,6 +185,12 @@ class BatchProducer:
             raise ValueError(
                 f"Invalid value {max_request_size} for max.request.size: expected 1 or more"
             )
+        if delivery_timeout_ms < 0:
+            raise ValueError(
+                f"Invalid value {delivery_timeout_ms} for delivery.timeout.ms: expected 0 or more"
+            )
+        if retries is not None and retries < 0:
+            raise ValueError(f"Invalid value {retries} for retries: expected 0 or more")
         if transactional_id is not None and acks != -1:
             raise ValueError(
                 "Must set acks to all in order to use the idempotent producer. Otherwise we "
@@ -179,7 +202,10 @@ class BatchProducer:
         self.timeout_ms = timeout_ms
         self.batch_size = batch_size
         self.max_request_size = max_request_size
+        self.delivery_timeout_ms = delivery_timeout_ms
+        self._retries = retries
         self.time = time
+        self._log = component_logger(__name__, "BatchProducer", client.client_id)
         # the idempotent producer's id and epoch; with transactions (whose id and epoch
         # the TransactionManager holds) the epoch the sequences count from
         self._producer_id = NO_PRODUCER_ID
@@ -197,6 +223,12 @@ class BatchProducer:
         self._in_flight = 0
         self._flushed: asyncio.Event | None = None
         self._partition_locks: dict[TopicPartition, asyncio.Lock] = {}
+
+    @property
+    def retries(self) -> int:
+        """How often a batch failing with a retriable error is resent (the client's
+        `retries` unless given)."""
+        return self.client.retries if self._retries is None else self._retries
 
     @property
     def producer_id(self) -> int:
@@ -536,24 +568,46 @@ class BatchProducer:
     async def _send_batches_of(
         self, records: Mapping[TopicPartition, list[tuple[int, ProducerRecord]]]
     ) -> list[ProduceResult]:
-        """Send each partition's batches in order, one batch per partition in flight."""
-        now = self.time.milliseconds()
+        """Send each partition's batches in order, one batch per partition in flight,
+        until each is delivered, fails, or delivery.timeout.ms has passed since now."""
+        created = self.time.milliseconds()  # the records' timestamp and the deadline's start
         errors: list[tuple[int, KafkaError]] = []
         queues = {tp: self._cut(tp, recs, errors) for tp, recs in records.items()}
         results: list[ProduceResult] = []
         while True:
+            if any(queues.values()) and self._expired(created):
+                self._expire(queues, created, errors)
             heads = [queue[0] for queue in queues.values() if queue]
             if not heads:
                 break
             by_leader: dict[int, list[_Batch]] = {}
             outcomes: list[tuple[_Batch, ProduceResult | KafkaError]] = []
+            unreachable: dict[int, KafkaConnectionError] = {}
+            waiting = False
             for batch in heads:
+                # as Kafka's Sender, a batch with no broker to ask for its leader, or whose
+                # leader cannot be connected to, is not sent and waits: not an attempt
                 try:
                     leader = await self.client.leader_for(batch.tp)
+                    if leader not in unreachable:
+                        try:
+                            await self.client.connection(leader)
+                        except KafkaConnectionError as e:
+                            unreachable[leader] = e
+                except KafkaConnectionError as e:
+                    waiting = True
+                    self._log.debug("%s waits for metadata: %s", batch.tp, e)
+                    continue
                 except KafkaError as e:
                     outcomes.append((batch, e))
                     continue
-                self._build(batch, now)
+                if leader in unreachable:
+                    waiting = True
+                    self._log.debug(
+                        "%s waits for broker %d: %s", batch.tp, leader, unreachable[leader]
+                    )
+                    continue
+                self._build(batch, created)
                 by_leader.setdefault(leader, []).append(batch)
             sends = [
                 (leader, request)
@@ -571,35 +625,74 @@ class BatchProducer:
                     outcomes.extend((batch, answer) for batch in request)
                 else:
                     outcomes.extend((batch, answer[batch.tp]) for batch in request)
-            retry_topics: set[str] = set()
+            retry_topics = {batch.tp.topic for batch in heads} if waiting else set()
             for batch, outcome in outcomes:
-                queue = queues[batch.tp]
-                if isinstance(outcome, ProduceResult):
-                    queue.popleft()
-                    results.append(outcome)
-                    if self.producer_id != NO_PRODUCER_ID:
-                        self._sequences[batch.tp] = (
-                            self._sequences.get(batch.tp, 0) + outcome.record_count
-                        )
-                elif isinstance(outcome, MessageTooLargeError) and len(batch.records) > 1:
-                    # KIP-126: the broker takes smaller batches than we cut; split in two
-                    queue.popleft()
-                    half = len(batch.records) // 2
-                    for part in (batch.records[half:], batch.records[:half]):
-                        queue.appendleft(_Batch(batch.tp, part))
-                elif outcome.retriable and batch.attempts < self.client.retries:
-                    batch.attempts += 1
+                if self._settle(batch, outcome, queues[batch.tp], created, results, errors):
                     retry_topics.add(batch.tp.topic)
-                else:
-                    queue.popleft()
-                    errors.extend((index, outcome) for index, _ in batch.records)
             if retry_topics:
                 await self.client.backoff()
-                await self.client.refresh_metadata(sorted(retry_topics))
+                try:
+                    await self.client.refresh_metadata(sorted(retry_topics))
+                except KafkaError as e:
+                    # the brokers may be restarting: the next round waits or retries again,
+                    # until the delivery deadline
+                    self._log.debug("metadata refresh before a retry failed: %s", e)
         if errors:
             errors.sort(key=lambda e: e[0])
             raise RecordsNotDeliveredError(errors, results)
         return results
+
+    def _expired(self, created: int) -> bool:
+        """Kafka's ProducerBatch.hasReachedDeliveryTimeout."""
+        return self.delivery_timeout_ms <= self.time.milliseconds() - created
+
+    def _expire(
+        self,
+        queues: Mapping[TopicPartition, deque[_Batch]],
+        created: int,
+        errors: list[tuple[int, KafkaError]],
+    ) -> None:
+        """Fail every batch not yet delivered with Kafka's delivery timeout error."""
+        elapsed = self.time.milliseconds() - created
+        for tp, queue in queues.items():
+            while queue:
+                batch = queue.popleft()
+                error = DeliveryTimeoutError(
+                    f"Expiring {len(batch.records)} record(s) for {tp}:{elapsed} ms has passed "
+                    "since batch creation"
+                )
+                errors.extend((index, error) for index, _ in batch.records)
+
+    def _settle(
+        self,
+        batch: _Batch,
+        outcome: ProduceResult | KafkaError,
+        queue: deque[_Batch],
+        created: int,
+        results: list[ProduceResult],
+        errors: list[tuple[int, KafkaError]],
+    ) -> bool:
+        """Take one batch's outcome: delivered, split (too large), failed, or to retry
+        (True: it stays at its queue's head, built as it is, so keeping its sequence)."""
+        if isinstance(outcome, ProduceResult):
+            queue.popleft()
+            results.append(outcome)
+            if self.producer_id != NO_PRODUCER_ID:
+                self._sequences[batch.tp] = self._sequences.get(batch.tp, 0) + outcome.record_count
+        elif isinstance(outcome, MessageTooLargeError) and len(batch.records) > 1:
+            # KIP-126: the broker takes smaller batches than we cut; split in two
+            queue.popleft()
+            half = len(batch.records) // 2
+            for part in (batch.records[half:], batch.records[:half]):
+                queue.appendleft(_Batch(batch.tp, part))
+        elif outcome.retriable and batch.attempts < self.retries:
+            # past the deadline the next round expires it (Kafka's canRetry checks both)
+            batch.attempts += 1
+            return True
+        else:
+            queue.popleft()
+            errors.extend((index, outcome) for index, _ in batch.records)
+        return False
 
     async def send_batches(
         self, batches: dict[TopicPartition, tuple[bytes, int]]

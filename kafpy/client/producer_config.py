@@ -109,5 +109,21 @@ class ProducerConfig(ClientConfig):
             )
         return True
 
+    def delivery_timeout_ms(self, linger_ms: int, request_timeout_ms: int) -> int:
+        """`delivery.timeout.ms` as KafkaProducer configures it, given the linger.ms and
+        request.timeout.ms the tool runs with: set below their sum, ClientConfigError with
+        Kafka's sentence; left at its default below their sum, it becomes their sum."""
+        delivery_timeout_ms = self.get_int("delivery.timeout.ms", minimum=0)
+        at_least = min(linger_ms + request_timeout_ms, INT_MAX)
+        if delivery_timeout_ms >= at_least:
+            return delivery_timeout_ms
+        if "delivery.timeout.ms" in self.props:
+            self._conflict(
+                "delivery.timeout.ms",
+                "delivery.timeout.ms should be equal to or larger than linger.ms + "
+                "request.timeout.ms",
+            )
+        return at_least
+
     def _conflict(self, key: str, sentence: str) -> None:
         raise ClientConfigError(key, self.props.get(key, ""), Expected.VALID, detail=sentence)

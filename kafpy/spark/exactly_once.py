@@ -60,7 +60,7 @@ from dataclasses import dataclass
 from kafpy.client.consumer_group_admin import ConsumerGroupAdmin
 from kafpy.client.consumer_group_metadata import OffsetAndMetadata
 from kafpy.client.kafka_client import KafkaClient
-from kafpy.client.producer import BatchProducer
+from kafpy.client.producer import DEFAULT_DELIVERY_TIMEOUT_MS, BatchProducer
 from kafpy.client.transaction_manager import PreparedTxnState
 from kafpy.common.errors import Errors, KafkaError, ProducerFencedError
 from kafpy.common.logger import component_logger
@@ -149,15 +149,18 @@ async def write_in_transaction(
     txn: TaskTransaction,
     compression: CompressionType,
     produce: Callable[[BatchProducer], Awaitable[str | None]],
+    *,
+    delivery_timeout_ms: int = DEFAULT_DELIVERY_TIMEOUT_MS,
+    retries: int | None = None,
 ) -> tuple[str, bool]:
     """Steps 1 to 4 of a task (see the module's docstring). `produce` writes the task's
     rows with the producer and returns the first topic written (None: no rows). Returns
     (the prepared transaction's state, "" when there was none; whether the partition was
-    already committed)."""
+    already committed). The producer's sends take `delivery_timeout_ms` and `retries`."""
     tid = txn.transactional_id
     producer = BatchProducer(
         client, compression=compression, timeout_ms=client.request_timeout_ms,
-        transactional_id=tid,
+        transactional_id=tid, delivery_timeout_ms=delivery_timeout_ms, retries=retries,
     )  # fmt: skip
     try:
         await producer.init_transactions(enable_2pc=True)

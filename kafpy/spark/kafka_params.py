@@ -46,7 +46,8 @@ _USED_BY_BOTH = frozenset(
 _USED: dict[Role, frozenset[str]] = {
     "read": _USED_BY_BOTH
     | {"fetch.max.wait.ms", "fetch.max.bytes", "max.partition.fetch.bytes", "isolation.level"},
-    "write": _USED_BY_BOTH | {"acks", "enable.idempotence", "compression.type"},
+    "write": _USED_BY_BOTH
+    | {"acks", "enable.idempotence", "compression.type", "delivery.timeout.ms"},
 }
 
 _SASL_KEYS = frozenset({

@@ -16,7 +16,9 @@ from typing import Any
 from kafpy.client.client_config import ClientConfig, ClientConfigError, Expected
 from kafpy.client.consumer_config import ConsumerConfig
 from kafpy.client.kafka_client import parse_bootstrap_servers
+from kafpy.client.producer import DEFAULT_DELIVERY_TIMEOUT_MS
 from kafpy.client.producer_config import ProducerConfig
+from kafpy.common.config_def import INT_MAX
 from kafpy.spark.errors import OptionError
 from kafpy.spark.kafka_params import Role, check_kafka_params, security_params
 
@@ -194,6 +196,11 @@ class WriteOptions:
     compression: str = "none"
     exactly_once: bool = False
     transactional_id_prefix: str | None = None
+    # the producer's delivery.timeout.ms and retries, Kafka's producer defaults as Spark's
+    # sink has them (retries bounded by the timeout); the client's own requests keep
+    # `client.retries`
+    delivery_timeout_ms: int = DEFAULT_DELIVERY_TIMEOUT_MS
+    producer_retries: int = INT_MAX
 
     @classmethod
     def parse(cls, raw: Mapping[str, str]) -> WriteOptions:
@@ -239,7 +246,29 @@ class WriteOptions:
             compression=compression,
             exactly_once=exactly_once,
             transactional_id_prefix=prefix,
+            delivery_timeout_ms=_delivery_timeout_ms(opts, client.request_timeout_ms),
+            producer_retries=client.retries if "kafka.retries" in opts else INT_MAX,
         )
+
+
+def _delivery_timeout_ms(opts: dict[str, str], request_timeout_ms: int) -> int:
+    """`kafka.delivery.timeout.ms`, checked against linger.ms + request.timeout.ms as
+    Kafka's producer does."""
+    params = {k[len("kafka.") :]: v for k, v in opts.items() if k.startswith("kafka.")}
+    config = ProducerConfig(params)
+    try:
+        linger_ms = config.get_int("linger.ms", minimum=0)
+        return config.delivery_timeout_ms(linger_ms, request_timeout_ms)
+    except ClientConfigError as e:
+        if e.expected is Expected.NUMBER:
+            raise OptionError(
+                f"Option 'kafka.{e.key}' must be an integer, not {e.value.strip()!r}."
+            ) from None
+        if e.expected is Expected.AT_LEAST:
+            raise OptionError(
+                f"Option 'kafka.{e.key}' must be at least {e.minimum}, not {e.parsed}."
+            ) from None
+        raise OptionError(f"Option 'kafka.{e.key}': {e}.") from None
 
 
 def parse_duration_ms(value: str, name: str) -> int:

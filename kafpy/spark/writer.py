@@ -158,8 +158,10 @@ class KafkaRowWriter:
         txn = self.txn
         if txn is None:
             producer = BatchProducer(
-                client, acks=-1, compression=compression, timeout_ms=client.request_timeout_ms
-            )
+                client, acks=-1, compression=compression, timeout_ms=client.request_timeout_ms,
+                delivery_timeout_ms=self.options.delivery_timeout_ms,
+                retries=self.options.producer_retries,
+            )  # fmt: skip
             await producer.init_producer_id()
             counts, _ = await self._produce(producer, rows)
             return KafkaCommitMessage(records=counts)
@@ -170,7 +172,11 @@ class KafkaRowWriter:
             counts, first_topic = await self._produce(producer, rows)
             return first_topic
 
-        prepared, skipped = await write_in_transaction(client, txn, compression, produce)
+        prepared, skipped = await write_in_transaction(
+            client, txn, compression, produce,
+            delivery_timeout_ms=self.options.delivery_timeout_ms,
+            retries=self.options.producer_retries,
+        )  # fmt: skip
         if skipped:
             for _ in rows:  # Spark hands the rows over; the replay needs none of them
                 pass

@@ -169,3 +169,23 @@ def test_exactly_once_options() -> None:
     assert WriteOptions.parse(
         {**BOOT, "topic": "t", "exactlyonce": "true", "kafka.acks": "-1"}
     ).exactly_once
+
+
+def test_write_delivery_timeout_and_producer_retries_are_kafkas_producer_defaults() -> None:
+    w = WriteOptions.parse({**BOOT, "topic": "t"})
+    assert (w.delivery_timeout_ms, w.producer_retries) == (120000, 2147483647)
+    assert w.client.retries == 5  # the client's own requests, as a read's
+    w = WriteOptions.parse({**BOOT, "kafka.delivery.timeout.ms": "40000", "kafka.retries": "3"})
+    assert (w.delivery_timeout_ms, w.producer_retries, w.client.retries) == (40000, 3, 3)
+    slow = {**BOOT, "kafka.request.timeout.ms": "200000", "kafka.linger.ms": "5"}
+    assert WriteOptions.parse(slow).delivery_timeout_ms == 200005
+    with pytest.raises(OptionError) as e:
+        WriteOptions.parse({**slow, "kafka.delivery.timeout.ms": "200004"})
+    assert str(e.value) == (
+        "Option 'kafka.delivery.timeout.ms': delivery.timeout.ms should be equal to or larger "
+        "than linger.ms + request.timeout.ms."
+    )
+    with pytest.raises(OptionError, match="'kafka.delivery.timeout.ms' must be an integer"):
+        WriteOptions.parse({**BOOT, "kafka.delivery.timeout.ms": "soon"})
+    with pytest.raises(OptionError, match="'kafka.linger.ms' must be at least 0, not -1"):
+        WriteOptions.parse({**BOOT, "kafka.linger.ms": "-1"})

@@ -108,6 +108,23 @@ def test_settings_precedence() -> None:
         producer_settings({"linger.ms": "soon"}, None, None, 10, None, None, None, None)
 
 
+def test_delivery_timeout_is_checked_against_linger_and_request_timeout() -> None:
+    # the tool's own defaults (linger.ms 1000, request.timeout.ms 1500) count, as in Kafka's
+    s = producer_settings({}, None, None, 10, None, None, None, None)
+    assert s.delivery_timeout_ms == 120000
+    s = producer_settings({"delivery.timeout.ms": "2500"}, None, None, 10, None, None, None, None)
+    assert s.delivery_timeout_ms == 2500
+    with pytest.raises(OneLineError) as e:
+        producer_settings({"delivery.timeout.ms": "2500"}, None, None, 10, 1001, None, None, None)
+    assert str(e.value) == (
+        "delivery.timeout.ms should be equal to or larger than linger.ms + request.timeout.ms"
+    )
+    s = producer_settings({}, None, None, 10, None, 200000, None, None)
+    assert s.delivery_timeout_ms == 201000  # the default grows to the sum
+    with pytest.raises(OneLineError, match="delivery.timeout.ms: Value must be at least 0"):
+        producer_settings({"delivery.timeout.ms": "-1"}, None, None, 10, None, None, None, None)
+
+
 def test_lines_go_out_in_batches() -> None:
     async def scenario() -> None:
         async with FakeBroker() as broker:

@@ -132,3 +132,20 @@ def test_a_bad_consumer_config_number_names_the_key_and_file(
     with pytest.raises(OneLineError) as e:
         consumer_options(str(path), lambda m: None)
     assert str(e.value) == message.format(path)
+
+
+def test_producer_perf_delivery_timeout_is_kafkas() -> None:
+    props = {"bootstrap.servers": "h:1"}
+    assert producer_settings(props, print)["producer"]["delivery_timeout_ms"] == 120000
+    warned: list[str] = []
+    s = producer_settings({**props, "delivery.timeout.ms": "40000"}, warned.append)
+    assert s["producer"]["delivery_timeout_ms"] == 40000 and warned == []
+    grown = {**props, "linger.ms": "5", "request.timeout.ms": "200000"}
+    assert producer_settings(grown, print)["producer"]["delivery_timeout_ms"] == 200005
+    with pytest.raises(OneLineError) as e:
+        producer_settings({**grown, "delivery.timeout.ms": "200004"}, print)
+    assert str(e.value) == (
+        "delivery.timeout.ms should be equal to or larger than linger.ms + request.timeout.ms"
+    )
+    with pytest.raises(OneLineError, match="delivery.timeout.ms: must be at least 0"):
+        producer_settings({**props, "delivery.timeout.ms": "-1"}, print)

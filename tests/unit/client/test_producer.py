@@ -3,20 +3,25 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any
 
 import pytest
 
+from kafpy.client.fetcher import LATEST_TIMESTAMP, Fetcher
 from kafpy.client.kafka_client import KafkaClient
 from kafpy.client.partitioner import partition_for_key
 from kafpy.client.producer import (
     BatchProducer,
+    DeliveryTimeoutError,
     ProduceResult,
     RecordsNotDeliveredError,
     parse_acks,
 )
 from kafpy.common.errors import MessageTooLargeError, NotLeaderOrFollowerError
+from kafpy.common.time import MockTime
 from kafpy.common.topic_partition import TopicPartition
+from kafpy.common.wait import async_wait_until
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.records.compression import CompressionType
 from kafpy.records.memory_records import MemoryRecords
@@ -255,3 +260,89 @@ def test_concurrent_idempotent_sends_to_one_partition_keep_its_sequence() -> Non
 
         run(go())
         assert len(broker.consume("seq", 160)) == 160
+
+
+def test_a_send_nowhere_to_go_fails_with_the_delivery_timeout() -> None:
+    """No broker answering: the send waits (connection failures use no retry) until
+    delivery.timeout.ms has passed since it began, then fails with Kafka's timeout, not
+    the last connection error."""
+    clock = MockTime()
+
+    async def sleep(seconds: float) -> None:
+        clock.advance(round(seconds * 1000))
+
+    async def scenario() -> None:
+        async with Brokers({0: 0}) as b:
+            async with KafkaClient(b.brokers[0].address, sleep=sleep, retries=3) as client:
+                producer = BatchProducer(client, delivery_timeout_ms=1000, time=clock)
+                await producer.send("t", [(None, b"a")], partition=0)
+                for broker in b.brokers:
+                    await broker.stop()
+                with pytest.raises(RecordsNotDeliveredError) as e:
+                    await producer.send("t", [(None, b"x"), (None, b"y")], partition=0)
+        assert str(e.value) == (
+            "Expiring 2 record(s) for t-0:1000 ms has passed since batch creation "
+            "(1 more record not delivered)"
+        )
+        assert [i for i, _ in e.value.errors] == [0, 1]
+        assert all(type(err) is DeliveryTimeoutError for _, err in e.value.errors)
+        assert e.value.retriable  # Kafka's TimeoutException is a RetriableException
+
+    run(scenario())
+
+
+def test_retriable_errors_past_the_delivery_timeout_expire_the_batch() -> None:
+    """A partition error is retried while retries last and the deadline allows."""
+    clock = MockTime()
+
+    async def sleep(seconds: float) -> None:
+        clock.advance(round(seconds * 1000))
+
+    async def scenario() -> None:
+        async with Brokers({0: 0}) as b:
+            async with KafkaClient(b.brokers[0].address, sleep=sleep) as client:
+                producer = BatchProducer(client, delivery_timeout_ms=250, retries=100, time=clock)
+                b.errors[0] = [6] * 10  # NOT_LEADER_OR_FOLLOWER, more often than the time allows
+                with pytest.raises(RecordsNotDeliveredError, match="Expiring 1 record") as e:
+                    await producer.send("t", [(None, b"x")], partition=0)
+                assert type(e.value.errors[0][1]) is DeliveryTimeoutError
+                assert len(b.errors[0]) == 7  # tried at 0, 100 and 200 ms
+                assert b.records(0) == []
+
+    run(scenario())
+
+
+def test_an_idempotent_send_survives_its_broker_restarting(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The broker goes down before a send and comes back on its port while the send waits:
+    every record is delivered, once."""
+    from kafpy.testing import KafkaBroker
+
+    records = [(None, b"r%03d" % i) for i in range(60)]
+    with KafkaBroker() as broker:
+        broker.create_topic("restart", partitions=1)
+
+        async def go() -> int:
+            async with KafkaClient(broker.bootstrap_servers, retries=1) as client:
+                producer = BatchProducer(client, acks=-1, batch_size=300)
+                await producer.init_producer_id()
+                await producer.send("restart", [(None, b"before")])
+                await asyncio.to_thread(broker.stop_broker, 0)
+                with caplog.at_level(logging.DEBUG, logger="kafpy.client.producer"):
+                    sending = asyncio.create_task(producer.send("restart", records))
+                    await async_wait_until(
+                        lambda: sending.done() or "waits for" in caplog.text,
+                        what="the send waiting for the broker",
+                    )
+                    assert not sending.done(), sending
+                await asyncio.to_thread(broker.start_broker, 0)
+                results = await sending
+                assert sum(r.record_count for r in results) == len(records)
+                tp = TopicPartition("restart", 0)
+                ends = await Fetcher(client).list_offsets([tp], LATEST_TIMESTAMP)
+                return ends[tp]
+
+        assert run(go()) == 1 + len(records)
+        got = broker.consume("restart", 1 + len(records))
+        assert [r.value for r in got] == [b"before"] + [v for _, v in records]

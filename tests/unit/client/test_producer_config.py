@@ -123,3 +123,27 @@ def test_an_empty_transactional_id_is_refused() -> None:
         ProducerConfig({"transactional.id": ""}).transactional_id()
     with pytest.raises(ClientConfigError, match="String must be non-empty"):
         ProducerConfig({"transactional.id": ""}).validate()
+
+
+def test_delivery_timeout_below_linger_plus_request_timeout_is_refused_as_kafka_does() -> None:
+    config = ProducerConfig({"delivery.timeout.ms": "30999", "linger.ms": "1000"})
+    with pytest.raises(ClientConfigError) as e:
+        config.delivery_timeout_ms(linger_ms=1000, request_timeout_ms=30000)
+    assert (e.value.key, e.value.value, e.value.expected) == (
+        "delivery.timeout.ms",
+        "30999",
+        Expected.VALID,
+    )
+    assert str(e.value) == (
+        "delivery.timeout.ms should be equal to or larger than linger.ms + request.timeout.ms"
+    )
+    assert config.delivery_timeout_ms(linger_ms=999, request_timeout_ms=30000) == 30999
+
+
+def test_delivery_timeout_left_at_its_default_grows_to_linger_plus_request_timeout() -> None:
+    config = ProducerConfig({})
+    assert config.delivery_timeout_ms(linger_ms=0, request_timeout_ms=30000) == 120000
+    assert config.delivery_timeout_ms(linger_ms=1000, request_timeout_ms=150000) == 151000
+    with pytest.raises(ClientConfigError) as e:
+        ProducerConfig({"delivery.timeout.ms": "x"}).delivery_timeout_ms(0, 30000)
+    assert e.value.expected is Expected.NUMBER
