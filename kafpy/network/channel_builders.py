@@ -2,7 +2,9 @@
 connections to other brokers, from its configuration (after Kafka's ChannelBuilders).
 
 Server side: one SslFactory per listener whose protocol runs over TLS, from that listener's
-`ssl.*` settings (`listener.name.<listener>.ssl.*` overriding `ssl.*`). Client side: the
+`ssl.*` settings (`listener.name.<listener>.ssl.*` overriding `ssl.*`); a SASL_SSL listener
+asks for client certificates only when its own `listener.name.<listener>.ssl.client.auth`
+says so, the broker-wide `ssl.client.auth` being for SSL listeners alone. Client side: the
 controller channel, the replica fetchers and controlled shutdown connect to the
 inter-broker listener with its protocol and its `ssl.*` settings in client mode.
 SASL listeners get their authenticator's settings (mechanisms, PLAIN's JAAS users, the
@@ -14,6 +16,7 @@ GSSAPI, its Krb5LoginModule keyTab and principal).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import Any, Protocol, overload
 
@@ -45,6 +48,9 @@ from kafpy.security.sasl_configs import (
 from kafpy.security.sasl_server_authenticator import OAuthBearerListenerConfig, SaslListenerConfig
 from kafpy.security.ssl_factory import SslFactory, SslMode
 
+_log = logging.getLogger("kafpy.network.ChannelBuilders")
+SSL_CLIENT_AUTH = "ssl.client.auth"
+
 
 class ListenerSecurityConfig(Protocol):
     """What the channel builders read of a broker's configuration (server/kafka_config.py's
@@ -73,11 +79,39 @@ class ListenerSecurityConfig(Protocol):
 def listener_ssl_factories(config: ListenerSecurityConfig) -> dict[str, SslFactory]:
     """Listener name -> its TLS side, for each listener on SSL or SASL_SSL. Raises
     InvalidConfigurationError naming the listener and key when a store cannot be read."""
-    return {
-        name: SslFactory(SslMode.SERVER, config.ssl_values(name), where=f"listener {name}")
-        for name, _, _ in config.listeners
-        if config.security_protocol(name) in TLS_SECURITY_PROTOCOLS
-    }
+    factories = {}
+    for name, _, _ in config.listeners:
+        if config.security_protocol(name) not in TLS_SECURITY_PROTOCOLS:
+            continue
+        values = server_ssl_values(config, name)
+        broker_wide = str(config.get(SSL_CLIENT_AUTH)).lower()
+        if _client_auth_is_broker_wide(config, name) and broker_wide != "none":
+            _log.warning(
+                "Broker configuration '%s' is applied only to SSL listeners. Listener-prefixed "
+                "configuration can be used to enable SSL client authentication for SASL_SSL "
+                "listeners. In future releases, broker-wide option without listener prefix may "
+                "be applied to SASL_SSL listeners as well. All configuration options intended "
+                "for specific listeners should be listener-prefixed.",
+                SSL_CLIENT_AUTH,
+            )
+        factories[name] = SslFactory(SslMode.SERVER, values, where=f"listener {name}")
+    return factories
+
+
+def server_ssl_values(config: ListenerSecurityConfig, listener_name: str) -> dict[str, Any]:
+    """The `ssl.*` settings of a listener's server side. A SASL_SSL listener authenticates
+    its clients with SASL, so it asks for their certificates only with its listener-prefixed
+    `ssl.client.auth` (as Kafka 2.8's ChannelBuilders, which overrides it with `none`)."""
+    values = config.ssl_values(listener_name)
+    if _client_auth_is_broker_wide(config, listener_name):
+        values[SSL_CLIENT_AUTH] = "none"
+    return values
+
+
+def _client_auth_is_broker_wide(config: ListenerSecurityConfig, listener_name: str) -> bool:
+    """A SASL_SSL listener without its own `ssl.client.auth`."""
+    own_key = listener_config_prefix(listener_name) + SSL_CLIENT_AUTH
+    return config.security_protocol(listener_name) == "SASL_SSL" and own_key not in config.originals
 
 
 def reconfigured_ssl_factories(
@@ -93,7 +127,7 @@ def reconfigured_ssl_factories(
         old = current.get(name)
         if old is None or config.security_protocol(name) not in TLS_SECURITY_PROTOCOLS:
             continue
-        values = config.ssl_values(name)
+        values = server_ssl_values(config, name)
         if not old.needs_rebuild(values):
             continue
         new = SslFactory(SslMode.SERVER, values, where=f"listener {name}")

@@ -11,9 +11,10 @@ before it is written:
 - a batch whose sequence range equals one of the last five is a retry: the append
   returns the original offsets and writes nothing;
 - a batch that does not continue the last sequence is a gap (OUT_OF_ORDER_SEQUENCE_NUMBER);
-- a producer the partition does not know (its records deleted by retention or
-  DeleteRecords) may go on from any sequence, as Kafka 2.5+ accepts it (KIP-360), where
-  Kafka 2.0–2.4 answered UNKNOWN_PRODUCER_ID.
+- a producer the partition does not know (its state expired, or lost with its records
+  in a truncation) may go on from any sequence, as Kafka 2.5+ accepts it (KIP-360), where
+  Kafka 2.0–2.4 answered UNKNOWN_PRODUCER_ID. Retention and DeleteRecords moving the log
+  start offset forget no producer (Kafka 2.8, KAFKA-7190): only expiration does.
 
 Followers update the state without checks. The state is written to
 `<20-digit offset>.snapshot` files in Kafka's format when a segment rolls and when the
@@ -350,18 +351,10 @@ class ProducerStateManager:
             self.truncate_head(log_start_offset)
 
     def truncate_head(self, log_start_offset: int) -> None:
-        """Forget producers whose batches are all below the new log start offset, and the
-        snapshots below it (the log start offset moved: retention or DeleteRecords)."""
-        evicted = [
-            pid
-            for pid, entry in self.producers.items()
-            if entry.is_empty or entry.last_data_offset < log_start_offset
-        ]
-        for pid in evicted:
-            del self.producers[pid]
-        if evicted:
-            gone = set(evicted)
-            self.ongoing_txns = {o: p for o, p in self.ongoing_txns.items() if p not in gone}
+        """The log start offset moved (retention or DeleteRecords): forget the snapshots
+        below it. Producers are kept, even those whose batches all lie below it, until they
+        expire (Kafka 2.8, KAFKA-7190): a transactional producer goes on in sequence, and
+        the marker of a transaction it just ended still finds its state."""
         if self.map_end_offset < log_start_offset:
             self.map_end_offset = log_start_offset
         self.delete_snapshots_before(log_start_offset)

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
 
 from kafpy.client.connection import BrokerConnection
 from kafpy.protocol.api_keys import ApiKey
@@ -125,6 +126,36 @@ def test_aborted_records_are_hidden_from_read_committed_only(broker: KafpyBroker
     p.commit_transaction(WAIT_S)
     assert _read(broker, [(topic, 0)], "read_committed") == [b"committed"]
     assert _read(broker, [(topic, 0)], "read_uncommitted") == [b"aborted", b"committed"]
+
+
+def test_a_transaction_goes_on_in_sequence_after_delete_records(broker: KafpyBroker) -> None:
+    """librdkafka's 0103 (fatal_idempo_error_without_kip360): records of a committed
+    transaction deleted while the next one is open; the producer goes on at its next
+    sequence, where the broker used to forget it and refuse that as out of order."""
+    topic = _name("deleted")
+    _create(broker, topic)
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    p = _producer(broker, _name("tx"), **{"batch.num.messages": 1})
+    p.begin_transaction()
+    for i in range(6):
+        p.produce(topic, b"a%d" % i, partition=0)
+    p.commit_transaction(WAIT_S)
+    p.begin_transaction()
+    (deleted,) = admin.delete_records([TopicPartition(topic, 0, 6)]).values()
+    assert deleted.result(WAIT_S).low_watermark == 6
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": _name("g")})
+
+    def watermarks() -> tuple[int, int]:
+        low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), WAIT_S)
+        return low, high
+
+    # the commit marker (offset 6) lands after the log start moved past the data
+    wait_until(lambda: watermarks() == (6, 7), WAIT_S)
+    for i in range(4):
+        p.produce(topic, b"b%d" % i, partition=0)
+    p.commit_transaction(WAIT_S)  # a fatal OUT_OF_ORDER_SEQUENCE_NUMBER raised here
+    wait_until(lambda: watermarks() == (6, 12), WAIT_S)  # 4 records and their marker
+    consumer.close()
 
 
 def test_a_second_producer_with_the_same_id_fences_the_first(broker: KafpyBroker) -> None:

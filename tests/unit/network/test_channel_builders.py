@@ -5,6 +5,7 @@ validator and the broker's own OAUTHBEARER login."""
 from __future__ import annotations
 
 import json
+import logging
 import time
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from kafpy.network.channel_builders import (
     inter_broker_sasl_credentials,
     listener_sasl_configs,
     listener_ssl_factories,
+    reconfigured_ssl_factories,
 )
 from kafpy.security.credential_cache import CredentialCache
 from kafpy.security.local_pki import TestPki
@@ -45,6 +47,46 @@ def test_a_factory_per_tls_listener_with_its_overrides(test_pki: TestPki) -> Non
     assert sorted(factories) == ["INTERNAL", "SSL"]
     assert factories["INTERNAL"].context.verify_mode.name == "CERT_REQUIRED"
     assert factories["SSL"].context.verify_mode.name == "CERT_NONE"
+
+
+def sasl_ssl_config(pki: TestPki, **extra: str) -> KafkaConfig:
+    """SSL, SASL_SSL and MTLS (another SASL_SSL listener) with client certificates
+    required broker-wide."""
+    return KafkaConfig({
+        "broker.id": "0",
+        "listeners": "PLAINTEXT://127.0.0.1:9092,SSL://127.0.0.1:9093,"
+        "SASL_SSL://127.0.0.1:9094,MTLS://127.0.0.1:9095",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_SSL:SASL_SSL,"
+        "MTLS:SASL_SSL",
+        "sasl.enabled.mechanisms": "PLAIN",
+        **broker_ssl_overrides(pki, client_auth="required"),
+        **extra,
+    })  # fmt: skip
+
+
+def test_sasl_ssl_listeners_ask_for_certificates_only_with_their_own_client_auth(
+    test_pki: TestPki, caplog: pytest.LogCaptureFixture
+) -> None:
+    cfg = sasl_ssl_config(test_pki, **{"listener.name.mtls.ssl.client.auth": "required"})
+    with caplog.at_level(logging.WARNING, logger="kafpy.network.ChannelBuilders"):
+        factories = listener_ssl_factories(cfg)
+    modes = {name: f.context.verify_mode.name for name, f in factories.items()}
+    assert modes == {"SSL": "CERT_REQUIRED", "SASL_SSL": "CERT_NONE", "MTLS": "CERT_REQUIRED"}
+    warnings = [r.getMessage() for r in caplog.records]
+    assert warnings == [
+        "Broker configuration 'ssl.client.auth' is applied only to SSL listeners. "
+        "Listener-prefixed configuration can be used to enable SSL client authentication for "
+        "SASL_SSL listeners. In future releases, broker-wide option without listener prefix "
+        "may be applied to SASL_SSL listeners as well. All configuration options intended for "
+        "specific listeners should be listener-prefixed."
+    ]
+
+
+def test_a_reconfigured_sasl_ssl_listener_keeps_asking_for_no_certificate(
+    test_pki: TestPki,
+) -> None:
+    cfg = sasl_ssl_config(test_pki)
+    assert reconfigured_ssl_factories(cfg, listener_ssl_factories(cfg)) == {}
 
 
 def test_inter_broker_security_follows_the_inter_broker_listener(test_pki: TestPki) -> None:

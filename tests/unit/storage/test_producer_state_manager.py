@@ -272,7 +272,7 @@ def test_expired_producers_are_not_loaded(tmp_path: Path) -> None:
     assert psm.is_empty
 
 
-def test_truncate_head_evicts_producers_and_snapshots_below_the_log_start(
+def test_truncate_head_keeps_producers_and_drops_snapshots_below_the_log_start(
     psm: ProducerStateManager,
 ) -> None:
     append(psm, pbatch(0, pid=1, base_offset=0), pbatch(0, pid=2, base_offset=5))
@@ -280,8 +280,32 @@ def test_truncate_head_evicts_producers_and_snapshots_below_the_log_start(
         psm.update_map_end_offset(offset)
         psm.take_snapshot()
     psm.truncate_head(5)
-    assert set(psm.producers) == {2}
+    assert set(psm.producers) == {1, 2}
     assert [o for o, _ in psm.snapshot_files()] == [6]
+
+
+def test_transactional_producer_goes_on_in_sequence_after_delete_records(
+    psm: ProducerStateManager,
+) -> None:
+    """librdkafka's 0103 (fatal_idempo_error_without_kip360): a transaction of 6 records is
+    committed, DeleteRecords moves the log start to 6 before the commit marker lands (the
+    coordinator writes it after EndTxn answered), then the next transaction goes on at
+    sequence 6: the producer's state must survive, or the marker makes a new empty entry
+    of the same epoch that refuses sequence 6 as out of order."""
+    append(psm, pbatch(0, n=6, base_offset=0, transactional=True))
+    psm.update_map_end_offset(6)
+    psm.truncate_head(6)
+    marker = build_end_transaction_marker(
+        EndTransactionMarker(ControlRecordType.COMMIT, 0),
+        producer_id=PID,
+        producer_epoch=0,
+        timestamp=T0,
+        base_offset=6,
+    )
+    append(psm, marker, origin=AppendOrigin.COORDINATOR)
+    assert append(psm, pbatch(6, base_offset=7, transactional=True)) is None
+    entry = psm.last_entry(PID)
+    assert entry is not None and entry.last_seq == 6
 
 
 def test_snapshot_files_are_tracked_after_one_listing(
@@ -425,7 +449,7 @@ def test_truncation_rewinds_the_producer_state(log_dir: Path, clock: Clock) -> N
     assert produce(log, 8) == (100, 100)
 
 
-def test_retention_forgets_producers_whose_batches_are_gone(log_dir: Path, clock: Clock) -> None:
+def test_retention_keeps_producers_whose_batches_are_gone(log_dir: Path, clock: Clock) -> None:
     config = LogConfig(segment_bytes=300, file_delete_delay_ms=0)
     log = open_log(log_dir, clock, config)
     produce(log, 0, pid=1)
@@ -435,9 +459,10 @@ def test_retention_forgets_producers_whose_batches_are_gone(log_dir: Path, clock
     log.maybe_increment_log_start_offset(5)
     log.delete_old_segments()
     assert log.log_start_offset >= 4
-    assert set(log.producer_state_manager.producers) == {2}
+    # kept until they expire (Kafka 2.8, KAFKA-7190)
+    assert set(log.producer_state_manager.producers) == {1, 2}
     assert all(o >= log.log_start_offset for o in snapshot_offsets(log))
-    # the forgotten producer goes on from its next sequence (Kafka 2.5+, KIP-360)
+    # the producer whose batches are gone goes on from its next sequence
     end = log.log_end_offset
     assert produce(log, 1, pid=1) == (end, end)
 
