@@ -54,6 +54,19 @@ def pbatch(
     )
 
 
+def marker(commit: bool, base_offset: int, coordinator_epoch: int = 0, pid: int = PID) -> bytes:
+    """The COMMIT (or ABORT) marker of producer `pid`'s transaction, at `base_offset`."""
+    return build_end_transaction_marker(
+        EndTransactionMarker(
+            ControlRecordType.COMMIT if commit else ControlRecordType.ABORT, coordinator_epoch
+        ),
+        producer_id=pid,
+        producer_epoch=0,
+        timestamp=T0,
+        base_offset=base_offset,
+    )
+
+
 def append(
     psm: ProducerStateManager, *batches: bytes, origin: AppendOrigin = AppendOrigin.CLIENT
 ) -> BatchMetadata | None:
@@ -202,14 +215,7 @@ def test_transactions_are_tracked_until_their_marker(psm: ProducerStateManager) 
     assert psm.first_unstable_offset() == 10
     with pytest.raises(InvalidTxnStateError):
         append(psm, pbatch(2, base_offset=12))
-    marker = build_end_transaction_marker(
-        EndTransactionMarker(ControlRecordType.COMMIT, 3),
-        producer_id=PID,
-        producer_epoch=0,
-        timestamp=T0,
-        base_offset=12,
-    )
-    append(psm, marker, origin=AppendOrigin.COORDINATOR)
+    append(psm, marker(True, 12, coordinator_epoch=3), origin=AppendOrigin.COORDINATOR)
     assert psm.first_unstable_offset() is None
     entry = psm.last_entry(PID)
     assert (
@@ -295,14 +301,7 @@ def test_transactional_producer_goes_on_in_sequence_after_delete_records(
     append(psm, pbatch(0, n=6, base_offset=0, transactional=True))
     psm.update_map_end_offset(6)
     psm.truncate_head(6)
-    marker = build_end_transaction_marker(
-        EndTransactionMarker(ControlRecordType.COMMIT, 0),
-        producer_id=PID,
-        producer_epoch=0,
-        timestamp=T0,
-        base_offset=6,
-    )
-    append(psm, marker, origin=AppendOrigin.COORDINATOR)
+    append(psm, marker(True, 6), origin=AppendOrigin.COORDINATOR)
     assert append(psm, pbatch(6, base_offset=7, transactional=True)) is None
     entry = psm.last_entry(PID)
     assert entry is not None and entry.last_seq == 6
@@ -505,11 +504,7 @@ def test_the_lso_of_an_abort_is_the_oldest_other_open_transaction(
 ) -> None:
     append(psm, pbatch(0, n=2, base_offset=10, transactional=True))
     append(psm, pbatch(0, pid=PID + 1, base_offset=12, transactional=True))
-    marker = build_end_transaction_marker(
-        EndTransactionMarker(ControlRecordType.ABORT, 0), producer_id=PID, producer_epoch=0,
-        timestamp=T0, base_offset=13,
-    )  # fmt: skip
-    update = psm.analyze_and_validate(memoryview(marker), AppendOrigin.COORDINATOR)
+    update = psm.analyze_and_validate(memoryview(marker(False, 13)), AppendOrigin.COORDINATOR)
     assert update is not None
     assert psm.apply(update) == [AbortedTxn(PID, 10, 13, 12)]
     assert psm.first_unstable_offset() == 12
@@ -546,9 +541,9 @@ def test_recovery_after_a_crash_rebuilds_the_aborted_index(log_dir: Path, clock:
     expected = []
     for i in range(4):
         first, _ = txn_produce(log, i * 2, 2)
-        marker = end_marker(log, commit=i % 2 == 1)
+        end = end_marker(log, commit=i % 2 == 1)
         if i % 2 == 0:
-            expected.append(AbortedTxn(PID, first, marker, marker + 1))
+            expected.append(AbortedTxn(PID, first, end, end + 1))
     assert log.num_segments > 1
     assert aborted_index(log) == expected
     log.close_handlers()
