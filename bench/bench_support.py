@@ -1,4 +1,5 @@
 """Helpers the benchmarks share: a free loopback port, a `kafpy server` of one listener,
+a local SparkSession with kafpy's data source and the best times of Spark queries,
 waiting until a server listens, ending a benchmark when what it waits for does not come
 (`exit_with`), producing N records through confluent-kafka, and the CPU time a process
 has used."""
@@ -9,7 +10,7 @@ import os
 import socket
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO, Any, NoReturn
 
@@ -24,15 +25,53 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_broker(workdir: Path, port: int, log: IO[bytes]) -> subprocess.Popen[bytes]:
+def start_broker(
+    workdir: Path, port: int, log: IO[bytes], overrides: Mapping[str, str] | None = None
+) -> subprocess.Popen[bytes]:
     """A `kafpy server` (embedded metadata store) listening on 127.0.0.1:`port`, its data
-    under `workdir`, its output (unbuffered) to `log`."""
-    command = server_command(
-        {"listeners": f"PLAINTEXT://127.0.0.1:{port}", "log.dirs": str(workdir / "data")}
-    )
+    under `workdir`, with `overrides`, its output (unbuffered) to `log`."""
+    command = server_command({
+        "listeners": f"PLAINTEXT://127.0.0.1:{port}", "log.dirs": str(workdir / "data"),
+        **(overrides or {}),
+    })  # fmt: skip
     return subprocess.Popen(
         command, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"}
     )
+
+
+def local_spark() -> Any:
+    """A local[2] SparkSession (no UI, Python workers reused, errors only in its log) with
+    kafpy's data source registered."""
+    from pyspark.sql import SparkSession
+
+    from kafpy.spark.data_source import KafpyDataSource
+
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .config("spark.ui.enabled", "false")
+        .config("spark.python.worker.reuse", "true")
+        .config("spark.ui.showConsoleProgress", "false")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    spark.dataSource.register(KafpyDataSource)
+    return spark
+
+
+def best_times(
+    dfs: Mapping[str, Any], expected: int, rounds: int, aggregate: str
+) -> dict[str, float]:
+    """Best wall time of each DataFrame's `count(*) AS n` and `aggregate` over `rounds`
+    rounds, run alternately (so that JVM warm-up and background load hit all alike); each
+    must count `expected` rows."""
+    best = dict.fromkeys(dfs, float("inf"))
+    for _ in range(rounds):
+        for name, df in dfs.items():
+            start = time.perf_counter()
+            row = df.selectExpr("count(*) AS n", aggregate).collect()[0]
+            best[name] = min(best[name], time.perf_counter() - start)
+            assert row.n == expected, (name, row.n, expected)
+    return best
 
 
 def read_exact(sock: socket.socket, n: int) -> bytes:

@@ -31,7 +31,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench_support import free_port, start_broker, wait_port  # noqa: E402
+from bench_support import best_times, free_port, local_spark, start_broker, wait_port  # noqa: E402
 
 HERE = Path(__file__).resolve()
 sys.path.insert(0, str(HERE.parent.parent))
@@ -103,19 +103,6 @@ async def load(bootstrap: str, serializer: SchemaSerializer, records: int, parti
         await client.close()
 
 
-def timed(dfs: dict[str, Any], expected: int, rounds: int) -> dict[str, float]:
-    """Best wall time of each query over `rounds` rounds, run alternately (so that JVM
-    warm-up and background load hit both alike)."""
-    best = dict.fromkeys(dfs, float("inf"))
-    for _ in range(rounds):
-        for name, df in dfs.items():
-            start = time.perf_counter()
-            row = df.selectExpr("count(*) AS n", "sum(hash(value)) AS h").collect()[0]
-            best[name] = min(best[name], time.perf_counter() - start)
-            assert row.n == expected, (name, row.n, expected)
-    return best
-
-
 def check_decoded(df: Any, records: int) -> None:
     """The decoded column holds the records written (not nulls, not a pruned column)."""
     row = df.selectExpr(
@@ -140,10 +127,6 @@ def main() -> None:
     args = parser.parse_args()
     records = args.records
     os.environ["PYSPARK_PYTHON"] = sys.executable
-    from pyspark.sql import SparkSession
-
-    from kafpy.spark.data_source import KafpyDataSource
-
     workdir = Path(tempfile.mkdtemp(prefix="kafpy-spark-avro-bench-"))
     broker_port, registry_port = free_port(), free_port()
     broker = start_broker(workdir, broker_port, open(workdir / "broker.log", "ab"))  # noqa: SIM115
@@ -165,16 +148,8 @@ def main() -> None:
             f"{len(serializer.encode(datum(records // 2)))} bytes framed) to each of "
             f"{FRAMED} and {PLAIN} in {time.perf_counter() - t0:.1f} s"
         )
-        spark = (
-            SparkSession.builder.master("local[2]")
-            .config("spark.ui.enabled", "false")
-            .config("spark.python.worker.reuse", "true")
-            .config("spark.ui.showConsoleProgress", "false")
-            .getOrCreate()
-        )
+        spark = local_spark()
         try:
-            spark.sparkContext.setLogLevel("ERROR")
-            spark.dataSource.register(KafpyDataSource)
 
             def read(topic: str, **options: str) -> Any:
                 reader = (
@@ -190,7 +165,9 @@ def main() -> None:
             avro_df = read(FRAMED, valueFormat="confluent-avro", **{"schemaRegistry.url": url})
             check_decoded(avro_df, records)
             load_before = os.getloadavg()[0]
-            best = timed({"plain": plain_df, "avro": avro_df}, records, args.rounds)
+            best = best_times(
+                {"plain": plain_df, "avro": avro_df}, records, args.rounds, "sum(hash(value)) AS h"
+            )
             load_after = os.getloadavg()[0]
         finally:
             spark.stop()

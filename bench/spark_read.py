@@ -25,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import pyarrow as pa  # noqa: E402
-from bench_support import exit_with, free_port  # noqa: E402
+from bench_support import best_times, exit_with, free_port, local_spark  # noqa: E402
 
 from kafpy.client.admin_client import AdminClient, NewTopic  # noqa: E402
 from kafpy.client.connection import BrokerConnection  # noqa: E402
@@ -138,19 +138,6 @@ def memory_source(records: int, size: int, partitions: int) -> type:
     return MemorySource
 
 
-def timed(dfs: dict[str, object], expected: int, rounds: int) -> dict[str, float]:
-    """Best wall time of each query over `rounds` rounds, run alternately (so that JVM
-    warm-up and background load hit both alike)."""
-    best = dict.fromkeys(dfs, float("inf"))
-    for _ in range(rounds):
-        for name, df in dfs.items():
-            start = time.perf_counter()
-            row = df.selectExpr("count(*) AS n", "sum(length(value)) AS bytes").collect()[0]  # type: ignore[attr-defined]
-            best[name] = min(best[name], time.perf_counter() - start)
-            assert row.n == expected, (row.n, expected)
-    return best
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=2_000_000)
@@ -165,10 +152,6 @@ def main() -> None:
     args = parser.parse_args()
     records = args.records - args.records % (BATCH * args.partitions)
     os.environ["PYSPARK_PYTHON"] = sys.executable
-    from pyspark.sql import SparkSession
-
-    from kafpy.spark.data_source import KafpyDataSource
-
     with tempfile.TemporaryDirectory(prefix="kafpy-spark-bench-") as tmp:
         proc, bootstrap = start_broker(Path(tmp))
         try:
@@ -176,15 +159,7 @@ def main() -> None:
             asyncio.run(load(bootstrap, "bench", records, args.size, args.partitions, args.vary))
             print(f"loaded {records:,} records of {args.size} bytes "
                   f"in {time.perf_counter() - t0:.1f} s")  # fmt: skip
-            spark = (
-                SparkSession.builder.master("local[2]")
-                .config("spark.ui.enabled", "false")
-                .config("spark.python.worker.reuse", "true")
-                .config("spark.ui.showConsoleProgress", "false")
-                .getOrCreate()
-            )
-            spark.sparkContext.setLogLevel("ERROR")
-            spark.dataSource.register(KafpyDataSource)
+            spark = local_spark()
             spark.dataSource.register(memory_source(records, args.size, args.partitions))
             kafpy_df = (
                 spark.read.format("kafpy")
@@ -193,7 +168,12 @@ def main() -> None:
                 .load()
             )
             memory_df = spark.read.format("kafpy_bench_memory").load()
-            best = timed({"kafpy": kafpy_df, "memory": memory_df}, records, args.rounds)
+            best = best_times(
+                {"kafpy": kafpy_df, "memory": memory_df},
+                records,
+                args.rounds,
+                "sum(length(value)) AS bytes",
+            )
             kafpy_s, memory_s = best["kafpy"], best["memory"]
             spark.stop()
         finally:

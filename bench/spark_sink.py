@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -27,12 +26,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench_support import free_port, wait_port  # noqa: E402
+from bench_support import free_port, local_spark, start_broker, wait_port  # noqa: E402
 
 from kafpy.client.admin_client import AdminClient, NewTopic  # noqa: E402
 from kafpy.client.kafka_client import KafkaClient  # noqa: E402
 from kafpy.client.producer import BatchProducer  # noqa: E402
-from kafpy.server.broker_launcher import server_command  # noqa: E402
 
 OVERRIDES = {
     "transaction.state.log.replication.factor": "1",
@@ -91,32 +89,16 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args()
     os.environ["PYSPARK_PYTHON"] = sys.executable
-    from pyspark.sql import SparkSession
-
-    from kafpy.spark.data_source import KafpyDataSource
-
     with tempfile.TemporaryDirectory(prefix="kafpy-spark-sink-bench-") as name:
         tmp = Path(name)
         port = free_port()
-        command = server_command({
-            "listeners": f"PLAINTEXT://127.0.0.1:{port}", "log.dirs": str(tmp / "data"),
-            **OVERRIDES,
-        })  # fmt: skip
         with (tmp / "broker.out").open("wb") as log:
-            proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+            proc = start_broker(tmp, port, log, OVERRIDES)
         try:
             wait_port(port)
             bootstrap = f"127.0.0.1:{port}"
             asyncio.run(load(bootstrap, "bench-in", args.records, args.size, args.partitions))
-            spark = (
-                SparkSession.builder.master("local[2]")
-                .config("spark.ui.enabled", "false")
-                .config("spark.python.worker.reuse", "true")
-                .config("spark.ui.showConsoleProgress", "false")
-                .getOrCreate()
-            )
-            spark.sparkContext.setLogLevel("ERROR")
-            spark.dataSource.register(KafpyDataSource)
+            spark = local_spark()
             best = {False: float("inf"), True: float("inf")}
             batches = 0
             for _ in range(args.rounds):

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -26,12 +25,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench_support import free_port, wait_port  # noqa: E402
+from bench_support import free_port, start_broker, wait_port  # noqa: E402
 
 from kafpy.client.admin_client import AdminClient, NewTopic  # noqa: E402
 from kafpy.client.kafka_client import KafkaClient  # noqa: E402
 from kafpy.client.producer import BatchProducer  # noqa: E402
-from kafpy.server.broker_launcher import server_command  # noqa: E402
 
 OVERRIDES = {
     "transaction.state.log.replication.factor": "1",
@@ -99,12 +97,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="kafpy-2pc-bench-") as name:
         tmp = Path(name)
         port = free_port()
-        command = server_command({
-            "listeners": f"PLAINTEXT://127.0.0.1:{port}", "log.dirs": str(tmp / "data"),
-            **OVERRIDES,
-        })  # fmt: skip
         with (tmp / "broker.out").open("wb") as log:
-            proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+            proc = start_broker(tmp, port, log, OVERRIDES)
         try:
             wait_port(port)
             took = asyncio.run(run(f"127.0.0.1:{port}", args.transactions, args.per_txn, args.size))
