@@ -10,14 +10,14 @@ import uuid
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Producer
 from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
 from tests.fixtures.broker import KafpyBroker
-from tests.fixtures.schema_registry import SchemaRegistryProcess
+from tests.fixtures.schema_registry import SchemaRegistryProcess, read_topic
 from tests.integration.test_console_tools import create_topic, kafpy
 
 USER = {
@@ -82,22 +82,6 @@ def consume_lines(
     return result.returncode, result.stdout.decode().splitlines(), result.stderr.decode()
 
 
-def read_raw(broker: KafpyBroker, topic: str, count: int) -> list[tuple[bytes | None, bytes]]:
-    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": f"raw-{topic}"})
-    records: list[tuple[bytes | None, bytes]] = []
-    try:
-        consumer.assign([TopicPartition(topic, 0, 0)])
-        for _ in range(30):
-            for msg in consumer.consume(count, 1.0):
-                if not msg.error():
-                    records.append((msg.key(), msg.value()))
-            if len(records) >= count:
-                break
-    finally:
-        consumer.close()
-    return records[:count]
-
-
 def produce_raw(broker: KafpyBroker, topic: str, values: list[bytes]) -> None:
     producer = Producer({"bootstrap.servers": broker.bootstrap})
     for value in values:
@@ -142,7 +126,7 @@ def test_avro_lines_from_kafpy_decode_with_confluents_deserializer(
     assert code == 0, err
     deserializer = AvroDeserializer(client)
     ctx = SerializationContext(topic, MessageField.VALUE)
-    values = [deserializer(v, ctx) for _, v in read_raw(kafpy_module_broker, topic, 3)]
+    values = [deserializer(v, ctx) for _, v in read_topic(kafpy_module_broker.bootstrap, topic, 3)]
     assert values == [
         {"name": "ann", "age": 31, "nick": None},
         {"name": "bob", "age": 42, "nick": "bobby"},
@@ -207,7 +191,7 @@ def test_avro_keys_and_values_round_trip(
     )
     assert code == 0, err
     client = SchemaRegistryClient({"url": registry.url})
-    [(key, value)] = read_raw(kafpy_module_broker, topic, 1)
+    [(key, value)] = read_topic(kafpy_module_broker.bootstrap, topic, 1)
     assert key is not None
     assert AvroDeserializer(client)(key, SerializationContext(topic, MessageField.KEY)) == 7
     code, out, err = consume_lines(
@@ -245,7 +229,7 @@ def test_json_schema_round_trips_both_ways(
     serializer = JSONSerializer(json.dumps(USER_JSON_SCHEMA), client)
     produce_raw(kafpy_module_broker, topic, [serializer({"name": "bob", "age": 42}, ctx)])
     deserializer = JSONDeserializer(json.dumps(USER_JSON_SCHEMA))
-    raw = [deserializer(v, ctx) for _, v in read_raw(kafpy_module_broker, topic, 2)]
+    raw = [deserializer(v, ctx) for _, v in read_topic(kafpy_module_broker.bootstrap, topic, 2)]
     assert raw == [{"name": "ann", "age": 31}, {"name": "bob", "age": 42}]
     code, out, err = consume_lines(
         kafpy_module_broker, topic, 2, "--value-format", "json-schema", "--property", url

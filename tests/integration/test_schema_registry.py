@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 from confluent_kafka.schema_registry import Schema, SchemaReference, SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
@@ -23,7 +23,7 @@ from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSe
 from confluent_kafka.serialization import MessageField, SerializationContext
 
 from tests.fixtures.broker import KafpyBroker
-from tests.fixtures.schema_registry import SchemaRegistryProcess
+from tests.fixtures.schema_registry import SchemaRegistryProcess, read_topic
 
 CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
 
@@ -59,23 +59,6 @@ def registry(
 
 def client(registry: SchemaRegistryProcess) -> SchemaRegistryClient:
     return SchemaRegistryClient({"url": registry.url})
-
-
-def read_topic(bootstrap: str, topic: str, count: int) -> list[tuple[bytes, bytes | None]]:
-    """The first `count` records of the topic's partition 0, as (key, value) bytes."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"read-{topic}"})
-    records: list[tuple[bytes, bytes | None]] = []
-    try:
-        consumer.assign([TopicPartition(topic, 0, 0)])
-        for _ in range(30):
-            for msg in consumer.consume(count, 1.0):
-                if not msg.error():
-                    records.append((msg.key(), msg.value()))
-            if len(records) >= count:
-                break
-    finally:
-        consumer.close()
-    return records[:count]
 
 
 def test_register_evolve_and_refuse_an_incompatible_schema(registry: SchemaRegistryProcess) -> None:
