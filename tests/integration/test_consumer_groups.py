@@ -22,7 +22,7 @@ from kafpy.client.connection import BrokerConnection
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.errors import Errors
 from kafpy.testing.wait import async_wait_until, wait_until
-from tests.fixtures.broker import KafpyBroker
+from tests.fixtures.broker import KafpyBroker, running_broker
 
 GROUP_OVERRIDES = {"offsets.topic.num.partitions": "3", "group.initial.rebalance.delay.ms": "0"}
 FAST = {"session.timeout.ms": 6000, "heartbeat.interval.ms": 300, "auto.offset.reset": "earliest"}
@@ -32,12 +32,8 @@ DEADLINE_S = 30.0
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafpyBroker]:
-    b = KafpyBroker(tmp_path_factory.mktemp("groups-broker"), GROUP_OVERRIDES)
-    b.start()
-    try:
+    with running_broker(tmp_path_factory.mktemp("groups-broker"), GROUP_OVERRIDES) as b:
         yield b
-    finally:
-        b.stop()
 
 
 def new_topic(bootstrap: str, partitions: int, records: int = 0) -> str:

@@ -27,12 +27,11 @@ from kafpy.client.transaction_manager import State
 from kafpy.common.errors import KafkaError, ProducerFencedError
 from kafpy.common.topic_partition import TopicPartition
 from kafpy.testing.wait import wait_until
-from tests.fixtures.broker import KafpyBroker
+from tests.fixtures.broker import KafpyBroker, running_broker
 from tests.fixtures.transactions import (
     TXN_OVERRIDES,
     WAIT_S,
     read_values,
-    running_broker,
     unique_name,
 )
 

@@ -19,14 +19,13 @@ from kafpy.client.connection import BrokerConnection
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.errors import Errors
 from kafpy.testing.wait import wait_until
-from tests.fixtures.broker import KafpyBroker
+from tests.fixtures.broker import KafpyBroker, running_broker
 from tests.fixtures.transactions import (
     TXN_OVERRIDES,
     WAIT_S,
     ExactlyOnceCopier,
     produce_numbered,
     read_values,
-    running_broker,
     unique_name,
 )
 

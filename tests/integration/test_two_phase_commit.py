@@ -30,8 +30,8 @@ from kafpy.protocol.errors import Errors
 from kafpy.records.builder import build_batch
 from kafpy.security.authorizer import acl
 from kafpy.testing.wait import wait_until
-from tests.fixtures.broker import KafpyBroker
-from tests.fixtures.transactions import running_broker, unique_name
+from tests.fixtures.broker import KafpyBroker, running_broker
+from tests.fixtures.transactions import TWO_PC_OVERRIDES, unique_name
 
 TXN_OVERRIDES = {
     "transaction.state.log.replication.factor": "1",
@@ -40,13 +40,12 @@ TXN_OVERRIDES = {
     "offsets.topic.num.partitions": "2",
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": "200",
 }
-TWO_PC = {**TXN_OVERRIDES, "transaction.two.phase.commit.enable": "true"}
 WAIT_S = 30.0
 
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafpyBroker]:
-    with running_broker(tmp_path_factory.mktemp("two-pc-broker"), TWO_PC) as b:
+    with running_broker(tmp_path_factory.mktemp("two-pc-broker"), TWO_PC_OVERRIDES) as b:
         yield b
 
 
@@ -243,7 +242,7 @@ def test_two_phase_commit_is_refused_while_the_broker_config_is_off(
 def test_a_prepared_transaction_outlives_its_timeout_and_a_broker_kill(
     kafpy_broker_factory: Any,
 ) -> None:
-    b: KafpyBroker = kafpy_broker_factory(TWO_PC, name="two-pc-kill")
+    b: KafpyBroker = kafpy_broker_factory(TWO_PC_OVERRIDES, name="two-pc-kill")
     topic, tid = _name("2pc-kill"), _name("sink")
     _create(b, topic)
     first = Process(b, tid)
@@ -334,7 +333,7 @@ def test_a_secured_broker_wants_the_two_phase_commit_acl_too(tmp_path: Path) -> 
             acl.AccessControlEntry(ANONYMOUS, "*", op, acl.AclPermissionType.ALLOW),
         )
 
-    b = KafpyBroker(tmp_path / "secured", {**TWO_PC, "allow.everyone.if.no.acl.found": "false",
+    b = KafpyBroker(tmp_path / "secured", {**TWO_PC_OVERRIDES, "allow.everyone.if.no.acl.found": "false",
                     "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer"})  # fmt: skip
     write_acls(b.log_dir, [*initial_acls(), allow("writer", Op.WRITE),
                            allow("sink", Op.WRITE), allow("sink", Op.TWO_PHASE_COMMIT)])  # fmt: skip

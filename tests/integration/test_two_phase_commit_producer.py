@@ -15,21 +15,15 @@ from kafpy.client.producer import BatchProducer
 from kafpy.client.transaction_manager import PreparedTxnState, State, TransactionStateError
 from kafpy.common.errors import Errors, InvalidTxnStateError, KafkaError, ProducerFencedError
 from kafpy.common.topic_partition import TopicPartition
-from tests.fixtures.broker import KafpyBroker
-from tests.fixtures.transactions import TXN_OVERRIDES, read_values
+from tests.fixtures.broker import KafpyBroker, running_broker
+from tests.fixtures.transactions import TWO_PC_OVERRIDES, TXN_OVERRIDES, read_values
 from tests.integration.test_transactional_producer import KafpyProducer, _create
-
-TWO_PC = {**TXN_OVERRIDES, "transaction.two.phase.commit.enable": "true"}
 
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafpyBroker]:
-    b = KafpyBroker(tmp_path_factory.mktemp("two-pc-producer-broker"), TWO_PC)
-    b.start()
-    try:
+    with running_broker(tmp_path_factory.mktemp("two-pc-producer-broker"), TWO_PC_OVERRIDES) as b:
         yield b
-    finally:
-        b.stop()
 
 
 @pytest.fixture

@@ -34,23 +34,18 @@ from kafpy.client.transaction_admin import TransactionAdmin
 from kafpy.protocol.api_keys import ApiKey
 from kafpy.protocol.errors import Errors
 from kafpy.testing.wait import wait_until
-from tests.fixtures.broker import KafpyBroker
-from tests.fixtures.transactions import TXN_OVERRIDES, read_values
+from tests.fixtures.broker import KafpyBroker, running_broker
+from tests.fixtures.transactions import TWO_PC_OVERRIDES, TXN_OVERRIDES, read_values
 from tests.spark.eos_query import start_query
 from tests.spark.fixtures import create_topic, module_root, produce, topic_name
 
-TWO_PC = {**TXN_OVERRIDES, "transaction.two.phase.commit.enable": "true"}
 ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafpyBroker]:
-    b = KafpyBroker(tmp_path_factory.mktemp("eos-broker"), TWO_PC)
-    b.start()
-    try:
+    with running_broker(tmp_path_factory.mktemp("eos-broker"), TWO_PC_OVERRIDES) as b:
         yield b
-    finally:
-        b.stop()
 
 
 def transaction_states(bootstrap: str, prefix: str) -> dict[str, str]:
